@@ -1,0 +1,253 @@
+/*
+ * cordon provider ABI, major 1.
+ *
+ * A provider is one shared object that exports exactly one symbol,
+ * cordon_provider_init_v1 (write it with CORDON_PROVIDER_DEFINE). The host
+ * calls it once, checks the vtable it hands back, and never unloads the
+ * object. Everything else crosses as:
+ *   - opaque handles (struct cordon_resource),
+ *   - UTF-8 JSON text (facts, specs, requests, results, provider state),
+ *   - file descriptors (stdio of a sandboxed process, tar streams).
+ * No cJSON, libarchive or libgit2 type ever crosses this boundary.
+ *
+ * Compatibility rules (see docs/provider-abi.md):
+ *   - Every struct that crosses starts with abi_version and struct_size.
+ *   - Within a major, structs only grow at the end; nothing is reordered,
+ *     no signature changes. An optional slot that is NULL means unsupported.
+ *   - The host accepts a provider of its own major whose minor is not newer
+ *     than its own, and whose struct_size lies between the 1.0 size and the
+ *     host's sizeof.
+ *
+ * Ownership: every argument is borrowed for the duration of the call.
+ * Output parameters are named ret_*, come last, and are written only when
+ * the call returns 0. Strings handed back to the host (facts, state,
+ * results) are allocated with host->alloc; the host frees them.
+ *
+ * Threads: init runs once. Different executions may be driven from
+ * different threads at the same time; calls on one execution are serialised
+ * by the host. A provider never calls exit or abort, never installs signal
+ * handlers, never changes the process's cwd, umask or environment, reaps
+ * every child it starts, and opens every fd close-on-exec.
+ */
+#ifndef CORDON_PROVIDER_H
+#define CORDON_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include <cordon/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ABI version of these headers: major << 16 | minor. */
+#define CORDON_ABI_MAJOR 1
+#define CORDON_ABI_MINOR 0
+#define CORDON_ABI_VERSION ((uint32_t)((CORDON_ABI_MAJOR << 16) | CORDON_ABI_MINOR))
+#define CORDON_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
+#define CORDON_ABI_MINOR_OF(v) ((uint32_t)(v) & 0xffffu)
+
+/* Marks a symbol as exported from a library or provider built with
+ * -fvisibility=hidden. */
+#if defined(__GNUC__)
+#define CORDON_EXTERN __attribute__((visibility("default")))
+#else
+#define CORDON_EXTERN
+#endif
+
+/* Log levels for cordon_host_v1.log. Fixed values. */
+enum cordon_log_level {
+    CORDON_LOG_ERROR = 0,
+    CORDON_LOG_WARNING = 1,
+    CORDON_LOG_INFO = 2,
+    CORDON_LOG_DEBUG = 3,
+};
+
+/*
+ * Services the host offers a provider. Owned by the host, valid for the
+ * life of the process. Append-only: test a member added after 1.0 with
+ * CORDON_HOST_HAS(host, member) before touching it.
+ */
+struct cordon_host_v1 {
+    uint32_t abi_version;   /* CORDON_ABI_VERSION of the host */
+    uint32_t struct_size;   /* sizeof(struct cordon_host_v1) of the host */
+
+    /* Allocator for every buffer handed back to the host. Never NULL. */
+    void *(*alloc)(size_t size);
+    void (*free)(void *ptr);
+
+    /* Diagnostic log; msg is borrowed. May be called from any thread. */
+    void (*log)(enum cordon_log_level level, const char *provider_id, const char *msg);
+
+    /* Absolute path of the static observer program (cordon-observe). */
+    const char *observer_path;
+    /* Absolute path of the static reaping init (cordon-init). */
+    const char *init_path;
+    /* Identifies this host installation; providers label every sandbox
+     * object with it (org.cordon.host). */
+    const char *host_instance_id;
+    /* The host's state directory; a provider may keep caches under
+     * <state_dir>/providers/<provider_id>/ and nowhere else in it. */
+    const char *state_dir;
+};
+
+/* True when the host's services table is new enough to carry member. */
+#define CORDON_HOST_HAS(host, member)                                         \
+    ((host) != NULL &&                                                        \
+     (host)->struct_size >= offsetof(struct cordon_host_v1, member) +         \
+                                sizeof(((struct cordon_host_v1 *)0)->member))
+
+/* A bound provider resource (daemon connection, verified runtime). Opaque;
+ * created by ensure, destroyed by release. */
+struct cordon_resource;
+
+/*
+ * The stdio and cancellation of one exec. Every fd belongs to the host and
+ * is borrowed for the call: the provider neither closes them nor keeps them
+ * after it returns.
+ */
+struct cordon_exec_io {
+    uint32_t abi_version;
+    uint32_t struct_size;
+    int stdin_fd;    /* read by the sandboxed process; -1 means /dev/null */
+    int stdout_fd;   /* written by it */
+    int stderr_fd;   /* written by it */
+    /* Becomes readable when the host decides the process must stop
+     * (timeout, output budget, caller's cancel). The provider then kills
+     * the whole process tree, reaps it, and returns with "status":
+     * "cancelled". */
+    int cancel_fd;
+};
+
+/* Flags for cordon_provider_init_v1; none are defined in 1.0. */
+#define CORDON_INIT_FLAGS_NONE 0u
+
+/*
+ * The provider's vtable. Lives in the provider's static storage; the host
+ * copies it into a zeroed local of its own size and never writes to it.
+ *
+ * JSON documents (schemas in docs/provider-abi.md):
+ *   config_json   provider config object (candidate config merged over the
+ *                 base config); "{}" when none.
+ *   facts         probe facts, DESIGN.md §6.
+ *   spec_json     {"execution_id", "image", "resources": {cpus,
+ *                 memory_bytes, disk_bytes, pids, runtime_ms,
+ *                 max_output_bytes}, "network": {"mode": "none"},
+ *                 "environment": {...}, "layout": "code"|"host",
+ *                 "expires_at_ms"}
+ *   state_json    the provider's own state of one execution, returned by
+ *                 provision, persisted by the host and passed back on every
+ *                 later call (possibly by another process).
+ *   request_json  {"argv": [...], "cwd": "relative/to/workspace",
+ *                 "env": {...}, "workspace_env": {"NAME": "relative/path"},
+ *                 "timeout_ms"}
+ *   result_json   {"status": "exited"|"signaled"|"oom"|"cancelled",
+ *                 "exit_code", "signal"}
+ */
+struct cordon_provider_v1 {
+    uint32_t abi_version;            /* CORDON_ABI_VERSION the provider was built against */
+    uint32_t struct_size;            /* sizeof(struct cordon_provider_v1) as built */
+    const char *provider_id;         /* equals the file's basename, [a-z0-9][a-z0-9-]{0,63} */
+    const char *version;             /* the provider's own version string */
+    const char *const *supported_kinds; /* NULL-terminated, e.g. {"code_execution", NULL} */
+
+    /* Required. Observe what the provider can do now with this config.
+     * Returns 0 with facts even when unavailable ("available": false and a
+     * "reason"); a negative code only when it could not say anything. */
+    int (*probe)(const struct cordon_host_v1 *host, const char *config_json,
+                 char **ret_facts_json, struct cordon_error *err);
+
+    /* Required. Bind the resource. The handle is the provider's until
+     * release. */
+    int (*ensure)(const struct cordon_host_v1 *host, const char *config_json,
+                  struct cordon_resource **ret_resource, struct cordon_error *err);
+
+    /* Optional. Cheap liveness check of a bound resource. */
+    int (*health_check)(struct cordon_resource *resource, struct cordon_error *err);
+
+    /* Required. Release the resource and free the handle, also on failure;
+     * a non-zero return makes the host quarantine the handle's resource. */
+    int (*release)(struct cordon_resource *resource, struct cordon_error *err);
+
+    /* Required. Create one execution with /workspace bounded by
+     * disk_bytes. Layout "code": /workspace root-owned 0755 with source/
+     * read-only for the sandbox user and build/, output/, logs/ writable by
+     * it. Layout "host": /workspace belongs to the sandbox user. */
+    int (*provision)(struct cordon_resource *resource, const char *spec_json,
+                     char **ret_state_json, struct cordon_error *err);
+
+    /* Required. Run argv inside the execution, stdio connected to io.
+     * Blocks until the process ends or cancel_fd fires. */
+    int (*exec)(struct cordon_resource *resource, const char *state_json,
+                const char *request_json, const struct cordon_exec_io *io,
+                char **ret_result_json, struct cordon_error *err);
+
+    /* Required. Unpack the tar stream read from tar_fd under dest, a path
+     * relative to /workspace ("" for the root). The provider refuses
+     * unsafe entries (absolute, "..", links leaving the root, devices,
+     * FIFOs, setuid) and stops at disk_bytes. */
+    int (*import_tar)(struct cordon_resource *resource, const char *state_json,
+                      const char *dest, int tar_fd, struct cordon_error *err);
+
+    /* Required. Write src (relative to /workspace) as a tar stream to
+     * tar_fd; entries are named relative to src. */
+    int (*export_tar)(struct cordon_resource *resource, const char *state_json,
+                      const char *src, int tar_fd, struct cordon_error *err);
+
+    /* Required. Destroy the execution and every process in it. Idempotent:
+     * already gone is success. */
+    int (*terminate)(struct cordon_resource *resource, const char *state_json,
+                     struct cordon_error *err);
+
+    /* Required. Destroy whatever this provider created for execution_id
+     * (found by label or naming), without its state. Idempotent. */
+    int (*reclaim)(struct cordon_resource *resource, const char *execution_id,
+                   struct cordon_error *err);
+};
+
+/* The size of struct cordon_provider_v1 at ABI 1.0: the host refuses a
+ * smaller struct_size. */
+#define CORDON_PROVIDER_V1_0_SIZE (offsetof(struct cordon_provider_v1, reclaim) + \
+                                   sizeof(((struct cordon_provider_v1 *)0)->reclaim))
+#define CORDON_HOST_V1_0_SIZE (offsetof(struct cordon_host_v1, state_dir) + \
+                               sizeof(((struct cordon_host_v1 *)0)->state_dir))
+#define CORDON_EXEC_IO_V1_0_SIZE (offsetof(struct cordon_exec_io, cancel_fd) + sizeof(int))
+
+/* The entry point's name and type for ABI major 1. */
+#define CORDON_PROVIDER_INIT_SYMBOL "cordon_provider_init_v1"
+typedef int (*cordon_provider_init_v1_fn)(const struct cordon_host_v1 *host, uint32_t flags,
+                                          const struct cordon_provider_v1 **ret_provider,
+                                          struct cordon_error *err);
+
+/*
+ * Writes the entry point for a provider whose vtable is the static
+ * struct cordon_provider_v1 `vtable`. The host's services table is kept in
+ * cordon_provider_host for the provider's own use.
+ */
+#define CORDON_PROVIDER_DEFINE(vtable)                                          \
+    const struct cordon_host_v1 *cordon_provider_host;                          \
+    CORDON_EXTERN int cordon_provider_init_v1(const struct cordon_host_v1 *host,\
+                                              uint32_t flags,                   \
+                                              const struct cordon_provider_v1 **ret_provider, \
+                                              struct cordon_error *err)         \
+    {                                                                           \
+        if (flags != CORDON_INIT_FLAGS_NONE || host == NULL || ret_provider == NULL) \
+            return cordon_error_set(err, CORDON_E_INVALID, 0,                  \
+                                    "init: flags must be 0 and host, ret_provider set"); \
+        if (CORDON_ABI_MAJOR_OF(host->abi_version) != CORDON_ABI_MAJOR)         \
+            return cordon_error_set(err, CORDON_E_ABI, 0,                      \
+                                    "init: host speaks ABI major %u, provider %u", \
+                                    (unsigned)CORDON_ABI_MAJOR_OF(host->abi_version), \
+                                    (unsigned)CORDON_ABI_MAJOR);                \
+        cordon_provider_host = host;                                            \
+        *ret_provider = &(vtable);                                              \
+        return 0;                                                               \
+    }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CORDON_PROVIDER_H */

@@ -1,0 +1,48 @@
+/*
+ * sdk: the host side of one exec through a provider.
+ *
+ * The host owns output and time: this runs provider->exec on a thread of
+ * its own with pipes as stdout and stderr and a cancel pipe, reads the
+ * pipes into a bounded capture, keeps the deadline, and makes cancel_fd
+ * readable on timeout, budget overflow or the caller's cancel. The
+ * provider reports exit code, signal or OOM; this call turns the two views
+ * into one typed status. Core and the sdk's observation both use it.
+ */
+#ifndef CORDON_SDK_DRIVE_H
+#define CORDON_SDK_DRIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cordon/provider.h>
+#include <cordon/sdk/capture.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct cordon_drive_opts {
+    uint32_t struct_size;                        /* sizeof(struct cordon_drive_opts) */
+    const struct cordon_host_v1 *host;           /* frees the provider's result JSON */
+    const struct cordon_provider_v1 *provider;   /* borrowed */
+    struct cordon_resource *resource;            /* borrowed */
+    const char *state_json;                      /* borrowed */
+    const char *request_json;                    /* borrowed, the ABI's request_json */
+    int stdin_fd;                                /* -1: /dev/null */
+    uint64_t timeout_ms;                         /* 0 = none */
+    size_t retention_bytes;                      /* per stream */
+    uint64_t output_budget;                      /* combined; 0 = none */
+    int cancel_fd;                               /* caller's cancel, -1 = none */
+};
+
+CORDON_EXTERN void cordon_drive_opts_init(struct cordon_drive_opts *opts);
+
+/* Returns 0 when the provider ran the exec (read ret->status), or the
+ * provider's negative code with its error copied into err (ret->status is
+ * then CORDON_RUN_HOST_ERROR). Release ret with cordon_exec_outcome_clear. */
+CORDON_EXTERN int cordon_drive_exec(const struct cordon_drive_opts *opts,
+                                    struct cordon_exec_outcome *ret, struct cordon_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

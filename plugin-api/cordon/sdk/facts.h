@@ -1,0 +1,80 @@
+/*
+ * sdk: probe facts (DESIGN.md §6): building them, validating them, and
+ * normalising tool versions.
+ */
+#ifndef CORDON_SDK_FACTS_H
+#define CORDON_SDK_FACTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cordon/provider.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The four observed isolation axes, in this order everywhere. */
+#define CORDON_AXIS_PROCESS_CONTAINED "process_contained"
+#define CORDON_AXIS_HOST_FS_RESTRICTED "host_filesystem_restricted"
+#define CORDON_AXIS_PRIVESC_BLOCKED "privilege_escalation_blocked"
+#define CORDON_AXIS_SYSCALLS_RESTRICTED "syscalls_restricted"
+
+/* Canonical toolchain ids and the language each serves. */
+#define CORDON_TOOLCHAIN_IDS { "python", "node", "go", "c++" }
+
+/*
+ * Turn a tool's own version output into dotted numbers:
+ * "Python 3.11.2" -> "3.11.2", "v20.19.2" -> "20.19.2",
+ * "go version go1.19.8 linux/amd64" -> "1.19.8",
+ * "c++ (Debian 12.2.0-14) 12.2.0" -> "12.2.0" (the last dotted number on
+ * the first line). CORDON_E_INVALID when raw holds no version.
+ */
+CORDON_EXTERN int cordon_version_normalize(const char *tool, const char *raw, char *ret,
+                                           size_t ret_size, struct cordon_error *err);
+
+/* Compare dotted versions numerically ("3.10" > "3.9"); missing parts are 0.
+ * Returns <0, 0, >0. */
+CORDON_EXTERN int cordon_version_compare(const char *a, const char *b);
+
+/*
+ * Validate a facts document: required keys and types (provider_id,
+ * available, reason, supported_kinds, observed_by, safety_class from the
+ * fixed list, isolation as an object with the four boolean axes — a string
+ * label is refused with a message saying so —, network, languages,
+ * toolchains keyed by canonical ids with normalised versions,
+ * limits_enforced, mechanism_facts). Unavailable facts need only
+ * provider_id, available and reason.
+ */
+CORDON_EXTERN int cordon_facts_validate(const char *facts_json, struct cordon_error *err);
+
+/* True when safety_class is one of isolated, namespace, host_policy,
+ * filesystem_only, trusted_local. */
+CORDON_EXTERN bool cordon_safety_class_valid(const char *safety_class);
+
+/*
+ * Compose a facts document for a provider from its own parts and an
+ * observation (the JSON of cordon_observe_run). Every argument is
+ * borrowed; mechanism_facts_json may be NULL ("{}"). ret_json is malloc'd.
+ */
+struct cordon_facts_parts {
+    uint32_t struct_size;
+    const char *provider_id;
+    const char *const *supported_kinds;     /* NULL-terminated */
+    bool available;
+    const char *reason;                     /* "ready" or why not */
+    const char *safety_class;
+    const char *mechanism;                  /* "container", "host_process", ... */
+    bool rootfs_read_only;
+    const char *const *workspace_access_modes; /* NULL-terminated */
+    const char *const *limits_enforced;     /* NULL-terminated */
+    const char *observation_json;           /* from cordon_observe_run; NULL when unavailable */
+    const char *mechanism_facts_json;       /* a JSON object or NULL */
+};
+CORDON_EXTERN int cordon_facts_compose(const struct cordon_facts_parts *parts, char **ret_json,
+                                       struct cordon_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

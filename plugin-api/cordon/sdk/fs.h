@@ -1,0 +1,82 @@
+/*
+ * sdk: host-side file work that never follows a link the sandboxed code
+ * could have planted. Every path is relative to a directory fd and is
+ * resolved with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS), falling back to a component-wise O_NOFOLLOW walk
+ * on kernels without openat2. Every fd is O_CLOEXEC.
+ */
+#ifndef CORDON_SDK_FS_H
+#define CORDON_SDK_FS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <cordon/provider.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Open rel beneath dirfd. flags as openat (O_CLOEXEC and O_NOFOLLOW are
+ * added). A symlink anywhere on the way is CORDON_E_UNSAFE. */
+CORDON_EXTERN int cordon_fs_open_beneath(int dirfd, const char *rel, int flags, mode_t mode,
+                                         int *ret_fd, struct cordon_error *err);
+
+/* Open rel beneath dirfd for reading and require a regular file no larger
+ * than max_bytes (0 = no limit). */
+CORDON_EXTERN int cordon_fs_open_regular(int dirfd, const char *rel, uint64_t max_bytes,
+                                         int *ret_fd, uint64_t *ret_size, struct cordon_error *err);
+
+/* Create every missing directory of rel beneath dirfd with mode. */
+CORDON_EXTERN int cordon_fs_mkdirs_beneath(int dirfd, const char *rel, mode_t mode,
+                                           struct cordon_error *err);
+
+/* Read a whole regular file (bounded). *ret_buf is malloc'd and
+ * NUL-terminated (the NUL is not counted in ret_len). */
+CORDON_EXTERN int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes,
+                                      char **ret_buf, size_t *ret_len, struct cordon_error *err);
+
+/* Write buf to rel beneath dirfd atomically: a temporary file in the same
+ * directory, fsync, rename over rel, fsync of the directory. */
+CORDON_EXTERN int cordon_fs_write_atomic(int dirfd, const char *rel, const void *buf, size_t len,
+                                         mode_t mode, struct cordon_error *err);
+
+/* Copy the regular file src_rel (beneath src_dirfd) to dst_rel (beneath
+ * dst_dirfd, parents created 0755, replaced atomically), at most max_bytes;
+ * ret_sha256_hex (65 bytes) and ret_bytes are optional. */
+CORDON_EXTERN int cordon_fs_copy_beneath(int src_dirfd, const char *src_rel, int dst_dirfd,
+                                         const char *dst_rel, uint64_t max_bytes, mode_t mode,
+                                         char *ret_sha256_hex, uint64_t *ret_bytes,
+                                         struct cordon_error *err);
+
+/* Remove name (a file, or a directory and everything below it) beneath
+ * dirfd without following any link. Missing is success. */
+CORDON_EXTERN int cordon_fs_remove_tree(int dirfd, const char *name, struct cordon_error *err);
+/* The same for an absolute path. */
+CORDON_EXTERN int cordon_fs_remove_tree_path(const char *path, struct cordon_error *err);
+
+/* Create a fresh directory parent/<prefix>XXXXXX with mode 0700. */
+CORDON_EXTERN int cordon_fs_mkdtemp(const char *parent, const char *prefix, char **ret_path,
+                                    struct cordon_error *err);
+
+/* SHA-256 of a buffer and of the rest of an fd (read to EOF, at most
+ * max_bytes, 0 = no limit), as 64 lowercase hex digits plus NUL. */
+CORDON_EXTERN void cordon_sha256_hex(const void *buf, size_t len, char ret_hex[65]);
+CORDON_EXTERN int cordon_sha256_fd(int fd, uint64_t max_bytes, char ret_hex[65], uint64_t *ret_bytes,
+                                   struct cordon_error *err);
+
+/* Incremental SHA-256. */
+struct cordon_sha256 {
+    uint32_t state[8];
+    uint64_t bytes;
+    unsigned char block[64];
+    size_t fill;
+};
+CORDON_EXTERN void cordon_sha256_init(struct cordon_sha256 *ctx);
+CORDON_EXTERN void cordon_sha256_update(struct cordon_sha256 *ctx, const void *buf, size_t len);
+CORDON_EXTERN void cordon_sha256_final_hex(struct cordon_sha256 *ctx, char ret_hex[65]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

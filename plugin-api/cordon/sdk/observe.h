@@ -1,0 +1,67 @@
+/*
+ * sdk: observing a provider's isolation from inside its own sandbox.
+ *
+ * cordon_observe_run provisions an execution through the provider's own
+ * vtable (exactly as a user's would be), copies the static cordon-observe
+ * program in with import_tar, runs it with the host's canary file and
+ * canary process named on its command line, compares what it saw with the
+ * host's own view, asks each toolchain for its version inside the same
+ * execution, and terminates the execution (also on failure).
+ *
+ * The host's view: the host's namespace inodes, a canary file with random
+ * content in a fresh host directory, and a canary process (a pid the host
+ * names). The observer reports: its namespace inodes, whether the canary
+ * file is visible/readable, whether the canary pid is visible/signalable,
+ * writes to / and the rootfs, inherited fds beyond stdio, uid/gid,
+ * NoNewPrivs, effective/permitted/bounding capabilities, Seccomp mode and
+ * the answer to keyctl, bpf, mount, unshare(CLONE_NEWUSER),
+ * io_uring_setup, network interfaces, and /proc/kcore, /sys/firmware.
+ */
+#ifndef CORDON_SDK_OBSERVE_H
+#define CORDON_SDK_OBSERVE_H
+
+#include <stdint.h>
+#include <cordon/provider.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct cordon_observe_opts {
+    uint32_t struct_size;                        /* sizeof(struct cordon_observe_opts) */
+    const struct cordon_host_v1 *host;           /* observer_path comes from here */
+    const struct cordon_provider_v1 *provider;
+    struct cordon_resource *resource;
+    const char *image;                           /* put in the spec; NULL for none */
+    const char *const *toolchains;               /* canonical ids to ask, NULL-terminated; NULL = none */
+    const char *environment_json;                /* extra spec environment, NULL = {} */
+    uint64_t timeout_ms;                         /* per exec; 0 = 20000 */
+};
+
+/*
+ * Returns 0 with ret_json (malloc'd):
+ * {"observed_by": "cordon-observe",
+ *  "isolation": {"process_contained": b, "host_filesystem_restricted": b,
+ *                "privilege_escalation_blocked": b, "syscalls_restricted": b,
+ *                "checks": [{"axis", "check", "ok", "detail"}...]},
+ *  "network": "none" | "host" | "private",
+ *  "interfaces": [...],
+ *  "toolchains": {"python": {"available", "version", "raw_version"}, ...},
+ *  "report": {raw observer report}}
+ */
+CORDON_EXTERN int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json,
+                                     struct cordon_error *err);
+
+/*
+ * The pure half: compare an observer report with the host's view (both
+ * JSON; the host view as written by cordon_observe_run) and produce the
+ * isolation object with its checks. Each axis is true only if every check
+ * behind it held. ret_isolation_json is malloc'd.
+ */
+CORDON_EXTERN int cordon_observe_compare(const char *report_json, const char *host_view_json,
+                                         char **ret_isolation_json, struct cordon_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,74 @@
+/*
+ * sdk: tar streams with the safety checks of DESIGN.md §8, on libarchive.
+ *
+ * Reading refuses: absolute names, ".." components, hardlinks, symlinks
+ * whose target is absolute or leaves the root (or any symlink without
+ * CORDON_TAR_ALLOW_SYMLINKS), device nodes, FIFOs, sockets, setuid/setgid
+ * bits, and more bytes or entries than the limits. Extraction is done with
+ * fd-relative calls (sdk/fs.h) so that nothing already on disk is followed.
+ * A refusal names the entry and the rule; what was extracted before it
+ * stays, and the caller removes the destination.
+ */
+#ifndef CORDON_SDK_TAR_H
+#define CORDON_SDK_TAR_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <cordon/provider.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CORDON_TAR_ALLOW_SYMLINKS 0x1u  /* keep safe (relative, inside) symlinks as symlinks */
+#define CORDON_TAR_SET_OWNER      0x2u  /* chown entries to limits->uid/gid */
+#define CORDON_TAR_READ_ONLY      0x4u  /* strip write bits from every entry */
+
+struct cordon_tar_limits {
+    uint64_t max_bytes;     /* sum of regular files' sizes; 0 = none */
+    uint64_t max_entries;   /* 0 = none */
+    uid_t uid;              /* with CORDON_TAR_SET_OWNER */
+    gid_t gid;
+};
+
+struct cordon_tar_stats {
+    uint64_t entries;
+    uint64_t bytes;         /* sum of regular files' sizes */
+};
+
+/* Read a tar stream from tar_fd (to its end) and extract it beneath
+ * dest_dirfd. ret_stats is optional. */
+CORDON_EXTERN int cordon_tar_extract_fd(int tar_fd, int dest_dirfd,
+                                        const struct cordon_tar_limits *limits, unsigned flags,
+                                        struct cordon_tar_stats *ret_stats, struct cordon_error *err);
+
+/* Write the tree at rel beneath src_dirfd ("" for the directory itself)
+ * as a pax tar stream to tar_fd, entries named relative to it, symlinks
+ * stored as links (never followed), only regular files, directories and
+ * symlinks (anything else is refused). Bounded by limits. */
+CORDON_EXTERN int cordon_tar_create_fd(int src_dirfd, const char *rel, int tar_fd,
+                                       const struct cordon_tar_limits *limits,
+                                       struct cordon_tar_stats *ret_stats, struct cordon_error *err);
+
+/* A tar stream built from memory (landing a bundle, copying a helper in). */
+struct cordon_tar_writer;
+CORDON_EXTERN int cordon_tar_writer_open(int tar_fd, struct cordon_tar_writer **ret_writer,
+                                         struct cordon_error *err);
+/* path is a normalised relative path; parents are not added implicitly. */
+CORDON_EXTERN int cordon_tar_writer_add_dir(struct cordon_tar_writer *w, const char *path,
+                                            mode_t mode, struct cordon_error *err);
+CORDON_EXTERN int cordon_tar_writer_add_file(struct cordon_tar_writer *w, const char *path,
+                                             const void *data, size_t len, mode_t mode,
+                                             struct cordon_error *err);
+/* Add a host file's bytes (read from fd to EOF, size known) under path. */
+CORDON_EXTERN int cordon_tar_writer_add_fd(struct cordon_tar_writer *w, const char *path, int fd,
+                                           uint64_t size, mode_t mode, struct cordon_error *err);
+/* Finish the stream (end-of-archive blocks) and free w; does not close
+ * tar_fd. cordon_tar_writer_free without close abandons the stream. */
+CORDON_EXTERN int cordon_tar_writer_close(struct cordon_tar_writer *w, struct cordon_error *err);
+CORDON_EXTERN void cordon_tar_writer_free(struct cordon_tar_writer *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
