@@ -1,0 +1,78 @@
+/* Shared helpers of the unit tests. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cordon/sdk/fs.h>
+#include "tests/unit/helpers.h"
+
+char *test_mkdtemp(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    char *path = NULL;
+
+    if (tmp == NULL || tmp[0] != '/')
+        tmp = "/tmp";
+    if (asprintf(&path, "%s/cordon-test.XXXXXX", tmp) < 0)
+        return NULL;
+    if (mkdtemp(path) == NULL) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+void test_rmtree(const char *path)
+{
+    if (path != NULL)
+        cordon_fs_remove_tree_path(path, NULL);
+}
+
+int test_write_file(const char *path, const void *buf, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ssize_t n;
+
+    if (fd < 0)
+        return -1;
+    n = write(fd, buf, len);
+    close(fd);
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+int test_count_processes(const char *needle)
+{
+    DIR *proc = opendir("/proc");
+    struct dirent *de;
+    int count = 0;
+
+    if (proc == NULL)
+        return -1;
+    while ((de = readdir(proc)) != NULL) {
+        char path[64], cmd[4096];
+        ssize_t n;
+        int fd;
+
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        n = read(fd, cmd, sizeof(cmd) - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        for (ssize_t i = 0; i < n; i++)
+            if (cmd[i] == '\0')
+                cmd[i] = ' ';
+        cmd[n] = '\0';
+        if (strstr(cmd, needle) != NULL)
+            count++;
+    }
+    closedir(proc);
+    return count;
+}
