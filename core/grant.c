@@ -1,1 +1,554 @@
-/* placeholder: being written */
+/* core: task-workspace grants: issue, land, collect, close (see grant.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/path.h>
+
+#include "core/grant.h"
+
+#define GRANTS_DIR ".cordon/grants"
+/* Scratch directory inside the area where outputs wait until all are in. */
+#define COLLECT_DIR "collect"
+
+/* What a refused non-regular file is, for the message. */
+static const char *type_name(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "directory";
+    if (S_ISFIFO(mode))
+        return "FIFO";
+    if (S_ISCHR(mode))
+        return "character device";
+    if (S_ISBLK(mode))
+        return "block device";
+    if (S_ISSOCK(mode))
+        return "socket";
+    return "special file";
+}
+
+/* Close *fd if open and mark it closed, so a second call is harmless. */
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* The fds into the area, which go before the area itself. */
+static void close_area_fds(struct cordon__grant *g)
+{
+    close_fd(&g->source_fd);
+    close_fd(&g->build_fd);
+    close_fd(&g->logs_fd);
+    close_fd(&g->area_fd);
+}
+
+void cordon__grant_free(struct cordon__grant *g)
+{
+    if (g == NULL)
+        return;
+    close_area_fds(g);
+    close_fd(&g->output_fd);
+    close_fd(&g->workspace_fd);
+    free(g->workspace);
+    free(g->area);
+    free(g);
+}
+
+/* Remove the area, then .cordon/grants and .cordon when nothing else is in them. */
+static int remove_area(struct cordon__grant *g, struct cordon_error *err)
+{
+    int dot_fd = -1, grants_fd = -1, r;
+
+    r = cordon_fs_open_beneath(g->workspace_fd, ".cordon", O_PATH | O_DIRECTORY, 0, &dot_fd, err);
+    if (r == CORDON_E_NOT_FOUND)
+        return 0;
+    if (r < 0)
+        return r;
+    r = cordon_fs_open_beneath(dot_fd, "grants", O_PATH | O_DIRECTORY, 0, &grants_fd, err);
+    if (r == CORDON_E_NOT_FOUND) {
+        r = 0;
+        goto out;
+    }
+    if (r < 0 || (r = cordon_fs_remove_tree(grants_fd, g->id, err)) < 0)
+        goto out;
+    /* Another grant may still live next to this one: ENOTEMPTY is fine. */
+    unlinkat(dot_fd, "grants", AT_REMOVEDIR);
+    unlinkat(g->workspace_fd, ".cordon", AT_REMOVEDIR);
+out:
+    close_fd(&grants_fd);
+    close_fd(&dot_fd);
+    return r;
+}
+
+/* Create a fresh directory (EEXIST is an error: the area is new) and open it. */
+static int make_subdir(int parent_fd, const char *name, mode_t mode, int *ret_fd,
+                       struct cordon_error *err)
+{
+    int fd = -1, r;
+
+    if (mkdirat(parent_fd, name, mode) < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "grant: cannot create %s/: %s", name,
+                                strerror(errno));
+    if ((r = cordon_fs_open_beneath(parent_fd, name, O_RDONLY | O_DIRECTORY, 0, &fd, err)) < 0)
+        return r;
+    /* The mode must not depend on the caller's umask. */
+    if (fchmod(fd, mode) < 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "grant: chmod %s/: %s", name, strerror(errno));
+        close(fd);
+        return r;
+    }
+    *ret_fd = fd;
+    return 0;
+}
+
+/* The output root <ws>/output/: created when missing, never through a link. */
+static int open_output_root(struct cordon__grant *g, struct cordon_error *err)
+{
+    struct stat st;
+
+    if (fstatat(g->workspace_fd, "output", &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno != ENOENT)
+            return cordon_error_set(err, CORDON_E_IO, errno, "workspace: %.200s/output: %s",
+                                    g->workspace, strerror(errno));
+        if (mkdirat(g->workspace_fd, "output", 0755) < 0 && errno != EEXIST)
+            return cordon_error_set(err, CORDON_E_IO, errno, "workspace: cannot create %.200s/output: %s",
+                                    g->workspace, strerror(errno));
+    } else if (S_ISLNK(st.st_mode)) {
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "workspace: %.200s/output is a symbolic link (refused)", g->workspace);
+    } else if (!S_ISDIR(st.st_mode)) {
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "workspace: %.200s/output is a %s, not a directory (refused)",
+                                g->workspace, type_name(st.st_mode));
+    }
+    return cordon_fs_open_beneath(g->workspace_fd, "output", O_RDONLY | O_DIRECTORY, 0,
+                                  &g->output_fd, err);
+}
+
+/* "grant-" and 24 hex digits from the kernel's random source: unguessable,
+ * so another process cannot prepare a grant area in advance. */
+static int random_id(char id[40], struct cordon_error *err)
+{
+    unsigned char rnd[12];
+    ssize_t n;
+
+    do
+        n = getrandom(rnd, sizeof(rnd), 0);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof(rnd))
+        return cordon_error_set(err, CORDON_E_IO, errno, "grant: no random bytes for an id");
+    memcpy(id, "grant-", 6);
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(id + 6 + 2 * i, 3, "%02x", rnd[i]);
+    return 0;
+}
+
+int cordon__grant_open(const char *task_workspace, enum cordon__grant_mode mode,
+                       struct cordon__grant **ret, struct cordon_error *err)
+{
+    struct cordon__grant *g = NULL;
+    bool area_made = false;
+    int grants_fd = -1, r;
+
+    switch (mode) {
+    case CORDON_GRANT_SNAPSHOT:
+        break;
+    case CORDON_GRANT_READ_ONLY:
+    case CORDON_GRANT_READ_WRITE:
+        return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                                "mode: %s grants are not implemented in v1 (use snapshot)",
+                                mode == CORDON_GRANT_READ_ONLY ? "read_only" : "read_write");
+    default:
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "mode: unknown grant mode %d", (int)mode);
+    }
+    if (task_workspace == NULL || task_workspace[0] == '\0')
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "workspace: no path given");
+    if (ret == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "grant: no result pointer");
+    if ((g = calloc(1, sizeof(*g))) == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "grant: out of memory");
+    g->mode = mode;
+    g->workspace_fd = g->area_fd = g->source_fd = g->build_fd = g->logs_fd = g->output_fd = -1;
+    /* The workspace itself is the integrator's: links in its path are theirs to use. */
+    if ((g->workspace = realpath(task_workspace, NULL)) == NULL) {
+        r = cordon_error_set(err, errno == ENOENT ? CORDON_E_NOT_FOUND : CORDON_E_IO, errno,
+                             "workspace: %.200s: %s", task_workspace, strerror(errno));
+        goto out;
+    }
+    g->workspace_fd = open(g->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (g->workspace_fd < 0) {
+        r = cordon_error_set(err, errno == ENOTDIR ? CORDON_E_INVALID : CORDON_E_IO, errno,
+                             "workspace: %.200s is not a usable directory: %s", g->workspace,
+                             strerror(errno));
+        goto out;
+    }
+    if ((r = random_id(g->id, err)) < 0 ||
+        (r = cordon_fs_mkdirs_beneath(g->workspace_fd, GRANTS_DIR, 0700, err)) < 0 ||
+        (r = cordon_fs_open_beneath(g->workspace_fd, GRANTS_DIR, O_RDONLY | O_DIRECTORY, 0,
+                                    &grants_fd, err)) < 0)
+        goto out;
+    if ((r = make_subdir(grants_fd, g->id, 0700, &g->area_fd, err)) < 0)
+        goto out;
+    area_made = true;
+    if ((r = make_subdir(g->area_fd, "source", 0755, &g->source_fd, err)) < 0 ||
+        (r = make_subdir(g->area_fd, "build", 0755, &g->build_fd, err)) < 0 ||
+        (r = make_subdir(g->area_fd, "logs", 0755, &g->logs_fd, err)) < 0 ||
+        (r = open_output_root(g, err)) < 0)
+        goto out;
+    if (asprintf(&g->area, "%s/%s/%s", g->workspace, GRANTS_DIR, g->id) < 0) {
+        g->area = NULL;
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "grant: out of memory");
+        goto out;
+    }
+    *ret = g;
+    g = NULL;
+out:
+    close_fd(&grants_fd);
+    /* A grant that failed half-way leaves nothing behind but output/. */
+    if (g != NULL && area_made)
+        remove_area(g, NULL);
+    cordon__grant_free(g);
+    return r;
+}
+
+int cordon__grant_add_input(struct cordon__grant *g, const char *host_path,
+                            struct cordon_error *err)
+{
+    char *dir = NULL, *base = NULL, *dst = NULL, *slash;
+    uint64_t bytes = 0;
+    struct stat st;
+    int pfd = -1, r;
+
+    if (g == NULL || g->closed)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "inputs: the grant is not open");
+    if (host_path == NULL || host_path[0] == '\0')
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "inputs: no path given");
+    /* lstat: the input named must itself be a file, not a link to one. */
+    if (lstat(host_path, &st) < 0)
+        return cordon_error_set(err, errno == ENOENT ? CORDON_E_NOT_FOUND : CORDON_E_IO, errno,
+                                "inputs: %.200s: %s", host_path, strerror(errno));
+    if (S_ISLNK(st.st_mode))
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "inputs: %.200s is a symbolic link (refused; name the file itself)",
+                                host_path);
+    if (!S_ISREG(st.st_mode))
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "inputs: %.200s is a %s, not a regular file (refused)", host_path,
+                                type_name(st.st_mode));
+    if ((uint64_t)st.st_size > CORDON_GRANT_MAX_FILE_BYTES)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "inputs: %.200s is %" PRIu64 " bytes, exceeds the per-file limit of %llu",
+                                host_path, (uint64_t)st.st_size, CORDON_GRANT_MAX_FILE_BYTES);
+    if (g->n_inputs >= CORDON_GRANT_MAX_INPUTS)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "inputs: more than %d files exceeds the limit of %d",
+                                CORDON_GRANT_MAX_INPUTS, CORDON_GRANT_MAX_INPUTS);
+    if (g->input_bytes + (uint64_t)st.st_size > CORDON_GRANT_MAX_TOTAL_BYTES)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "inputs: %" PRIu64 " bytes in total (at %.200s) exceeds the limit of %llu",
+                                g->input_bytes + (uint64_t)st.st_size, host_path,
+                                CORDON_GRANT_MAX_TOTAL_BYTES);
+    if ((dir = strdup(host_path)) == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "inputs: out of memory");
+        goto out;
+    }
+    slash = strrchr(dir, '/');
+    if (slash != NULL)
+        *slash = '\0';
+    /* The basename becomes one path component under input/. */
+    if ((r = cordon_path_normalize("inputs", slash != NULL ? slash + 1 : dir, &base, err)) < 0)
+        goto out;
+    if (strchr(base, '/') != NULL) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "inputs: %.200s does not end in a file name",
+                             host_path);
+        goto out;
+    }
+    if (asprintf(&dst, "input/%s", base) < 0) {
+        dst = NULL;
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "inputs: out of memory");
+        goto out;
+    }
+    /* copy_beneath replaces atomically, so a clash is looked for first. */
+    if (fstatat(g->source_fd, dst, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        r = cordon_error_set(err, CORDON_E_EXISTS, 0,
+                             "inputs: %.200s would replace source/%s (two inputs share a name)",
+                             host_path, dst);
+        goto out;
+    }
+    /* The directories above the file are the caller's own and may hold links. */
+    pfd = open(slash == NULL ? "." : dir[0] == '\0' ? "/" : dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "inputs: %.200s: %s", host_path, strerror(errno));
+        goto out;
+    }
+    /* copy_beneath opens the file itself with O_NOFOLLOW: a link swapped in now is refused. */
+    if ((r = cordon_fs_copy_beneath(pfd, base, g->source_fd, dst, CORDON_GRANT_MAX_FILE_BYTES, 0444,
+                                    NULL, &bytes, err)) < 0)
+        goto out;
+    g->n_inputs++;
+    g->input_bytes += bytes;
+out:
+    if (pfd >= 0)
+        close(pfd);
+    free(dir);
+    free(base);
+    free(dst);
+    return r;
+}
+
+/* Directory part of a normalised relative path (malloc'd, "" at the top). */
+static char *parent_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+
+    return strndup(path, slash != NULL ? (size_t)(slash - path) : 0);
+}
+
+static const char *base_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+
+    return slash != NULL ? slash + 1 : path;
+}
+
+/* Re-read a landed file and compare it with the bundle's record. */
+static int verify_file(struct cordon__grant *g, const struct cordon__bundle_file *f,
+                       struct cordon_error *err)
+{
+    char hex[65];
+    uint64_t bytes = 0;
+    int fd = -1, r;
+
+    if ((r = cordon_fs_open_regular(g->source_fd, f->path, CORDON_BUNDLE_MAX_FILE_BYTES, &fd, NULL,
+                                    err)) < 0 ||
+        (r = cordon_sha256_fd(fd, CORDON_BUNDLE_MAX_FILE_BYTES, hex, &bytes, err)) < 0)
+        goto out;
+    if (bytes != f->len || strcmp(hex, f->sha256) != 0)
+        r = cordon_error_set(err, CORDON_E_IO, 0,
+                             "files: source/%.200s reads back as %" PRIu64 " bytes sha256 %s, "
+                             "landed %zu bytes sha256 %s", f->path, bytes, hex, f->len, f->sha256);
+out:
+    if (fd >= 0)
+        close(fd);
+    return r;
+}
+
+int cordon__grant_write_source(struct cordon__grant *g, const struct cordon__bundle *b,
+                               struct cordon_error *err)
+{
+    char *parent = NULL;
+    int r = 0;
+
+    if (g == NULL || g->closed)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "grant: not open");
+    if (b == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "grant: no bundle to land");
+    for (size_t i = 0; i < b->n_files; i++) {
+        const struct cordon__bundle_file *f = &b->files[i];
+        struct stat st;
+
+        /* Inputs are the integrator's data; the model's bundle may not overwrite them. */
+        if (cordon_path_is_under(f->path, "input") &&
+            fstatat(g->source_fd, f->path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            r = cordon_error_set(err, CORDON_E_EXISTS, 0,
+                                 "files: %.200s would replace an input copied into the grant", f->path);
+            goto out;
+        }
+        free(parent);
+        if ((parent = parent_of(f->path)) == NULL) {
+            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "files: out of memory");
+            goto out;
+        }
+        if ((parent[0] != '\0' && (r = cordon_fs_mkdirs_beneath(g->source_fd, parent, 0755, err)) < 0) ||
+            (r = cordon_fs_write_atomic(g->source_fd, f->path, f->data, f->len,
+                                        f->executable ? 0555 : 0444, err)) < 0 ||
+            (r = verify_file(g, f, err)) < 0)
+            goto out;
+    }
+out:
+    free(parent);
+    return r;
+}
+
+/* First pass of collect: every declared output is a bounded regular file or missing. */
+static int check_outputs(int staging_dirfd, const struct cordon__bundle *b, bool *missing,
+                         struct cordon_error *err)
+{
+    uint64_t total = 0;
+
+    for (size_t i = 0; i < b->n_outputs; i++) {
+        const char *p = b->outputs[i];
+        struct stat st;
+
+        /* Sorting missing from refused is stat's job; the copy opens again safely. */
+        if (fstatat(staging_dirfd, p, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            if (errno == ENOENT || errno == ENOTDIR) {
+                missing[i] = true;
+                continue;
+            }
+            return cordon_error_set(err, CORDON_E_IO, errno, "outputs: %.200s: %s", p, strerror(errno));
+        }
+        if (S_ISLNK(st.st_mode))
+            return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                    "outputs: %.200s is a symbolic link, not a regular file (refused)", p);
+        if (!S_ISREG(st.st_mode))
+            return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                    "outputs: %.200s is a %s, not a regular file (refused)", p,
+                                    type_name(st.st_mode));
+        if ((uint64_t)st.st_size > CORDON_GRANT_MAX_FILE_BYTES)
+            return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                    "outputs: %.200s is %" PRIu64 " bytes, exceeds the per-file limit of %llu",
+                                    p, (uint64_t)st.st_size, CORDON_GRANT_MAX_FILE_BYTES);
+        total += (uint64_t)st.st_size;
+        if (total > CORDON_GRANT_MAX_TOTAL_BYTES)
+            return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                    "outputs: %" PRIu64 " bytes in total (at %.200s) exceeds the limit of %llu",
+                                    total, p, CORDON_GRANT_MAX_TOTAL_BYTES);
+    }
+    return 0;
+}
+
+/* Move collect/<p> from the area to output/<p>, creating parents. */
+static int place_output(struct cordon__grant *g, const char *p, struct cordon_error *err)
+{
+    char *parent = parent_of(p), *src_parent = NULL;
+    int sfd = -1, dfd = -1, r;
+
+    if (parent == NULL || asprintf(&src_parent, "%s%s%s", COLLECT_DIR, parent[0] ? "/" : "", parent) < 0) {
+        src_parent = NULL;
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "outputs: out of memory");
+        goto out;
+    }
+    if ((parent[0] != '\0' && (r = cordon_fs_mkdirs_beneath(g->output_fd, parent, 0755, err)) < 0) ||
+        (r = cordon_fs_open_beneath(g->area_fd, src_parent, O_PATH | O_DIRECTORY, 0, &sfd, err)) < 0 ||
+        (r = cordon_fs_open_beneath(g->output_fd, parent, O_PATH | O_DIRECTORY, 0, &dfd, err)) < 0)
+        goto out;
+    /* Same file system (both inside the workspace), so the move is one rename. */
+    if (renameat(sfd, base_of(p), dfd, base_of(p)) < 0)
+        r = cordon_error_set(err, CORDON_E_IO, errno, "outputs: cannot place output/%.200s: %s", p,
+                             strerror(errno));
+out:
+    if (sfd >= 0)
+        close(sfd);
+    if (dfd >= 0)
+        close(dfd);
+    free(parent);
+    free(src_parent);
+    return r;
+}
+
+int cordon__grant_collect(struct cordon__grant *g, int staging_dirfd,
+                          const struct cordon__bundle *b, cJSON **ret_outputs,
+                          struct cordon_error *err)
+{
+    char (*hex)[65] = NULL;
+    uint64_t *bytes = NULL, copied = 0;
+    bool *missing = NULL, ok = true;
+    cJSON *outputs = NULL;
+    char *rel = NULL;
+    int r;
+
+    if (g == NULL || g->closed)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "grant: not open");
+    if (b == NULL || ret_outputs == NULL || staging_dirfd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "outputs: no bundle or staging directory");
+    missing = calloc(b->n_outputs + 1, sizeof(*missing));
+    bytes = calloc(b->n_outputs + 1, sizeof(*bytes));
+    hex = calloc(b->n_outputs + 1, sizeof(*hex));
+    if (missing == NULL || bytes == NULL || hex == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "outputs: out of memory");
+        goto out;
+    }
+    if ((r = check_outputs(staging_dirfd, b, missing, err)) < 0)
+        goto out;
+    /* Copy everything aside first, so a refusal leaves output/ as it was. */
+    if ((r = cordon_fs_remove_tree(g->area_fd, COLLECT_DIR, err)) < 0)
+        goto out;
+    if (mkdirat(g->area_fd, COLLECT_DIR, 0700) < 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "outputs: cannot create the collect area: %s",
+                             strerror(errno));
+        goto out;
+    }
+    for (size_t i = 0; i < b->n_outputs; i++) {
+        uint64_t left = CORDON_GRANT_MAX_TOTAL_BYTES - copied;
+
+        if (missing[i])
+            continue;
+        free(rel);
+        if (asprintf(&rel, "%s/%s", COLLECT_DIR, b->outputs[i]) < 0) {
+            rel = NULL;
+            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "outputs: out of memory");
+            goto out;
+        }
+        /* The file may have grown since check_outputs: the copy is bounded again. */
+        if ((r = cordon_fs_copy_beneath(staging_dirfd, b->outputs[i], g->area_fd, rel,
+                                        left < CORDON_GRANT_MAX_FILE_BYTES ? left : CORDON_GRANT_MAX_FILE_BYTES,
+                                        0644, hex[i], &bytes[i], err)) < 0)
+            goto out;
+        copied += bytes[i];
+    }
+    /* Everything is in the area: only now does output/ change. */
+    for (size_t i = 0; i < b->n_outputs; i++)
+        if (!missing[i] && (r = place_output(g, b->outputs[i], err)) < 0)
+            goto out;
+    if ((outputs = cJSON_CreateArray()) == NULL)
+        ok = false;
+    for (size_t i = 0; ok && i < b->n_outputs; i++) {
+        cJSON *o = cJSON_CreateObject();
+        char *path = NULL, *host = NULL;
+
+        ok = cJSON_AddItemToArray(outputs, o) && asprintf(&path, "output/%s", b->outputs[i]) >= 0;
+        if (!ok)
+            break;
+        ok = cJSON_AddStringToObject(o, "path", path) != NULL;
+        if (ok && missing[i]) {
+            ok = cJSON_AddTrueToObject(o, "missing") != NULL;
+        } else if (ok) {
+            ok = asprintf(&host, "%s/%s", g->workspace, path) >= 0;
+            if (!ok)
+                host = NULL;
+            ok = ok && cJSON_AddStringToObject(o, "sha256", hex[i]) != NULL &&
+                 cJSON_AddNumberToObject(o, "bytes", (double)bytes[i]) != NULL &&
+                 cJSON_AddStringToObject(o, "host_path", host) != NULL;
+        }
+        free(path);
+        free(host);
+    }
+    if (!ok) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "outputs: out of memory");
+        goto out;
+    }
+    *ret_outputs = outputs;
+    outputs = NULL;
+out:
+    cordon_fs_remove_tree(g->area_fd, COLLECT_DIR, NULL);
+    cJSON_Delete(outputs);
+    free(rel);
+    free(missing);
+    free(bytes);
+    free(hex);
+    return r;
+}
+
+int cordon__grant_close(struct cordon__grant *g, struct cordon_error *err)
+{
+    int r;
+
+    if (g == NULL || g->closed)
+        return 0;
+    /* Closed fds first: nothing may keep writing into what is being removed. */
+    close_area_fds(g);
+    if ((r = remove_area(g, err)) < 0)
+        return r;
+    g->closed = true;
+    return 0;
+}

@@ -1,1 +1,306 @@
-/* placeholder: being written */
+/* core: the host context (state directory, instance id, services table). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cordon/sdk/abi.h>
+#include <cordon/sdk/fs.h>
+#include "core/internal.h"
+
+int cordon__random_hex(char *ret, size_t n_bytes, struct cordon_error *err)
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char buf[64];
+
+    if (n_bytes > sizeof(buf))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "random: %zu bytes asked, at most %zu",
+                                n_bytes, sizeof(buf));
+    if (getrandom(buf, n_bytes, 0) != (ssize_t)n_bytes)
+        return cordon_error_set(err, CORDON_E_IO, errno, "random: getrandom failed: %s",
+                                strerror(errno));
+    for (size_t i = 0; i < n_bytes; i++) {
+        ret[2 * i] = digits[buf[i] >> 4];
+        ret[2 * i + 1] = digits[buf[i] & 15];
+    }
+    ret[2 * n_bytes] = '\0';
+    return 0;
+}
+
+static int json_depth(const cJSON *v, int depth)
+{
+    int max = depth;
+
+    for (const cJSON *c = v->child; c != NULL; c = c->next) {
+        int d = json_depth(c, depth + 1);
+        if (d > max)
+            max = d;
+        if (max > CORDON_JSON_MAX_DEPTH)
+            break;
+    }
+    return max;
+}
+
+int cordon__json_parse_bounded(const char *field, const char *text, cJSON **ret,
+                               struct cordon_error *err)
+{
+    size_t len;
+    cJSON *v;
+
+    if (text == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: missing", field);
+    len = strlen(text);
+    if (len > CORDON_JSON_MAX_BYTES)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: %zu bytes of JSON exceeds the limit of %u",
+                                field, len, CORDON_JSON_MAX_BYTES);
+    v = cJSON_ParseWithLength(text, len);
+    if (v == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: not valid JSON (near byte %td)", field,
+                                cJSON_GetErrorPtr() != NULL ? cJSON_GetErrorPtr() - text : (ptrdiff_t)0);
+    if (json_depth(v, 1) > CORDON_JSON_MAX_DEPTH) {
+        cJSON_Delete(v);
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: JSON nested deeper than %d levels",
+                                field, CORDON_JSON_MAX_DEPTH);
+    }
+    *ret = v;
+    return 0;
+}
+
+cJSON *cordon__json_merge(const cJSON *base, const cJSON *over)
+{
+    cJSON *out = cJSON_IsObject(base) ? cJSON_Duplicate(base, 1) : cJSON_CreateObject();
+
+    if (out == NULL || !cJSON_IsObject(over))
+        return out;
+    for (const cJSON *c = over->child; c != NULL; c = c->next) {
+        cJSON *have = cJSON_GetObjectItemCaseSensitive(out, c->string);
+        cJSON *merged = (cJSON_IsObject(have) && cJSON_IsObject(c)) ? cordon__json_merge(have, c)
+                                                                     : cJSON_Duplicate(c, 1);
+        if (merged == NULL)
+            continue;
+        if (have != NULL)
+            cJSON_ReplaceItemInObjectCaseSensitive(out, c->string, merged);
+        else
+            cJSON_AddItemToObject(out, c->string, merged);
+    }
+    return out;
+}
+
+static char *default_state_dir(void)
+{
+    const char *env = secure_getenv("CORDON_STATE_DIR");
+    const char *xdg, *home;
+    char *path = NULL;
+
+    if (env != NULL && env[0] == '/')
+        return strdup(env);
+    if (geteuid() == 0)
+        return strdup("/var/lib/cordon");
+    xdg = secure_getenv("XDG_STATE_HOME");
+    if (xdg != NULL && xdg[0] == '/')
+        return asprintf(&path, "%s/cordon", xdg) < 0 ? NULL : path;
+    home = secure_getenv("HOME");
+    if (home != NULL && home[0] == '/')
+        return asprintf(&path, "%s/.local/state/cordon", home) < 0 ? NULL : path;
+    return NULL;
+}
+
+/* mkdir -p with the last component at mode (parents 0755). */
+static int make_dir_chain(const char *path, mode_t mode, struct cordon_error *err)
+{
+    char buf[PATH_MAX];
+    size_t len = strlen(path);
+
+    if (len == 0 || len >= sizeof(buf) || path[0] != '/')
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "state_dir: \"%s\" must be an absolute path", path);
+    memcpy(buf, path, len + 1);
+    for (char *p = buf + 1; *p != '\0'; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return cordon_error_set(err, CORDON_E_IO, errno, "state_dir: cannot create %s: %s", buf,
+                                    strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, mode) < 0 && errno != EEXIST)
+        return cordon_error_set(err, CORDON_E_IO, errno, "state_dir: cannot create %s: %s", buf,
+                                strerror(errno));
+    return 0;
+}
+
+/* The instance id persists in <state_dir>/instance-id, so that labels made
+ * by one cordon process are recognised by the next (cordon gc). */
+static int load_instance_id(struct cordon_ctx *ctx, struct cordon_error *err)
+{
+    int dfd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char *buf = NULL;
+    size_t len = 0;
+    int r;
+
+    if (dfd < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "state_dir: cannot open %s: %s",
+                                ctx->state_dir, strerror(errno));
+    r = cordon_fs_read_file(dfd, "instance-id", 64, &buf, &len, NULL);
+    if (r == 0 && len >= 32) {
+        memcpy(ctx->instance_id, buf, 32);
+        ctx->instance_id[32] = '\0';
+        goto out;
+    }
+    r = cordon__random_hex(ctx->instance_id, 16, err);
+    if (r == 0)
+        r = cordon_fs_write_atomic(dfd, "instance-id", ctx->instance_id, 32, 0600, err);
+out:
+    free(buf);
+    close(dfd);
+    return r;
+}
+
+static int add_search_dir(struct cordon_ctx *ctx, const char *dir)
+{
+    char **grown;
+
+    if (dir == NULL || dir[0] != '/')
+        return 0;   /* only absolute directories are searched */
+    grown = realloc(ctx->search_dirs, (ctx->n_search_dirs + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return CORDON_E_NOMEM;
+    ctx->search_dirs = grown;
+    ctx->search_dirs[ctx->n_search_dirs] = strdup(dir);
+    if (ctx->search_dirs[ctx->n_search_dirs] == NULL)
+        return CORDON_E_NOMEM;
+    ctx->n_search_dirs++;
+    return 0;
+}
+
+static int read_small_file(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char *buf = NULL;
+    size_t len = 0;
+    ssize_t n;
+
+    if (fd < 0)
+        return CORDON_E_IO;
+    buf = malloc(max + 2);
+    if (buf == NULL) {
+        close(fd);
+        return CORDON_E_NOMEM;
+    }
+    while ((n = read(fd, buf + len, max + 1 - len)) > 0)
+        len += (size_t)n;
+    close(fd);
+    if (n < 0 || len > max) {
+        free(buf);
+        return n < 0 ? CORDON_E_IO : CORDON_E_LIMIT;
+    }
+    buf[len] = '\0';
+    *ret = buf;
+    *ret_len = len;
+    return 0;
+}
+
+static int load_config(struct cordon_ctx *ctx, const char *path, struct cordon_error *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int r;
+
+    if (path == NULL) {
+        ctx->config = cJSON_CreateObject();
+        return ctx->config != NULL ? 0 : CORDON_E_NOMEM;
+    }
+    /* The config file is the caller's own, named by them: an ordinary
+     * open, bounded. */
+    r = read_small_file(path, 1u << 20, &text, &len);
+    if (r < 0)
+        return cordon_error_set(err, r == CORDON_E_LIMIT ? r : CORDON_E_IO, errno,
+                                "config %s: %s", path,
+                                r == CORDON_E_LIMIT ? "larger than 1 MiB" : strerror(errno));
+    r = cordon__json_parse_bounded("config", text, &ctx->config, err);
+    free(text);
+    if (r == 0 && !cJSON_IsObject(ctx->config))
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "config %s: must be a JSON object", path);
+    return r;
+}
+
+int cordon_ctx_new(const struct cordon_ctx_opts *opts, struct cordon_ctx **ret_ctx,
+                   struct cordon_error *err)
+{
+    struct cordon_ctx *ctx = calloc(1, sizeof(*ctx));
+    const char *env;
+    int r;
+
+    if (ctx == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    ctx->fresh = opts != NULL && opts->fresh;
+    ctx->state_dir = (opts != NULL && opts->state_dir != NULL) ? strdup(opts->state_dir)
+                                                              : default_state_dir();
+    if (ctx->state_dir == NULL) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                             "state_dir: none given and no default (set CORDON_STATE_DIR)");
+        goto fail;
+    }
+    r = make_dir_chain(ctx->state_dir, 0700, err);
+    if (r < 0)
+        goto fail;
+    r = load_instance_id(ctx, err);
+    if (r < 0)
+        goto fail;
+    env = (opts != NULL && opts->observer_path != NULL) ? opts->observer_path
+                                                        : secure_getenv("CORDON_OBSERVER");
+    ctx->observer_path = strdup(env != NULL && env[0] == '/' ? env : CORDON_HELPERDIR "/cordon-observe");
+    env = secure_getenv("CORDON_INIT");
+    ctx->init_path = strdup(env != NULL && env[0] == '/' ? env : CORDON_HELPERDIR "/cordon-init");
+    if (ctx->observer_path == NULL || ctx->init_path == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+        goto fail;
+    }
+    /* CORDON_PROVIDER_PATH (absolute directories, ':'-separated) comes
+     * before the installed provider directory. */
+    env = secure_getenv("CORDON_PROVIDER_PATH");
+    if (env != NULL) {
+        char *copy = strdup(env), *save = NULL;
+        for (char *dir = copy != NULL ? strtok_r(copy, ":", &save) : NULL; dir != NULL;
+             dir = strtok_r(NULL, ":", &save))
+            add_search_dir(ctx, dir);
+        free(copy);
+    }
+    add_search_dir(ctx, CORDON_PROVIDERDIR);
+    r = load_config(ctx, opts != NULL ? opts->config_path : NULL, err);
+    if (r < 0)
+        goto fail;
+    cordon_host_table_init(&ctx->host, ctx->observer_path, ctx->init_path, ctx->instance_id,
+                           ctx->state_dir);
+    *ret_ctx = ctx;
+    return 0;
+fail:
+    cordon_ctx_free(ctx);
+    return r;
+}
+
+void cordon_ctx_free(struct cordon_ctx *ctx)
+{
+    if (ctx == NULL)
+        return;
+    /* Loaded providers stay mapped (the host never unloads one); only our
+     * bookkeeping goes. */
+    for (size_t i = 0; i < ctx->n_loaded; i++) {
+        free(ctx->loaded[i]->path);
+        free(ctx->loaded[i]);
+    }
+    free(ctx->loaded);
+    for (size_t i = 0; i < ctx->n_search_dirs; i++)
+        free(ctx->search_dirs[i]);
+    free(ctx->search_dirs);
+    cJSON_Delete(ctx->config);
+    free(ctx->state_dir);
+    free(ctx->observer_path);
+    free(ctx->init_path);
+    free(ctx);
+}

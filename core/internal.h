@@ -1,1 +1,52 @@
-/* placeholder: being written */
+/*
+ * core: the host context and what every core module shares.
+ */
+#ifndef CORDON_CORE_INTERNAL_H
+#define CORDON_CORE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <cjson/cJSON.h>
+
+#include <cordon/cordon.h>
+#include <cordon/provider.h>
+
+/* A provider the host loaded. Never unloaded; lives as long as the ctx. */
+struct cordon__loaded {
+    char id[65];
+    char *path;                     /* absolute path of the .so */
+    struct cordon_provider_v1 vt;   /* checked copy, host-sized */
+    bool quarantined;               /* a release failed: never ensure again in this ctx */
+};
+
+struct cordon_ctx {
+    char *state_dir;
+    char *observer_path;
+    char *init_path;
+    char instance_id[33];
+    char **search_dirs;             /* provider directories, absolute, in order */
+    size_t n_search_dirs;
+    cJSON *config;                  /* the config file's object, or an empty object */
+    bool fresh;
+    struct cordon_host_v1 host;
+    struct cordon__loaded **loaded; /* grows; pointers stay valid */
+    size_t n_loaded;
+};
+
+/* Request bounds shared by every JSON entry point. */
+#define CORDON_JSON_MAX_BYTES (80u << 20)
+#define CORDON_JSON_MAX_DEPTH 32
+
+/* Parse text as JSON within the bounds above; field names the document in
+ * errors ("request", "config"). */
+int cordon__json_parse_bounded(const char *field, const char *text, cJSON **ret,
+                               struct cordon_error *err);
+
+/* Random lowercase hex of n_bytes * 2 digits plus NUL into ret. */
+int cordon__random_hex(char *ret, size_t n_bytes, struct cordon_error *err);
+
+/* Duplicate an object, then merge every key of over into it (objects
+ * recursively, everything else replaced). Either may be NULL. */
+cJSON *cordon__json_merge(const cJSON *base, const cJSON *over);
+
+#endif

@@ -1,1 +1,807 @@
-/* placeholder: being written */
+/* core: the code-execution flow. */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cordon/sdk/drive.h>
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/host.h>
+#include <cordon/sdk/tar.h>
+#include "core/adapter.h"
+#include "core/config.h"
+#include "core/env.h"
+#include "core/grant.h"
+#include "core/limits.h"
+#include "core/run.h"
+#include "core/select.h"
+
+#define RUN_MAX_INPUTS 128
+
+/* Everything one call holds; released in run_finish whatever happened. */
+struct run {
+    struct cordon_ctx *ctx;
+    cJSON *result, *meta, *events, *diagnostics;
+    uint64_t started_ms;
+    struct cordon__bundle *own_bundle;
+    const struct cordon__bundle *bundle;
+    struct cordon__plan *plan;
+    struct cordon__limits limits;
+    const cJSON *environment;      /* the caller's variables (borrowed from the request) */
+    uint64_t timeout_ms;
+    size_t retention;
+    enum cordon__isolation isolation;
+    char *task_workspace;          /* a temporary task workspace we made, removed at the end */
+    struct cordon__grant *grant;
+    struct cordon__selection sel;
+    struct cordon_resource *resource;
+    char *state;                   /* provider state of the execution (host alloc) */
+    char execution_id[48];
+    const char *status;
+    int exit_code;                 /* -1 when none */
+};
+
+static void add_event(struct run *run, const char *step, uint64_t since_ms, bool ok,
+                      const char *detail)
+{
+    cJSON *e = cJSON_CreateObject();
+    uint64_t now = cordon_now_monotonic_ms();
+
+    cJSON_AddStringToObject(e, "step", step);
+    cJSON_AddBoolToObject(e, "ok", ok);
+    cJSON_AddNumberToObject(e, "ms", (double)(now - since_ms));
+    if (detail != NULL)
+        cJSON_AddStringToObject(e, "detail", detail);
+    cJSON_AddItemToArray(run->events, e);
+}
+
+static void add_diag(struct run *run, int code, const char *message)
+{
+    cJSON *d = cJSON_CreateObject();
+
+    cJSON_AddStringToObject(d, "code", cordon_error_name(code));
+    cJSON_AddStringToObject(d, "message", message);
+    cJSON_AddItemToArray(run->diagnostics, d);
+}
+
+/* A step failed in cordon or in the provider: record it, set the status. */
+static int fail(struct run *run, const char *status, const char *step, uint64_t since,
+                const struct cordon_error *e)
+{
+    add_event(run, step, since, false, e->message);
+    add_diag(run, e->code != 0 ? e->code : CORDON_E_PROVIDER, e->message);
+    run->status = status;
+    return e->code != 0 ? e->code : CORDON_E_PROVIDER;
+}
+
+/* --- stream fields ------------------------------------------------------ */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid or cut. */
+static size_t utf8_seq(const unsigned char *s, size_t avail)
+{
+    size_t need;
+    uint32_t cp;
+
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        need = 2, cp = s[0] & 0x1f;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        need = 3, cp = s[0] & 0x0f;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        need = 4, cp = s[0] & 0x07;
+    else
+        return 0;
+    if (avail < need)
+        return 0;
+    for (size_t i = 1; i < need; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((need == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (need == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return need;
+}
+
+/* Append data to out as UTF-8, invalid bytes replaced by U+FFFD; a
+ * sequence cut by a head/tail boundary (at the very end or start) is
+ * dropped rather than counted as invalid. Returns true when data was
+ * valid apart from such cuts. */
+static bool utf8_append(char *out, size_t *pos, const unsigned char *s, size_t len, bool cut_start,
+                        bool cut_end)
+{
+    bool valid = true;
+    size_t i = 0;
+
+    if (cut_start)
+        while (i < len && i < 3 && (s[i] & 0xc0) == 0x80)
+            i++;
+    while (i < len) {
+        size_t n = utf8_seq(s + i, len - i);
+        if (n == 0 && cut_end && len - i < 4 && s[i] >= 0xc2) {
+            break;
+        }
+        if (n == 0 || (n == 1 && s[i] == 0)) {
+            /* NUL and invalid bytes are not text; keep the exact bytes in base64 */
+            memcpy(out + *pos, "\xef\xbf\xbd", 3);
+            *pos += 3;
+            valid = false;
+            i++;
+            continue;
+        }
+        memcpy(out + *pos, s + i, n);
+        *pos += n;
+        i += n;
+    }
+    return valid;
+}
+
+static char *base64_encode(const unsigned char *s, size_t len)
+{
+    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
+
+    if (out == NULL)
+        return NULL;
+    for (size_t i = 0; i < len; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        if (i + 1 < len)
+            v |= (uint32_t)s[i + 1] << 8;
+        if (i + 2 < len)
+            v |= s[i + 2];
+        *o++ = t[(v >> 18) & 63];
+        *o++ = t[(v >> 12) & 63];
+        *o++ = i + 1 < len ? t[(v >> 6) & 63] : '=';
+        *o++ = i + 2 < len ? t[v & 63] : '=';
+    }
+    *o = '\0';
+    return out;
+}
+
+void cordon__result_add_stream(cJSON *result, const char *name, const char *data, size_t len,
+                               size_t head_len, uint64_t dropped)
+{
+    const unsigned char *d = (const unsigned char *)data;
+    char marker[64], field[64];
+    size_t pos = 0, mlen = 0;
+    bool valid;
+    char *text;
+
+    if (dropped > 0)
+        mlen = (size_t)snprintf(marker, sizeof(marker), "\n[cordon: %llu bytes dropped]\n",
+                                (unsigned long long)dropped);
+    else
+        head_len = len;
+    text = malloc(len * 3 + mlen + 1);
+    if (text == NULL)
+        return;
+    valid = utf8_append(text, &pos, d, head_len, false, dropped > 0);
+    if (dropped > 0) {
+        memcpy(text + pos, marker, mlen);
+        pos += mlen;
+        valid = utf8_append(text, &pos, d + head_len, len - head_len, true, false) && valid;
+    }
+    text[pos] = '\0';
+    cJSON_AddStringToObject(result, name, text);
+    free(text);
+    snprintf(field, sizeof(field), "%s_truncated", name);
+    cJSON_AddBoolToObject(result, field, dropped > 0);
+    snprintf(field, sizeof(field), "%s_dropped_bytes", name);
+    cJSON_AddNumberToObject(result, field, (double)dropped);
+    if (!valid) {
+        char *b64 = base64_encode(d, len);
+        snprintf(field, sizeof(field), "%s_base64", name);
+        if (b64 != NULL)
+            cJSON_AddStringToObject(result, field, b64);
+        free(b64);
+    }
+}
+
+/* --- request ------------------------------------------------------------ */
+
+static int read_u64(const cJSON *obj, const char *key, const char *field, uint64_t *ret,
+                    struct cordon_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    if (v == NULL)
+        return 0;
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9.0e15 ||
+        v->valuedouble != (double)(uint64_t)v->valuedouble)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s.%s: must be a whole number >= 0",
+                                field, key);
+    *ret = (uint64_t)v->valuedouble;
+    return 0;
+}
+
+/* Limits: the run defaults, then the request's "limits" object. */
+static int read_limits(struct run *run, const cJSON *request, struct cordon_error *err)
+{
+    static const char *const keys[] = { "cpus", "memory_bytes", "disk_bytes", "pids", "runtime_ms",
+                                         "max_output_bytes", "retention_bytes", NULL };
+    const cJSON *limits = cJSON_GetObjectItemCaseSensitive(request, "limits");
+    const cJSON *cpus;
+    uint64_t retention = CORDON_RUN_DEFAULT_RETENTION, timeout = CORDON_RUN_DEFAULT_TIMEOUT_MS;
+    bool runtime_given;
+    int r;
+
+    r = read_u64(request, "timeout_ms", "request", &timeout, err);
+    if (r < 0)
+        return r;
+    if (timeout == 0 || timeout > CORDON_LIMIT_RUNTIME_MAX)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "timeout_ms: %llu must be between 1 and %llu",
+                                (unsigned long long)timeout, CORDON_LIMIT_RUNTIME_MAX);
+    run->limits = (struct cordon__limits){ CORDON_RUN_DEFAULT_CPUS, CORDON_RUN_DEFAULT_MEMORY,
+                                           CORDON_RUN_DEFAULT_DISK, CORDON_RUN_DEFAULT_PIDS,
+                                           timeout + CORDON_RUN_RUNTIME_SLACK_MS,
+                                           CORDON_RUN_DEFAULT_OUTPUT };
+    if (limits != NULL && !cJSON_IsObject(limits))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "limits: must be an object");
+    for (const cJSON *c = limits != NULL ? limits->child : NULL; c != NULL; c = c->next) {
+        bool known = false;
+        for (size_t i = 0; keys[i] != NULL; i++)
+            known = known || strcmp(c->string, keys[i]) == 0;
+        if (!known)
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "limits.%s: unknown limit", c->string);
+    }
+    cpus = cJSON_GetObjectItemCaseSensitive(limits, "cpus");
+    if (cpus != NULL) {
+        if (!cJSON_IsNumber(cpus))
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "limits.cpus: must be a number");
+        run->limits.cpus = cpus->valuedouble;
+    }
+    runtime_given = cJSON_GetObjectItemCaseSensitive(limits, "runtime_ms") != NULL;
+    if ((r = read_u64(limits, "memory_bytes", "limits", &run->limits.memory_bytes, err)) < 0 ||
+        (r = read_u64(limits, "disk_bytes", "limits", &run->limits.disk_bytes, err)) < 0 ||
+        (r = read_u64(limits, "pids", "limits", &run->limits.pids, err)) < 0 ||
+        (r = read_u64(limits, "runtime_ms", "limits", &run->limits.runtime_ms, err)) < 0 ||
+        (r = read_u64(limits, "max_output_bytes", "limits", &run->limits.max_output_bytes, err)) < 0 ||
+        (r = read_u64(limits, "retention_bytes", "limits", &retention, err)) < 0)
+        return r;
+    r = cordon__limits_validate(&run->limits, err);
+    if (r < 0)
+        return r;
+    if (runtime_given && timeout > run->limits.runtime_ms)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "timeout_ms: %llu exceeds limits.runtime_ms %llu",
+                                (unsigned long long)timeout,
+                                (unsigned long long)run->limits.runtime_ms);
+    if (retention > (16u << 20))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "limits.retention_bytes: %llu exceeds the maximum 16777216",
+                                (unsigned long long)retention);
+    run->timeout_ms = timeout;
+    run->retention = (size_t)retention;
+    return 0;
+}
+
+static int check_types(const cJSON *request, struct cordon_error *err)
+{
+    static const struct { const char *key; int type; } types[] = {
+        { "workspace", cJSON_String }, { "image", cJSON_String }, { "inputs", cJSON_Array },
+        { "providers", cJSON_Array },
+    };
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(request, "allow_unsafe_local");
+
+    if (v != NULL && !cJSON_IsBool(v))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "allow_unsafe_local: must be true or false");
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        v = cJSON_GetObjectItemCaseSensitive(request, types[i].key);
+        if (v != NULL && !cJSON_IsNull(v) && (v->type & 0xff) != types[i].type)
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be %s", types[i].key,
+                                    types[i].type == cJSON_String ? "a string" : "an array");
+    }
+    v = cJSON_GetObjectItemCaseSensitive(request, "workspace");
+    if (cJSON_IsString(v) && v->valuestring[0] != '/')
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "workspace: \"%s\" must be an absolute path", v->valuestring);
+    v = cJSON_GetObjectItemCaseSensitive(request, "inputs");
+    if (cJSON_GetArraySize(v) > RUN_MAX_INPUTS)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "inputs: %d exceeds the limit of %d",
+                                cJSON_GetArraySize(v), RUN_MAX_INPUTS);
+    for (int i = 0; i < cJSON_GetArraySize(v); i++)
+        if (!cJSON_IsString(cJSON_GetArrayItem(v, i)))
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "inputs[%d]: must be a host path", i);
+    return 0;
+}
+
+/* --- steps -------------------------------------------------------------- */
+
+static int step_grant(struct run *run, const cJSON *request, struct cordon_error *err)
+{
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(request, "workspace");
+    const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(request, "inputs"), *in;
+    uint64_t t = cordon_now_monotonic_ms();
+    int r;
+
+    if (!cJSON_IsString(ws)) {
+        if (run->bundle->n_outputs > 0)
+            return fail(run, "blocked", "grant", t,
+                        (cordon_error_set(err, CORDON_E_INVALID, 0,
+                                          "workspace: declared outputs need a task workspace to be "
+                                          "collected into"), err));
+        /* No task workspace: a private one for this call, removed at the end. */
+        r = cordon_fs_mkdtemp(run->ctx->state_dir, "run-", &run->task_workspace, err);
+        if (r < 0)
+            return fail(run, "error", "grant", t, err);
+    }
+    r = cordon__grant_open(cJSON_IsString(ws) ? ws->valuestring : run->task_workspace,
+                           CORDON_GRANT_SNAPSHOT, &run->grant, err);
+    if (r < 0)
+        return fail(run, "blocked", "grant", t, err);
+    cJSON_ArrayForEach(in, inputs) {
+        r = cordon__grant_add_input(run->grant, in->valuestring, err);
+        if (r < 0)
+            return fail(run, "blocked", "grant", t, err);
+    }
+    r = cordon__grant_write_source(run->grant, run->bundle, err);
+    if (r < 0)
+        return fail(run, "error", "grant", t, err);
+    cJSON_AddStringToObject(run->meta, "grant_id", run->grant->id);
+    add_event(run, "grant", t, true, run->grant->id);
+    return 0;
+}
+
+static int step_select(struct run *run, const cJSON *request, struct cordon_error *err)
+{
+    struct cordon__select_opts opts = { run->isolation, "code_execution", run->plan->toolchain,
+                                        run->plan->min_version };
+    struct cordon__candidate *cands = NULL;
+    cJSON *overrides = cJSON_CreateObject(), *probes = NULL;
+    uint64_t t = cordon_now_monotonic_ms();
+    size_t n = 0;
+    int r;
+
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(request, "allow_unsafe_local")))
+        cJSON_AddBoolToObject(overrides, "allow_unsafe_local", true);
+    r = cordon__candidates_build(run->ctx, "providers",
+                                 cJSON_GetObjectItemCaseSensitive(request, "providers"), overrides,
+                                 &cands, &n, err);
+    cJSON_Delete(overrides);
+    if (r < 0)
+        return fail(run, "blocked", "select", t, err);
+    r = cordon__select(run->ctx, cands, n, &opts, &run->sel, &probes, err);
+    cordon__candidates_free(cands, n);
+    cJSON_AddItemToObject(run->meta, "probes", probes != NULL ? probes : cJSON_CreateArray());
+    if (r < 0)
+        return fail(run, "blocked", "select", t, err);
+    cJSON_AddStringToObject(run->meta, "provider_id", run->sel.provider->id);
+    cJSON_AddItemToObject(run->meta, "provider_facts", cJSON_Duplicate(run->sel.facts, 1));
+    cJSON_AddStringToObject(run->meta, "selection_reason", run->sel.why);
+    if (run->sel.preference_fallback)
+        add_diag(run, CORDON_OK, "preference_fallback: no candidate met the isolation preference");
+    add_event(run, "select", t, true, run->sel.why);
+    return 0;
+}
+
+static int step_ensure(struct run *run, struct cordon_error *err)
+{
+    const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
+    char *config = cJSON_PrintUnformatted(run->sel.config);
+    uint64_t t = cordon_now_monotonic_ms();
+    struct cordon_error perr;
+    int r;
+
+    cordon_error_init(&perr);
+    r = config != NULL ? vt->ensure(&run->ctx->host, config, &run->resource, &perr) : CORDON_E_NOMEM;
+    free(config);
+    if (r != 0) {
+        run->resource = NULL;
+        cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "ensure %s: %s",
+                         run->sel.provider->id, perr.message);
+        return fail(run, r == CORDON_E_DENIED ? "blocked" : "error", "ensure", t, err);
+    }
+    add_event(run, "ensure", t, true, NULL);
+    return 0;
+}
+
+static int step_provision(struct run *run, const cJSON *request, struct cordon_error *err)
+{
+    const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
+    const cJSON *image = cJSON_GetObjectItemCaseSensitive(request, "image");
+    cJSON *spec = cJSON_CreateObject(), *res = cJSON_AddObjectToObject(spec, "resources");
+    uint64_t t = cordon_now_monotonic_ms();
+    struct cordon_error perr;
+    char hex[17], *text;
+    int r;
+
+    r = cordon__random_hex(hex, 8, err);
+    if (r < 0) {
+        cJSON_Delete(spec);
+        return fail(run, "error", "provision", t, err);
+    }
+    snprintf(run->execution_id, sizeof(run->execution_id), "run-%s", hex);
+    cJSON_AddStringToObject(spec, "execution_id", run->execution_id);
+    if (cJSON_IsString(image))
+        cJSON_AddStringToObject(spec, "image", image->valuestring);
+    else
+        cJSON_AddNullToObject(spec, "image");
+    cJSON_AddNumberToObject(res, "cpus", run->limits.cpus);
+    cJSON_AddNumberToObject(res, "memory_bytes", (double)run->limits.memory_bytes);
+    cJSON_AddNumberToObject(res, "disk_bytes", (double)run->limits.disk_bytes);
+    cJSON_AddNumberToObject(res, "pids", (double)run->limits.pids);
+    cJSON_AddNumberToObject(res, "runtime_ms", (double)run->limits.runtime_ms);
+    cJSON_AddNumberToObject(res, "max_output_bytes", (double)run->limits.max_output_bytes);
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(spec, "network"), "mode", "none");
+    cJSON_AddObjectToObject(spec, "environment");
+    cJSON_AddStringToObject(spec, "layout", "code");
+    cJSON_AddNumberToObject(spec, "expires_at_ms", (double)(cordon_now_wall_ms() + run->limits.runtime_ms));
+    text = cJSON_PrintUnformatted(spec);
+    cJSON_Delete(spec);
+    cordon_error_init(&perr);
+    r = text != NULL ? vt->provision(run->resource, text, &run->state, &perr) : CORDON_E_NOMEM;
+    free(text);
+    if (r != 0) {
+        run->state = NULL;
+        cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "provision: %s", perr.message);
+        return fail(run, "error", "provision", t, err);
+    }
+    cJSON_AddStringToObject(run->meta, "execution_id", run->execution_id);
+    add_event(run, "provision", t, true, run->execution_id);
+    return 0;
+}
+
+/* Land: the grant's source/ as one tar stream into the execution's source/. */
+static int step_land(struct run *run, struct cordon_error *err)
+{
+    const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
+    struct cordon_tar_limits lim = { CORDON_BUNDLE_MAX_BYTES + (64ull << 20), 4096, 0, 0 };
+    uint64_t t = cordon_now_monotonic_ms();
+    struct cordon_error perr;
+    int fd = memfd_create("cordon-land", MFD_CLOEXEC), r;
+
+    if (fd < 0) {
+        cordon_error_set(err, CORDON_E_IO, errno, "land: memfd_create: %s", strerror(errno));
+        return fail(run, "error", "land", t, err);
+    }
+    r = cordon_tar_create_fd(run->grant->source_fd, "", fd, &lim, NULL, err);
+    if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+        r = cordon_error_set(err, CORDON_E_IO, errno, "land: lseek: %s", strerror(errno));
+    if (r == 0) {
+        cordon_error_init(&perr);
+        r = vt->import_tar(run->resource, run->state, "source", fd, &perr);
+        if (r != 0)
+            r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "land: %s",
+                                 perr.message);
+    }
+    close(fd);
+    if (r < 0)
+        return fail(run, "error", "land", t, err);
+    cJSON_AddItemToObject(run->meta, "landing_manifest", cordon__bundle_manifest(run->bundle));
+    add_event(run, "land", t, true, run->bundle->digest);
+    return 0;
+}
+
+/* Run the plan's steps in order, stopping at the first that does not exit 0. */
+static int step_run(struct run *run, struct cordon_error *err)
+{
+    uint64_t deadline = cordon_now_monotonic_ms() + run->timeout_ms;
+    struct cordon_exec_outcome out;
+    int r = 0;
+
+    memset(&out, 0, sizeof(out));
+    for (size_t i = 0; i < run->plan->n_steps; i++) {
+        uint64_t t = cordon_now_monotonic_ms(), left = deadline > t ? deadline - t : 1;
+        struct cordon_drive_opts opts;
+        cJSON *req = cordon__plan_step_request(run->plan, i, left), *env, *v;
+        char *text, detail[160];
+
+        /* The caller's variables join the adapter's; the adapter's win. */
+        env = cJSON_GetObjectItemCaseSensitive(req, "env");
+        cJSON_ArrayForEach(v, run->environment)
+            if (cJSON_IsObject(env) && cJSON_GetObjectItemCaseSensitive(env, v->string) == NULL)
+                cJSON_AddStringToObject(env, v->string, v->valuestring);
+        text = req != NULL ? cJSON_PrintUnformatted(req) : NULL;
+
+        cJSON_Delete(req);
+        cordon_exec_outcome_clear(&out);
+        if (text == NULL) {
+            cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+            return fail(run, "error", run->plan->steps[i].name, t, err);
+        }
+        cordon_drive_opts_init(&opts);
+        opts.host = &run->ctx->host;
+        opts.provider = &run->sel.provider->vt;
+        opts.resource = run->resource;
+        opts.state_json = run->state;
+        opts.request_json = text;
+        opts.timeout_ms = left;
+        opts.retention_bytes = run->retention;
+        opts.output_budget = run->limits.max_output_bytes;
+        r = cordon_drive_exec(&opts, &out, err);
+        free(text);
+        if (r < 0) {
+            cordon_exec_outcome_clear(&out);
+            run->exit_code = r == CORDON_E_NOT_FOUND ? 127 : -1;
+            return fail(run, "error", run->plan->steps[i].name, t, err);
+        }
+        snprintf(detail, sizeof(detail), "%s%s%d", cordon_run_status_name(out.status),
+                 out.status == CORDON_RUN_EXITED ? " " : " signal ",
+                 out.status == CORDON_RUN_EXITED ? out.exit_code : out.signal);
+        add_event(run, run->plan->steps[i].name, t,
+                  out.status == CORDON_RUN_EXITED && out.exit_code == 0, detail);
+        if (out.status != CORDON_RUN_EXITED || out.exit_code != 0)
+            break;
+    }
+    /* The result carries the last step's streams: the failing build's
+     * diagnostics, or the program's own output. */
+    cordon__result_add_stream(run->result, "stdout", out.out.data, out.out.len, out.out.head_len,
+                              out.out.dropped_bytes);
+    cordon__result_add_stream(run->result, "stderr", out.err.data, out.err.len, out.err.head_len,
+                              out.err.dropped_bytes);
+    switch (out.status) {
+    case CORDON_RUN_EXITED:
+        run->exit_code = out.exit_code;
+        run->status = out.exit_code == 0 ? "success" : "error";
+        break;
+    case CORDON_RUN_SIGNALED:
+        run->exit_code = 128 + out.signal;
+        cJSON_AddNumberToObject(run->result, "signal", out.signal);
+        run->status = "error";
+        break;
+    default:
+        run->status = cordon_run_status_name(out.status);
+        break;
+    }
+    cordon_exec_outcome_clear(&out);
+    return 0;
+}
+
+static int step_collect(struct run *run, struct cordon_error *err)
+{
+    const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
+    struct cordon_tar_limits lim = { 64ull << 20, 4096, 0, 0 };
+    uint64_t t = cordon_now_monotonic_ms();
+    int fd = -1, staging = -1, r;
+    struct cordon_error perr;
+    cJSON *outputs = NULL;
+
+    if (run->bundle->n_outputs == 0)
+        return 0;
+    fd = memfd_create("cordon-collect", MFD_CLOEXEC);
+    if (fd < 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "collect: memfd_create: %s", strerror(errno));
+        goto out;
+    }
+    cordon_error_init(&perr);
+    r = vt->export_tar(run->resource, run->state, "output", fd, &perr);
+    if (r != 0) {
+        r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "collect: %s",
+                             perr.message);
+        goto out;
+    }
+    r = cordon_fs_mkdirs_beneath(run->grant->area_fd, "staging", 0700, err);
+    if (r == 0)
+        r = cordon_fs_open_beneath(run->grant->area_fd, "staging", O_RDONLY | O_DIRECTORY, 0,
+                                   &staging, err);
+    if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
+        r = cordon_error_set(err, CORDON_E_IO, errno, "collect: lseek: %s", strerror(errno));
+    /* Symlinks are kept as links in staging so that collect can name the
+     * declared output that is one; nothing ever follows them. */
+    if (r == 0)
+        r = cordon_tar_extract_fd(fd, staging, &lim, CORDON_TAR_ALLOW_SYMLINKS, NULL, err);
+    if (r == 0)
+        r = cordon__grant_collect(run->grant, staging, run->bundle, &outputs, err);
+out:
+    if (fd >= 0)
+        close(fd);
+    if (staging >= 0)
+        close(staging);
+    if (r < 0) {
+        char msg[sizeof(err->message)];
+        snprintf(msg, sizeof(msg), "%s", err->message);
+        cordon_error_set(err, r, err->os_errno, "collect: %s", msg);
+        return fail(run, "error", "collect", t, err);
+    }
+    cJSON_ReplaceItemInObjectCaseSensitive(run->result, "outputs", outputs);
+    add_event(run, "collect", t, true, NULL);
+    return 0;
+}
+
+/* terminate, release, close: run whatever happened before. */
+static void teardown(struct run *run)
+{
+    const struct cordon_provider_v1 *vt = run->sel.provider != NULL ? &run->sel.provider->vt : NULL;
+    struct cordon_error perr;
+    uint64_t t;
+
+    if (run->state != NULL) {
+        t = cordon_now_monotonic_ms();
+        cordon_error_init(&perr);
+        if (vt->terminate(run->resource, run->state, &perr) != 0) {
+            add_event(run, "terminate", t, false, perr.message);
+            add_diag(run, CORDON_E_PROVIDER, perr.message);
+            run->status = strcmp(run->status, "success") == 0 ? "error" : run->status;
+        } else {
+            add_event(run, "terminate", t, true, NULL);
+        }
+        run->ctx->host.free(run->state);
+        run->state = NULL;
+    }
+    if (run->resource != NULL) {
+        t = cordon_now_monotonic_ms();
+        cordon_error_init(&perr);
+        if (vt->release(run->resource, &perr) != 0) {
+            /* Quarantine: this provider is never ensured again in this
+             * context, and the call is not a success. */
+            char msg[600];
+            run->sel.provider->quarantined = true;
+            snprintf(msg, sizeof(msg), "release_failed: %s (provider quarantined)", perr.message);
+            add_event(run, "release", t, false, msg);
+            add_diag(run, CORDON_E_PROVIDER, msg);
+            cJSON_AddBoolToObject(run->meta, "quarantined", true);
+            if (strcmp(run->status, "success") == 0)
+                run->status = "error";
+        } else {
+            add_event(run, "release", t, true, NULL);
+        }
+        run->resource = NULL;
+    }
+    if (run->grant != NULL) {
+        t = cordon_now_monotonic_ms();
+        cordon_error_init(&perr);
+        if (cordon__grant_close(run->grant, &perr) < 0) {
+            add_event(run, "close", t, false, perr.message);
+            add_diag(run, perr.code, perr.message);
+        } else {
+            add_event(run, "close", t, true, NULL);
+        }
+        cordon__grant_free(run->grant);
+        run->grant = NULL;
+    }
+    if (run->task_workspace != NULL) {
+        cordon_fs_remove_tree_path(run->task_workspace, NULL);
+        free(run->task_workspace);
+        run->task_workspace = NULL;
+    }
+}
+
+static cJSON *result_new(void)
+{
+    cJSON *r = cJSON_CreateObject();
+
+    cJSON_AddBoolToObject(r, "ok", false);
+    cJSON_AddStringToObject(r, "status", "blocked");
+    cJSON_AddNullToObject(r, "exit_code");
+    cJSON_AddArrayToObject(r, "outputs");
+    cJSON_AddArrayToObject(r, "diagnostics");
+    cJSON_AddObjectToObject(r, "meta");
+    return r;
+}
+
+int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordon__bundle *bundle,
+                cJSON **ret_result, struct cordon_error *err)
+{
+    struct run run;
+    struct cordon_error e;
+    uint64_t t;
+
+    memset(&run, 0, sizeof(run));
+    run.ctx = ctx;
+    run.started_ms = cordon_now_monotonic_ms();
+    run.result = result_new();
+    if (run.result == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    run.meta = cJSON_GetObjectItemCaseSensitive(run.result, "meta");
+    run.diagnostics = cJSON_GetObjectItemCaseSensitive(run.result, "diagnostics");
+    cJSON_AddStringToObject(run.meta, "contract", CORDON_RUN_CONTRACT);
+    run.events = cJSON_AddArrayToObject(run.meta, "events");
+    run.status = "blocked";
+    run.exit_code = -1;
+    cordon_error_init(&e);
+
+    /* Validate everything from outside before anything is created. */
+    t = cordon_now_monotonic_ms();
+    if (!cJSON_IsObject(request)) {
+        cordon_error_set(&e, CORDON_E_INVALID, 0, "request: must be a JSON object");
+        fail(&run, "blocked", "validate", t, &e);
+        goto done;
+    }
+    run.bundle = bundle;
+    if (bundle == NULL) {
+        if (cordon__bundle_from_request(request, &run.own_bundle, &e) < 0) {
+            fail(&run, "blocked", "validate", t, &e);
+            goto done;
+        }
+        run.bundle = run.own_bundle;
+    }
+    run.environment = cJSON_GetObjectItemCaseSensitive(request, "environment");
+    if (check_types(request, &e) < 0 || read_limits(&run, request, &e) < 0 ||
+        cordon__env_validate("environment", run.environment, &e) < 0 ||
+        cordon__isolation_parse("isolation", cJSON_GetObjectItemCaseSensitive(request, "isolation"),
+                                &run.isolation, &e) < 0 ||
+        cordon__adapter_plan(run.bundle, &run.limits, &run.plan, &e) < 0) {
+        fail(&run, "blocked", "validate", t, &e);
+        goto done;
+    }
+    cJSON_AddStringToObject(run.meta, "bundle_id", run.bundle->id);
+    cJSON_AddStringToObject(run.meta, "bundle_digest", run.bundle->digest);
+    add_event(&run, "validate", t, true, NULL);
+
+    if (step_grant(&run, request, &e) < 0 || step_select(&run, request, &e) < 0 ||
+        step_ensure(&run, &e) < 0 || step_provision(&run, request, &e) < 0 ||
+        step_land(&run, &e) < 0 || step_run(&run, &e) < 0)
+        goto done;
+    if (strcmp(run.status, "success") == 0 || strcmp(run.status, "error") == 0)
+        step_collect(&run, &e);
+done:
+    teardown(&run);
+    cJSON_ReplaceItemInObjectCaseSensitive(run.result, "status", cJSON_CreateString(run.status));
+    cJSON_ReplaceItemInObjectCaseSensitive(run.result, "ok",
+                                           cJSON_CreateBool(strcmp(run.status, "success") == 0));
+    if (run.exit_code >= 0)
+        cJSON_ReplaceItemInObjectCaseSensitive(run.result, "exit_code",
+                                               cJSON_CreateNumber(run.exit_code));
+    if (strcmp(run.status, "success") != 0 && cJSON_GetArraySize(run.diagnostics) > 0)
+        cJSON_AddItemToObject(run.result, "error",
+                              cJSON_Duplicate(cJSON_GetArrayItem(run.diagnostics, 0), 1));
+    if (cJSON_GetObjectItemCaseSensitive(run.result, "stdout") == NULL) {
+        cordon__result_add_stream(run.result, "stdout", "", 0, 0, 0);
+        cordon__result_add_stream(run.result, "stderr", "", 0, 0, 0);
+    }
+    cJSON_AddNumberToObject(run.meta, "duration_ms", (double)(cordon_now_monotonic_ms() - run.started_ms));
+    cordon__selection_clear(&run.sel);
+    cordon__plan_free(run.plan);
+    cordon__bundle_free(run.own_bundle);
+    *ret_result = run.result;
+    return 0;
+}
+
+int cordon_run_json(struct cordon_ctx *ctx, const char *request_json, char **ret_result_json,
+                    struct cordon_error *err)
+{
+    cJSON *request = NULL, *result = NULL;
+    struct cordon_error perr;
+    int r;
+
+    if (ctx == NULL || ret_result_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "cordon_run_json: ctx and ret_result_json are required");
+    cordon_error_init(&perr);
+    r = cordon__json_parse_bounded("request", request_json, &request, &perr);
+    if (r < 0) {
+        /* A request that is not even JSON still gets a result document. */
+        result = result_new();
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "code", cordon_error_name(r));
+        cJSON_AddStringToObject(d, "message", perr.message);
+        cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(result, "diagnostics"), d);
+        cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(result, "meta"), "contract",
+                                CORDON_RUN_CONTRACT);
+    } else {
+        r = cordon__run(ctx, request, NULL, &result, err);
+        cJSON_Delete(request);
+        if (r < 0)
+            return r;
+    }
+    *ret_result_json = cJSON_PrintUnformatted(result);
+    cJSON_Delete(result);
+    return *ret_result_json != NULL ? 0 : cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+}
+
+int cordon_result_exit_status(const char *result_json)
+{
+    cJSON *doc = cJSON_Parse(result_json);
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(doc, "status");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(doc, "exit_code");
+    const char *s = cJSON_IsString(status) ? status->valuestring : "blocked";
+    int rc;
+
+    if (strcmp(s, "success") == 0 || strcmp(s, "error") == 0)
+        /* "error" with exit 0: the program succeeded, cordon did not (collect, release) */
+        rc = cJSON_IsNumber(code) && (code->valueint != 0 || strcmp(s, "success") == 0) ? code->valueint : 125;
+    else if (strcmp(s, "timeout") == 0 || strcmp(s, "expired") == 0)
+        rc = 124;
+    else if (strcmp(s, "oom") == 0 || strcmp(s, "output_limit") == 0 || strcmp(s, "cancelled") == 0)
+        rc = 137;
+    else
+        rc = 125;
+    cJSON_Delete(doc);
+    return rc;
+}

@@ -1,1 +1,32 @@
-/* placeholder: being written */
+/*
+ * core: the code-execution flow (DESIGN.md §4.1): grant, select, ensure,
+ * provision, land, run, collect, terminate, release, close — each step
+ * recorded in meta.events, the grant closed whatever failed.
+ */
+#ifndef CORDON_CORE_RUN_H
+#define CORDON_CORE_RUN_H
+
+#include "core/bundle.h"
+#include "core/internal.h"
+
+/* The contract name every result carries in meta.contract. */
+#define CORDON_RUN_CONTRACT "workspace_code_execution_v1"
+
+/*
+ * Run request (the run keys of docs/json.md) with a bundle: when bundle is
+ * NULL it is read from the request itself (files inline); otherwise the
+ * request's bundle keys are ignored and bundle is borrowed. ret_result is
+ * always a result document (status "blocked" for a refused request).
+ * Returns 0, or a negative code only when no document could be made.
+ */
+int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordon__bundle *bundle,
+                cJSON **ret_result, struct cordon_error *err);
+
+/* The bytes of one stream as result fields: <name> (UTF-8 text; with a
+ * "[cordon: N bytes dropped]" line between head and tail when truncated),
+ * <name>_truncated, <name>_dropped_bytes, and <name>_base64 (the retained
+ * bytes exactly) when they are not valid UTF-8. */
+void cordon__result_add_stream(cJSON *result, const char *name, const char *data, size_t len,
+                               size_t head_len, uint64_t dropped);
+
+#endif

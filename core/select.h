@@ -1,1 +1,54 @@
-/* placeholder: being written */
+/*
+ * core: deterministic provider selection (DESIGN.md §6). Candidates are
+ * taken in order; each is loaded and probed and either kept or skipped
+ * with one structured reason; the chosen one is re-probed for availability
+ * right before ensure.
+ */
+#ifndef CORDON_CORE_SELECT_H
+#define CORDON_CORE_SELECT_H
+
+#include <stdbool.h>
+#include "core/config.h"
+#include "core/internal.h"
+
+enum cordon__isolation {
+    CORDON_ISOLATION_REQUIRED = 0,   /* all four axes observed true */
+    CORDON_ISOLATION_PREFERRED = 1,  /* candidates meeting it first, else fall back */
+    CORDON_ISOLATION_NONE = 2,
+};
+
+/* "required", "preferred", "none"; anything else is CORDON_E_INVALID
+ * naming field. */
+int cordon__isolation_parse(const char *field, const cJSON *value, enum cordon__isolation *ret,
+                            struct cordon_error *err);
+
+struct cordon__select_opts {
+    enum cordon__isolation isolation;
+    const char *kind;          /* "code_execution" */
+    const char *toolchain;     /* canonical toolchain id needed, or NULL */
+    const char *min_version;   /* its floor, or NULL */
+};
+
+struct cordon__selection {
+    struct cordon__loaded *provider;   /* owned by ctx */
+    cJSON *config;                     /* the chosen candidate's config; owned */
+    cJSON *facts;                      /* its full facts; owned */
+    bool preference_fallback;
+    char why[512];                     /* one sentence for people */
+};
+
+/*
+ * Select among cands. ret_probes (always set, also on failure; the caller
+ * owns it) is the array of candidate records: {"index", "provider_id",
+ * "probed", "cached", "selected", "skip": {"reason", "detail", ...} | null,
+ * "facts"}. Fails with CORDON_E_PROVIDER_UNAVAILABLE when nothing survives.
+ */
+int cordon__select(struct cordon_ctx *ctx, const struct cordon__candidate *cands, size_t n,
+                   const struct cordon__select_opts *opts, struct cordon__selection *ret,
+                   cJSON **ret_probes, struct cordon_error *err);
+void cordon__selection_clear(struct cordon__selection *sel);
+
+/* True when the facts' four isolation axes are all true. */
+bool cordon__facts_fully_isolated(const cJSON *facts);
+
+#endif

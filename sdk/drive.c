@@ -1,1 +1,488 @@
-/* placeholder: being written */
+/*
+ * sdk: the host side of one exec through a provider.
+ *
+ * provider->exec runs on a thread of its own; this thread owns output and
+ * time. Everything the provider's thread touches lives in one heap object
+ * (struct call) so that a provider that ignores its cancel fd can be left
+ * behind without its fds being closed or reused under it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include <cordon/sdk/drive.h>
+#include <cordon/sdk/host.h>
+
+#define DRAIN_MS 200            /* reading on after the provider returned */
+#define ABANDON_MS 10000        /* waiting for the provider after cancel */
+#define IO_CHUNK 65536
+#define READS_PER_WAKE 16
+#define RESULT_MAX (64u << 10)  /* bound of the provider's result JSON */
+
+typedef int (*exec_fn)(struct cordon_resource *, const char *, const char *,
+                       const struct cordon_exec_io *, char **, struct cordon_error *);
+
+struct call {
+    pthread_mutex_t lock;
+    bool finished, abandoned;   /* under lock */
+    exec_fn exec;
+    const struct cordon_host_v1 *host;
+    struct cordon_resource *resource;
+    char *state_json, *request_json;   /* copies: they outlive an abandoned call */
+    struct cordon_exec_io io;
+    int null_fd, out_r, out_w, err_r, err_w, cancel_r, cancel_w, done_fd;
+    /* the provider's answer, written by the thread before it signals done_fd */
+    int rc;
+    char *result;
+    struct cordon_error perr;
+};
+
+void cordon_drive_opts_init(struct cordon_drive_opts *opts)
+{
+    if (opts == NULL)
+        return;
+    memset(opts, 0, sizeof(*opts));
+    opts->struct_size = (uint32_t)sizeof(*opts);
+    opts->stdin_fd = -1;
+    opts->cancel_fd = -1;
+}
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+static void call_free(struct call *c)
+{
+    if (c == NULL)
+        return;
+    close_fd(&c->null_fd);
+    close_fd(&c->out_r);
+    close_fd(&c->out_w);
+    close_fd(&c->err_r);
+    close_fd(&c->err_w);
+    close_fd(&c->cancel_r);
+    close_fd(&c->cancel_w);
+    close_fd(&c->done_fd);
+    if (c->result != NULL && c->host != NULL)
+        c->host->free(c->result);
+    free(c->state_json);
+    free(c->request_json);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+static void *call_main(void *arg)
+{
+    struct call *c = arg;
+    struct cordon_error perr;
+    char *result = NULL;
+    uint64_t one = 1;
+    bool abandoned;
+    int rc;
+
+    cordon_error_init(&perr);
+    rc = c->exec(c->resource, c->state_json, c->request_json, &c->io, &result, &perr);
+    pthread_mutex_lock(&c->lock);
+    c->rc = rc;
+    c->result = result;
+    c->perr = perr;
+    c->perr.message[sizeof(c->perr.message) - 1] = '\0';
+    c->finished = true;
+    abandoned = c->abandoned;
+    if (!abandoned && write(c->done_fd, &one, sizeof(one)) < 0) {
+        /* an eventfd write only fails on counter overflow: cannot happen */
+    }
+    pthread_mutex_unlock(&c->lock);
+    /* Nobody waits any more: the call is ours to clean up. */
+    if (abandoned)
+        call_free(c);
+    return NULL;
+}
+
+static int validate(const struct cordon_drive_opts *o, struct cordon_exec_outcome *ret,
+                    struct cordon_error *err)
+{
+    if (o == NULL || ret == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "drive: opts and ret must be set");
+    if (o->struct_size != sizeof(*o))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "opts.struct_size: %u, expected %zu (cordon_drive_opts_init)",
+                                o->struct_size, sizeof(*o));
+    if (o->host == NULL || o->host->free == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "host: a services table with free is required");
+    if (o->provider == NULL || o->provider->exec == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "provider: a vtable with exec is required");
+    if (o->state_json == NULL || o->request_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "drive: state_json and request_json are required");
+    return 0;
+}
+
+static int call_new(const struct cordon_drive_opts *o, struct call **ret_call,
+                    struct cordon_error *err)
+{
+    struct call *c = calloc(1, sizeof(*c));
+    int p[2], rc = 0;
+
+    if (c == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "drive: out of memory");
+    pthread_mutex_init(&c->lock, NULL);
+    c->null_fd = c->out_r = c->out_w = c->err_r = c->err_w = -1;
+    c->cancel_r = c->cancel_w = c->done_fd = -1;
+    c->exec = o->provider->exec;
+    c->host = o->host;
+    c->resource = o->resource;
+    c->state_json = strdup(o->state_json);
+    c->request_json = strdup(o->request_json);
+    if (c->state_json == NULL || c->request_json == NULL) {
+        rc = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "drive: out of memory");
+        goto out;
+    }
+    if (pipe2(p, O_CLOEXEC) < 0)
+        goto io_error;
+    c->out_r = p[0], c->out_w = p[1];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        goto io_error;
+    c->err_r = p[0], c->err_w = p[1];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        goto io_error;
+    c->cancel_r = p[0], c->cancel_w = p[1];
+    c->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (c->done_fd < 0)
+        goto io_error;
+    /* Only the host's read ends are non-blocking; the provider writes as it likes. */
+    if (fcntl(c->out_r, F_SETFL, O_NONBLOCK) < 0 || fcntl(c->err_r, F_SETFL, O_NONBLOCK) < 0)
+        goto io_error;
+    if (o->stdin_fd < 0) {
+        c->null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (c->null_fd < 0)
+            goto io_error;
+    }
+    c->io = (struct cordon_exec_io){
+        .abi_version = CORDON_ABI_VERSION,
+        .struct_size = (uint32_t)sizeof(struct cordon_exec_io),
+        .stdin_fd = o->stdin_fd >= 0 ? o->stdin_fd : c->null_fd,
+        .stdout_fd = c->out_w,
+        .stderr_fd = c->err_w,
+        .cancel_fd = c->cancel_r,
+    };
+    *ret_call = c;
+    c = NULL;
+    goto out;
+io_error:
+    rc = cordon_error_set(err, CORDON_E_IO, errno, "drive: cannot create the exec's fds: %s",
+                          strerror(errno));
+out:
+    call_free(c);
+    return rc;
+}
+
+static void read_stream(struct cordon_capture *cap, int *fd, int stream)
+{
+    char buf[IO_CHUNK];
+
+    for (int i = 0; i < READS_PER_WAKE; i++) {
+        ssize_t n = read(*fd, buf, sizeof(buf));
+        if (n > 0) {
+            cordon_capture_feed(cap, stream, buf, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN)
+            return;
+        close_fd(fd);
+        return;
+    }
+}
+
+/* Read whatever is left once the provider returned: its write ends are
+ * closed, but a process it leaked may still hold a copy. */
+static void drain(struct call *c, struct cordon_capture *cap)
+{
+    uint64_t end = cordon_now_monotonic_ms() + DRAIN_MS;
+
+    while (c->out_r >= 0 || c->err_r >= 0) {
+        struct pollfd pfd[2];
+        int n = 0, i_out = -1, i_err = -1;
+        uint64_t now = cordon_now_monotonic_ms();
+
+        if (now >= end)
+            break;
+        if (c->out_r >= 0)
+            pfd[i_out = n++] = (struct pollfd){ .fd = c->out_r, .events = POLLIN };
+        if (c->err_r >= 0)
+            pfd[i_err = n++] = (struct pollfd){ .fd = c->err_r, .events = POLLIN };
+        if (poll(pfd, (nfds_t)n, (int)(end - now)) < 0 && errno != EINTR)
+            break;
+        if (i_out >= 0 && pfd[i_out].revents != 0)
+            read_stream(cap, &c->out_r, 1);
+        if (i_err >= 0 && pfd[i_err].revents != 0)
+            read_stream(cap, &c->err_r, 2);
+    }
+}
+
+/* Turn the provider's result JSON into a status, code and signal. */
+static int parse_result(const char *provider_id, const char *result,
+                        struct cordon_exec_outcome *ret, struct cordon_error *err)
+{
+    const cJSON *status, *code, *sig;
+    cJSON *doc = NULL;
+    size_t len;
+    int st, rc = 0;
+
+    if (result == NULL)
+        return cordon_error_set(err, CORDON_E_PROVIDER, 0,
+                                "%s: exec returned 0 without result_json", provider_id);
+    len = strnlen(result, RESULT_MAX + 1);
+    if (len > RESULT_MAX)
+        return cordon_error_set(err, CORDON_E_PROVIDER, 0,
+                                "%s: result_json longer than %u bytes", provider_id, RESULT_MAX);
+    doc = cJSON_ParseWithLength(result, len);
+    status = cJSON_GetObjectItemCaseSensitive(doc, "status");
+    st = cordon_run_status_parse(cJSON_GetStringValue(status));
+    if (!cJSON_IsObject(doc) || st < 0) {
+        rc = cordon_error_set(err, CORDON_E_PROVIDER, 0,
+                              "%s: result_json.status: missing or unknown (want exited, signaled, "
+                              "oom or cancelled)", provider_id);
+        goto out;
+    }
+    code = cJSON_GetObjectItemCaseSensitive(doc, "exit_code");
+    sig = cJSON_GetObjectItemCaseSensitive(doc, "signal");
+    ret->status = (enum cordon_run_status)st;
+    ret->exit_code = -1;
+    ret->signal = 0;
+    if (cJSON_IsNumber(sig) && sig->valuedouble >= 1 && sig->valuedouble <= 64)
+        ret->signal = (int)sig->valuedouble;
+    if (st == CORDON_RUN_EXITED) {
+        if (!cJSON_IsNumber(code) || code->valuedouble < 0 || code->valuedouble > 255 ||
+            code->valuedouble != (double)(int)code->valuedouble) {
+            rc = cordon_error_set(err, CORDON_E_PROVIDER, 0,
+                                  "%s: result_json.exit_code: want an integer 0-255 with "
+                                  "status exited", provider_id);
+            goto out;
+        }
+        ret->exit_code = (int)code->valuedouble;
+        ret->signal = 0;
+    } else if (st == CORDON_RUN_SIGNALED && ret->signal == 0) {
+        rc = cordon_error_set(err, CORDON_E_PROVIDER, 0,
+                              "%s: result_json.signal: want 1-64 with status signaled",
+                              provider_id);
+        goto out;
+    }
+out:
+    cJSON_Delete(doc);
+    return rc;
+}
+
+/* Block asynchronous signals in the provider's thread so that the
+ * application's signals keep going to the threads that expect them. */
+static int start_thread(struct call *c, pthread_t *ret_thread, struct cordon_error *err)
+{
+    static const int sync_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+    sigset_t all, old;
+    int e;
+
+    sigfillset(&all);
+    for (size_t i = 0; i < sizeof(sync_signals) / sizeof(sync_signals[0]); i++)
+        sigdelset(&all, sync_signals[i]);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    e = pthread_create(ret_thread, NULL, call_main, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0)
+        return cordon_error_set(err, CORDON_E_PROVIDER, e, "drive: cannot start a thread: %s",
+                                strerror(e));
+    return 0;
+}
+
+int cordon_drive_exec(const struct cordon_drive_opts *opts, struct cordon_exec_outcome *ret,
+                      struct cordon_error *err)
+{
+    struct cordon_capture *cap = NULL;
+    struct cordon_exec_outcome out;
+    struct call *c = NULL;
+    pthread_t thread;
+    bool started = false, done = false, fired = false;
+    enum cordon_run_status reason = CORDON_RUN_HOST_ERROR;
+    uint64_t start, deadline = 0, abandon_at = 0, end;
+    int cancel_fd, rc, poll_errno = 0;
+    const char *who;          /* the provider's id, for messages */
+
+    if (ret != NULL) {
+        memset(ret, 0, sizeof(*ret));
+        ret->exit_code = -1;
+    }
+    memset(&out, 0, sizeof(out));
+    rc = validate(opts, ret, err);
+    if (rc < 0)
+        return rc;
+    who = opts->provider->provider_id != NULL ? opts->provider->provider_id : "provider";
+    rc = cordon_capture_new(opts->retention_bytes, opts->output_budget, &cap, err);
+    if (rc < 0)
+        goto out;
+    rc = call_new(opts, &c, err);
+    if (rc < 0)
+        goto out;
+    start = cordon_now_monotonic_ms();
+    if (opts->timeout_ms > 0)
+        deadline = opts->timeout_ms > UINT64_MAX - start ? UINT64_MAX : start + opts->timeout_ms;
+    rc = start_thread(c, &thread, err);
+    if (rc < 0)
+        goto out;
+    started = true;
+    cancel_fd = opts->cancel_fd;
+
+    while (!done) {
+        struct pollfd pfd[4];
+        int n = 0, i_out = -1, i_err = -1, i_cancel = -1, i_done, timeout = -1;
+        uint64_t now = cordon_now_monotonic_ms(), until = fired ? abandon_at : deadline;
+        int why = -1;
+        bool finished;
+
+        if (until != 0)
+            timeout = until > now ? (until - now > INT32_MAX ? INT32_MAX : (int)(until - now)) : 0;
+        if (c->out_r >= 0)
+            pfd[i_out = n++] = (struct pollfd){ .fd = c->out_r, .events = POLLIN };
+        if (c->err_r >= 0)
+            pfd[i_err = n++] = (struct pollfd){ .fd = c->err_r, .events = POLLIN };
+        if (cancel_fd >= 0 && !fired)
+            pfd[i_cancel = n++] = (struct pollfd){ .fd = cancel_fd, .events = POLLIN };
+        pfd[i_done = n++] = (struct pollfd){ .fd = c->done_fd, .events = POLLIN };
+        if (poll(pfd, (nfds_t)n, timeout) < 0) {
+            if (errno == EINTR)
+                continue;
+            /* Cannot watch any more: stop the provider, then wait for it. */
+            if (poll_errno == 0)
+                poll_errno = errno;
+            for (int i = 0; i < n; i++)
+                pfd[i].revents = 0;
+            why = CORDON_RUN_HOST_ERROR;
+            if (fired)
+                usleep(10000);
+        }
+        now = cordon_now_monotonic_ms();
+        finished = pfd[i_done].revents != 0;
+        if (i_out >= 0 && pfd[i_out].revents != 0)
+            read_stream(cap, &c->out_r, 1);
+        if (i_err >= 0 && pfd[i_err].revents != 0)
+            read_stream(cap, &c->err_r, 2);
+        if (why < 0 && cordon_capture_over_budget(cap))
+            why = CORDON_RUN_OUTPUT_LIMIT;
+        /* A provider that already returned is not cancelled after the fact. */
+        if (why < 0 && !finished && i_cancel >= 0 && pfd[i_cancel].revents != 0)
+            why = CORDON_RUN_CANCELLED;
+        if (why < 0 && !finished && deadline != 0 && now >= deadline)
+            why = CORDON_RUN_TIMEOUT;
+        if (why >= 0 && !fired) {
+            ssize_t w;
+            fired = true;
+            reason = (enum cordon_run_status)why;
+            abandon_at = now + ABANDON_MS;
+            do
+                w = write(c->cancel_w, "x", 1);
+            while (w < 0 && errno == EINTR);
+        }
+        if (finished) {
+            done = true;
+        } else if (fired && now >= abandon_at) {
+            /* A thread cannot be killed: leave it, with everything it uses. */
+            pthread_mutex_lock(&c->lock);
+            done = c->finished;
+            if (!done)
+                c->abandoned = true;
+            pthread_mutex_unlock(&c->lock);
+            if (!done) {
+                pthread_detach(thread);
+                started = false;
+                c = NULL;
+                rc = cordon_error_set(err, CORDON_E_TIMEOUT, 0,
+                                      "%s: exec did not return within %d ms after cancel "
+                                      "(%s); its thread was left running detached",
+                                      who, ABANDON_MS, cordon_run_status_name(reason));
+                out.status = CORDON_RUN_HOST_ERROR;
+                out.exit_code = -1;
+                out.duration_ms = now - start;
+                goto take;
+            }
+        }
+    }
+    pthread_join(thread, NULL);
+    started = false;
+    end = cordon_now_monotonic_ms();
+    /* The provider is done with its write ends: EOF comes once its leftovers go. */
+    close_fd(&c->out_w);
+    close_fd(&c->err_w);
+    drain(c, cap);
+    if (!fired && cordon_capture_over_budget(cap)) {
+        /* The overflow was still in the pipes: the output is cut all the same. */
+        fired = true;
+        reason = CORDON_RUN_OUTPUT_LIMIT;
+    }
+    out.duration_ms = end - start;
+    if (c->rc != 0) {
+        int code = c->rc < 0 && c->rc >= CORDON_E_MAX_ ? c->rc : CORDON_E_PROVIDER;
+        if (c->perr.message[0] != '\0')
+            rc = cordon_error_set(err, code, c->perr.os_errno, "%s", c->perr.message);
+        else
+            rc = cordon_error_set(err, code, c->perr.os_errno, "%s: exec failed (%s)", who,
+                                  cordon_error_name(code));
+        out.status = CORDON_RUN_HOST_ERROR;
+        out.exit_code = -1;
+    } else {
+        rc = parse_result(who, c->result, &out, err);
+        if (rc == 0 && poll_errno != 0)
+            rc = cordon_error_set(err, CORDON_E_IO, poll_errno, "drive: poll: %s",
+                                  strerror(poll_errno));
+        if (rc < 0) {
+            out.status = CORDON_RUN_HOST_ERROR;
+            out.exit_code = -1;
+        } else if (fired) {
+            /* The provider saw our cancel; why we sent it is the status. */
+            out.status = reason;
+            out.exit_code = -1;
+            if (out.signal == 0)
+                out.signal = SIGKILL;
+        }
+    }
+take:
+    {
+        struct cordon_error terr;
+        int trc;
+
+        cordon_error_init(&terr);
+        trc = cordon_capture_take(cap, 1, &out.out, &terr);
+        if (trc == 0)
+            trc = cordon_capture_take(cap, 2, &out.err, &terr);
+        if (trc < 0 && rc == 0) {
+            rc = trc;
+            if (err != NULL)
+                *err = terr;
+            goto out;
+        }
+    }
+    *ret = out;
+    memset(&out, 0, sizeof(out));
+out:
+    if (started) {
+        pthread_join(thread, NULL);
+    }
+    call_free(c);
+    cordon_exec_outcome_clear(&out);
+    cordon_capture_free(cap);
+    return rc;
+}

@@ -1,1 +1,977 @@
-/* placeholder: being written */
+/* sdk: host file work beneath a directory fd that never follows a link, and SHA-256. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cordon/sdk/fs.h>
+
+#define COPY_CHUNK (64u * 1024u)
+#define REMOVE_DEPTH_MAX 256
+#define REMOVE_PASSES_MAX 16
+#define TEMP_TRIES 16
+#define RESOLVE_SAFE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+
+/* Set once the kernel said ENOSYS to openat2; the component walk is used from then on. */
+static int openat2_missing;
+
+static const char *type_name(mode_t mode)
+{
+    switch (mode & S_IFMT) {
+    case S_IFREG: return "regular file";
+    case S_IFDIR: return "directory";
+    case S_IFLNK: return "symbolic link";
+    case S_IFIFO: return "fifo";
+    case S_IFSOCK: return "socket";
+    case S_IFCHR: return "character device";
+    case S_IFBLK: return "block device";
+    default: return "file of unknown type";
+    }
+}
+
+/* The CORDON_E_* code of a failed system call. */
+static int code_of_errno(int e)
+{
+    switch (e) {
+    case ENOENT: return CORDON_E_NOT_FOUND;
+    case EEXIST: return CORDON_E_EXISTS;
+    case ELOOP:
+    case EXDEV: return CORDON_E_UNSAFE;
+    case ENOMEM: return CORDON_E_NOMEM;
+    default: return CORDON_E_IO;
+    }
+}
+
+/* The error of a failed system call on rel; ELOOP and EXDEV come from the resolve flags. */
+static int fs_fail(struct cordon_error *err, int e, const char *rel, const char *what)
+{
+    if (e == ELOOP || e == EXDEV)
+        return cordon_error_set(err, CORDON_E_UNSAFE, e,
+                                "path \"%.200s\": %s: a symbolic link or a way out of the "
+                                "directory is in the way",
+                                rel, what);
+    return cordon_error_set(err, code_of_errno(e), e, "path \"%.200s\": %s: %s", rel, what,
+                            strerror(e));
+}
+
+/* True when rel has a ".." component. */
+static bool has_dotdot(const char *rel)
+{
+    for (const char *p = rel; *p != '\0';) {
+        size_t clen = strcspn(p, "/");
+
+        if (clen == 2 && p[0] == '.' && p[1] == '.')
+            return true;
+        p += clen;
+        p += strspn(p, "/");
+    }
+    return false;
+}
+
+/* Absolute paths and ".." are refused before the kernel sees them, so that
+ * the openat2 path and the fallback walk agree. */
+static int check_rel(const char *rel, struct cordon_error *err)
+{
+    if (rel == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "path: missing");
+    if (rel[0] == '/')
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "path \"%.200s\": absolute paths are not allowed", rel);
+    if (has_dotdot(rel))
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "path \"%.200s\": \"..\" components are not allowed", rel);
+    return 0;
+}
+
+/* Fallback for kernels without openat2: one O_NOFOLLOW step per component.
+ * Returns an fd or -errno. */
+static int open_walk(int dirfd, const char *rel, int flags, mode_t mode)
+{
+    char comp[NAME_MAX + 1];
+    const char *p = rel;
+    int cur, e;
+
+    cur = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (cur < 0)
+        return -errno;
+    for (;;) {
+        size_t clen = strcspn(p, "/");
+        const char *next = p + clen + strspn(p + clen, "/");
+        struct stat st;
+        int fd;
+
+        if (clen > NAME_MAX) {
+            close(cur);
+            return -ENAMETOOLONG;
+        }
+        memcpy(comp, p, clen);
+        comp[clen] = '\0';
+        if (*next == '\0') {
+            fd = openat(cur, clen == 0 ? "." : comp, flags, mode);
+            e = errno;
+            /* O_PATH | O_NOFOLLOW opens a final symlink instead of failing,
+             * and with O_DIRECTORY it says ENOTDIR. */
+            if (fd >= 0 && (flags & O_PATH) && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode)) {
+                close(fd);
+                fd = -1;
+                e = ELOOP;
+            } else if (fd < 0 && e == ENOTDIR && clen > 0 &&
+                       fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+                e = ELOOP;
+            }
+            close(cur);
+            return fd >= 0 ? fd : -e;
+        }
+        p = next;
+        if (clen == 0 || (clen == 1 && comp[0] == '.'))
+            continue;
+        fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            e = errno;
+            if (e == ENOTDIR && fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISLNK(st.st_mode))
+                e = ELOOP;
+            close(cur);
+            return -e;
+        }
+        close(cur);
+        cur = fd;
+    }
+}
+
+/* Open rel (already checked) beneath dirfd. Returns an fd or -errno. */
+static int open_raw(int dirfd, const char *rel, int flags, mode_t mode)
+{
+    struct open_how how;
+    bool creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+
+    if (rel[0] == '\0')
+        rel = ".";
+    flags |= O_CLOEXEC | O_NOFOLLOW;
+    if (__atomic_load_n(&openat2_missing, __ATOMIC_RELAXED))
+        return open_walk(dirfd, rel, flags, mode);
+    memset(&how, 0, sizeof(how));
+    /* With O_NOFOLLOW a final symlink is opened itself (O_PATH) or gives
+     * ENOTDIR (O_DIRECTORY); without it RESOLVE_NO_SYMLINKS says ELOOP. */
+    how.flags = (uint64_t)(unsigned)((flags & (O_PATH | O_DIRECTORY)) ? flags & ~O_NOFOLLOW
+                                                                         : flags);
+    how.mode = creates ? (mode & 07777) : 0;
+    how.resolve = RESOLVE_SAFE;
+    /* EAGAIN: a concurrent rename or mount; the kernel asks for a retry. */
+    for (int tries = 0;; tries++) {
+        long fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+
+        if (fd >= 0)
+            return (int)fd;
+        if (errno == EINTR || (errno == EAGAIN && tries < 8))
+            continue;
+        if (errno == ENOSYS) {
+            __atomic_store_n(&openat2_missing, 1, __ATOMIC_RELAXED);
+            return open_walk(dirfd, rel, flags, mode);
+        }
+        return -errno;
+    }
+}
+
+int cordon_fs_open_beneath(int dirfd, const char *rel, int flags, mode_t mode, int *ret_fd,
+                           struct cordon_error *err)
+{
+    int r, fd;
+
+    r = check_rel(rel, err);
+    if (r < 0)
+        return r;
+    if (ret_fd == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "path \"%.200s\": no result pointer",
+                                rel);
+    fd = open_raw(dirfd, rel, flags, mode);
+    if (fd < 0)
+        return fs_fail(err, -fd, rel, "open");
+    *ret_fd = fd;
+    return 0;
+}
+
+int cordon_fs_open_regular(int dirfd, const char *rel, uint64_t max_bytes, int *ret_fd,
+                           uint64_t *ret_size, struct cordon_error *err)
+{
+    struct stat st;
+    int fd = -1, fl, r;
+
+    if (ret_fd == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "path: no result pointer");
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer before we can refuse it. */
+    r = cordon_fs_open_beneath(dirfd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, &fd, err);
+    if (r < 0)
+        return r;
+    if (fstat(fd, &st) < 0) {
+        r = fs_fail(err, errno, rel, "stat");
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                             "path \"%.200s\": is a %s; only regular files are allowed", rel,
+                             type_name(st.st_mode));
+        goto out;
+    }
+    if (max_bytes != 0 && (uint64_t)st.st_size > max_bytes) {
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                             "path \"%.200s\": file is %" PRIu64 " bytes, more than the limit "
+                             "of %" PRIu64 " bytes",
+                             rel, (uint64_t)st.st_size, max_bytes);
+        goto out;
+    }
+    fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        r = fs_fail(err, errno, rel, "fcntl");
+        goto out;
+    }
+    *ret_fd = fd;
+    fd = -1;
+    if (ret_size != NULL)
+        *ret_size = (uint64_t)st.st_size;
+out:
+    if (fd >= 0)
+        close(fd);
+    return r;
+}
+
+int cordon_fs_mkdirs_beneath(int dirfd, const char *rel, mode_t mode, struct cordon_error *err)
+{
+    char comp[NAME_MAX + 1];
+    const char *p;
+    int cur = -1, r;
+
+    r = check_rel(rel, err);
+    if (r < 0)
+        return r;
+    cur = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (cur < 0)
+        return fs_fail(err, errno, rel, "open the base directory");
+    for (p = rel; *p != '\0';) {
+        size_t clen = strcspn(p, "/");
+        int fd;
+
+        if (clen > NAME_MAX) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "path \"%.200s\": a component is longer than %d bytes", rel,
+                                 NAME_MAX);
+            goto out;
+        }
+        memcpy(comp, p, clen);
+        comp[clen] = '\0';
+        p += clen;
+        p += strspn(p, "/");
+        if (clen == 0 || strcmp(comp, ".") == 0)
+            continue;
+        /* mkdirat never follows a link; EEXIST is checked by the open below. */
+        if (mkdirat(cur, comp, mode) < 0 && errno != EEXIST) {
+            r = fs_fail(err, errno, rel, "create directory");
+            goto out;
+        }
+        fd = open_raw(cur, comp, O_PATH | O_DIRECTORY, 0);
+        if (fd == -ENOTDIR) {
+            r = cordon_error_set(err, CORDON_E_EXISTS, ENOTDIR,
+                                 "path \"%.200s\": \"%s\" exists and is not a directory", rel,
+                                 comp);
+            goto out;
+        }
+        if (fd < 0) {
+            r = fs_fail(err, -fd, rel, "open directory");
+            goto out;
+        }
+        close(cur);
+        cur = fd;
+    }
+out:
+    if (cur >= 0)
+        close(cur);
+    return r;
+}
+
+int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes, char **ret_buf,
+                        size_t *ret_len, struct cordon_error *err)
+{
+    /* 0 is "no limit" as for open_regular; the buffer still needs room for the NUL. */
+    size_t limit = max_bytes != 0 ? max_bytes : SIZE_MAX - 1;
+    size_t len = 0, cap;
+    uint64_t size;
+    char *buf = NULL;
+    int fd = -1, r;
+
+    if (ret_buf == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "path: no result pointer");
+    r = cordon_fs_open_regular(dirfd, rel, limit, &fd, &size, err);
+    if (r < 0)
+        return r;
+    cap = (size_t)size + 1;
+    buf = malloc(cap);
+    if (buf == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.200s\": out of memory", rel);
+        goto out;
+    }
+    /* The size from fstat is a hint: the file may grow, and is read to EOF under the limit. */
+    for (;;) {
+        ssize_t n;
+
+        if (len == cap - 1) {
+            char probe, *nbuf;
+
+            if (len == limit) {
+                n = read(fd, &probe, 1);
+                if (n < 0 && errno == EINTR)
+                    continue;
+                if (n < 0) {
+                    r = fs_fail(err, errno, rel, "read");
+                    goto out;
+                }
+                if (n > 0) {
+                    r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                         "path \"%.200s\": file is more than the limit of %zu "
+                                         "bytes",
+                                         rel, limit);
+                    goto out;
+                }
+                break;
+            }
+            cap = cap - 1 < limit / 2 ? cap * 2 : limit + 1;
+            nbuf = realloc(buf, cap);
+            if (nbuf == NULL) {
+                r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM,
+                                     "path \"%.200s\": out of memory", rel);
+                goto out;
+            }
+            buf = nbuf;
+        }
+        n = read(fd, buf + len, cap - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            r = fs_fail(err, errno, rel, "read");
+            goto out;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    *ret_buf = buf;
+    buf = NULL;
+    if (ret_len != NULL)
+        *ret_len = len;
+out:
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    return r;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/*
+ * Split rel into its parent ("." when none; malloc'd) and its last
+ * component (points into rel). Trailing slashes are ignored.
+ */
+static int split_parent(const char *rel, char **ret_parent, char **ret_base,
+                        struct cordon_error *err)
+{
+    size_t len = strlen(rel);
+    char *copy, *slash, *parent, *base;
+
+    while (len > 1 && rel[len - 1] == '/')
+        len--;
+    copy = strndup(rel, len);
+    if (copy == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.200s\": out of memory",
+                                rel);
+    slash = strrchr(copy, '/');
+    if (slash == NULL) {
+        base = strdup(copy);
+        parent = strdup(".");
+    } else {
+        *slash = '\0';
+        base = strdup(slash + 1);
+        parent = strdup(copy);
+    }
+    free(copy);
+    if (base == NULL || parent == NULL) {
+        free(base);
+        free(parent);
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.200s\": out of memory",
+                                rel);
+    }
+    if (base[0] == '\0' || strcmp(base, ".") == 0) {
+        free(base);
+        free(parent);
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "path \"%.200s\": names a directory, not an entry in it", rel);
+    }
+    *ret_parent = parent;
+    *ret_base = base;
+    return 0;
+}
+
+/* A fresh file ".cordon-tmp-<random>" in pfd, 0600. Returns an fd or -errno. */
+static int make_temp(int pfd, char name[32])
+{
+    static uint64_t counter;
+
+    for (int tries = 0; tries < TEMP_TRIES; tries++) {
+        uint64_t rnd;
+        int fd;
+
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
+            struct timespec ts;
+
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            rnd = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32) ^
+                  __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+        }
+        snprintf(name, 32, ".cordon-tmp-%016" PRIx64, rnd);
+        fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0)
+            return fd;
+        if (errno != EEXIST)
+            return -errno;
+    }
+    return -EEXIST;
+}
+
+int cordon_fs_write_atomic(int dirfd, const char *rel, const void *buf, size_t len, mode_t mode,
+                           struct cordon_error *err)
+{
+    char *parent = NULL, *base = NULL, tmp[32];
+    bool tmp_live = false;
+    int pfd = -1, fd = -1, r, e;
+
+    r = check_rel(rel, err);
+    if (r < 0)
+        return r;
+    if (buf == NULL && len > 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "path \"%.200s\": no data", rel);
+    r = split_parent(rel, &parent, &base, err);
+    if (r < 0)
+        return r;
+    /* O_RDONLY rather than O_PATH: the directory is fsync'd after the rename. */
+    r = cordon_fs_open_beneath(dirfd, parent, O_RDONLY | O_DIRECTORY, 0, &pfd, err);
+    if (r < 0)
+        goto out;
+    fd = make_temp(pfd, tmp);
+    if (fd < 0) {
+        r = fs_fail(err, -fd, rel, "create temporary file");
+        goto out;
+    }
+    tmp_live = true;
+    e = write_all(fd, buf, len);
+    if (e < 0) {
+        r = fs_fail(err, -e, rel, "write");
+        goto out;
+    }
+    /* Mode and data are settled before the rename, so that a crash leaves
+     * the old file or the whole new one, never an empty or 0600 one. */
+    if (fchmod(fd, mode & 0777) < 0 || fsync(fd) < 0) {
+        r = fs_fail(err, errno, rel, "sync");
+        goto out;
+    }
+    e = close(fd);
+    fd = -1;
+    if (e < 0) {
+        r = fs_fail(err, errno, rel, "close");
+        goto out;
+    }
+    if (renameat(pfd, tmp, pfd, base) < 0) {
+        r = fs_fail(err, errno, rel, "rename into place");
+        goto out;
+    }
+    tmp_live = false;
+    if (fsync(pfd) < 0)
+        r = fs_fail(err, errno, rel, "sync directory");
+out:
+    if (fd >= 0)
+        close(fd);
+    if (tmp_live)
+        unlinkat(pfd, tmp, 0);
+    if (pfd >= 0)
+        close(pfd);
+    free(parent);
+    free(base);
+    return r;
+}
+
+int cordon_fs_copy_beneath(int src_dirfd, const char *src_rel, int dst_dirfd, const char *dst_rel,
+                           uint64_t max_bytes, mode_t mode, char *ret_sha256_hex,
+                           uint64_t *ret_bytes, struct cordon_error *err)
+{
+    struct cordon_sha256 sha;
+    char *parent = NULL, *base = NULL, *chunk = NULL, tmp[32];
+    uint64_t total = 0;
+    bool tmp_live = false;
+    int sfd = -1, pfd = -1, fd = -1, r, e;
+
+    r = check_rel(dst_rel, err);
+    if (r < 0)
+        return r;
+    r = cordon_fs_open_regular(src_dirfd, src_rel, max_bytes, &sfd, NULL, err);
+    if (r < 0)
+        return r;
+    r = split_parent(dst_rel, &parent, &base, err);
+    if (r < 0)
+        goto out;
+    r = cordon_fs_mkdirs_beneath(dst_dirfd, parent, 0755, err);
+    if (r < 0)
+        goto out;
+    r = cordon_fs_open_beneath(dst_dirfd, parent, O_PATH | O_DIRECTORY, 0, &pfd, err);
+    if (r < 0)
+        goto out;
+    chunk = malloc(COPY_CHUNK);
+    if (chunk == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.200s\": out of memory",
+                             dst_rel);
+        goto out;
+    }
+    /* The temporary file sits next to dst, so the rename never crosses file
+     * systems; no fsync, as a copy only has to appear whole, not survive a crash. */
+    fd = make_temp(pfd, tmp);
+    if (fd < 0) {
+        r = fs_fail(err, -fd, dst_rel, "create temporary file");
+        goto out;
+    }
+    tmp_live = true;
+    cordon_sha256_init(&sha);
+    /* The source may grow after open_regular checked its size: count what is read. */
+    for (;;) {
+        ssize_t n = read(sfd, chunk, COPY_CHUNK);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            r = fs_fail(err, errno, src_rel, "read");
+            goto out;
+        }
+        if (n == 0)
+            break;
+        total += (uint64_t)n;
+        if (max_bytes != 0 && total > max_bytes) {
+            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                 "path \"%.200s\": file grew to more than the limit of %" PRIu64
+                                 " bytes",
+                                 src_rel, max_bytes);
+            goto out;
+        }
+        cordon_sha256_update(&sha, chunk, (size_t)n);
+        e = write_all(fd, chunk, (size_t)n);
+        if (e < 0) {
+            r = fs_fail(err, -e, dst_rel, "write");
+            goto out;
+        }
+    }
+    if (fchmod(fd, mode & 0777) < 0) {
+        r = fs_fail(err, errno, dst_rel, "chmod");
+        goto out;
+    }
+    e = close(fd);
+    fd = -1;
+    if (e < 0) {
+        r = fs_fail(err, errno, dst_rel, "close");
+        goto out;
+    }
+    if (renameat(pfd, tmp, pfd, base) < 0) {
+        r = fs_fail(err, errno, dst_rel, "rename into place");
+        goto out;
+    }
+    tmp_live = false;
+    if (ret_sha256_hex != NULL)
+        cordon_sha256_final_hex(&sha, ret_sha256_hex);
+    if (ret_bytes != NULL)
+        *ret_bytes = total;
+out:
+    if (fd >= 0)
+        close(fd);
+    if (tmp_live)
+        unlinkat(pfd, tmp, 0);
+    if (pfd >= 0)
+        close(pfd);
+    if (sfd >= 0)
+        close(sfd);
+    free(chunk);
+    free(parent);
+    free(base);
+    return r;
+}
+
+static int remove_at(int pfd, const char *name, const char *top, unsigned depth,
+                     struct cordon_error *err);
+
+/* Remove everything inside the open directory dir; *ret_removed counts entries gone. */
+static int remove_entries(DIR *dir, const char *top, unsigned depth, size_t *ret_removed,
+                          struct cordon_error *err)
+{
+    struct dirent *de;
+    size_t removed = 0;
+    int r;
+
+    rewinddir(dir);
+    for (;;) {
+        errno = 0;
+        de = readdir(dir);
+        if (de == NULL)
+            break;
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        /* A non-directory goes with one unlink; the rest takes the careful path. */
+        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN &&
+            unlinkat(dirfd(dir), de->d_name, 0) == 0) {
+            removed++;
+            continue;
+        }
+        r = remove_at(dirfd(dir), de->d_name, top, depth + 1, err);
+        if (r < 0)
+            return r;
+        removed++;
+    }
+    if (errno != 0)
+        return fs_fail(err, errno, top, "read directory");
+    *ret_removed = removed;
+    return 0;
+}
+
+static int remove_at(int pfd, const char *name, const char *top, unsigned depth,
+                     struct cordon_error *err)
+{
+    DIR *dir = NULL;
+    struct stat st;
+    int fd = -1, r = 0;
+
+    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0 : fs_fail(err, errno, top, "stat");
+    if (!S_ISDIR(st.st_mode)) {
+        if (unlinkat(pfd, name, 0) < 0 && errno != ENOENT)
+            return fs_fail(err, errno, top, "remove");
+        return 0;
+    }
+    if (depth >= REMOVE_DEPTH_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "path \"%.200s\": directories nested more than %d deep", top,
+                                REMOVE_DEPTH_MAX);
+    fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES) {
+        /* A directory we may not read: make it ours to empty (never follows a link). */
+        if (fchmodat(pfd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
+            fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        else
+            errno = EACCES;
+    }
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0;
+        return fs_fail(err, errno, top, "open directory");
+    }
+    /* A read-only directory cannot lose its entries until it is writable. */
+    if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700)
+        fchmod(fd, (st.st_mode & 07777) | 0700);
+    dir = fdopendir(fd);
+    if (dir == NULL) {
+        r = fs_fail(err, errno, top, "open directory");
+        close(fd);
+        return r;
+    }
+    /* Entries removed while reading may hide others from readdir: repeat
+     * while the last pass made progress. */
+    for (int pass = 0;; pass++) {
+        size_t removed = 0;
+
+        r = remove_entries(dir, top, depth, &removed, err);
+        if (r < 0)
+            goto out;
+        if (unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
+            break;
+        if ((errno != ENOTEMPTY && errno != EEXIST) || removed == 0 ||
+            pass + 1 >= REMOVE_PASSES_MAX) {
+            r = fs_fail(err, errno, top, "remove directory");
+            goto out;
+        }
+    }
+out:
+    closedir(dir);
+    return r;
+}
+
+int cordon_fs_remove_tree(int dirfd, const char *name, struct cordon_error *err)
+{
+    char *parent = NULL, *base = NULL;
+    int pfd = -1, r;
+
+    r = check_rel(name, err);
+    if (r < 0)
+        return r;
+    r = split_parent(name, &parent, &base, err);
+    if (r < 0)
+        return r;
+    /* A missing parent means nothing to remove; a link on the way is refused. */
+    pfd = open_raw(dirfd, parent, O_PATH | O_DIRECTORY, 0);
+    if (pfd == -ENOENT)
+        goto out;
+    if (pfd < 0) {
+        r = fs_fail(err, -pfd, name, "open parent directory");
+        goto out;
+    }
+    r = remove_at(pfd, base, name, 0, err);
+out:
+    if (pfd >= 0)
+        close(pfd);
+    free(parent);
+    free(base);
+    return r;
+}
+
+int cordon_fs_remove_tree_path(const char *path, struct cordon_error *err)
+{
+    char *copy = NULL, *slash;
+    const char *parent, *base;
+    size_t len;
+    int pfd = -1, r = 0;
+
+    if (path == NULL || path[0] == '\0')
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "path: missing");
+    len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    copy = strndup(path, len);
+    if (copy == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path: out of memory");
+    slash = strrchr(copy, '/');
+    if (slash == NULL) {
+        parent = ".";
+        base = copy;
+    } else {
+        *slash = '\0';
+        parent = slash == copy ? "/" : copy;
+        base = slash + 1;
+    }
+    if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                             "path \"%.200s\": does not name an entry to remove", path);
+        goto out;
+    }
+    /* The parent is the caller's own path and may be reached through links. */
+    pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (pfd < 0) {
+        if (errno != ENOENT)
+            r = fs_fail(err, errno, path, "open parent directory");
+        goto out;
+    }
+    r = remove_at(pfd, base, path, 0, err);
+out:
+    if (pfd >= 0)
+        close(pfd);
+    free(copy);
+    return r;
+}
+
+int cordon_fs_mkdtemp(const char *parent, const char *prefix, char **ret_path,
+                      struct cordon_error *err)
+{
+    char *path = NULL;
+
+    if (parent == NULL || parent[0] == '\0' || ret_path == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "mkdtemp: parent is missing");
+    if (prefix == NULL)
+        prefix = "";
+    if (strchr(prefix, '/') != NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "mkdtemp: prefix \"%.100s\" contains a '/'", prefix);
+    if (asprintf(&path, "%s/%sXXXXXX", parent, prefix) < 0)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "mkdtemp: out of memory");
+    /* mkdtemp creates the directory 0700. */
+    if (mkdtemp(path) == NULL) {
+        int e = errno;
+
+        free(path);
+        return cordon_error_set(err, code_of_errno(e), e, "mkdtemp: \"%.200s/%.100sXXXXXX\": %s",
+                                parent, prefix, strerror(e));
+    }
+    *ret_path = path;
+    return 0;
+}
+
+/* ---- SHA-256, FIPS 180-4 §6.2 ---------------------------------------- */
+
+/* First 32 bits of the fractional parts of the cube roots of the first 64 primes. */
+static const uint32_t sha256_k[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2,
+};
+
+static inline uint32_t rotr(uint32_t x, unsigned n)
+{
+    return (x >> n) | (x << (32 - n));
+}
+
+/* Process one 64-byte block (§6.2.2). */
+static void sha256_block(uint32_t h[8], const unsigned char *p)
+{
+    uint32_t w[64], a, b, c, d, e, f, g, hh;
+
+    for (int t = 0; t < 16; t++)
+        w[t] = (uint32_t)p[4 * t] << 24 | (uint32_t)p[4 * t + 1] << 16 |
+               (uint32_t)p[4 * t + 2] << 8 | (uint32_t)p[4 * t + 3];
+    for (int t = 16; t < 64; t++) {
+        uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
+        uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
+
+        w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+    }
+    a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int t = 0; t < 64; t++) {
+        uint32_t big_s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
+        uint32_t ch = (e & f) ^ (~e & g);
+        uint32_t t1 = hh + big_s1 + ch + sha256_k[t] + w[t];
+        uint32_t big_s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
+        uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
+        uint32_t t2 = big_s0 + maj;
+
+        hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
+}
+
+void cordon_sha256_init(struct cordon_sha256 *ctx)
+{
+    /* §5.3.3: fractional parts of the square roots of the first 8 primes. */
+    static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+
+    memcpy(ctx->state, h0, sizeof(h0));
+    ctx->bytes = 0;
+    ctx->fill = 0;
+}
+
+void cordon_sha256_update(struct cordon_sha256 *ctx, const void *buf, size_t len)
+{
+    const unsigned char *p = buf;
+
+    ctx->bytes += len;
+    if (ctx->fill > 0) {
+        size_t take = 64 - ctx->fill < len ? 64 - ctx->fill : len;
+
+        memcpy(ctx->block + ctx->fill, p, take);
+        ctx->fill += take;
+        p += take;
+        len -= take;
+        if (ctx->fill < 64)
+            return;
+        sha256_block(ctx->state, ctx->block);
+        ctx->fill = 0;
+    }
+    for (; len >= 64; p += 64, len -= 64)
+        sha256_block(ctx->state, p);
+    memcpy(ctx->block, p, len);
+    ctx->fill = len;
+}
+
+void cordon_sha256_final_hex(struct cordon_sha256 *ctx, char ret_hex[65])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t bits = ctx->bytes * 8;
+
+    /* §5.1.1: a 1 bit, zeros up to 56 mod 64 bytes, the length in bits big-endian. */
+    ctx->block[ctx->fill++] = 0x80;
+    if (ctx->fill > 56) {
+        memset(ctx->block + ctx->fill, 0, 64 - ctx->fill);
+        sha256_block(ctx->state, ctx->block);
+        ctx->fill = 0;
+    }
+    memset(ctx->block + ctx->fill, 0, 56 - ctx->fill);
+    for (int i = 0; i < 8; i++)
+        ctx->block[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
+    sha256_block(ctx->state, ctx->block);
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++)
+            ret_hex[8 * i + j] = hex[(ctx->state[i] >> (28 - 4 * j)) & 0xf];
+    ret_hex[64] = '\0';
+}
+
+void cordon_sha256_hex(const void *buf, size_t len, char ret_hex[65])
+{
+    struct cordon_sha256 ctx;
+
+    cordon_sha256_init(&ctx);
+    cordon_sha256_update(&ctx, buf, len);
+    cordon_sha256_final_hex(&ctx, ret_hex);
+}
+
+int cordon_sha256_fd(int fd, uint64_t max_bytes, char ret_hex[65], uint64_t *ret_bytes,
+                     struct cordon_error *err)
+{
+    struct cordon_sha256 ctx;
+    uint64_t total = 0;
+    char *chunk;
+    int r = 0;
+
+    if (ret_hex == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "sha256: no result pointer");
+    chunk = malloc(COPY_CHUNK);
+    if (chunk == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "sha256: out of memory");
+    cordon_sha256_init(&ctx);
+    for (;;) {
+        ssize_t n = read(fd, chunk, COPY_CHUNK);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            r = cordon_error_set(err, CORDON_E_IO, errno, "sha256: read fd %d: %s", fd,
+                                 strerror(errno));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        total += (uint64_t)n;
+        if (max_bytes != 0 && total > max_bytes) {
+            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                 "sha256: input is more than the limit of %" PRIu64 " bytes",
+                                 max_bytes);
+            goto out;
+        }
+        cordon_sha256_update(&ctx, chunk, (size_t)n);
+    }
+    cordon_sha256_final_hex(&ctx, ret_hex);
+    if (ret_bytes != NULL)
+        *ret_bytes = total;
+out:
+    free(chunk);
+    return r;
+}

@@ -1,1 +1,1199 @@
-/* placeholder: being written */
+/* sdk: tar streams on libarchive with the checks of DESIGN.md §8. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/path.h>
+#include <cordon/sdk/tar.h>
+
+#define TAR_BLOCK 10240
+#define DATA_CHUNK (64u * 1024u)
+#define CREATE_DEPTH_MAX 256
+#define DRAIN_MAX (1u << 20)
+#define TAR_FLAGS_ALL (CORDON_TAR_ALLOW_SYMLINKS | CORDON_TAR_SET_OWNER | CORDON_TAR_READ_ONLY)
+
+/* libarchive reports format errors with EILSEQ (its ARCHIVE_ERRNO_FILE_FORMAT
+ * on Linux) or -1; real errnos come from the fd. */
+static int archive_fail(struct cordon_error *err, struct archive *a, const char *what)
+{
+    const char *msg = archive_error_string(a);
+    int e = archive_errno(a);
+    int code = CORDON_E_INVALID;
+
+    if (e == ENOMEM)
+        code = CORDON_E_NOMEM;
+    else if (e > 0 && e != EILSEQ && e != EINVAL)
+        code = CORDON_E_IO;
+    return cordon_error_set(err, code, e > 0 ? e : 0, "tar stream: %s: %s", what,
+                            msg != NULL ? msg : "unknown error");
+}
+
+/* Re-issue an error from sdk/fs.h with the entry it concerns in front. */
+static int entry_fail(struct cordon_error *err, const char *entry, const struct cordon_error *in)
+{
+    return cordon_error_set(err, in->code, in->os_errno, "tar entry \"%.300s\": %s", entry,
+                            in->message);
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* ---- extraction -------------------------------------------------------- */
+
+struct dir_record {
+    char *path;
+    mode_t mode;
+    struct timespec mtime;
+    bool has_mtime;
+    size_t order;
+};
+
+struct extract {
+    struct archive *a;
+    int dest;
+    unsigned flags;
+    uint64_t max_bytes, max_entries;
+    uid_t uid;
+    gid_t gid;
+    struct cordon_tar_stats stats;
+    struct dir_record *dirs;
+    size_t ndirs, capdirs;
+    char *chunk;
+};
+
+static mode_t entry_mode(const struct extract *x, mode_t perm)
+{
+    perm &= 0777;
+    if (x->flags & CORDON_TAR_READ_ONLY)
+        perm &= ~(mode_t)0222;
+    return perm;
+}
+
+/*
+ * Open the directory path beneath the destination (O_PATH), creating what
+ * is missing 0755 and owned as asked. Each step refuses a symlink, so an
+ * entry cannot be written through a link extracted before it.
+ */
+static int make_dirs(struct extract *x, const char *entry, const char *path, int *ret_fd,
+                     struct cordon_error *err)
+{
+    struct cordon_error in;
+    char comp[CORDON_PATH_COMPONENT_MAX + 1];
+    const char *p = path;
+    int cur = -1, fd, r;
+
+    cordon_error_init(&in);
+    r = cordon_fs_open_beneath(x->dest, path, O_PATH | O_DIRECTORY, 0, &cur, &in);
+    if (r == 0) {
+        *ret_fd = cur;
+        return 0;
+    }
+    /* Anything but a plain hit takes the walk, which names the failing step. */
+    cur = -1;
+    r = cordon_fs_open_beneath(x->dest, "", O_PATH | O_DIRECTORY, 0, &cur, &in);
+    if (r < 0)
+        return entry_fail(err, entry, &in);
+    while (*p != '\0') {
+        size_t clen = strcspn(p, "/");
+        bool created;
+
+        /* path is normalised: no empty, "." or ".." components, none too long. */
+        memcpy(comp, p, clen);
+        comp[clen] = '\0';
+        p += clen;
+        p += *p == '/';
+        created = mkdirat(cur, comp, 0755) == 0;
+        if (!created && errno != EEXIST) {
+            r = cordon_error_set(err, CORDON_E_IO, errno,
+                                 "tar entry \"%.300s\": create directory \"%s\": %s", entry, comp,
+                                 strerror(errno));
+            goto out;
+        }
+        r = cordon_fs_open_beneath(cur, comp, O_PATH | O_DIRECTORY, 0, &fd, &in);
+        if (r < 0 && in.os_errno == ENOTDIR) {
+            r = cordon_error_set(err, CORDON_E_EXISTS, ENOTDIR,
+                                 "tar entry \"%.300s\": \"%s\" exists and is not a directory",
+                                 entry, comp);
+            goto out;
+        }
+        if (r < 0) {
+            r = entry_fail(err, entry, &in);
+            goto out;
+        }
+        close(cur);
+        cur = fd;
+        if (created && (x->flags & CORDON_TAR_SET_OWNER) &&
+            fchownat(cur, "", x->uid, x->gid, AT_EMPTY_PATH) < 0) {
+            r = cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.300s\": chown: %s",
+                                 entry, strerror(errno));
+            goto out;
+        }
+    }
+    *ret_fd = cur;
+    cur = -1;
+out:
+    if (cur >= 0)
+        close(cur);
+    return r;
+}
+
+/* Open the parent directory of the normalised name; *ret_base points into name. */
+static int open_parent(struct extract *x, const char *name, int *ret_fd, const char **ret_base,
+                       struct cordon_error *err)
+{
+    const char *slash = strrchr(name, '/');
+    char *parent;
+    int r;
+
+    if (slash == NULL) {
+        r = make_dirs(x, name, "", ret_fd, err);
+        *ret_base = name;
+        return r;
+    }
+    parent = strndup(name, (size_t)(slash - name));
+    if (parent == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar entry: out of memory");
+    r = make_dirs(x, name, parent, ret_fd, err);
+    free(parent);
+    *ret_base = slash + 1;
+    return r;
+}
+
+/*
+ * Make room for a new entry at base: an existing regular file is replaced;
+ * a link, directory or anything else that is already there is refused.
+ */
+static int clear_slot(int pfd, const char *base, const char *entry, struct cordon_error *err)
+{
+    struct stat st;
+
+    if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno == ENOENT ? 0
+                               : cordon_error_set(err, CORDON_E_IO, errno,
+                                                  "tar entry \"%.300s\": stat: %s", entry,
+                                                  strerror(errno));
+    if (S_ISLNK(st.st_mode))
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "tar entry \"%.300s\": a symbolic link is already there", entry);
+    if (!S_ISREG(st.st_mode))
+        return cordon_error_set(err, CORDON_E_EXISTS, 0,
+                                "tar entry \"%.300s\": a %s is already there", entry,
+                                S_ISDIR(st.st_mode) ? "directory" : "special file");
+    if (unlinkat(pfd, base, 0) < 0 && errno != ENOENT)
+        return cordon_error_set(err, CORDON_E_IO, errno,
+                                "tar entry \"%.300s\": replace file: %s", entry, strerror(errno));
+    return 0;
+}
+
+static void entry_times(struct archive_entry *entry, struct timespec ts[2])
+{
+    ts[0].tv_sec = 0;
+    ts[0].tv_nsec = UTIME_OMIT;
+    ts[1].tv_sec = archive_entry_mtime(entry);
+    ts[1].tv_nsec = archive_entry_mtime_nsec(entry);
+}
+
+static int extract_file(struct extract *x, struct archive_entry *entry, const char *name,
+                        struct cordon_error *err)
+{
+    struct cordon_error in;
+    struct timespec ts[2];
+    const char *base;
+    uint64_t written = 0;
+    int64_t size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : 0;
+    bool created = false;
+    int pfd = -1, fd = -1, r;
+
+    /* The header's size is checked before anything is written... */
+    if (size < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "tar entry \"%.300s\": negative size in the header", name);
+    if (x->max_bytes != 0 && (uint64_t)size > x->max_bytes - x->stats.bytes)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "tar entry \"%.300s\": %" PRId64 " bytes bring the total to more "
+                                "than the limit of %" PRIu64 " bytes",
+                                name, size, x->max_bytes);
+    r = open_parent(x, name, &pfd, &base, err);
+    if (r < 0)
+        return r;
+    cordon_error_init(&in);
+    r = cordon_fs_open_beneath(pfd, base, O_WRONLY | O_CREAT | O_EXCL, 0600, &fd, &in);
+    if (r == CORDON_E_EXISTS) {
+        r = clear_slot(pfd, base, name, err);
+        if (r < 0)
+            goto out;
+        r = cordon_fs_open_beneath(pfd, base, O_WRONLY | O_CREAT | O_EXCL, 0600, &fd, &in);
+    }
+    if (r < 0) {
+        r = entry_fail(err, name, &in);
+        goto out;
+    }
+    created = true;
+    /* ...and the data is counted as it arrives, never trusting the header alone. */
+    for (;;) {
+        la_ssize_t n = archive_read_data(x->a, x->chunk, DATA_CHUNK);
+        int e;
+
+        if (n < 0) {
+            char what[352];
+
+            snprintf(what, sizeof(what), "entry \"%.300s\": read data", name);
+            r = archive_fail(err, x->a, what);
+            goto out;
+        }
+        if (n == 0)
+            break;
+        written += (uint64_t)n;
+        if (x->max_bytes != 0 && written > x->max_bytes - x->stats.bytes) {
+            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                 "tar entry \"%.300s\": data brings the total to more than the "
+                                 "limit of %" PRIu64 " bytes",
+                                 name, x->max_bytes);
+            goto out;
+        }
+        e = write_all(fd, x->chunk, (size_t)n);
+        if (e < 0) {
+            r = cordon_error_set(err, CORDON_E_IO, -e, "tar entry \"%.300s\": write: %s", name,
+                                 strerror(-e));
+            goto out;
+        }
+    }
+    entry_times(entry, ts);
+    if (((x->flags & CORDON_TAR_SET_OWNER) && fchown(fd, x->uid, x->gid) < 0) ||
+        fchmod(fd, entry_mode(x, archive_entry_perm(entry))) < 0 ||
+        (archive_entry_mtime_is_set(entry) && futimens(fd, ts) < 0)) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.300s\": set owner, mode "
+                             "or time: %s", name, strerror(errno));
+        goto out;
+    }
+    x->stats.bytes += written;
+out:
+    if (fd >= 0)
+        close(fd);
+    /* A half-written file does not stay behind. */
+    if (r < 0 && created)
+        unlinkat(pfd, base, 0);
+    if (pfd >= 0)
+        close(pfd);
+    return r;
+}
+
+/*
+ * A symlink target must be relative and, read from the link's directory,
+ * stay inside the root. ".." is allowed only at the start: after a name it
+ * would climb out of whatever that name resolves to, and the name may be
+ * another link.
+ */
+static int check_link_target(const char *name, const char *target, struct cordon_error *err)
+{
+    size_t depth = 0;
+    bool seen_name = false;
+
+    if (target == NULL || target[0] == '\0')
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "tar entry \"%.300s\": symbolic link without a target", name);
+    if (strnlen(target, CORDON_PATH_MAX + 1) > CORDON_PATH_MAX)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "tar entry \"%.300s\": symbolic link target is longer than %d "
+                                "bytes",
+                                name, CORDON_PATH_MAX);
+    if (target[0] == '/')
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "tar entry \"%.300s\": symbolic link to an absolute path "
+                                "(\"%.200s\") is not allowed",
+                                name, target);
+    for (const char *s = name; *s != '\0'; s++)
+        depth += *s == '/';
+    for (const char *p = target; *p != '\0';) {
+        size_t clen = strcspn(p, "/");
+
+        if (clen == 2 && p[0] == '.' && p[1] == '.') {
+            if (seen_name)
+                return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                        "tar entry \"%.300s\": symbolic link target \"%.200s\" "
+                                        "has \"..\" after a name, which is not allowed",
+                                        name, target);
+            if (depth == 0)
+                return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                        "tar entry \"%.300s\": symbolic link target \"%.200s\" "
+                                        "leaves the extraction root",
+                                        name, target);
+            depth--;
+        } else if (clen > 0 && !(clen == 1 && p[0] == '.')) {
+            seen_name = true;
+        }
+        p += clen;
+        p += strspn(p, "/");
+    }
+    return 0;
+}
+
+static int extract_symlink(struct extract *x, struct archive_entry *entry, const char *name,
+                           struct cordon_error *err)
+{
+    const char *target = archive_entry_symlink(entry);
+    const char *base;
+    struct timespec ts[2];
+    int pfd = -1, r;
+
+    if (!(x->flags & CORDON_TAR_ALLOW_SYMLINKS))
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "tar entry \"%.300s\": symbolic links are not allowed", name);
+    if (target == NULL)
+        target = archive_entry_symlink_utf8(entry);
+    r = check_link_target(name, target, err);
+    if (r < 0)
+        return r;
+    r = open_parent(x, name, &pfd, &base, err);
+    if (r < 0)
+        return r;
+    if (symlinkat(target, pfd, base) < 0) {
+        int e = errno;
+
+        if (e == EEXIST) {
+            r = clear_slot(pfd, base, name, err);
+            if (r < 0)
+                goto out;
+            e = symlinkat(target, pfd, base) < 0 ? errno : 0;
+        }
+        if (e != 0) {
+            r = cordon_error_set(err, CORDON_E_IO, e, "tar entry \"%.300s\": symlink: %s", name,
+                                 strerror(e));
+            goto out;
+        }
+    }
+    entry_times(entry, ts);
+    /* Both calls act on the link itself, never on what it points to. */
+    if (((x->flags & CORDON_TAR_SET_OWNER) &&
+         fchownat(pfd, base, x->uid, x->gid, AT_SYMLINK_NOFOLLOW) < 0) ||
+        (archive_entry_mtime_is_set(entry) &&
+         utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW) < 0)) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.300s\": set owner or time "
+                             "of the link: %s", name, strerror(errno));
+        goto out;
+    }
+out:
+    if (pfd >= 0)
+        close(pfd);
+    return r;
+}
+
+/* Directories are created now and given their mode at the end, so that a
+ * read-only directory can still receive the entries that follow it. */
+static int extract_dir(struct extract *x, struct archive_entry *entry, const char *name,
+                       struct cordon_error *err)
+{
+    struct dir_record *rec;
+    int fd = -1, r;
+
+    if (name[0] == '\0')
+        return 0; /* "./": the destination itself keeps its mode */
+    r = make_dirs(x, name, name, &fd, err);
+    if (r < 0)
+        return r;
+    close(fd);
+    if (x->ndirs == x->capdirs) {
+        size_t cap = x->capdirs ? x->capdirs * 2 : 16;
+        struct dir_record *nd;
+
+        if (cap > SIZE_MAX / sizeof(*nd))
+            return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+        nd = realloc(x->dirs, cap * sizeof(*nd));
+        if (nd == NULL)
+            return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+        x->dirs = nd;
+        x->capdirs = cap;
+    }
+    rec = &x->dirs[x->ndirs];
+    rec->path = strdup(name);
+    if (rec->path == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+    rec->mode = entry_mode(x, archive_entry_perm(entry));
+    rec->has_mtime = archive_entry_mtime_is_set(entry);
+    rec->mtime.tv_sec = archive_entry_mtime(entry);
+    rec->mtime.tv_nsec = archive_entry_mtime_nsec(entry);
+    rec->order = x->ndirs++;
+    return 0;
+}
+
+/* Deepest first (a descendant sorts after its ancestor), the last record of a path first. */
+static int dir_record_cmp(const void *pa, const void *pb)
+{
+    const struct dir_record *a = pa, *b = pb;
+    int c = strcmp(b->path, a->path);
+
+    if (c != 0)
+        return c;
+    return a->order < b->order ? 1 : a->order > b->order ? -1 : 0;
+}
+
+static int apply_dirs(struct extract *x, struct cordon_error *err)
+{
+    struct cordon_error in;
+    const char *prev = NULL;
+
+    cordon_error_init(&in);
+    if (x->ndirs > 1)
+        qsort(x->dirs, x->ndirs, sizeof(*x->dirs), dir_record_cmp);
+    for (size_t i = 0; i < x->ndirs; i++) {
+        const struct dir_record *rec = &x->dirs[i];
+        struct timespec ts[2] = {{0, UTIME_OMIT}, rec->mtime};
+        int fd, r;
+
+        if (prev != NULL && strcmp(prev, rec->path) == 0)
+            continue;
+        prev = rec->path;
+        r = cordon_fs_open_beneath(x->dest, rec->path, O_RDONLY | O_DIRECTORY, 0, &fd, &in);
+        if (r < 0)
+            return entry_fail(err, rec->path, &in);
+        if (((x->flags & CORDON_TAR_SET_OWNER) && fchown(fd, x->uid, x->gid) < 0) ||
+            fchmod(fd, rec->mode) < 0 || (rec->has_mtime && futimens(fd, ts) < 0)) {
+            r = cordon_error_set(err, CORDON_E_IO, errno,
+                                 "tar entry \"%.300s\": set owner, mode or time: %s", rec->path,
+                                 strerror(errno));
+            close(fd);
+            return r;
+        }
+        close(fd);
+    }
+    return 0;
+}
+
+static int extract_entry(struct extract *x, struct archive_entry *entry, struct cordon_error *err)
+{
+    const char *raw = archive_entry_pathname(entry);
+    mode_t type = archive_entry_filetype(entry);
+    mode_t perm = archive_entry_perm(entry);
+    char *name = NULL;
+    int r;
+
+    x->stats.entries++;
+    if (x->max_entries != 0 && x->stats.entries > x->max_entries)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "tar stream: more than the limit of %" PRIu64 " entries",
+                                x->max_entries);
+    /* In the C locale libarchive keeps a non-ASCII name as raw bytes; the
+     * UTF-8 form is the fallback when only that one is stored. */
+    if (raw == NULL)
+        raw = archive_entry_pathname_utf8(entry);
+    if (raw == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "tar entry %" PRIu64 ": the name cannot be read",
+                                x->stats.entries);
+    /* "./" names the destination itself; any other entry needs a real name. */
+    if (type == AE_IFDIR)
+        r = cordon_path_normalize_dir("tar entry", raw, &name, err);
+    else
+        r = cordon_path_normalize("tar entry", raw, &name, err);
+    if (r < 0)
+        return r;
+    /* Any stored form of a link name marks a hardlink, whatever the locale can convert. */
+    if (archive_entry_hardlink(entry) != NULL || archive_entry_hardlink_utf8(entry) != NULL ||
+        archive_entry_hardlink_w(entry) != NULL) {
+        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                             "tar entry \"%.300s\": hardlinks are not allowed", name);
+        goto out;
+    }
+    if (perm & (S_ISUID | S_ISGID)) {
+        r = cordon_error_set(err, CORDON_E_UNSAFE, 0, "%s bit on tar entry \"%.300s\": not "
+                             "allowed", (perm & S_ISUID) ? "setuid" : "setgid", name);
+        goto out;
+    }
+    switch (type) {
+    case AE_IFREG:
+        r = extract_file(x, entry, name, err);
+        break;
+    case AE_IFDIR:
+        r = extract_dir(x, entry, name, err);
+        break;
+    case AE_IFLNK:
+        r = extract_symlink(x, entry, name, err);
+        break;
+    case AE_IFCHR:
+    case AE_IFBLK:
+        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                             "tar entry \"%.300s\": device nodes are not allowed", name);
+        break;
+    case AE_IFIFO:
+        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                             "tar entry \"%.300s\": FIFOs are not allowed", name);
+        break;
+    case AE_IFSOCK:
+        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                             "tar entry \"%.300s\": sockets are not allowed", name);
+        break;
+    default:
+        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                             "tar entry \"%.300s\": entry type %#o is not allowed", name,
+                             (unsigned)type);
+        break;
+    }
+out:
+    free(name);
+    return r;
+}
+
+int cordon_tar_extract_fd(int tar_fd, int dest_dirfd, const struct cordon_tar_limits *limits,
+                          unsigned flags, struct cordon_tar_stats *ret_stats,
+                          struct cordon_error *err)
+{
+    struct extract x;
+    struct archive_entry *entry;
+    int r = 0;
+
+    memset(&x, 0, sizeof(x));
+    if (tar_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: no fd");
+    if (flags & ~TAR_FLAGS_ALL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: unknown flags %#x",
+                                flags & ~TAR_FLAGS_ALL);
+    if ((flags & CORDON_TAR_SET_OWNER) && limits == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "tar stream: set owner asked without a uid and gid");
+    x.dest = dest_dirfd;
+    x.flags = flags;
+    if (limits != NULL) {
+        x.max_bytes = limits->max_bytes;
+        x.max_entries = limits->max_entries;
+        x.uid = limits->uid;
+        x.gid = limits->gid;
+    }
+    x.chunk = malloc(DATA_CHUNK);
+    x.a = archive_read_new();
+    if (x.chunk == NULL || x.a == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+        goto out;
+    }
+    /* Plain tar only (ustar, pax, GNU); no compression; an empty stream is no entries. */
+    if (archive_read_support_format_tar(x.a) != ARCHIVE_OK ||
+        archive_read_support_format_empty(x.a) != ARCHIVE_OK ||
+        archive_read_support_filter_none(x.a) != ARCHIVE_OK) {
+        r = archive_fail(err, x.a, "set up reader");
+        goto out;
+    }
+    if (archive_read_open_fd(x.a, tar_fd, TAR_BLOCK) != ARCHIVE_OK) {
+        r = archive_fail(err, x.a, "open");
+        goto out;
+    }
+    for (;;) {
+        int ar = archive_read_next_header(x.a, &entry);
+
+        if (ar == ARCHIVE_EOF)
+            break;
+        /* ARCHIVE_WARN: e.g. a name the locale cannot convert; it is still read raw. */
+        if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
+            r = archive_fail(err, x.a, "read header");
+            goto out;
+        }
+        r = extract_entry(&x, entry, err);
+        if (r < 0)
+            goto out;
+    }
+    r = apply_dirs(&x, err);
+    if (r < 0)
+        goto out;
+    /* Read what follows the end blocks so that a writer on a pipe can finish. */
+    for (size_t drained = 0; drained < DRAIN_MAX;) {
+        ssize_t n = read(tar_fd, x.chunk, DATA_CHUNK);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        drained += (size_t)n;
+    }
+    if (ret_stats != NULL)
+        *ret_stats = x.stats;
+out:
+    if (x.a != NULL)
+        archive_read_free(x.a);
+    for (size_t i = 0; i < x.ndirs; i++)
+        free(x.dirs[i].path);
+    free(x.dirs);
+    free(x.chunk);
+    return r;
+}
+
+/* ---- creation ---------------------------------------------------------- */
+
+struct create {
+    struct archive *a;
+    uint64_t max_bytes, max_entries;
+    struct cordon_tar_stats stats;
+    char *chunk;
+};
+
+static int name_cmp(const void *pa, const void *pb)
+{
+    return strcmp(*(char *const *)pa, *(char *const *)pb);
+}
+
+static void free_names(char **names, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* The sorted names in directory dfd, at most max of them. */
+static int list_dir(int dfd, const char *shown, size_t max, char ***ret_names, size_t *ret_n,
+                    struct cordon_error *err)
+{
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    DIR *dir = NULL;
+    int fd, r = 0;
+
+    fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || (dir = fdopendir(fd)) == NULL) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "tar source \"%.300s\": open directory: %s",
+                             shown, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return r;
+    }
+    for (;;) {
+        errno = 0;
+        de = readdir(dir);
+        if (de == NULL)
+            break;
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (n >= max) {
+            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                 "tar source \"%.300s\": more entries than the limit", shown);
+            goto out;
+        }
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 32;
+            char **nn;
+
+            nn = ncap <= SIZE_MAX / sizeof(*nn) ? realloc(names, ncap * sizeof(*nn)) : NULL;
+            if (nn == NULL) {
+                r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar source: out of memory");
+                goto out;
+            }
+            names = nn;
+            cap = ncap;
+        }
+        names[n] = strdup(de->d_name);
+        if (names[n] == NULL) {
+            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar source: out of memory");
+            goto out;
+        }
+        n++;
+    }
+    if (errno != 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "tar source \"%.300s\": read directory: %s",
+                             shown, strerror(errno));
+        goto out;
+    }
+    if (n > 1)
+        qsort(names, n, sizeof(*names), name_cmp);
+    *ret_names = names;
+    *ret_n = n;
+    names = NULL;
+out:
+    if (names != NULL)
+        free_names(names, n);
+    closedir(dir);
+    return r;
+}
+
+static int write_header(struct archive *a, struct archive_entry *entry, const char *path,
+                        struct cordon_error *err)
+{
+    int r = archive_write_header(a, entry);
+
+    /* ARCHIVE_WARN: a name the locale cannot convert to UTF-8 went out byte
+     * for byte with hdrcharset=BINARY, which is what we want. */
+    if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+        return cordon_error_set(err, CORDON_E_IO, archive_errno(a) > 0 ? archive_errno(a) : 0,
+                                "tar entry \"%.300s\": write header: %s", path,
+                                archive_error_string(a) ? archive_error_string(a) : "failed");
+    return 0;
+}
+
+/* Copy exactly size bytes from fd into the current entry. */
+static int write_data_fd(struct archive *a, char *chunk, int fd, uint64_t size, const char *path,
+                         struct cordon_error *err)
+{
+    uint64_t done = 0;
+
+    while (done < size) {
+        size_t want = size - done < DATA_CHUNK ? (size_t)(size - done) : DATA_CHUNK;
+        ssize_t n = read(fd, chunk, want);
+        la_ssize_t w;
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.300s\": read: %s",
+                                    path, strerror(errno));
+        if (n == 0)
+            return cordon_error_set(err, CORDON_E_IO, 0,
+                                    "tar entry \"%.300s\": the file gave %" PRIu64 " of %" PRIu64
+                                    " bytes",
+                                    path, done, size);
+        w = archive_write_data(a, chunk, (size_t)n);
+        if (w != n)
+            return cordon_error_set(err, CORDON_E_IO, archive_errno(a) > 0 ? archive_errno(a) : 0,
+                                    "tar entry \"%.300s\": write data: %s", path,
+                                    archive_error_string(a) ? archive_error_string(a) : "short");
+        done += (uint64_t)n;
+    }
+    return 0;
+}
+
+static int create_walk(struct create *c, int dfd, const char *prefix, unsigned depth,
+                       struct cordon_error *err);
+
+/* Archive one entry of directory dfd; path is its name in the stream. */
+static int create_entry(struct create *c, int dfd, const char *name, const char *path,
+                        unsigned depth, struct cordon_error *err)
+{
+    struct archive_entry *entry = NULL;
+    struct stat st, fst;
+    char *target = NULL;
+    int fd = -1, r = 0;
+
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno == ENOENT)
+            return 0; /* gone since the listing */
+        return cordon_error_set(err, CORDON_E_IO, errno, "tar source \"%.300s\": stat: %s", path,
+                                strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "tar source \"%.300s\": only regular files, directories and "
+                                "symbolic links can be archived",
+                                path);
+    c->stats.entries++;
+    if (c->max_entries != 0 && c->stats.entries > c->max_entries)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "tar source: more than the limit of %" PRIu64 " entries",
+                                c->max_entries);
+    if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
+        int fl = S_ISDIR(st.st_mode) ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NONBLOCK | O_NOCTTY;
+
+        /* Open without following, then make sure it is the inode we stat'ed. */
+        fd = openat(dfd, name, fl | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &fst) < 0) {
+            r = cordon_error_set(err, CORDON_E_IO, errno, "tar source \"%.300s\": open: %s", path,
+                                 strerror(errno));
+            goto out;
+        }
+        if (fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
+            r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                 "tar source \"%.300s\": changed while being archived", path);
+            goto out;
+        }
+        st = fst;
+    }
+    entry = archive_entry_new();
+    if (entry == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar source: out of memory");
+        goto out;
+    }
+    /* Numeric owners only and the file's own mtime: the same tree gives the same stream. */
+    archive_entry_set_pathname(entry, path);
+    archive_entry_set_uid(entry, st.st_uid);
+    archive_entry_set_gid(entry, st.st_gid);
+    archive_entry_set_mtime(entry, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    /* Only permission bits travel: setuid and friends would be refused on the way in. */
+    archive_entry_set_perm(entry, st.st_mode & 0777);
+    if (S_ISLNK(st.st_mode)) {
+        ssize_t n;
+
+        target = malloc(CORDON_PATH_MAX + 1);
+        if (target == NULL) {
+            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar source: out of memory");
+            goto out;
+        }
+        n = readlinkat(dfd, name, target, CORDON_PATH_MAX + 1);
+        if (n < 0 || n > CORDON_PATH_MAX) {
+            r = cordon_error_set(err, n < 0 ? CORDON_E_IO : CORDON_E_LIMIT, n < 0 ? errno : 0,
+                                 "tar source \"%.300s\": read link: %s", path,
+                                 n < 0 ? strerror(errno) : "target longer than 4096 bytes");
+            goto out;
+        }
+        target[n] = '\0';
+        archive_entry_set_filetype(entry, AE_IFLNK);
+        archive_entry_set_symlink(entry, target);
+        r = write_header(c->a, entry, path, err);
+    } else if (S_ISDIR(st.st_mode)) {
+        archive_entry_set_filetype(entry, AE_IFDIR);
+        r = write_header(c->a, entry, path, err);
+        if (r == 0)
+            r = create_walk(c, fd, path, depth + 1, err);
+    } else {
+        uint64_t size = (uint64_t)st.st_size;
+
+        if (c->max_bytes != 0 && size > c->max_bytes - c->stats.bytes) {
+            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                 "tar source \"%.300s\": %" PRIu64 " bytes bring the total to "
+                                 "more than the limit of %" PRIu64 " bytes",
+                                 path, size, c->max_bytes);
+            goto out;
+        }
+        c->stats.bytes += size;
+        archive_entry_set_filetype(entry, AE_IFREG);
+        archive_entry_set_size(entry, (la_int64_t)size);
+        r = write_header(c->a, entry, path, err);
+        if (r == 0)
+            r = write_data_fd(c->a, c->chunk, fd, size, path, err);
+    }
+out:
+    archive_entry_free(entry);
+    free(target);
+    if (fd >= 0)
+        close(fd);
+    return r;
+}
+
+static int create_walk(struct create *c, int dfd, const char *prefix, unsigned depth,
+                       struct cordon_error *err)
+{
+    char **names = NULL;
+    size_t n = 0, max = SIZE_MAX;
+    int r;
+
+    if (depth >= CREATE_DEPTH_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "tar source \"%.300s\": directories nested more than %d deep",
+                                prefix, CREATE_DEPTH_MAX);
+    /* The listing itself is bounded: one name past the entries left is enough to fail. */
+    if (c->max_entries != 0 && c->max_entries - c->stats.entries < SIZE_MAX)
+        max = (size_t)(c->max_entries - c->stats.entries) + 1;
+    r = list_dir(dfd, prefix[0] ? prefix : ".", max, &names, &n, err);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        char *path;
+
+        if (prefix[0] == '\0')
+            path = strdup(names[i]);
+        else if (asprintf(&path, "%s/%s", prefix, names[i]) < 0)
+            path = NULL;
+        if (path == NULL) {
+            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar source: out of memory");
+            break;
+        }
+        if (strlen(path) > CORDON_PATH_MAX)
+            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                 "tar source \"%.300s\": path longer than %d bytes", path,
+                                 CORDON_PATH_MAX);
+        else
+            r = create_entry(c, dfd, names[i], path, depth, err);
+        free(path);
+    }
+    free_names(names, n);
+    return r;
+}
+
+/*
+ * The output side of a stream. libarchive writes through sink_write, so
+ * that an abandoned stream can be shut down (freeing libarchive's buffers)
+ * without its end-of-archive blocks reaching the fd: a cut-off stream must
+ * not look complete.
+ */
+struct tar_sink {
+    struct archive *a;
+    int fd;
+    bool abandoned;
+};
+
+static la_ssize_t sink_write(struct archive *a, void *data, const void *buf, size_t len)
+{
+    struct tar_sink *sink = data;
+    int e;
+
+    if (sink->abandoned)
+        return (la_ssize_t)len;
+    e = write_all(sink->fd, buf, len);
+    if (e < 0) {
+        archive_set_error(a, -e, "write: %s", strerror(-e));
+        return -1;
+    }
+    return (la_ssize_t)len;
+}
+
+/* A libarchive writer for a pax stream on fd, without padding the last block. */
+static int sink_open(struct tar_sink *sink, int tar_fd, struct cordon_error *err)
+{
+    struct archive *a = archive_write_new();
+    int r;
+
+    if (a == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+    sink->fd = tar_fd;
+    sink->abandoned = false;
+    if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+        archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
+        archive_write_open(a, sink, NULL, sink_write, NULL) != ARCHIVE_OK) {
+        r = cordon_error_set(err, CORDON_E_IO, archive_errno(a) > 0 ? archive_errno(a) : 0,
+                             "tar stream: open writer: %s",
+                             archive_error_string(a) ? archive_error_string(a) : "failed");
+        archive_write_free(a);
+        return r;
+    }
+    sink->a = a;
+    return 0;
+}
+
+/* Finish the stream with its end blocks (ok) or abandon it, and free it. */
+static int sink_close(struct tar_sink *sink, bool ok, struct cordon_error *err)
+{
+    int r = 0;
+
+    if (sink->a == NULL)
+        return 0;
+    sink->abandoned = !ok;
+    if (archive_write_close(sink->a) != ARCHIVE_OK && ok)
+        r = cordon_error_set(err, CORDON_E_IO,
+                             archive_errno(sink->a) > 0 ? archive_errno(sink->a) : 0,
+                             "tar stream: finish: %s",
+                             archive_error_string(sink->a) ? archive_error_string(sink->a)
+                                                           : "failed");
+    archive_write_free(sink->a);
+    sink->a = NULL;
+    return r;
+}
+
+int cordon_tar_create_fd(int src_dirfd, const char *rel, int tar_fd,
+                         const struct cordon_tar_limits *limits,
+                         struct cordon_tar_stats *ret_stats, struct cordon_error *err)
+{
+    struct tar_sink sink = {NULL, -1, false};
+    struct create c;
+    char *norm = NULL;
+    int root = -1, r;
+
+    memset(&c, 0, sizeof(c));
+    if (tar_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: no fd");
+    if (limits != NULL) {
+        c.max_bytes = limits->max_bytes;
+        c.max_entries = limits->max_entries;
+    }
+    r = cordon_path_normalize_dir("tar source", rel != NULL ? rel : "", &norm, err);
+    if (r < 0)
+        return r;
+    r = cordon_fs_open_beneath(src_dirfd, norm, O_RDONLY | O_DIRECTORY, 0, &root, err);
+    if (r < 0)
+        goto out;
+    c.chunk = malloc(DATA_CHUNK);
+    if (c.chunk == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+        goto out;
+    }
+    r = sink_open(&sink, tar_fd, err);
+    if (r < 0)
+        goto out;
+    c.a = sink.a;
+    r = create_walk(&c, root, "", 0, err);
+    if (r == 0)
+        r = sink_close(&sink, true, err);
+    if (r == 0 && ret_stats != NULL)
+        *ret_stats = c.stats;
+out:
+    sink_close(&sink, false, NULL);
+    if (root >= 0)
+        close(root);
+    free(c.chunk);
+    free(norm);
+    return r;
+}
+
+/* ---- writer from memory ------------------------------------------------ */
+
+struct cordon_tar_writer {
+    struct tar_sink sink;
+    struct archive *a;  /* sink.a */
+    bool broken; /* an entry failed half-way: the stream can only be abandoned */
+};
+
+int cordon_tar_writer_open(int tar_fd, struct cordon_tar_writer **ret_writer,
+                           struct cordon_error *err)
+{
+    struct cordon_tar_writer *w;
+    int r;
+
+    if (tar_fd < 0 || ret_writer == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar writer: no fd or result pointer");
+    w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar writer: out of memory");
+    r = sink_open(&w->sink, tar_fd, err);
+    if (r < 0) {
+        free(w);
+        return r;
+    }
+    w->a = w->sink.a;
+    *ret_writer = w;
+    return 0;
+}
+
+/* A header for a new entry named path (validated), stamped now. */
+static int writer_entry(struct cordon_tar_writer *w, const char *path, mode_t type, mode_t mode,
+                        uint64_t size, struct archive_entry **ret_entry, struct cordon_error *err)
+{
+    struct archive_entry *entry;
+    char *norm = NULL;
+    int r;
+
+    if (w == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar writer: missing");
+    if (w->broken)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "tar writer: an earlier entry failed; the stream is abandoned");
+    r = cordon_path_normalize("tar path", path, &norm, err);
+    if (r < 0)
+        return r;
+    entry = archive_entry_new();
+    if (entry == NULL) {
+        free(norm);
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar writer: out of memory");
+    }
+    archive_entry_set_pathname(entry, norm);
+    archive_entry_set_filetype(entry, type);
+    archive_entry_set_perm(entry, mode & 0777);
+    /* Nothing on disk stands behind these entries: they are stamped now. */
+    archive_entry_set_mtime(entry, time(NULL), 0);
+    if (type == AE_IFREG)
+        archive_entry_set_size(entry, (la_int64_t)size);
+    free(norm);
+    *ret_entry = entry;
+    return 0;
+}
+
+int cordon_tar_writer_add_dir(struct cordon_tar_writer *w, const char *path, mode_t mode,
+                              struct cordon_error *err)
+{
+    struct archive_entry *entry;
+    int r;
+
+    r = writer_entry(w, path, AE_IFDIR, mode, 0, &entry, err);
+    if (r < 0)
+        return r;
+    r = write_header(w->a, entry, archive_entry_pathname(entry), err);
+    if (r < 0)
+        w->broken = true;
+    archive_entry_free(entry);
+    return r;
+}
+
+int cordon_tar_writer_add_file(struct cordon_tar_writer *w, const char *path, const void *data,
+                               size_t len, mode_t mode, struct cordon_error *err)
+{
+    struct archive_entry *entry;
+    const char *p = data;
+    int r;
+
+    if (data == NULL && len > 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar path \"%.300s\": no data",
+                                path ? path : "");
+    r = writer_entry(w, path, AE_IFREG, mode, len, &entry, err);
+    if (r < 0)
+        return r;
+    r = write_header(w->a, entry, archive_entry_pathname(entry), err);
+    while (r == 0 && len > 0) {
+        la_ssize_t n = archive_write_data(w->a, p, len);
+
+        if (n <= 0) {
+            int e = archive_errno(w->a);
+
+            r = cordon_error_set(err, CORDON_E_IO, e > 0 ? e : 0,
+                                 "tar entry \"%.300s\": write data: %s",
+                                 archive_entry_pathname(entry),
+                                 archive_error_string(w->a) ? archive_error_string(w->a)
+                                                            : "failed");
+            break;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    if (r < 0)
+        w->broken = true;
+    archive_entry_free(entry);
+    return r;
+}
+
+int cordon_tar_writer_add_fd(struct cordon_tar_writer *w, const char *path, int fd, uint64_t size,
+                             mode_t mode, struct cordon_error *err)
+{
+    struct archive_entry *entry;
+    char *chunk;
+    int r;
+
+    if (fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar path \"%.300s\": no fd",
+                                path ? path : "");
+    r = writer_entry(w, path, AE_IFREG, mode, size, &entry, err);
+    if (r < 0)
+        return r;
+    chunk = malloc(DATA_CHUNK);
+    if (chunk == NULL)
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar writer: out of memory");
+    if (r == 0)
+        r = write_header(w->a, entry, archive_entry_pathname(entry), err);
+    /* The header promised size bytes: fewer from the fd breaks the stream. */
+    if (r == 0)
+        r = write_data_fd(w->a, chunk, fd, size, archive_entry_pathname(entry), err);
+    if (r < 0)
+        w->broken = true;
+    free(chunk);
+    archive_entry_free(entry);
+    return r;
+}
+
+int cordon_tar_writer_close(struct cordon_tar_writer *w, struct cordon_error *err)
+{
+    int r;
+
+    if (w == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar writer: missing");
+    if (w->broken) {
+        sink_close(&w->sink, false, NULL);
+        r = cordon_error_set(err, CORDON_E_IO, 0,
+                             "tar writer: an earlier entry failed; the stream is abandoned");
+    } else {
+        r = sink_close(&w->sink, true, err);
+    }
+    free(w);
+    return r;
+}
+
+void cordon_tar_writer_free(struct cordon_tar_writer *w)
+{
+    if (w == NULL)
+        return;
+    sink_close(&w->sink, false, NULL);
+    free(w);
+}

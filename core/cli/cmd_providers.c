@@ -1,1 +1,62 @@
-/* placeholder: being written */
+/* cordon providers: what is installed and whether it loads. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/cli/cli.h"
+
+int cmd_providers(const struct cli_global *g, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+    };
+    struct cordon_ctx *ctx;
+    struct cordon_error err;
+    char *text = NULL;
+    bool json = false;
+    cJSON *doc, *item;
+    int c, rc = 0;
+
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'j') {
+            json = true;
+        } else {
+            fprintf(c == 'h' ? stdout : stderr,
+                    "usage: cordon providers [--json]\n"
+                    "List every provider .so on the provider path (CORDON_PROVIDER_PATH, then the\n"
+                    "installed provider directory), with its version and ABI, or why it does not load.\n");
+            return c == 'h' ? 0 : CLI_EXIT_FAILURE;
+        }
+    }
+    ctx = cli_ctx_open(g, json);
+    if (ctx == NULL)
+        return CLI_EXIT_FAILURE;
+    cordon_error_init(&err);
+    if (cordon_providers_json(ctx, &text, &err) < 0) {
+        rc = cli_fail("providers", json, err.code, err.message);
+        goto out;
+    }
+    if (json) {
+        cli_print_json(text);
+        goto out;
+    }
+    doc = cJSON_Parse(text);
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(doc, "providers")) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "provider_id");
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(item, "path");
+        const cJSON *version = cJSON_GetObjectItemCaseSensitive(item, "version");
+        const cJSON *error = cJSON_GetObjectItemCaseSensitive(item, "error");
+
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "loaded")))
+            printf("%-16s %-10s %s\n", id->valuestring, version->valuestring, path->valuestring);
+        else
+            printf("%-16s %-10s %s (does not load: %s)\n", id->valuestring, "-", path->valuestring,
+                   error->valuestring);
+    }
+    cJSON_Delete(doc);
+out:
+    free(text);
+    cordon_ctx_free(ctx);
+    return rc;
+}

@@ -1,1 +1,293 @@
-/* placeholder: being written */
+/* cordon run: one code execution, from a bundle path or a JSON request. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/bundle.h"
+#include "core/limits.h"
+#include "core/run.h"
+#include "core/cli/cli.h"
+
+#define MAX_REPEAT 256
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: cordon run [--language L] [--provider P]... [--isolation required|preferred|none]\n"
+            "                  [--allow-unsafe-local] [--image REF] [--output PATH]... [--input PATH]...\n"
+            "                  [--workspace DIR] [--timeout DUR] [LIMITS] [--fresh] [--json] [--quiet]\n"
+            "                  [--request FILE|-] [BUNDLE] [-- ARG...]\n"
+            "LIMITS: --cpus N --memory SIZE --disk SIZE --pids N --runtime DUR --max-output SIZE\n"
+            "        --retention SIZE (kept per stream, head and tail)\n"
+            "BUNDLE is a source file or a directory (entrypoint main.py, main.js, index.js, main.go,\n"
+            "main.cpp). Defaults: isolation required, timeout 30s, cpus 1, memory 512M, disk 256M,\n"
+            "pids 256, runtime timeout+10s, max-output 8M, retention 64K. Declared outputs are\n"
+            "copied to WORKSPACE/output/ (WORKSPACE defaults to the current directory when --output\n"
+            "is given). SIZE: bytes or K/M/G; DUR: 250ms, 10s, 5m, 1h.\n"
+            "Exit status: the program's own; 124 timeout; 125 cordon failed or no provider;\n"
+            "126 cannot invoke; 127 not found; 137 killed (oom, output_limit, cancelled).\n");
+}
+
+static int size_arg(const char *name, const char *text, cJSON *limits, const char *key, bool json)
+{
+    struct cordon_error err;
+    uint64_t v;
+
+    cordon_error_init(&err);
+    if (cordon__parse_size(name, text, &v, &err) < 0)
+        return cli_fail("run", json, err.code, err.message);
+    cJSON_AddNumberToObject(limits, key, (double)v);
+    return 0;
+}
+
+static int duration_arg(const char *name, const char *text, cJSON *obj, const char *key, bool json)
+{
+    struct cordon_error err;
+    uint64_t v;
+
+    cordon_error_init(&err);
+    if (cordon__parse_duration_ms(name, text, &v, &err) < 0)
+        return cli_fail("run", json, err.code, err.message);
+    cJSON_AddNumberToObject(obj, key, (double)v);
+    return 0;
+}
+
+/* Print what people want to see: the program's output on our stdout and
+ * stderr, then one line on which provider ran it and why. */
+static void print_human(const cJSON *result, bool quiet)
+{
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(result, "meta");
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(result, "status");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(result, "exit_code");
+    const cJSON *provider = cJSON_GetObjectItemCaseSensitive(meta, "provider_id");
+    const cJSON *why = cJSON_GetObjectItemCaseSensitive(meta, "selection_reason");
+    const cJSON *facts = cJSON_GetObjectItemCaseSensitive(meta, "provider_facts");
+    const cJSON *safety = cJSON_GetObjectItemCaseSensitive(facts, "safety_class");
+    const cJSON *ms = cJSON_GetObjectItemCaseSensitive(meta, "duration_ms");
+    const cJSON *item;
+    const char *streams[2] = { "stdout", "stderr" };
+
+    for (int i = 0; i < 2; i++) {
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(result, streams[i]);
+        if (cJSON_IsString(text))
+            fputs(text->valuestring, i == 0 ? stdout : stderr);
+    }
+    fflush(stdout);
+    if (quiet && strcmp(status->valuestring, "success") == 0)
+        return;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(result, "diagnostics")) {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(item, "code");
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(item, "message");
+        fprintf(stderr, "cordon: %s: %s\n", c->valuestring, m->valuestring);
+    }
+    if (quiet)
+        return;
+    fprintf(stderr, "cordon: %s", status->valuestring);
+    if (cJSON_IsNumber(code))
+        fprintf(stderr, " (exit %d)", code->valueint);
+    if (cJSON_IsString(provider))
+        fprintf(stderr, " under %s [%s] in %.0f ms\ncordon: chosen because %s\n", provider->valuestring,
+                cJSON_IsString(safety) ? safety->valuestring : "?",
+                cJSON_IsNumber(ms) ? ms->valuedouble : 0.0, cJSON_IsString(why) ? why->valuestring : "?");
+    else
+        fprintf(stderr, "\n");
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(meta, "probes")) {
+        const cJSON *skip = cJSON_GetObjectItemCaseSensitive(item, "skip");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "provider_id");
+        if (!cJSON_IsObject(skip))
+            continue;
+        fprintf(stderr, "cordon:   skipped %s: %s (%s)\n", id->valuestring,
+                cJSON_GetObjectItemCaseSensitive(skip, "reason")->valuestring,
+                cJSON_GetObjectItemCaseSensitive(skip, "detail")->valuestring);
+    }
+}
+
+int cmd_run(const struct cli_global *g, int argc, char **argv)
+{
+    enum { O_JSON = 256, O_LANG, O_PROVIDER, O_ISOLATION, O_UNSAFE, O_IMAGE, O_OUTPUT, O_INPUT,
+           O_WORKSPACE, O_TIMEOUT, O_CPUS, O_MEMORY, O_DISK, O_PIDS, O_RUNTIME, O_MAXOUT,
+           O_RETENTION, O_REQUEST, O_FRESH, O_QUIET };
+    static const struct option opts[] = {
+        { "json", no_argument, NULL, O_JSON }, { "language", required_argument, NULL, O_LANG },
+        { "provider", required_argument, NULL, O_PROVIDER },
+        { "isolation", required_argument, NULL, O_ISOLATION },
+        { "allow-unsafe-local", no_argument, NULL, O_UNSAFE },
+        { "image", required_argument, NULL, O_IMAGE }, { "output", required_argument, NULL, O_OUTPUT },
+        { "input", required_argument, NULL, O_INPUT },
+        { "workspace", required_argument, NULL, O_WORKSPACE },
+        { "timeout", required_argument, NULL, O_TIMEOUT }, { "cpus", required_argument, NULL, O_CPUS },
+        { "memory", required_argument, NULL, O_MEMORY }, { "disk", required_argument, NULL, O_DISK },
+        { "pids", required_argument, NULL, O_PIDS }, { "runtime", required_argument, NULL, O_RUNTIME },
+        { "max-output", required_argument, NULL, O_MAXOUT },
+        { "retention", required_argument, NULL, O_RETENTION },
+        { "request", required_argument, NULL, O_REQUEST }, { "fresh", no_argument, NULL, O_FRESH },
+        { "quiet", no_argument, NULL, O_QUIET }, { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *language = NULL, *request_path = NULL, *outputs[MAX_REPEAT];
+    cJSON *request = cJSON_CreateObject(), *limits = cJSON_CreateObject(), *providers = NULL,
+          *inputs = NULL, *result = NULL;
+    struct cordon__bundle *bundle = NULL;
+    struct cli_global mine = *g;
+    struct cordon_ctx *ctx = NULL;
+    struct cordon_error err;
+    size_t n_outputs = 0;
+    bool json = false, quiet = false, workspace_given = false;
+    char *text = NULL, cwd[PATH_MAX];
+    int c, rc = 0;
+
+    /* --json first, so that early errors already come out as JSON. */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        json = json || strcmp(argv[i], "--json") == 0;
+    cordon_error_init(&err);
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1 && rc == 0) {
+        switch (c) {
+        case O_JSON: json = true; break;
+        case O_QUIET: quiet = true; break;
+        case O_FRESH: mine.fresh = true; break;
+        case O_LANG: language = optarg; break;
+        case O_REQUEST: request_path = optarg; break;
+        case O_UNSAFE: cJSON_AddBoolToObject(request, "allow_unsafe_local", true); break;
+        case O_ISOLATION: cJSON_AddStringToObject(request, "isolation", optarg); break;
+        case O_IMAGE: cJSON_AddStringToObject(request, "image", optarg); break;
+        case O_WORKSPACE: {
+            char real[PATH_MAX];
+            if (realpath(optarg, real) == NULL) {
+                rc = cli_fail("run", json, CORDON_E_NOT_FOUND, "--workspace: no such directory");
+                break;
+            }
+            cJSON_AddStringToObject(request, "workspace", real);
+            workspace_given = true;
+            break;
+        }
+        case O_PROVIDER:
+            if (providers == NULL)
+                providers = cJSON_AddArrayToObject(request, "providers");
+            cJSON_AddItemToArray(providers, cJSON_CreateString(optarg));
+            break;
+        case O_INPUT: {
+            char real[PATH_MAX];
+            if (inputs == NULL)
+                inputs = cJSON_AddArrayToObject(request, "inputs");
+            /* absolute, but the last component is not resolved: a symlink stays one and is refused */
+            if (optarg[0] == '/' || getcwd(real, sizeof(real)) == NULL)
+                snprintf(real, sizeof(real), "%s", optarg);
+            else
+                snprintf(real + strlen(real), sizeof(real) - strlen(real), "/%s", optarg);
+            cJSON_AddItemToArray(inputs, cJSON_CreateString(real));
+            break;
+        }
+        case O_OUTPUT:
+            if (n_outputs == MAX_REPEAT) {
+                rc = cli_fail("run", json, CORDON_E_LIMIT, "--output: more than 256 given");
+                break;
+            }
+            outputs[n_outputs++] = optarg;
+            break;
+        case O_TIMEOUT: rc = duration_arg("--timeout", optarg, request, "timeout_ms", json); break;
+        case O_RUNTIME: rc = duration_arg("--runtime", optarg, limits, "runtime_ms", json); break;
+        case O_MEMORY: rc = size_arg("--memory", optarg, limits, "memory_bytes", json); break;
+        case O_DISK: rc = size_arg("--disk", optarg, limits, "disk_bytes", json); break;
+        case O_MAXOUT: rc = size_arg("--max-output", optarg, limits, "max_output_bytes", json); break;
+        case O_RETENTION: rc = size_arg("--retention", optarg, limits, "retention_bytes", json); break;
+        case O_CPUS: case O_PIDS: {
+            char *end = NULL;
+            double v = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || v <= 0) {
+                rc = cli_fail("run", json, CORDON_E_INVALID,
+                              c == O_CPUS ? "--cpus: must be a positive number" : "--pids: must be a positive whole number");
+                break;
+            }
+            cJSON_AddNumberToObject(limits, c == O_CPUS ? "cpus" : "pids", v);
+            break;
+        }
+        case 'h': usage(stdout); goto out;
+        default: usage(stderr); rc = CLI_EXIT_FAILURE; break;
+        }
+    }
+    if (rc != 0)
+        goto out;
+    if (cJSON_GetArraySize(limits) > 0)
+        cJSON_AddItemToObject(request, "limits", cJSON_Duplicate(limits, 1));
+    if (n_outputs > 0 && !workspace_given && getcwd(cwd, sizeof(cwd)) != NULL)
+        cJSON_AddStringToObject(request, "workspace", cwd);
+
+    if (request_path != NULL) {
+        /* A JSON request: its keys first, the command line's over them. */
+        cJSON *file_req = NULL, *merged;
+        char *body = cli_read_file(request_path, 80u << 20, "run", json, &rc);
+        if (body == NULL)
+            goto out;
+        file_req = cJSON_Parse(body);
+        free(body);
+        if (!cJSON_IsObject(file_req)) {
+            cJSON_Delete(file_req);
+            rc = cli_fail("run", json, CORDON_E_INVALID, "--request: not a JSON object");
+            goto out;
+        }
+        merged = cordon__json_merge(file_req, request);
+        cJSON_Delete(file_req);
+        cJSON_Delete(request);
+        request = merged;
+    }
+    if (request_path != NULL && optind < argc) {
+        rc = cli_fail("run", json, CORDON_E_INVALID,
+                      "with --request, give the bundle and its args in the request, not as operands");
+        goto out;
+    }
+    if (optind < argc) {
+        /* BUNDLE, then the program's args (getopt moved them after the options). */
+        const char *path = argv[optind++];
+        const char *const *args = NULL;
+        size_t n_args = 0;
+
+        args = (const char *const *)argv + optind;
+        n_args = (size_t)(argc - optind);
+        if (cordon__bundle_from_path(path, language, args, n_args, outputs, n_outputs, &bundle, &err) < 0) {
+            /* A refused bundle is a blocked run: the same document as any refusal. */
+            cJSON *r = cJSON_CreateObject(), *d = cJSON_CreateObject();
+            cJSON_AddBoolToObject(r, "ok", false);
+            cJSON_AddStringToObject(r, "status", "blocked");
+            cJSON_AddStringToObject(d, "code", cordon_error_name(err.code));
+            cJSON_AddStringToObject(d, "message", err.message);
+            cJSON_AddItemToObject(r, "error", cJSON_Duplicate(d, 1));
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "diagnostics"), d);
+            result = r;
+            goto print;
+        }
+    } else if (request_path == NULL) {
+        rc = cli_fail("run", json, CORDON_E_INVALID, "a BUNDLE path or --request is required");
+        goto out;
+    }
+    ctx = cli_ctx_open(&mine, json);
+    if (ctx == NULL) {
+        rc = CLI_EXIT_FAILURE;
+        goto out;
+    }
+    if (cordon__run(ctx, request, bundle, &result, &err) < 0) {
+        rc = cli_fail("run", json, err.code, err.message);
+        goto out;
+    }
+print:
+    text = cJSON_PrintUnformatted(result);
+    if (text == NULL) {
+        rc = cli_fail("run", json, CORDON_E_NOMEM, "out of memory");
+        goto out;
+    }
+    if (json)
+        cli_print_json(text);
+    else
+        print_human(result, quiet);
+    rc = cordon_result_exit_status(text);
+out:
+    free(text);
+    cJSON_Delete(result);
+    cJSON_Delete(request);
+    cJSON_Delete(limits);
+    cordon__bundle_free(bundle);
+    cordon_ctx_free(ctx);
+    return rc;
+}

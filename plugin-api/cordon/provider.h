@@ -124,6 +124,10 @@ struct cordon_exec_io {
 /* Flags for cordon_provider_init_v1; none are defined in 1.0. */
 #define CORDON_INIT_FLAGS_NONE 0u
 
+/* Flags for probe. Unknown flags are ignored by a provider. */
+#define CORDON_PROBE_FULL 0u
+#define CORDON_PROBE_AVAILABILITY 0x1u
+
 /*
  * The provider's vtable. Lives in the provider's static storage; the host
  * copies it into a zeroed local of its own size and never writes to it.
@@ -142,7 +146,12 @@ struct cordon_exec_io {
  *                 later call (possibly by another process).
  *   request_json  {"argv": [...], "cwd": "relative/to/workspace",
  *                 "env": {...}, "workspace_env": {"NAME": "relative/path"},
- *                 "timeout_ms"}
+ *                 "timeout_ms"}. argv[0] without '/' is looked up in
+ *                 env.PATH inside the sandbox. workspace_env names get the
+ *                 absolute path of that directory inside the sandbox's
+ *                 workspace; the provider creates a missing one, owned by
+ *                 the sandbox user. timeout_ms is a backstop only: the host
+ *                 keeps the clock and fires cancel_fd.
  *   result_json   {"status": "exited"|"signaled"|"oom"|"cancelled",
  *                 "exit_code", "signal"}
  */
@@ -155,8 +164,12 @@ struct cordon_provider_v1 {
 
     /* Required. Observe what the provider can do now with this config.
      * Returns 0 with facts even when unavailable ("available": false and a
-     * "reason"); a negative code only when it could not say anything. */
-    int (*probe)(const struct cordon_host_v1 *host, const char *config_json,
+     * "reason"); a negative code only when it could not say anything.
+     * With CORDON_PROBE_AVAILABILITY the provider only re-checks that it
+     * can be used now (daemon alive, runtime registered, image present) and
+     * returns facts holding provider_id, available and reason; the host
+     * uses it right before ensure when it reuses cached full facts. */
+    int (*probe)(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
                  char **ret_facts_json, struct cordon_error *err);
 
     /* Required. Bind the resource. The handle is the provider's until
@@ -218,6 +231,13 @@ struct cordon_provider_v1 {
 /* The entry point's name and type for ABI major 1. */
 #define CORDON_PROVIDER_INIT_SYMBOL "cordon_provider_init_v1"
 typedef int (*cordon_provider_init_v1_fn)(const struct cordon_host_v1 *host, uint32_t flags,
+                                          const struct cordon_provider_v1 **ret_provider,
+                                          struct cordon_error *err);
+
+/* The entry point every ABI-1 provider exports (written by the macro
+ * below). Declared here so that providers compile with
+ * -Wmissing-prototypes; the host finds it with dlsym, never by linking. */
+CORDON_EXTERN int cordon_provider_init_v1(const struct cordon_host_v1 *host, uint32_t flags,
                                           const struct cordon_provider_v1 **ret_provider,
                                           struct cordon_error *err);
 

@@ -1,1 +1,1871 @@
-/* placeholder: being written */
+/*
+ * trusted-local: explicit, unprotected host execution (DESIGN.md §7).
+ *
+ * Runs argv directly on the host, in a per-execution directory beneath a
+ * root, with best-effort hardening in the child: rlimits, the bounding set
+ * emptied and a dedicated uid:gid when running as root, no_new_privs and a
+ * libseccomp deny-list. It contains nothing: the probe runs cordon-observe
+ * through this very provider and reports what it saw, which is
+ * process_contained false and host_filesystem_restricted false.
+ *
+ * Nothing global: every call works from the resource (parsed config and
+ * the prepared seccomp program) and the execution's state JSON.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/capability.h>
+#include <seccomp.h>
+#include <cjson/cJSON.h>
+
+#include <cordon/provider.h>
+#include <cordon/sdk/facts.h>
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/host.h>
+#include <cordon/sdk/observe.h>
+#include <cordon/sdk/path.h>
+#include <cordon/sdk/runner.h>
+#include <cordon/sdk/tar.h>
+
+#define TL_ID "trusted-local"
+#define TL_ROOT_DEFAULT_PRIVILEGED "/run/cordon/trusted-local"
+#define TL_ROOT_MAX 1024u
+#define TL_DEFAULT_UID 65532u
+#define TL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+#define TL_CONFIG_MAX (64u << 10)
+#define TL_SPEC_MAX (1u << 20)
+#define TL_STATE_MAX (1u << 20)
+#define TL_REQUEST_MAX (4u << 20)
+#define TL_ARGV_MAX 256u
+#define TL_ARG_BYTES_MAX (128u << 10)     /* the kernel's MAX_ARG_STRLEN */
+#define TL_ARGS_TOTAL_MAX (2u << 20)      /* argv + envp together, below ARG_MAX */
+#define TL_ENV_MAX 128u                   /* per object: spec env, env, workspace_env */
+#define TL_ENV_NAME_MAX 255u
+#define TL_TAR_ENTRIES_MAX 100000u
+#define TL_JSON_INT_MAX 9007199254740992.0 /* 2^53: exact in a double */
+#define TL_SWEEP_PASSES 8
+#define TL_BACKSTOP_SLACK_MS 1000u        /* lets the host's own clock fire first */
+
+static const struct cordon_provider_v1 tl_provider;
+
+/* The parsed provider config. */
+struct tl_config {
+    bool allow_unsafe_local;
+    bool seccomp;
+    bool run_as_set;     /* "run_as" was given */
+    bool switch_user;    /* euid 0: children switch to uid:gid */
+    uid_t uid;           /* the sandbox user (the current user when not root) */
+    gid_t gid;
+    uid_t run_as_uid;    /* as configured, for the facts */
+    gid_t run_as_gid;
+    char *root;
+};
+
+struct cordon_resource {
+    const struct cordon_host_v1 *host;
+    struct tl_config cfg;
+    struct sock_fprog prog;  /* .filter malloc'd; NULL when seccomp is off */
+    int cap_last;
+};
+
+/* The six limits of a spec, as carried in the state. */
+struct tl_resources {
+    double cpus;
+    uint64_t memory_bytes, disk_bytes, pids, runtime_ms, max_output_bytes;
+};
+
+/* One execution's state, parsed back from the state JSON. */
+struct tl_state {
+    cJSON *doc;                 /* owns the strings below */
+    const char *execution_id;
+    char *dir;                  /* <root>/<id>, malloc'd */
+    char *workspace;            /* <dir>/workspace, malloc'd */
+    uid_t uid;
+    gid_t gid;
+    bool code_layout;
+    struct tl_resources res;
+    uint64_t expires_at_ms;
+    const cJSON *environment;   /* object of strings, or NULL */
+};
+
+/* What the child needs, prepared in the parent: the child may not allocate. */
+struct tl_child {
+    struct { int resource; rlim_t value; } limits[6];
+    int n_limits;
+    bool switch_user;
+    uid_t uid;
+    gid_t gid;
+    int cap_last;
+    const struct sock_fprog *prog;
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static int tl_nomem(struct cordon_error *err, const char *what)
+{
+    return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
+}
+
+static int tl_parse_json(const char *field, const char *text, size_t max, cJSON **ret,
+                         struct cordon_error *err)
+{
+    size_t len;
+    cJSON *doc;
+
+    if (text == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: missing", field);
+    /* Bound the scan before cJSON sees the text. */
+    len = strnlen(text, max + 1);
+    if (len > max)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: longer than %zu bytes", field, max);
+    doc = cJSON_ParseWithLength(text, len);
+    if (doc == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: not valid JSON", field);
+    if (!cJSON_IsObject(doc)) {
+        cJSON_Delete(doc);
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a JSON object", field);
+    }
+    *ret = doc;
+    return 0;
+}
+
+/* Print doc compactly into a buffer from host->alloc. */
+static int tl_print(const struct cordon_host_v1 *host, const cJSON *doc, char **ret,
+                    struct cordon_error *err)
+{
+    char *text = cJSON_PrintUnformatted(doc);
+    char *copy;
+
+    if (text == NULL)
+        return tl_nomem(err, "result");
+    copy = cordon_host_strdup(host, text);
+    free(text);
+    if (copy == NULL)
+        return tl_nomem(err, "result");
+    *ret = copy;
+    return 0;
+}
+
+/* A non-negative integer JSON number no larger than max. */
+static int tl_json_u64(const cJSON *item, const char *field, uint64_t min, uint64_t max,
+                       uint64_t *ret, struct cordon_error *err)
+{
+    double v;
+
+    if (!cJSON_IsNumber(item))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a number", field);
+    /* cJSON keeps numbers as doubles: past 2^53 they are no longer exact. */
+    v = item->valuedouble;
+    if (!isfinite(v) || v < 0 || v != floor(v) || v > TL_JSON_INT_MAX)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: must be a whole number between 0 and 2^53 (%g)", field, v);
+    if ((uint64_t)v < min || (uint64_t)v > max)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: %.0f is outside %llu..%llu", field, v,
+                                (unsigned long long)min, (unsigned long long)max);
+    *ret = (uint64_t)v;
+    return 0;
+}
+
+static bool tl_env_name_valid(const char *name)
+{
+    size_t i;
+
+    if (name == NULL || name[0] == '\0' || strlen(name) > TL_ENV_NAME_MAX)
+        return false;
+    for (i = 0; name[i] != '\0'; i++) {
+        char c = name[i];
+        bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+        if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
+            return false;
+    }
+    return true;
+}
+
+/* [A-Za-z0-9][A-Za-z0-9_.-]{0,63}: safe as one path component. */
+static bool tl_id_valid(const char *id)
+{
+    size_t i;
+
+    if (id == NULL || id[0] == '\0')
+        return false;
+    for (i = 0; id[i] != '\0'; i++) {
+        char c = id[i];
+        bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (i >= 64 || !(alnum || (i > 0 && (c == '_' || c == '.' || c == '-'))))
+            return false;
+    }
+    return true;
+}
+
+static int tl_check_id(const char *field, const char *id, struct cordon_error *err)
+{
+    if (!tl_id_valid(id))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: \"%.80s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}",
+                                field, id != NULL ? id : "");
+    return 0;
+}
+
+/* An absolute, clean directory path: no "." or ".." component, no "//",
+ * no trailing '/', no control characters, not "/" itself. */
+static int tl_check_root(const char *root, struct cordon_error *err)
+{
+    size_t len = strnlen(root, TL_ROOT_MAX + 1);
+    const char *p;
+
+    if (len > TL_ROOT_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "root: longer than %u bytes", TL_ROOT_MAX);
+    if (root[0] != '/' || len < 2 || root[len - 1] == '/')
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "root: \"%s\" must be an absolute directory path other than /",
+                                root);
+    for (p = root; *p != '\0'; p++) {
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "root: control character in \"%s\"", root);
+        if (*p == '/' && (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || p[2] == '\0')) ||
+                          (p[1] == '.' && p[2] == '.' && (p[3] == '/' || p[3] == '\0'))))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "root: \"%s\" must be normalised (no \"//\", \".\" or \"..\")",
+                                    root);
+    }
+    return 0;
+}
+
+/* "UID:GID", decimal, neither 0 nor -1. */
+static int tl_parse_run_as(const char *text, uid_t *ret_uid, gid_t *ret_gid,
+                           struct cordon_error *err)
+{
+    unsigned long long v[2];
+    const char *p = text;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        char *end;
+
+        if (*p < '0' || *p > '9')
+            goto bad;
+        errno = 0;
+        v[i] = strtoull(p, &end, 10);
+        /* (uid_t)-1 means "unchanged" to setresuid: never a target. */
+        if (errno != 0 || end - p > 10 || v[i] >= 0xffffffffull)
+            goto bad;
+        p = end;
+        if (*p != (i == 0 ? ':' : '\0'))
+            goto bad;
+        p++;
+    }
+    if (v[0] == 0 || v[1] == 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "config.run_as: \"%s\" refused: the sandbox user and group must "
+                                "not be root (0)", text);
+    *ret_uid = (uid_t)v[0];
+    *ret_gid = (gid_t)v[1];
+    return 0;
+bad:
+    return cordon_error_set(err, CORDON_E_INVALID, 0,
+                            "config.run_as: \"%.64s\" must be \"UID:GID\" in decimal", text);
+}
+
+/* ---- config ------------------------------------------------------------- */
+
+static void tl_config_clear(struct tl_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    free(cfg->root);
+    cfg->root = NULL;
+}
+
+static int tl_config_parse(const struct cordon_host_v1 *host, const char *json,
+                           struct tl_config *ret, struct cordon_error *err)
+{
+    struct tl_config cfg = { .seccomp = true };
+    const char *root = NULL;
+    cJSON *doc = NULL, *item;
+    int r;
+
+    r = tl_parse_json("config", json != NULL ? json : "{}", TL_CONFIG_MAX, &doc, err);
+    if (r < 0)
+        goto out;
+    cJSON_ArrayForEach(item, doc) {
+        const char *key = item->string;
+
+        if (strcmp(key, "allow_unsafe_local") == 0 || strcmp(key, "seccomp") == 0) {
+            if (!cJSON_IsBool(item)) {
+                r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                     "config.%s: must be true or false", key);
+                goto out;
+            }
+            if (key[0] == 'a')
+                cfg.allow_unsafe_local = cJSON_IsTrue(item);
+            else
+                cfg.seccomp = cJSON_IsTrue(item);
+        } else if (strcmp(key, "root") == 0) {
+            if (!cJSON_IsString(item)) {
+                r = cordon_error_set(err, CORDON_E_INVALID, 0, "config.root: must be a string");
+                goto out;
+            }
+            root = item->valuestring;
+        } else if (strcmp(key, "run_as") == 0) {
+            if (!cJSON_IsString(item)) {
+                r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                     "config.run_as: must be a string \"UID:GID\"");
+                goto out;
+            }
+            r = tl_parse_run_as(item->valuestring, &cfg.run_as_uid, &cfg.run_as_gid, err);
+            if (r < 0)
+                goto out;
+            cfg.run_as_set = true;
+        } else {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "config.%.64s: unknown key (known: allow_unsafe_local, root, "
+                                 "run_as, seccomp)", key);
+            goto out;
+        }
+    }
+
+    if (!cfg.run_as_set)
+        cfg.run_as_uid = cfg.run_as_gid = TL_DEFAULT_UID;
+    /* Only root can switch users; otherwise the sandbox is the current user. */
+    cfg.switch_user = geteuid() == 0;
+    cfg.uid = cfg.switch_user ? cfg.run_as_uid : geteuid();
+    cfg.gid = cfg.switch_user ? cfg.run_as_gid : getegid();
+
+    if (root != NULL) {
+        cfg.root = strdup(root);
+    } else if (cfg.switch_user) {
+        cfg.root = strdup(TL_ROOT_DEFAULT_PRIVILEGED);
+    } else {
+        const char *sd = CORDON_HOST_HAS(host, state_dir) ? host->state_dir : NULL;
+
+        if (sd == NULL || sd[0] != '/') {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "config.root: no default (the host has no absolute state_dir); "
+                                 "set \"root\"");
+            goto out;
+        }
+        if (asprintf(&cfg.root, "%s/providers/" TL_ID "/executions", sd) < 0)
+            cfg.root = NULL;
+    }
+    if (cfg.root == NULL) {
+        r = tl_nomem(err, "config.root");
+        goto out;
+    }
+    r = tl_check_root(cfg.root, err);
+    if (r < 0)
+        goto out;
+    *ret = cfg;
+    cfg.root = NULL;
+out:
+    tl_config_clear(&cfg);
+    cJSON_Delete(doc);
+    return r;
+}
+
+/* ---- the execution root ------------------------------------------------- */
+
+/*
+ * Create the root and its missing parents (parents 0755, the root 0711),
+ * then check that it can hold executions: a directory of ours, not
+ * writable by others, and - when children switch users - every component
+ * searchable by that user, or its workspace would be out of its reach.
+ */
+static int tl_root_prepare(const struct tl_config *cfg, struct cordon_error *err)
+{
+    char path[TL_ROOT_MAX + 1];
+    struct stat st = { 0 };
+    size_t i, len = strlen(cfg->root);
+
+    memcpy(path, cfg->root, len + 1);
+    for (i = 1; i <= len; i++) {
+        bool last = i == len;
+        mode_t mode = last ? 0711 : 0755;
+
+        if (!last && path[i] != '/')
+            continue;
+        path[i] = '\0';
+        if (mkdir(path, mode) == 0) {
+            /* mkdir obeys the umask, which a provider may not change. */
+            if (chmod(path, mode) != 0)
+                return cordon_error_set(err, CORDON_E_IO, errno, "root: chmod %s: %s", path,
+                                        strerror(errno));
+        } else if (errno != EEXIST) {
+            return cordon_error_set(err, errno == EACCES || errno == EPERM ? CORDON_E_DENIED
+                                                                           : CORDON_E_IO,
+                                    errno, "root: cannot create %s: %s", path, strerror(errno));
+        }
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+            return cordon_error_set(err, CORDON_E_INVALID, errno, "root: %s is not a directory",
+                                    path);
+        if (cfg->switch_user && (st.st_mode & S_IXOTH) == 0)
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "root: %s (mode %04o) is not searchable by the sandbox user "
+                                    "%u; use a root whose every directory has o+x",
+                                    path, (unsigned)(st.st_mode & 07777), (unsigned)cfg->uid);
+        if (!last)
+            path[i] = '/';
+    }
+    if (st.st_uid != geteuid() || (st.st_mode & 022) != 0)
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "root: %s must belong to uid %u and not be group/other writable "
+                                "(owner %u, mode %04o)", cfg->root, (unsigned)geteuid(),
+                                (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+    return 0;
+}
+
+/* ---- seccomp ------------------------------------------------------------ */
+
+/* What sandboxed code has no business calling (DESIGN.md §7). */
+static const char *const tl_denied_syscalls[] = {
+    "keyctl", "add_key", "request_key", "bpf", "mount", "umount2", "pivot_root", "chroot",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+    "ptrace", "process_vm_readv", "process_vm_writev",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "setns", "unshare", "perf_event_open", "userfaultfd", "swapon", "swapoff", "reboot",
+    "acct", "open_by_handle_at", "name_to_handle_at",
+};
+
+/*
+ * Build the filter with libseccomp in the parent and keep the raw BPF, so
+ * that the child needs only prctl(PR_SET_SECCOMP).
+ */
+static int tl_seccomp_build(struct sock_fprog *ret, struct cordon_error *err)
+{
+    scmp_filter_ctx ctx;
+    struct sock_filter *buf = NULL;
+    struct stat st;
+    size_t i, got = 0;
+    int fd = -1, rc, nr, r = 0;
+
+    ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (ctx == NULL)
+        return tl_nomem(err, "seccomp");
+    /* Another ABI (i386, x32) would bypass the numbers below: kill it. The
+     * default, killing the thread, remains where the kernel is too old. */
+    seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    for (i = 0; i < sizeof(tl_denied_syscalls) / sizeof(tl_denied_syscalls[0]); i++) {
+        /* Negative numbers are names this architecture does not have. */
+        nr = seccomp_syscall_resolve_name(tl_denied_syscalls[i]);
+        if (nr < 0)
+            continue;
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+        if (rc < 0) {
+            r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: rule for %s: %s",
+                                 tl_denied_syscalls[i], strerror(-rc));
+            goto out;
+        }
+    }
+    /* A new user namespace through clone; s390 passes the flags second. */
+#if defined(__s390__) || defined(__s390x__)
+    rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                          SCMP_A1(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+#else
+    rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                          SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+#endif
+    if (rc >= 0) {
+        /* clone3 hides its flags in memory: ENOSYS makes libc fall back to clone. */
+        nr = seccomp_syscall_resolve_name("clone3");
+        if (nr >= 0)
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+    }
+    if (rc < 0) {
+        r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: clone rules: %s",
+                             strerror(-rc));
+        goto out;
+    }
+
+    fd = memfd_create("cordon-tl-seccomp", MFD_CLOEXEC);
+    if (fd < 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "seccomp: memfd_create: %s",
+                             strerror(errno));
+        goto out;
+    }
+    rc = seccomp_export_bpf(ctx, fd);
+    if (rc < 0) {
+        r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: export: %s", strerror(-rc));
+        goto out;
+    }
+    if (fstat(fd, &st) != 0 || st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
+        st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS) {
+        r = cordon_error_set(err, CORDON_E_PROVIDER, 0,
+                             "seccomp: exported program has %lld bytes (at most %d instructions)",
+                             (long long)st.st_size, BPF_MAXINSNS);
+        goto out;
+    }
+    buf = malloc((size_t)st.st_size);
+    if (buf == NULL) {
+        r = tl_nomem(err, "seccomp");
+        goto out;
+    }
+    while (got < (size_t)st.st_size) {
+        ssize_t n = pread(fd, (char *)buf + got, (size_t)st.st_size - got, (off_t)got);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = cordon_error_set(err, CORDON_E_IO, n < 0 ? errno : 0,
+                                 "seccomp: reading the exported program back");
+            goto out;
+        }
+        got += (size_t)n;
+    }
+    ret->len = (unsigned short)(st.st_size / sizeof(struct sock_filter));
+    ret->filter = buf;
+    buf = NULL;
+out:
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    seccomp_release(ctx);
+    return r;
+}
+
+/* The highest capability number of the running kernel. */
+static int tl_cap_last(void)
+{
+    char buf[16];
+    ssize_t n;
+    int fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+
+    if (fd >= 0) {
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n > 0) {
+            buf[n] = '\0';
+            n = strtol(buf, NULL, 10);
+            if (n > 0 && n < 64)
+                return (int)n;
+        }
+    }
+    /* No /proc: libcap probes the kernel itself. */
+    return (int)cap_max_bits() - 1;
+}
+
+/* ---- resource ----------------------------------------------------------- */
+
+static void tl_resource_free(struct cordon_resource *res)
+{
+    if (res == NULL)
+        return;
+    tl_config_clear(&res->cfg);
+    free(res->prog.filter);
+    free(res);
+}
+
+static int tl_resource_new(const struct cordon_host_v1 *host, const char *config_json,
+                           bool require_allow, struct cordon_resource **ret,
+                           struct cordon_error *err)
+{
+    struct cordon_resource *res;
+    int r;
+
+    res = calloc(1, sizeof(*res));
+    if (res == NULL)
+        return tl_nomem(err, "ensure");
+    res->host = host;
+    r = tl_config_parse(host, config_json, &res->cfg, err);
+    if (r < 0)
+        goto out;
+    if (require_allow && !res->cfg.allow_unsafe_local) {
+        r = cordon_error_set(err, CORDON_E_DENIED, 0,
+                             TL_ID ": refusing to run code unprotected on this host without "
+                             "\"allow_unsafe_local\": true in the provider config");
+        goto out;
+    }
+    r = tl_root_prepare(&res->cfg, err);
+    if (r < 0)
+        goto out;
+    /* Built once per resource and shared read-only by every exec. */
+    if (res->cfg.seccomp) {
+        r = tl_seccomp_build(&res->prog, err);
+        if (r < 0)
+            goto out;
+    }
+    res->cap_last = tl_cap_last();
+    *ret = res;
+    res = NULL;
+out:
+    tl_resource_free(res);
+    return r;
+}
+
+static int tl_ensure(const struct cordon_host_v1 *host, const char *config_json,
+                     struct cordon_resource **ret_resource, struct cordon_error *err)
+{
+    if (host == NULL || ret_resource == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
+    return tl_resource_new(host, config_json, true, ret_resource, err);
+}
+
+static int tl_health_check(struct cordon_resource *res, struct cordon_error *err)
+{
+    struct stat st;
+
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "health_check: resource required");
+    if (stat(res->cfg.root, &st) != 0)
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "root: %s: %s", res->cfg.root,
+                                strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, 0, "root: %s is not a directory",
+                                res->cfg.root);
+    return 0;
+}
+
+static int tl_release(struct cordon_resource *res, struct cordon_error *err)
+{
+    tl_resource_free(res);
+    return 0;
+}
+
+/* ---- processes left behind ---------------------------------------------- */
+
+/* True when pid's working directory is dir or lies beneath it. */
+static bool tl_cwd_under(pid_t pid, const char *dir, size_t dlen)
+{
+    char link[64], cwd[PATH_MAX];
+    ssize_t n;
+
+    snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+    n = readlink(link, cwd, sizeof(cwd) - 1);
+    if (n < 0 || (size_t)n < dlen)
+        return false;
+    cwd[n] = '\0';
+    return strncmp(cwd, dir, dlen) == 0 && (cwd[dlen] == '\0' || cwd[dlen] == '/');
+}
+
+/*
+ * Kill, best effort, every process of the sandbox user whose working
+ * directory lies in the execution area: what escaped the runner's
+ * process-group kill with setsid() and stayed there. A process that moved
+ * elsewhere is not found; the facts say process_contained false.
+ */
+static void tl_sweep(const char *dir, uid_t uid)
+{
+    size_t dlen = strlen(dir);
+    int pass;
+
+    for (pass = 0; pass < TL_SWEEP_PASSES; pass++) {
+        DIR *proc = opendir("/proc");
+        struct dirent *de;
+        int killed = 0;
+
+        if (proc == NULL)
+            return;
+        while ((de = readdir(proc)) != NULL) {
+            char path[64];
+            struct stat st;
+            char *end;
+            long pid = strtol(de->d_name, &end, 10);
+            int pidfd;
+
+            if (*end != '\0' || pid <= 0 || pid == (long)getpid())
+                continue;
+            snprintf(path, sizeof(path), "/proc/%ld", pid);
+            if (stat(path, &st) != 0 || st.st_uid != uid || !tl_cwd_under((pid_t)pid, dir, dlen))
+                continue;
+            /* Pin the process, then look again: the pid may have been reused. */
+            pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+            if (pidfd < 0)
+                continue;
+            if (tl_cwd_under((pid_t)pid, dir, dlen) &&
+                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
+                killed++;
+            close(pidfd);
+        }
+        closedir(proc);
+        if (killed == 0)
+            return;
+    }
+}
+
+/* ---- spec and state ----------------------------------------------------- */
+
+static const char *const tl_resource_keys[] = {
+    "cpus", "memory_bytes", "disk_bytes", "pids", "runtime_ms", "max_output_bytes",
+};
+
+static int tl_resources_parse(const cJSON *obj, const char *field, struct tl_resources *ret,
+                              struct cordon_error *err)
+{
+    struct tl_resources res = { 0 };
+    uint64_t *ints[5] = { &res.memory_bytes, &res.disk_bytes, &res.pids, &res.runtime_ms,
+                          &res.max_output_bytes };
+    const cJSON *cpus;
+    size_t i;
+    int r;
+
+    if (!cJSON_IsObject(obj))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: must be an object with cpus, memory_bytes, disk_bytes, "
+                                "pids, runtime_ms, max_output_bytes", field);
+    cpus = cJSON_GetObjectItemCaseSensitive(obj, "cpus");
+    if (!cJSON_IsNumber(cpus) || !isfinite(cpus->valuedouble) || cpus->valuedouble <= 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s.cpus: must be a number > 0", field);
+    res.cpus = cpus->valuedouble;
+    for (i = 1; i < 6; i++) {
+        char name[64];
+
+        snprintf(name, sizeof(name), "%s.%s", field, tl_resource_keys[i]);
+        r = tl_json_u64(cJSON_GetObjectItemCaseSensitive(obj, tl_resource_keys[i]), name, 1,
+                        (uint64_t)TL_JSON_INT_MAX, ints[i - 1], err);
+        if (r < 0)
+            return r;
+    }
+    *ret = res;
+    return 0;
+}
+
+/* Add the limits to parent as the object "resources"; false when out of memory. */
+static bool tl_resources_add(cJSON *parent, const struct tl_resources *res)
+{
+    cJSON *obj = cJSON_AddObjectToObject(parent, "resources");
+    double v[6] = { res->cpus, (double)res->memory_bytes, (double)res->disk_bytes,
+                    (double)res->pids, (double)res->runtime_ms, (double)res->max_output_bytes };
+    size_t i;
+
+    for (i = 0; obj != NULL && i < 6; i++)
+        if (cJSON_AddNumberToObject(obj, tl_resource_keys[i], v[i]) == NULL)
+            return false;
+    return obj != NULL;
+}
+
+/* An object of at most TL_ENV_MAX string values under valid names. */
+static int tl_env_object_check(const cJSON *obj, const char *field, struct cordon_error *err)
+{
+    const cJSON *item;
+    size_t n = 0;
+
+    if (!cJSON_IsObject(obj))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be an object of strings",
+                                field);
+    cJSON_ArrayForEach(item, obj) {
+        if (++n > TL_ENV_MAX)
+            return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: more than %u entries", field,
+                                    TL_ENV_MAX);
+        if (!tl_env_name_valid(item->string))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "%s: name \"%.64s\" must match [A-Za-z_][A-Za-z0-9_]*", field,
+                                    item->string);
+        if (!cJSON_IsString(item) || strlen(item->valuestring) > TL_ARG_BYTES_MAX)
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "%s.%s: must be a string of at most %u bytes", field,
+                                    item->string, TL_ARG_BYTES_MAX);
+    }
+    return 0;
+}
+
+static void tl_state_clear(struct tl_state *st)
+{
+    cJSON_Delete(st->doc);
+    free(st->dir);
+    free(st->workspace);
+    memset(st, 0, sizeof(*st));
+}
+
+/* Where an execution lives: <root>/<id>, and its workspace below it. */
+static int tl_paths(const struct cordon_resource *res, const char *id, char **ret_dir,
+                    char **ret_workspace, struct cordon_error *err)
+{
+    char *dir = NULL, *ws = NULL;
+
+    if (asprintf(&dir, "%s/%s", res->cfg.root, id) < 0) {
+        dir = NULL;
+        goto nomem;
+    }
+    if (ret_workspace != NULL && asprintf(&ws, "%s/workspace", dir) < 0)
+        goto nomem;
+    *ret_dir = dir;
+    if (ret_workspace != NULL)
+        *ret_workspace = ws;
+    return 0;
+nomem:
+    free(dir);
+    return tl_nomem(err, "state");
+}
+
+/*
+ * Parse a state written by provision. The paths are derived from the root
+ * and the id, and a "dir" that disagrees is refused: a damaged record must
+ * never make us remove or run somewhere else.
+ */
+static int tl_state_parse(const struct cordon_resource *res, const char *json, bool full,
+                          struct tl_state *ret, struct cordon_error *err)
+{
+    struct tl_state st = { 0 };
+    const cJSON *item;
+    uint64_t v;
+    int r;
+
+    r = tl_parse_json("state", json, TL_STATE_MAX, &st.doc, err);
+    if (r < 0)
+        goto out;
+    item = cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id");
+    st.execution_id = cJSON_IsString(item) ? item->valuestring : NULL;
+    r = tl_check_id("state.execution_id", st.execution_id, err);
+    if (r < 0)
+        goto out;
+    r = tl_paths(res, st.execution_id, &st.dir, &st.workspace, err);
+    if (r < 0)
+        goto out;
+    item = cJSON_GetObjectItemCaseSensitive(st.doc, "dir");
+    if (item != NULL && (!cJSON_IsString(item) || strcmp(item->valuestring, st.dir) != 0)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                             "state.dir: must be %s (the provider root and the execution id)",
+                             st.dir);
+        goto out;
+    }
+    if (!full)
+        goto done;
+
+    r = tl_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 0,
+                    0xfffffffeu, &v, err);
+    if (r < 0)
+        goto out;
+    st.uid = (uid_t)v;
+    r = tl_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "gid"), "state.gid", 0,
+                    0xfffffffeu, &v, err);
+    if (r < 0)
+        goto out;
+    st.gid = (gid_t)v;
+    item = cJSON_GetObjectItemCaseSensitive(st.doc, "layout");
+    if (!cJSON_IsString(item) ||
+        (strcmp(item->valuestring, "code") != 0 && strcmp(item->valuestring, "host") != 0)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "state.layout: must be \"code\" or \"host\"");
+        goto out;
+    }
+    st.code_layout = strcmp(item->valuestring, "code") == 0;
+    r = tl_resources_parse(cJSON_GetObjectItemCaseSensitive(st.doc, "resources"),
+                           "state.resources", &st.res, err);
+    if (r < 0)
+        goto out;
+    r = tl_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "expires_at_ms"),
+                    "state.expires_at_ms", 1, (uint64_t)TL_JSON_INT_MAX, &st.expires_at_ms, err);
+    if (r < 0)
+        goto out;
+    st.environment = cJSON_GetObjectItemCaseSensitive(st.doc, "environment");
+    if (st.environment != NULL) {
+        r = tl_env_object_check(st.environment, "state.environment", err);
+        if (r < 0)
+            goto out;
+    }
+    /* The sandbox may be root only when nobody switches users. */
+    if (res->cfg.switch_user && (st.uid == 0 || st.gid == 0)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                             "state.uid: %u:%u refused: the sandbox user must not be root",
+                             (unsigned)st.uid, (unsigned)st.gid);
+        goto out;
+    }
+done:
+    *ret = st;
+    memset(&st, 0, sizeof(st));
+out:
+    tl_state_clear(&st);
+    return r;
+}
+
+static int tl_open_workspace(const struct tl_state *st, int *ret_fd, struct cordon_error *err)
+{
+    int fd = open(st->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+    if (fd < 0)
+        return cordon_error_set(err, errno == ENOENT ? CORDON_E_NOT_FOUND : CORDON_E_IO, errno,
+                                "state.workspace: %s: %s (terminated?)", st->workspace,
+                                strerror(errno));
+    *ret_fd = fd;
+    return 0;
+}
+
+/*
+ * Open the normalised directory rel beneath ws_fd, one component at a time
+ * and never through a symlink. With create, missing directories are made
+ * 0755 and, with chown_to, given to that user.
+ */
+static int tl_walk(int ws_fd, const char *field, const char *rel, bool create, bool chown_to,
+                   uid_t uid, gid_t gid, int *ret_fd, struct cordon_error *err)
+{
+    char *copy = NULL, *comp, *save = NULL;
+    int cur, next, r = 0;
+
+    cur = fcntl(ws_fd, F_DUPFD_CLOEXEC, 3);
+    if (cur < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "%s: dup: %s", field, strerror(errno));
+    copy = strdup(rel);
+    if (copy == NULL) {
+        r = tl_nomem(err, field);
+        goto out;
+    }
+    for (comp = strtok_r(copy, "/", &save); comp != NULL; comp = strtok_r(NULL, "/", &save)) {
+        bool made = false;
+
+        next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0 && errno == ENOENT && create) {
+            if (mkdirat(cur, comp, 0755) == 0)
+                made = true;
+            else if (errno != EEXIST) {
+                r = cordon_error_set(err, CORDON_E_IO, errno, "%s: mkdir %s in \"%s\": %s",
+                                     field, comp, rel, strerror(errno));
+                goto out;
+            }
+            next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (next < 0) {
+            bool unsafe = errno == ELOOP || errno == ENOTDIR;
+
+            r = cordon_error_set(err, errno == ENOENT ? CORDON_E_NOT_FOUND
+                                      : unsafe        ? CORDON_E_UNSAFE : CORDON_E_IO, errno,
+                                 "%s: \"%s\": %s is %s", field, rel, comp,
+                                 errno == ENOENT ? "missing"
+                                 : unsafe        ? "a symlink or not a directory"
+                                                 : strerror(errno));
+            goto out;
+        }
+        close(cur);
+        cur = next;
+        if (made && (fchmod(cur, 0755) != 0 || (chown_to && fchown(cur, uid, gid) != 0))) {
+            r = cordon_error_set(err, CORDON_E_IO, errno, "%s: setting up %s in \"%s\": %s",
+                                 field, comp, rel, strerror(errno));
+            goto out;
+        }
+    }
+    *ret_fd = cur;
+    cur = -1;
+out:
+    if (cur >= 0)
+        close(cur);
+    free(copy);
+    return r;
+}
+
+/* ---- probe -------------------------------------------------------------- */
+
+static const char *const tl_kinds[] = { "code_execution", NULL };
+static const char *const tl_access_modes[] = { "snapshot", NULL };
+static const char *const tl_probe_toolchains[] = { "python", "node", "go", "c++", NULL };
+/* pids only holds when children run as a dedicated uid (RLIMIT_NPROC). */
+static const char *const tl_limits_user[] = { "memory_bytes", "pids", "runtime_ms",
+                                              "max_output_bytes", NULL };
+static const char *const tl_limits_self[] = { "memory_bytes", "runtime_ms", "max_output_bytes",
+                                              NULL };
+
+static char *tl_mechanism_facts(const struct tl_config *cfg)
+{
+    cJSON *obj = cJSON_CreateObject();
+    char run_as[32];
+    char *text = NULL;
+
+    snprintf(run_as, sizeof(run_as), "%u:%u", (unsigned)cfg->uid, (unsigned)cfg->gid);
+    if (obj != NULL && cJSON_AddNumberToObject(obj, "euid", (double)geteuid()) != NULL &&
+        cJSON_AddStringToObject(obj, "run_as", run_as) != NULL &&
+        cJSON_AddBoolToObject(obj, "seccomp", cfg->seccomp) != NULL &&
+        cJSON_AddStringToObject(obj, "root", cfg->root) != NULL &&
+        (cfg->switch_user || !cfg->run_as_set ||
+         cJSON_AddBoolToObject(obj, "run_as_ignored", true) != NULL))
+        text = cJSON_PrintUnformatted(obj);
+    cJSON_Delete(obj);
+    return text;
+}
+
+/* Facts of an unavailable provider. */
+static int tl_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
+                          struct cordon_error *err)
+{
+    struct cordon_facts_parts parts = {
+        .struct_size = sizeof(parts),
+        .provider_id = TL_ID,
+        .supported_kinds = tl_kinds,
+        .available = false,
+        .reason = reason,
+        .safety_class = "trusted_local",
+        .mechanism = "host_process",
+        .workspace_access_modes = tl_access_modes,
+        .limits_enforced = tl_limits_self,
+    };
+    char *facts = NULL;
+    int r;
+
+    r = cordon_facts_compose(&parts, &facts, err);
+    if (r == 0) {
+        *ret = cordon_host_strdup(host, facts);
+        if (*ret == NULL)
+            r = tl_nomem(err, "facts");
+    }
+    free(facts);
+    return r;
+}
+
+static int tl_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
+                    char **ret_facts_json, struct cordon_error *err)
+{
+    struct cordon_resource *res = NULL;
+    struct tl_config cfg = { 0 };
+    struct cordon_error perr;
+    char *observation = NULL, *mech = NULL, *facts = NULL, *out = NULL;
+    int r;
+
+    if (host == NULL || ret_facts_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "probe: host and ret_facts_json required");
+    cordon_error_init(&perr);
+    /* A config we cannot parse is an error; a root we cannot use is facts. */
+    r = tl_config_parse(host, config_json, &cfg, err);
+    if (r < 0)
+        goto out;
+
+    if (flags & CORDON_PROBE_AVAILABILITY) {
+        cJSON *doc = cJSON_CreateObject();
+        bool ok = tl_root_prepare(&cfg, &perr) == 0;
+
+        if (doc == NULL || cJSON_AddStringToObject(doc, "provider_id", TL_ID) == NULL ||
+            cJSON_AddBoolToObject(doc, "available", ok) == NULL ||
+            cJSON_AddStringToObject(doc, "reason", ok ? "ready" : perr.message) == NULL)
+            r = tl_nomem(err, "facts");
+        else
+            r = tl_print(host, doc, &out, err);
+        cJSON_Delete(doc);
+        goto out;
+    }
+
+    /* Probing runs only our own observer, so it needs no allow_unsafe_local. */
+    if (tl_resource_new(host, config_json, false, &res, &perr) < 0) {
+        r = tl_unavailable(host, perr.message, &out, err);
+        goto out;
+    }
+    {
+        struct cordon_observe_opts oo = {
+            .struct_size = sizeof(oo),
+            .host = host,
+            .provider = &tl_provider,
+            .resource = res,
+            .toolchains = tl_probe_toolchains,
+        };
+        if (cordon_observe_run(&oo, &observation, &perr) < 0) {
+            char reason[600];
+
+            snprintf(reason, sizeof(reason), "observation failed: %s", perr.message);
+            r = tl_unavailable(host, reason, &out, err);
+            goto out;
+        }
+    }
+    mech = tl_mechanism_facts(&cfg);
+    if (mech == NULL) {
+        r = tl_nomem(err, "facts");
+        goto out;
+    }
+    {
+        struct cordon_facts_parts parts = {
+            .struct_size = sizeof(parts),
+            .provider_id = TL_ID,
+            .supported_kinds = tl_kinds,
+            .available = true,
+            .reason = "ready",
+            .safety_class = "trusted_local",
+            .mechanism = "host_process",
+            .rootfs_read_only = false,
+            .workspace_access_modes = tl_access_modes,
+            .limits_enforced = cfg.switch_user ? tl_limits_user : tl_limits_self,
+            .observation_json = observation,
+            .mechanism_facts_json = mech,
+        };
+        r = cordon_facts_compose(&parts, &facts, err);
+    }
+    if (r < 0)
+        goto out;
+    out = cordon_host_strdup(host, facts);
+    if (out == NULL)
+        r = tl_nomem(err, "facts");
+out:
+    if (r == 0)
+        *ret_facts_json = out;
+    else if (out != NULL)
+        host->free(out);
+    free(facts);
+    free(mech);
+    free(observation);
+    tl_resource_free(res);
+    tl_config_clear(&cfg);
+    return r;
+}
+
+/* ---- provision ---------------------------------------------------------- */
+
+static int tl_mkdir_owned(int dirfd, const char *name, bool give, uid_t uid, gid_t gid,
+                          struct cordon_error *err)
+{
+    int fd, r = 0;
+
+    if (mkdirat(dirfd, name, 0700) != 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "provision: mkdir %s: %s", name,
+                                strerror(errno));
+    fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fchmod(fd, 0755) != 0 || (give && fchown(fd, uid, gid) != 0))
+        r = cordon_error_set(err, CORDON_E_IO, errno, "provision: setting up %s: %s", name,
+                             strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return r;
+}
+
+/*
+ * The workspace beneath the execution's directory. Layout "code": the
+ * workspace root and source/ stay root's, so the sandbox user can neither
+ * write into source/ nor rename it away; build/, output/, logs/ are its.
+ * Layout "host": the whole workspace is the sandbox user's.
+ */
+static int tl_make_workspace(int dir_fd, const struct tl_config *cfg, bool code,
+                             struct cordon_error *err)
+{
+    static const char *const user_dirs[] = { "build", "output", "logs" };
+    size_t i;
+    int ws_fd, r;
+
+    r = tl_mkdir_owned(dir_fd, "workspace", cfg->switch_user && !code, cfg->uid, cfg->gid, err);
+    if (r < 0 || !code)
+        return r;
+    ws_fd = openat(dir_fd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (ws_fd < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "provision: workspace: %s",
+                                strerror(errno));
+    r = tl_mkdir_owned(ws_fd, "source", false, 0, 0, err);
+    for (i = 0; r == 0 && i < sizeof(user_dirs) / sizeof(user_dirs[0]); i++)
+        r = tl_mkdir_owned(ws_fd, user_dirs[i], cfg->switch_user, cfg->uid, cfg->gid, err);
+    close(ws_fd);
+    return r;
+}
+
+static int tl_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
+                        struct cordon_error *err)
+{
+    cJSON *spec = NULL, *state = NULL, *item;
+    struct tl_resources limits;
+    const char *id, *layout = "code";
+    char *dir = NULL, *ws = NULL;
+    uint64_t expires_at_ms, now = cordon_now_wall_ms();
+    int root_fd = -1, dir_fd = -1, r;
+    bool created = false, code;
+
+    if (res == NULL || ret_state_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "provision: resource and ret_state_json required");
+    r = tl_parse_json("spec", spec_json, TL_SPEC_MAX, &spec, err);
+    if (r < 0)
+        goto out;
+
+    item = cJSON_GetObjectItemCaseSensitive(spec, "execution_id");
+    id = cJSON_IsString(item) ? item->valuestring : NULL;
+    r = tl_check_id("execution_id", id, err);
+    if (r < 0)
+        goto out;
+    item = cJSON_GetObjectItemCaseSensitive(spec, "image");
+    if (item != NULL && !cJSON_IsNull(item) &&
+        !(cJSON_IsString(item) && item->valuestring[0] == '\0')) {
+        r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                             "image: " TL_ID " runs on the host and takes no image");
+        goto out;
+    }
+    r = tl_resources_parse(cJSON_GetObjectItemCaseSensitive(spec, "resources"), "resources",
+                           &limits, err);
+    if (r < 0)
+        goto out;
+    /* Only "none" is accepted, and even that is not enforced: the facts say
+     * network "host", so a caller that needs isolation sees it is not given. */
+    item = cJSON_GetObjectItemCaseSensitive(spec, "network");
+    if (item != NULL) {
+        const cJSON *mode = cJSON_GetObjectItemCaseSensitive(item, "mode");
+
+        if (!cJSON_IsObject(item) || !cJSON_IsString(mode)) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "network: must be {\"mode\": \"none\"}");
+            goto out;
+        }
+        if (strcmp(mode->valuestring, "none") != 0) {
+            r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                                 "network.mode: \"%.32s\" refused: " TL_ID " cannot isolate the "
+                                 "network; only \"none\" is accepted, and even that is not "
+                                 "enforced (the facts say network \"host\")", mode->valuestring);
+            goto out;
+        }
+    }
+    item = cJSON_GetObjectItemCaseSensitive(spec, "layout");
+    if (item != NULL) {
+        if (!cJSON_IsString(item) || (strcmp(item->valuestring, "code") != 0 &&
+                                      strcmp(item->valuestring, "host") != 0)) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "layout: must be \"code\" or \"host\"");
+            goto out;
+        }
+        layout = item->valuestring;
+    }
+    code = strcmp(layout, "code") == 0;
+    item = cJSON_GetObjectItemCaseSensitive(spec, "environment");
+    if (item != NULL && !cJSON_IsNull(item)) {
+        r = tl_env_object_check(item, "environment", err);
+        if (r < 0)
+            goto out;
+    }
+    /* The host normally sets the deadline; without one, runtime_ms from now. */
+    item = cJSON_GetObjectItemCaseSensitive(spec, "expires_at_ms");
+    if (item != NULL && !cJSON_IsNull(item)) {
+        r = tl_json_u64(item, "expires_at_ms", now + 1, (uint64_t)TL_JSON_INT_MAX,
+                        &expires_at_ms, err);
+        if (r < 0)
+            goto out;
+    } else {
+        expires_at_ms = now + limits.runtime_ms;
+    }
+
+    r = tl_paths(res, id, &dir, &ws, err);
+    if (r < 0)
+        goto out;
+    root_fd = open(res->cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0) {
+        r = cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "root: %s: %s", res->cfg.root,
+                             strerror(errno));
+        goto out;
+    }
+    /* mkdirat is the existence check, so two provisions of one id cannot
+     * both succeed; until the modes are set the directory is ours alone. */
+    if (mkdirat(root_fd, id, 0700) != 0) {
+        r = cordon_error_set(err, errno == EEXIST ? CORDON_E_EXISTS : CORDON_E_IO, errno,
+                             "execution_id: %s: %s", dir,
+                             errno == EEXIST ? "already exists" : strerror(errno));
+        goto out;
+    }
+    created = true;
+    /* 0711: the sandbox user may pass through but not list or change it. */
+    dir_fd = openat(root_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir_fd < 0 || fchmod(dir_fd, 0711) != 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", dir, strerror(errno));
+        goto out;
+    }
+    r = tl_make_workspace(dir_fd, &res->cfg, code, err);
+    if (r < 0)
+        goto out;
+    state = cJSON_CreateObject();
+    if (state == NULL || cJSON_AddStringToObject(state, "execution_id", id) == NULL ||
+        cJSON_AddStringToObject(state, "dir", dir) == NULL ||
+        cJSON_AddStringToObject(state, "workspace", ws) == NULL ||
+        cJSON_AddNumberToObject(state, "uid", (double)res->cfg.uid) == NULL ||
+        cJSON_AddNumberToObject(state, "gid", (double)res->cfg.gid) == NULL ||
+        cJSON_AddStringToObject(state, "layout", layout) == NULL ||
+        !tl_resources_add(state, &limits) ||
+        cJSON_AddNumberToObject(state, "expires_at_ms", (double)expires_at_ms) == NULL) {
+        r = tl_nomem(err, "state");
+        goto out;
+    }
+    item = cJSON_GetObjectItemCaseSensitive(spec, "environment");
+    if (cJSON_IsObject(item)) {
+        cJSON_DetachItemViaPointer(spec, item);
+        cJSON_AddItemToObject(state, "environment", item);
+    }
+    r = tl_print(res->host, state, ret_state_json, err);
+out:
+    if (r < 0 && created)
+        cordon_fs_remove_tree(root_fd, id, NULL);
+    if (dir_fd >= 0)
+        close(dir_fd);
+    if (root_fd >= 0)
+        close(root_fd);
+    cJSON_Delete(state);
+    cJSON_Delete(spec);
+    free(dir);
+    free(ws);
+    return r;
+}
+
+/* ---- exec --------------------------------------------------------------- */
+
+/* The environment being built: "NAME=VALUE" strings, a later NAME wins. */
+struct tl_env {
+    char **entries;     /* NULL-terminated, malloc'd */
+    size_t n, cap;
+    size_t bytes;
+};
+
+static void tl_env_clear(struct tl_env *env)
+{
+    size_t i;
+
+    for (i = 0; i < env->n; i++)
+        free(env->entries[i]);
+    free(env->entries);
+    memset(env, 0, sizeof(*env));
+}
+
+static int tl_env_set(struct tl_env *env, const char *name, const char *value,
+                      struct cordon_error *err)
+{
+    size_t i, nlen = strlen(name);
+    char *entry;
+
+    if (asprintf(&entry, "%s=%s", name, value) < 0)
+        return tl_nomem(err, "env");
+    env->bytes += strlen(entry) + 1;
+    if (env->bytes > TL_ARGS_TOTAL_MAX) {
+        free(entry);
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "env: argv and environment exceed %u bytes", TL_ARGS_TOTAL_MAX);
+    }
+    for (i = 0; i < env->n; i++)
+        if (strncmp(env->entries[i], name, nlen) == 0 && env->entries[i][nlen] == '=') {
+            env->bytes -= strlen(env->entries[i]) + 1;
+            free(env->entries[i]);
+            env->entries[i] = entry;
+            return 0;
+        }
+    if (env->n + 2 > env->cap) {
+        size_t cap = env->cap ? env->cap * 2 : 16;
+        char **grown = reallocarray(env->entries, cap, sizeof(*grown));
+
+        if (grown == NULL) {
+            free(entry);
+            return tl_nomem(err, "env");
+        }
+        env->entries = grown;
+        env->cap = cap;
+    }
+    env->entries[env->n++] = entry;
+    env->entries[env->n] = NULL;
+    return 0;
+}
+
+static int tl_env_add_object(struct tl_env *env, const cJSON *obj, struct cordon_error *err)
+{
+    const cJSON *item;
+    int r = 0;
+
+    cJSON_ArrayForEach(item, obj) {
+        r = tl_env_set(env, item->string, item->valuestring, err);
+        if (r < 0)
+            break;
+    }
+    return r;
+}
+
+/* The parts of a request, borrowed from its JSON document. */
+struct tl_request {
+    cJSON *doc;
+    const char **argv;      /* malloc'd array, strings in doc */
+    char *cwd;              /* absolute, malloc'd */
+    uint64_t timeout_ms;    /* 0 = none */
+    struct tl_env env;
+};
+
+static void tl_request_clear(struct tl_request *rq)
+{
+    cJSON_Delete(rq->doc);
+    free(rq->argv);
+    free(rq->cwd);
+    tl_env_clear(&rq->env);
+    memset(rq, 0, sizeof(*rq));
+}
+
+static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *json,
+                            struct tl_request *ret, struct cordon_error *err)
+{
+    struct tl_request rq = { 0 };
+    const cJSON *argv, *item, *wenv;
+    const char *cwd = "";
+    char *norm = NULL;
+    size_t n, i = 0, bytes = 0;
+    int fd = -1, r;
+
+    r = tl_parse_json("request", json, TL_REQUEST_MAX, &rq.doc, err);
+    if (r < 0)
+        goto out;
+    argv = cJSON_GetObjectItemCaseSensitive(rq.doc, "argv");
+    n = cJSON_IsArray(argv) ? (size_t)cJSON_GetArraySize(argv) : 0;
+    if (n == 0 || n > TL_ARGV_MAX) {
+        r = cordon_error_set(err, n == 0 ? CORDON_E_INVALID : CORDON_E_LIMIT, 0,
+                             "argv: must be an array of 1 to %u strings", TL_ARGV_MAX);
+        goto out;
+    }
+    rq.argv = calloc(n + 1, sizeof(*rq.argv));
+    if (rq.argv == NULL) {
+        r = tl_nomem(err, "argv");
+        goto out;
+    }
+    /* The strings stay in rq.doc; argv only points at them. */
+    cJSON_ArrayForEach(item, argv) {
+        size_t len = cJSON_IsString(item) ? strlen(item->valuestring) : 0;
+
+        if (!cJSON_IsString(item) || len > TL_ARG_BYTES_MAX || (i == 0 && len == 0)) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "argv[%zu]: must be a string of at most %u bytes (argv[0] "
+                                 "non-empty)", i, TL_ARG_BYTES_MAX);
+            goto out;
+        }
+        bytes += len + 1;
+        rq.argv[i++] = item->valuestring;
+    }
+    rq.env.bytes = bytes;
+    if (bytes > TL_ARGS_TOTAL_MAX) {
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0, "argv: more than %u bytes",
+                             TL_ARGS_TOTAL_MAX);
+        goto out;
+    }
+
+    /* cwd must already be a real directory inside the workspace. */
+    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "cwd");
+    if (item != NULL && !cJSON_IsNull(item)) {
+        if (!cJSON_IsString(item)) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0, "cwd: must be a relative path");
+            goto out;
+        }
+        cwd = item->valuestring;
+    }
+    r = cordon_path_normalize_dir("cwd", cwd, &norm, err);
+    if (r < 0)
+        goto out;
+    r = tl_walk(ws_fd, "cwd", norm, false, false, 0, 0, &fd, err);
+    if (r < 0)
+        goto out;
+    if (asprintf(&rq.cwd, "%s%s%s", st->workspace, norm[0] ? "/" : "", norm) < 0) {
+        rq.cwd = NULL;
+        r = tl_nomem(err, "cwd");
+        goto out;
+    }
+
+    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "timeout_ms");
+    if (item != NULL && !cJSON_IsNull(item)) {
+        r = tl_json_u64(item, "timeout_ms", 0, (uint64_t)TL_JSON_INT_MAX, &rq.timeout_ms, err);
+        if (r < 0)
+            goto out;
+    }
+
+    /* The spec's environment, then the request's, then workspace paths. */
+    r = tl_env_set(&rq.env, "PATH", TL_DEFAULT_PATH, err);
+    if (r == 0 && st->environment != NULL)
+        r = tl_env_add_object(&rq.env, st->environment, err);
+    if (r < 0)
+        goto out;
+    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "env");
+    if (item != NULL && !cJSON_IsNull(item)) {
+        r = tl_env_object_check(item, "env", err);
+        if (r == 0)
+            r = tl_env_add_object(&rq.env, item, err);
+        if (r < 0)
+            goto out;
+    }
+    wenv = cJSON_GetObjectItemCaseSensitive(rq.doc, "workspace_env");
+    if (wenv != NULL && !cJSON_IsNull(wenv)) {
+        r = tl_env_object_check(wenv, "workspace_env", err);
+        if (r < 0)
+            goto out;
+        cJSON_ArrayForEach(item, wenv) {
+            char field[TL_ENV_NAME_MAX + 32], *value = NULL;
+            int dfd = -1;
+            bool in_source;
+
+            snprintf(field, sizeof(field), "workspace_env.%s", item->string);
+            free(norm);
+            norm = NULL;
+            r = cordon_path_normalize_dir(field, item->valuestring, &norm, err);
+            if (r < 0)
+                goto out;
+            /* Never create sandbox-owned directories inside read-only source/. */
+            in_source = st->code_layout && cordon_path_is_under(norm, "source");
+            r = tl_walk(ws_fd, field, norm, !in_source, geteuid() == 0, st->uid, st->gid, &dfd,
+                        err);
+            if (r < 0)
+                goto out;
+            close(dfd);
+            if (asprintf(&value, "%s%s%s", st->workspace, norm[0] ? "/" : "", norm) < 0) {
+                r = tl_nomem(err, field);
+                goto out;
+            }
+            r = tl_env_set(&rq.env, item->string, value, err);
+            free(value);
+            if (r < 0)
+                goto out;
+        }
+    }
+    *ret = rq;
+    memset(&rq, 0, sizeof(rq));
+out:
+    if (fd >= 0)
+        close(fd);
+    free(norm);
+    tl_request_clear(&rq);
+    return r;
+}
+
+/* Raw syscalls in the child: async-signal-safe, and they touch only this
+ * process's credentials, without glibc's all-threads setxid machinery. */
+static long tl_sys_prlimit(int resource, const struct rlimit *set, struct rlimit *old)
+{
+    return syscall(SYS_prlimit64, 0, resource, set, old);
+}
+
+/*
+ * In the child, right before execve: limits, then (as root) the bounding
+ * set, groups, gid and uid, then no_new_privs and the seccomp filter.
+ * Async-signal-safe: no allocation, no libc state, raw syscalls only.
+ */
+static int tl_child_setup(void *arg)
+{
+    const struct tl_child *c = arg;
+    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[2] = { { 0, 0, 0 }, { 0, 0, 0 } };
+    int i;
+
+    for (i = 0; i < c->n_limits; i++) {
+        struct rlimit old, set;
+        rlim_t v = c->limits[i].value;
+
+        if (tl_sys_prlimit(c->limits[i].resource, NULL, &old) != 0)
+            return errno;
+        /* Without privilege a hard limit can only go down. */
+        if (!c->switch_user && old.rlim_max != RLIM_INFINITY && v > old.rlim_max)
+            v = old.rlim_max;
+        set.rlim_cur = set.rlim_max = v;
+        if (tl_sys_prlimit(c->limits[i].resource, &set, NULL) != 0)
+            return errno;
+    }
+    if (c->switch_user) {
+        for (i = 0; i <= c->cap_last; i++)
+            if (syscall(SYS_prctl, PR_CAPBSET_DROP, (unsigned long)i, 0UL, 0UL, 0UL) != 0 &&
+                errno != EINVAL)
+                return errno;
+#ifdef SYS_setresuid32
+        if (syscall(SYS_setgroups32, 0, NULL) != 0 ||
+            syscall(SYS_setresgid32, c->gid, c->gid, c->gid) != 0 ||
+            syscall(SYS_setresuid32, c->uid, c->uid, c->uid) != 0)
+            return errno;
+#else
+        if (syscall(SYS_setgroups, 0, NULL) != 0 ||
+            syscall(SYS_setresgid, c->gid, c->gid, c->gid) != 0 ||
+            syscall(SYS_setresuid, c->uid, c->uid, c->uid) != 0)
+            return errno;
+#endif
+    }
+    /* Ambient and inheritable sets survive a uid change; empty them too. */
+    if (syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0UL, 0UL, 0UL) != 0 &&
+        errno != EINVAL)
+        return errno;
+    if (syscall(SYS_capset, &hdr, data) != 0)
+        return errno;
+    if (syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0)
+        return errno;
+    if (c->prog != NULL &&
+        syscall(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, c->prog, 0UL, 0UL) != 0)
+        return errno;
+    return 0;
+}
+
+static void tl_child_prepare(const struct cordon_resource *res, const struct tl_state *st,
+                             struct tl_child *c)
+{
+    uint64_t cpu_s = st->res.runtime_ms / 1000 + (st->res.runtime_ms % 1000 != 0) + 1;
+
+    memset(c, 0, sizeof(*c));
+    /* RLIMIT_DATA, not RLIMIT_AS: node and go reserve huge virtual ranges. */
+    c->limits[c->n_limits].resource = RLIMIT_DATA;
+    c->limits[c->n_limits++].value = (rlim_t)st->res.memory_bytes;
+    c->limits[c->n_limits].resource = RLIMIT_FSIZE;
+    c->limits[c->n_limits++].value = (rlim_t)st->res.disk_bytes;
+    c->limits[c->n_limits].resource = RLIMIT_CPU;
+    c->limits[c->n_limits++].value = (rlim_t)cpu_s;
+    c->limits[c->n_limits].resource = RLIMIT_CORE;
+    c->limits[c->n_limits++].value = 0;
+    c->limits[c->n_limits].resource = RLIMIT_NOFILE;
+    c->limits[c->n_limits++].value = 1024;
+    c->switch_user = geteuid() == 0;
+    /* RLIMIT_NPROC counts every process of the real uid: it is a pids
+     * limit only for a dedicated sandbox uid, not for the current user. */
+    if (c->switch_user) {
+        c->limits[c->n_limits].resource = RLIMIT_NPROC;
+        c->limits[c->n_limits++].value = (rlim_t)st->res.pids;
+    }
+    c->uid = st->uid;
+    c->gid = st->gid;
+    c->cap_last = res->cap_last;
+    c->prog = res->prog.filter != NULL ? &res->prog : NULL;
+}
+
+static int tl_result(const struct cordon_host_v1 *host, const struct cordon_exec_outcome *o,
+                     char **ret, struct cordon_error *err)
+{
+    cJSON *doc = cJSON_CreateObject();
+    bool ok = doc != NULL;
+    int r;
+
+    switch (o->status) {
+    case CORDON_RUN_EXITED:
+        ok = ok && cJSON_AddStringToObject(doc, "status", "exited") &&
+             cJSON_AddNumberToObject(doc, "exit_code", o->exit_code);
+        break;
+    case CORDON_RUN_SIGNALED:
+        ok = ok && cJSON_AddStringToObject(doc, "status", "signaled") &&
+             cJSON_AddNumberToObject(doc, "signal", o->signal);
+        break;
+    case CORDON_RUN_CANCELLED:
+        ok = ok && cJSON_AddStringToObject(doc, "status", "cancelled");
+        break;
+    case CORDON_RUN_TIMEOUT:
+        /* Our backstop fired before the host's clock: we killed it. */
+        ok = ok && cJSON_AddStringToObject(doc, "status", "signaled") &&
+             cJSON_AddNumberToObject(doc, "signal", SIGKILL) &&
+             cJSON_AddBoolToObject(doc, "backstop_timeout", true);
+        break;
+    default:
+        cJSON_Delete(doc);
+        return cordon_error_set(err, CORDON_E_PROVIDER, 0, "exec: the runner ended with status %s",
+                                cordon_run_status_name(o->status));
+    }
+    r = ok ? tl_print(host, doc, ret, err) : tl_nomem(err, "result");
+    cJSON_Delete(doc);
+    return r;
+}
+
+static int tl_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
+                   const struct cordon_exec_io *io, char **ret_result_json,
+                   struct cordon_error *err)
+{
+    struct tl_state st = { 0 };
+    struct tl_request rq = { 0 };
+    struct tl_child child;
+    struct cordon_runner_opts opts;
+    struct cordon_exec_outcome outcome = { 0 };
+    uint64_t now, remaining, timeout;
+    int ws_fd = -1, null_out = -1, r;
+    bool ran = false;
+
+    if (res == NULL || io == NULL || ret_result_json == NULL ||
+        io->struct_size < CORDON_EXEC_IO_V1_0_SIZE)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "exec: resource, io (struct_size >= %zu) and ret_result_json "
+                                "required", (size_t)CORDON_EXEC_IO_V1_0_SIZE);
+    r = tl_state_parse(res, state_json, true, &st, err);
+    if (r < 0)
+        goto out;
+    r = tl_open_workspace(&st, &ws_fd, err);
+    if (r < 0)
+        goto out;
+    r = tl_request_parse(&st, ws_fd, request_json, &rq, err);
+    if (r < 0)
+        goto out;
+
+    /* A backstop only: the host keeps the clock and fires cancel_fd. */
+    now = cordon_now_wall_ms();
+    if (st.expires_at_ms <= now) {
+        r = cordon_error_set(err, CORDON_E_TIMEOUT, 0,
+                             "expires_at_ms: the execution expired %llu ms ago",
+                             (unsigned long long)(now - st.expires_at_ms));
+        goto out;
+    }
+    remaining = st.expires_at_ms - now;
+    timeout = remaining;
+    if (rq.timeout_ms != 0 && rq.timeout_ms + TL_BACKSTOP_SLACK_MS < remaining)
+        timeout = rq.timeout_ms + TL_BACKSTOP_SLACK_MS;
+
+    /* A host that passes no descriptor gets the stream discarded. */
+    if (io->stdout_fd < 0 || io->stderr_fd < 0) {
+        null_out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null_out < 0) {
+            r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
+            goto out;
+        }
+    }
+    tl_child_prepare(res, &st, &child);
+    cordon_runner_opts_init(&opts);
+    opts.argv = rq.argv;
+    opts.envp = (const char *const *)rq.env.entries;
+    opts.cwd = rq.cwd;
+    opts.stdin_fd = io->stdin_fd;
+    opts.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : null_out;
+    opts.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_out;
+    opts.timeout_ms = timeout;
+    opts.grace_ms = 0;
+    opts.cancel_fd = io->cancel_fd;
+    opts.child_setup = tl_child_setup;
+    opts.child_setup_arg = &child;
+    ran = true;
+    r = cordon_runner_run(&opts, &outcome, err);
+    if (r < 0)
+        goto out;
+    r = tl_result(res->host, &outcome, ret_result_json, err);
+out:
+    /* setsid() escapes the runner's group kill; look for what stayed. */
+    if (ran)
+        tl_sweep(st.dir, st.uid);
+    cordon_exec_outcome_clear(&outcome);
+    if (null_out >= 0)
+        close(null_out);
+    if (ws_fd >= 0)
+        close(ws_fd);
+    tl_request_clear(&rq);
+    tl_state_clear(&st);
+    return r;
+}
+
+/* ---- tar in and out ----------------------------------------------------- */
+
+static int tl_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
+                         int tar_fd, struct cordon_error *err)
+{
+    struct tl_state st = { 0 };
+    struct cordon_tar_limits limits = { 0 };
+    char *norm = NULL;
+    int ws_fd = -1, dest_fd = -1, r;
+    bool in_source, root = geteuid() == 0;
+    unsigned flags;
+
+    if (res == NULL || tar_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "import_tar: resource and tar_fd required");
+    r = tl_state_parse(res, state_json, true, &st, err);
+    if (r < 0)
+        goto out;
+    r = cordon_path_normalize_dir("dest", dest != NULL ? dest : "", &norm, err);
+    if (r < 0)
+        goto out;
+    r = tl_open_workspace(&st, &ws_fd, err);
+    if (r < 0)
+        goto out;
+    /* source/ and below stay root's and read-only for the sandbox user. */
+    in_source = st.code_layout && cordon_path_is_under(norm, "source");
+    r = tl_walk(ws_fd, "dest", norm, true, root && !in_source, st.uid, st.gid, &dest_fd, err);
+    if (r < 0)
+        goto out;
+    limits.max_bytes = st.res.disk_bytes;
+    limits.max_entries = TL_TAR_ENTRIES_MAX;
+    if (in_source) {
+        /* limits.uid/gid stay 0: root owns every entry; no symlinks at all. */
+        flags = CORDON_TAR_READ_ONLY | (root ? CORDON_TAR_SET_OWNER : 0);
+    } else {
+        flags = CORDON_TAR_ALLOW_SYMLINKS | (root ? CORDON_TAR_SET_OWNER : 0);
+        limits.uid = st.uid;
+        limits.gid = st.gid;
+    }
+    r = cordon_tar_extract_fd(tar_fd, dest_fd, &limits, flags, NULL, err);
+out:
+    if (dest_fd >= 0)
+        close(dest_fd);
+    if (ws_fd >= 0)
+        close(ws_fd);
+    free(norm);
+    tl_state_clear(&st);
+    return r;
+}
+
+static int tl_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
+                         int tar_fd, struct cordon_error *err)
+{
+    struct tl_state st = { 0 };
+    struct cordon_tar_limits limits = { 0 };
+    char *norm = NULL;
+    int ws_fd = -1, r;
+
+    if (res == NULL || tar_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "export_tar: resource and tar_fd required");
+    r = tl_state_parse(res, state_json, true, &st, err);
+    if (r < 0)
+        goto out;
+    /* tar.c resolves src beneath the workspace without following links. */
+    r = cordon_path_normalize_dir("src", src != NULL ? src : "", &norm, err);
+    if (r < 0)
+        goto out;
+    r = tl_open_workspace(&st, &ws_fd, err);
+    if (r < 0)
+        goto out;
+    limits.max_bytes = st.res.disk_bytes;
+    limits.max_entries = TL_TAR_ENTRIES_MAX;
+    r = cordon_tar_create_fd(ws_fd, norm, tar_fd, &limits, NULL, err);
+out:
+    if (ws_fd >= 0)
+        close(ws_fd);
+    free(norm);
+    tl_state_clear(&st);
+    return r;
+}
+
+/* ---- terminate and reclaim ---------------------------------------------- */
+
+/* Kill what is left in the area and remove it; missing is success. */
+static int tl_destroy(const char *dir, uid_t uid, struct cordon_error *err)
+{
+    tl_sweep(dir, uid);
+    return cordon_fs_remove_tree_path(dir, err);
+}
+
+static int tl_terminate(struct cordon_resource *res, const char *state_json,
+                        struct cordon_error *err)
+{
+    struct tl_state st = { 0 };
+    struct cordon_error ignored;
+    uint64_t uid;
+    int r;
+
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "terminate: resource required");
+    uid = res->cfg.uid;
+    /* Only the id is needed: terminate works from every state. The uid the
+     * execution ran as, when the state has it, finds what it left behind. */
+    r = tl_state_parse(res, state_json, false, &st, err);
+    if (r == 0) {
+        tl_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 0,
+                    0xfffffffeu, &uid, &ignored);
+        r = tl_destroy(st.dir, (uid_t)uid, err);
+    }
+    tl_state_clear(&st);
+    return r;
+}
+
+static int tl_reclaim(struct cordon_resource *res, const char *execution_id,
+                      struct cordon_error *err)
+{
+    char *dir = NULL;
+    int r;
+
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
+    r = tl_check_id("execution_id", execution_id, err);
+    if (r == 0)
+        r = tl_paths(res, execution_id, &dir, NULL, err);
+    if (r == 0)
+        r = tl_destroy(dir, res->cfg.uid, err);
+    free(dir);
+    return r;
+}
+
+/* ---- entry point -------------------------------------------------------- */
+
+static const struct cordon_provider_v1 tl_provider = {
+    .abi_version = CORDON_ABI_VERSION,
+    .struct_size = sizeof(struct cordon_provider_v1),
+    .provider_id = TL_ID,
+    .version = PACKAGE_VERSION,
+    .supported_kinds = tl_kinds,
+    .probe = tl_probe,
+    .ensure = tl_ensure,
+    .health_check = tl_health_check,
+    .release = tl_release,
+    .provision = tl_provision,
+    .exec = tl_exec,
+    .import_tar = tl_import_tar,
+    .export_tar = tl_export_tar,
+    .terminate = tl_terminate,
+    .reclaim = tl_reclaim,
+};
+
+CORDON_PROVIDER_DEFINE(tl_provider)

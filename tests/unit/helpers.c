@@ -76,3 +76,30 @@ int test_count_processes(const char *needle)
     closedir(proc);
     return count;
 }
+
+struct cordon_ctx *test_ctx_open(const char *config_json, char **ret_state_dir)
+{
+    const char *dir = getenv("CORDON_TEST_PROVIDER_DIR");
+    struct cordon_ctx_opts opts = { sizeof(opts), NULL, NULL, NULL, true };
+    struct cordon_ctx *ctx = NULL;
+    char *state = test_mkdtemp(), *config = NULL;
+
+    if (state == NULL)
+        return NULL;
+    if (dir != NULL)
+        setenv("CORDON_PROVIDER_PATH", dir, 1);
+    if (config_json != NULL) {
+        if (asprintf(&config, "%s/config.json", state) < 0 ||
+            test_write_file(config, config_json, strlen(config_json)) < 0) {
+            free(config);
+            return NULL;
+        }
+        opts.config_path = config;
+    }
+    opts.state_dir = state;
+    if (cordon_ctx_new(&opts, &ctx, NULL) < 0)
+        ctx = NULL;
+    free(config);
+    *ret_state_dir = state;
+    return ctx;
+}

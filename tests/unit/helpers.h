@@ -15,3 +15,11 @@ int test_write_file(const char *path, const void *buf, size_t len);
 int test_count_processes(const char *needle);
 
 #endif
+
+#include <cordon/cordon.h>
+
+/* A context over the test provider directory ($CORDON_TEST_PROVIDER_DIR:
+ * trusted-local.so and the fixture providers) with a fresh state directory,
+ * whose path goes to *ret_state_dir (remove it with test_rmtree). config_json
+ * (may be NULL) is written to a config file in the state directory. */
+struct cordon_ctx *test_ctx_open(const char *config_json, char **ret_state_dir);

@@ -1,1 +1,164 @@
-/* placeholder: being written */
+/* Unit tests: loading providers (core/loader.c, sdk/abi.c) against real
+ * shared objects: trusted-local and the fixture providers of tests/fixtures. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cordon/sdk/abi.h>
+#include "core/loader.h"
+#include "tests/unit/helpers.h"
+
+struct refusal {
+    const char *id;
+    int code;
+    const char *needle;
+};
+
+/* Criterion workers are separate processes: parameters are indices
+ * into this table, never pointers. */
+static struct refusal refuses_bad_providers_cases[] = {
+    { "abi2", CORDON_E_ABI, "ABI major 2" },
+    { "noentry", CORDON_E_ABI, "no entry point cordon_provider_init_v1" },
+    { "wrongid", CORDON_E_ABI, "differs from its file name \"wrongid\"" },
+    { "newminor", CORDON_E_ABI, "newer than this host's" },
+    { "smallstruct", CORDON_E_ABI, "struct_size 8" },
+    { "noexec", CORDON_E_ABI, "required operation exec is missing" },
+    { "not-there", CORDON_E_NOT_FOUND, "no not-there.so" },
+    { "Bad_Id", CORDON_E_INVALID, "not a provider id" },
+};
+
+ParameterizedTestParameters(loader, refuses_bad_providers)
+{
+    static size_t idx[sizeof(refuses_bad_providers_cases) / sizeof(refuses_bad_providers_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *at, loader, refuses_bad_providers)
+{
+    struct refusal *c = &refuses_bad_providers_cases[*at];
+    char *state = NULL;
+    struct cordon_ctx *ctx = test_ctx_open(NULL, &state);
+    struct cordon__loaded *p = NULL;
+    struct cordon_error err;
+
+    cr_assert_not_null(ctx);
+    cordon_error_init(&err);
+    cr_expect_eq(cordon__loader_get(ctx, c->id, &p, &err), c->code, "%s: %s", c->id, err.message);
+    cr_expect(strstr(err.message, c->needle) != NULL, "%s: \"%s\" lacks \"%s\"", c->id, err.message,
+              c->needle);
+    cr_expect(strchr(err.message, '\n') == NULL, "one line: %s", err.message);
+    cr_expect_null(p);
+    /* A provider that fails to load does not take the host down. */
+    cordon_error_init(&err);
+    cr_expect_eq(cordon__loader_get(ctx, "trusted-local", &p, &err), 0, "%s", err.message);
+    cordon_ctx_free(ctx);
+    test_rmtree(state);
+    free(state);
+}
+
+Test(loader, loads_trusted_local_once)
+{
+    char *state = NULL;
+    struct cordon_ctx *ctx = test_ctx_open(NULL, &state);
+    struct cordon__loaded *a = NULL, *b = NULL;
+
+    cr_assert_not_null(ctx);
+    cr_assert_eq(cordon__loader_get(ctx, "trusted-local", &a, NULL), 0);
+    cr_expect_str_eq(a->vt.provider_id, "trusted-local");
+    cr_expect_eq(a->vt.abi_version >> 16, 1u);
+    cr_expect_str_eq(a->vt.supported_kinds[0], "code_execution");
+    cr_expect(a->path[0] == '/');
+    cr_assert_eq(cordon__loader_get(ctx, "trusted-local", &b, NULL), 0);
+    cr_expect_eq(a, b, "the same entry is returned, the provider is not loaded twice");
+    cordon_ctx_free(ctx);
+    test_rmtree(state);
+    free(state);
+}
+
+Test(loader, lists_installed_sorted)
+{
+    char *state = NULL, **ids = NULL;
+    struct cordon_ctx *ctx = test_ctx_open(NULL, &state);
+    size_t n = 0;
+    bool tl = false;
+
+    cr_assert_not_null(ctx);
+    cr_assert_eq(cordon__loader_list(ctx, &ids, &n, NULL), 0);
+    cr_expect_gt(n, 2);
+    for (size_t i = 0; i < n; i++) {
+        tl = tl || strcmp(ids[i], "trusted-local") == 0;
+        if (i > 0)
+            cr_expect_lt(strcmp(ids[i - 1], ids[i]), 0, "sorted and unique: %s, %s", ids[i - 1], ids[i]);
+    }
+    cr_expect(tl);
+    cordon__loader_list_free(ids, n);
+    cordon_ctx_free(ctx);
+    test_rmtree(state);
+    free(state);
+}
+
+Test(loader, only_absolute_paths)
+{
+    struct cordon_host_v1 host;
+    struct cordon_provider_v1 vt;
+    struct cordon_error err;
+
+    cordon_host_table_init(&host, "/nonexistent", NULL, "test", "/tmp");
+    cordon_error_init(&err);
+    cr_expect_eq(cordon_provider_load("trusted-local.so", &host, &vt, &err), CORDON_E_INVALID);
+    cr_expect(strstr(err.message, "only absolute paths") != NULL, "%s", err.message);
+}
+
+Test(loader, relative_search_dirs_are_ignored)
+{
+    char *state = test_mkdtemp();
+    struct cordon_ctx_opts opts = { sizeof(opts), state, NULL, NULL, false };
+    struct cordon_ctx *ctx = NULL;
+    struct cordon__loaded *p = NULL;
+
+    /* "." would let a file in the caller's cwd become a provider. */
+    setenv("CORDON_PROVIDER_PATH", ".:relative/dir", 1);
+    cr_assert_eq(cordon_ctx_new(&opts, &ctx, NULL), 0);
+    for (size_t i = 0; i < ctx->n_search_dirs; i++)
+        cr_expect(ctx->search_dirs[i][0] == '/', "%s", ctx->search_dirs[i]);
+    cr_expect_eq(cordon__loader_get(ctx, "trusted-local", &p, NULL) == 0,
+                 cordon__loader_find(ctx, "trusted-local") != NULL);
+    cordon_ctx_free(ctx);
+    test_rmtree(state);
+    free(state);
+}
+
+struct id_case {
+    const char *id;
+    bool valid;
+};
+
+/* Criterion workers are separate processes: parameters are indices
+ * into this table, never pointers. */
+static struct id_case provider_ids_cases[] = {
+    { "docker", true }, { "trusted-local", true }, { "a", true }, { "0x", true },
+    { "", false }, { "-a", false }, { "Docker", false }, { "a_b", false }, { "a.b", false },
+    { "../x", false },
+    { "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", true },
+    { "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false },
+};
+
+ParameterizedTestParameters(loader, provider_ids)
+{
+    static size_t idx[sizeof(provider_ids_cases) / sizeof(provider_ids_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *at, loader, provider_ids)
+{
+    struct id_case *c = &provider_ids_cases[*at];
+    cr_expect_eq(cordon_provider_id_valid(c->id), c->valid, "\"%s\"", c->id);
+}

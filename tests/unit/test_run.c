@@ -1,1 +1,424 @@
-/* placeholder: being written */
+/* Unit tests of the code-execution flow (core/run.c), end to end through
+ * the real trusted-local provider on this host. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/run.h"
+#include "tests/unit/helpers.h"
+
+struct env {
+    char *state;
+    char *ws;
+    struct cordon_ctx *ctx;
+    cJSON *result;
+};
+
+static void env_open(struct env *e)
+{
+    memset(e, 0, sizeof(*e));
+    e->ctx = test_ctx_open(NULL, &e->state);
+    cr_assert_not_null(e->ctx);
+    e->ws = test_mkdtemp();
+    cr_assert_not_null(e->ws);
+}
+
+static void env_close(struct env *e)
+{
+    cJSON_Delete(e->result);
+    cordon_ctx_free(e->ctx);
+    test_rmtree(e->state);
+    test_rmtree(e->ws);
+    free(e->state);
+    free(e->ws);
+}
+
+/* A run request over trusted-local with one python file. */
+static cJSON *python_request(const struct env *e, const char *source, bool with_ws)
+{
+    cJSON *r = cJSON_CreateObject(), *files = cJSON_AddArrayToObject(r, "files"), *f = cJSON_CreateObject();
+
+    cJSON_AddStringToObject(r, "language", "python");
+    cJSON_AddStringToObject(r, "entrypoint", "main.py");
+    cJSON_AddStringToObject(f, "path", "main.py");
+    cJSON_AddStringToObject(f, "content", source);
+    cJSON_AddItemToArray(files, f);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "providers"), cJSON_CreateString("trusted-local"));
+    cJSON_AddStringToObject(r, "isolation", "none");
+    cJSON_AddBoolToObject(r, "allow_unsafe_local", true);
+    if (with_ws)
+        cJSON_AddStringToObject(r, "workspace", e->ws);
+    return r;
+}
+
+static void run(struct env *e, cJSON *request)
+{
+    cr_assert_eq(cordon__run(e->ctx, request, NULL, &e->result, NULL), 0);
+    cJSON_Delete(request);
+}
+
+static const char *str(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(obj, key);
+    return cJSON_IsString(v) ? v->valuestring : "(missing)";
+}
+
+/* Nothing of ours remains: no execution areas under trusted-local's root,
+ * no grant area in the task workspace, no run directory in the state dir. */
+static void expect_no_residue(const struct env *e)
+{
+    char path[4096];
+    struct stat st;
+    const cJSON *id;
+    DIR *d;
+    struct dirent *de;
+
+    snprintf(path, sizeof(path), "%s/.cordon", e->ws);
+    cr_expect_neq(stat(path, &st), 0, "%s must not remain", path);
+    d = opendir(e->state);
+    while (d != NULL && (de = readdir(d)) != NULL)
+        cr_expect_neq(strncmp(de->d_name, "run-", 4), 0, "state dir keeps %s", de->d_name);
+    if (d != NULL)
+        closedir(d);
+    /* Other tests run at the same time: look for this run's area only. */
+    id = cJSON_GetObjectItem(cJSON_GetObjectItem(e->result, "meta"), "execution_id");
+    if (cJSON_IsString(id)) {
+        snprintf(path, sizeof(path), "/run/cordon/trusted-local/%s", id->valuestring);
+        cr_expect_neq(lstat(path, &st), 0, "the execution area %s remains", path);
+    }
+}
+
+Test(run, python_hello_through_trusted_local)
+{
+    static const char *const order[] = { "validate", "grant", "select", "ensure", "provision", "land",
+                                         "run", "terminate", "release", "close" };
+    struct env e;
+    const cJSON *meta, *events;
+
+    env_open(&e);
+    run(&e, python_request(&e, "import sys\nprint('hello from', sys.argv[0])\n", false));
+    meta = cJSON_GetObjectItem(e.result, "meta");
+    cr_expect_str_eq(str(e.result, "status"), "success", "%s", cJSON_PrintUnformatted(e.result));
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(e.result, "ok")));
+    cr_expect_eq(cJSON_GetObjectItem(e.result, "exit_code")->valueint, 0);
+    cr_expect_str_eq(str(e.result, "stdout"), "hello from main.py\n");
+    cr_expect_str_eq(str(meta, "provider_id"), "trusted-local");
+    cr_expect_str_eq(str(meta, "contract"), "workspace_code_execution_v1");
+    cr_expect_eq(strncmp(str(meta, "bundle_id"), "bundle-", 7), 0);
+    cr_expect_eq(strncmp(str(meta, "bundle_digest"), "sha256:", 7), 0);
+    cr_expect_eq(strncmp(str(meta, "grant_id"), "grant-", 6), 0);
+    cr_expect_str_eq(str(cJSON_GetObjectItem(meta, "provider_facts"), "safety_class"), "trusted_local");
+    events = cJSON_GetObjectItem(meta, "events");
+    cr_assert_eq(cJSON_GetArraySize(events), 10, "%s", cJSON_PrintUnformatted(events));
+    for (int i = 0; i < 10; i++)
+        cr_expect_str_eq(str(cJSON_GetArrayItem(events, i), "step"), order[i]);
+    expect_no_residue(&e);
+    env_close(&e);
+}
+
+Test(run, required_isolation_with_only_trusted_local_is_blocked)
+{
+    struct env e;
+    cJSON *req;
+    const cJSON *probes, *skip;
+
+    env_open(&e);
+    req = python_request(&e, "print(1)\n", false);
+    cJSON_ReplaceItemInObject(req, "isolation", cJSON_CreateString("required"));
+    run(&e, req);
+    cr_expect_str_eq(str(e.result, "status"), "blocked");
+    cr_expect_str_eq(str(cJSON_GetObjectItem(e.result, "error"), "code"), "provider_unavailable");
+    probes = cJSON_GetObjectItem(cJSON_GetObjectItem(e.result, "meta"), "probes");
+    cr_assert_eq(cJSON_GetArraySize(probes), 1);
+    skip = cJSON_GetObjectItem(cJSON_GetArrayItem(probes, 0), "skip");
+    cr_expect_str_eq(str(skip, "reason"), "capability_mismatch");
+    cr_expect_str_eq(cordon_result_exit_status(cJSON_PrintUnformatted(e.result)) == 125 ? "125" : "other", "125");
+    expect_no_residue(&e);
+    env_close(&e);
+}
+
+struct refusal {
+    const char *what;
+    const char *patch;   /* JSON merged over the request */
+    const char *needle;
+};
+
+/* Criterion workers are separate processes: parameters are indices
+ * into this table, never pointers. */
+static struct refusal refuses_bad_requests_without_residue_cases[] = {
+    { "dotdot path", "{\"files\":[{\"path\":\"../evil.py\",\"content\":\"x\"}],\"entrypoint\":\"../evil.py\"}", ".." },
+    { "absolute path", "{\"files\":[{\"path\":\"/etc/evil.py\",\"content\":\"x\"}],\"entrypoint\":\"/etc/evil.py\"}", "absolute" },
+    { "args as a shell string", "{\"args\":\"-c 'rm -rf /'\"}", "not a shell string" },
+    { "output outside output/", "{\"outputs\":[\"../../etc/passwd\"]}", "output" },
+    { "credential env", "{\"environment\":{\"OPENAI_API_KEY\":\"sk-x\"}}", "credential" },
+    { "isolation label", "{\"isolation\":\"strict\"}", "isolation" },
+    { "memory too big", "{\"limits\":{\"memory_bytes\":1099511627776}}", "memory_bytes" },
+    { "unknown limit", "{\"limits\":{\"gpus\":1}}", "limits.gpus" },
+    { "relative workspace", "{\"workspace\":\"relative/dir\"}", "absolute" },
+    { "provider label", "{\"providers\":[{\"provider_id\":\"trusted-local\",\"extra\":1}]}", "unknown key" },
+};
+
+ParameterizedTestParameters(run, refuses_bad_requests_without_residue)
+{
+    static size_t idx[sizeof(refuses_bad_requests_without_residue_cases) / sizeof(refuses_bad_requests_without_residue_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *at, run, refuses_bad_requests_without_residue)
+{
+    struct refusal *c = &refuses_bad_requests_without_residue_cases[*at];
+    struct env e;
+    cJSON *req, *patch, *merged;
+    const char *message;
+
+    env_open(&e);
+    req = python_request(&e, "print(1)\n", true);
+    patch = cJSON_Parse(c->patch);
+    cr_assert_not_null(patch, "%s", c->what);
+    merged = cordon__json_merge(req, patch);
+    cJSON_Delete(req);
+    cJSON_Delete(patch);
+    run(&e, merged);
+    cr_expect_str_eq(str(e.result, "status"), "blocked", "%s: %s", c->what, cJSON_PrintUnformatted(e.result));
+    message = str(cJSON_GetObjectItem(e.result, "error"), "message");
+    cr_expect(strstr(message, c->needle) != NULL, "%s: \"%s\" lacks \"%s\"", c->what, message, c->needle);
+    expect_no_residue(&e);
+    env_close(&e);
+}
+
+Test(run, too_many_files_and_too_big_a_file)
+{
+    struct env e;
+    cJSON *req, *files;
+    char *big;
+
+    env_open(&e);
+    req = python_request(&e, "print(1)\n", false);
+    files = cJSON_GetObjectItem(req, "files");
+    for (int i = 0; i < 1024; i++) {
+        cJSON *f = cJSON_CreateObject();
+        char name[32];
+        snprintf(name, sizeof(name), "f%d.txt", i);
+        cJSON_AddStringToObject(f, "path", name);
+        cJSON_AddStringToObject(f, "content", "x");
+        cJSON_AddItemToArray(files, f);
+    }
+    run(&e, req);
+    cr_expect_str_eq(str(e.result, "status"), "blocked");
+    cr_expect(strstr(str(cJSON_GetObjectItem(e.result, "error"), "message"), "1024") != NULL);
+    cJSON_Delete(e.result);
+    e.result = NULL;
+
+    req = python_request(&e, "print(1)\n", false);
+    big = malloc((17u << 20) + 1);
+    memset(big, 'a', 17u << 20);
+    big[17u << 20] = '\0';
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddStringToObject(f, "path", "big.txt");
+    cJSON_AddStringToObject(f, "content", big);
+    cJSON_AddItemToArray(cJSON_GetObjectItem(req, "files"), f);
+    free(big);
+    run(&e, req);
+    cr_expect_str_eq(str(e.result, "status"), "blocked");
+    cr_expect(strstr(str(cJSON_GetObjectItem(e.result, "error"), "message"), "16777216") != NULL, "%s",
+              str(cJSON_GetObjectItem(e.result, "error"), "message"));
+    expect_no_residue(&e);
+    env_close(&e);
+}
+
+Test(run, declared_outputs_only_are_collected)
+{
+    struct env e;
+    cJSON *req;
+    const cJSON *outputs;
+    char path[4096];
+    struct stat st;
+
+    env_open(&e);
+    req = python_request(&e,
+                         "open('../output/result.txt','w').write('42\\n')\n"
+                         "open('../output/undeclared.txt','w').write('no')\n", true);
+    cJSON_AddItemToObject(req, "outputs", cJSON_CreateStringArray((const char *[]){ "result.txt" }, 1));
+    run(&e, req);
+    cr_expect_str_eq(str(e.result, "status"), "success", "%s", cJSON_PrintUnformatted(e.result));
+    outputs = cJSON_GetObjectItem(e.result, "outputs");
+    cr_assert_eq(cJSON_GetArraySize(outputs), 1);
+    cr_expect_str_eq(str(cJSON_GetArrayItem(outputs, 0), "path"), "output/result.txt");
+    cr_expect_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(outputs, 0), "bytes")->valueint, 3);
+    snprintf(path, sizeof(path), "%s/output/result.txt", e.ws);
+    cr_expect_eq(stat(path, &st), 0);
+    snprintf(path, sizeof(path), "%s/output/undeclared.txt", e.ws);
+    cr_expect_neq(stat(path, &st), 0, "an undeclared output is never copied back");
+    expect_no_residue(&e);
+    env_close(&e);
+}
+
+Test(run, symlinked_output_never_reads_the_host_file)
+{
+    /* The Judge0 CVE-2024-28185 pattern: the program replaces its declared
+     * output with a symlink to a host file. */
+    struct env e;
+    cJSON *req;
+    char secret[4096], code[8192], path[4096], buf[64] = { 0 };
+    struct stat st;
+    FILE *f;
+
+    env_open(&e);
+    snprintf(secret, sizeof(secret), "%s/host-secret", e.state);
+    test_write_file(secret, "TOP-SECRET", 10);
+    chmod(secret, 0644);
+    snprintf(code, sizeof(code), "import os\nos.symlink('%s', '../output/result.txt')\n", secret);
+    req = python_request(&e, code, true);
+    cJSON_AddItemToObject(req, "outputs", cJSON_CreateStringArray((const char *[]){ "result.txt" }, 1));
+    run(&e, req);
+    cr_expect_str_eq(str(e.result, "status"), "error", "%s", cJSON_PrintUnformatted(e.result));
+    cr_expect_neq(strstr(cJSON_PrintUnformatted(e.result), "symbolic link"), NULL, "%s",
+                  cJSON_PrintUnformatted(e.result));
+    cr_expect_null(strstr(cJSON_PrintUnformatted(e.result), "TOP-SECRET"));
+    snprintf(path, sizeof(path), "%s/output/result.txt", e.ws);
+    cr_expect_neq(lstat(path, &st), 0, "nothing was written into the output root");
+    f = fopen(secret, "r");
+    cr_assert_not_null(f);
+    cr_expect_eq(fread(buf, 1, sizeof(buf) - 1, f), 10u);
+    fclose(f);
+    cr_expect_str_eq(buf, "TOP-SECRET", "the host file is unchanged");
+    expect_no_residue(&e);
+    env_close(&e);
+}
+
+Test(run, ten_mib_of_output_is_bounded_head_and_tail)
+{
+    struct env e;
+    const char *out;
+    const cJSON *dropped;
+    cJSON *req;
+
+    env_open(&e);
+    req = python_request(&e, "import sys\nsys.stdout.write('HEAD' + 'x' * (10 * 1024 * 1024 - 8) + 'TAIL')\n",
+                         false);
+    /* over the 8 MiB default budget: raise it so that retention is what bounds */
+    cJSON_AddItemToObject(req, "limits", cJSON_Parse("{\"max_output_bytes\": 33554432}"));
+    run(&e, req);
+    cr_expect_str_eq(str(e.result, "status"), "success");
+    out = str(e.result, "stdout");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(e.result, "stdout_truncated")));
+    dropped = cJSON_GetObjectItem(e.result, "stdout_dropped_bytes");
+    cr_expect_eq((long long)dropped->valuedouble, 10LL * 1024 * 1024 - 64 * 1024);
+    cr_expect_eq(strncmp(out, "HEAD", 4), 0);
+    cr_expect_str_eq(out + strlen(out) - 4, "TAIL");
+    cr_expect_neq(strstr(out, "bytes dropped]"), NULL);
+    env_close(&e);
+}
+
+Test(run, timeout_leaves_no_process)
+{
+    struct env e;
+    cJSON *req;
+
+    env_open(&e);
+    req = python_request(&e,
+                         "import subprocess, time\n"
+                         "subprocess.Popen(['sleep', '1000.271828'])\n"
+                         "time.sleep(1000)\n", false);
+    cJSON_AddNumberToObject(req, "timeout_ms", 1000);
+    run(&e, req);
+    cr_expect_str_eq(str(e.result, "status"), "timeout");
+    cr_expect_eq(cordon_result_exit_status(cJSON_PrintUnformatted(e.result)), 124);
+    usleep(100 * 1000);
+    cr_expect_eq(test_count_processes("1000.271828"), 0, "the sleeper outlived the timeout");
+    expect_no_residue(&e);
+    env_close(&e);
+}
+
+Test(run, nonzero_exit_is_an_error_with_the_code)
+{
+    struct env e;
+
+    env_open(&e);
+    run(&e, python_request(&e, "import sys\nprint('bad', file=sys.stderr)\nsys.exit(3)\n", false));
+    cr_expect_str_eq(str(e.result, "status"), "error");
+    cr_expect_eq(cJSON_GetObjectItem(e.result, "exit_code")->valueint, 3);
+    cr_expect_str_eq(str(e.result, "stderr"), "bad\n");
+    cr_expect_eq(cordon_result_exit_status(cJSON_PrintUnformatted(e.result)), 3);
+    env_close(&e);
+}
+
+Test(run, binary_output_keeps_exact_bytes_in_base64)
+{
+    struct env e;
+
+    env_open(&e);
+    run(&e, python_request(&e, "import sys\nsys.stdout.buffer.write(b'\\xff\\x00ok')\n", false));
+    cr_expect_str_eq(str(e.result, "status"), "success");
+    cr_expect_str_eq(str(e.result, "stdout_base64"), "/wBvaw==");
+    env_close(&e);
+}
+
+Test(run, not_json_is_blocked)
+{
+    char *state = NULL, *text = NULL;
+    struct cordon_ctx *ctx = test_ctx_open(NULL, &state);
+    cJSON *doc;
+
+    cr_assert_eq(cordon_run_json(ctx, "{not json", &text, NULL), 0);
+    doc = cJSON_Parse(text);
+    cr_expect_str_eq(str(doc, "status"), "blocked");
+    cr_expect_eq(cordon_result_exit_status(text), 125);
+    cJSON_Delete(doc);
+    free(text);
+    cordon_ctx_free(ctx);
+    test_rmtree(state);
+    free(state);
+}
+
+struct lang_case {
+    const char *language;
+    const char *entry;
+    const char *source;
+};
+
+/* Criterion workers are separate processes: parameters are indices
+ * into this table, never pointers. */
+static struct lang_case four_languages_cases[] = {
+    { "node", "main.js", "console.log('hello ' + process.argv.length)\n" },
+    { "go", "main.go", "package main\nimport \"fmt\"\nfunc main() { fmt.Println(\"hello 2\") }\n" },
+    { "cpp", "main.cpp", "#include <iostream>\nint main() { std::cout << \"hello 2\\n\"; }\n" },
+    { "python", "main.py", "print('hello 2')\n" },
+};
+
+ParameterizedTestParameters(run, four_languages)
+{
+    static size_t idx[sizeof(four_languages_cases) / sizeof(four_languages_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *at, run, four_languages, .timeout = 120)
+{
+    struct lang_case *c = &four_languages_cases[*at];
+    struct env e;
+    cJSON *req;
+
+    env_open(&e);
+    req = python_request(&e, c->source, false);
+    cJSON_ReplaceItemInObject(req, "language", cJSON_CreateString(c->language));
+    cJSON_ReplaceItemInObject(req, "entrypoint", cJSON_CreateString(c->entry));
+    cJSON_ReplaceItemInObject(cJSON_GetArrayItem(cJSON_GetObjectItem(req, "files"), 0), "path",
+                              cJSON_CreateString(c->entry));
+    cJSON_AddNumberToObject(req, "timeout_ms", 110000);
+    run(&e, req);
+    cr_expect_str_eq(str(e.result, "status"), "success", "%s: %s", c->language, cJSON_PrintUnformatted(e.result));
+    cr_expect_str_eq(str(e.result, "stdout"), "hello 2\n", "%s", c->language);
+    expect_no_residue(&e);
+    env_close(&e);
+}

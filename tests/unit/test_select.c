@@ -1,1 +1,277 @@
-/* placeholder: being written */
+/* Unit tests: deterministic selection (core/select.c) against the synthetic
+ * fixture provider, whose probe returns the facts its config carries. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/select.h"
+#include "tests/unit/helpers.h"
+
+/* Facts for the synthetic provider: axes as four 0/1 digits ("1111"). */
+static cJSON *facts(const char *axes, const char *safety, const char *python_version)
+{
+    char text[2048];
+
+    snprintf(text, sizeof(text),
+             "{\"provider_id\":\"synthetic\",\"available\":true,\"reason\":\"ready\","
+             "\"supported_kinds\":[\"code_execution\"],\"observed_by\":\"synthetic\","
+             "\"safety_class\":\"%s\",\"isolation\":{\"process_contained\":%s,"
+             "\"host_filesystem_restricted\":%s,\"privilege_escalation_blocked\":%s,"
+             "\"syscalls_restricted\":%s},\"network\":\"none\",\"workspace_access_modes\":[\"snapshot\"],"
+             "\"languages\":[\"python\"],\"toolchains\":{\"python\":{\"available\":true,\"version\":\"%s\","
+             "\"raw_version\":\"Python %s\"}},\"limits_enforced\":[\"pids\"],\"mechanism_facts\":{}}",
+             safety, axes[0] == '1' ? "true" : "false", axes[1] == '1' ? "true" : "false",
+             axes[2] == '1' ? "true" : "false", axes[3] == '1' ? "true" : "false", python_version,
+             python_version);
+    return cJSON_Parse(text);
+}
+
+/* One candidate of the synthetic provider with the given facts and flags. */
+static cJSON *candidate(cJSON *f, const char *flag)
+{
+    cJSON *c = cJSON_CreateObject(), *config = cJSON_AddObjectToObject(c, "config");
+
+    cJSON_AddStringToObject(c, "provider_id", "synthetic");
+    if (f != NULL)
+        cJSON_AddItemToObject(config, "facts", f);
+    if (flag != NULL)
+        cJSON_AddBoolToObject(config, flag, true);
+    return c;
+}
+
+struct fixture {
+    char *state;
+    struct cordon_ctx *ctx;
+    struct cordon__candidate *cands;
+    size_t n;
+    struct cordon__selection sel;
+    cJSON *probes;
+    struct cordon_error err;
+};
+
+static int run_select(struct fixture *fx, cJSON *list, enum cordon__isolation iso, const char *tool,
+                      const char *min)
+{
+    struct cordon__select_opts opts = { iso, "code_execution", tool, min };
+    int r;
+
+    memset(fx, 0, sizeof(*fx));
+    fx->ctx = test_ctx_open(NULL, &fx->state);
+    cr_assert_not_null(fx->ctx);
+    cr_assert_eq(cordon__candidates_build(fx->ctx, "providers", list, NULL, &fx->cands, &fx->n, NULL), 0);
+    cJSON_Delete(list);
+    cordon_error_init(&fx->err);
+    r = cordon__select(fx->ctx, fx->cands, fx->n, &opts, &fx->sel, &fx->probes, &fx->err);
+    cr_assert_not_null(fx->probes, "the probe records are there also on failure");
+    cr_assert_eq((size_t)cJSON_GetArraySize(fx->probes), fx->n);
+    return r;
+}
+
+static void done(struct fixture *fx)
+{
+    cordon__selection_clear(&fx->sel);
+    cJSON_Delete(fx->probes);
+    cordon__candidates_free(fx->cands, fx->n);
+    cordon_ctx_free(fx->ctx);
+    test_rmtree(fx->state);
+    free(fx->state);
+}
+
+static const cJSON *skip_of(const struct fixture *fx, int i)
+{
+    return cJSON_GetObjectItem(cJSON_GetArrayItem(fx->probes, i), "skip");
+}
+
+static const char *skip_reason(const struct fixture *fx, int i)
+{
+    const cJSON *r = cJSON_GetObjectItem(skip_of(fx, i), "reason");
+    return cJSON_IsString(r) ? r->valuestring : "(none)";
+}
+
+static cJSON *list_of(cJSON *a, cJSON *b, cJSON *c)
+{
+    cJSON *l = cJSON_CreateArray();
+    if (a) cJSON_AddItemToArray(l, a);
+    if (b) cJSON_AddItemToArray(l, b);
+    if (c) cJSON_AddItemToArray(l, c);
+    return l;
+}
+
+Test(select, required_picks_fully_isolated)
+{
+    struct fixture fx;
+
+    cr_assert_eq(run_select(&fx, list_of(candidate(facts("1111", "isolated", "3.11.2"), NULL), NULL, NULL),
+                            CORDON_ISOLATION_REQUIRED, "python", "3.10"), 0, "%s", fx.err.message);
+    cr_expect_str_eq(fx.sel.provider->id, "synthetic");
+    cr_expect(cJSON_IsNull(skip_of(&fx, 0)));
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(fx.probes, 0), "selected")));
+    cr_expect(strstr(fx.sel.why, "all four isolation axes") != NULL, "%s", fx.sel.why);
+    done(&fx);
+}
+
+Test(select, required_never_selects_trusted_local)
+{
+    struct fixture fx;
+
+    cr_expect_eq(run_select(&fx, list_of(candidate(facts("1111", "trusted_local", "3.11.2"), NULL), NULL, NULL),
+                            CORDON_ISOLATION_REQUIRED, NULL, NULL), CORDON_E_PROVIDER_UNAVAILABLE);
+    cr_expect_str_eq(skip_reason(&fx, 0), "capability_mismatch");
+    cr_expect_str_eq(cJSON_GetObjectItem(skip_of(&fx, 0), "key")->valuestring, "safety_class");
+    cr_expect(strstr(fx.err.message, "provider_unavailable") != NULL, "%s", fx.err.message);
+    done(&fx);
+}
+
+Test(select, required_names_the_missing_axis)
+{
+    struct fixture fx;
+
+    cr_expect_eq(run_select(&fx, list_of(candidate(facts("1110", "isolated", "3.11.2"), NULL), NULL, NULL),
+                            CORDON_ISOLATION_REQUIRED, NULL, NULL), CORDON_E_PROVIDER_UNAVAILABLE);
+    cr_expect_str_eq(skip_reason(&fx, 0), "capability_mismatch");
+    cr_expect_str_eq(cJSON_GetObjectItem(skip_of(&fx, 0), "key")->valuestring, "isolation.syscalls_restricted");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(skip_of(&fx, 0), "wanted")));
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(skip_of(&fx, 0), "observed")));
+    done(&fx);
+}
+
+Test(select, toolchain_too_old)
+{
+    struct fixture fx;
+    const cJSON *skip;
+
+    cr_expect_eq(run_select(&fx, list_of(candidate(facts("1111", "isolated", "3.9.18"), NULL), NULL, NULL),
+                            CORDON_ISOLATION_REQUIRED, "python", "3.10"), CORDON_E_PROVIDER_UNAVAILABLE);
+    skip = skip_of(&fx, 0);
+    cr_expect_str_eq(skip_reason(&fx, 0), "toolchain_version");
+    cr_expect_str_eq(cJSON_GetObjectItem(skip, "tool")->valuestring, "python");
+    cr_expect_str_eq(cJSON_GetObjectItem(skip, "wanted")->valuestring, "3.10");
+    cr_expect_str_eq(cJSON_GetObjectItem(skip, "observed")->valuestring, "3.9.18");
+    done(&fx);
+}
+
+Test(select, each_failure_gets_its_reason_and_the_next_is_used)
+{
+    struct fixture fx;
+    cJSON *l = list_of(cJSON_CreateString("not-installed"), cJSON_CreateString("abi2"),
+                       candidate(NULL, "fail_probe"));
+    cJSON *label = facts("1111", "isolated", "3.11.2");
+
+    cJSON_ReplaceItemInObject(label, "isolation", cJSON_CreateString("required"));
+    cJSON_AddItemToArray(l, candidate(label, NULL));
+    cJSON_AddItemToArray(l, candidate(facts("1111", "isolated", "3.11.2"), NULL));
+    cr_assert_eq(run_select(&fx, l, CORDON_ISOLATION_REQUIRED, NULL, NULL), 0, "%s", fx.err.message);
+    cr_expect_str_eq(skip_reason(&fx, 0), "not_installed");
+    cr_expect_str_eq(skip_reason(&fx, 1), "abi_mismatch");
+    cr_expect_str_eq(skip_reason(&fx, 2), "probe_failed");
+    cr_expect_str_eq(skip_reason(&fx, 3), "probe_failed");
+    cr_expect(strstr(cJSON_GetObjectItem(skip_of(&fx, 3), "detail")->valuestring, "string label") != NULL,
+              "a string label in place of the axes is refused with a message that says so: %s",
+              cJSON_GetObjectItem(skip_of(&fx, 3), "detail")->valuestring);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(fx.probes, 4), "selected")));
+    cr_expect_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(fx.probes, 4), "index")->valueint, 4);
+    done(&fx);
+}
+
+Test(select, unavailable_and_kind_unsupported)
+{
+    struct fixture fx;
+    cJSON *down = facts("1111", "isolated", "3.11.2"), *other = facts("1111", "isolated", "3.11.2");
+
+    cJSON_ReplaceItemInObject(down, "available", cJSON_CreateFalse());
+    cJSON_ReplaceItemInObject(down, "reason", cJSON_CreateString("daemon not reachable"));
+    cJSON_ReplaceItemInObject(other, "supported_kinds", cJSON_CreateStringArray((const char *[]){ "other_kind" }, 1));
+    cr_expect_eq(run_select(&fx, list_of(candidate(down, NULL), candidate(other, NULL), NULL),
+                            CORDON_ISOLATION_NONE, NULL, NULL), CORDON_E_PROVIDER_UNAVAILABLE);
+    cr_expect_str_eq(skip_reason(&fx, 0), "unavailable");
+    cr_expect_str_eq(cJSON_GetObjectItem(skip_of(&fx, 0), "detail")->valuestring, "daemon not reachable");
+    cr_expect_str_eq(skip_reason(&fx, 1), "kind_unsupported");
+    done(&fx);
+}
+
+Test(select, reprobe_unavailable_moves_on)
+{
+    struct fixture fx;
+
+    cr_assert_eq(run_select(&fx, list_of(candidate(facts("1111", "isolated", "3.11.2"), "unavailable_on_reprobe"),
+                                         candidate(facts("1111", "isolated", "3.12.1"), NULL), NULL),
+                            CORDON_ISOLATION_REQUIRED, NULL, NULL), 0, "%s", fx.err.message);
+    cr_expect_str_eq(skip_reason(&fx, 0), "reprobe_unavailable");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(fx.probes, 1), "selected")));
+    cr_expect_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(fx.sel.facts, "toolchains"),
+                                                             "python"), "version")->valuestring, "3.12.1");
+    done(&fx);
+}
+
+Test(select, preferred_orders_isolated_first)
+{
+    struct fixture fx;
+
+    cr_assert_eq(run_select(&fx, list_of(candidate(facts("0011", "trusted_local", "3.11.2"), NULL),
+                                         candidate(facts("1111", "isolated", "3.11.2"), NULL), NULL),
+                            CORDON_ISOLATION_PREFERRED, NULL, NULL), 0);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(fx.probes, 1), "selected")));
+    cr_expect_str_eq(skip_reason(&fx, 0), "preference_lost");
+    cr_expect_not(fx.sel.preference_fallback);
+    done(&fx);
+}
+
+Test(select, preferred_falls_back_and_says_so)
+{
+    struct fixture fx;
+
+    cr_assert_eq(run_select(&fx, list_of(candidate(facts("0011", "trusted_local", "3.11.2"), NULL),
+                                         candidate(facts("0111", "namespace", "3.11.2"), NULL), NULL),
+                            CORDON_ISOLATION_PREFERRED, NULL, NULL), 0);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(fx.probes, 0), "selected")));
+    cr_expect(fx.sel.preference_fallback);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(fx.probes, 0), "preference_fallback")));
+    cr_expect_str_eq(skip_reason(&fx, 1), "preference_lost");
+    done(&fx);
+}
+
+Test(select, none_takes_the_first_usable_and_is_deterministic)
+{
+    struct fixture a, b;
+    char *ta, *tb;
+
+    cr_assert_eq(run_select(&a, list_of(candidate(facts("0011", "trusted_local", "3.11.2"), NULL),
+                                        candidate(facts("1111", "isolated", "3.11.2"), NULL), NULL),
+                            CORDON_ISOLATION_NONE, NULL, NULL), 0);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(a.probes, 0), "selected")));
+    cr_expect_str_eq(skip_reason(&a, 1), "preference_lost");
+    cr_assert_eq(run_select(&b, list_of(candidate(facts("0011", "trusted_local", "3.11.2"), NULL),
+                                        candidate(facts("1111", "isolated", "3.11.2"), NULL), NULL),
+                            CORDON_ISOLATION_NONE, NULL, NULL), 0);
+    ta = cJSON_PrintUnformatted(a.probes);
+    tb = cJSON_PrintUnformatted(b.probes);
+    cr_expect_str_eq(ta, tb, "the same inputs give the same records");
+    free(ta);
+    free(tb);
+    done(&a);
+    done(&b);
+}
+
+Test(select, isolation_words)
+{
+    static const char *const bad[] = { "\"Required\"", "\"strict\"", "true", "{\"process_contained\":true}" };
+    enum cordon__isolation iso;
+    cJSON *v;
+
+    v = cJSON_Parse("\"preferred\"");
+    cr_expect_eq(cordon__isolation_parse("isolation", v, &iso, NULL), 0);
+    cr_expect_eq(iso, CORDON_ISOLATION_PREFERRED);
+    cJSON_Delete(v);
+    cr_expect_eq(cordon__isolation_parse("isolation", NULL, &iso, NULL), 0);
+    cr_expect_eq(iso, CORDON_ISOLATION_REQUIRED, "required by default");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct cordon_error err;
+        cordon_error_init(&err);
+        v = cJSON_Parse(bad[i]);
+        cr_expect_eq(cordon__isolation_parse("isolation", v, &iso, &err), CORDON_E_INVALID, "%s", bad[i]);
+        cr_expect(strstr(err.message, "isolation") != NULL);
+        cJSON_Delete(v);
+    }
+}

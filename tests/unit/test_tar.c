@@ -1,1 +1,976 @@
-/* placeholder: being written */
+/* Unit tests of sdk/tar.c: hostile and good tar streams, creation, the writer. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/capability.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/tar.h>
+#include "tests/unit/helpers.h"
+
+#define SECRET "outside-secret-contents"
+#define MTIME 1700000000
+
+/*
+ * Every test gets <root>/dest (where streams are extracted), <root>/outside
+ * holding "secret", and the streams in <root>/t.tar. A refused stream must
+ * leave root with exactly those three and outside exactly as it was.
+ */
+static char *root, *outside;
+static int rootfd = -1, destfd = -1, outfd = -1;
+
+static int write_at(int dirfd, const char *name, const void *buf, size_t len)
+{
+    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    ssize_t n;
+
+    if (fd < 0)
+        return -1;
+    n = write(fd, buf, len);
+    close(fd);
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+/* Content of a regular file (NUL-terminated, length in *ret_len), or NULL. */
+static char *read_at(int dirfd, const char *name, size_t *ret_len)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    size_t len = 0, cap = 4096;
+    char *buf;
+
+    if (fd < 0)
+        return NULL;
+    buf = malloc(cap);
+    cr_assert_not_null(buf);
+    for (;;) {
+        ssize_t n;
+
+        if (len + 1 == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            cr_assert_not_null(buf);
+        }
+        n = read(fd, buf + len, cap - 1 - len);
+        cr_assert_geq(n, 0);
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    buf[len] = '\0';
+    if (ret_len != NULL)
+        *ret_len = len;
+    return buf;
+}
+
+static bool exists_at(int dirfd, const char *name)
+{
+    struct stat st;
+
+    return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static int count_entries(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct dirent *de;
+    int n = 0;
+    DIR *dir;
+
+    cr_assert_geq(fd, 0, "open %s", name);
+    dir = fdopendir(fd);
+    cr_assert_not_null(dir);
+    while ((de = readdir(dir)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            n++;
+    closedir(dir);
+    return n;
+}
+
+static void assert_nothing_outside(const char *what)
+{
+    char *s = read_at(outfd, "secret", NULL);
+
+    cr_assert_not_null(s, "%s: outside/secret is gone", what);
+    cr_assert_str_eq(s, SECRET, "%s: outside/secret was changed", what);
+    free(s);
+    cr_assert_eq(count_entries(outfd, "."), 1, "%s: something was created in outside/", what);
+    cr_assert_leq(count_entries(rootfd, "."), 4, "%s: something was created next to dest/", what);
+    cr_assert_not(exists_at(rootfd, "evil"), "%s: root/evil exists", what);
+}
+
+/* Drop the effective capabilities that let root ignore permission bits, so
+ * that this test process meets modes as an unprivileged caller would. */
+static void drop_dac_override(void)
+{
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+
+    cr_assert_eq(syscall(SYS_capget, &hdr, data), 0);
+    data[0].effective &= ~((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH) |
+                           (1u << CAP_FOWNER));
+    cr_assert_eq(syscall(SYS_capset, &hdr, data), 0);
+}
+
+static void setup(void)
+{
+    root = test_mkdtemp();
+    cr_assert_not_null(root);
+    rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cr_assert_geq(rootfd, 0);
+    cr_assert_eq(mkdirat(rootfd, "dest", 0755), 0);
+    cr_assert_eq(mkdirat(rootfd, "outside", 0755), 0);
+    destfd = openat(rootfd, "dest", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    outfd = openat(rootfd, "outside", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cr_assert_geq(destfd, 0);
+    cr_assert_geq(outfd, 0);
+    cr_assert_eq(write_at(outfd, "secret", SECRET, strlen(SECRET)), 0);
+    cr_assert(asprintf(&outside, "%s/outside", root) > 0);
+}
+
+static void teardown(void)
+{
+    if (destfd >= 0)
+        close(destfd);
+    if (outfd >= 0)
+        close(outfd);
+    if (rootfd >= 0)
+        close(rootfd);
+    test_rmtree(root);
+    free(root);
+    free(outside);
+}
+
+TestSuite(tar, .init = setup, .fini = teardown, .timeout = 60);
+
+/* ---- building streams with libarchive directly ------------------------- */
+
+enum ttype { T_FILE, T_DIR, T_LINK, T_HARD, T_CHR, T_BLK, T_FIFO };
+
+struct tent {
+    enum ttype type;
+    const char *name;
+    const char *link;   /* symlink target or hardlink name */
+    unsigned mode;      /* 0: 0644 for files, 0755 for directories */
+    const char *data;   /* NULL: size bytes of 'x' */
+    size_t size;
+};
+
+/* s with "@OUT@" replaced by the absolute path of outside/. */
+static char *subst(const char *s)
+{
+    const char *at = strstr(s, "@OUT@");
+    char *r = NULL;
+
+    if (at == NULL)
+        r = strdup(s);
+    else
+        cr_assert(asprintf(&r, "%.*s%s%s", (int)(at - s), s, outside, at + 5) > 0);
+    cr_assert_not_null(r);
+    return r;
+}
+
+/* Write es as a pax tar to root/t.tar, cut it at truncate_to (0: no cut),
+ * and return an fd reading it from the start. */
+static int build_tar(const struct tent *es, size_t n, off_t truncate_to)
+{
+    struct archive *a = archive_write_new();
+    int fd = openat(rootfd, "t.tar", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(archive_write_set_format_pax_restricted(a), ARCHIVE_OK);
+    cr_assert_eq(archive_write_open_fd(a, fd), ARCHIVE_OK);
+    for (size_t i = 0; i < n; i++) {
+        const struct tent *t = &es[i];
+        struct archive_entry *e = archive_entry_new();
+        char *name = subst(t->name), *link = t->link ? subst(t->link) : NULL, *data = NULL;
+        size_t size = 0;
+        mode_t type = AE_IFREG;
+        unsigned mode = t->mode;
+
+        switch (t->type) {
+        case T_FILE:
+        case T_HARD: type = AE_IFREG; break;
+        case T_DIR: type = AE_IFDIR; break;
+        case T_LINK: type = AE_IFLNK; break;
+        case T_CHR: type = AE_IFCHR; break;
+        case T_BLK: type = AE_IFBLK; break;
+        case T_FIFO: type = AE_IFIFO; break;
+        }
+        if (mode == 0)
+            mode = t->type == T_DIR ? 0755 : t->type == T_LINK ? 0777 : 0644;
+        archive_entry_set_pathname(e, name);
+        archive_entry_set_mode(e, type | mode);
+        archive_entry_set_mtime(e, MTIME, 0);
+        if (t->type == T_LINK)
+            archive_entry_set_symlink(e, link);
+        if (t->type == T_HARD)
+            archive_entry_set_hardlink(e, link);
+        if (t->type == T_CHR || t->type == T_BLK)
+            archive_entry_set_rdev(e, makedev(1, 3));
+        if (t->type == T_FILE) {
+            size = t->data != NULL ? strlen(t->data) : t->size;
+            data = malloc(size + 1);
+            cr_assert_not_null(data);
+            if (t->data != NULL)
+                memcpy(data, t->data, size);
+            else
+                memset(data, 'x', size);
+            archive_entry_set_size(e, (la_int64_t)size);
+        }
+        /* ARCHIVE_WARN: a non-UTF-8 name, written byte for byte. */
+        cr_assert_geq(archive_write_header(a, e), ARCHIVE_WARN, "%s", archive_error_string(a));
+        if (size > 0)
+            cr_assert_eq(archive_write_data(a, data, size), (la_ssize_t)size);
+        archive_entry_free(e);
+        free(name);
+        free(link);
+        free(data);
+    }
+    cr_assert_eq(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    if (truncate_to > 0)
+        cr_assert_eq(ftruncate(fd, truncate_to), 0);
+    cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+    return fd;
+}
+
+static int extract(const struct tent *es, size_t n, unsigned flags,
+                   const struct cordon_tar_limits *limits, struct cordon_tar_stats *stats,
+                   struct cordon_error *err)
+{
+    int fd = build_tar(es, n, 0), r;
+
+    cordon_error_init(err);
+    r = cordon_tar_extract_fd(fd, destfd, limits, flags, stats, err);
+    close(fd);
+    return r;
+}
+
+/* ---- hostile streams: one row each ------------------------------------- */
+
+#define HOSTILE_MAX 4
+
+struct hostile {
+    const char *what;
+    struct tent es[HOSTILE_MAX];
+    size_t n;
+    unsigned flags;
+    uint64_t max_bytes, max_entries;
+    off_t truncate_to;
+    int code;
+    const char *absent;     /* beneath dest/: must not exist afterwards */
+    const char *present;    /* beneath dest/: extracted before the refusal */
+    const char *fragment;   /* a piece of the message */
+};
+
+#define AL CORDON_TAR_ALLOW_SYMLINKS
+
+static const struct hostile hostile_cases[] = {
+    {"dotdot", {{T_FILE, "../evil", NULL, 0, "x", 0}}, 1, 0, 0, 0, 0, CORDON_E_UNSAFE,
+     "evil", NULL, "\"..\""},
+    {"dotdot_deep", {{T_FILE, "a/../../evil", NULL, 0, "x", 0}}, 1, 0, 0, 0, 0, CORDON_E_UNSAFE,
+     "a", NULL, "\"..\""},
+    {"absolute", {{T_FILE, "@OUT@/evil", NULL, 0, "x", 0}}, 1, 0, 0, 0, 0, CORDON_E_UNSAFE,
+     "evil", NULL, "absolute"},
+    {"symlink_to_root_then_through",
+     {{T_LINK, "l", "/", 0, NULL, 0}, {T_FILE, "l@OUT@/evil", NULL, 0, "x", 0}}, 2, AL, 0, 0, 0,
+     CORDON_E_UNSAFE, "l", NULL, "absolute"},
+    {"symlink_to_outside_then_through",
+     {{T_LINK, "l", "@OUT@", 0, NULL, 0}, {T_FILE, "l/evil", NULL, 0, "x", 0}}, 2, AL, 0, 0, 0,
+     CORDON_E_UNSAFE, "l", NULL, "absolute"},
+    {"symlink_inside_then_through",
+     {{T_DIR, "d", NULL, 0, NULL, 0}, {T_LINK, "l", "d", 0, NULL, 0},
+      {T_FILE, "l/evil", NULL, 0, "x", 0}},
+     3, AL, 0, 0, 0, CORDON_E_UNSAFE, "d/evil", "l", "symbolic link"},
+    {"symlink_escape",
+     {{T_DIR, "a", NULL, 0, NULL, 0}, {T_LINK, "a/l", "../../outside", 0, NULL, 0}}, 2, AL, 0, 0,
+     0, CORDON_E_UNSAFE, "a/l", "a", "leaves the extraction root"},
+    {"symlink_dotdot_after_name", {{T_LINK, "x", "d/../..", 0, NULL, 0}}, 1, AL, 0, 0, 0,
+     CORDON_E_UNSAFE, "x", NULL, "after a name"},
+    {"symlink_without_allow",
+     {{T_DIR, "d", NULL, 0, NULL, 0}, {T_LINK, "l", "d", 0, NULL, 0}}, 2, 0, 0, 0, 0,
+     CORDON_E_UNSAFE, "l", "d", "symbolic links are not allowed"},
+    {"hardlink_outside", {{T_HARD, "h", "../outside/secret", 0, NULL, 0}}, 1, 0, 0, 0, 0,
+     CORDON_E_UNSAFE, "h", NULL, "hardlinks are not allowed"},
+    {"hardlink_inside",
+     {{T_FILE, "f", NULL, 0, "x", 0}, {T_HARD, "h", "f", 0, NULL, 0}}, 2, 0, 0, 0, 0,
+     CORDON_E_UNSAFE, "h", "f", "hardlinks are not allowed"},
+    {"hardlink_binary_name",
+     {{T_FILE, "f", NULL, 0, "x", 0}, {T_HARD, "h\xff", "f\xfe", 0, NULL, 0}}, 2, 0, 0, 0, 0,
+     CORDON_E_UNSAFE, "h\xff", "f", "hardlinks are not allowed"},
+    {"char_device", {{T_CHR, "dev", NULL, 0666, NULL, 0}}, 1, 0, 0, 0, 0, CORDON_E_UNSAFE, "dev",
+     NULL, "device"},
+    {"block_device", {{T_BLK, "blk", NULL, 0666, NULL, 0}}, 1, 0, 0, 0, 0, CORDON_E_UNSAFE,
+     "blk", NULL, "device"},
+    {"fifo", {{T_FIFO, "fifo", NULL, 0644, NULL, 0}}, 1, 0, 0, 0, 0, CORDON_E_UNSAFE, "fifo",
+     NULL, "FIFO"},
+    {"setuid_file", {{T_FILE, "su", NULL, 04755, "x", 0}}, 1, 0, 0, 0, 0, CORDON_E_UNSAFE, "su",
+     NULL, "setuid bit on tar entry \"su\""},
+    {"setgid_dir", {{T_DIR, "sg", NULL, 02755, NULL, 0}}, 1, 0, 0, 0, 0, CORDON_E_UNSAFE, "sg",
+     NULL, "setgid"},
+    {"file_over_max_bytes", {{T_FILE, "big", NULL, 0, NULL, 2000}}, 1, 0, 1000, 0, 0,
+     CORDON_E_LIMIT, "big", NULL, "\"big\": 2000 bytes"},
+    {"total_over_max_bytes",
+     {{T_FILE, "a", NULL, 0, NULL, 600}, {T_FILE, "b", NULL, 0, NULL, 600}}, 2, 0, 1000, 0, 0,
+     CORDON_E_LIMIT, "b", "a", "\"b\": 600 bytes bring the total to more than the limit of 1000"},
+    {"over_max_entries",
+     {{T_FILE, "f1", NULL, 0, "1", 0}, {T_FILE, "f2", NULL, 0, "2", 0},
+      {T_FILE, "f3", NULL, 0, "3", 0}, {T_FILE, "f4", NULL, 0, "4", 0}},
+     4, 0, 0, 3, 0, CORDON_E_LIMIT, "f4", "f3", "limit of 3 entries"},
+    {"header_size_lies", {{T_FILE, "trunc", NULL, 0, NULL, 10000}}, 1, 0, 0, 0, 512 + 4096,
+     CORDON_E_INVALID, "trunc", NULL, "trunc"},
+    {"file_over_symlink",
+     {{T_DIR, "d", NULL, 0, NULL, 0}, {T_LINK, "l", "d", 0, NULL, 0},
+      {T_FILE, "l", NULL, 0, "x", 0}},
+     3, AL, 0, 0, 0, CORDON_E_UNSAFE, "d/l", "l", "symbolic link is already there"},
+    {"file_over_directory",
+     {{T_DIR, "d", NULL, 0, NULL, 0}, {T_FILE, "d", NULL, 0, "x", 0}}, 2, 0, 0, 0, 0,
+     CORDON_E_EXISTS, "d/d", "d", "directory is already there"},
+    {"directory_below_file",
+     {{T_FILE, "f", NULL, 0, "x", 0}, {T_DIR, "f/sub", NULL, 0, NULL, 0}}, 2, 0, 0, 0, 0,
+     CORDON_E_EXISTS, "f/sub", "f", "not a directory"},
+    {"control_character", {{T_FILE, "a\nb", NULL, 0, "x", 0}}, 1, 0, 0, 0, 0, CORDON_E_INVALID,
+     "a\nb", NULL, "control characters"},
+    {"file_named_dot", {{T_FILE, ".", NULL, 0, "x", 0}}, 1, 0, 0, 0, 0, CORDON_E_INVALID, NULL,
+     NULL, "directory itself"},
+};
+
+ParameterizedTestParameters(tar, extract_refuses)
+{
+    static size_t idx[sizeof(hostile_cases) / sizeof(hostile_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *i, tar, extract_refuses)
+{
+    const struct hostile *c = &hostile_cases[*i];
+    struct cordon_tar_limits limits = {c->max_bytes, c->max_entries, 0, 0};
+    struct cordon_tar_stats stats = {777, 777};
+    struct cordon_error err;
+    int fd = build_tar(c->es, c->n, c->truncate_to), r;
+
+    cordon_error_init(&err);
+    r = cordon_tar_extract_fd(fd, destfd, &limits, c->flags, &stats, &err);
+    close(fd);
+    cr_assert_eq(r, c->code, "%s: got %d (%s)", c->what, r, err.message);
+    cr_assert_eq(err.code, c->code, "%s", c->what);
+    cr_assert(strstr(err.message, c->fragment) != NULL, "%s: message \"%s\" lacks \"%s\"",
+              c->what, err.message, c->fragment);
+    cr_assert_eq(stats.entries, 777, "%s: stats written on failure", c->what);
+    if (c->absent != NULL)
+        cr_assert_not(exists_at(destfd, c->absent), "%s: dest/%s exists", c->what, c->absent);
+    if (c->present != NULL)
+        cr_assert(exists_at(destfd, c->present), "%s: dest/%s is missing", c->what, c->present);
+    assert_nothing_outside(c->what);
+}
+
+Test(tar, extract_refuses_garbage)
+{
+    static const char junk[] = "this is not a tar stream, just some bytes that go on and on";
+    struct cordon_error err;
+    char buf[4096];
+    int fd;
+
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = junk[i % (sizeof(junk) - 1)];
+    cr_assert_eq(write_at(rootfd, "t.tar", buf, sizeof(buf)), 0);
+    fd = openat(rootfd, "t.tar", O_RDONLY | O_CLOEXEC);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_extract_fd(fd, destfd, NULL, 0, NULL, &err), CORDON_E_INVALID, "%s",
+                 err.message);
+    close(fd);
+    cr_assert_eq(count_entries(destfd, "."), 0);
+}
+
+Test(tar, extract_refuses_bad_arguments)
+{
+    struct cordon_error err;
+
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_extract_fd(-1, destfd, NULL, 0, NULL, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon_tar_extract_fd(0, destfd, NULL, 0x100, NULL, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon_tar_extract_fd(0, destfd, NULL, CORDON_TAR_SET_OWNER, NULL, &err),
+                 CORDON_E_INVALID);
+}
+
+/* ---- good streams ------------------------------------------------------ */
+
+static mode_t mode_at(const char *name)
+{
+    struct stat st;
+
+    cr_assert_eq(fstatat(destfd, name, &st, AT_SYMLINK_NOFOLLOW), 0, "stat %s", name);
+    return st.st_mode;
+}
+
+Test(tar, extract_dirs_files_modes)
+{
+    static const struct tent es[] = {
+        {T_DIR, "a", NULL, 0750, NULL, 0},
+        {T_FILE, "a/x", NULL, 0640, "hello", 0},
+        {T_FILE, "b", NULL, 0755, "", 0},
+        {T_FILE, "c/d/e", NULL, 0600, "implicit parents", 0},
+        {T_DIR, "ro", NULL, 0555, NULL, 0},
+        {T_FILE, "ro/inside", NULL, 0444, "after its read-only dir", 0},
+    };
+    struct cordon_tar_stats stats = {0, 0};
+    struct cordon_error err;
+    struct stat st;
+    char *s;
+
+    /* A read-only directory must still receive the entries after it. */
+    drop_dac_override();
+    cr_assert_eq(extract(es, 6, 0, NULL, &stats, &err), 0, "%s", err.message);
+    cr_assert_eq(stats.entries, 6);
+    cr_assert_eq(stats.bytes, 5 + 16 + 23);
+    cr_assert_eq(mode_at("a") & 07777, 0750);
+    cr_assert_eq(mode_at("a/x") & 07777, 0640);
+    cr_assert_eq(mode_at("b") & 07777, 0755);
+    cr_assert_eq(mode_at("c/d/e") & 07777, 0600);
+    cr_assert(S_ISDIR(mode_at("c/d")));
+    cr_assert_eq(mode_at("ro") & 07777, 0555);
+    s = read_at(destfd, "a/x", NULL);
+    cr_assert_str_eq(s, "hello");
+    free(s);
+    s = read_at(destfd, "ro/inside", NULL);
+    cr_assert_str_eq(s, "after its read-only dir");
+    free(s);
+    cr_assert_eq(fstatat(destfd, "a/x", &st, 0), 0);
+    cr_assert_eq(st.st_mtime, MTIME);
+    cr_assert_eq(fstatat(destfd, "a", &st, 0), 0);
+    cr_assert_eq(st.st_mtime, MTIME, "directory mtime must be set after its entries");
+}
+
+Test(tar, extract_empty_stream_and_dot_entries)
+{
+    static const struct tent es[] = {
+        {T_DIR, "./", NULL, 0700, NULL, 0},
+        {T_FILE, "./a", NULL, 0644, "A", 0},
+        {T_DIR, "./sub/", NULL, 0755, NULL, 0},
+    };
+    struct cordon_tar_stats stats = {9, 9};
+    struct cordon_error err;
+    int fd;
+
+    cr_assert_eq(write_at(rootfd, "t.tar", "", 0), 0);
+    fd = openat(rootfd, "t.tar", O_RDONLY | O_CLOEXEC);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_extract_fd(fd, destfd, NULL, 0, &stats, &err), 0, "%s", err.message);
+    close(fd);
+    cr_assert_eq(stats.entries, 0);
+    cr_assert_eq(stats.bytes, 0);
+    cr_assert_eq(extract(es, 3, 0, NULL, &stats, &err), 0, "%s", err.message);
+    cr_assert(exists_at(destfd, "a"));
+    cr_assert(S_ISDIR(mode_at("sub")));
+    /* "./" names the destination, whose own mode is left alone. */
+    cr_assert_eq(mode_at(".") & 07777, 0755);
+}
+
+Test(tar, extract_keeps_safe_symlinks)
+{
+    static const struct tent es[] = {
+        {T_DIR, "d", NULL, 0, NULL, 0},
+        {T_FILE, "d/f", NULL, 0, "target", 0},
+        {T_LINK, "l", "d/f", 0, NULL, 0},
+        {T_LINK, "d/up", "../d/./f", 0, NULL, 0},
+        {T_LINK, "d/self", ".", 0, NULL, 0},
+        {T_LINK, "dangling", "nowhere/yet", 0, NULL, 0},
+    };
+    struct cordon_error err;
+    char buf[64];
+    ssize_t n;
+    char *s;
+
+    cr_assert_eq(extract(es, 6, CORDON_TAR_ALLOW_SYMLINKS, NULL, NULL, &err), 0, "%s",
+                 err.message);
+    cr_assert(S_ISLNK(mode_at("l")));
+    n = readlinkat(destfd, "l", buf, sizeof(buf) - 1);
+    cr_assert_eq(n, 3);
+    buf[n] = '\0';
+    cr_assert_str_eq(buf, "d/f");
+    n = readlinkat(destfd, "d/up", buf, sizeof(buf) - 1);
+    buf[n < 0 ? 0 : n] = '\0';
+    cr_assert_str_eq(buf, "../d/./f");
+    cr_assert(S_ISLNK(mode_at("dangling")));
+    /* Following them (as the sandbox would) stays inside. */
+    s = read_at(destfd, "d/f", NULL);
+    cr_assert_str_eq(s, "target");
+    free(s);
+    assert_nothing_outside("safe symlinks");
+}
+
+Test(tar, extract_read_only_strips_write_bits)
+{
+    static const struct tent es[] = {
+        {T_DIR, "ro", NULL, 0775, NULL, 0},
+        {T_FILE, "ro/f", NULL, 0666, "data", 0},
+        {T_FILE, "x", NULL, 0755, "exec", 0},
+    };
+    struct cordon_error err;
+
+    cr_assert_eq(extract(es, 3, CORDON_TAR_READ_ONLY, NULL, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(mode_at("ro") & 07777, 0555);
+    cr_assert_eq(mode_at("ro/f") & 07777, 0444);
+    cr_assert_eq(mode_at("x") & 07777, 0555);
+}
+
+Test(tar, extract_sets_owner)
+{
+    static const struct tent es[] = {
+        {T_DIR, "d", NULL, 0, NULL, 0},
+        {T_FILE, "d/f", NULL, 0, "data", 0},
+        {T_LINK, "d/l", "f", 0, NULL, 0},
+        {T_FILE, "implicit/g", NULL, 0, "g", 0},
+    };
+    static const char *const names[] = {"d", "d/f", "d/l", "implicit", "implicit/g"};
+    struct cordon_tar_limits limits = {0, 0, 65532, 65532};
+    struct cordon_error err;
+    struct stat st;
+
+    if (geteuid() != 0)
+        cr_skip_test("changing owners needs root");
+    cr_assert_eq(extract(es, 4, CORDON_TAR_SET_OWNER | CORDON_TAR_ALLOW_SYMLINKS, &limits, NULL,
+                         &err),
+                 0, "%s", err.message);
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        cr_assert_eq(fstatat(destfd, names[i], &st, AT_SYMLINK_NOFOLLOW), 0);
+        cr_assert_eq(st.st_uid, 65532, "%s uid %u", names[i], (unsigned)st.st_uid);
+        cr_assert_eq(st.st_gid, 65532, "%s gid %u", names[i], (unsigned)st.st_gid);
+    }
+    /* The destination itself is the caller's. */
+    cr_assert_eq(fstat(destfd, &st), 0);
+    cr_assert_eq(st.st_uid, 0);
+}
+
+Test(tar, extract_replaces_regular_file)
+{
+    static const struct tent es[] = {
+        {T_FILE, "f", NULL, 0644, "first", 0},
+        {T_FILE, "f", NULL, 0600, "second", 0},
+    };
+    struct cordon_error err;
+    char *s;
+
+    cr_assert_eq(extract(es, 2, 0, NULL, NULL, &err), 0, "%s", err.message);
+    s = read_at(destfd, "f", NULL);
+    cr_assert_str_eq(s, "second");
+    free(s);
+    cr_assert_eq(mode_at("f") & 07777, 0600);
+}
+
+/* A name longer than ustar's 100 + 155 bytes needs a pax header both ways. */
+static char *long_name(void)
+{
+    char *name = malloc(301);
+
+    cr_assert_not_null(name);
+    memset(name, 'n', 300);
+    name[100] = '/';
+    name[200] = '/';
+    name[300] = '\0';
+    return name;
+}
+
+Test(tar, extract_long_pax_path)
+{
+    char *name = long_name();
+    struct tent es[] = {{T_FILE, name, NULL, 0644, "long", 0}};
+    struct cordon_error err;
+    char *s;
+
+    cr_assert_eq(extract(es, 1, 0, NULL, NULL, &err), 0, "%s", err.message);
+    s = read_at(destfd, name, NULL);
+    cr_assert_str_eq(s, "long");
+    free(s);
+    free(name);
+}
+
+/* ---- create_fd --------------------------------------------------------- */
+
+static void make_source_tree(int srcfd)
+{
+    char *big = malloc(70001);
+
+    cr_assert_not_null(big);
+    for (size_t i = 0; i < 70001; i++)
+        big[i] = (char)(i * 7 + 3);
+    cr_assert_eq(mkdirat(srcfd, "a", 0750), 0);
+    cr_assert_eq(write_at(srcfd, "a/f1", big, 70001), 0);
+    cr_assert_eq(fchmodat(srcfd, "a/f1", 0600, 0), 0);
+    cr_assert_eq(write_at(srcfd, "b.txt", "bee", 3), 0);
+    cr_assert_eq(write_at(srcfd, "empty", "", 0), 0);
+    cr_assert_eq(fchmodat(srcfd, "empty", 0755, 0), 0);
+    cr_assert_eq(mkdirat(srcfd, "e", 0700), 0);
+    cr_assert_eq(symlinkat("f1", srcfd, "a/l"), 0);
+    cr_assert_eq(mkdirat(srcfd, "x", 0755), 0);
+    cr_assert_eq(mkdirat(srcfd, "x/y", 0755), 0);
+    cr_assert_eq(write_at(srcfd, "x/y/z", "deep", 4), 0);
+    /* Names are bytes: UTF-8 and not, in whatever locale the tests run. */
+    cr_assert_eq(write_at(srcfd, "x/caf\xc3\xa9 \xe2\x82\xac.txt", "utf8", 4), 0);
+    cr_assert_eq(write_at(srcfd, "x/raw\xff\xfe", "", 0), 0);
+    free(big);
+}
+
+/* Same names, types, permission bits, bytes and link targets below both fds. */
+static void assert_same_tree(int afd, int bfd, const char *where)
+{
+    int fd = openat(afd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct dirent *de;
+    DIR *dir;
+
+    cr_assert_eq(count_entries(afd, "."), count_entries(bfd, "."), "%s: entry count", where);
+    dir = fdopendir(fd);
+    cr_assert_not_null(dir);
+    while ((de = readdir(dir)) != NULL) {
+        struct stat sa, sb;
+
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        cr_assert_eq(fstatat(afd, de->d_name, &sa, AT_SYMLINK_NOFOLLOW), 0);
+        cr_assert_eq(fstatat(bfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW), 0, "%s/%s missing",
+                     where, de->d_name);
+        cr_assert_eq(sa.st_mode & S_IFMT, sb.st_mode & S_IFMT, "%s/%s type", where, de->d_name);
+        if (S_ISLNK(sa.st_mode)) {
+            char la[256] = {0}, lb[256] = {0};
+
+            cr_assert_gt(readlinkat(afd, de->d_name, la, sizeof(la) - 1), 0);
+            cr_assert_gt(readlinkat(bfd, de->d_name, lb, sizeof(lb) - 1), 0);
+            cr_assert_str_eq(la, lb);
+            continue;
+        }
+        cr_assert_eq(sa.st_mode & 07777, sb.st_mode & 07777, "%s/%s mode", where, de->d_name);
+        if (S_ISREG(sa.st_mode)) {
+            size_t la, lb;
+            char *ca = read_at(afd, de->d_name, &la), *cb = read_at(bfd, de->d_name, &lb);
+
+            cr_assert_eq(la, lb, "%s/%s size", where, de->d_name);
+            cr_assert_eq(memcmp(ca, cb, la), 0, "%s/%s bytes", where, de->d_name);
+            free(ca);
+            free(cb);
+        } else {
+            int ca = openat(afd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            int cb = openat(bfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            char *sub = NULL;
+
+            cr_assert(asprintf(&sub, "%s/%s", where, de->d_name) > 0);
+            assert_same_tree(ca, cb, sub);
+            free(sub);
+            close(ca);
+            close(cb);
+        }
+    }
+    closedir(dir);
+}
+
+static int open_tar_out(void)
+{
+    int fd = openat(rootfd, "c.tar", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+    cr_assert_geq(fd, 0);
+    return fd;
+}
+
+Test(tar, create_then_extract_round_trip)
+{
+    struct cordon_tar_stats cs = {0, 0}, xs = {0, 0};
+    struct cordon_error err;
+    int srcfd, tfd;
+
+    cr_assert_eq(mkdirat(rootfd, "src", 0755), 0);
+    srcfd = openat(rootfd, "src", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    make_source_tree(srcfd);
+    tfd = open_tar_out();
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_create_fd(srcfd, "", tfd, NULL, &cs, &err), 0, "%s", err.message);
+    cr_assert_eq(cs.entries, 11);
+    cr_assert_eq(cs.bytes, 70001 + 3 + 4 + 4);
+    cr_assert_eq(lseek(tfd, 0, SEEK_SET), 0);
+    cr_assert_eq(cordon_tar_extract_fd(tfd, destfd, NULL, CORDON_TAR_ALLOW_SYMLINKS, &xs, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(xs.entries, cs.entries);
+    cr_assert_eq(xs.bytes, cs.bytes);
+    assert_same_tree(srcfd, destfd, "src");
+    close(tfd);
+    close(srcfd);
+}
+
+Test(tar, create_is_deterministic_and_relative_to_rel)
+{
+    struct cordon_tar_stats cs = {0, 0};
+    struct cordon_error err;
+    char *one, *two;
+    size_t l1, l2;
+    int srcfd, tfd;
+
+    cr_assert_eq(mkdirat(rootfd, "src", 0755), 0);
+    srcfd = openat(rootfd, "src", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    make_source_tree(srcfd);
+    cordon_error_init(&err);
+    tfd = open_tar_out();
+    cr_assert_eq(cordon_tar_create_fd(srcfd, "", tfd, NULL, NULL, &err), 0, "%s", err.message);
+    close(tfd);
+    one = read_at(rootfd, "c.tar", &l1);
+    tfd = open_tar_out();
+    cr_assert_eq(cordon_tar_create_fd(srcfd, "./", tfd, NULL, NULL, &err), 0, "%s", err.message);
+    close(tfd);
+    two = read_at(rootfd, "c.tar", &l2);
+    cr_assert_eq(l1, l2);
+    cr_assert_eq(memcmp(one, two, l1), 0, "two runs gave different streams");
+    cr_assert_eq(l1 % 512, 0);
+    free(one);
+    free(two);
+
+    /* rel "a": its entries are named relative to it, and a/ is not one. */
+    tfd = open_tar_out();
+    cr_assert_eq(cordon_tar_create_fd(srcfd, "a", tfd, NULL, &cs, &err), 0, "%s", err.message);
+    cr_assert_eq(cs.entries, 2);
+    cr_assert_eq(lseek(tfd, 0, SEEK_SET), 0);
+    cr_assert_eq(cordon_tar_extract_fd(tfd, destfd, NULL, CORDON_TAR_ALLOW_SYMLINKS, NULL, &err),
+                 0, "%s", err.message);
+    cr_assert(S_ISREG(mode_at("f1")));
+    cr_assert(S_ISLNK(mode_at("l")));
+    cr_assert_eq(count_entries(destfd, "."), 2);
+    close(tfd);
+    close(srcfd);
+}
+
+/* A symlink to a host file goes into the stream as a link; the file's bytes never do. */
+Test(tar, create_stores_symlink_not_its_target)
+{
+    static const char marker[] = "HOST-ONLY-MARKER-6d1f0e";
+    struct archive_entry *entry;
+    struct cordon_error err;
+    struct archive *a;
+    char *target = NULL, *stream;
+    bool seen = false;
+    size_t len;
+    int srcfd, tfd;
+
+    cr_assert_eq(write_at(outfd, "hostfile", marker, strlen(marker)), 0);
+    cr_assert(asprintf(&target, "%s/hostfile", outside) > 0);
+    cr_assert_eq(mkdirat(rootfd, "src", 0755), 0);
+    srcfd = openat(rootfd, "src", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cr_assert_eq(symlinkat(target, srcfd, "host"), 0);
+    cr_assert_eq(symlinkat(outside, srcfd, "hostdir"), 0);
+    tfd = open_tar_out();
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_create_fd(srcfd, "", tfd, NULL, NULL, &err), 0, "%s", err.message);
+    close(tfd);
+    stream = read_at(rootfd, "c.tar", &len);
+    cr_assert_null(memmem(stream, len, marker, strlen(marker)), "the target's bytes leaked");
+    cr_assert_null(memmem(stream, len, SECRET, strlen(SECRET)), "outside/secret leaked");
+    free(stream);
+
+    a = archive_read_new();
+    archive_read_support_format_tar(a);
+    tfd = openat(rootfd, "c.tar", O_RDONLY | O_CLOEXEC);
+    cr_assert_eq(archive_read_open_fd(a, tfd, 10240), ARCHIVE_OK);
+    while (archive_read_next_header(a, &entry) == ARCHIVE_OK) {
+        if (strcmp(archive_entry_pathname(entry), "host") == 0) {
+            cr_assert_eq(archive_entry_filetype(entry), AE_IFLNK);
+            cr_assert_str_eq(archive_entry_symlink(entry), target);
+            seen = true;
+        } else {
+            cr_assert_str_eq(archive_entry_pathname(entry), "hostdir");
+            cr_assert_eq(archive_entry_filetype(entry), AE_IFLNK);
+        }
+    }
+    archive_read_free(a);
+    close(tfd);
+    cr_assert(seen);
+    /* rel through a symlink is refused too. */
+    tfd = open_tar_out();
+    cr_assert_eq(cordon_tar_create_fd(srcfd, "hostdir", tfd, NULL, NULL, &err), CORDON_E_UNSAFE);
+    close(tfd);
+    close(srcfd);
+    free(target);
+}
+
+struct create_refusal {
+    const char *what;
+    const char *rel;
+    uint64_t max_bytes, max_entries;
+    bool fifo;
+    int code;
+};
+
+static const struct create_refusal create_refusals[] = {
+    {"fifo_in_tree", "", 0, 0, true, CORDON_E_UNSAFE},
+    {"over_max_bytes", "", 70000, 0, false, CORDON_E_LIMIT},
+    {"over_max_entries", "", 0, 10, false, CORDON_E_LIMIT},
+    {"rel_outside", "../outside", 0, 0, false, CORDON_E_UNSAFE},
+    {"rel_absolute", "/etc", 0, 0, false, CORDON_E_UNSAFE},
+    {"rel_missing", "nothing", 0, 0, false, CORDON_E_NOT_FOUND},
+};
+
+ParameterizedTestParameters(tar, create_refuses)
+{
+    static size_t idx[sizeof(create_refusals) / sizeof(create_refusals[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *i, tar, create_refuses)
+{
+    const struct create_refusal *c = &create_refusals[*i];
+    struct cordon_tar_limits limits = {c->max_bytes, c->max_entries, 0, 0};
+    struct cordon_tar_stats stats = {777, 777};
+    struct cordon_error err;
+    int srcfd, tfd, r;
+
+    cr_assert_eq(mkdirat(rootfd, "src", 0755), 0);
+    srcfd = openat(rootfd, "src", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    make_source_tree(srcfd);
+    if (c->fifo)
+        cr_assert_eq(mkfifoat(srcfd, "x/y/pipe", 0644), 0);
+    tfd = open_tar_out();
+    cordon_error_init(&err);
+    r = cordon_tar_create_fd(srcfd, c->rel, tfd, &limits, &stats, &err);
+    cr_assert_eq(r, c->code, "%s: got %d (%s)", c->what, r, err.message);
+    cr_assert_eq(stats.entries, 777, "%s: stats written on failure", c->what);
+    close(tfd);
+    close(srcfd);
+}
+
+/* ---- writer ------------------------------------------------------------ */
+
+Test(tar, writer_builds_a_stream)
+{
+    struct cordon_tar_writer *w = NULL;
+    struct cordon_tar_stats stats = {0, 0};
+    struct cordon_error err;
+    struct stat st;
+    int tfd = open_tar_out(), src;
+    char *s;
+
+    cr_assert_eq(write_at(outfd, "payload", "0123456789", 10), 0);
+    src = openat(outfd, "payload", O_RDONLY | O_CLOEXEC);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_writer_open(tfd, &w, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_tar_writer_add_dir(w, "d", 0750, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_tar_writer_add_file(w, "d/f", "hello", 5, 0640, &err), 0, "%s",
+                 err.message);
+    cr_assert_eq(cordon_tar_writer_add_fd(w, "g", src, 10, 0755, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_tar_writer_close(w, &err), 0, "%s", err.message);
+    close(src);
+    /* The fd stays open, and the last block is not padded to 10 KiB. */
+    cr_assert_geq(fcntl(tfd, F_GETFD), 0);
+    cr_assert_eq(fstat(tfd, &st), 0);
+    cr_assert_eq(st.st_size, 512 + (512 + 512) + (512 + 512) + 1024, "size %lld",
+                 (long long)st.st_size);
+    cr_assert_eq(lseek(tfd, 0, SEEK_SET), 0);
+    cr_assert_eq(cordon_tar_extract_fd(tfd, destfd, NULL, 0, &stats, &err), 0, "%s", err.message);
+    close(tfd);
+    cr_assert_eq(stats.entries, 3);
+    cr_assert_eq(mode_at("d") & 07777, 0750);
+    cr_assert_eq(mode_at("d/f") & 07777, 0640);
+    cr_assert_eq(mode_at("g") & 07777, 0755);
+    s = read_at(destfd, "d/f", NULL);
+    cr_assert_str_eq(s, "hello");
+    free(s);
+    s = read_at(destfd, "g", NULL);
+    cr_assert_str_eq(s, "0123456789");
+    free(s);
+}
+
+Test(tar, writer_long_pax_path_round_trip)
+{
+    struct cordon_tar_writer *w = NULL;
+    struct cordon_error err;
+    char *name = long_name(), *s;
+    int tfd = open_tar_out();
+
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_writer_open(tfd, &w, &err), 0);
+    cr_assert_eq(cordon_tar_writer_add_file(w, name, "pax", 3, 0644, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_tar_writer_close(w, &err), 0, "%s", err.message);
+    cr_assert_eq(lseek(tfd, 0, SEEK_SET), 0);
+    cr_assert_eq(cordon_tar_extract_fd(tfd, destfd, NULL, 0, NULL, &err), 0, "%s", err.message);
+    close(tfd);
+    s = read_at(destfd, name, NULL);
+    cr_assert_str_eq(s, "pax");
+    free(s);
+    free(name);
+}
+
+Test(tar, writer_add_fd_short_breaks_the_stream)
+{
+    struct cordon_tar_writer *w = NULL;
+    struct cordon_error err;
+    int tfd = open_tar_out(), src;
+
+    cr_assert_eq(write_at(outfd, "short", "0123456789", 10), 0);
+    src = openat(outfd, "short", O_RDONLY | O_CLOEXEC);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_writer_open(tfd, &w, &err), 0);
+    cr_assert_eq(cordon_tar_writer_add_fd(w, "g", src, 20, 0644, &err), CORDON_E_IO);
+    cr_assert(strstr(err.message, "10 of 20") != NULL, "%s", err.message);
+    cr_assert_eq(cordon_tar_writer_add_file(w, "h", "x", 1, 0644, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon_tar_writer_close(w, &err), CORDON_E_IO);
+    close(src);
+    /* What reached the fd must not pass for a stream holding a zero-padded "g". */
+    cr_assert_eq(lseek(tfd, 0, SEEK_SET), 0);
+    cordon_tar_extract_fd(tfd, destfd, NULL, 0, NULL, &err);
+    cr_assert_not(exists_at(destfd, "g"));
+    close(tfd);
+}
+
+Test(tar, writer_refuses_bad_paths)
+{
+    static const char *const bad[] = {"../x", "/abs", "", ".", "a/../../b", "c\x01"};
+    struct cordon_tar_writer *w = NULL;
+    struct cordon_tar_stats stats = {9, 9};
+    struct cordon_error err;
+    int tfd = open_tar_out();
+
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_writer_open(tfd, &w, &err), 0);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cr_assert_lt(cordon_tar_writer_add_file(w, bad[i], "x", 1, 0644, &err), 0, "%s", bad[i]);
+        cr_assert_lt(cordon_tar_writer_add_dir(w, bad[i], 0755, &err), 0, "%s", bad[i]);
+    }
+    /* A refused path leaves the stream usable and empty. */
+    cr_assert_eq(cordon_tar_writer_close(w, &err), 0, "%s", err.message);
+    cr_assert_eq(lseek(tfd, 0, SEEK_SET), 0);
+    cr_assert_eq(cordon_tar_extract_fd(tfd, destfd, NULL, 0, &stats, &err), 0, "%s", err.message);
+    cr_assert_eq(stats.entries, 0);
+    close(tfd);
+}
+
+Test(tar, writer_free_abandons)
+{
+    struct cordon_tar_writer *w = NULL;
+    struct cordon_error err;
+    int tfd = open_tar_out();
+
+    cordon_error_init(&err);
+    cordon_tar_writer_free(NULL);
+    cr_assert_eq(cordon_tar_writer_open(tfd, &w, &err), 0);
+    cr_assert_eq(cordon_tar_writer_add_file(w, "f", "x", 1, 0644, &err), 0);
+    cordon_tar_writer_free(w);
+    cr_assert_geq(fcntl(tfd, F_GETFD), 0);
+    /* No end-of-archive blocks: an abandoned stream does not read as complete. */
+    cr_assert_eq(lseek(tfd, 0, SEEK_SET), 0);
+    cordon_tar_extract_fd(tfd, destfd, NULL, 0, NULL, &err);
+    cr_assert_not(exists_at(destfd, "f"));
+    close(tfd);
+    cr_assert_eq(cordon_tar_writer_open(-1, &w, &err), CORDON_E_INVALID);
+}

@@ -43,10 +43,12 @@ struct cordon_observe_opts {
  * {"observed_by": "cordon-observe",
  *  "isolation": {"process_contained": b, "host_filesystem_restricted": b,
  *                "privilege_escalation_blocked": b, "syscalls_restricted": b,
+ *                "network_mode": same as "network",
  *                "checks": [{"axis", "check", "ok", "detail"}...]},
  *  "network": "none" | "host" | "private",
  *  "interfaces": [...],
- *  "toolchains": {"python": {"available", "version", "raw_version"}, ...},
+ *  "toolchains": {"python": {"available": true, "version", "raw_version"},
+ *                 "go": {"available": false, "reason"}, ...},
  *  "report": {raw observer report}}
  */
 CORDON_EXTERN int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json,

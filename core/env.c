@@ -1,0 +1,66 @@
+/* core: validation of environment variables handed to sandboxes. */
+#include <ctype.h>
+#include <string.h>
+
+#include "core/env.h"
+
+bool cordon__env_name_is_credential(const char *name)
+{
+    /* Compare on the name folded to lowercase letters and digits only, so
+     * that API_KEY, ApiKey, api-key and API__KEY all read "apikey". */
+    static const char *const words[] = { "token", "secret", "password", "passwd", "apikey",
+                                         "accesskey", "privatekey", "credential" };
+    char folded[CORDON_ENV_MAX_NAME + 1];
+    size_t n = 0;
+
+    for (const char *p = name; *p != '\0' && n < CORDON_ENV_MAX_NAME; p++)
+        if (isalnum((unsigned char)*p))
+            folded[n++] = (char)tolower((unsigned char)*p);
+    folded[n] = '\0';
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strstr(folded, words[i]) != NULL)
+            return true;
+    return false;
+}
+
+static bool name_valid(const char *name)
+{
+    if (!(isalpha((unsigned char)name[0]) || name[0] == '_'))
+        return false;
+    for (const char *p = name + 1; *p != '\0'; p++)
+        if (!(isalnum((unsigned char)*p) || *p == '_'))
+            return false;
+    return true;
+}
+
+int cordon__env_validate(const char *field, const cJSON *env, struct cordon_error *err)
+{
+    const cJSON *v;
+    int n = 0;
+
+    if (env == NULL || cJSON_IsNull(env))
+        return 0;
+    if (!cJSON_IsObject(env))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be an object of NAME: value", field);
+    cJSON_ArrayForEach(v, env) {
+        if (++n > CORDON_ENV_MAX_ENTRIES)
+            return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: more than %d entries", field,
+                                    CORDON_ENV_MAX_ENTRIES);
+        if (strlen(v->string) > CORDON_ENV_MAX_NAME || !name_valid(v->string))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "%s: name \"%.64s\" must match [A-Za-z_][A-Za-z0-9_]* (at most %d bytes)",
+                                    field, v->string, CORDON_ENV_MAX_NAME);
+        if (cordon__env_name_is_credential(v->string))
+            return cordon_error_set(err, CORDON_E_DENIED, 0,
+                                    "%s.%s: looks like a credential (token, secret, password, API key, "
+                                    "access key, private key, credential); secrets are not passed into sandboxes",
+                                    field, v->string);
+        if (!cJSON_IsString(v))
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "%s.%s: value must be a string", field,
+                                    v->string);
+        if (strlen(v->valuestring) > CORDON_ENV_MAX_VALUE)
+            return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s.%s: value longer than %u bytes", field,
+                                    v->string, CORDON_ENV_MAX_VALUE);
+    }
+    return 0;
+}

@@ -1,0 +1,71 @@
+/*
+ * libcordon: the host library behind the `cordon` command.
+ *
+ * Integrators link it and speak JSON: a request object in, a result object
+ * out, the same documents `cordon ... --request FILE --json` reads and
+ * prints (docs/cordon.1, docs/json.md).
+ */
+#ifndef CORDON_CORDON_H
+#define CORDON_CORDON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <cordon/error.h>
+#include <cordon/provider.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A host context: state directory, provider search path, loaded
+ * providers (never unloaded), the services table handed to them. */
+struct cordon_ctx;
+
+struct cordon_ctx_opts {
+    uint32_t struct_size;          /* sizeof(struct cordon_ctx_opts) */
+    const char *state_dir;         /* NULL: $CORDON_STATE_DIR, else /var/lib/cordon (root) or
+                                      $XDG_STATE_HOME/cordon, ~/.local/state/cordon */
+    const char *config_path;       /* JSON config file; NULL: none */
+    const char *observer_path;     /* NULL: $CORDON_OBSERVER, else the installed cordon-observe */
+    bool fresh;                    /* bypass the probe cache */
+};
+
+/* Create a context; creates the state directory (0700) if missing. Every
+ * string in opts is copied. Free with cordon_ctx_free. */
+CORDON_EXTERN int cordon_ctx_new(const struct cordon_ctx_opts *opts, struct cordon_ctx **ret_ctx,
+                                 struct cordon_error *err);
+CORDON_EXTERN void cordon_ctx_free(struct cordon_ctx *ctx);
+
+/* {"providers": [{"provider_id", "path", "loaded", "version", "kinds",
+ * "error"}]} for every provider .so on the search path. Loads them all. */
+CORDON_EXTERN int cordon_providers_json(struct cordon_ctx *ctx, char **ret_json,
+                                        struct cordon_error *err);
+
+/* Probe the named providers (all installed ones when ids is NULL or
+ * empty); config_json (may be NULL) is merged over each one's base config.
+ * {"probes": [facts...]}; a provider that cannot be loaded or probed gets
+ * {"provider_id", "available": false, "reason", "error"}. */
+CORDON_EXTERN int cordon_probe_json(struct cordon_ctx *ctx, const char *const *ids,
+                                    const char *config_json, char **ret_json,
+                                    struct cordon_error *err);
+
+/*
+ * The code-execution flow (DESIGN.md §4.1): grant, select, ensure,
+ * provision, land, run, collect, terminate, release, close. Returns 0
+ * whenever a result document was produced — also for a refused request
+ * ("status": "blocked") or a failing program — and a negative code only
+ * when not even that was possible. ret_result_json is malloc'd.
+ */
+CORDON_EXTERN int cordon_run_json(struct cordon_ctx *ctx, const char *request_json,
+                                  char **ret_result_json, struct cordon_error *err);
+
+/* The exit status the `cordon` command uses for a result document of
+ * cordon_run_json: the program's own status, 124 timeout, 125 cordon's own
+ * failure, 126 cannot invoke, 127 not found, 137 killed (oom,
+ * output_limit, cancelled), 128+N for signal N. */
+CORDON_EXTERN int cordon_result_exit_status(const char *result_json);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,218 @@
+/*
+ * cordon-contract: attacks on every isolation axis the provider claims.
+ * An axis claimed false is honest and its attack is skipped; an axis
+ * claimed true that an attack gets through is a failure.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+
+#include <cordon/sdk/facts.h>
+#include <cordon/sdk/tar.h>
+#include "tests/contract/contract.h"
+
+Test(contract, attack_host_canary_file_stays_unreadable)
+{
+    const char *argv[] = { "cat", NULL, NULL };
+    struct cordon_exec_outcome out;
+    char token[65], path[4096], msg[600];
+    cJSON *facts = contract_require_claim(CORDON_AXIS_HOST_FS_RESTRICTED);
+    const char *dir = contract_temp_dir(0755), *state;
+    char *stdout_text, *stderr_text;
+    int fd;
+
+    /* World-readable, so that only the sandbox's boundary can hide it. */
+    contract_random_hex(token, 32);
+    snprintf(path, sizeof(path), "%s/canary.txt", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    cr_assert(fd >= 0, "create %s: %s", path, strerror(errno));
+    cr_assert_eq(write(fd, token, strlen(token)), (ssize_t)strlen(token));
+    cr_assert_eq(fchmod(fd, 0644), 0);
+    close(fd);
+
+    state = contract_provision(NULL, "code");
+    argv[1] = path;
+    cr_assert_eq(contract_exec(state, argv, NULL, &out, msg, sizeof(msg)), 0,
+                 "the provider could not run the attack: %s", msg);
+    stdout_text = contract_stream_text(&out.out);
+    stderr_text = contract_stream_text(&out.err);
+    cr_expect(strstr(stdout_text, token) == NULL && strstr(stderr_text, token) == NULL,
+              "host_filesystem_restricted is claimed, but `cat %s` inside printed the host "
+              "canary's content", path);
+    free(stdout_text);
+    free(stderr_text);
+    cordon_exec_outcome_clear(&out);
+    cJSON_Delete(facts);
+}
+
+Test(contract, attack_host_process_stays_out_of_reach)
+{
+    struct cordon_exec_outcome out;
+    char marker[64], script[160];
+    cJSON *facts = contract_require_claim(CORDON_AXIS_PROCESS_CONTAINED);
+    const char *state;
+    char *text;
+    pid_t pid;
+
+    contract_sleep_marker(marker, sizeof(marker));
+    pid = contract_spawn_sleeper(marker);
+    state = contract_provision(NULL, "code");
+    snprintf(script, sizeof(script), "kill -0 %d", (int)pid);
+    contract_sh(state, script, &out);
+    cr_expect_eq(kill(pid, 0), 0, "the host sleeper died during the attack");
+    cr_expect(out.status == CORDON_RUN_EXITED && out.exit_code != 0,
+              "process_contained is claimed, but `kill -0 %d` (a host process) succeeded inside "
+              "(status %s, exit %d)", (int)pid, cordon_run_status_name(out.status), out.exit_code);
+    cordon_exec_outcome_clear(&out);
+
+    /* Not signalable is not enough (another uid gets EPERM): the host's
+     * process must not be visible either. The marker is unique, so a
+     * process that merely has the same pid inside does not count. */
+    snprintf(script, sizeof(script), "cat /proc/%d/cmdline", (int)pid);
+    contract_sh(state, script, &out);
+    text = contract_stream_text(&out.out);
+    for (size_t i = 0; i < out.out.len; i++)
+        if (text[i] == '\0')
+            text[i] = ' ';
+    cr_expect(strstr(text, marker) == NULL,
+              "process_contained is claimed, but the host process %d (sleep %s) is visible inside "
+              "through /proc", (int)pid, marker);
+    free(text);
+    cordon_exec_outcome_clear(&out);
+    cJSON_Delete(facts);
+}
+
+/* The value of "Name:\t..." in /proc/self/status text, or NULL. */
+static const char *status_field(const char *status, const char *name, char *buf, size_t size)
+{
+    size_t len = strlen(name);
+
+    for (const char *line = status; line != NULL && *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t n = end != NULL ? (size_t)(end - line) : strlen(line);
+
+        if (n > len && strncmp(line, name, len) == 0 && line[len] == ':') {
+            const char *v = line + len + 1;
+
+            while (*v == ' ' || *v == '\t')
+                v++;
+            n -= (size_t)(v - line);
+            snprintf(buf, size, "%.*s", (int)n, v);
+            return buf;
+        }
+        line = end != NULL ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
+Test(contract, attack_privileges_are_not_held)
+{
+    const char *id_argv[] = { "id", "-u", NULL };
+    const char *status_argv[] = { "cat", "/proc/self/status", NULL };
+    struct cordon_exec_outcome out;
+    char msg[600], capeff[64], nnp[16];
+    cJSON *facts = contract_require_claim(CORDON_AXIS_PRIVESC_BLOCKED);
+    const char *state = contract_provision(NULL, "code");
+    char *text, *end;
+    long uid;
+
+    cr_assert_eq(contract_exec(state, id_argv, NULL, &out, msg, sizeof(msg)), 0,
+                 "the provider could not run `id -u`: %s", msg);
+    text = contract_stream_text(&out.out);
+    cr_expect(out.status == CORDON_RUN_EXITED && out.exit_code == 0, "`id -u` did not run (%s %d)",
+              cordon_run_status_name(out.status), out.exit_code);
+    uid = strtol(text, &end, 10);
+    cr_expect(end != text && uid != 0,
+              "privilege_escalation_blocked is claimed, but `id -u` inside printed \"%s\"", text);
+    free(text);
+    cordon_exec_outcome_clear(&out);
+
+    cr_assert_eq(contract_exec(state, status_argv, NULL, &out, msg, sizeof(msg)), 0,
+                 "the provider could not run `cat /proc/self/status`: %s", msg);
+    text = contract_stream_text(&out.out);
+    cr_assert(status_field(text, "CapEff", capeff, sizeof(capeff)) != NULL,
+              "no CapEff line in /proc/self/status inside");
+    cr_expect(strtoull(capeff, NULL, 16) == 0,
+              "privilege_escalation_blocked is claimed, but CapEff inside is %s", capeff);
+    cr_assert(status_field(text, "NoNewPrivs", nnp, sizeof(nnp)) != NULL,
+              "no NoNewPrivs line in /proc/self/status inside");
+    cr_expect_str_eq(nnp, "1",
+                     "privilege_escalation_blocked is claimed, but NoNewPrivs inside is %s", nnp);
+    free(text);
+    cordon_exec_outcome_clear(&out);
+    cJSON_Delete(facts);
+}
+
+/* A tar stream holding the observer as "cordon-observe", mode 0755. */
+static int observer_tar(void)
+{
+    struct cordon_tar_writer *w = NULL;
+    struct cordon_error err;
+    struct stat st;
+    int fd, tar = contract_temp_fd();
+
+    fd = open(contract.observer_path, O_RDONLY | O_CLOEXEC);
+    cr_assert(fd >= 0, "open the observer %s: %s", contract.observer_path, strerror(errno));
+    cr_assert_eq(fstat(fd, &st), 0);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_writer_open(tar, &w, &err), 0, "tar writer: %s", err.message);
+    cr_assert_eq(cordon_tar_writer_add_fd(w, "cordon-observe", fd, (uint64_t)st.st_size, 0755, &err),
+                 0, "tar writer: %s", err.message);
+    cr_assert_eq(cordon_tar_writer_close(w, &err), 0, "tar writer: %s", err.message);
+    close(fd);
+    cr_assert_eq(lseek(tar, 0, SEEK_SET), 0);
+    return tar;
+}
+
+Test(contract, attack_forbidden_syscalls_are_refused)
+{
+    static const char *const forbidden[] = { "keyctl", "bpf", "mount", "unshare_user",
+                                              "io_uring_setup" };
+    const char *argv[] = { "./cordon-observe", NULL };
+    struct cordon_exec_outcome out;
+    char msg[600];
+    cJSON *facts = contract_require_claim(CORDON_AXIS_SYSCALLS_RESTRICTED);
+    const char *state = contract_provision(NULL, "host");
+    const cJSON *calls, *c;
+    cJSON *report;
+    char *text;
+    int tar = observer_tar();
+
+    cr_assert_eq(contract_import(state, "", tar, msg, sizeof(msg)), 0,
+                 "importing the observer failed: %s", msg);
+    close(tar);
+    cr_assert_eq(contract_exec(state, argv, NULL, &out, msg, sizeof(msg)), 0,
+                 "the provider could not run the observer: %s", msg);
+    text = contract_stream_text(&out.out);
+    cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0,
+              "the observer did not run (%s %d)", cordon_run_status_name(out.status),
+              out.exit_code);
+    report = cJSON_Parse(text);
+    cr_assert(cJSON_IsObject(report), "the observer's report is not JSON: %.200s", text);
+    calls = cJSON_GetObjectItemCaseSensitive(report, "syscalls");
+    for (size_t i = 0; i < sizeof(forbidden) / sizeof(forbidden[0]); i++) {
+        const char *result = NULL;
+
+        cJSON_ArrayForEach(c, calls) {
+            if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "name")) ?: "",
+                       forbidden[i]) == 0)
+                result = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "result"));
+        }
+        cr_expect(result != NULL && strcmp(result, "refused") == 0,
+                  "syscalls_restricted is claimed, but %s was %s inside", forbidden[i],
+                  result != NULL ? result : "not reported");
+    }
+    cJSON_Delete(report);
+    free(text);
+    cordon_exec_outcome_clear(&out);
+    cJSON_Delete(facts);
+}

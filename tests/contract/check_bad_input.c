@@ -1,0 +1,285 @@
+/*
+ * cordon-contract: bad input is refused with a negative code and leaves
+ * nothing behind. One table per operation: provision specs, exec requests,
+ * tar entries.
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <criterion/parameterized.h>
+
+#include "tests/contract/contract.h"
+
+/* Table rows hold their strings by value: Criterion copies a row into a
+ * worker that is a fresh exec of this program, where a pointer into the
+ * parent's rodata points nowhere. */
+
+/* ---- provision ----------------------------------------------------------- */
+
+struct bad_spec {
+    char name[64];
+    char patch[256];     /* keys replace the good spec's; null deletes; "!" prefix: raw text */
+};
+
+/* The good spec for id with patch applied; malloc'd. */
+static char *patched_spec(const char *id, const char *patch)
+{
+    char *good = contract_spec(id, "host", NULL), *text;
+    cJSON *spec, *p, *item;
+
+    if (patch[0] == '!') {
+        free(good);
+        text = strdup(patch + 1);
+        cr_assert(text != NULL);
+        return text;
+    }
+    spec = cJSON_Parse(good);
+    p = cJSON_Parse(patch);
+    cr_assert(spec != NULL && cJSON_IsObject(p), "bad table row: %s", patch);
+    cJSON_ArrayForEach(item, p) {
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, item->string);
+        if (!cJSON_IsNull(item))
+            cJSON_AddItemToObject(spec, item->string, cJSON_Duplicate(item, true));
+    }
+    text = cJSON_PrintUnformatted(spec);
+    cJSON_Delete(spec);
+    cJSON_Delete(p);
+    free(good);
+    cr_assert(text != NULL);
+    return text;
+}
+
+ParameterizedTestParameters(contract, bad_provision_spec_is_refused_and_leaves_nothing)
+{
+    static struct bad_spec rows[] = {
+        { "network bridge", "{\"network\":{\"mode\":\"bridge\"}}" },
+        { "network host", "{\"network\":{\"mode\":\"host\"}}" },
+        { "network not an object", "{\"network\":\"none\"}" },
+        { "resources missing", "{\"resources\":null}" },
+        { "resources.pids missing",
+          "{\"resources\":{\"cpus\":1,\"memory_bytes\":268435456,\"disk_bytes\":67108864,"
+          "\"runtime_ms\":60000,\"max_output_bytes\":1048576}}" },
+        { "resources.memory_bytes missing",
+          "{\"resources\":{\"cpus\":1,\"pids\":128,\"disk_bytes\":67108864,"
+          "\"runtime_ms\":60000,\"max_output_bytes\":1048576}}" },
+        { "resources not an object", "{\"resources\":\"small\"}" },
+        { "layout unknown", "{\"layout\":\"everything\"}" },
+        { "spec not JSON", "!{\"execution_id\": " },
+    };
+
+    return cr_make_param_array(struct bad_spec, rows, sizeof(rows) / sizeof(rows[0]));
+}
+
+ParameterizedTest(struct bad_spec *row, contract, bad_provision_spec_is_refused_and_leaves_nothing)
+{
+    struct cordon_error err;
+    char id[48], msg[600], *spec;
+    const char *state = NULL;
+    int r;
+
+    contract_new_id(id, sizeof(id));
+    spec = patched_spec(id, row->patch);
+    r = contract_try_provision(spec, &state, msg, sizeof(msg));
+    free(spec);
+    cr_expect_lt(r, 0, "provision with %s was accepted", row->name);
+    if (r == 0)
+        return;
+    cr_log_info("%s refused: %s", row->name, msg);
+    /* Nothing remains: the id can be reclaimed and used again. */
+    cordon_error_init(&err);
+    cr_expect_eq(contract.vt.reclaim(contract.resource, id, &err), 0,
+                 "reclaim after a refused provision failed: %s", err.message);
+    spec = contract_spec(id, "host", NULL);
+    r = contract_try_provision(spec, &state, msg, sizeof(msg));
+    free(spec);
+    cr_expect_eq(r, 0, "provision with the refused spec's id failed afterwards: %s", msg);
+}
+
+/* ---- exec ---------------------------------------------------------------- */
+
+struct bad_request {
+    char name[64];
+    char request[256];
+};
+
+ParameterizedTestParameters(contract, bad_exec_request_is_refused)
+{
+    static struct bad_request rows[] = {
+        { "argv a string", "{\"argv\":\"id\",\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}" },
+        { "argv empty", "{\"argv\":[],\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}" },
+        { "argv holding a number", "{\"argv\":[\"id\",3],\"cwd\":\".\",\"env\":{},"
+                                   "\"timeout_ms\":5000}" },
+        { "argv missing", "{\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}" },
+        { "cwd leaving the workspace", "{\"argv\":[\"touch\",\"escaped\"],\"cwd\":\"../..\","
+                                       "\"env\":{},\"timeout_ms\":5000}" },
+        { "request not JSON", "{\"argv\": [" },
+    };
+
+    return cr_make_param_array(struct bad_request, rows, sizeof(rows) / sizeof(rows[0]));
+}
+
+ParameterizedTest(struct bad_request *row, contract, bad_exec_request_is_refused)
+{
+    struct contract_exec opts;
+    struct cordon_exec_outcome out;
+    char msg[600];
+    const char *state = contract_provision(NULL, "host");
+    int r;
+
+    contract_exec_init(&opts);
+    opts.request_json = row->request;
+    r = contract_exec(state, NULL, &opts, &out, msg, sizeof(msg));
+    cr_expect_lt(r, 0, "exec with %s was accepted (status %s, exit %d)", row->name,
+                 cordon_run_status_name(out.status), out.exit_code);
+    if (r < 0)
+        cr_log_info("%s refused: %s", row->name, msg);
+    cordon_exec_outcome_clear(&out);
+}
+
+/* ---- import_tar ---------------------------------------------------------- */
+
+enum tar_attack {
+    TAR_DOTDOT,
+    TAR_DOTDOT_NESTED,
+    TAR_ABSOLUTE,
+    TAR_SYMLINK_UP,
+    TAR_SYMLINK_ABSOLUTE,
+    TAR_HARDLINK_OUT,
+    TAR_FIFO,
+    TAR_DEVICE,
+    TAR_SETUID,
+};
+
+struct bad_tar {
+    char name[64];
+    enum tar_attack attack;
+};
+
+static void tar_entry(struct archive *a, const char *path, unsigned type, unsigned perm,
+                      const char *data, const char *link)
+{
+    struct archive_entry *e = archive_entry_new();
+    size_t len = data != NULL ? strlen(data) : 0;
+
+    cr_assert(e != NULL);
+    archive_entry_set_pathname(e, path);
+    archive_entry_set_filetype(e, type);
+    archive_entry_set_perm(e, perm);
+    archive_entry_set_size(e, (la_int64_t)len);
+    if (type == AE_IFLNK)
+        archive_entry_set_symlink(e, link);
+    if (type == AE_IFREG && link != NULL) {
+        archive_entry_set_hardlink(e, link);
+        archive_entry_set_size(e, 0);
+        len = 0;
+    }
+    if (type == AE_IFCHR) {
+        archive_entry_set_rdevmajor(e, 1);
+        archive_entry_set_rdevminor(e, 3);
+    }
+    cr_assert_eq(archive_write_header(a, e), ARCHIVE_OK, "libarchive: %s",
+                 archive_error_string(a));
+    if (len > 0)
+        cr_assert_eq(archive_write_data(a, data, len), (la_ssize_t)len);
+    archive_entry_free(e);
+}
+
+/* A tar stream holding one hostile entry (libarchive directly: the sdk's
+ * writer would refuse to write it). abs_path is used by TAR_ABSOLUTE. */
+static int hostile_tar(enum tar_attack attack, const char *abs_path)
+{
+    struct archive *a = archive_write_new();
+    int fd = contract_temp_fd();
+
+    cr_assert(a != NULL);
+    cr_assert_eq(archive_write_set_format_pax_restricted(a), ARCHIVE_OK);
+    cr_assert_eq(archive_write_open_fd(a, fd), ARCHIVE_OK, "libarchive: %s",
+                 archive_error_string(a));
+    switch (attack) {
+    case TAR_DOTDOT:
+        tar_entry(a, "../evil", AE_IFREG, 0644, "evil\n", NULL);
+        break;
+    case TAR_DOTDOT_NESTED:
+        tar_entry(a, "a/../../evil", AE_IFREG, 0644, "evil\n", NULL);
+        break;
+    case TAR_ABSOLUTE:
+        tar_entry(a, abs_path, AE_IFREG, 0644, "evil\n", NULL);
+        break;
+    case TAR_SYMLINK_UP:
+        tar_entry(a, "up", AE_IFLNK, 0777, NULL, "../../..");
+        break;
+    case TAR_SYMLINK_ABSOLUTE:
+        tar_entry(a, "etc", AE_IFLNK, 0777, NULL, "/etc");
+        break;
+    case TAR_HARDLINK_OUT:
+        tar_entry(a, "passwd", AE_IFREG, 0644, NULL, "/etc/passwd");
+        break;
+    case TAR_FIFO:
+        tar_entry(a, "fifo", AE_IFIFO, 0644, NULL, NULL);
+        break;
+    case TAR_DEVICE:
+        tar_entry(a, "null", AE_IFCHR, 0666, NULL, NULL);
+        break;
+    case TAR_SETUID:
+        tar_entry(a, "suid", AE_IFREG, 04755, "#!/bin/sh\nid\n", NULL);
+        break;
+    }
+    cr_assert_eq(archive_write_close(a), ARCHIVE_OK, "libarchive: %s", archive_error_string(a));
+    archive_write_free(a);
+    cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+    return fd;
+}
+
+ParameterizedTestParameters(contract, unsafe_tar_entry_is_refused)
+{
+    static struct bad_tar rows[] = {
+        { "an entry named ../evil", TAR_DOTDOT },
+        { "an entry named a/../../evil", TAR_DOTDOT_NESTED },
+        { "an absolute entry name", TAR_ABSOLUTE },
+        { "a symlink leaving the root (../../..)", TAR_SYMLINK_UP },
+        { "an absolute symlink (/etc)", TAR_SYMLINK_ABSOLUTE },
+        { "a hardlink to /etc/passwd", TAR_HARDLINK_OUT },
+        { "a FIFO", TAR_FIFO },
+        { "a character device", TAR_DEVICE },
+        { "a setuid file", TAR_SETUID },
+    };
+
+    return cr_make_param_array(struct bad_tar, rows, sizeof(rows) / sizeof(rows[0]));
+}
+
+ParameterizedTest(struct bad_tar *row, contract, unsafe_tar_entry_is_refused)
+{
+    struct cordon_exec_outcome out;
+    char abs_path[4096], msg[600];
+    const char *state = contract_provision(NULL, "host");
+    const char *host_dir = contract_temp_dir(0755);
+    struct stat st;
+    int tar, r;
+
+    /* Import below "in", so that one ".." too many lands in the workspace
+     * root, where the suite can look. */
+    contract_sh(state, "mkdir in", &out);
+    cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0, "mkdir in failed");
+    cordon_exec_outcome_clear(&out);
+    snprintf(abs_path, sizeof(abs_path), "%s/evil", host_dir);
+    tar = hostile_tar(row->attack, abs_path);
+    r = contract_import(state, "in", tar, msg, sizeof(msg));
+    close(tar);
+    cr_expect_lt(r, 0, "import_tar accepted %s", row->name);
+    if (r < 0)
+        cr_log_info("%s refused: %s", row->name, msg);
+    cr_expect(lstat(abs_path, &st) != 0 && errno == ENOENT,
+              "import_tar of %s wrote %s on the host", row->name, abs_path);
+    contract_sh(state, "test ! -e evil && test ! -e in/evil", &out);
+    cr_expect(out.status == CORDON_RUN_EXITED && out.exit_code == 0,
+              "import_tar of %s wrote outside its destination", row->name);
+    cordon_exec_outcome_clear(&out);
+}

@@ -1,0 +1,150 @@
+/*
+ * cordon-contract: the host owns output and time. The output budget, the
+ * timeout and a caller's cancel all fire cancel_fd; the provider must then
+ * kill the whole tree and return promptly. Survivors are looked for on the
+ * host, which sees container processes too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+
+#include <cordon/sdk/host.h>
+#include "tests/contract/contract.h"
+
+#define PROMPT_MS 10000u     /* generous: "returned promptly" */
+#define TEARDOWN_MS 2000u    /* processes must be gone within this after the return */
+
+Test(contract, output_budget_stops_the_exec)
+{
+    const char *argv[] = { "sh", "-c", "yes x | head -c 5000000", NULL };
+    struct contract_exec opts;
+    struct cordon_exec_outcome out;
+    const char *state = contract_provision(NULL, "code");
+    char msg[600];
+    uint64_t start, took;
+
+    contract_exec_init(&opts);
+    opts.output_budget = CONTRACT_MAX_OUTPUT_BYTES;
+    start = cordon_now_monotonic_ms();
+    cr_assert_eq(contract_exec(state, argv, &opts, &out, msg, sizeof(msg)), 0, "exec failed: %s",
+                 msg);
+    took = cordon_now_monotonic_ms() - start;
+    cr_expect_eq(out.status, CORDON_RUN_OUTPUT_LIMIT, "status is %s, not output_limit",
+                 cordon_run_status_name(out.status));
+    cr_expect_leq(took, PROMPT_MS, "the provider took %llu ms to return after the budget fired",
+                  (unsigned long long)took);
+    cordon_exec_outcome_clear(&out);
+}
+
+Test(contract, timeout_kills_the_whole_tree)
+{
+    const char *argv[] = { "sh", "-c", NULL, NULL };
+    struct contract_exec opts;
+    struct cordon_exec_outcome out;
+    const char *state = contract_provision(NULL, "code");
+    char marker[64], script[160], msg[600];
+    uint64_t start, took;
+
+    contract_sleep_marker(marker, sizeof(marker));
+    snprintf(script, sizeof(script), "sleep %s & sleep %s", marker, marker);
+    argv[2] = script;
+    contract_exec_init(&opts);
+    opts.timeout_ms = 500;
+    start = cordon_now_monotonic_ms();
+    cr_assert_eq(contract_exec(state, argv, &opts, &out, msg, sizeof(msg)), 0, "exec failed: %s",
+                 msg);
+    took = cordon_now_monotonic_ms() - start;
+    cr_expect_eq(out.status, CORDON_RUN_TIMEOUT, "status is %s, not timeout",
+                 cordon_run_status_name(out.status));
+    cr_expect_leq(took, PROMPT_MS, "the provider took %llu ms to return after a 500 ms timeout",
+                  (unsigned long long)took);
+    cr_expect_eq(contract_wait_no_processes(marker, TEARDOWN_MS), 0,
+                 "processes of the timed-out tree (marker %s) survive on the host", marker);
+    cordon_exec_outcome_clear(&out);
+}
+
+Test(contract, timeout_kills_a_child_that_left_the_session)
+{
+    const char *argv[] = { "sh", "-c", NULL, NULL };
+    struct contract_exec opts;
+    struct cordon_exec_outcome out;
+    const char *state = contract_provision(NULL, "code");
+    char marker[64], script[256], msg[600];
+
+    /* setsid moves the child out of the process group (and session) that a
+     * naive kill(-pgid) reaches; the execution must still end it. */
+    contract_sleep_marker(marker, sizeof(marker));
+    snprintf(script, sizeof(script),
+             "command -v setsid >/dev/null || exit 99; setsid sleep %s & sleep %s", marker, marker);
+    argv[2] = script;
+    contract_exec_init(&opts);
+    opts.timeout_ms = 1000;
+    cr_assert_eq(contract_exec(state, argv, &opts, &out, msg, sizeof(msg)), 0, "exec failed: %s",
+                 msg);
+    if (out.status == CORDON_RUN_EXITED && out.exit_code == 99) {
+        cordon_exec_outcome_clear(&out);
+        contract_skip("the sandbox has no setsid command: cannot start a child in its own session");
+    }
+    cr_expect_eq(out.status, CORDON_RUN_TIMEOUT, "status is %s, not timeout",
+                 cordon_run_status_name(out.status));
+    cr_expect_eq(contract_wait_no_processes(marker, TEARDOWN_MS), 0,
+                 "a child in its own session (sleep %s) survives the timeout on the host", marker);
+    cordon_exec_outcome_clear(&out);
+}
+
+struct delayed_write {
+    int fd;
+    unsigned ms;
+};
+
+static void *fire_later(void *arg)
+{
+    struct delayed_write *dw = arg;
+    struct timespec ts = { .tv_sec = dw->ms / 1000, .tv_nsec = (long)(dw->ms % 1000) * 1000000L };
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+    if (write(dw->fd, "x", 1) != 1)
+        return (void *)1;
+    return NULL;
+}
+
+Test(contract, cancel_kills_the_whole_tree)
+{
+    const char *argv[] = { "sh", "-c", NULL, NULL };
+    struct contract_exec opts;
+    struct cordon_exec_outcome out;
+    struct delayed_write dw;
+    const char *state = contract_provision(NULL, "code");
+    char marker[64], script[160], msg[600];
+    pthread_t thread;
+    int cancel[2], r;
+
+    contract_sleep_marker(marker, sizeof(marker));
+    snprintf(script, sizeof(script), "sleep %s & sleep %s", marker, marker);
+    argv[2] = script;
+    cr_assert_eq(pipe2(cancel, O_CLOEXEC), 0, "pipe: %s", strerror(errno));
+    dw.fd = cancel[1];
+    dw.ms = 300;
+    cr_assert_eq(pthread_create(&thread, NULL, fire_later, &dw), 0);
+    contract_exec_init(&opts);
+    opts.cancel_fd = cancel[0];
+    r = contract_exec(state, argv, &opts, &out, msg, sizeof(msg));
+    pthread_join(thread, NULL);
+    close(cancel[0]);
+    close(cancel[1]);
+    cr_assert_eq(r, 0, "exec failed: %s", msg);
+    cr_expect_eq(out.status, CORDON_RUN_CANCELLED, "status is %s, not cancelled",
+                 cordon_run_status_name(out.status));
+    cr_expect_eq(contract_wait_no_processes(marker, TEARDOWN_MS), 0,
+                 "processes of the cancelled tree (marker %s) survive on the host", marker);
+    cordon_exec_outcome_clear(&out);
+}

@@ -1,0 +1,89 @@
+#!/bin/sh
+# Self-test of cordon-contract: the suite must fail a provider that lies
+# about its isolation, and pass an honest one.
+#
+#   tests/contract/selftest.sh [BUILDDIR]
+#
+# BUILDDIR (default: $abs_top_builddir, else the current directory) holds
+# cordon-contract, cordon-observe, .libs/trusted-local.so and the fixture
+# providers under tests/fixtures/.libs/ (built by `make check`; built here
+# when missing). Prints one line per check, then "N passed, N failed";
+# exits non-zero if any check failed.
+set -u
+
+builddir=${1:-${abs_top_builddir:-.}}
+builddir=$(cd "$builddir" && pwd) || exit 2
+contract=$builddir/cordon-contract
+observer=$builddir/cordon-observe
+honest=$builddir/.libs/trusted-local.so
+liar=$builddir/tests/fixtures/.libs/liar.so
+synthetic=$builddir/tests/fixtures/.libs/synthetic.so
+
+missing=
+for f in "$contract" "$observer" "$honest" "$liar" "$synthetic"; do
+    [ -e "$f" ] || missing=yes
+done
+if [ -n "$missing" ]; then
+    echo "selftest: building what is missing in $builddir"
+    make -C "$builddir" cordon-contract cordon-observe trusted-local.la \
+        tests/fixtures/liar.la tests/fixtures/synthetic.la >/dev/null || exit 2
+fi
+
+log=$(mktemp "${TMPDIR:-/tmp}/cordon-contract-selftest.XXXXXX") || exit 2
+trap 'rm -f "$log"' EXIT INT TERM
+passed=0
+failed=0
+
+ok() { echo "selftest: ok: $1"; passed=$((passed + 1)); }
+not_ok() {
+    echo "selftest: FAILED: $1"
+    sed 's/^/    /' "$log" | tail -n 40
+    failed=$((failed + 1))
+}
+
+# run NAME.so [extra options...]: the suite's output goes to $log, the
+# exit status to $rc.
+run() {
+    provider=$1
+    shift
+    "$contract" --provider "$provider" --observer "$observer" --ascii "$@" >"$log" 2>&1
+    rc=$?
+}
+
+# The liar forwards to trusted-local but claims all four axes: the suite
+# must fail it, and the claims check must be among the failures.
+run "$liar"
+if [ "$rc" -eq 0 ]; then
+    not_ok "liar.so passed the contract (exit 0)"
+elif ! grep -q '\[FAIL\] contract::claims_hold_under_independent_observation' "$log"; then
+    not_ok "liar.so failed (exit $rc), but not the claims check"
+else
+    ok "liar.so fails the contract (exit $rc), the claims check among the failures"
+fi
+
+# The honest provider passes.
+run "$honest"
+if [ "$rc" -eq 0 ]; then
+    ok "trusted-local.so passes the contract"
+else
+    not_ok "trusted-local.so fails the contract (exit $rc)"
+fi
+
+# Facts that were not observed fail the "observed" rule, unless the caller
+# accepts them explicitly.
+run "$synthetic"
+if [ "$rc" -ne 0 ] && grep -q '\[FAIL\] contract::probe_facts_are_observed' "$log"; then
+    ok "synthetic.so fails the observed rule without --allow-synthetic"
+else
+    not_ok "synthetic.so (exit $rc) did not fail probe_facts_are_observed"
+fi
+run "$synthetic" --allow-synthetic
+if [ "$rc" -eq 0 ]; then
+    ok "synthetic.so passes with --allow-synthetic"
+else
+    not_ok "synthetic.so fails with --allow-synthetic (exit $rc)"
+fi
+
+# The plain summary line of DESIGN.md §9, for the aggregating runner.
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,1053 @@
+/*
+ * Mechanism tests of the trusted-local provider on the real host: no mocks.
+ *
+ * The provider is loaded with dlopen from $CORDON_TL_PROVIDER (default
+ * .libs/trusted-local.so, relative to the build directory) and observed with
+ * $CORDON_OBSERVER (default ./cordon-observe). Every test gets a private
+ * directory holding the host's state_dir and the provider's root, and
+ * terminates what it provisioned in the suite's fini.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include <cordon/provider.h>
+#include <cordon/sdk/drive.h>
+#include <cordon/sdk/facts.h>
+#include <cordon/sdk/fs.h>
+
+#define SANDBOX_UID 65532u
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static const struct cordon_provider_v1 *prov;
+static struct cordon_host_v1 host;
+static char *tmp;                  /* private dir, 0711 so the sandbox user can pass */
+static char root[PATH_MAX];        /* the provider's root beneath tmp */
+static char observer[PATH_MAX];
+static char config[PATH_MAX + 128];
+static struct cordon_resource *res;
+static char *state;                /* the provisioned execution, terminated in fini */
+static struct cordon_error err;
+
+/* ---- host helpers (self-contained: this file links only the sdk) ---------- */
+
+static char *test_mkdtemp(void)
+{
+    const char *base = getenv("TMPDIR");
+    char *path = NULL;
+
+    if (base == NULL || base[0] != '/')
+        base = "/tmp";
+    if (asprintf(&path, "%s/cordon-tl-test.XXXXXX", base) < 0)
+        return NULL;
+    if (mkdtemp(path) == NULL) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+static int test_write_file(const char *path, const void *buf, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ssize_t n;
+
+    if (fd < 0)
+        return -1;
+    n = write(fd, buf, len);
+    close(fd);
+    return n == (ssize_t)len ? 0 : -1;
+}
+
+/* Live processes whose command line (NULs read as spaces) contains needle. */
+static int test_count_processes(const char *needle)
+{
+    DIR *proc = opendir("/proc");
+    struct dirent *de;
+    int count = 0;
+
+    cr_assert_not_null(proc);
+    while ((de = readdir(proc)) != NULL) {
+        char path[300], cmd[4096];
+        ssize_t n;
+        int fd;
+
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        n = read(fd, cmd, sizeof(cmd) - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        for (ssize_t i = 0; i < n; i++)
+            if (cmd[i] == '\0')
+                cmd[i] = ' ';
+        cmd[n] = '\0';
+        if (strstr(cmd, needle) != NULL)
+            count++;
+    }
+    closedir(proc);
+    return count;
+}
+
+static bool is_root(void)
+{
+    return geteuid() == 0;
+}
+
+static void teardown(void);
+
+/* Skip when not root; Criterion runs no fini after a skip, so clean up first. */
+static void skip_unless_root(const char *why)
+{
+    if (is_root())
+        return;
+    teardown();
+    cr_skip_test("%s", why);
+}
+
+static void setup(void)
+{
+    const char *path = getenv("CORDON_TL_PROVIDER");
+    const char *obs = getenv("CORDON_OBSERVER");
+    cordon_provider_init_v1_fn init;
+    void *dl;
+
+    cordon_error_init(&err);
+    if (path == NULL)
+        path = ".libs/trusted-local.so";
+    if (obs == NULL)
+        obs = "./cordon-observe";
+    cr_assert_not_null(realpath(obs, observer), "observer %s: %s (set CORDON_OBSERVER)", obs,
+                       strerror(errno));
+    dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(dl, "dlopen %s: %s (set CORDON_TL_PROVIDER)", path, dlerror());
+    init = (cordon_provider_init_v1_fn)dlsym(dl, CORDON_PROVIDER_INIT_SYMBOL);
+    cr_assert_not_null(init, "%s exports no %s", path, CORDON_PROVIDER_INIT_SYMBOL);
+
+    tmp = test_mkdtemp();
+    cr_assert_not_null(tmp);
+    cr_assert_eq(chmod(tmp, 0711), 0);
+    snprintf(root, sizeof(root), "%s/root", tmp);
+    snprintf(config, sizeof(config), "{\"allow_unsafe_local\": true, \"root\": \"%s\"}", root);
+
+    host.abi_version = CORDON_ABI_VERSION;
+    host.struct_size = sizeof(host);
+    host.alloc = malloc;
+    host.free = free;
+    host.observer_path = observer;
+    host.init_path = NULL;
+    host.host_instance_id = "test";
+    host.state_dir = tmp;
+    cr_assert_eq(init(&host, 0, &prov, &err), 0, "init: %s", err.message);
+}
+
+static void teardown(void)
+{
+    struct cordon_error e;
+
+    if (tmp == NULL)
+        return;
+    cordon_error_init(&e);
+    if (state != NULL)
+        prov->terminate(res, state, &e);
+    free(state);
+    if (res != NULL)
+        prov->release(res, &e);
+    cordon_fs_remove_tree_path(tmp, NULL);
+    free(tmp);
+    tmp = NULL;
+    state = NULL;
+    res = NULL;
+}
+
+TestSuite(trusted_local, .init = setup, .fini = teardown, .timeout = 120);
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static void ensure(void)
+{
+    cr_assert_eq(prov->ensure(&host, config, &res, &err), 0, "ensure: %s", err.message);
+}
+
+static char *spec_json_limits(const char *id, const char *layout, const char *network_mode,
+                              double disk_bytes, int pids)
+{
+    static char buf[1024];
+
+    snprintf(buf, sizeof(buf),
+             "{\"execution_id\": \"%s\", \"image\": null, \"layout\": \"%s\","
+             " \"resources\": {\"cpus\": 1, \"memory_bytes\": %.0f, \"disk_bytes\": %.0f,"
+             " \"pids\": %d, \"runtime_ms\": 600000, \"max_output_bytes\": 1048576},"
+             " \"network\": {\"mode\": \"%s\"}, \"environment\": {\"CORDON_TEST\": \"yes\"}}",
+             id, layout, 1 * GIB, disk_bytes, pids, network_mode);
+    return buf;
+}
+
+static char *spec_json(const char *id, const char *layout, const char *network_mode)
+{
+    return spec_json_limits(id, layout, network_mode, 1 * GIB, 256);
+}
+
+/* Provision id into the global state (terminated by fini). */
+static void provision(const char *id, const char *layout)
+{
+    ensure();
+    cr_assert_eq(prov->provision(res, spec_json(id, layout, "none"), &state, &err), 0,
+                 "provision: %s", err.message);
+}
+
+static char *exec_dir(const char *id, const char *sub)
+{
+    static char buf[PATH_MAX];
+
+    snprintf(buf, sizeof(buf), "%s/%s%s", root, id, sub);
+    return buf;
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+
+    return lstat(path, &st) == 0;
+}
+
+/* An exec request; extra is spliced into the object (", \"env\": {...}"). */
+static char *request(const char *cwd, const char *const *argv, const char *extra)
+{
+    cJSON *req = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(req, "argv");
+    char *text, *out;
+
+    for (size_t i = 0; argv[i] != NULL; i++)
+        cJSON_AddItemToArray(arr, cJSON_CreateString(argv[i]));
+    cJSON_AddStringToObject(req, "cwd", cwd);
+    text = cJSON_PrintUnformatted(req);
+    cJSON_Delete(req);
+    cr_assert_not_null(text);
+    text[strlen(text) - 1] = '\0';
+    cr_assert(asprintf(&out, "%s%s}", text, extra != NULL ? extra : "") > 0);
+    free(text);
+    return out;
+}
+
+/* Run through the host's driver; 0 when the provider ran the exec. */
+static int drive(const char *request_json, uint64_t timeout_ms, struct cordon_exec_outcome *o)
+{
+    struct cordon_drive_opts opts;
+
+    cordon_drive_opts_init(&opts);
+    opts.host = &host;
+    opts.provider = prov;
+    opts.resource = res;
+    opts.state_json = state;
+    opts.request_json = request_json;
+    opts.timeout_ms = timeout_ms;
+    opts.retention_bytes = 64 * 1024;
+    opts.output_budget = 1024 * 1024;
+    return cordon_drive_exec(&opts, o, &err);
+}
+
+/* Run sh -c script in cwd; returns the exit code, -1000-signal when killed. */
+static int sh(const char *cwd, const char *script, char *out, size_t out_size)
+{
+    const char *argv[] = { "sh", "-c", script, NULL };
+    struct cordon_exec_outcome o = { 0 };
+    char *req = request(cwd, argv, NULL);
+    int code;
+
+    cr_assert_eq(drive(req, 60000, &o), 0, "exec %s: %s", script, err.message);
+    free(req);
+    if (out != NULL) {
+        size_t n = o.out.len < out_size - 1 ? o.out.len : out_size - 1;
+        memcpy(out, o.out.data, n);
+        out[n] = '\0';
+    }
+    code = o.status == CORDON_RUN_EXITED ? o.exit_code : -1000 - o.signal;
+    cordon_exec_outcome_clear(&o);
+    return code;
+}
+
+/* A tar stream in a memfd: entries name[i] with data[i], a directory when
+ * data[i] is NULL; n entries. */
+static int tar_of(const char *const *name, const char *const *data, size_t n)
+{
+    struct archive *a = archive_write_new();
+    int fd = memfd_create("test.tar", MFD_CLOEXEC);
+
+    cr_assert(fd >= 0);
+    archive_write_set_format_pax_restricted(a);
+    cr_assert_eq(archive_write_open_fd(a, fd), ARCHIVE_OK);
+    for (size_t i = 0; i < n; i++) {
+        struct archive_entry *e = archive_entry_new();
+        size_t len = data[i] != NULL ? strlen(data[i]) : 0;
+
+        archive_entry_set_pathname(e, name[i]);
+        archive_entry_set_filetype(e, data[i] != NULL ? AE_IFREG : AE_IFDIR);
+        archive_entry_set_perm(e, data[i] != NULL ? 0644 : 0755);
+        archive_entry_set_size(e, (la_int64_t)len);
+        cr_assert_eq(archive_write_header(a, e), ARCHIVE_OK);
+        if (len > 0)
+            cr_assert_eq(archive_write_data(a, data[i], len), (la_ssize_t)len);
+        archive_entry_free(e);
+    }
+    cr_assert_eq(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+    return fd;
+}
+
+static int tar_with(const char *name, const char *data)
+{
+    return tar_of(&name, &data, 1);
+}
+
+/* Wait (generously) until no process carries needle; returns the count left. */
+static int processes_after(const char *needle)
+{
+    int n = 0;
+
+    for (int i = 0; i < 100; i++) {
+        n = test_count_processes(needle);
+        if (n == 0)
+            break;
+        nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
+    }
+    return n;
+}
+
+static int entries_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+
+    cr_assert_not_null(d, "%s: %s", dir, strerror(errno));
+    while ((de = readdir(d)) != NULL)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
+static cJSON *facts_get(const cJSON *doc, const char *a, const char *b)
+{
+    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(doc, a);
+
+    return b == NULL ? (cJSON *)obj : cJSON_GetObjectItemCaseSensitive(obj, b);
+}
+
+static bool list_has(const cJSON *arr, const char *s)
+{
+    const cJSON *it;
+
+    cJSON_ArrayForEach(it, arr)
+        if (cJSON_IsString(it) && strcmp(it->valuestring, s) == 0)
+            return true;
+    return false;
+}
+
+/* ---- probe ----------------------------------------------------------------- */
+
+Test(trusted_local, probe_reports_what_the_observer_sees)
+{
+    char cfg[PATH_MAX + 64], *facts = NULL;
+    cJSON *doc;
+
+    /* Probing needs no allow_unsafe_local: it runs only our observer. */
+    snprintf(cfg, sizeof(cfg), "{\"root\": \"%s\"}", root);
+    cr_assert_eq(prov->probe(&host, cfg, CORDON_PROBE_FULL, &facts, &err), 0, "probe: %s",
+                 err.message);
+    cr_assert_eq(cordon_facts_validate(facts, &err), 0, "facts invalid: %s\n%s", err.message,
+                 facts);
+    doc = cJSON_Parse(facts);
+    cr_assert_not_null(doc);
+    cr_assert(cJSON_IsTrue(facts_get(doc, "available", NULL)), "%s", facts);
+    cr_assert_str_eq(facts_get(doc, "safety_class", NULL)->valuestring, "trusted_local");
+    cr_assert_str_eq(facts_get(doc, "observed_by", NULL)->valuestring, "cordon-observe");
+    cr_assert(cJSON_IsFalse(facts_get(doc, "isolation", "process_contained")), "%s", facts);
+    cr_assert(cJSON_IsFalse(facts_get(doc, "isolation", "host_filesystem_restricted")), "%s",
+              facts);
+    cr_assert_str_eq(facts_get(doc, "network", NULL)->valuestring, "host");
+    cr_assert(!list_has(facts_get(doc, "limits_enforced", NULL), "cpus"));
+    cr_assert(!list_has(facts_get(doc, "limits_enforced", NULL), "disk_bytes"));
+    cr_assert(list_has(facts_get(doc, "limits_enforced", NULL), "memory_bytes"));
+    cr_assert_str_eq(facts_get(doc, "mechanism_facts", "root")->valuestring, root);
+    if (is_root()) {
+        cr_assert(cJSON_IsTrue(facts_get(doc, "isolation", "privilege_escalation_blocked")),
+                  "%s", facts);
+        cr_assert(cJSON_IsTrue(facts_get(doc, "isolation", "syscalls_restricted")), "%s", facts);
+        cr_assert_str_eq(facts_get(doc, "mechanism_facts", "run_as")->valuestring,
+                         "65532:65532");
+    }
+    /* The observation's execution is gone again: the root is empty. */
+    cr_assert_eq(entries_in(root), 0);
+    cJSON_Delete(doc);
+    free(facts);
+}
+
+Test(trusted_local, probe_without_seccomp_says_syscalls_unrestricted)
+{
+    char cfg[PATH_MAX + 64], *facts = NULL;
+    cJSON *doc;
+
+    snprintf(cfg, sizeof(cfg), "{\"root\": \"%s\", \"seccomp\": false}", root);
+    cr_assert_eq(prov->probe(&host, cfg, CORDON_PROBE_FULL, &facts, &err), 0, "probe: %s",
+                 err.message);
+    doc = cJSON_Parse(facts);
+    cr_assert(cJSON_IsFalse(facts_get(doc, "isolation", "syscalls_restricted")), "%s", facts);
+    cr_assert(cJSON_IsFalse(facts_get(doc, "mechanism_facts", "seccomp")), "%s", facts);
+    cJSON_Delete(doc);
+    free(facts);
+}
+
+Test(trusted_local, probe_availability_checks_the_root)
+{
+    char cfg[PATH_MAX + 64], blocker[PATH_MAX], *facts = NULL;
+    cJSON *doc;
+
+    cr_assert_eq(prov->probe(&host, config, CORDON_PROBE_AVAILABILITY, &facts, &err), 0);
+    doc = cJSON_Parse(facts);
+    cr_assert(cJSON_IsTrue(facts_get(doc, "available", NULL)), "%s", facts);
+    cr_assert_str_eq(facts_get(doc, "reason", NULL)->valuestring, "ready");
+    cr_assert_str_eq(facts_get(doc, "provider_id", NULL)->valuestring, "trusted-local");
+    cJSON_Delete(doc);
+    free(facts);
+
+    /* A root beneath a regular file cannot be created. */
+    snprintf(blocker, sizeof(blocker), "%s/file", tmp);
+    cr_assert_eq(test_write_file(blocker, "x", 1), 0);
+    snprintf(cfg, sizeof(cfg), "{\"root\": \"%s/sub\"}", blocker);
+    cr_assert_eq(prov->probe(&host, cfg, CORDON_PROBE_AVAILABILITY, &facts, &err), 0);
+    doc = cJSON_Parse(facts);
+    cr_assert(cJSON_IsFalse(facts_get(doc, "available", NULL)), "%s", facts);
+    cJSON_Delete(doc);
+    free(facts);
+}
+
+/* ---- config and ensure ----------------------------------------------------- */
+
+struct config_case {
+    const char *tmpl;   /* @ is replaced by the root */
+    int code;
+};
+
+static const struct config_case config_cases[] = {
+    { "{\"root\": \"@\", \"allow_unsafe_local\": true}", 0 },
+    { "{\"root\": \"@\", \"allow_unsafe_local\": true, \"seccomp\": false}", 0 },
+    { "{\"root\": \"@\", \"allow_unsafe_local\": true, \"run_as\": \"1000:1000\"}", 0 },
+    { "{\"root\": \"@\"}", CORDON_E_DENIED },
+    { "{\"root\": \"@\", \"allow_unsafe_local\": false}", CORDON_E_DENIED },
+    { "{\"root\": \"@\", \"allow_unsafe_local\": \"true\"}", CORDON_E_INVALID },
+    { "{\"root\": \"@\", \"allow_unsafe_local\": true, \"privileged\": true}", CORDON_E_INVALID },
+    { "{\"root\": \"relative/@\", \"allow_unsafe_local\": true}", CORDON_E_INVALID },
+    { "{\"root\": \"@/../x\", \"allow_unsafe_local\": true}", CORDON_E_INVALID },
+    { "{\"root\": \"@\", \"allow_unsafe_local\": true, \"run_as\": \"65532\"}", CORDON_E_INVALID },
+    { "{\"root\": \"@\", \"allow_unsafe_local\": true, \"run_as\": \"0:0\"}", CORDON_E_INVALID },
+    { "{\"root\": \"@\", \"allow_unsafe_local\": true, \"run_as\": \"a:b\"}", CORDON_E_INVALID },
+    { "{\"root\": \"@\", \"allow_unsafe_local\": true, \"seccomp\": \"yes\"}", CORDON_E_INVALID },
+    { "[\"@\"]", CORDON_E_INVALID },
+    { "{\"root\": \"@\",", CORDON_E_INVALID },
+};
+
+ParameterizedTestParameters(trusted_local, ensure_config)
+{
+    static size_t idx[sizeof(config_cases) / sizeof(config_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *i, trusted_local, ensure_config)
+{
+    const struct config_case *c = &config_cases[*i];
+    char cfg[PATH_MAX + 256];
+    const char *at = strchr(c->tmpl, '@');
+    int rc;
+
+    snprintf(cfg, sizeof(cfg), "%.*s%s%s", (int)(at - c->tmpl), c->tmpl, root, at + 1);
+    rc = prov->ensure(&host, cfg, &res, &err);
+    cr_assert_eq(rc, c->code, "%s: got %d (%s)", cfg, rc, err.message);
+    if (c->code == CORDON_E_DENIED)
+        cr_assert(strstr(err.message, "allow_unsafe_local") != NULL, "%s", err.message);
+    if (rc == 0) {
+        struct stat st;
+
+        cr_assert_eq(prov->health_check(res, &err), 0);
+        cr_assert_eq(stat(root, &st), 0);
+        cr_assert_eq(st.st_mode & 07777, 0711, "root mode %o", st.st_mode & 07777);
+    } else {
+        res = NULL;
+    }
+}
+
+/* ---- running code ---------------------------------------------------------- */
+
+Test(trusted_local, python_runs_from_source)
+{
+    const char *argv[] = { "python3", "main.py", "arg1", NULL };
+    struct cordon_exec_outcome o = { 0 };
+    char *req;
+    int fd;
+
+    provision("py", "code");
+    fd = tar_with("main.py", "import sys, os\nprint('hello', sys.argv[1], os.environ['CORDON_TEST'])\n");
+    cr_assert_eq(prov->import_tar(res, state, "source", fd, &err), 0, "import: %s", err.message);
+    close(fd);
+    req = request("source", argv, NULL);
+    cr_assert_eq(drive(req, 30000, &o), 0, "exec: %s", err.message);
+    cr_assert_eq(o.status, CORDON_RUN_EXITED, "status %d signal %d", o.status, o.signal);
+    cr_assert_eq(o.exit_code, 0, "stderr: %.*s", (int)o.err.len, o.err.data);
+    cr_assert_eq(o.out.len, strlen("hello arg1 yes\n"));
+    cr_assert_arr_eq(o.out.data, "hello arg1 yes\n", o.out.len);
+    cordon_exec_outcome_clear(&o);
+    free(req);
+}
+
+Test(trusted_local, nested_source_imports_and_terminates)
+{
+    static const char *const names[] = { "pkg", "pkg/__init__.py", "pkg/deep", "pkg/deep/mod.py",
+                                         "main.py" };
+    static const char *const data[] = { NULL, "", NULL, "VALUE = 42\n",
+                                        "from pkg.deep.mod import VALUE\nprint(VALUE)\n" };
+    char out[64];
+    struct stat st;
+    int fd;
+
+    provision("nested", "code");
+    fd = tar_of(names, data, 5);
+    cr_assert_eq(prov->import_tar(res, state, "source", fd, &err), 0, "import: %s", err.message);
+    close(fd);
+    cr_assert_eq(sh("source", "PYTHONDONTWRITEBYTECODE=1 python3 main.py", out, sizeof(out)), 0);
+    cr_assert_str_eq(out, "42\n");
+    /* Read-only all the way down, and root's when cordon is root. */
+    cr_assert_eq(stat(exec_dir("nested", "/workspace/source/pkg/deep/mod.py"), &st), 0);
+    cr_assert_eq(st.st_mode & 0222, 0, "mode %o", st.st_mode & 07777);
+    cr_assert_eq(st.st_uid, geteuid());
+    cr_assert_eq(prov->terminate(res, state, &err), 0, "terminate: %s", err.message);
+    cr_assert(!exists(exec_dir("nested", "")));
+}
+
+struct shell_case {
+    const char *script;
+    bool succeeds;
+};
+
+/* What the sandbox user may and may not do in the "code" layout. */
+Test(trusted_local, source_is_read_only_for_the_sandbox_user)
+{
+    static const struct shell_case cases[] = {
+        { "echo x > source/f", false },
+        { "echo x >> source/main.py", false },
+        { "rm -f source/main.py", false },
+        { "mv source s2", false },
+        { "mkdir source/d", false },
+        { "echo x > f", false },
+        { "echo x > build/f && cat build/f", true },
+        { "echo x > output/f", true },
+        { "echo x > logs/f", true },
+        { "cat source/main.py", true },
+    };
+    int fd;
+
+    skip_unless_root("needs root: without a user switch source/ is read-only by mode bits only");
+    provision("ro", "code");
+    fd = tar_with("main.py", "print(1)\n");
+    cr_assert_eq(prov->import_tar(res, state, "source", fd, &err), 0, "import: %s", err.message);
+    close(fd);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int code = sh("", cases[i].script, NULL, 0);
+
+        cr_expect_eq(code == 0, cases[i].succeeds, "%s: exit %d", cases[i].script, code);
+    }
+    cr_assert(exists(exec_dir("ro", "/workspace/source/main.py")));
+    cr_assert(!exists(exec_dir("ro", "/workspace/s2")));
+}
+
+Test(trusted_local, host_layout_belongs_to_the_sandbox_user)
+{
+    struct stat st;
+    char out[64];
+
+    provision("hl", "host");
+    cr_assert_eq(sh("", "echo x > f && mkdir -p a/b && cat f", out, sizeof(out)), 0);
+    cr_assert_str_eq(out, "x\n");
+    cr_assert_eq(stat(exec_dir("hl", "/workspace/a/b"), &st), 0);
+    cr_assert_eq(st.st_uid, is_root() ? SANDBOX_UID : geteuid());
+}
+
+Test(trusted_local, hardening_is_applied_in_the_child)
+{
+    static const struct { const char *script; const char *out; } cases[] = {
+        { "grep ^NoNewPrivs: /proc/self/status", "NoNewPrivs:\t1\n" },
+        { "grep ^Seccomp: /proc/self/status", "Seccomp:\t2\n" },
+        { "ulimit -c", "0\n" },
+        { "ulimit -n", "1024\n" },
+        { "grep ^CapEff: /proc/self/status", "CapEff:\t0000000000000000\n" },
+    };
+    char out[256];
+
+    provision("hard", "host");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cr_assert_eq(sh("", cases[i].script, out, sizeof(out)), 0, "%s", cases[i].script);
+        cr_expect_str_eq(out, cases[i].out, "%s", cases[i].script);
+    }
+    if (is_root()) {
+        cr_assert_eq(sh("", "id -u; id -g; id -G", out, sizeof(out)), 0);
+        cr_assert_str_eq(out, "65532\n65532\n65532\n");
+        cr_assert_eq(sh("", "grep ^CapBnd: /proc/self/status", out, sizeof(out)), 0);
+        cr_assert_str_eq(out, "CapBnd:\t0000000000000000\n");
+    }
+}
+
+Test(trusted_local, new_user_namespace_is_refused)
+{
+    char script[512], out[128];
+
+    provision("userns", "host");
+    cr_assert_neq(sh("", "unshare -U true", NULL, 0), 0);
+    /* The answer itself: EPERM from the filter, also through clone(). */
+    cr_assert_eq(sh("", "python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); "
+                        "print(l.unshare(0x10000000), ctypes.get_errno())'", out, sizeof(out)), 0);
+    cr_assert_str_eq(out, "-1 1\n");
+    snprintf(script, sizeof(script),
+             "python3 -c 'import ctypes; l = ctypes.CDLL(None, use_errno=True); "
+             "print(l.syscall(%ld, 0, 0, 0, 0, 0), ctypes.get_errno())'", (long)SYS_keyctl);
+    cr_assert_eq(sh("", script, out, sizeof(out)), 0);
+    cr_assert_str_eq(out, "-1 1\n");
+}
+
+Test(trusted_local, foreign_abi_syscall_kills_the_process)
+{
+#if defined(__x86_64__)
+    int code;
+
+    provision("x32", "host");
+    /* getpid through the x32 ABI: the filter's bad-arch action kills. */
+    code = sh("", "python3 -c 'import ctypes; ctypes.CDLL(None).syscall(0x40000027)'", NULL, 0);
+    cr_assert(code == 128 + SIGSYS || code == -1000 - SIGSYS, "exit %d", code);
+#else
+    teardown();
+    cr_skip_test("the x32 ABI exists on x86_64 only");
+#endif
+}
+
+Test(trusted_local, go_and_cpp_toolchains_run)
+{
+    char out[128];
+
+    provision("tools", "host");
+    cr_assert_eq(sh("", "mkdir -p c && cd c && printf '#include <cstdio>\\nint main(){std::puts(\"cpp ok\");}' > a.cc && c++ -o a a.cc && ./a",
+                    out, sizeof(out)), 0, "%s", out);
+    cr_assert_str_eq(out, "cpp ok\n");
+    cr_assert_eq(sh("", "node -e 'console.log(\"node ok\")'", out, sizeof(out)), 0);
+    cr_assert_str_eq(out, "node ok\n");
+    cr_assert_eq(sh("", "mkdir -p g && cd g && export GOCACHE=$PWD/.c GOPATH=$PWD/.p HOME=$PWD && "
+                        "printf 'package main\\nimport \"fmt\"\\nfunc main(){fmt.Println(\"go ok\")}\\n' > m.go && go run m.go",
+                    out, sizeof(out)), 0, "%s", out);
+    cr_assert_str_eq(out, "go ok\n");
+}
+
+Test(trusted_local, workspace_env_directories_are_created)
+{
+    const char *argv[] = { "sh", "-c", "touch \"$GOCACHE/ok\" && echo \"$GOCACHE\"", NULL };
+    struct cordon_exec_outcome o = { 0 };
+    char want[PATH_MAX + 2];
+    struct stat st;
+    char *req;
+
+    provision("wenv", "code");
+    req = request("", argv, ", \"workspace_env\": {\"GOCACHE\": \"build/cache/./go\"}");
+    cr_assert_eq(drive(req, 30000, &o), 0, "exec: %s", err.message);
+    cr_assert_eq(o.exit_code, 0, "%.*s", (int)o.err.len, o.err.data);
+    snprintf(want, sizeof(want), "%s\n", exec_dir("wenv", "/workspace/build/cache/go"));
+    cr_assert_eq(o.out.len, strlen(want));
+    cr_assert_arr_eq(o.out.data, want, o.out.len);
+    cr_assert_eq(stat(exec_dir("wenv", "/workspace/build/cache/go"), &st), 0);
+    cr_assert_eq(st.st_uid, is_root() ? SANDBOX_UID : geteuid());
+    cordon_exec_outcome_clear(&o);
+    free(req);
+}
+
+struct request_case {
+    const char *json;
+    int code;
+};
+
+static const struct request_case request_cases[] = {
+    { "{}", CORDON_E_INVALID },
+    { "{\"argv\": []}", CORDON_E_INVALID },
+    { "{\"argv\": [1]}", CORDON_E_INVALID },
+    { "{\"argv\": [\"\"]}", CORDON_E_INVALID },
+    { "{\"argv\": \"true\"}", CORDON_E_INVALID },
+    { "{\"argv\": [\"true\"], \"cwd\": \"../\"}", CORDON_E_UNSAFE },
+    { "{\"argv\": [\"true\"], \"cwd\": \"/etc\"}", CORDON_E_UNSAFE },
+    { "{\"argv\": [\"true\"], \"cwd\": \"missing\"}", CORDON_E_NOT_FOUND },
+    { "{\"argv\": [\"true\"], \"env\": {\"1A\": \"x\"}}", CORDON_E_INVALID },
+    { "{\"argv\": [\"true\"], \"env\": {\"A\": 1}}", CORDON_E_INVALID },
+    { "{\"argv\": [\"true\"], \"workspace_env\": {\"X\": \"../up\"}}", CORDON_E_UNSAFE },
+    { "{\"argv\": [\"true\"], \"timeout_ms\": -1}", CORDON_E_INVALID },
+    { "{\"argv\": [\"no-such-program-cordon\"]}", CORDON_E_NOT_FOUND },
+    { "[\"true\"]", CORDON_E_INVALID },
+};
+
+ParameterizedTestParameters(trusted_local, bad_request_refused)
+{
+    static size_t idx[sizeof(request_cases) / sizeof(request_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *i, trusted_local, bad_request_refused)
+{
+    const struct request_case *c = &request_cases[*i];
+    struct cordon_exec_io io = { CORDON_ABI_VERSION, sizeof(io), -1, -1, -1, -1 };
+    char *result = NULL;
+    int rc;
+
+    provision("badreq", "host");
+    rc = prov->exec(res, state, c->json, &io, &result, &err);
+    /* Path checks may answer UNSAFE or INVALID; both refuse. */
+    if (c->code == CORDON_E_UNSAFE)
+        cr_assert(rc == CORDON_E_UNSAFE || rc == CORDON_E_INVALID, "%s: %d %s", c->json, rc,
+                  err.message);
+    else
+        cr_assert_eq(rc, c->code, "%s: %d %s", c->json, rc, err.message);
+    cr_assert_null(result);
+}
+
+/* ---- processes ------------------------------------------------------------- */
+
+Test(trusted_local, background_sleeper_is_gone_after_exec)
+{
+    char script[128], needle[64];
+
+    provision("bg", "host");
+    snprintf(needle, sizeof(needle), "sleep 1000.%d1", (int)getpid());
+    snprintf(script, sizeof(script), "%s & echo started", needle);
+    cr_assert_eq(sh("", script, NULL, 0), 0);
+    cr_assert_eq(processes_after(needle), 0, "%s survived the exec", needle);
+}
+
+Test(trusted_local, setsid_escapee_in_the_workspace_is_swept)
+{
+    char script[160], needle[64];
+
+    provision("escape", "host");
+    snprintf(needle, sizeof(needle), "sleep 1000.%d2", (int)getpid());
+    snprintf(script, sizeof(script), "setsid %s </dev/null >/dev/null 2>&1 & sleep 0.3", needle);
+    cr_assert_eq(sh("", script, NULL, 0), 0);
+    cr_assert_eq(processes_after(needle), 0, "%s survived the exec", needle);
+}
+
+Test(trusted_local, timeout_kills_the_whole_tree)
+{
+    char script[128], needle[64];
+    const char *argv[] = { "sh", "-c", script, NULL };
+    struct cordon_exec_outcome o = { 0 };
+    time_t start = time(NULL);
+    char *req;
+
+    provision("timeout", "host");
+    snprintf(needle, sizeof(needle), "sleep 1000.%d3", (int)getpid());
+    snprintf(script, sizeof(script), "%s & %s", needle, needle);
+    req = request("", argv, NULL);
+    cr_assert_eq(drive(req, 500, &o), 0, "exec: %s", err.message);
+    cr_assert_eq(o.status, CORDON_RUN_TIMEOUT, "status %d", o.status);
+    cr_assert(time(NULL) - start < 15, "the timeout took %ld s", (long)(time(NULL) - start));
+    cr_assert_eq(processes_after(needle), 0, "%s survived the timeout", needle);
+    cordon_exec_outcome_clear(&o);
+    free(req);
+}
+
+/* ---- abuse ----------------------------------------------------------------- */
+
+Test(trusted_local, memory_bomb_hits_the_data_limit)
+{
+    char out[64];
+
+    provision("membomb", "host");
+    /* memory_bytes is 1 GiB: RLIMIT_DATA refuses a 3 GiB allocation. */
+    cr_assert_eq(sh("", "python3 -c 'b = bytearray(3 * 1024 ** 3)' 2>&1 | grep -c MemoryError",
+                    out, sizeof(out)), 0);
+    cr_assert_str_eq(out, "1\n");
+}
+
+Test(trusted_local, fork_bomb_hits_the_pids_limit)
+{
+    char script[200], needle[64], out[256];
+
+    skip_unless_root("needs root: pids is enforced by RLIMIT_NPROC of the dedicated uid only");
+    ensure();
+    cr_assert_eq(prov->provision(res, spec_json_limits("forkbomb", "host", "none", GIB, 64),
+                                 &state, &err), 0, "%s", err.message);
+    snprintf(needle, sizeof(needle), "sleep 1000.%d4", (int)getpid());
+    snprintf(script, sizeof(script),
+             "i=0; while [ $i -lt 200 ]; do %s & i=$((i+1)); done; echo survived", needle);
+    cr_assert_neq(sh("", script, out, sizeof(out)), 0);
+    cr_assert(strstr(out, "survived") == NULL, "%s", out);
+    cr_assert_eq(processes_after(needle), 0, "%s survived the exec", needle);
+}
+
+Test(trusted_local, one_file_cannot_outgrow_disk_bytes)
+{
+    struct stat st;
+
+    ensure();
+    cr_assert_eq(prov->provision(res, spec_json_limits("fsize", "host", "none", 1 << 20, 256),
+                                 &state, &err), 0, "%s", err.message);
+    /* RLIMIT_FSIZE: head dies of SIGXFSZ at 1 MiB. */
+    cr_assert_neq(sh("", "head -c 4000000 /dev/zero > big", NULL, 0), 0);
+    cr_assert_eq(stat(exec_dir("fsize", "/workspace/big"), &st), 0);
+    cr_assert_leq(st.st_size, 1 << 20);
+}
+
+Test(trusted_local, output_flood_is_cut_by_the_host)
+{
+    char marker[64];
+    const char *argv[] = { "yes", marker, NULL };
+    struct cordon_exec_outcome o = { 0 };
+    char *req;
+
+    provision("flood", "host");
+    snprintf(marker, sizeof(marker), "cordon-flood-%d", (int)getpid());
+    req = request("", argv, NULL);
+    cr_assert_eq(drive(req, 30000, &o), 0, "exec: %s", err.message);
+    cr_assert_eq(o.status, CORDON_RUN_OUTPUT_LIMIT, "status %d", o.status);
+    cr_assert_eq(processes_after(marker), 0, "yes survived the budget");
+    cordon_exec_outcome_clear(&o);
+    free(req);
+}
+
+Test(trusted_local, caller_cancel_stops_the_exec)
+{
+    char script[128], needle[64];
+    const char *argv[] = { "sh", "-c", script, NULL };
+    struct cordon_drive_opts opts;
+    struct cordon_exec_outcome o = { 0 };
+    int pipefd[2];
+    char *req;
+
+    provision("cancel", "host");
+    snprintf(needle, sizeof(needle), "sleep 1000.%d5", (int)getpid());
+    snprintf(script, sizeof(script), "%s", needle);
+    req = request("", argv, NULL);
+    cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
+    cr_assert_eq(write(pipefd[1], "x", 1), 1);
+    cordon_drive_opts_init(&opts);
+    opts.host = &host;
+    opts.provider = prov;
+    opts.resource = res;
+    opts.state_json = state;
+    opts.request_json = req;
+    opts.timeout_ms = 30000;
+    opts.retention_bytes = 4096;
+    opts.cancel_fd = pipefd[0];
+    cr_assert_eq(cordon_drive_exec(&opts, &o, &err), 0, "exec: %s", err.message);
+    cr_assert_eq(o.status, CORDON_RUN_CANCELLED, "status %d", o.status);
+    cr_assert_eq(processes_after(needle), 0);
+    close(pipefd[0]);
+    close(pipefd[1]);
+    cordon_exec_outcome_clear(&o);
+    free(req);
+}
+
+Test(trusted_local, backstop_timeout_without_the_host_clock)
+{
+    char script[128], needle[64];
+    const char *argv[] = { "sh", "-c", script, NULL };
+    struct cordon_exec_outcome o = { 0 };
+    char *req;
+
+    provision("backstop", "host");
+    snprintf(needle, sizeof(needle), "sleep 1000.%d6", (int)getpid());
+    snprintf(script, sizeof(script), "%s & %s", needle, needle);
+    /* The host sets no deadline: the provider's own backstop must fire. */
+    req = request("", argv, ", \"timeout_ms\": 200");
+    cr_assert_eq(drive(req, 0, &o), 0, "exec: %s", err.message);
+    cr_assert_eq(o.status, CORDON_RUN_SIGNALED, "status %d", o.status);
+    cr_assert_eq(o.signal, SIGKILL);
+    cr_assert_eq(processes_after(needle), 0);
+    cordon_exec_outcome_clear(&o);
+    free(req);
+}
+
+/* ---- lifecycle ------------------------------------------------------------- */
+
+Test(trusted_local, terminate_is_idempotent)
+{
+    provision("term", "code");
+    cr_assert(exists(exec_dir("term", "/workspace/source")));
+    cr_assert_eq(prov->terminate(res, state, &err), 0, "%s", err.message);
+    cr_assert(!exists(exec_dir("term", "")));
+    cr_assert_eq(prov->terminate(res, state, &err), 0, "second terminate: %s", err.message);
+}
+
+Test(trusted_local, terminate_refuses_a_foreign_dir)
+{
+    ensure();
+    cr_assert_eq(prov->terminate(res, "{\"execution_id\": \"x\", \"dir\": \"/etc\"}", &err),
+                 CORDON_E_INVALID);
+    cr_assert(exists("/etc/passwd"));
+}
+
+Test(trusted_local, reclaim_by_id)
+{
+    static const char *const bad[] = { "../x", "", "a/b", ".hidden" };
+    char *st = NULL;
+
+    ensure();
+    cr_assert_eq(prov->provision(res, spec_json("lost", "code", "none"), &st, &err), 0);
+    free(st);   /* the state is "lost": only the id remains */
+    cr_assert(exists(exec_dir("lost", "")));
+    cr_assert_eq(prov->reclaim(res, "lost", &err), 0, "%s", err.message);
+    cr_assert(!exists(exec_dir("lost", "")));
+    cr_assert_eq(prov->reclaim(res, "lost", &err), 0);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_expect_eq(prov->reclaim(res, bad[i], &err), CORDON_E_INVALID, "%s", bad[i]);
+}
+
+struct spec_case {
+    const char *id;      /* also the name that must not appear under the root */
+    const char *json;
+    int code;
+};
+
+static const struct spec_case spec_cases[] = {
+    { "net1", "{\"execution_id\":\"net1\",\"layout\":\"host\",\"network\":{\"mode\":\"bridge\"},"
+              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+      CORDON_E_UNSUPPORTED },
+    { "net2", "{\"execution_id\":\"net2\",\"layout\":\"host\",\"network\":{\"mode\":\"host\"},"
+              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+      CORDON_E_UNSUPPORTED },
+    { "img", "{\"execution_id\":\"img\",\"image\":\"debian@sha256:00\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
+             "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+      CORDON_E_UNSUPPORTED },
+    { "nores", "{\"execution_id\":\"nores\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"}}",
+      CORDON_E_INVALID },
+    { "pids", "{\"execution_id\":\"pids\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
+              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":\"64\",\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+      CORDON_E_INVALID },
+    { "norun", "{\"execution_id\":\"norun\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
+               "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"max_output_bytes\":1e4}}",
+      CORDON_E_INVALID },
+    { "layout", "{\"execution_id\":\"layout\",\"layout\":\"vm\",\"network\":{\"mode\":\"none\"},"
+                "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+      CORDON_E_INVALID },
+    { "x", "{\"execution_id\":\"../x\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
+           "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+      CORDON_E_INVALID },
+    { ".hidden", "{\"execution_id\":\".hidden\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
+                 "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+      CORDON_E_INVALID },
+    { "env", "{\"execution_id\":\"env\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},\"environment\":{\"A-B\":\"x\"},"
+             "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+      CORDON_E_INVALID },
+    { "json", "{\"execution_id\":\"json\",", CORDON_E_INVALID },
+};
+
+ParameterizedTestParameters(trusted_local, bad_spec_creates_nothing)
+{
+    static size_t idx[sizeof(spec_cases) / sizeof(spec_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *i, trusted_local, bad_spec_creates_nothing)
+{
+    const struct spec_case *c = &spec_cases[*i];
+    char *st = NULL;
+    int rc;
+
+    ensure();
+    rc = prov->provision(res, c->json, &st, &err);
+    cr_assert_eq(rc, c->code, "%s: %d %s", c->json, rc, err.message);
+    cr_assert_null(st);
+    cr_assert(!exists(exec_dir(c->id, "")), "%s was created", c->id);
+    if (c->code == CORDON_E_UNSUPPORTED && strncmp(c->id, "net", 3) == 0)
+        cr_assert(strstr(err.message, "network.mode") != NULL, "%s", err.message);
+}
+
+Test(trusted_local, provision_twice_is_exists)
+{
+    char *st = NULL;
+
+    provision("twice", "code");
+    cr_assert_eq(prov->provision(res, spec_json("twice", "code", "none"), &st, &err),
+                 CORDON_E_EXISTS, "%s", err.message);
+    cr_assert_null(st);
+    /* The first one is untouched. */
+    cr_assert(exists(exec_dir("twice", "/workspace/source")));
+}
+
+/* ---- tar ------------------------------------------------------------------- */
+
+Test(trusted_local, import_refuses_dotdot)
+{
+    int fd;
+
+    provision("dotdot", "host");
+    fd = tar_with("../x", "escaped\n");
+    cr_assert_lt(prov->import_tar(res, state, "", fd, &err), 0);
+    close(fd);
+    cr_assert(!exists(exec_dir("dotdot", "/x")));
+    cr_assert(!exists(exec_dir("dotdot", "/workspace/x")));
+}
+
+Test(trusted_local, export_returns_what_was_written)
+{
+    struct archive *a;
+    struct archive_entry *e;
+    char buf[64] = "";
+    bool found = false;
+    int fd;
+
+    provision("export", "code");
+    cr_assert_eq(sh("", "echo result > output/r.txt", NULL, 0), 0);
+    fd = memfd_create("out.tar", MFD_CLOEXEC);
+    cr_assert_eq(prov->export_tar(res, state, "output", fd, &err), 0, "%s", err.message);
+    cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+    a = archive_read_new();
+    archive_read_support_format_tar(a);
+    cr_assert_eq(archive_read_open_fd(a, fd, 10240), ARCHIVE_OK);
+    while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+        const char *name = archive_entry_pathname(e);
+
+        if (strcmp(name, "r.txt") == 0 || strcmp(name, "./r.txt") == 0) {
+            found = true;
+            cr_assert_eq(archive_read_data(a, buf, sizeof(buf) - 1), 7);
+        }
+    }
+    archive_read_free(a);
+    close(fd);
+    cr_assert(found, "r.txt not in the exported tar");
+    cr_assert_str_eq(buf, "result\n");
+    /* A path leaving the workspace is refused. */
+    fd = memfd_create("out2.tar", MFD_CLOEXEC);
+    cr_assert_lt(prov->export_tar(res, state, "../..", fd, &err), 0);
+    close(fd);
+}
