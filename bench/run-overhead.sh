@@ -10,12 +10,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-200}
 prefix=${PREFIX:-/usr/local}
-cordon="$prefix/bin/cordon"
-observer="$prefix/libexec/cordon/cordon-observe"
+cordon=${CORDON:-$prefix/bin/cordon}
+observer=${CORDON_OBSERVER:-$prefix/libexec/cordon/cordon-observe}
 command -v hyperfine >/dev/null || { apt-get update -q && apt-get install -y -q hyperfine; }
 state=$(mktemp -d /tmp/cordon-bench.XXXXXX)
 trap 'rm -rf "$state"' EXIT
 hello=bench/hello.py
+# the python the sandbox runs (the PATH trusted-local gives it), not a shim
+python=$(PATH=/usr/local/bin:/usr/bin:/bin command -v python3)
 # Warm the probe cache once: the measured runs reuse the cached facts and
 # only re-check availability, as every later run does in real use.
 "$cordon" --state-dir "$state" probe trusted-local >/dev/null
@@ -23,7 +25,7 @@ mkdir -p bench/results
 out="bench/results/overhead-$(date +%Y%m%d-%H%M%S).json"
 hyperfine -N --warmup 10 --runs "$runs" --export-json "$out" \
   -n spawn-floor "$observer --idle floor 0" \
-  -n python3 "python3 $hello" \
+  -n python3 "$python $hello" \
   -n cordon "$cordon --state-dir $state run -q --isolation none --allow-unsafe-local --provider trusted-local $hello" >/dev/null
 python3 - "$out" <<'PY'
 import json, sys

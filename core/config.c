@@ -57,18 +57,27 @@ static int parse_candidate(const char *field, size_t i, const cJSON *item, const
     return 0;
 }
 
+const cJSON *cordon__base_config(const struct cordon_ctx *ctx, const char *provider_id)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(ctx->config, "provider_configs"), provider_id);
+
+    return cJSON_IsObject(c) ? c : NULL;
+}
+
 int cordon__candidates_build(struct cordon_ctx *ctx, const char *field, const cJSON *list,
                              const cJSON *overrides, struct cordon__candidate **ret,
                              size_t *ret_n, struct cordon_error *err)
 {
-    const cJSON *base = cJSON_GetObjectItemCaseSensitive(ctx->config, "provider_config");
+    const cJSON *configs = cJSON_GetObjectItemCaseSensitive(ctx->config, "provider_configs");
     struct cordon__candidate *cands = NULL;
     char **installed = NULL;
     size_t n = 0, n_installed = 0;
     int r = 0;
 
-    if (base != NULL && !cJSON_IsObject(base))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "config.provider_config: must be an object");
+    if (configs != NULL && !cJSON_IsObject(configs))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "config.provider_configs: must be an object of provider id -> config");
     if (list == NULL || cJSON_IsNull(list)) {
         list = cJSON_GetObjectItemCaseSensitive(ctx->config, "providers");
         field = "config.providers";
@@ -101,7 +110,7 @@ int cordon__candidates_build(struct cordon_ctx *ctx, const char *field, const cJ
             if (r < 0)
                 goto out;
         }
-        merged = cordon__json_merge(base, own);
+        merged = cordon__json_merge(cordon__base_config(ctx, id), own);
         cands[i].config = cordon__json_merge(merged, overrides);
         cJSON_Delete(merged);
         cands[i].provider_id = strdup(id);

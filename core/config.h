@@ -15,10 +15,14 @@ struct cordon__candidate {
     cJSON *config;            /* base, then candidate, then overrides; owned */
 };
 
+/* The config file's base config for one provider:
+ * "provider_configs": {"<provider_id>": {...}}; NULL when there is none. */
+const cJSON *cordon__base_config(const struct cordon_ctx *ctx, const char *provider_id);
+
 /*
  * Build the ordered candidates. list: the request's "providers" (NULL: the
  * config file's "providers", else every installed provider in name order).
- * Base config: the config file's "provider_config" object. overrides (may
+ * Base config: cordon__base_config of the candidate's provider. overrides (may
  * be NULL) are merged last into every candidate (the command line's
  * --provider-config and --allow-unsafe-local). field names the list in
  * errors.

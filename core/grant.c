@@ -369,8 +369,12 @@ int cordon__grant_write_source(struct cordon__grant *g, const struct cordon__bun
             goto out;
         }
         if ((parent[0] != '\0' && (r = cordon_fs_mkdirs_beneath(g->source_fd, parent, 0755, err)) < 0) ||
-            (r = cordon_fs_write_atomic(g->source_fd, f->path, f->data, f->len,
-                                        f->executable ? 0555 : 0444, err)) < 0 ||
+            /* our own scratch area: no fsync (the bytes are verified below);
+             * landing again replaces a file in place */
+            ((unlinkat(g->source_fd, f->path, 0) < 0 && errno != ENOENT &&
+              (r = cordon_error_set(err, CORDON_E_IO, errno, "files: %.200s: %s", f->path, strerror(errno))) < 0)) ||
+            (r = cordon_fs_write_new(g->source_fd, f->path, f->data, f->len,
+                                     f->executable ? 0555 : 0444, err)) < 0 ||
             (r = verify_file(g, f, err)) < 0)
             goto out;
     }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -361,9 +362,22 @@ static int step_select(struct run *run, const cJSON *request, struct cordon_erro
 
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(request, "allow_unsafe_local")))
         cJSON_AddBoolToObject(overrides, "allow_unsafe_local", true);
-    r = cordon__candidates_build(run->ctx, "providers",
-                                 cJSON_GetObjectItemCaseSensitive(request, "providers"), overrides,
-                                 &cands, &n, err);
+    /* the image is part of what a candidate is probed with (its toolchains) */
+    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(request, "image")))
+        cJSON_AddStringToObject(overrides, "image",
+                                cJSON_GetObjectItemCaseSensitive(request, "image")->valuestring);
+    const cJSON *one = cJSON_GetObjectItemCaseSensitive(request, "provider");
+    cJSON *list = NULL;
+
+    /* "provider": "x" is the one-candidate form of "providers": ["x"] */
+    if (one != NULL && cJSON_GetObjectItemCaseSensitive(request, "providers") == NULL) {
+        list = cJSON_CreateArray();
+        cJSON_AddItemToArray(list, cJSON_Duplicate(one, 1));
+    }
+    r = cordon__candidates_build(run->ctx, list != NULL ? "provider" : "providers",
+                                 list != NULL ? list : cJSON_GetObjectItemCaseSensitive(request, "providers"),
+                                 overrides, &cands, &n, err);
+    cJSON_Delete(list);
     cJSON_Delete(overrides);
     if (r < 0)
         return fail(run, "blocked", "select", t, err);
@@ -375,8 +389,12 @@ static int step_select(struct run *run, const cJSON *request, struct cordon_erro
     cJSON_AddStringToObject(run->meta, "provider_id", run->sel.provider->id);
     cJSON_AddItemToObject(run->meta, "provider_facts", cJSON_Duplicate(run->sel.facts, 1));
     cJSON_AddStringToObject(run->meta, "selection_reason", run->sel.why);
-    if (run->sel.preference_fallback)
-        add_diag(run, CORDON_OK, "preference_fallback: no candidate met the isolation preference");
+    if (run->sel.preference_fallback) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "code", "preference_fallback");
+        cJSON_AddStringToObject(d, "message", "no candidate met the isolation preference");
+        cJSON_AddItemToArray(run->diagnostics, d);
+    }
     add_event(run, "select", t, true, run->sel.why);
     return 0;
 }
@@ -417,7 +435,9 @@ static int step_provision(struct run *run, const cJSON *request, struct cordon_e
         cJSON_Delete(spec);
         return fail(run, "error", "provision", t, err);
     }
-    snprintf(run->execution_id, sizeof(run->execution_id), "run-%s", hex);
+    /* The pid in the id tells `cordon gc` that this unrecorded execution
+     * belongs to a live run (see cordon__run_owner_alive). */
+    snprintf(run->execution_id, sizeof(run->execution_id), "run-%ld-%s", (long)getpid(), hex);
     cJSON_AddStringToObject(spec, "execution_id", run->execution_id);
     if (cJSON_IsString(image))
         cJSON_AddStringToObject(spec, "image", image->valuestring);
@@ -783,6 +803,19 @@ int cordon_run_json(struct cordon_ctx *ctx, const char *request_json, char **ret
     *ret_result_json = cJSON_PrintUnformatted(result);
     cJSON_Delete(result);
     return *ret_result_json != NULL ? 0 : cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+}
+
+bool cordon__run_owner_alive(const char *execution_id)
+{
+    char *end = NULL;
+    long pid;
+
+    if (strncmp(execution_id, "run-", 4) != 0)
+        return false;
+    pid = strtol(execution_id + 4, &end, 10);
+    if (end == execution_id + 4 || *end != '-' || pid <= 0)
+        return false;
+    return kill((pid_t)pid, 0) == 0 || errno == EPERM;
 }
 
 int cordon_result_exit_status(const char *result_json)

@@ -22,6 +22,10 @@
 int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordon__bundle *bundle,
                 cJSON **ret_result, struct cordon_error *err);
 
+/* True when execution_id names a code-execution sandbox ("run-<pid>-...")
+ * whose cordon process is still alive: `cordon gc` leaves it alone. */
+bool cordon__run_owner_alive(const char *execution_id);
+
 /* The bytes of one stream as result fields: <name> (UTF-8 text; with a
  * "[cordon: N bytes dropped]" line between head and tail when truncated),
  * <name>_truncated, <name>_dropped_bytes, and <name>_base64 (the retained

@@ -25,9 +25,31 @@ if ! bash scripts/setup.sh; then
   exit 1
 fi
 
+note "services and test images"
+# Our own Docker daemon (only if none answers), stopped again at the end.
+export CORDON_DOCKERD_LOG="$top/$BUILD/dockerd.log" CORDON_DOCKERD_PID="$top/$BUILD/dockerd.pid"
+bash tests/mechanism/dockerd.sh start || { echo "dockerd did not start"; tail -n 30 "$CORDON_DOCKERD_LOG"; }
+trap 'bash tests/mechanism/dockerd.sh stop >/dev/null 2>&1 || true' EXIT
+# Rootfs tarballs from Debian packages (mmdebstrap), cached by recipe, and
+# imported into the daemon; every test pins them by digest.
+images=$(bash tests/images/build-images.sh --docker) || { echo "building test images failed"; images=""; }
+echo "$images"
+field() { awk -v n="$1" -v c="$2" '$1 == n { print $c }' <<<"$images"; }
+export CORDON_DOCKER_IMAGE_MINIMAL=$(field minimal 4)
+export CORDON_DOCKER_IMAGE_TOOLCHAIN=$(field toolchain 4)
+export CORDON_RUNC_IMAGE="$(field toolchain 2)@sha256:$(field toolchain 3)"
+export CORDON_RUNC_IMAGE_MINIMAL="$(field minimal 2)@sha256:$(field minimal 3)"
+
 note "unit, mechanism and contract suites (make check)"
-( cd "$BUILD" && make -j"$(nproc)" check ) 
+( cd "$BUILD" && make -j"$(nproc)" check )
 check_rc=$?
+
+note "docker: the daemon stopped during a run (alone: it restarts the daemon)"
+( cd "$BUILD" && CORDON_DOCKER_STOP_DAEMON=1 ./tests/mechanism/docker-tests --filter 'docker_daemon/*' ) \
+  >"$BUILD/tests/docker-daemon.log" 2>&1
+daemon_rc=$?
+cat "$BUILD/tests/docker-daemon.log"
+[ $daemon_rc -eq 0 ] || { failed=$((failed + 1)); echo "check FAILED: docker daemon test exited $daemon_rc"; }
 # Sum every Criterion synthesis line of the suites make check ran.
 while read -r line; do
   t=$(sed -n 's/.*Tested: \([0-9]*\).*/\1/p' <<<"$line")
@@ -54,12 +76,22 @@ no_trace() {
     echo "left behind: $(ls /run/cordon/trusted-local)"; bad=1
   fi
   if grep -q cordon /proc/mounts; then echo "left behind: mounts"; grep cordon /proc/mounts; bad=1; fi
+  if [ -S /var/run/docker.sock ] && [ -n "$(docker ps -aq --filter label=org.cordon.execution-id 2>/dev/null)" ]; then
+    echo "left behind: docker containers"; docker ps -a --filter label=org.cordon.execution-id; bad=1
+  fi
+  if [ -d /run/cordon-runc ] && [ -n "$(runc --root /run/cordon-runc list -q 2>/dev/null)" ]; then
+    echo "left behind: runc containers"; runc --root /run/cordon-runc list; bad=1
+  fi
+  if ls -d /sys/fs/cgroup/*/cordon/* >/dev/null 2>&1; then
+    echo "left behind: cgroups"; ls -d /sys/fs/cgroup/*/cordon/*; bad=1
+  fi
   if pgrep -f cordon-observe >/dev/null; then echo "left behind: cordon-observe processes"; bad=1; fi
   after=$(snapshot_tmp)
   if [ "$after" != "$before_tmp" ]; then echo "left behind in /tmp:"; comm -13 <(echo "$before_tmp") <(echo "$after"); bad=1; fi
   return $bad
 }
 check "leave no trace" no_trace
+bash tests/mechanism/dockerd.sh stop || true
 
 echo
 echo "cordon: $passed passed, $failed failed"

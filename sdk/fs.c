@@ -462,6 +462,35 @@ static int make_temp(int pfd, char name[32])
     return -EEXIST;
 }
 
+int cordon_fs_write_new(int dirfd, const char *rel, const void *buf, size_t len, mode_t mode,
+                        struct cordon_error *err)
+{
+    const char *p = buf;
+    size_t done = 0;
+    int fd = -1, r;
+
+    r = cordon_fs_open_beneath(dirfd, rel, O_WRONLY | O_CREAT | O_EXCL, mode & 0777, &fd, err);
+    if (r < 0)
+        return r;
+    while (done < len) {
+        ssize_t n = write(fd, p + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = cordon_error_set(err, CORDON_E_IO, errno, "%s: write: %s", rel, strerror(errno));
+            break;
+        }
+        done += (size_t)n;
+    }
+    /* the umask may have narrowed the mode at creation */
+    if (r == 0 && fchmod(fd, mode & 0777) < 0)
+        r = cordon_error_set(err, CORDON_E_IO, errno, "%s: chmod: %s", rel, strerror(errno));
+    close(fd);
+    if (r < 0)
+        unlinkat(dirfd, rel, 0);
+    return r;
+}
+
 int cordon_fs_write_atomic(int dirfd, const char *rel, const void *buf, size_t len, mode_t mode,
                            struct cordon_error *err)
 {

@@ -22,6 +22,7 @@
 #define CREATE_DEPTH_MAX 256
 #define DRAIN_MAX (1u << 20)
 #define TAR_FLAGS_ALL (CORDON_TAR_ALLOW_SYMLINKS | CORDON_TAR_SET_OWNER | CORDON_TAR_READ_ONLY)
+#define TAR_EXTRACT_FLAGS (TAR_FLAGS_ALL | CORDON_TAR_ROOTFS)
 
 /* libarchive reports format errors with EILSEQ (its ARCHIVE_ERRNO_FILE_FORMAT
  * on Linux) or -1; real errnos come from the fd. */
@@ -225,19 +226,10 @@ static int extract_file(struct extract *x, struct archive_entry *entry, const ch
     struct timespec ts[2];
     const char *base;
     uint64_t written = 0;
-    int64_t size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : 0;
     bool created = false;
     int pfd = -1, fd = -1, r;
 
-    /* The header's size is checked before anything is written... */
-    if (size < 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "tar entry \"%.300s\": negative size in the header", name);
-    if (x->max_bytes != 0 && (uint64_t)size > x->max_bytes - x->stats.bytes)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "tar entry \"%.300s\": %" PRId64 " bytes bring the total to more "
-                                "than the limit of %" PRIu64 " bytes",
-                                name, size, x->max_bytes);
+    /* entry_check has checked the header's size before anything is written... */
     r = open_parent(x, name, &pfd, &base, err);
     if (r < 0)
         return r;
@@ -307,9 +299,11 @@ out:
  * A symlink target must be relative and, read from the link's directory,
  * stay inside the root. ".." is allowed only at the start: after a name it
  * would climb out of whatever that name resolves to, and the name may be
- * another link.
+ * another link. any_target (a root filesystem, resolved only inside its
+ * container) keeps just the checks on emptiness and length.
  */
-static int check_link_target(const char *name, const char *target, struct cordon_error *err)
+static int check_link_target(const char *name, const char *target, bool any_target,
+                             struct cordon_error *err)
 {
     size_t depth = 0;
     bool seen_name = false;
@@ -322,6 +316,8 @@ static int check_link_target(const char *name, const char *target, struct cordon
                                 "tar entry \"%.300s\": symbolic link target is longer than %d "
                                 "bytes",
                                 name, CORDON_PATH_MAX);
+    if (any_target)
+        return 0;
     if (target[0] == '/')
         return cordon_error_set(err, CORDON_E_UNSAFE, 0,
                                 "tar entry \"%.300s\": symbolic link to an absolute path "
@@ -353,6 +349,51 @@ static int check_link_target(const char *name, const char *target, struct cordon
     return 0;
 }
 
+/* The refusal of a device node, FIFO or socket. */
+static int special_refused(const char *name, mode_t type, struct cordon_error *err)
+{
+    const char *what = type == AE_IFIFO    ? "FIFOs"
+                       : type == AE_IFSOCK ? "sockets"
+                                           : "device nodes";
+
+    return cordon_error_set(err, CORDON_E_UNSAFE, 0, "tar entry \"%.300s\": %s are not allowed",
+                            name, what);
+}
+
+/* Any stored form of a link name marks a hardlink, whatever the locale can convert. */
+static bool is_hardlink(struct archive_entry *entry)
+{
+    return archive_entry_hardlink(entry) != NULL || archive_entry_hardlink_utf8(entry) != NULL ||
+           archive_entry_hardlink_w(entry) != NULL;
+}
+
+/*
+ * A hardlink of a root filesystem names an earlier entry of the stream:
+ * its target must be a normalised relative name (no "..", not absolute).
+ * ret_target (optional) gets the normalised name, freed by the caller.
+ */
+static int check_hardlink_target(struct archive_entry *entry, const char *name, char **ret_target,
+                                 struct cordon_error *err)
+{
+    const char *raw = archive_entry_hardlink(entry);
+    char *target = NULL;
+    int r;
+
+    if (raw == NULL)
+        raw = archive_entry_hardlink_utf8(entry);
+    if (raw == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "tar entry \"%.300s\": the hardlink target cannot be read", name);
+    r = cordon_path_normalize("tar hardlink target", raw, &target, err);
+    if (r < 0)
+        return r;
+    if (ret_target != NULL)
+        *ret_target = target;
+    else
+        free(target);
+    return 0;
+}
+
 static int extract_symlink(struct extract *x, struct archive_entry *entry, const char *name,
                            struct cordon_error *err)
 {
@@ -361,14 +402,9 @@ static int extract_symlink(struct extract *x, struct archive_entry *entry, const
     struct timespec ts[2];
     int pfd = -1, r;
 
-    if (!(x->flags & CORDON_TAR_ALLOW_SYMLINKS))
-        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "tar entry \"%.300s\": symbolic links are not allowed", name);
+    /* entry_check has allowed links and checked the target. */
     if (target == NULL)
         target = archive_entry_symlink_utf8(entry);
-    r = check_link_target(name, target, err);
-    if (r < 0)
-        return r;
     r = open_parent(x, name, &pfd, &base, err);
     if (r < 0)
         return r;
@@ -400,6 +436,62 @@ static int extract_symlink(struct extract *x, struct archive_entry *entry, const
 out:
     if (pfd >= 0)
         close(pfd);
+    return r;
+}
+
+/*
+ * A hardlink of a root filesystem (CORDON_TAR_ROOTFS): both names are
+ * opened beneath the destination without following a link, and the target
+ * must already be a regular file there, so the link can only join two
+ * names of the tree being extracted.
+ */
+static int extract_hardlink(struct extract *x, struct archive_entry *entry, const char *name,
+                            struct cordon_error *err)
+{
+    struct cordon_error in;
+    struct stat st;
+    const char *base, *tbase;
+    char *target = NULL;
+    int pfd = -1, tfd = -1, r;
+
+    r = check_hardlink_target(entry, name, &target, err);
+    if (r < 0)
+        return r;
+    cordon_error_init(&in);
+    r = open_parent(x, target, &tfd, &tbase, &in);
+    if (r < 0) {
+        r = cordon_error_set(err, in.code, in.os_errno,
+                             "tar entry \"%.300s\": hardlink target: %s", name, in.message);
+        goto out;
+    }
+    if (fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
+        r = cordon_error_set(err, CORDON_E_UNSAFE, errno,
+                             "tar entry \"%.300s\": hardlink target \"%.300s\" is not an earlier "
+                             "regular file of the stream", name, target);
+        goto out;
+    }
+    r = open_parent(x, name, &pfd, &base, err);
+    if (r < 0)
+        goto out;
+    if (linkat(tfd, tbase, pfd, base, 0) < 0) {
+        int e = errno;
+
+        if (e == EEXIST) {
+            r = clear_slot(pfd, base, name, err);
+            if (r < 0)
+                goto out;
+            e = linkat(tfd, tbase, pfd, base, 0) < 0 ? errno : 0;
+        }
+        if (e != 0)
+            r = cordon_error_set(err, CORDON_E_IO, e, "tar entry \"%.300s\": link: %s", name,
+                                 strerror(e));
+    }
+out:
+    if (pfd >= 0)
+        close(pfd);
+    if (tfd >= 0)
+        close(tfd);
+    free(target);
     return r;
 }
 
@@ -484,27 +576,36 @@ static int apply_dirs(struct extract *x, struct cordon_error *err)
     return 0;
 }
 
-static int extract_entry(struct extract *x, struct archive_entry *entry, struct cordon_error *err)
+/*
+ * The checks of DESIGN.md §8 on one header, shared by extraction and
+ * cordon_tar_filter_fd so that both refuse exactly the same streams: the
+ * entry count, the name (normalised into *ret_name, freed by the caller),
+ * hardlinks, setuid/setgid, the type, symlink targets and the size the
+ * header claims. stats holds what came before; this entry is counted here.
+ */
+static int entry_check(struct archive_entry *entry, unsigned flags, uint64_t max_bytes,
+                       uint64_t max_entries, struct cordon_tar_stats *stats, char **ret_name,
+                       struct cordon_error *err)
 {
-    const char *raw = archive_entry_pathname(entry);
+    const char *raw = archive_entry_pathname(entry), *target;
     mode_t type = archive_entry_filetype(entry);
     mode_t perm = archive_entry_perm(entry);
+    int64_t size;
     char *name = NULL;
     int r;
 
-    x->stats.entries++;
-    if (x->max_entries != 0 && x->stats.entries > x->max_entries)
+    stats->entries++;
+    if (max_entries != 0 && stats->entries > max_entries)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
                                 "tar stream: more than the limit of %" PRIu64 " entries",
-                                x->max_entries);
+                                max_entries);
     /* In the C locale libarchive keeps a non-ASCII name as raw bytes; the
      * UTF-8 form is the fallback when only that one is stored. */
     if (raw == NULL)
         raw = archive_entry_pathname_utf8(entry);
     if (raw == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "tar entry %" PRIu64 ": the name cannot be read",
-                                x->stats.entries);
+                                "tar entry %" PRIu64 ": the name cannot be read", stats->entries);
     /* "./" names the destination itself; any other entry needs a real name. */
     if (type == AE_IFDIR)
         r = cordon_path_normalize_dir("tar entry", raw, &name, err);
@@ -512,19 +613,82 @@ static int extract_entry(struct extract *x, struct archive_entry *entry, struct 
         r = cordon_path_normalize("tar entry", raw, &name, err);
     if (r < 0)
         return r;
-    /* Any stored form of a link name marks a hardlink, whatever the locale can convert. */
-    if (archive_entry_hardlink(entry) != NULL || archive_entry_hardlink_utf8(entry) != NULL ||
-        archive_entry_hardlink_w(entry) != NULL) {
-        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                             "tar entry \"%.300s\": hardlinks are not allowed", name);
+    if (is_hardlink(entry)) {
+        if (flags & CORDON_TAR_ROOTFS)
+            r = check_hardlink_target(entry, name, NULL, err);
+        else
+            r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                 "tar entry \"%.300s\": hardlinks are not allowed", name);
         goto out;
     }
-    if (perm & (S_ISUID | S_ISGID)) {
+    /* A root filesystem keeps its setuid programs, without the bits (entry_mode). */
+    if ((perm & (S_ISUID | S_ISGID)) && !(flags & CORDON_TAR_ROOTFS)) {
         r = cordon_error_set(err, CORDON_E_UNSAFE, 0, "%s bit on tar entry \"%.300s\": not "
                              "allowed", (perm & S_ISUID) ? "setuid" : "setgid", name);
         goto out;
     }
     switch (type) {
+    case AE_IFDIR:
+        break;
+    case AE_IFREG:
+        size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : 0;
+        if (size < 0)
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "tar entry \"%.300s\": negative size in the header", name);
+        else if (max_bytes != 0 && (uint64_t)size > max_bytes - stats->bytes)
+            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                 "tar entry \"%.300s\": %" PRId64 " bytes bring the total to "
+                                 "more than the limit of %" PRIu64 " bytes",
+                                 name, size, max_bytes);
+        break;
+    case AE_IFLNK:
+        if (!(flags & (CORDON_TAR_ALLOW_SYMLINKS | CORDON_TAR_ROOTFS))) {
+            r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                 "tar entry \"%.300s\": symbolic links are not allowed", name);
+            break;
+        }
+        target = archive_entry_symlink(entry);
+        if (target == NULL)
+            target = archive_entry_symlink_utf8(entry);
+        r = check_link_target(name, target, (flags & CORDON_TAR_ROOTFS) != 0, err);
+        break;
+    case AE_IFCHR:
+    case AE_IFBLK:
+    case AE_IFIFO:
+    case AE_IFSOCK:
+        if (flags & CORDON_TAR_ROOTFS)
+            break; /* skipped by extraction: the runtime supplies /dev */
+        r = special_refused(name, type, err);
+        break;
+    default:
+        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                             "tar entry \"%.300s\": entry type %#o is not allowed", name,
+                             (unsigned)type);
+        break;
+    }
+out:
+    if (r < 0)
+        free(name);
+    else
+        *ret_name = name;
+    return r;
+}
+
+static int extract_entry(struct extract *x, struct archive_entry *entry, struct cordon_error *err)
+{
+    char *name = NULL;
+    int r;
+
+    r = entry_check(entry, x->flags, x->max_bytes, x->max_entries, &x->stats, &name, err);
+    if (r < 0)
+        return r;
+    /* entry_check lets a hardlink or a special file through only with CORDON_TAR_ROOTFS. */
+    if (is_hardlink(entry)) {
+        r = extract_hardlink(x, entry, name, err);
+        free(name);
+        return r;
+    }
+    switch (archive_entry_filetype(entry)) {
     case AE_IFREG:
         r = extract_file(x, entry, name, err);
         break;
@@ -534,28 +698,50 @@ static int extract_entry(struct extract *x, struct archive_entry *entry, struct 
     case AE_IFLNK:
         r = extract_symlink(x, entry, name, err);
         break;
-    case AE_IFCHR:
-    case AE_IFBLK:
-        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                             "tar entry \"%.300s\": device nodes are not allowed", name);
-        break;
-    case AE_IFIFO:
-        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                             "tar entry \"%.300s\": FIFOs are not allowed", name);
-        break;
-    case AE_IFSOCK:
-        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                             "tar entry \"%.300s\": sockets are not allowed", name);
-        break;
-    default:
-        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                             "tar entry \"%.300s\": entry type %#o is not allowed", name,
-                             (unsigned)type);
+    default: /* a device node, FIFO or socket of a root filesystem: skipped */
         break;
     }
-out:
     free(name);
     return r;
+}
+
+/* A reader of plain tar (ustar, pax, GNU) on fd: no compression; an empty
+ * stream is no entries. */
+static int reader_open(int fd, struct archive **ret_a, struct cordon_error *err)
+{
+    struct archive *a = archive_read_new();
+    int r;
+
+    if (a == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+    if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
+        archive_read_support_format_empty(a) != ARCHIVE_OK ||
+        archive_read_support_filter_none(a) != ARCHIVE_OK) {
+        r = archive_fail(err, a, "set up reader");
+        archive_read_free(a);
+        return r;
+    }
+    if (archive_read_open_fd(a, fd, TAR_BLOCK) != ARCHIVE_OK) {
+        r = archive_fail(err, a, "open");
+        archive_read_free(a);
+        return r;
+    }
+    *ret_a = a;
+    return 0;
+}
+
+/* Read what follows the end blocks so that a writer on a pipe can finish. */
+static void drain_rest(int fd, char *chunk)
+{
+    for (size_t drained = 0; drained < DRAIN_MAX;) {
+        ssize_t n = read(fd, chunk, DATA_CHUNK);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        drained += (size_t)n;
+    }
 }
 
 int cordon_tar_extract_fd(int tar_fd, int dest_dirfd, const struct cordon_tar_limits *limits,
@@ -569,9 +755,9 @@ int cordon_tar_extract_fd(int tar_fd, int dest_dirfd, const struct cordon_tar_li
     memset(&x, 0, sizeof(x));
     if (tar_fd < 0)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: no fd");
-    if (flags & ~TAR_FLAGS_ALL)
+    if (flags & ~TAR_EXTRACT_FLAGS)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: unknown flags %#x",
-                                flags & ~TAR_FLAGS_ALL);
+                                flags & ~TAR_EXTRACT_FLAGS);
     if ((flags & CORDON_TAR_SET_OWNER) && limits == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "tar stream: set owner asked without a uid and gid");
@@ -584,22 +770,13 @@ int cordon_tar_extract_fd(int tar_fd, int dest_dirfd, const struct cordon_tar_li
         x.gid = limits->gid;
     }
     x.chunk = malloc(DATA_CHUNK);
-    x.a = archive_read_new();
-    if (x.chunk == NULL || x.a == NULL) {
+    if (x.chunk == NULL) {
         r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
         goto out;
     }
-    /* Plain tar only (ustar, pax, GNU); no compression; an empty stream is no entries. */
-    if (archive_read_support_format_tar(x.a) != ARCHIVE_OK ||
-        archive_read_support_format_empty(x.a) != ARCHIVE_OK ||
-        archive_read_support_filter_none(x.a) != ARCHIVE_OK) {
-        r = archive_fail(err, x.a, "set up reader");
+    r = reader_open(tar_fd, &x.a, err);
+    if (r < 0)
         goto out;
-    }
-    if (archive_read_open_fd(x.a, tar_fd, TAR_BLOCK) != ARCHIVE_OK) {
-        r = archive_fail(err, x.a, "open");
-        goto out;
-    }
     for (;;) {
         int ar = archive_read_next_header(x.a, &entry);
 
@@ -617,16 +794,7 @@ int cordon_tar_extract_fd(int tar_fd, int dest_dirfd, const struct cordon_tar_li
     r = apply_dirs(&x, err);
     if (r < 0)
         goto out;
-    /* Read what follows the end blocks so that a writer on a pipe can finish. */
-    for (size_t drained = 0; drained < DRAIN_MAX;) {
-        ssize_t n = read(tar_fd, x.chunk, DATA_CHUNK);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        drained += (size_t)n;
-    }
+    drain_rest(tar_fd, x.chunk);
     if (ret_stats != NULL)
         *ret_stats = x.stats;
 out:
@@ -927,6 +1095,7 @@ struct tar_sink {
     struct archive *a;
     int fd;
     bool abandoned;
+    struct cordon_sha256 *sha; /* optional: hash of exactly what reaches fd */
 };
 
 static la_ssize_t sink_write(struct archive *a, void *data, const void *buf, size_t len)
@@ -941,6 +1110,8 @@ static la_ssize_t sink_write(struct archive *a, void *data, const void *buf, siz
         archive_set_error(a, -e, "write: %s", strerror(-e));
         return -1;
     }
+    if (sink->sha != NULL)
+        cordon_sha256_update(sink->sha, buf, len);
     return (la_ssize_t)len;
 }
 
@@ -990,7 +1161,7 @@ int cordon_tar_create_fd(int src_dirfd, const char *rel, int tar_fd,
                          const struct cordon_tar_limits *limits,
                          struct cordon_tar_stats *ret_stats, struct cordon_error *err)
 {
-    struct tar_sink sink = {NULL, -1, false};
+    struct tar_sink sink = {NULL, -1, false, NULL};
     struct create c;
     char *norm = NULL;
     int root = -1, r;
@@ -1196,4 +1367,294 @@ void cordon_tar_writer_free(struct cordon_tar_writer *w)
         return;
     sink_close(&w->sink, false, NULL);
     free(w);
+}
+
+int cordon_tar_writer_add_symlink(struct cordon_tar_writer *w, const char *path,
+                                  const char *target, struct cordon_error *err)
+{
+    struct archive_entry *entry;
+    int r;
+
+    if (target == NULL || target[0] == '\0')
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "tar path \"%.300s\": symbolic link without a target",
+                                path ? path : "");
+    if (strnlen(target, CORDON_PATH_MAX + 1) > CORDON_PATH_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "tar path \"%.300s\": symbolic link target is longer than %d bytes",
+                                path ? path : "", CORDON_PATH_MAX);
+    r = writer_entry(w, path, AE_IFLNK, 0777, 0, &entry, err);
+    if (r < 0)
+        return r;
+    archive_entry_set_symlink(entry, target);
+    r = write_header(w->a, entry, archive_entry_pathname(entry), err);
+    if (r < 0)
+        w->broken = true;
+    archive_entry_free(entry);
+    return r;
+}
+
+/* ---- filtering --------------------------------------------------------- */
+
+#define FNV_BASIS 14695981039346656037ull
+#define FNV_PRIME 1099511628211ull
+
+/* The names of the symlinks a filtered stream has held so far (an
+ * open-addressing set, FNV-1a), so that no later entry goes through one. */
+struct link_set {
+    char **slots;
+    size_t cap, n; /* cap is 0 or a power of two */
+};
+
+static uint64_t name_hash(const char *s, size_t len)
+{
+    uint64_t h = FNV_BASIS;
+
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)s[i]) * FNV_PRIME;
+    return h;
+}
+
+static bool link_set_has(const struct link_set *s, const char *name, size_t len, uint64_t h)
+{
+    if (s->n == 0)
+        return false;
+    for (size_t i = h & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+        const char *k = s->slots[i];
+
+        if (k == NULL)
+            return false;
+        if (strncmp(k, name, len) == 0 && k[len] == '\0')
+            return true;
+    }
+}
+
+static void link_set_put(char **slots, size_t cap, char *name)
+{
+    size_t i = name_hash(name, strlen(name)) & (cap - 1);
+
+    while (slots[i] != NULL)
+        i = (i + 1) & (cap - 1);
+    slots[i] = name;
+}
+
+/* Add name (not yet in the set); the table stays at most half full. */
+static int link_set_add(struct link_set *s, const char *name, struct cordon_error *err)
+{
+    char *copy = strdup(name);
+
+    if (copy == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 64;
+        char **slots = cap <= SIZE_MAX / sizeof(*slots) ? calloc(cap, sizeof(*slots)) : NULL;
+
+        if (slots == NULL) {
+            free(copy);
+            return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+        }
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slots[i] != NULL)
+                link_set_put(slots, cap, s->slots[i]);
+        free(s->slots);
+        s->slots = slots;
+        s->cap = cap;
+    }
+    link_set_put(s->slots, s->cap, copy);
+    s->n++;
+    return 0;
+}
+
+static void link_set_clear(struct link_set *s)
+{
+    for (size_t i = 0; i < s->cap; i++)
+        free(s->slots[i]);
+    free(s->slots);
+}
+
+/* Whether name is, or lies beneath, a symlink of the set: every prefix
+ * ending before a '/' is looked up, hashed as the scan goes. */
+static bool link_set_covers(const struct link_set *s, const char *name)
+{
+    uint64_t h = FNV_BASIS;
+    size_t i;
+
+    for (i = 0; name[i] != '\0'; i++) {
+        if (name[i] == '/' && link_set_has(s, name, i, h))
+            return true;
+        h = (h ^ (unsigned char)name[i]) * FNV_PRIME;
+    }
+    return link_set_has(s, name, i, h);
+}
+
+struct filter {
+    struct archive *in;
+    struct tar_sink sink;
+    struct cordon_sha256 sha;
+    unsigned flags;
+    uint64_t max_bytes, max_entries;
+    uid_t uid;
+    gid_t gid;
+    struct cordon_tar_stats stats;
+    struct link_set links;
+    char *chunk;
+};
+
+/* Copy the current entry's data, counted as it arrives like extraction does. */
+static int filter_data(struct filter *f, const char *name, uint64_t size,
+                       struct cordon_error *err)
+{
+    uint64_t copied = 0;
+
+    for (;;) {
+        la_ssize_t n = archive_read_data(f->in, f->chunk, DATA_CHUNK);
+
+        if (n < 0) {
+            char what[352];
+
+            snprintf(what, sizeof(what), "entry \"%.300s\": read data", name);
+            return archive_fail(err, f->in, what);
+        }
+        if (n == 0)
+            break;
+        copied += (uint64_t)n;
+        if (f->max_bytes != 0 && copied > f->max_bytes - f->stats.bytes)
+            return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                    "tar entry \"%.300s\": data brings the total to more than "
+                                    "the limit of %" PRIu64 " bytes",
+                                    name, f->max_bytes);
+        if (archive_write_data(f->sink.a, f->chunk, (size_t)n) != n)
+            return cordon_error_set(err, CORDON_E_IO,
+                                    archive_errno(f->sink.a) > 0 ? archive_errno(f->sink.a) : 0,
+                                    "tar entry \"%.300s\": write data: %s", name,
+                                    archive_error_string(f->sink.a)
+                                        ? archive_error_string(f->sink.a)
+                                        : "short");
+    }
+    if (copied != size)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "tar entry \"%.300s\": %" PRIu64 " bytes of data where the header "
+                                "says %" PRIu64,
+                                name, copied, size);
+    f->stats.bytes += copied;
+    return 0;
+}
+
+static int filter_entry(struct filter *f, struct archive_entry *in, struct cordon_error *err)
+{
+    struct archive_entry *out = NULL;
+    mode_t type = archive_entry_filetype(in);
+    mode_t perm = archive_entry_perm(in) & 0777;
+    uint64_t size = 0;
+    char *name = NULL;
+    int r;
+
+    r = entry_check(in, f->flags, f->max_bytes, f->max_entries, &f->stats, &name, err);
+    if (r < 0)
+        return r;
+    /* Extraction refuses to write at or through a link it made; so does the filter. */
+    if (link_set_covers(&f->links, name)) {
+        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                             "tar entry \"%.300s\": lies at or beneath an earlier symbolic link",
+                             name);
+        goto out;
+    }
+    if (type == AE_IFLNK && (r = link_set_add(&f->links, name, err)) < 0)
+        goto out;
+    out = archive_entry_new();
+    if (out == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+        goto out;
+    }
+    /* Only what extraction uses is carried over: a clean, reproducible header. */
+    archive_entry_set_pathname(out, name[0] != '\0' ? name : ".");
+    archive_entry_set_filetype(out, type);
+    archive_entry_set_perm(out, (f->flags & CORDON_TAR_READ_ONLY) ? perm & ~(mode_t)0222 : perm);
+    archive_entry_set_uid(out, (f->flags & CORDON_TAR_SET_OWNER) ? (la_int64_t)f->uid
+                                                                 : archive_entry_uid(in));
+    archive_entry_set_gid(out, (f->flags & CORDON_TAR_SET_OWNER) ? (la_int64_t)f->gid
+                                                                 : archive_entry_gid(in));
+    if (archive_entry_mtime_is_set(in))
+        archive_entry_set_mtime(out, archive_entry_mtime(in), archive_entry_mtime_nsec(in));
+    if (type == AE_IFLNK)
+        archive_entry_set_symlink(out, archive_entry_symlink(in) != NULL
+                                           ? archive_entry_symlink(in)
+                                           : archive_entry_symlink_utf8(in));
+    if (type == AE_IFREG) {
+        /* entry_check refused a negative size. */
+        size = archive_entry_size_is_set(in) ? (uint64_t)archive_entry_size(in) : 0;
+        archive_entry_set_size(out, (la_int64_t)size);
+    }
+    r = write_header(f->sink.a, out, name, err);
+    if (r == 0 && type == AE_IFREG)
+        r = filter_data(f, name, size, err);
+out:
+    archive_entry_free(out);
+    free(name);
+    return r;
+}
+
+int cordon_tar_filter_fd(int in_fd, int out_fd, const struct cordon_tar_limits *limits,
+                         unsigned flags, struct cordon_tar_stats *ret_stats,
+                         char ret_sha256_hex[65], struct cordon_error *err)
+{
+    struct archive_entry *entry;
+    struct filter f;
+    int r;
+
+    memset(&f, 0, sizeof(f));
+    f.sink.fd = -1;
+    if (in_fd < 0 || out_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: no fd");
+    if (flags & ~TAR_FLAGS_ALL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: unknown flags %#x",
+                                flags & ~TAR_FLAGS_ALL);
+    if ((flags & CORDON_TAR_SET_OWNER) && limits == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "tar stream: set owner asked without a uid and gid");
+    f.flags = flags;
+    if (limits != NULL) {
+        f.max_bytes = limits->max_bytes;
+        f.max_entries = limits->max_entries;
+        f.uid = limits->uid;
+        f.gid = limits->gid;
+    }
+    cordon_sha256_init(&f.sha);
+    f.sink.sha = &f.sha;
+    f.chunk = malloc(DATA_CHUNK);
+    if (f.chunk == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+        goto out;
+    }
+    r = reader_open(in_fd, &f.in, err);
+    if (r == 0)
+        r = sink_open(&f.sink, out_fd, err);
+    while (r == 0) {
+        int ar = archive_read_next_header(f.in, &entry);
+
+        if (ar == ARCHIVE_EOF)
+            break;
+        /* ARCHIVE_WARN: e.g. a name the locale cannot convert; it is still read raw. */
+        if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN)
+            r = archive_fail(err, f.in, "read header");
+        else
+            r = filter_entry(&f, entry, err);
+    }
+    if (r < 0)
+        goto out;
+    r = sink_close(&f.sink, true, err);
+    if (r < 0)
+        goto out;
+    drain_rest(in_fd, f.chunk);
+    if (ret_stats != NULL)
+        *ret_stats = f.stats;
+    if (ret_sha256_hex != NULL)
+        cordon_sha256_final_hex(&f.sha, ret_sha256_hex);
+out:
+    sink_close(&f.sink, false, NULL);
+    if (f.in != NULL)
+        archive_read_free(f.in);
+    link_set_clear(&f.links);
+    free(f.chunk);
+    return r;
 }

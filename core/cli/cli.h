@@ -37,5 +37,7 @@ char *cli_read_file(const char *path, size_t max, const char *verb, bool json, i
 int cmd_providers(const struct cli_global *g, int argc, char **argv);
 int cmd_probe(const struct cli_global *g, int argc, char **argv);
 int cmd_run(const struct cli_global *g, int argc, char **argv);
+/* provision, exec, checkpoint, restore, terminate, reclaim, ls, gc */
+int cmd_host(const struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -18,7 +18,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: cordon run [--language L] [--provider P]... [--isolation required|preferred|none]\n"
             "                  [--allow-unsafe-local] [--image REF] [--output PATH]... [--input PATH]...\n"
-            "                  [--workspace DIR] [--timeout DUR] [LIMITS] [--fresh] [--json] [--quiet]\n"
+            "                  [--workspace DIR] [--env NAME=VALUE]... [--timeout DUR] [LIMITS]\n"
+            "                  [--fresh] [--json] [--quiet]\n"
             "                  [--request FILE|-] [BUNDLE] [-- ARG...]\n"
             "LIMITS: --cpus N --memory SIZE --disk SIZE --pids N --runtime DUR --max-output SIZE\n"
             "        --retention SIZE (kept per stream, head and tail)\n"
@@ -109,7 +110,7 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
 {
     enum { O_JSON = 256, O_LANG, O_PROVIDER, O_ISOLATION, O_UNSAFE, O_IMAGE, O_OUTPUT, O_INPUT,
            O_WORKSPACE, O_TIMEOUT, O_CPUS, O_MEMORY, O_DISK, O_PIDS, O_RUNTIME, O_MAXOUT,
-           O_RETENTION, O_REQUEST, O_FRESH, O_QUIET };
+           O_RETENTION, O_REQUEST, O_FRESH, O_QUIET, O_ENV };
     static const struct option opts[] = {
         { "json", no_argument, NULL, O_JSON }, { "language", required_argument, NULL, O_LANG },
         { "provider", required_argument, NULL, O_PROVIDER },
@@ -124,7 +125,8 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
         { "max-output", required_argument, NULL, O_MAXOUT },
         { "retention", required_argument, NULL, O_RETENTION },
         { "request", required_argument, NULL, O_REQUEST }, { "fresh", no_argument, NULL, O_FRESH },
-        { "quiet", no_argument, NULL, O_QUIET }, { "help", no_argument, NULL, 'h' },
+        { "quiet", no_argument, NULL, O_QUIET }, { "env", required_argument, NULL, O_ENV },
+        { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *language = NULL, *request_path = NULL, *outputs[MAX_REPEAT];
@@ -143,16 +145,32 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
         json = json || strcmp(argv[i], "--json") == 0;
     cordon_error_init(&err);
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1 && rc == 0) {
+    while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1 && rc == 0) {
         switch (c) {
         case O_JSON: json = true; break;
-        case O_QUIET: quiet = true; break;
+        case O_QUIET: case 'q': quiet = true; break;
         case O_FRESH: mine.fresh = true; break;
         case O_LANG: language = optarg; break;
         case O_REQUEST: request_path = optarg; break;
         case O_UNSAFE: cJSON_AddBoolToObject(request, "allow_unsafe_local", true); break;
         case O_ISOLATION: cJSON_AddStringToObject(request, "isolation", optarg); break;
         case O_IMAGE: cJSON_AddStringToObject(request, "image", optarg); break;
+        case O_ENV: {
+            const char *eq = strchr(optarg, '=');
+            cJSON *env = cJSON_GetObjectItemCaseSensitive(request, "environment");
+            char name[256];
+            if (eq == NULL || eq == optarg || (size_t)(eq - optarg) >= sizeof(name)) {
+                rc = cli_fail("run", json, CORDON_E_INVALID, "--env: must be NAME=VALUE");
+                break;
+            }
+            memcpy(name, optarg, (size_t)(eq - optarg));
+            name[eq - optarg] = '\0';
+            if (env == NULL)
+                env = cJSON_AddObjectToObject(request, "environment");
+            cJSON_DeleteItemFromObjectCaseSensitive(env, name);
+            cJSON_AddStringToObject(env, name, eq + 1);
+            break;
+        }
         case O_WORKSPACE: {
             char real[PATH_MAX];
             if (realpath(optarg, real) == NULL) {

@@ -17,6 +17,14 @@ static const struct verb {
     { "providers", cmd_providers, "list installed providers and whether they load" },
     { "probe", cmd_probe, "observe what each provider isolates, and its toolchains" },
     { "run", cmd_run, "run a code bundle in the selected sandbox (grant to close)" },
+    { "provision", cmd_host, "create a long-lived execution with hard limits" },
+    { "exec", cmd_host, "run a command in an execution" },
+    { "checkpoint", cmd_host, "save an execution's /workspace" },
+    { "restore", cmd_host, "provision a new execution from a checkpoint" },
+    { "terminate", cmd_host, "destroy an execution (idempotent)" },
+    { "reclaim", cmd_host, "destroy what a provider holds for an id, record or not" },
+    { "ls", cmd_host, "list executions" },
+    { "gc", cmd_host, "reclaim expired, crashed and unrecorded executions" },
 };
 
 static void usage(FILE *out)
@@ -73,7 +81,7 @@ char *cli_read_file(const char *path, size_t max, const char *verb, bool json, i
     while (buf != NULL) {
         ssize_t n;
         if (len + 1 == cap) {
-            char *grown = cap > max ? NULL : realloc(buf, cap * 2);
+            char *grown = len >= max ? NULL : realloc(buf, cap * 2);
             if (grown == NULL) {
                 free(buf);
                 buf = NULL;

@@ -65,6 +65,61 @@ CORDON_EXTERN int cordon_run_json(struct cordon_ctx *ctx, const char *request_js
  * output_limit, cancelled), 128+N for signal N. */
 CORDON_EXTERN int cordon_result_exit_status(const char *result_json);
 
+/*
+ * The execution-host lifecycle (DESIGN.md §4.2). Every call returns 0 with
+ * a result document in *ret_json (malloc'd), or a negative code with err
+ * filled and nothing left behind. Documents: docs/json.md.
+ */
+
+/* {"provider", "provider_config", "allow_unsafe_local", "allow_unpinned",
+ * "image", "workspace": {"kind": "empty"} | {"kind": "git", "repository",
+ * "revision"}, "resources": {all six}, "network": {"mode": "none"},
+ * "environment", "metadata", "execution_id"} -> {"execution_id",
+ * "provider_id", "expires_at", "expires_at_ms", "workspace"}. */
+CORDON_EXTERN int cordon_provision_json(struct cordon_ctx *ctx, const char *request_json,
+                                        char **ret_json, struct cordon_error *err);
+
+/* {"command", "args", "cwd", "environment", "timeout_ms"}; stdin_fd (-1:
+ * /dev/null) and cancel_fd (-1: none) are borrowed. The result has one
+ * terminal "status"; timeout, output_limit and cancelled destroy the whole
+ * execution. */
+CORDON_EXTERN int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id,
+                                   const char *request_json, int stdin_fd, int cancel_fd,
+                                   char **ret_json, struct cordon_error *err);
+
+/* metadata_json may be NULL. -> the checkpoint's manifest. */
+CORDON_EXTERN int cordon_checkpoint_json(struct cordon_ctx *ctx, const char *execution_id,
+                                         const char *metadata_json, char **ret_json,
+                                         struct cordon_error *err);
+
+/* {"provider", "provider_config", "image", "execution_id",
+ * "allow_unsafe_local"} (all optional) -> as provision, plus
+ * "restored_from". */
+CORDON_EXTERN int cordon_restore_json(struct cordon_ctx *ctx, const char *checkpoint_id,
+                                      const char *request_json, char **ret_json,
+                                      struct cordon_error *err);
+
+/* Idempotent: an execution already gone is success ("already_gone": true). */
+CORDON_EXTERN int cordon_terminate_json(struct cordon_ctx *ctx, const char *execution_id,
+                                        char **ret_json, struct cordon_error *err);
+
+/* Destroy whatever any provider (or provider_id, when not NULL) holds for
+ * execution_id, with or without its record. Idempotent. */
+CORDON_EXTERN int cordon_reclaim_json(struct cordon_ctx *ctx, const char *execution_id,
+                                      const char *provider_id, char **ret_json,
+                                      struct cordon_error *err);
+
+/* {"executions": [...]} */
+CORDON_EXTERN int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err);
+
+/* Reclaim every execution whose record expired or whose cordon process
+ * died mid-call, and every provider sandbox of this host without a
+ * record. {"reclaimed": [...], "kept": N, "errors": [...]} */
+CORDON_EXTERN int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err);
+
+/* The exit status of `cordon exec` for its result document. */
+CORDON_EXTERN int cordon_exec_exit_status(const char *result_json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -218,12 +218,19 @@ struct cordon_provider_v1 {
      * (found by label or naming), without its state. Idempotent. */
     int (*reclaim)(struct cordon_resource *resource, const char *execution_id,
                    struct cordon_error *err);
+
+    /* Optional. The ids of every execution this provider holds for this
+     * host (labelled or named with host->host_instance_id), as a JSON
+     * array of strings allocated with host->alloc. `cordon gc` reclaims
+     * those whose record is gone or expired. */
+    int (*list_executions)(struct cordon_resource *resource, char **ret_ids_json,
+                           struct cordon_error *err);
 };
 
 /* The size of struct cordon_provider_v1 at ABI 1.0: the host refuses a
  * smaller struct_size. */
-#define CORDON_PROVIDER_V1_0_SIZE (offsetof(struct cordon_provider_v1, reclaim) + \
-                                   sizeof(((struct cordon_provider_v1 *)0)->reclaim))
+#define CORDON_PROVIDER_V1_0_SIZE (offsetof(struct cordon_provider_v1, list_executions) + \
+                                   sizeof(((struct cordon_provider_v1 *)0)->list_executions))
 #define CORDON_HOST_V1_0_SIZE (offsetof(struct cordon_host_v1, state_dir) + \
                                sizeof(((struct cordon_host_v1 *)0)->state_dir))
 #define CORDON_EXEC_IO_V1_0_SIZE (offsetof(struct cordon_exec_io, cancel_fd) + sizeof(int))

@@ -62,7 +62,8 @@
 #define TL_TAR_ENTRIES_MAX 100000u
 #define TL_JSON_INT_MAX 9007199254740992.0 /* 2^53: exact in a double */
 #define TL_SWEEP_PASSES 8
-#define TL_BACKSTOP_SLACK_MS 1000u        /* lets the host's own clock fire first */
+#define TL_BACKSTOP_SLACK_MS 1000u
+#define TL_HOST_MARK "host-instance"         /* in <root>/<id>/: whose execution */        /* lets the host's own clock fire first */
 
 static const struct cordon_provider_v1 tl_provider;
 
@@ -320,6 +321,13 @@ static int tl_config_parse(const struct cordon_host_v1 *host, const char *json,
                 cfg.allow_unsafe_local = cJSON_IsTrue(item);
             else
                 cfg.seccomp = cJSON_IsTrue(item);
+        } else if (strcmp(key, "image") == 0) {
+            /* the host passes a run's --image to every candidate */
+            if (!cJSON_IsNull(item)) {
+                r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                                     "config.image: trusted-local runs on the host and takes no image");
+                goto out;
+            }
         } else if (strcmp(key, "root") == 0) {
             if (!cJSON_IsString(item)) {
                 r = cordon_error_set(err, CORDON_E_INVALID, 0, "config.root: must be a string");
@@ -1261,6 +1269,13 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
     r = tl_make_workspace(dir_fd, &res->cfg, code, err);
     if (r < 0)
         goto out;
+    /* Whose execution this is, so that list_executions (cordon gc) never
+     * touches another host instance's areas under a shared root. */
+    if (res->host->host_instance_id != NULL)
+        r = cordon_fs_write_new(dir_fd, TL_HOST_MARK, res->host->host_instance_id,
+                                strlen(res->host->host_instance_id), 0600, err);
+    if (r < 0)
+        goto out;
     state = cJSON_CreateObject();
     if (state == NULL || cJSON_AddStringToObject(state, "execution_id", id) == NULL ||
         cJSON_AddStringToObject(state, "dir", dir) == NULL ||
@@ -1848,6 +1863,43 @@ static int tl_reclaim(struct cordon_resource *res, const char *execution_id,
     return r;
 }
 
+static int tl_list_executions(struct cordon_resource *res, char **ret_ids_json,
+                              struct cordon_error *err)
+{
+    const char *me = res != NULL ? res->host->host_instance_id : NULL;
+    cJSON *ids = cJSON_CreateArray();
+    struct dirent *de;
+    DIR *dir;
+    int r = 0;
+
+    if (res == NULL || ids == NULL) {
+        cJSON_Delete(ids);
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "list_executions: resource required");
+    }
+    dir = opendir(res->cfg.root);
+    while (dir != NULL && (de = readdir(dir)) != NULL) {
+        char *mark = NULL;
+        size_t len = 0;
+        int dfd;
+
+        if (tl_check_id("execution_id", de->d_name, NULL) < 0)
+            continue;
+        dfd = openat(dirfd(dir), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+            continue;
+        if (cordon_fs_read_file(dfd, TL_HOST_MARK, 256, &mark, &len, NULL) == 0 && me != NULL &&
+            strcmp(mark, me) == 0)
+            cJSON_AddItemToArray(ids, cJSON_CreateString(de->d_name));
+        free(mark);
+        close(dfd);
+    }
+    if (dir != NULL)
+        closedir(dir);
+    r = tl_print(res->host, ids, ret_ids_json, err);
+    cJSON_Delete(ids);
+    return r;
+}
+
 /* ---- entry point -------------------------------------------------------- */
 
 static const struct cordon_provider_v1 tl_provider = {
@@ -1866,6 +1918,7 @@ static const struct cordon_provider_v1 tl_provider = {
     .export_tar = tl_export_tar,
     .terminate = tl_terminate,
     .reclaim = tl_reclaim,
+    .list_executions = tl_list_executions,
 };
 
 CORDON_PROVIDER_DEFINE(tl_provider)

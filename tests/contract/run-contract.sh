@@ -5,10 +5,27 @@ set -u
 status=0
 contract=${CORDON_CONTRACT:?}
 dir=${CORDON_TEST_PROVIDER_DIR:?}
-for so in "$dir/trusted-local.so"; do
-  echo "== cordon-contract --provider $so"
-  "$contract" --provider "$so" --config '{"allow_unsafe_local": true}' || status=1
-done
+
+echo "== cordon-contract --provider trusted-local.so"
+"$contract" --provider "$dir/trusted-local.so" --config '{"allow_unsafe_local": true}' || status=1
+
+# docker and runc need their pinned test images; a missing image is a
+# failure, not a skip (scripts/test-all.sh builds them).
+echo "== cordon-contract --provider docker.so"
+if [ -n "${CORDON_DOCKER_IMAGE_TOOLCHAIN:-}" ]; then
+  "$contract" --provider "$dir/docker.so" --config "{\"image\": \"$CORDON_DOCKER_IMAGE_TOOLCHAIN\"}" \
+    --image "$CORDON_DOCKER_IMAGE_TOOLCHAIN" || status=1
+else
+  echo "FAILED: CORDON_DOCKER_IMAGE_TOOLCHAIN is not set (run scripts/test-all.sh)"; status=1
+fi
+echo "== cordon-contract --provider runc.so"
+if [ -n "${CORDON_RUNC_IMAGE:-}" ]; then
+  "$contract" --provider "$dir/runc.so" --config "{\"image\": \"$CORDON_RUNC_IMAGE\"}" \
+    --image "$CORDON_RUNC_IMAGE" ${CORDON_INIT:+--init "$CORDON_INIT"} || status=1
+else
+  echo "FAILED: CORDON_RUNC_IMAGE is not set (run scripts/test-all.sh)"; status=1
+fi
+
 echo "== contract self-test"
 # The self-test runs the suite against a provider that must fail it; its
 # Criterion summary is expected to show failures, so it is renamed here and

@@ -52,7 +52,7 @@ int test_count_processes(const char *needle)
     if (proc == NULL)
         return -1;
     while ((de = readdir(proc)) != NULL) {
-        char path[64], cmd[4096];
+        char path[300], cmd[4096];
         ssize_t n;
         int fd;
 

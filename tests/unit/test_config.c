@@ -17,7 +17,9 @@ static struct cordon_ctx *ctx_with(const char *config, char **state)
 Test(config, candidate_config_merges_over_base_for_that_candidate_only)
 {
     char *state = NULL;
-    struct cordon_ctx *ctx = ctx_with("{\"provider_config\":{\"image\":\"base\",\"nested\":{\"a\":1,\"b\":2}}}", &state);
+    struct cordon_ctx *ctx = ctx_with("{\"provider_configs\":{"
+                                      "\"runc\":{\"image\":\"base\",\"nested\":{\"a\":1,\"b\":2}},"
+                                      "\"docker\":{\"image\":\"base\",\"nested\":{\"a\":1,\"b\":2}}}}", &state);
     cJSON *list = cJSON_Parse("[{\"provider_id\":\"runc\",\"config\":{\"image\":\"mine\",\"nested\":{\"b\":3}}},"
                               "\"docker\"]");
     cJSON *over = cJSON_Parse("{\"allow_unsafe_local\":true}");

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -973,4 +974,371 @@ Test(tar, writer_free_abandons)
     cr_assert_not(exists_at(destfd, "f"));
     close(tfd);
     cr_assert_eq(cordon_tar_writer_open(-1, &w, &err), CORDON_E_INVALID);
+}
+
+/* ---- filter_fd and writer_add_symlink ---------------------------------- */
+
+static int filter_file(int in_fd, const char *out_name, const struct cordon_tar_limits *limits,
+                       unsigned flags, struct cordon_tar_stats *stats, char sha[65],
+                       struct cordon_error *err)
+{
+    int out = openat(rootfd, out_name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), r;
+
+    cr_assert_geq(out, 0);
+    cordon_error_init(err);
+    r = cordon_tar_filter_fd(in_fd, out, limits, flags, stats, sha, err);
+    close(out);
+    return r;
+}
+
+/* The filter refuses what extraction refuses, with the same check; only a
+ * clash with what extraction already put on disk is left to extraction. */
+ParameterizedTestParameters(tar, filter_refuses_what_extraction_refuses)
+{
+    static size_t idx[sizeof(hostile_cases) / sizeof(hostile_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *i, tar, filter_refuses_what_extraction_refuses)
+{
+    const struct hostile *c = &hostile_cases[*i];
+    struct cordon_tar_limits limits = {c->max_bytes, c->max_entries, 0, 0};
+    struct cordon_tar_stats stats = {777, 777};
+    struct cordon_error err;
+    char sha[65] = "untouched";
+    int fd = build_tar(c->es, c->n, c->truncate_to), r;
+
+    r = filter_file(fd, "c.tar", &limits, c->flags, &stats, sha, &err);
+    close(fd);
+    if (c->code == CORDON_E_EXISTS) {
+        cr_assert_eq(r, 0, "%s: %s", c->what, err.message);
+        return;
+    }
+    cr_assert_eq(r, c->code, "%s: got %d (%s)", c->what, r, err.message);
+    cr_assert(strstr(err.message, c->fragment) != NULL ||
+                  strstr(err.message, "beneath an earlier symbolic link") != NULL,
+              "%s: message \"%s\" lacks \"%s\"", c->what, err.message, c->fragment);
+    cr_assert_eq(stats.entries, 777, "%s: stats written on failure", c->what);
+    cr_assert_str_eq(sha, "untouched", "%s: digest written on failure", c->what);
+    assert_nothing_outside(c->what);
+}
+
+Test(tar, filter_round_trip_and_digest)
+{
+    struct cordon_tar_stats cs = {0, 0}, fs = {0, 0}, fs2 = {0, 0}, xs = {0, 0};
+    struct cordon_error err;
+    char sha[65], sha2[65], own[65];
+    char *once, *twice;
+    size_t l1, l2;
+    int srcfd, tfd, cfd;
+
+    cr_assert_eq(mkdirat(rootfd, "src", 0755), 0);
+    srcfd = openat(rootfd, "src", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    make_source_tree(srcfd);
+    tfd = openat(rootfd, "t.tar", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_create_fd(srcfd, "", tfd, NULL, &cs, &err), 0, "%s", err.message);
+    cr_assert_eq(lseek(tfd, 0, SEEK_SET), 0);
+    cr_assert_eq(filter_file(tfd, "c.tar", NULL, CORDON_TAR_ALLOW_SYMLINKS, &fs, sha, &err), 0,
+                 "%s", err.message);
+    close(tfd);
+    cr_assert_eq(fs.entries, cs.entries);
+    cr_assert_eq(fs.bytes, cs.bytes);
+    /* The digest is of exactly the bytes that reached the fd. */
+    once = read_at(rootfd, "c.tar", &l1);
+    cordon_sha256_hex(once, l1, own);
+    cr_assert_str_eq(sha, own);
+    /* A clean stream is a fixed point: filtering it again changes nothing. */
+    cfd = openat(rootfd, "c.tar", O_RDONLY | O_CLOEXEC);
+    cr_assert_eq(filter_file(cfd, "c2.tar", NULL, CORDON_TAR_ALLOW_SYMLINKS, &fs2, sha2, &err),
+                 0, "%s", err.message);
+    twice = read_at(rootfd, "c2.tar", &l2);
+    cr_assert_eq(l1, l2);
+    cr_assert_eq(memcmp(once, twice, l1), 0);
+    cr_assert_str_eq(sha, sha2);
+    cr_assert_eq(lseek(cfd, 0, SEEK_SET), 0);
+    cr_assert_eq(cordon_tar_extract_fd(cfd, destfd, NULL, CORDON_TAR_ALLOW_SYMLINKS, &xs, &err),
+                 0, "%s", err.message);
+    cr_assert_eq(xs.entries, cs.entries);
+    assert_same_tree(srcfd, destfd, "src");
+    close(cfd);
+    close(srcfd);
+    free(once);
+    free(twice);
+}
+
+/* Names come out normalised, owners numeric (or forced), nothing else of the header. */
+Test(tar, filter_cleans_headers)
+{
+    static const struct tent es[] = {
+        {T_DIR, "./", NULL, 0755, NULL, 0},
+        {T_DIR, "./d//", NULL, 0750, NULL, 0},
+        {T_FILE, "./d/./f", NULL, 0664, "data", 0},
+    };
+    static const char *const want[] = {".", "d", "d/f"};
+    struct cordon_tar_limits owner = {0, 0, 4242, 4343};
+    struct archive_entry *e;
+    struct cordon_error err;
+    struct archive *a;
+    size_t n = 0;
+    int fd = build_tar(es, 3, 0), cfd;
+
+    cr_assert_eq(filter_file(fd, "c.tar", &owner, CORDON_TAR_SET_OWNER | CORDON_TAR_READ_ONLY,
+                             NULL, NULL, &err),
+                 0, "%s", err.message);
+    close(fd);
+    cfd = openat(rootfd, "c.tar", O_RDONLY | O_CLOEXEC);
+    a = archive_read_new();
+    archive_read_support_format_tar(a);
+    cr_assert_eq(archive_read_open_fd(a, cfd, 10240), ARCHIVE_OK);
+    while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+        char name[64];
+        size_t len;
+
+        cr_assert_lt(n, 3);
+        snprintf(name, sizeof(name), "%s", archive_entry_pathname(e));
+        len = strlen(name);
+        if (len > 1 && name[len - 1] == '/')
+            name[len - 1] = '\0';
+        if (strcmp(name, "./") == 0)
+            name[1] = '\0';
+        cr_expect_str_eq(name, want[n]);
+        cr_expect_eq(archive_entry_uid(e), 4242);
+        cr_expect_eq(archive_entry_gid(e), 4343);
+        /* No user name travels: the reader sees an empty field. */
+        cr_expect(archive_entry_uname(e) == NULL || archive_entry_uname(e)[0] == '\0');
+        cr_expect_eq(archive_entry_perm(e) & 0222, 0, "%s: write bits", name);
+        cr_expect_eq(archive_entry_mtime(e), MTIME);
+        n++;
+    }
+    cr_expect_eq(n, 3);
+    archive_read_free(a);
+    close(cfd);
+}
+
+struct pipe_feed {
+    int fd;
+    const char *buf;
+    size_t len;
+    ssize_t wrote;
+};
+
+static void *feed(void *arg)
+{
+    struct pipe_feed *f = arg;
+    size_t done = 0;
+
+    while (done < f->len) {
+        ssize_t n = write(f->fd, f->buf + done, f->len - done);
+
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    f->wrote = (ssize_t)done;
+    close(f->fd);
+    return NULL;
+}
+
+/* Padding after the end blocks (tar(1) writes whole records) is read, so
+ * that a writer on a pipe finishes instead of meeting EPIPE. */
+Test(tar, filter_drains_a_pipe)
+{
+    static const struct tent es[] = {{T_FILE, "f", NULL, 0, "x", 0}};
+    struct cordon_tar_stats fs = {0, 0};
+    struct pipe_feed f;
+    struct cordon_error err;
+    pthread_t th;
+    size_t len;
+    int fds[2], tfd = build_tar(es, 1, 0);
+    char *buf;
+
+    close(tfd);
+    buf = read_at(rootfd, "t.tar", &len);
+    buf = realloc(buf, len + 200000);
+    memset(buf + len, 0, 200000);
+    cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+    f.fd = fds[1];
+    f.buf = buf;
+    f.len = len + 200000;
+    cr_assert_eq(pthread_create(&th, NULL, feed, &f), 0);
+    cr_assert_eq(filter_file(fds[0], "c.tar", NULL, 0, &fs, NULL, &err), 0, "%s", err.message);
+    close(fds[0]);
+    pthread_join(th, NULL);
+    cr_assert_eq(f.wrote, (ssize_t)f.len, "the writer was cut off");
+    cr_assert_eq(fs.entries, 1);
+    free(buf);
+}
+
+Test(tar, filter_refuses_bad_arguments)
+{
+    struct cordon_error err;
+
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_filter_fd(-1, 1, NULL, 0, NULL, NULL, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon_tar_filter_fd(0, -1, NULL, 0, NULL, NULL, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon_tar_filter_fd(0, 1, NULL, 0x100, NULL, NULL, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon_tar_filter_fd(0, 1, NULL, CORDON_TAR_SET_OWNER, NULL, NULL, &err),
+                 CORDON_E_INVALID);
+    /* Unpacking a root filesystem is extraction's alone. */
+    cr_assert_eq(cordon_tar_filter_fd(0, 1, NULL, CORDON_TAR_ROOTFS, NULL, NULL, &err),
+                 CORDON_E_INVALID);
+}
+
+/* The writer stores any target; extraction is where a link is judged. */
+Test(tar, writer_add_symlink_stores_target_as_given)
+{
+    static const char *const targets[] = {"rel/target", "/etc/passwd", "../../up"};
+    struct cordon_tar_writer *w = NULL;
+    struct archive_entry *e;
+    struct cordon_error err;
+    struct archive *a;
+    size_t n = 0;
+    int tfd = open_tar_out();
+
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_writer_open(tfd, &w, &err), 0);
+    cr_assert_eq(cordon_tar_writer_add_symlink(w, "l0", targets[0], &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_tar_writer_add_symlink(w, "l1", targets[1], &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_tar_writer_add_symlink(w, "l2", targets[2], &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_tar_writer_add_symlink(w, "l3", "", &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon_tar_writer_add_symlink(w, "l4", NULL, &err), CORDON_E_INVALID);
+    cr_assert_lt(cordon_tar_writer_add_symlink(w, "../l5", "x", &err), 0);
+    cr_assert_eq(cordon_tar_writer_close(w, &err), 0, "%s", err.message);
+    cr_assert_eq(lseek(tfd, 0, SEEK_SET), 0);
+    a = archive_read_new();
+    archive_read_support_format_tar(a);
+    cr_assert_eq(archive_read_open_fd(a, tfd, 10240), ARCHIVE_OK);
+    while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+        cr_assert_lt(n, 3);
+        cr_expect_eq(archive_entry_filetype(e), AE_IFLNK);
+        cr_expect_str_eq(archive_entry_symlink(e), targets[n]);
+        n++;
+    }
+    cr_expect_eq(n, 3);
+    archive_read_free(a);
+    /* Extraction keeps the safe one and refuses the absolute one. */
+    cr_assert_eq(lseek(tfd, 0, SEEK_SET), 0);
+    cr_assert_eq(cordon_tar_extract_fd(tfd, destfd, NULL, CORDON_TAR_ALLOW_SYMLINKS, NULL, &err),
+                 CORDON_E_UNSAFE);
+    cr_assert(exists_at(destfd, "l0"));
+    cr_assert_not(exists_at(destfd, "l1"));
+    close(tfd);
+}
+
+/* ---- CORDON_TAR_ROOTFS: a container's root filesystem ------------------ */
+
+#define RF CORDON_TAR_ROOTFS
+
+/* What a root filesystem still may not do: hardlink out of the tree or to
+ * something that is not an earlier regular file, or write through a link. */
+static const struct hostile rootfs_hostile_cases[] = {
+    {"rootfs_hardlink_dotdot", {{T_HARD, "h", "../outside/secret", 0, NULL, 0}}, 1, RF, 0, 0, 0,
+     CORDON_E_UNSAFE, "h", NULL, "\"..\""},
+    {"rootfs_hardlink_absolute", {{T_HARD, "h", "@OUT@/secret", 0, NULL, 0}}, 1, RF, 0, 0, 0,
+     CORDON_E_UNSAFE, "h", NULL, "absolute"},
+    {"rootfs_hardlink_to_missing", {{T_HARD, "h", "nothere", 0, NULL, 0}}, 1, RF, 0, 0, 0,
+     CORDON_E_UNSAFE, "h", NULL, "not an earlier regular file"},
+    {"rootfs_hardlink_to_directory",
+     {{T_DIR, "d", NULL, 0, NULL, 0}, {T_HARD, "h", "d", 0, NULL, 0}}, 2, RF, 0, 0, 0,
+     CORDON_E_UNSAFE, "h", "d", "not an earlier regular file"},
+    {"rootfs_hardlink_through_symlink",
+     {{T_LINK, "l", "@OUT@", 0, NULL, 0}, {T_HARD, "h", "l/secret", 0, NULL, 0}}, 2, RF, 0, 0, 0,
+     CORDON_E_UNSAFE, "h", "l", "tar entry \"h\""},
+    {"rootfs_file_through_absolute_symlink",
+     {{T_LINK, "l", "@OUT@", 0, NULL, 0}, {T_FILE, "l/evil", NULL, 0, "x", 0}}, 2, RF, 0, 0, 0,
+     CORDON_E_UNSAFE, NULL, "l", "tar entry \"l/evil\""},
+};
+
+ParameterizedTestParameters(tar, extract_rootfs_refuses)
+{
+    static size_t idx[sizeof(rootfs_hostile_cases) / sizeof(rootfs_hostile_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *i, tar, extract_rootfs_refuses)
+{
+    const struct hostile *c = &rootfs_hostile_cases[*i];
+    struct cordon_error err;
+    int r;
+
+    r = extract(c->es, c->n, c->flags, NULL, NULL, &err);
+    cr_assert_eq(r, c->code, "%s: got %d (%s)", c->what, r, err.message);
+    cr_assert(strstr(err.message, c->fragment) != NULL, "%s: message \"%s\" lacks \"%s\"",
+              c->what, err.message, c->fragment);
+    if (c->absent != NULL)
+        cr_assert_not(exists_at(destfd, c->absent), "%s: dest/%s exists", c->what, c->absent);
+    if (c->present != NULL)
+        cr_assert(exists_at(destfd, c->present), "%s: dest/%s is missing", c->what, c->present);
+    assert_nothing_outside(c->what);
+}
+
+Test(tar, extract_rootfs_keeps_links_strips_privilege_bits)
+{
+    static const struct tent es[] = {
+        {T_DIR, "usr", NULL, 0, NULL, 0},
+        {T_DIR, "usr/bin", NULL, 0, NULL, 0},
+        {T_FILE, "usr/bin/perl", NULL, 0755, "#!perl", 0},
+        {T_HARD, "usr/bin/perl5", "usr/bin/perl", 0, NULL, 0},
+        {T_FILE, "usr/bin/su", NULL, 04755, "su", 0},
+        {T_FILE, "usr/bin/chage", NULL, 02755, "chage", 0},
+        {T_LINK, "bin", "usr/bin", 0, NULL, 0},
+        {T_LINK, "usr/bin/abs", "/usr/bin/perl", 0, NULL, 0},
+        {T_LINK, "climb", "../../../etc", 0, NULL, 0},
+        {T_DIR, "tmp", NULL, 01777, NULL, 0},
+        {T_CHR, "dev/null", NULL, 0666, NULL, 0},
+        {T_FIFO, "run/fifo", NULL, 0644, NULL, 0},
+    };
+    struct cordon_tar_stats stats = {0, 0};
+    struct stat a, b;
+    struct cordon_error err;
+    char buf[64];
+    ssize_t n;
+
+    cr_assert_eq(extract(es, 12, RF, NULL, &stats, &err), 0, "%s", err.message);
+    /* The bits go, the programs stay. */
+    cr_assert_eq(mode_at("usr/bin/su") & 07777, 0755);
+    cr_assert_eq(mode_at("usr/bin/chage") & 07777, 0755);
+    cr_assert_eq(mode_at("tmp") & 07777, 0777);
+    /* A hardlink joins two names of the tree: one inode. */
+    cr_assert_eq(fstatat(destfd, "usr/bin/perl", &a, AT_SYMLINK_NOFOLLOW), 0);
+    cr_assert_eq(fstatat(destfd, "usr/bin/perl5", &b, AT_SYMLINK_NOFOLLOW), 0);
+    cr_assert_eq(a.st_ino, b.st_ino);
+    cr_assert_eq(a.st_nlink, 2);
+    /* Links stay links, whatever they point at; the host never followed them. */
+    n = readlinkat(destfd, "usr/bin/abs", buf, sizeof(buf) - 1);
+    cr_assert_eq(n, 13);
+    buf[n] = '\0';
+    cr_assert_str_eq(buf, "/usr/bin/perl");
+    n = readlinkat(destfd, "climb", buf, sizeof(buf) - 1);
+    cr_assert_eq(n, 12);
+    buf[n] = '\0';
+    cr_assert_str_eq(buf, "../../../etc");
+    cr_assert(S_ISLNK(mode_at("bin")));
+    /* Device nodes and FIFOs are counted and skipped: the runtime makes /dev. */
+    cr_assert_not(exists_at(destfd, "dev/null"));
+    cr_assert_not(exists_at(destfd, "run/fifo"));
+    cr_assert_eq(stats.entries, 12);
+    assert_nothing_outside("rootfs");
+}
+
+Test(tar, rootfs_flag_is_for_extraction_only)
+{
+    static const struct tent es[] = {{T_FILE, "f", NULL, 0, "x", 0}};
+    struct cordon_error err;
+    int fd = build_tar(es, 1, 0), out = openat(rootfd, "o.tar", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+    cr_assert_geq(out, 0);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_filter_fd(fd, out, NULL, RF, NULL, NULL, &err), CORDON_E_INVALID,
+                 "%s", err.message);
+    close(out);
+    close(fd);
+    cr_assert_eq(unlinkat(rootfd, "o.tar", 0), 0);
 }

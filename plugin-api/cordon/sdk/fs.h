@@ -41,6 +41,12 @@ CORDON_EXTERN int cordon_fs_read_file(int dirfd, const char *rel, size_t max_byt
 CORDON_EXTERN int cordon_fs_write_atomic(int dirfd, const char *rel, const void *buf, size_t len,
                                          mode_t mode, struct cordon_error *err);
 
+/* Create rel beneath dirfd (it must not exist) holding buf, with mode; no
+ * fsync: for scratch files that only have to appear whole to this host
+ * (a failed write removes the file). */
+CORDON_EXTERN int cordon_fs_write_new(int dirfd, const char *rel, const void *buf, size_t len,
+                                      mode_t mode, struct cordon_error *err);
+
 /* Copy the regular file src_rel (beneath src_dirfd) to dst_rel (beneath
  * dst_dirfd, parents created 0755, replaced atomically), at most max_bytes;
  * ret_sha256_hex (65 bytes) and ret_bytes are optional. */

@@ -23,6 +23,17 @@ extern "C" {
 #define CORDON_TAR_ALLOW_SYMLINKS 0x1u  /* keep safe (relative, inside) symlinks as symlinks */
 #define CORDON_TAR_SET_OWNER      0x2u  /* chown entries to limits->uid/gid */
 #define CORDON_TAR_READ_ONLY      0x4u  /* strip write bits from every entry */
+/*
+ * Unpacking a container's root filesystem (extraction only; the filter
+ * refuses it). The tree is resolved later by the container inside its own
+ * root and never followed by the host, so: symlinks are kept with any
+ * target, absolute ones too (as CORDON_TAR_ALLOW_SYMLINKS, without the
+ * target check); hardlinks are created when their target is an earlier
+ * regular file of the stream (a normalised name inside the root);
+ * setuid, setgid and sticky bits are stripped instead of refused; device
+ * nodes, FIFOs and sockets are skipped (the runtime supplies /dev).
+ */
+#define CORDON_TAR_ROOTFS         0x8u
 
 struct cordon_tar_limits {
     uint64_t max_bytes;     /* sum of regular files' sizes; 0 = none */
@@ -67,6 +78,32 @@ CORDON_EXTERN int cordon_tar_writer_add_fd(struct cordon_tar_writer *w, const ch
  * tar_fd. cordon_tar_writer_free without close abandons the stream. */
 CORDON_EXTERN int cordon_tar_writer_close(struct cordon_tar_writer *w, struct cordon_error *err);
 CORDON_EXTERN void cordon_tar_writer_free(struct cordon_tar_writer *w);
+
+/* Add a symbolic link at path whose target is stored byte for byte. The
+ * writer does not judge the target: one that is absolute or leaves the
+ * root is written as given, and the reading side decides (extraction and
+ * cordon_tar_filter_fd refuse it). */
+CORDON_EXTERN int cordon_tar_writer_add_symlink(struct cordon_tar_writer *w, const char *path,
+                                                const char *target, struct cordon_error *err);
+
+/*
+ * Read a tar stream from in_fd (to its end), check every entry with the
+ * rules of cordon_tar_extract_fd (flags and limits as there; one check
+ * serves both), and write a clean pax stream of the same entries to out_fd:
+ * normalised names, type, permission bits, numeric owner (limits' uid/gid
+ * with CORDON_TAR_SET_OWNER), mtime, link target and data, nothing else (no
+ * user names, xattrs or ACLs). An entry at or beneath the name of an
+ * earlier symlink is refused, as extraction would refuse it. ret_stats
+ * (optional) counts entries and file bytes; ret_sha256_hex (optional, 65
+ * bytes) is the SHA-256 of exactly the bytes written to out_fd. After a
+ * refusal the output stops without end-of-archive blocks (it may be empty)
+ * and the caller discards it; the input is not read further. Neither fd is
+ * closed.
+ */
+CORDON_EXTERN int cordon_tar_filter_fd(int in_fd, int out_fd,
+                                       const struct cordon_tar_limits *limits, unsigned flags,
+                                       struct cordon_tar_stats *ret_stats,
+                                       char ret_sha256_hex[65], struct cordon_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,1248 @@
+/* core: the execution-host lifecycle — provision, exec, checkpoint,
+ * restore, terminate, reclaim, ls, gc (DESIGN.md §4.2). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cordon/sdk/capture.h>
+#include <cordon/sdk/drive.h>
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/host.h>
+#include <cordon/sdk/path.h>
+#include "core/checkpoint.h"
+#include "core/config.h"
+#include "core/env.h"
+#include "core/gitws.h"
+#include "core/limits.h"
+#include "core/loader.h"
+#include "core/record.h"
+#include "core/run.h"
+
+#define METADATA_MAX_BYTES (16u << 10)
+#define EXEC_MAX_ARGS 256
+#define EXEC_MAX_ARG_BYTES (128u << 10)
+#define WORKSPACE_MAX_ENTRIES 1000000ull
+
+static const char *const resource_keys[] = { "cpus", "memory_bytes", "disk_bytes", "pids",
+                                             "runtime_ms", "max_output_bytes" };
+
+/* A bound provider for one call: loaded, ensured, released at the end. */
+struct bound {
+    struct cordon__loaded *p;
+    struct cordon_resource *res;
+};
+
+static int done_json(cJSON *doc, char **ret_json, struct cordon_error *err)
+{
+    char *text = doc != NULL ? cJSON_PrintUnformatted(doc) : NULL;
+
+    cJSON_Delete(doc);
+    if (text == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    *ret_json = text;
+    return 0;
+}
+
+static void rfc3339(uint64_t ms, char *buf, size_t len)
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+
+    gmtime_r(&s, &tm);
+    snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
+}
+
+/* --- binding -------------------------------------------------------------- */
+
+static int bind(struct cordon_ctx *ctx, const char *provider_id, const cJSON *config,
+                struct bound *ret, struct cordon_error *err)
+{
+    struct cordon_error perr;
+    char *text;
+    int r;
+
+    memset(ret, 0, sizeof(*ret));
+    r = cordon__loader_get(ctx, provider_id, &ret->p, err);
+    if (r < 0)
+        return r;
+    text = cJSON_PrintUnformatted(config);
+    if (text == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    cordon_error_init(&perr);
+    r = ret->p->vt.ensure(&ctx->host, text, &ret->res, &perr);
+    free(text);
+    if (r != 0) {
+        ret->res = NULL;
+        return cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "ensure %s: %s",
+                                provider_id, perr.message);
+    }
+    return 0;
+}
+
+static void unbind(struct bound *b)
+{
+    struct cordon_error perr;
+
+    if (b->res != NULL) {
+        cordon_error_init(&perr);
+        if (b->p->vt.release(b->res, &perr) != 0)
+            b->p->quarantined = true;
+    }
+    b->res = NULL;
+}
+
+static int bind_record(struct cordon_ctx *ctx, const struct cordon__record *rec, struct bound *ret,
+                       struct cordon_error *err)
+{
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(rec->doc, "provider_id");
+
+    if (!cJSON_IsString(id))
+        return cordon_error_set(err, CORDON_E_IO, 0, "record %s: no provider_id", rec->id);
+    return bind(ctx, id->valuestring, cJSON_GetObjectItemCaseSensitive(rec->doc, "provider_config"),
+                ret, err);
+}
+
+/* The provider's own state of a record as text, or NULL before it exists. */
+static char *record_state(const struct cordon__record *rec)
+{
+    const cJSON *state = cJSON_GetObjectItemCaseSensitive(rec->doc, "provider_state");
+
+    return cJSON_IsObject(state) ? cJSON_PrintUnformatted(state) : NULL;
+}
+
+/* Destroy the execution of rec (by its state, else by id) and remove the
+ * record. A failure keeps the record, so that reclaim can try again. */
+static int destroy(struct cordon_ctx *ctx, struct cordon__record *rec, const struct bound *b,
+                   struct cordon_error *err)
+{
+    char *state = record_state(rec);
+    struct cordon_error perr;
+    int r;
+
+    cordon_error_init(&perr);
+    r = state != NULL ? b->p->vt.terminate(b->res, state, &perr)
+                      : b->p->vt.reclaim(b->res, rec->id, &perr);
+    free(state);
+    if (r != 0)
+        return cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno,
+                                "terminate %s: %s", rec->id, perr.message);
+    return cordon__record_remove(ctx, rec, err);
+}
+
+/* --- provision validation -------------------------------------------------- */
+
+struct spec {
+    const char *provider;
+    cJSON *config;           /* owned */
+    const cJSON *image;
+    const cJSON *workspace;
+    struct cordon__limits limits;
+    const cJSON *environment;
+    const cJSON *metadata;
+    char id[65];
+};
+
+static int json_depth(const cJSON *v)
+{
+    int max = 0;
+
+    for (const cJSON *c = v->child; c != NULL; c = c->next) {
+        int d = json_depth(c);
+        if (d > max)
+            max = d;
+    }
+    return max + 1;
+}
+
+static bool hex64(const char *s)
+{
+    for (int i = 0; i < 64; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return s[64] == '\0';
+}
+
+/* Pinned: "sha256:<64 hex>" or anything ending in "@sha256:<64 hex>". */
+static bool image_pinned(const char *ref)
+{
+    const char *at = strrchr(ref, '@');
+
+    if (strncmp(ref, "sha256:", 7) == 0 && hex64(ref + 7))
+        return true;
+    return at != NULL && strncmp(at + 1, "sha256:", 7) == 0 && hex64(at + 8);
+}
+
+static int check_keys(const char *field, const cJSON *obj, const char *const *keys, size_t n,
+                      struct cordon_error *err)
+{
+    for (const cJSON *c = obj->child; c != NULL; c = c->next) {
+        bool known = false;
+        for (size_t i = 0; i < n && !known; i++)
+            known = strcmp(c->string, keys[i]) == 0;
+        if (!known)
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "%s%s%s: unknown key", field,
+                                    field[0] ? "." : "", c->string);
+    }
+    return 0;
+}
+
+static int validate_resources(const cJSON *res, struct cordon__limits *ret, struct cordon_error *err)
+{
+    uint64_t *fields[] = { NULL, &ret->memory_bytes, &ret->disk_bytes, &ret->pids, &ret->runtime_ms,
+                           &ret->max_output_bytes };
+    int r;
+
+    if (!cJSON_IsObject(res))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "resources: required, an object with cpus, memory_bytes, disk_bytes, "
+                                "pids, runtime_ms and max_output_bytes");
+    r = check_keys("resources", res, resource_keys, 6, err);
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < 6; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, resource_keys[i]);
+        if (v == NULL)
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "resources.%s: required (every limit must be given)", resource_keys[i]);
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9.0e15 ||
+            (i > 0 && v->valuedouble != (double)(uint64_t)v->valuedouble))
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "resources.%s: must be a %s number >= 0",
+                                    resource_keys[i], i > 0 ? "whole" : "positive");
+        if (i == 0)
+            ret->cpus = v->valuedouble;
+        else
+            *fields[i] = (uint64_t)v->valuedouble;
+    }
+    return cordon__limits_validate(ret, err);
+}
+
+static int validate_spec(struct cordon_ctx *ctx, const cJSON *req, struct spec *ret,
+                         struct cordon_error *err)
+{
+    static const char *const keys[] = { "provider", "provider_config", "allow_unsafe_local",
+                                        "allow_unpinned", "image", "workspace", "resources",
+                                        "network", "environment", "metadata", "execution_id" };
+    const cJSON *v, *mode;
+    cJSON *over;
+    char *meta;
+    int r;
+
+    memset(ret, 0, sizeof(*ret));
+    if (!cJSON_IsObject(req))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "request: must be a JSON object");
+    if ((r = check_keys("", req, keys, sizeof(keys) / sizeof(keys[0]), err)) < 0)
+        return r;
+    v = cJSON_GetObjectItemCaseSensitive(req, "provider");
+    if (!cJSON_IsString(v))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "provider: required, a provider id");
+    ret->provider = v->valuestring;
+    if ((r = validate_resources(cJSON_GetObjectItemCaseSensitive(req, "resources"), &ret->limits, err)) < 0)
+        return r;
+    /* Network: "none" only; anything else is refused, never downgraded. */
+    v = cJSON_GetObjectItemCaseSensitive(req, "network");
+    mode = cJSON_GetObjectItemCaseSensitive(v, "mode");
+    if (v != NULL && (!cJSON_IsObject(v) || !cJSON_IsString(mode) || strcmp(mode->valuestring, "none") != 0 ||
+                      cJSON_GetArraySize(v) != 1))
+        return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                                "network: only {\"mode\": \"none\"} is supported; %s is refused, never downgraded",
+                                cJSON_IsString(mode) ? mode->valuestring : "that value");
+    ret->image = cJSON_GetObjectItemCaseSensitive(req, "image");
+    if (ret->image != NULL && !cJSON_IsNull(ret->image)) {
+        if (!cJSON_IsString(ret->image) || ret->image->valuestring[0] == '\0')
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "image: must be a string");
+        if (!image_pinned(ret->image->valuestring) &&
+            !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "allow_unpinned")))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "image: \"%.200s\" is not pinned (NAME@sha256:<64 hex>, sha256:<64 hex> "
+                                    "or PATH@sha256:<64 hex>); --allow-unpinned to accept it",
+                                    ret->image->valuestring);
+    }
+    ret->workspace = cJSON_GetObjectItemCaseSensitive(req, "workspace");
+    if (ret->workspace != NULL) {
+        static const char *const wkeys[] = { "kind", "repository", "revision" };
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(ret->workspace, "kind");
+        const cJSON *repo = cJSON_GetObjectItemCaseSensitive(ret->workspace, "repository");
+        const cJSON *rev = cJSON_GetObjectItemCaseSensitive(ret->workspace, "revision");
+
+        if (!cJSON_IsObject(ret->workspace) || !cJSON_IsString(kind))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "workspace: must be {\"kind\": \"empty\"} or {\"kind\": \"git\", ...}");
+        if ((r = check_keys("workspace", ret->workspace, wkeys, 3, err)) < 0)
+            return r;
+        if (strcmp(kind->valuestring, "git") == 0) {
+            if (!cJSON_IsString(repo) || repo->valuestring[0] != '/')
+                return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                        "workspace.repository: required, an absolute path");
+            if (!cJSON_IsString(rev) || rev->valuestring[0] == '\0' || strlen(rev->valuestring) > 256)
+                return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                        "workspace.revision: required, at most 256 bytes");
+        } else if (strcmp(kind->valuestring, "empty") != 0 || repo != NULL || rev != NULL) {
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "workspace.kind: \"%.40s\" is not \"empty\" or \"git\"", kind->valuestring);
+        }
+    }
+    ret->environment = cJSON_GetObjectItemCaseSensitive(req, "environment");
+    if ((r = cordon__env_validate("environment", ret->environment, err)) < 0)
+        return r;
+    ret->metadata = cJSON_GetObjectItemCaseSensitive(req, "metadata");
+    if (ret->metadata != NULL) {
+        if (!cJSON_IsObject(ret->metadata))
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "metadata: must be a JSON object");
+        meta = cJSON_PrintUnformatted(ret->metadata);
+        r = meta != NULL && strlen(meta) <= METADATA_MAX_BYTES && json_depth(ret->metadata) <= 8;
+        free(meta);
+        if (!r)
+            return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                    "metadata: more than %u bytes or deeper than 8 levels", METADATA_MAX_BYTES);
+    }
+    v = cJSON_GetObjectItemCaseSensitive(req, "execution_id");
+    if (v != NULL) {
+        if (!cJSON_IsString(v) || !cordon__execution_id_valid(v->valuestring))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "execution_id: must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
+        snprintf(ret->id, sizeof(ret->id), "%s", v->valuestring);
+    } else {
+        char hex[25];
+        if ((r = cordon__random_hex(hex, 12, err)) < 0)
+            return r;
+        snprintf(ret->id, sizeof(ret->id), "exec-%s", hex);
+    }
+    v = cJSON_GetObjectItemCaseSensitive(req, "provider_config");
+    if (v != NULL && !cJSON_IsObject(v))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "provider_config: must be an object");
+    over = cJSON_Duplicate(v != NULL ? v : NULL, 1);
+    if (over == NULL)
+        over = cJSON_CreateObject();
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "allow_unsafe_local")))
+        cJSON_AddBoolToObject(over, "allow_unsafe_local", true);
+    ret->config = cordon__json_merge(cordon__base_config(ctx, ret->provider), over);
+    cJSON_Delete(over);
+    return ret->config != NULL ? 0 : cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+}
+
+static cJSON *resources_json(const struct cordon__limits *l)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    cJSON_AddNumberToObject(o, "cpus", l->cpus);
+    cJSON_AddNumberToObject(o, "memory_bytes", (double)l->memory_bytes);
+    cJSON_AddNumberToObject(o, "disk_bytes", (double)l->disk_bytes);
+    cJSON_AddNumberToObject(o, "pids", (double)l->pids);
+    cJSON_AddNumberToObject(o, "runtime_ms", (double)l->runtime_ms);
+    cJSON_AddNumberToObject(o, "max_output_bytes", (double)l->max_output_bytes);
+    return o;
+}
+
+/* --- streaming a tar between a producer and a consumer ------------------------ */
+
+struct pump {
+    pthread_t thread;
+    int fd;                       /* the pipe end the producer writes */
+    int (*produce)(void *arg, int fd, struct cordon_error *err);
+    void *arg;
+    int r;
+    struct cordon_error err;
+};
+
+static void *pump_main(void *p)
+{
+    struct pump *pump = p;
+
+    cordon_error_init(&pump->err);
+    pump->r = pump->produce(pump->arg, pump->fd, &pump->err);
+    /* EOF for the consumer, also when the producer failed half-way */
+    close(pump->fd);
+    pump->fd = -1;
+    return NULL;
+}
+
+/* Run produce(arg, write_end) on a thread; the caller consumes *ret_read_fd
+ * and then calls pump_join. */
+static int pump_start(struct pump *pump, int (*produce)(void *, int, struct cordon_error *), void *arg,
+                      int *ret_read_fd, struct cordon_error *err)
+{
+    int fds[2];
+
+    memset(pump, 0, sizeof(*pump));
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "pipe: %s", strerror(errno));
+    fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
+    pump->fd = fds[1];
+    pump->produce = produce;
+    pump->arg = arg;
+    if (pthread_create(&pump->thread, NULL, pump_main, pump) != 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return cordon_error_set(err, CORDON_E_NOMEM, errno, "cannot start a thread");
+    }
+    *ret_read_fd = fds[0];
+    return 0;
+}
+
+/* Join the producer; its error wins over the consumer's (it came first). */
+static int pump_join(struct pump *pump, int consumer_r, struct cordon_error *err)
+{
+    pthread_join(pump->thread, NULL);
+    if (pump->r < 0) {
+        if (err != NULL)
+            *err = pump->err;
+        return pump->r;
+    }
+    return consumer_r;
+}
+
+struct git_job {
+    const char *repo, *rev;
+    uint64_t max_bytes;
+    struct cordon__git_export out;
+};
+
+static int git_produce(void *arg, int fd, struct cordon_error *err)
+{
+    struct git_job *job = arg;
+
+    return cordon__git_export_tar(job->repo, job->rev, job->max_bytes, WORKSPACE_MAX_ENTRIES, fd,
+                                  &job->out, err);
+}
+
+struct export_job {
+    const struct bound *b;
+    const char *state;
+};
+
+static int export_produce(void *arg, int fd, struct cordon_error *err)
+{
+    struct export_job *job = arg;
+    struct cordon_error perr;
+    int r;
+
+    cordon_error_init(&perr);
+    r = job->b->p->vt.export_tar(job->b->res, job->state, "", fd, &perr);
+    if (r != 0)
+        return cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "export: %s",
+                                perr.message);
+    return 0;
+}
+
+static int import_fd(const struct bound *b, const char *state, int fd, struct cordon_error *err)
+{
+    struct cordon_error perr;
+    int r;
+
+    cordon_error_init(&perr);
+    r = b->p->vt.import_tar(b->res, state, "", fd, &perr);
+    if (r != 0)
+        return cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "import: %s",
+                                perr.message);
+    return 0;
+}
+
+/* --- provision ----------------------------------------------------------------- */
+
+/* Provision from a validated spec; tar_fd >= 0 restores a checkpoint's
+ * workspace instead of spec->workspace. On failure nothing remains. */
+static int provision(struct cordon_ctx *ctx, struct spec *spec, int tar_fd, cJSON **ret,
+                     struct cordon_error *err)
+{
+    uint64_t expires = cordon_now_wall_ms() + spec->limits.runtime_ms;
+    struct cordon__record *rec = NULL;
+    struct bound b = { NULL, NULL };
+    struct git_job git;
+    cJSON *doc = cJSON_CreateObject(), *pspec = NULL, *state = NULL, *result = NULL, *ws;
+    char *text = NULL, *state_text = NULL, when[40];
+    struct cordon_error perr;
+    bool created = false;
+    int r;
+
+    memset(&git, 0, sizeof(git));
+    /* The record (an intent) exists before anything else is created. */
+    cJSON_AddNumberToObject(doc, "version", CORDON_RECORD_VERSION);
+    cJSON_AddStringToObject(doc, "execution_id", spec->id);
+    cJSON_AddStringToObject(doc, "provider_id", spec->provider);
+    cJSON_AddItemToObject(doc, "provider_config", cJSON_Duplicate(spec->config, 1));
+    cJSON_AddItemToObject(doc, "image", spec->image != NULL ? cJSON_Duplicate(spec->image, 1) : cJSON_CreateNull());
+    cJSON_AddItemToObject(doc, "resources", resources_json(&spec->limits));
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(doc, "network"), "mode", "none");
+    cJSON_AddItemToObject(doc, "environment", spec->environment != NULL ? cJSON_Duplicate(spec->environment, 1)
+                                                                       : cJSON_CreateObject());
+    cJSON_AddItemToObject(doc, "metadata", spec->metadata != NULL ? cJSON_Duplicate(spec->metadata, 1)
+                                                                 : cJSON_CreateObject());
+    cJSON_AddNumberToObject(doc, "created_at_ms", (double)cordon_now_wall_ms());
+    cJSON_AddNumberToObject(doc, "expires_at_ms", (double)expires);
+    cJSON_AddStringToObject(doc, "host_instance_id", ctx->instance_id);
+    cJSON_AddStringToObject(doc, "phase", "creating");
+    cJSON_AddNumberToObject(doc, "owner_pid", (double)getpid());
+    cJSON_AddNullToObject(doc, "provider_state");
+    r = cordon__record_create(ctx, spec->id, doc, &rec, err);
+    if (r < 0)
+        goto out;
+    r = bind(ctx, spec->provider, spec->config, &b, err);
+    if (r < 0)
+        goto out;
+    pspec = cJSON_CreateObject();
+    cJSON_AddStringToObject(pspec, "execution_id", spec->id);
+    cJSON_AddItemToObject(pspec, "image", spec->image != NULL ? cJSON_Duplicate(spec->image, 1) : cJSON_CreateNull());
+    cJSON_AddItemToObject(pspec, "resources", resources_json(&spec->limits));
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(pspec, "network"), "mode", "none");
+    cJSON_AddItemToObject(pspec, "environment", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(doc, "environment"), 1));
+    cJSON_AddStringToObject(pspec, "layout", "host");
+    cJSON_AddNumberToObject(pspec, "expires_at_ms", (double)expires);
+    text = cJSON_PrintUnformatted(pspec);
+    cordon_error_init(&perr);
+    r = text != NULL ? b.p->vt.provision(b.res, text, &state_text, &perr) : CORDON_E_NOMEM;
+    created = true;   /* from here, a failure must destroy what may exist */
+    if (r != 0) {
+        state_text = NULL;
+        r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "provision: %s", perr.message);
+        goto out;
+    }
+    state = cJSON_Parse(state_text);
+    if (!cJSON_IsObject(state)) {
+        r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "provision: the provider's state is not a JSON object");
+        goto out;
+    }
+    cJSON_ReplaceItemInObjectCaseSensitive(rec->doc, "provider_state", state);
+    state = NULL;
+    if ((r = cordon__record_save(rec, err)) < 0)
+        goto out;
+    result = cJSON_CreateObject();
+    ws = cJSON_AddObjectToObject(result, "workspace");
+    if (tar_fd >= 0) {
+        r = import_fd(&b, state_text, tar_fd, err);
+        cJSON_AddStringToObject(ws, "kind", "checkpoint");
+    } else if (spec->workspace != NULL &&
+               strcmp(cJSON_GetObjectItemCaseSensitive(spec->workspace, "kind")->valuestring, "git") == 0) {
+        struct pump pump;
+        int rfd = -1;
+
+        git.repo = cJSON_GetObjectItemCaseSensitive(spec->workspace, "repository")->valuestring;
+        git.rev = cJSON_GetObjectItemCaseSensitive(spec->workspace, "revision")->valuestring;
+        git.max_bytes = spec->limits.disk_bytes;
+        r = pump_start(&pump, git_produce, &git, &rfd, err);
+        if (r == 0) {
+            r = import_fd(&b, state_text, rfd, err);
+            close(rfd);   /* a producer still writing gets EPIPE and stops */
+            r = pump_join(&pump, r, err);
+        }
+        cJSON_AddStringToObject(ws, "kind", "git");
+        cJSON_AddStringToObject(ws, "repository", git.repo);
+        cJSON_AddStringToObject(ws, "revision", git.rev);
+        cJSON_AddStringToObject(ws, "commit", git.out.commit);
+        cJSON_AddNumberToObject(ws, "entries", (double)git.out.entries);
+        cJSON_AddNumberToObject(ws, "bytes", (double)git.out.bytes);
+        cJSON_AddItemToObject(ws, "submodules_skipped",
+                              git.out.submodules != NULL ? cJSON_Duplicate(git.out.submodules, 1)
+                                                         : cJSON_CreateArray());
+    } else {
+        cJSON_AddStringToObject(ws, "kind", "empty");
+    }
+    if (r < 0)
+        goto out;
+    cJSON_ReplaceItemInObjectCaseSensitive(rec->doc, "workspace", cJSON_Duplicate(ws, 1));
+    if (cJSON_GetObjectItemCaseSensitive(rec->doc, "workspace") == NULL)
+        cJSON_AddItemToObject(rec->doc, "workspace", cJSON_Duplicate(ws, 1));
+    if ((r = cordon__record_phase(rec, "ready", false, err)) < 0)
+        goto out;
+    cJSON_AddBoolToObject(result, "ok", true);
+    cJSON_AddStringToObject(result, "execution_id", spec->id);
+    cJSON_AddStringToObject(result, "provider_id", spec->provider);
+    rfc3339(expires, when, sizeof(when));
+    cJSON_AddStringToObject(result, "expires_at", when);
+    cJSON_AddNumberToObject(result, "expires_at_ms", (double)expires);
+    *ret = result;
+    result = NULL;
+out:
+    if (r < 0 && rec != NULL) {
+        /* Nothing half-done stays: the sandbox (by state or by id), then the record. */
+        if (created && b.res != NULL)
+            destroy(ctx, rec, &b, NULL);
+        cordon__record_remove(ctx, rec, NULL);
+    }
+    cordon__git_export_clear(&git.out);
+    unbind(&b);
+    cordon__record_close(rec);
+    if (state_text != NULL)
+        ctx->host.free(state_text);
+    free(text);
+    cJSON_Delete(result);
+    cJSON_Delete(state);
+    cJSON_Delete(pspec);
+    cJSON_Delete(doc);
+    return r;
+}
+
+int cordon_provision_json(struct cordon_ctx *ctx, const char *request_json, char **ret_json,
+                          struct cordon_error *err)
+{
+    cJSON *req = NULL, *result = NULL;
+    struct spec spec;
+    int r;
+
+    memset(&spec, 0, sizeof(spec));
+    r = cordon__json_parse_bounded("request", request_json, &req, err);
+    if (r == 0)
+        r = validate_spec(ctx, req, &spec, err);
+    if (r == 0)
+        r = provision(ctx, &spec, -1, &result, err);
+    if (r == 0)
+        r = done_json(result, ret_json, err);
+    cJSON_Delete(spec.config);
+    cJSON_Delete(req);
+    return r;
+}
+
+/* --- exec ----------------------------------------------------------------------- */
+
+static bool expired(const struct cordon__record *rec, uint64_t *ret_left_ms)
+{
+    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(rec->doc, "expires_at_ms");
+    uint64_t now = cordon_now_wall_ms(), at = cJSON_IsNumber(exp) ? (uint64_t)exp->valuedouble : 0;
+
+    if (ret_left_ms != NULL)
+        *ret_left_ms = at > now ? at - now : 0;
+    return at <= now;
+}
+
+/* Build the provider request from the caller's exec request. */
+static int exec_request(const cJSON *req, uint64_t left_ms, cJSON **ret, uint64_t *ret_timeout,
+                        struct cordon_error *err)
+{
+    static const char *const keys[] = { "command", "args", "cwd", "environment", "timeout_ms" };
+    const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(req, "command");
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(req, "args");
+    const cJSON *cwd = cJSON_GetObjectItemCaseSensitive(req, "cwd");
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(req, "environment");
+    const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(req, "timeout_ms");
+    const cJSON *a;
+    cJSON *out, *argv;
+    char *norm = NULL;
+    size_t bytes = 0;
+    int r;
+
+    if (!cJSON_IsObject(req))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "request: must be a JSON object");
+    if ((r = check_keys("", req, keys, 5, err)) < 0)
+        return r;
+    if (!cJSON_IsString(cmd) || cmd->valuestring[0] == '\0')
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "command: required, a program name or path");
+    if (args != NULL && !cJSON_IsArray(args))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "args: must be an array of strings (one argv entry each), not a shell string");
+    if (cJSON_GetArraySize(args) + 1 > EXEC_MAX_ARGS)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "args: %d entries exceed the limit of %d",
+                                cJSON_GetArraySize(args) + 1, EXEC_MAX_ARGS);
+    cJSON_ArrayForEach(a, args) {
+        if (!cJSON_IsString(a))
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "args: every entry must be a string");
+        bytes += strlen(a->valuestring) + 1;
+    }
+    if (bytes > EXEC_MAX_ARG_BYTES)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "args: %zu bytes exceed the limit of %u", bytes,
+                                EXEC_MAX_ARG_BYTES);
+    if ((r = cordon__env_validate("environment", env, err)) < 0)
+        return r;
+    *ret_timeout = left_ms;
+    if (timeout != NULL) {
+        if (!cJSON_IsNumber(timeout) || timeout->valuedouble < 1)
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "timeout_ms: must be a number >= 1");
+        /* capped by the execution's remaining lifetime */
+        if ((uint64_t)timeout->valuedouble < left_ms)
+            *ret_timeout = (uint64_t)timeout->valuedouble;
+    }
+    /* cwd is under /workspace: "/workspace/x", "x" and "" all name a place in it */
+    if (cwd != NULL) {
+        const char *c;
+        if (!cJSON_IsString(cwd))
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "cwd: must be a string");
+        c = cwd->valuestring;
+        if (strcmp(c, "/workspace") == 0)
+            c = "";
+        else if (strncmp(c, "/workspace/", 11) == 0)
+            c += 11;
+        else if (c[0] == '/')
+            return cordon_error_set(err, CORDON_E_UNSAFE, 0, "cwd: \"%.200s\" must be under /workspace", c);
+        if ((r = cordon_path_normalize_dir("cwd", c, &norm, err)) < 0)
+            return r;
+    }
+    out = cJSON_CreateObject();
+    argv = cJSON_AddArrayToObject(out, "argv");
+    cJSON_AddItemToArray(argv, cJSON_CreateString(cmd->valuestring));
+    cJSON_ArrayForEach(a, args)
+        cJSON_AddItemToArray(argv, cJSON_CreateString(a->valuestring));
+    cJSON_AddStringToObject(out, "cwd", norm != NULL ? norm : "");
+    free(norm);
+    cJSON_AddItemToObject(out, "env", env != NULL ? cJSON_Duplicate(env, 1) : cJSON_CreateObject());
+    if (cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(out, "env"), "PATH") == NULL)
+        cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(out, "env"), "PATH",
+                                "/usr/local/bin:/usr/bin:/bin");
+    cJSON_AddObjectToObject(out, "workspace_env");
+    cJSON_AddNumberToObject(out, "timeout_ms", (double)*ret_timeout);
+    *ret = out;
+    return 0;
+}
+
+int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const char *request_json,
+                     int stdin_fd, int cancel_fd, char **ret_json, struct cordon_error *err)
+{
+    struct cordon__record *rec = NULL;
+    struct bound b = { NULL, NULL };
+    struct cordon_exec_outcome out;
+    struct cordon_drive_opts opts;
+    cJSON *req = NULL, *preq = NULL, *result = NULL;
+    const cJSON *res;
+    char *state = NULL, *ptext = NULL;
+    uint64_t left = 0, timeout = 0, budget;
+    bool terminated = false;
+    int r;
+
+    memset(&out, 0, sizeof(out));
+    r = cordon__json_parse_bounded("request", request_json, &req, err);
+    if (r < 0)
+        return r;
+    /* Validate what we can before taking the lock. */
+    r = exec_request(req, UINT64_MAX, &preq, &timeout, err);
+    cJSON_Delete(preq);
+    preq = NULL;
+    if (r < 0)
+        goto out;
+    r = cordon__record_open(ctx, execution_id, false, &rec, err);
+    if (r < 0)
+        goto out;
+    result = cJSON_CreateObject();
+    cJSON_AddStringToObject(result, "execution_id", execution_id);
+    if ((r = bind_record(ctx, rec, &b, err)) < 0)
+        goto out;
+    if (expired(rec, &left)) {
+        /* The deadline passed: the execution goes, and the caller hears why. */
+        r = destroy(ctx, rec, &b, err);
+        if (r < 0)
+            goto out;
+        cJSON_AddBoolToObject(result, "ok", false);
+        cJSON_AddStringToObject(result, "status", "expired");
+        cJSON_AddNullToObject(result, "exit_code");
+        cJSON_AddBoolToObject(result, "execution_terminated", true);
+        cordon__result_add_stream(result, "stdout", "", 0, 0, 0);
+        cordon__result_add_stream(result, "stderr", "", 0, 0, 0);
+        goto done;
+    }
+    if ((r = exec_request(req, left, &preq, &timeout, err)) < 0)
+        goto out;
+    state = record_state(rec);
+    ptext = cJSON_PrintUnformatted(preq);
+    res = cJSON_GetObjectItemCaseSensitive(rec->doc, "resources");
+    budget = (uint64_t)cJSON_GetObjectItemCaseSensitive(res, "max_output_bytes")->valuedouble;
+    if (state == NULL || ptext == NULL) {
+        r = cordon_error_set(err, CORDON_E_IO, 0, "execution %s: not ready (no provider state)", execution_id);
+        goto out;
+    }
+    if ((r = cordon__record_phase(rec, "exec", true, err)) < 0)
+        goto out;
+    cordon_drive_opts_init(&opts);
+    opts.host = &ctx->host;
+    opts.provider = &b.p->vt;
+    opts.resource = b.res;
+    opts.state_json = state;
+    opts.request_json = ptext;
+    opts.stdin_fd = stdin_fd;
+    opts.timeout_ms = timeout;
+    opts.retention_bytes = (size_t)budget;   /* within the budget, everything is kept */
+    opts.output_budget = budget;
+    opts.cancel_fd = cancel_fd;
+    r = cordon_drive_exec(&opts, &out, err);
+    if (r < 0)
+        goto out;   /* the mechanism failed (daemon gone...): the record stays for reclaim */
+    /* The execution's lifetime, not the caller's timeout, ended it: the
+     * deadline killed the process (the host's clock or the sandbox's own). */
+    if (timeout == left && (out.status == CORDON_RUN_TIMEOUT || out.status == CORDON_RUN_SIGNALED) &&
+        expired(rec, NULL))
+        out.status = CORDON_RUN_EXPIRED;
+    cJSON_AddStringToObject(result, "status", cordon_run_status_name(out.status));
+    cJSON_AddBoolToObject(result, "ok", out.status == CORDON_RUN_EXITED && out.exit_code == 0);
+    if (out.status == CORDON_RUN_EXITED)
+        cJSON_AddNumberToObject(result, "exit_code", out.exit_code);
+    else
+        cJSON_AddNullToObject(result, "exit_code");
+    if (out.status == CORDON_RUN_SIGNALED)
+        cJSON_AddNumberToObject(result, "signal", out.signal);
+    cordon__result_add_stream(result, "stdout", out.out.data, out.out.len, out.out.head_len,
+                              out.out.dropped_bytes);
+    cordon__result_add_stream(result, "stderr", out.err.data, out.err.len, out.err.head_len,
+                              out.err.dropped_bytes);
+    cJSON_AddNumberToObject(result, "duration_ms", (double)out.duration_ms);
+    /* Timeout, overflow and cancellation destroy the whole execution:
+     * whatever the process tree left running goes with it. */
+    if (out.status == CORDON_RUN_TIMEOUT || out.status == CORDON_RUN_OUTPUT_LIMIT ||
+        out.status == CORDON_RUN_CANCELLED || out.status == CORDON_RUN_EXPIRED) {
+        struct cordon_error derr;
+        cordon_error_init(&derr);
+        terminated = destroy(ctx, rec, &b, &derr) == 0;
+        if (terminated) {
+            cordon__record_close(rec);
+            rec = NULL;
+        }
+    } else {
+        r = cordon__record_phase(rec, "ready", false, err);
+        if (r < 0)
+            goto out;
+    }
+    r = 0;
+    cJSON_AddBoolToObject(result, "execution_terminated", terminated);
+done:
+    r = done_json(result, ret_json, err);
+    result = NULL;
+out:
+    if (rec != NULL && r < 0 &&
+        cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec->doc, "phase")) &&
+        strcmp(cJSON_GetObjectItemCaseSensitive(rec->doc, "phase")->valuestring, "exec") == 0)
+        cordon__record_phase(rec, "ready", false, NULL);
+    cordon_exec_outcome_clear(&out);
+    unbind(&b);
+    cordon__record_close(rec);
+    cJSON_Delete(result);
+    cJSON_Delete(preq);
+    cJSON_Delete(req);
+    free(state);
+    free(ptext);
+    return r;
+}
+
+int cordon_exec_exit_status(const char *result_json)
+{
+    cJSON *doc = cJSON_Parse(result_json);
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(doc, "status");
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(doc, "exit_code");
+    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(doc, "signal");
+    int rc = 125;
+
+    if (cJSON_IsString(status)) {
+        const char *s = status->valuestring;
+        if (strcmp(s, "exited") == 0 && cJSON_IsNumber(code))
+            rc = code->valueint;
+        else if (strcmp(s, "signaled") == 0 && cJSON_IsNumber(sig))
+            rc = 128 + sig->valueint;
+        else if (strcmp(s, "timeout") == 0 || strcmp(s, "expired") == 0)
+            rc = 124;
+        else if (strcmp(s, "oom") == 0 || strcmp(s, "output_limit") == 0 || strcmp(s, "cancelled") == 0)
+            rc = 137;
+    }
+    cJSON_Delete(doc);
+    return rc;
+}
+
+/* --- checkpoint and restore ------------------------------------------------------- */
+
+static char *checkpoint_store(struct cordon_ctx *ctx)
+{
+    const cJSON *dir = cJSON_GetObjectItemCaseSensitive(ctx->config, "checkpoint_dir");
+    char *path = NULL;
+
+    if (cJSON_IsString(dir) && dir->valuestring[0] == '/')
+        return strdup(dir->valuestring);
+    return asprintf(&path, "%s/checkpoints", ctx->state_dir) < 0 ? NULL : path;
+}
+
+int cordon_checkpoint_json(struct cordon_ctx *ctx, const char *execution_id, const char *metadata_json,
+                           char **ret_json, struct cordon_error *err)
+{
+    static const char *const copied[] = { "provider_id", "image", "resources", "network", "environment" };
+    struct cordon__record *rec = NULL;
+    struct bound b = { NULL, NULL };
+    struct export_job job;
+    struct pump pump;
+    cJSON *meta = NULL, *fields = NULL, *manifest = NULL;
+    char *state = NULL, *store = NULL;
+    uint64_t disk;
+    int r, rfd = -1;
+
+    if (metadata_json != NULL) {
+        r = cordon__json_parse_bounded("metadata", metadata_json, &meta, err);
+        if (r < 0)
+            return r;
+        if (!cJSON_IsObject(meta)) {
+            cJSON_Delete(meta);
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "metadata: must be a JSON object");
+        }
+    }
+    store = checkpoint_store(ctx);
+    /* The lock: a checkpoint waits for an exec under way, and no exec
+     * starts until it is done. */
+    if (store == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((r = cordon__record_open(ctx, execution_id, false, &rec, err)) < 0 ||
+        (r = bind_record(ctx, rec, &b, err)) < 0)
+        goto out;
+    if (expired(rec, NULL)) {
+        destroy(ctx, rec, &b, NULL);
+        r = cordon_error_set(err, CORDON_E_TIMEOUT, 0, "execution %s: expired (terminated)", execution_id);
+        goto out;
+    }
+    state = record_state(rec);
+    if (state == NULL) {
+        r = cordon_error_set(err, CORDON_E_IO, 0, "execution %s: not ready", execution_id);
+        goto out;
+    }
+    fields = cJSON_CreateObject();
+    cJSON_AddStringToObject(fields, "source_execution_id", execution_id);
+    for (size_t i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)
+        cJSON_AddItemToObject(fields, copied[i],
+                              cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec->doc, copied[i]), 1));
+    cJSON_AddItemToObject(fields, "metadata", meta != NULL ? meta : cJSON_CreateObject());
+    meta = NULL;
+    disk = (uint64_t)cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rec->doc, "resources"),
+                                                      "disk_bytes")->valuedouble;
+    if ((r = cordon__record_phase(rec, "checkpointing", true, err)) < 0)
+        goto out;
+    job.b = &b;
+    job.state = state;
+    r = pump_start(&pump, export_produce, &job, &rfd, err);
+    if (r == 0) {
+        r = cordon__checkpoint_write(store, rfd, fields, disk, WORKSPACE_MAX_ENTRIES, &manifest, err);
+        close(rfd);
+        r = pump_join(&pump, r, err);
+        if (r < 0 && manifest != NULL) {
+            /* the export failed after the store accepted a short stream */
+            const cJSON *id = cJSON_GetObjectItemCaseSensitive(manifest, "checkpoint_id");
+            if (cJSON_IsString(id))
+                cordon__checkpoint_remove(store, id->valuestring, NULL);
+        }
+    }
+    cordon__record_phase(rec, "ready", false, NULL);
+    if (r < 0)
+        goto out;
+    r = done_json(manifest, ret_json, err);
+    manifest = NULL;
+out:
+    unbind(&b);
+    cordon__record_close(rec);
+    cJSON_Delete(manifest);
+    cJSON_Delete(fields);
+    cJSON_Delete(meta);
+    free(state);
+    free(store);
+    return r;
+}
+
+int cordon_restore_json(struct cordon_ctx *ctx, const char *checkpoint_id, const char *request_json,
+                        char **ret_json, struct cordon_error *err)
+{
+    static const char *const keys[] = { "provider", "provider_config", "image", "execution_id",
+                                        "allow_unsafe_local", "allow_unpinned" };
+    cJSON *opts = NULL, *manifest = NULL, *req = NULL, *result = NULL;
+    char *store = checkpoint_store(ctx);
+    struct spec spec;
+    int r, fd = -1;
+
+    memset(&spec, 0, sizeof(spec));
+    if (store == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    r = cordon__json_parse_bounded("request", request_json != NULL ? request_json : "{}", &opts, err);
+    if (r == 0 && !cJSON_IsObject(opts))
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "request: must be a JSON object");
+    if (r == 0)
+        r = check_keys("", opts, keys, sizeof(keys) / sizeof(keys[0]), err);
+    if (r == 0)
+        r = cordon__checkpoint_open(store, checkpoint_id, &manifest, &fd, err);
+    if (r < 0)
+        goto out;
+    /* A provision request from the manifest, the caller's choices over it;
+     * then the whole provision validation runs again. */
+    req = cJSON_CreateObject();
+    cJSON_AddItemToObject(req, "provider", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(manifest, "provider_id"), 1));
+    cJSON_AddItemToObject(req, "image", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(manifest, "image"), 1));
+    cJSON_AddItemToObject(req, "resources", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(manifest, "resources"), 1));
+    cJSON_AddItemToObject(req, "network", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(manifest, "network"), 1));
+    cJSON_AddItemToObject(req, "environment", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(manifest, "environment"), 1));
+    cJSON_AddItemToObject(req, "metadata", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(manifest, "metadata"), 1));
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(opts, keys[i]);
+        if (v == NULL)
+            continue;
+        cJSON_DeleteItemFromObjectCaseSensitive(req, keys[i]);
+        cJSON_AddItemToObject(req, keys[i], cJSON_Duplicate(v, 1));
+    }
+    /* a checkpoint taken under one provider restores under another: its
+     * image is the other provider's business */
+    if (cJSON_GetObjectItemCaseSensitive(opts, "provider") != NULL &&
+        cJSON_GetObjectItemCaseSensitive(opts, "image") == NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(req, "image");
+    }
+    if ((r = validate_spec(ctx, req, &spec, err)) < 0)
+        goto out;
+    if ((r = provision(ctx, &spec, fd, &result, err)) < 0)
+        goto out;
+    cJSON_AddStringToObject(result, "restored_from", checkpoint_id);
+    r = done_json(result, ret_json, err);
+    result = NULL;
+out:
+    if (fd >= 0)
+        close(fd);
+    cJSON_Delete(spec.config);
+    cJSON_Delete(result);
+    cJSON_Delete(req);
+    cJSON_Delete(manifest);
+    cJSON_Delete(opts);
+    free(store);
+    return r;
+}
+
+/* --- terminate, reclaim, ls, gc ------------------------------------------------------- */
+
+int cordon_terminate_json(struct cordon_ctx *ctx, const char *execution_id, char **ret_json,
+                          struct cordon_error *err)
+{
+    struct cordon__record *rec = NULL;
+    struct bound b = { NULL, NULL };
+    cJSON *result = cJSON_CreateObject();
+    int r;
+
+    cJSON_AddBoolToObject(result, "ok", true);
+    cJSON_AddStringToObject(result, "execution_id", execution_id != NULL ? execution_id : "");
+    r = cordon__record_open(ctx, execution_id, true, &rec, err);
+    if (r == CORDON_E_BUSY) {
+        /* An exec (or checkpoint) holds the execution: terminate does not
+         * wait for it, it destroys the sandbox under it; the holder then
+         * finds its execution gone. */
+        r = cordon__record_peek(ctx, execution_id, &rec, err);
+    }
+    if (r == CORDON_E_NOT_FOUND) {
+        /* already gone is success */
+        cJSON_AddBoolToObject(result, "already_gone", true);
+        return done_json(result, ret_json, err);
+    }
+    if (r == 0)
+        r = bind_record(ctx, rec, &b, err);
+    if (r == 0)
+        r = destroy(ctx, rec, &b, err);
+    unbind(&b);
+    cordon__record_close(rec);
+    if (r < 0) {
+        cJSON_Delete(result);
+        return r;
+    }
+    cJSON_AddBoolToObject(result, "already_gone", false);
+    return done_json(result, ret_json, err);
+}
+
+/* reclaim(id) through one provider; ensure consents to cleanup only. */
+static int reclaim_with(struct cordon_ctx *ctx, const char *provider_id, const cJSON *config,
+                        const char *id, struct cordon_error *err)
+{
+    cJSON *cfg = cordon__json_merge(config, NULL);
+    struct bound b;
+    struct cordon_error perr;
+    int r;
+
+    /* Destroying needs no consent to run code: allow_unsafe_local only
+     * lets trusted-local bind for the cleanup. */
+    cJSON_DeleteItemFromObjectCaseSensitive(cfg, "allow_unsafe_local");
+    cJSON_AddBoolToObject(cfg, "allow_unsafe_local", true);
+    r = bind(ctx, provider_id, cfg, &b, err);
+    cJSON_Delete(cfg);
+    if (r < 0)
+        return r;
+    cordon_error_init(&perr);
+    r = b.p->vt.reclaim(b.res, id, &perr);
+    if (r != 0)
+        r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "reclaim %s with %s: %s", id,
+                             provider_id, perr.message);
+    unbind(&b);
+    return r;
+}
+
+int cordon_reclaim_json(struct cordon_ctx *ctx, const char *execution_id, const char *provider_id,
+                        char **ret_json, struct cordon_error *err)
+{
+    struct cordon__record *rec = NULL;
+    cJSON *result = NULL, *tried;
+    char **ids = NULL;
+    size_t n = 0;
+    int r;
+
+    if (!cordon__execution_id_valid(execution_id))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "execution_id: must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
+    r = cordon__record_open(ctx, execution_id, false, &rec, NULL);
+    result = cJSON_CreateObject();
+    cJSON_AddStringToObject(result, "execution_id", execution_id);
+    tried = cJSON_AddArrayToObject(result, "providers");
+    if (r == 0 && provider_id == NULL) {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(rec->doc, "provider_id");
+        r = reclaim_with(ctx, cJSON_IsString(p) ? p->valuestring : "", 
+                         cJSON_GetObjectItemCaseSensitive(rec->doc, "provider_config"), execution_id, err);
+        cJSON_AddItemToArray(tried, cJSON_CreateString(cJSON_IsString(p) ? p->valuestring : ""));
+    } else if (provider_id != NULL) {
+        r = reclaim_with(ctx, provider_id, cordon__base_config(ctx, provider_id),
+                         execution_id, err);
+        cJSON_AddItemToArray(tried, cJSON_CreateString(provider_id));
+    } else {
+        /* No record and no provider named: ask every installed provider. */
+        r = cordon__loader_list(ctx, &ids, &n, err);
+        for (size_t i = 0; r == 0 && i < n; i++) {
+            struct cordon_error perr;
+            cordon_error_init(&perr);
+            if (reclaim_with(ctx, ids[i], cordon__base_config(ctx, ids[i]),
+                             execution_id, &perr) == 0)
+                cJSON_AddItemToArray(tried, cJSON_CreateString(ids[i]));
+        }
+        cordon__loader_list_free(ids, n);
+    }
+    if (r == 0 && rec != NULL)
+        r = cordon__record_remove(ctx, rec, err);
+    cordon__record_close(rec);
+    if (r < 0) {
+        cJSON_Delete(result);
+        return r;
+    }
+    cJSON_AddBoolToObject(result, "ok", true);
+    return done_json(result, ret_json, err);
+}
+
+int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err)
+{
+    static const char *const shown[] = { "execution_id", "provider_id", "phase", "image", "resources",
+                                         "metadata", "workspace", "created_at_ms", "expires_at_ms" };
+    cJSON *doc = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(doc, "executions");
+    char **ids = NULL;
+    size_t n = 0;
+    int r = cordon__record_list(ctx, &ids, &n, err);
+
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        /* Without the lock: ls never waits for a long exec. */
+        char path[4200], *text = NULL;
+        size_t len = 0;
+        cJSON *rec, *item;
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/executions/%s", ctx->state_dir, ids[i]);
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || cordon_fs_read_file(fd, "record.json", 1u << 20, &text, &len, NULL) < 0) {
+            if (fd >= 0)
+                close(fd);
+            continue;
+        }
+        close(fd);
+        rec = cJSON_Parse(text);
+        free(text);
+        item = cJSON_CreateObject();
+        for (size_t k = 0; k < sizeof(shown) / sizeof(shown[0]); k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, shown[k]);
+            if (v != NULL)
+                cJSON_AddItemToObject(item, shown[k], cJSON_Duplicate(v, 1));
+        }
+        {
+            const cJSON *exp = cJSON_GetObjectItemCaseSensitive(rec, "expires_at_ms");
+            cJSON_AddBoolToObject(item, "expired",
+                                  cJSON_IsNumber(exp) && (uint64_t)exp->valuedouble <= cordon_now_wall_ms());
+        }
+        cJSON_AddItemToArray(list, item);
+        cJSON_Delete(rec);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+    if (r < 0) {
+        cJSON_Delete(doc);
+        return r;
+    }
+    return done_json(doc, ret_json, err);
+}
+
+int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err)
+{
+    cJSON *doc = cJSON_CreateObject(), *reclaimed = cJSON_AddArrayToObject(doc, "reclaimed");
+    cJSON *errors = cJSON_AddArrayToObject(doc, "errors");
+    char **ids = NULL, **providers = NULL;
+    size_t n = 0, n_providers = 0;
+    int kept = 0, r;
+
+    r = cordon__record_list(ctx, &ids, &n, err);
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        struct cordon__record *rec = NULL;
+        struct bound b = { NULL, NULL };
+        struct cordon_error perr;
+        const cJSON *phase;
+
+        cordon_error_init(&perr);
+        /* A held lock means a live cordon is using it: not ours to take. */
+        if (cordon__record_open(ctx, ids[i], true, &rec, &perr) < 0) {
+            kept++;
+            continue;
+        }
+        phase = cJSON_GetObjectItemCaseSensitive(rec->doc, "phase");
+        /* We hold the lock, so a phase other than "ready" means the cordon
+         * that set it died mid-call (kill -9, a crash): its execution is in
+         * an unknown state and goes, like an expired one. */
+        if (!expired(rec, NULL) && cJSON_IsString(phase) && strcmp(phase->valuestring, "ready") == 0) {
+            kept++;
+        } else if (bind_record(ctx, rec, &b, &perr) == 0 && destroy(ctx, rec, &b, &perr) == 0) {
+            cJSON_AddItemToArray(reclaimed, cJSON_CreateString(ids[i]));
+        } else {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "execution_id", ids[i]);
+            cJSON_AddStringToObject(e, "message", perr.message);
+            cJSON_AddItemToArray(errors, e);
+        }
+        unbind(&b);
+        cordon__record_close(rec);
+    }
+    /* Sandboxes of this host that no record names (a crash before the
+     * record was saved, a removed state directory). */
+    if (r == 0)
+        r = cordon__loader_list(ctx, &providers, &n_providers, err);
+    for (size_t p = 0; r == 0 && p < n_providers; p++) {
+        struct cordon__loaded *lp = NULL;
+        struct bound b = { NULL, NULL };
+        struct cordon_error perr;
+        cJSON *cfg, *list = NULL, *id;
+        char *text = NULL;
+
+        cordon_error_init(&perr);
+        if (cordon__loader_get(ctx, providers[p], &lp, &perr) < 0 || lp->vt.list_executions == NULL)
+            continue;
+        cfg = cordon__json_merge(cordon__base_config(ctx, providers[p]), NULL);
+        cJSON_AddBoolToObject(cfg, "allow_unsafe_local", true);
+        if (bind(ctx, providers[p], cfg, &b, &perr) == 0 &&
+            lp->vt.list_executions(b.res, &text, &perr) == 0 && text != NULL)
+            list = cJSON_Parse(text);
+        if (text != NULL)
+            ctx->host.free(text);
+        cJSON_ArrayForEach(id, list) {
+            struct cordon__record *rec = NULL;
+            struct cordon_error e2;
+            bool recorded;
+
+            if (!cJSON_IsString(id) || cordon__run_owner_alive(id->valuestring))
+                continue;
+            cordon_error_init(&e2);
+            recorded = cordon__record_open(ctx, id->valuestring, true, &rec, &e2) == 0 || e2.code == CORDON_E_BUSY;
+            cordon__record_close(rec);
+            if (recorded)
+                continue;
+            if (b.p->vt.reclaim(b.res, id->valuestring, &e2) == 0)
+                cJSON_AddItemToArray(reclaimed, cJSON_CreateString(id->valuestring));
+        }
+        cJSON_Delete(list);
+        cJSON_Delete(cfg);
+        unbind(&b);
+    }
+    cordon__loader_list_free(providers, n_providers);
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+    if (r < 0) {
+        cJSON_Delete(doc);
+        return r;
+    }
+    cJSON_AddNumberToObject(doc, "kept", kept);
+    cJSON_AddBoolToObject(doc, "ok", cJSON_GetArraySize(errors) == 0);
+    return done_json(doc, ret_json, err);
+}

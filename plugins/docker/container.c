@@ -1,0 +1,895 @@
+/*
+ * docker: provisioning one execution as one container, with every default
+ * of DESIGN.md §7, read back after creation and refused when the daemon did
+ * not apply any of it (fail closed); and removing containers again.
+ *
+ * /workspace is an anonymous local volume of type tmpfs rather than a
+ * HostConfig.Tmpfs mount: the archive API refuses to write into a
+ * container with a read-only rootfs except into a volume, and only the
+ * volume's mount options can say exec, uid, gid and mode. The volume goes
+ * with the container (removed with v=1, and by AutoRemove).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/host.h>
+#include "plugins/docker/docker.h"
+
+#define DK_SPEC_MAX (1u << 20)
+#define DK_STATE_MAX (1u << 20)
+#define DK_TMP_BYTES (64ull << 20)      /* /tmp: a small tmpfs */
+#define DK_MEMORY_MIN (6ull << 20)      /* the daemon's own minimum */
+#define DK_DISK_MIN (1ull << 20)
+#define DK_CPUS_MIN 0.01
+#define DK_CPUS_MAX 1024.0
+#define DK_REMOVE_WAIT_MS 30000u
+
+static const char *const dk_limit_keys[] = {
+    "cpus", "memory_bytes", "disk_bytes", "pids", "runtime_ms", "max_output_bytes",
+};
+
+/* ---- spec and state -------------------------------------------------------- */
+
+static int dk_limits_parse(const cJSON *obj, const char *field, struct dk_limits *ret,
+                           struct cordon_error *err)
+{
+    struct dk_limits l = { 0 };
+    uint64_t *ints[5] = { &l.memory_bytes, &l.disk_bytes, &l.pids, &l.runtime_ms,
+                          &l.max_output_bytes };
+    const uint64_t mins[5] = { DK_MEMORY_MIN, DK_DISK_MIN, 1, 1, 1 };
+    const cJSON *cpus;
+    int r;
+
+    if (!cJSON_IsObject(obj))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: must be an object with cpus, memory_bytes, disk_bytes, pids, "
+                                "runtime_ms, max_output_bytes", field);
+    /* The daemon's own bounds, checked here so that the message is ours. */
+    cpus = cJSON_GetObjectItemCaseSensitive(obj, "cpus");
+    if (!cJSON_IsNumber(cpus) || !isfinite(cpus->valuedouble) ||
+        cpus->valuedouble < DK_CPUS_MIN || cpus->valuedouble > DK_CPUS_MAX)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s.cpus: must be a number from %.2f to %.0f", field, DK_CPUS_MIN,
+                                DK_CPUS_MAX);
+    l.cpus = cpus->valuedouble;
+    for (size_t i = 1; i < 6; i++) {
+        char name[64];
+
+        snprintf(name, sizeof(name), "%s.%s", field, dk_limit_keys[i]);
+        r = dk_json_u64(cJSON_GetObjectItemCaseSensitive(obj, dk_limit_keys[i]), name,
+                        mins[i - 1], (uint64_t)DK_JSON_INT_MAX, ints[i - 1], err);
+        if (r < 0)
+            return r;
+    }
+    *ret = l;
+    return 0;
+}
+
+static bool dk_limits_add(cJSON *parent, const struct dk_limits *l)
+{
+    cJSON *obj = cJSON_AddObjectToObject(parent, "resources");
+    double v[6] = { l->cpus, (double)l->memory_bytes, (double)l->disk_bytes, (double)l->pids,
+                    (double)l->runtime_ms, (double)l->max_output_bytes };
+
+    for (size_t i = 0; obj != NULL && i < 6; i++)
+        if (cJSON_AddNumberToObject(obj, dk_limit_keys[i], v[i]) == NULL)
+            return false;
+    return obj != NULL;
+}
+
+void dk_state_clear(struct dk_state *st)
+{
+    if (st == NULL)
+        return;
+    cJSON_Delete(st->doc);
+    memset(st, 0, sizeof(*st));
+}
+
+static bool container_id_valid(const char *id)
+{
+    size_t i;
+
+    for (i = 0; id != NULL && i < DK_CONTAINER_ID_LEN; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+            return false;
+    return id != NULL && id[i] == '\0';
+}
+
+int dk_state_parse(const char *json, bool full, struct dk_state *ret, struct cordon_error *err)
+{
+    struct dk_state st = { 0 };
+    const cJSON *item;
+    uint64_t v;
+    int r;
+
+    r = dk_parse_object("state", json, DK_STATE_MAX, &st.doc, err);
+    if (r < 0)
+        goto out;
+    st.execution_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc,
+                                                                             "execution_id"));
+    r = dk_check_execution_id("state.execution_id", st.execution_id, err);
+    if (r < 0)
+        goto out;
+    /* The id goes into request paths: exactly what the daemon handed out. */
+    st.container_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc,
+                                                                             "container_id"));
+    if (!container_id_valid(st.container_id)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                             "state.container_id: must be 64 lowercase hex digits");
+        goto out;
+    }
+    if (!full)
+        goto done;
+    r = dk_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 1, 0xfffffffeu,
+                    &v, err);
+    if (r < 0)
+        goto out;
+    st.uid = (uid_t)v;
+    r = dk_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "gid"), "state.gid", 1, 0xfffffffeu,
+                    &v, err);
+    if (r < 0)
+        goto out;
+    st.gid = (gid_t)v;
+    item = cJSON_GetObjectItemCaseSensitive(st.doc, "layout");
+    if (!cJSON_IsString(item) ||
+        (strcmp(item->valuestring, "code") != 0 && strcmp(item->valuestring, "host") != 0)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "state.layout: must be \"code\" or \"host\"");
+        goto out;
+    }
+    st.code_layout = strcmp(item->valuestring, "code") == 0;
+    r = dk_limits_parse(cJSON_GetObjectItemCaseSensitive(st.doc, "resources"), "state.resources",
+                        &st.limits, err);
+    if (r < 0)
+        goto out;
+    r = dk_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "expires_at_ms"),
+                    "state.expires_at_ms", 1, (uint64_t)DK_JSON_INT_MAX, &st.expires_at_ms, err);
+    if (r < 0)
+        goto out;
+done:
+    *ret = st;
+    memset(&st, 0, sizeof(st));
+out:
+    dk_state_clear(&st);
+    return r;
+}
+
+/* What a spec asks for, parsed and checked before anything is created. */
+struct dk_spec {
+    cJSON *doc;
+    const char *execution_id;
+    const char *image;
+    bool pinned;
+    struct dk_limits limits;
+    bool code_layout;
+    const cJSON *environment;
+    uint64_t expires_at_ms;
+};
+
+static int dk_spec_parse(const struct cordon_resource *res, const char *json, struct dk_spec *sp,
+                         struct cordon_error *err)
+{
+    uint64_t now = cordon_now_wall_ms();
+    const cJSON *item;
+    int r;
+
+    r = dk_parse_object("spec", json, DK_SPEC_MAX, &sp->doc, err);
+    if (r < 0)
+        return r;
+    sp->execution_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sp->doc,
+                                                                             "execution_id"));
+    r = dk_check_execution_id("execution_id", sp->execution_id, err);
+    if (r < 0)
+        return r;
+    /* The spec's image wins over the config's. */
+    item = cJSON_GetObjectItemCaseSensitive(sp->doc, "image");
+    if (item != NULL && !cJSON_IsNull(item) && !cJSON_IsString(item))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "image: must be a string or null");
+    sp->image = cJSON_IsString(item) && item->valuestring[0] != '\0' ? item->valuestring
+                                                                    : res->cfg.image;
+    if (sp->image == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "image: none in the spec and none in the provider config "
+                                "(NAME@sha256:<64 hex> or sha256:<64 hex>)");
+    r = dk_image_check("image", sp->image, res->cfg.allow_unpinned, &sp->pinned, err);
+    if (r < 0)
+        return r;
+    r = dk_limits_parse(cJSON_GetObjectItemCaseSensitive(sp->doc, "resources"), "resources",
+                        &sp->limits, err);
+    if (r < 0)
+        return r;
+    /* Only "none": anything else is refused, never quietly downgraded. */
+    item = cJSON_GetObjectItemCaseSensitive(sp->doc, "network");
+    if (item != NULL) {
+        const cJSON *mode = cJSON_GetObjectItemCaseSensitive(item, "mode");
+
+        if (!cJSON_IsObject(item) || !cJSON_IsString(mode))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "network: must be {\"mode\": \"none\"}");
+        if (strcmp(mode->valuestring, "none") != 0)
+            return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                                    "network.mode: \"%.32s\" refused: only \"none\" is offered "
+                                    "(loopback only)", mode->valuestring);
+    }
+    item = cJSON_GetObjectItemCaseSensitive(sp->doc, "layout");
+    if (item != NULL && (!cJSON_IsString(item) || (strcmp(item->valuestring, "code") != 0 &&
+                                                   strcmp(item->valuestring, "host") != 0)))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "layout: must be \"code\" or \"host\"");
+    sp->code_layout = item == NULL || strcmp(item->valuestring, "code") == 0;
+    item = cJSON_GetObjectItemCaseSensitive(sp->doc, "environment");
+    if (item != NULL && !cJSON_IsNull(item)) {
+        r = dk_env_object_check(item, "environment", err);
+        if (r < 0)
+            return r;
+        sp->environment = item;
+    }
+    /* The host normally sets the deadline; without one, runtime_ms from now. */
+    item = cJSON_GetObjectItemCaseSensitive(sp->doc, "expires_at_ms");
+    if (item != NULL && !cJSON_IsNull(item))
+        return dk_json_u64(item, "expires_at_ms", now + 1, (uint64_t)DK_JSON_INT_MAX,
+                           &sp->expires_at_ms, err);
+    sp->expires_at_ms = now + sp->limits.runtime_ms;
+    return 0;
+}
+
+/* ---- the container -------------------------------------------------------- */
+
+/*
+ * The seccomp profile (DESIGN.md §7): every call allowed but what sandboxed
+ * code has no business making. The daemon's default profile lets
+ * io_uring through on some versions, and a profile cannot be stacked on
+ * it, so this one stands alone. Another ABI (i386, x32) is not listed and
+ * so hits the filter's bad-architecture action instead of slipping past
+ * the numbers below.
+ */
+static const char *const dk_denied_syscalls[] = {
+    "keyctl", "add_key", "request_key", "bpf", "mount", "umount", "umount2", "pivot_root",
+    "chroot", "init_module", "finit_module", "delete_module", "create_module", "query_module",
+    "get_kernel_syms", "kexec_load", "kexec_file_load", "ptrace", "process_vm_readv",
+    "process_vm_writev", "kcmp", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "setns", "unshare", "perf_event_open", "userfaultfd", "swapon", "swapoff", "reboot", "acct",
+    "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "quotactl", "nfsservctl",
+    "uselib", "ustat", "sysfs", "_sysctl", "clock_adjtime", "clock_settime", "settimeofday",
+    "stime", "iopl", "ioperm", "vm86", "vm86old",
+};
+
+#if defined(__x86_64__)
+#define DK_SECCOMP_ARCH "SCMP_ARCH_X86_64"
+#elif defined(__aarch64__)
+#define DK_SECCOMP_ARCH "SCMP_ARCH_AARCH64"
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define DK_SECCOMP_ARCH "SCMP_ARCH_PPC64LE"
+#elif defined(__s390x__)
+#define DK_SECCOMP_ARCH "SCMP_ARCH_S390X"
+#endif
+#define DK_CLONE_NEWUSER 0x10000000
+#define DK_ENOSYS 38
+#define DK_EPERM 1
+
+/* "seccomp=<profile JSON>", the daemon's inline form; malloc'd. */
+static char *dk_seccomp_opt(void)
+{
+    cJSON *p = cJSON_CreateObject(), *calls, *rule, *arr, *arg;
+    char *text = NULL, *opt = NULL;
+    bool ok = p != NULL && cJSON_AddStringToObject(p, "defaultAction", "SCMP_ACT_ALLOW") &&
+              (arr = cJSON_AddArrayToObject(p, "architectures")) != NULL &&
+#ifdef DK_SECCOMP_ARCH
+              cJSON_AddItemToArray(arr, cJSON_CreateString(DK_SECCOMP_ARCH)) &&
+#endif
+              (calls = cJSON_AddArrayToObject(p, "syscalls")) != NULL &&
+              (rule = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(calls, rule) &&
+              cJSON_AddItemToObject(rule, "names",
+                                    cJSON_CreateStringArray(dk_denied_syscalls,
+                                                            (int)(sizeof(dk_denied_syscalls) /
+                                                                  sizeof(dk_denied_syscalls[0])))) &&
+              cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") &&
+              cJSON_AddNumberToObject(rule, "errnoRet", DK_EPERM) &&
+              /* A new user namespace through clone (s390 passes flags second). */
+              (rule = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(calls, rule) &&
+              cJSON_AddItemToObject(rule, "names", cJSON_CreateStringArray(
+                                                       (const char *const[]){ "clone" }, 1)) &&
+              cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") &&
+              cJSON_AddNumberToObject(rule, "errnoRet", DK_EPERM) &&
+              (arr = cJSON_AddArrayToObject(rule, "args")) != NULL &&
+              (arg = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(arr, arg) &&
+#if defined(__s390x__)
+              cJSON_AddNumberToObject(arg, "index", 1) &&
+#else
+              cJSON_AddNumberToObject(arg, "index", 0) &&
+#endif
+              cJSON_AddNumberToObject(arg, "value", DK_CLONE_NEWUSER) &&
+              cJSON_AddNumberToObject(arg, "valueTwo", DK_CLONE_NEWUSER) &&
+              cJSON_AddStringToObject(arg, "op", "SCMP_CMP_MASKED_EQ") &&
+              /* clone3 hides its flags in memory: ENOSYS makes libc fall back to clone. */
+              (rule = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(calls, rule) &&
+              cJSON_AddItemToObject(rule, "names", cJSON_CreateStringArray(
+                                                       (const char *const[]){ "clone3" }, 1)) &&
+              cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") &&
+              cJSON_AddNumberToObject(rule, "errnoRet", DK_ENOSYS);
+
+    if (ok)
+        text = cJSON_PrintUnformatted(p);
+    if (text != NULL && asprintf(&opt, "seccomp=%s", text) < 0)
+        opt = NULL;
+    free(text);
+    cJSON_Delete(p);
+    return opt;
+}
+
+static const char *dk_host_label(const struct cordon_resource *res)
+{
+    const struct cordon_host_v1 *h = res->host;
+
+    return CORDON_HOST_HAS(h, host_instance_id) && h->host_instance_id != NULL &&
+                   h->host_instance_id[0] != '\0'
+               ? h->host_instance_id
+               : "unknown";
+}
+
+static bool dk_add_labels(cJSON *obj, const struct cordon_resource *res, const char *id)
+{
+    cJSON *labels = cJSON_AddObjectToObject(obj, "Labels");
+
+    return labels != NULL && cJSON_AddStringToObject(labels, DK_LABEL_EXECUTION, id) &&
+           cJSON_AddStringToObject(labels, DK_LABEL_HOST, dk_host_label(res)) &&
+           cJSON_AddStringToObject(labels, DK_LABEL_PROVIDER, DK_ID);
+}
+
+/* The mount options of the /workspace tmpfs; also what the read-back expects. */
+static void dk_workspace_options(const struct dk_spec *sp, uid_t uid, gid_t gid, char *buf,
+                                 size_t size)
+{
+    /* Layout "code": a root-owned root; "host": the sandbox user's. */
+    snprintf(buf, size, "size=%llu,uid=%u,gid=%u,mode=0755,nosuid,nodev,exec",
+             (unsigned long long)sp->limits.disk_bytes, sp->code_layout ? 0u : (unsigned)uid,
+             sp->code_layout ? 0u : (unsigned)gid);
+}
+
+static char *dk_create_body(const struct cordon_resource *res, const struct dk_spec *sp,
+                            uint64_t lifetime_s, const char *seccomp)
+{
+    char user[32], secs[32], tmp[160], ws[200];
+    cJSON *body = cJSON_CreateObject(), *hc, *arr, *mount, *vo, *dc, *opts;
+    const cJSON *e;
+    char *text = NULL;
+    bool ok;
+
+    snprintf(user, sizeof(user), "%u:%u", (unsigned)res->cfg.uid, (unsigned)res->cfg.gid);
+    snprintf(secs, sizeof(secs), "%llu", (unsigned long long)lifetime_s);
+    snprintf(tmp, sizeof(tmp), "rw,nosuid,nodev,exec,size=%llu,mode=1777",
+             (unsigned long long)(DK_TMP_BYTES < sp->limits.disk_bytes ? DK_TMP_BYTES
+                                                                       : sp->limits.disk_bytes));
+    dk_workspace_options(sp, res->cfg.uid, res->cfg.gid, ws, sizeof(ws));
+    ok = body != NULL && cJSON_AddStringToObject(body, "Image", sp->image) &&
+         (arr = cJSON_AddArrayToObject(body, "Entrypoint")) != NULL &&
+         cJSON_AddItemToArray(arr, cJSON_CreateString("")) &&
+         /* The first process holds the deadline; docker-init (Init) reaps. */
+         (arr = cJSON_AddArrayToObject(body, "Cmd")) != NULL &&
+         cJSON_AddItemToArray(arr, cJSON_CreateString("sleep")) &&
+         cJSON_AddItemToArray(arr, cJSON_CreateString(secs)) &&
+         cJSON_AddStringToObject(body, "User", user) &&
+         cJSON_AddStringToObject(body, "WorkingDir", DK_WORKSPACE) &&
+         cJSON_AddBoolToObject(body, "NetworkDisabled", true) &&
+         cJSON_AddStringToObject(body, "StopSignal", "SIGKILL") &&
+         cJSON_AddNumberToObject(body, "StopTimeout", 1) && dk_add_labels(body, res, sp->execution_id) &&
+         (arr = cJSON_AddArrayToObject(body, "Env")) != NULL;
+    cJSON_ArrayForEach(e, sp->environment) {
+        char *kv = NULL;
+
+        if (!ok || asprintf(&kv, "%s=%s", e->string, e->valuestring) < 0) {
+            ok = false;
+            break;
+        }
+        ok = cJSON_AddItemToArray(arr, cJSON_CreateString(kv));
+        free(kv);
+    }
+    /* Every setting here has its read-back in dk_verify. */
+    ok = ok && (hc = cJSON_AddObjectToObject(body, "HostConfig")) != NULL &&
+         cJSON_AddBoolToObject(hc, "AutoRemove", true) && cJSON_AddBoolToObject(hc, "Init", true) &&
+         cJSON_AddBoolToObject(hc, "Privileged", false) &&
+         cJSON_AddBoolToObject(hc, "ReadonlyRootfs", true) &&
+         cJSON_AddStringToObject(hc, "NetworkMode", "none") &&
+         cJSON_AddStringToObject(hc, "IpcMode", "private") &&
+         (arr = cJSON_AddArrayToObject(hc, "CapDrop")) != NULL &&
+         cJSON_AddItemToArray(arr, cJSON_CreateString("ALL")) &&
+         (arr = cJSON_AddArrayToObject(hc, "SecurityOpt")) != NULL &&
+         cJSON_AddItemToArray(arr, cJSON_CreateString("no-new-privileges")) &&
+         cJSON_AddItemToArray(arr, cJSON_CreateString(seccomp)) &&
+         cJSON_AddNumberToObject(hc, "NanoCpus", llround(sp->limits.cpus * 1e9)) &&
+         cJSON_AddNumberToObject(hc, "Memory", (double)sp->limits.memory_bytes) &&
+         cJSON_AddNumberToObject(hc, "MemorySwap", (double)sp->limits.memory_bytes) &&
+         cJSON_AddNumberToObject(hc, "PidsLimit", (double)sp->limits.pids) &&
+         (opts = cJSON_AddObjectToObject(hc, "Tmpfs")) != NULL &&
+         cJSON_AddStringToObject(opts, "/tmp", tmp) &&
+         (arr = cJSON_AddArrayToObject(hc, "Mounts")) != NULL &&
+         (mount = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(arr, mount) &&
+         cJSON_AddStringToObject(mount, "Type", "volume") &&
+         cJSON_AddStringToObject(mount, "Target", DK_WORKSPACE) &&
+         (vo = cJSON_AddObjectToObject(mount, "VolumeOptions")) != NULL &&
+         dk_add_labels(vo, res, sp->execution_id) &&
+         (dc = cJSON_AddObjectToObject(vo, "DriverConfig")) != NULL &&
+         cJSON_AddStringToObject(dc, "Name", "local") &&
+         (opts = cJSON_AddObjectToObject(dc, "Options")) != NULL &&
+         cJSON_AddStringToObject(opts, "type", "tmpfs") &&
+         cJSON_AddStringToObject(opts, "device", "tmpfs") && cJSON_AddStringToObject(opts, "o", ws) &&
+         (opts = cJSON_AddObjectToObject(hc, "LogConfig")) != NULL &&
+         cJSON_AddStringToObject(opts, "Type", "none") &&
+         (res->cfg.runtime == NULL || cJSON_AddStringToObject(hc, "Runtime", res->cfg.runtime));
+    if (ok)
+        text = cJSON_PrintUnformatted(body);
+    cJSON_Delete(body);
+    return text;
+}
+
+static bool list_has(const cJSON *arr, const char *const *accepted)
+{
+    const cJSON *item;
+
+    cJSON_ArrayForEach(item, arr)
+        for (size_t i = 0; cJSON_IsString(item) && accepted[i] != NULL; i++)
+            if (strcasecmp(item->valuestring, accepted[i]) == 0)
+                return true;
+    return false;
+}
+
+static const char *hc_str(const cJSON *hc, const char *key)
+{
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hc, key));
+
+    return s != NULL ? s : "";
+}
+
+static double hc_num(const cJSON *hc, const char *key)
+{
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(hc, key);
+
+    return cJSON_IsNumber(n) ? n->valuedouble : -1;
+}
+
+/*
+ * Fail closed: compare what the daemon applied (the container's inspect)
+ * with what was asked, setting by setting. The first one missing is named.
+ */
+static int dk_verify(const struct cordon_resource *res, const struct dk_spec *sp,
+                     const char *seccomp, const cJSON *inspect, struct cordon_error *err)
+{
+    static const char *const all[] = { "ALL", "CAP_ALL", NULL };
+    static const char *const nnp[] = { "no-new-privileges", "no-new-privileges:true",
+                                       "no-new-privileges=true", NULL };
+    const cJSON *hc = cJSON_GetObjectItemCaseSensitive(inspect, "HostConfig");
+    const cJSON *config = cJSON_GetObjectItemCaseSensitive(inspect, "Config");
+    const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(hc, "Mounts"), *m;
+    const char *tmp = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(hc, "Tmpfs"), "/tmp"));
+    const char *image = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(inspect, "Image"));
+    char user[32], ws[200], what[160] = "", got[200] = "";
+    double mem = (double)sp->limits.memory_bytes;
+    bool ws_ok = false;
+
+    snprintf(user, sizeof(user), "%u:%u", (unsigned)res->cfg.uid, (unsigned)res->cfg.gid);
+    dk_workspace_options(sp, res->cfg.uid, res->cfg.gid, ws, sizeof(ws));
+    cJSON_ArrayForEach(m, mounts) {
+        const cJSON *dc = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(m, "VolumeOptions"), "DriverConfig");
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(dc, "Options");
+
+        if (strcmp(hc_str(m, "Target"), DK_WORKSPACE) == 0 && strcmp(hc_str(o, "type"), "tmpfs") == 0 &&
+            strcmp(hc_str(o, "o"), ws) == 0)
+            ws_ok = true;
+    }
+#define DK_REQUIRE(cond, name, ...)                                                   \
+    do {                                                                              \
+        if (!(cond) && what[0] == '\0') {                                             \
+            snprintf(what, sizeof(what), "%s", name);                                 \
+            snprintf(got, sizeof(got), __VA_ARGS__);                                  \
+        }                                                                             \
+    } while (0)
+    DK_REQUIRE(cJSON_IsObject(hc) && cJSON_IsObject(config), "HostConfig", "no HostConfig");
+    DK_REQUIRE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "AutoRemove")),
+               "HostConfig.AutoRemove", "not true");
+    DK_REQUIRE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "Init")), "HostConfig.Init",
+               "not true");
+    DK_REQUIRE(!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "Privileged")),
+               "HostConfig.Privileged", "true");
+    DK_REQUIRE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "ReadonlyRootfs")),
+               "HostConfig.ReadonlyRootfs", "not true");
+    DK_REQUIRE(strcmp(hc_str(hc, "NetworkMode"), "none") == 0, "HostConfig.NetworkMode",
+               "\"%s\", not \"none\"", hc_str(hc, "NetworkMode"));
+    DK_REQUIRE(hc_num(hc, "NanoCpus") == (double)llround(sp->limits.cpus * 1e9),
+               "HostConfig.NanoCpus", "%.0f, asked %lld", hc_num(hc, "NanoCpus"),
+               llround(sp->limits.cpus * 1e9));
+    DK_REQUIRE(hc_num(hc, "Memory") == mem, "HostConfig.Memory", "%.0f, asked %.0f",
+               hc_num(hc, "Memory"), mem);
+    DK_REQUIRE(hc_num(hc, "MemorySwap") == mem, "HostConfig.MemorySwap",
+               "%.0f, asked %.0f (equal to Memory: no swap)", hc_num(hc, "MemorySwap"), mem);
+    DK_REQUIRE(hc_num(hc, "PidsLimit") == (double)sp->limits.pids, "HostConfig.PidsLimit",
+               "%.0f, asked %llu", hc_num(hc, "PidsLimit"), (unsigned long long)sp->limits.pids);
+    DK_REQUIRE(list_has(cJSON_GetObjectItemCaseSensitive(hc, "CapDrop"), all),
+               "HostConfig.CapDrop", "ALL is not dropped");
+    DK_REQUIRE(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(hc, "CapAdd")) == 0,
+               "HostConfig.CapAdd", "capabilities are added");
+    DK_REQUIRE(list_has(cJSON_GetObjectItemCaseSensitive(hc, "SecurityOpt"), nnp),
+               "HostConfig.SecurityOpt", "no-new-privileges is missing");
+    DK_REQUIRE(list_has(cJSON_GetObjectItemCaseSensitive(hc, "SecurityOpt"),
+                        (const char *const[]){ seccomp, NULL }),
+               "HostConfig.SecurityOpt", "the seccomp profile is not cordon's");
+    DK_REQUIRE(strcmp(hc_str(config, "User"), user) == 0, "Config.User", "\"%s\", asked \"%s\"",
+               hc_str(config, "User"), user);
+    DK_REQUIRE(tmp != NULL && strstr(tmp, "size=") != NULL, "HostConfig.Tmpfs[/tmp]",
+               "no size");
+    DK_REQUIRE(ws_ok, "HostConfig.Mounts[/workspace]", "no tmpfs volume with \"%s\"", ws);
+    DK_REQUIRE(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(hc, "Binds")) == 0 &&
+                   cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(hc, "Devices")) == 0 &&
+                   cJSON_GetArraySize(mounts) == 1,
+               "HostConfig.Binds/Devices/Mounts", "host paths or devices are mounted");
+    DK_REQUIRE(strcmp(hc_str(hc, "PidMode"), "host") != 0 &&
+                   strcmp(hc_str(hc, "IpcMode"), "host") != 0 &&
+                   strcmp(hc_str(hc, "UTSMode"), "host") != 0 &&
+                   strcmp(hc_str(hc, "UsernsMode"), "host") != 0,
+               "HostConfig.PidMode/IpcMode/UTSMode/UsernsMode", "a host namespace is shared");
+    DK_REQUIRE(res->cfg.runtime == NULL || strcmp(hc_str(hc, "Runtime"), res->cfg.runtime) == 0,
+               "HostConfig.Runtime", "\"%s\", asked \"%s\"", hc_str(hc, "Runtime"),
+               res->cfg.runtime != NULL ? res->cfg.runtime : "");
+    DK_REQUIRE(strcmp(hc_str(inspect, "Path"), "sleep") == 0, "Path",
+               "\"%s\", not the deadline's sleep", hc_str(inspect, "Path"));
+    /* A local id pins the image itself: the container must use exactly it. */
+    DK_REQUIRE(strncmp(sp->image, "sha256:", 7) != 0 ||
+                   (image != NULL && strcmp(image, sp->image) == 0),
+               "Image", "%s, asked %s", image != NULL ? image : "none", sp->image);
+#undef DK_REQUIRE
+    if (what[0] == '\0')
+        return 0;
+    return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                            "provision: the daemon did not apply %s (%s); refusing to run without "
+                            "it (the container was removed)", what, got);
+}
+
+/* The name makes a second provision of one id on one host fail (409). */
+static void dk_container_name(const struct cordon_resource *res, const char *id, char *buf,
+                              size_t size)
+{
+    char hex[65];
+
+    cordon_sha256_hex(dk_host_label(res), strlen(dk_host_label(res)), hex);
+    snprintf(buf, size, "cordon-%.12s-%s", hex, id);
+}
+
+/* Give a failed start a hint when the daemon names what the image lacks. */
+static int dk_start_error(int r, struct cordon_error *err)
+{
+    char hint[200] = "";
+
+    if (err == NULL)
+        return r;
+    if (strstr(err->message, "docker-init") != NULL)
+        snprintf(hint, sizeof(hint), " (Init: true needs the daemon's docker-init, from the tini "
+                                     "package on Debian; the provider never runs without it)");
+    else if (strstr(err->message, "\"sleep\"") != NULL)
+        snprintf(hint, sizeof(hint), " (the image must have sleep in PATH: it holds the "
+                                     "execution's deadline)");
+    if (hint[0] != '\0' && strlen(err->message) + strlen(hint) < sizeof(err->message))
+        strcat(err->message, hint);
+    return r;
+}
+
+/* The layout "code" directories, written through the archive API as root. */
+static int dk_put_layout(const struct cordon_resource *res, struct dk_conn *conn,
+                         const char *container_id, struct cordon_error *err)
+{
+    const char *const paths[] = { "source", "build", "output", "logs" };
+    const uid_t uids[] = { 0, res->cfg.uid, res->cfg.uid, res->cfg.uid };
+    const gid_t gids[] = { 0, res->cfg.gid, res->cfg.gid, res->cfg.gid };
+    const mode_t modes[] = { 0755, 0755, 0755, 0755 };
+    off_t len;
+    int fd = -1, r;
+
+    r = dk_spool_open(res, &fd, err);
+    if (r == 0)
+        r = dk_tar_dirs(fd, paths, uids, gids, modes, 4, err);
+    if (r < 0)
+        goto out;
+    len = lseek(fd, 0, SEEK_END);
+    if (len < 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "provision: layout: %s", strerror(errno));
+        goto out;
+    }
+    r = dk_archive_put(conn, container_id, fd, (uint64_t)len, err);
+out:
+    if (fd >= 0)
+        close(fd);
+    return r;
+}
+
+static char *dk_state_json(const struct cordon_resource *res, const struct dk_spec *sp,
+                           const char *container_id, const char *name)
+{
+    cJSON *st = cJSON_CreateObject();
+    char *text = NULL;
+
+    if (st != NULL && cJSON_AddStringToObject(st, "execution_id", sp->execution_id) &&
+        cJSON_AddStringToObject(st, "container_id", container_id) &&
+        cJSON_AddStringToObject(st, "container_name", name) &&
+        cJSON_AddStringToObject(st, "image", sp->image) &&
+        cJSON_AddNumberToObject(st, "uid", (double)res->cfg.uid) &&
+        cJSON_AddNumberToObject(st, "gid", (double)res->cfg.gid) &&
+        cJSON_AddStringToObject(st, "layout", sp->code_layout ? "code" : "host") &&
+        dk_limits_add(st, &sp->limits) &&
+        cJSON_AddNumberToObject(st, "expires_at_ms", (double)sp->expires_at_ms) &&
+        cJSON_AddStringToObject(st, "runtime", res->cfg.runtime != NULL ? res->cfg.runtime : ""))
+        text = cJSON_PrintUnformatted(st);
+    cJSON_Delete(st);
+    return text;
+}
+
+int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
+                 struct cordon_error *err)
+{
+    struct dk_spec sp = { 0 };
+    struct dk_conn *conn = NULL;
+    struct cordon_error ignored;
+    char name[160], path[320], container_id[DK_CONTAINER_ID_LEN + 1] = "";
+    char *body = NULL, *state = NULL, *seccomp = NULL;
+    cJSON *reply = NULL, *inspect = NULL;
+    uint64_t now = cordon_now_wall_ms();
+    long status = 0;
+    int r;
+
+    if (res == NULL || ret_state_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "provision: resource and ret_state_json required");
+    r = dk_spec_parse(res, spec_json, &sp, err);
+    if (r < 0)
+        goto out;
+    seccomp = dk_seccomp_opt();
+    body = seccomp != NULL ? dk_create_body(res, &sp, (sp.expires_at_ms - now + 999) / 1000,
+                                            seccomp)
+                           : NULL;
+    if (body == NULL) {
+        r = dk_nomem(err, "provision");
+        goto out;
+    }
+    r = dk_conn_open(&res->engine, &conn, err);
+    if (r < 0)
+        goto out;
+    dk_container_name(res, sp.execution_id, name, sizeof(name));
+    snprintf(path, sizeof(path), "/containers/create?name=%s", name);
+    r = dk_api(conn, "POST", path, body, "provision: create", &status, &reply, err);
+    if (r == CORDON_E_EXISTS)
+        r = cordon_error_set(err, CORDON_E_EXISTS, 0,
+                             "execution_id: \"%s\" already has a container on this daemon (%s)",
+                             sp.execution_id, name);
+    else if (r == CORDON_E_NOT_FOUND)
+        r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
+                             "image: \"%s\" is not present in the daemon; load or pull it first "
+                             "(this provider never pulls)", sp.image);
+    if (r < 0)
+        goto out;
+    if (!container_id_valid(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "Id")))) {
+        r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "provision: create answered no valid Id");
+        dk_remove_labelled(conn, res, sp.execution_id, NULL);
+        goto out;
+    }
+    snprintf(container_id, sizeof(container_id), "%s",
+             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "Id")));
+
+    /* Read back what the daemon applied before anything runs in it. */
+    snprintf(path, sizeof(path), "/containers/%s/json", container_id);
+    r = dk_api(conn, "GET", path, NULL, "provision: inspect", NULL, &inspect, err);
+    if (r == 0)
+        r = dk_verify(res, &sp, seccomp, inspect, err);
+    if (r < 0)
+        goto fail;
+    /* Started before the layout: the volume's tmpfs is mounted at start,
+     * and what the archive API wrote into it earlier would be lost. */
+    snprintf(path, sizeof(path), "/containers/%s/start", container_id);
+    r = dk_api(conn, "POST", path, NULL, "provision: start", NULL, NULL, err);
+    if (r < 0) {
+        dk_start_error(r, err);
+        goto fail;
+    }
+    if (sp.code_layout) {
+        r = dk_put_layout(res, conn, container_id, err);
+        if (r < 0)
+            goto fail;
+    }
+    state = dk_state_json(res, &sp, container_id, name);
+    if (state == NULL || (*ret_state_json = cordon_host_strdup(res->host, state)) == NULL) {
+        r = dk_nomem(err, "provision: state");
+        goto fail;
+    }
+    goto out;
+fail:
+    /* Nothing half-made stays behind. */
+    cordon_error_init(&ignored);
+    dk_container_remove(conn, container_id, &ignored);
+    dk_remove_labelled(conn, res, sp.execution_id, &ignored);
+out:
+    free(state);
+    free(body);
+    free(seccomp);
+    cJSON_Delete(reply);
+    cJSON_Delete(inspect);
+    cJSON_Delete(sp.doc);
+    dk_conn_close(conn);
+    return r;
+}
+
+/* ---- removal ---------------------------------------------------------------- */
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+int dk_container_remove(struct dk_conn *conn, const char *container_id, struct cordon_error *err)
+{
+    uint64_t deadline = cordon_now_monotonic_ms() + DK_REMOVE_WAIT_MS;
+    char path[160];
+    long status = 0;
+    int r;
+
+    if (!container_id_valid(container_id))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "container_id: must be 64 lowercase hex digits");
+    /* force: SIGKILL to every process at once; v: the workspace volume too. */
+    snprintf(path, sizeof(path), "/containers/%s?force=1&v=1", container_id);
+    r = dk_api(conn, "DELETE", path, NULL, "remove container", &status, NULL, err);
+    if (r == 0 || status == 404)
+        return 0;
+    if (status != 409)
+        return r;
+    /* AutoRemove is already at it (the deadline passed): wait for the end. */
+    snprintf(path, sizeof(path), "/containers/%s/json", container_id);
+    while (cordon_now_monotonic_ms() < deadline) {
+        r = dk_api(conn, "GET", path, NULL, "remove container", &status, NULL, err);
+        if (status == 404)
+            return 0;
+        if (r < 0 && status == 0)
+            return r;
+        sleep_ms(50);
+    }
+    return cordon_error_set(err, CORDON_E_TIMEOUT, 0,
+                            "remove container %.12s: still there %u ms after its removal began",
+                            container_id, DK_REMOVE_WAIT_MS);
+}
+
+/* ?filters={"label":["org.cordon.host=HOST"(,"org.cordon.execution-id=ID")]},
+ * escaped; execution_id NULL lists the whole host's. */
+static char *dk_label_query(const struct cordon_resource *res, const char *execution_id)
+{
+    cJSON *f = cJSON_CreateObject(), *arr;
+    char *label = NULL, *text = NULL, *esc = NULL;
+    bool ok = f != NULL && (arr = cJSON_AddArrayToObject(f, "label")) != NULL &&
+              asprintf(&label, DK_LABEL_HOST "=%s", dk_host_label(res)) >= 0 &&
+              cJSON_AddItemToArray(arr, cJSON_CreateString(label));
+
+    free(label);
+    label = NULL;
+    if (ok && execution_id != NULL)
+        ok = asprintf(&label, DK_LABEL_EXECUTION "=%s", execution_id) >= 0 &&
+             cJSON_AddItemToArray(arr, cJSON_CreateString(label));
+    if (ok)
+        text = cJSON_PrintUnformatted(f);
+    if (text != NULL)
+        esc = dk_escape(text);
+    free(label);
+    free(text);
+    cJSON_Delete(f);
+    return esc;
+}
+
+/* GET prefix + the label query: the objects listed in *ret. */
+static int list_labelled(struct dk_conn *conn, const char *prefix, const char *query,
+                         const char *what, cJSON **ret, struct cordon_error *err)
+{
+    char path[1024];
+
+    if (snprintf(path, sizeof(path), "%s%s", prefix, query) >= (int)sizeof(path))
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: the label query is over %zu bytes",
+                                what, sizeof(path));
+    return dk_api(conn, "GET", path, NULL, what, NULL, ret, err);
+}
+
+int dk_remove_labelled(struct dk_conn *conn, const struct cordon_resource *res,
+                       const char *execution_id, struct cordon_error *err)
+{
+    char *query = dk_label_query(res, execution_id);
+    cJSON *list = NULL;
+    const cJSON *item;
+    int r;
+
+    if (query == NULL)
+        return dk_nomem(err, "reclaim");
+    r = list_labelled(conn, "/containers/json?all=1&filters=", query, "reclaim: list containers",
+                      &list, err);
+    cJSON_ArrayForEach(item, list) {
+        r = dk_container_remove(conn, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item,
+                                                                                          "Id")),
+                                err);
+        if (r < 0)
+            goto out;
+    }
+    cJSON_Delete(list);
+    list = NULL;
+    /* A volume outlives its container when the daemon stopped half-way. */
+    if (r == 0)
+        r = list_labelled(conn, "/volumes?filters=", query, "reclaim: list volumes", &list, err);
+    cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "Volumes")) {
+        const char *vname = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "Name"));
+        char *esc = vname != NULL ? dk_escape(vname) : NULL, vpath[400];
+        long status = 0;
+
+        if (esc == NULL)
+            continue;
+        snprintf(vpath, sizeof(vpath), "/volumes/%s?force=1", esc);
+        free(esc);
+        r = dk_api(conn, "DELETE", vpath, NULL, "reclaim: remove volume", &status, NULL, err);
+        if (r < 0 && status != 404)
+            goto out;
+        r = 0;
+    }
+out:
+    cJSON_Delete(list);
+    free(query);
+    return r;
+}
+
+/* Add the execution id labelled on each object of list, once. */
+static void add_ids(cJSON *ids, const cJSON *list)
+{
+    const cJSON *item, *have;
+
+    cJSON_ArrayForEach(item, list) {
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(item, "Labels"), DK_LABEL_EXECUTION));
+        bool seen = false;
+
+        if (dk_check_execution_id("label", id, NULL) < 0)
+            continue;
+        cJSON_ArrayForEach(have, ids)
+            seen = seen || strcmp(have->valuestring, id) == 0;
+        if (!seen)
+            cJSON_AddItemToArray(ids, cJSON_CreateString(id));
+    }
+}
+
+int dk_list_labelled(struct dk_conn *conn, const struct cordon_resource *res, cJSON **ret_ids,
+                     struct cordon_error *err)
+{
+    char *query = dk_label_query(res, NULL);
+    cJSON *ids = cJSON_CreateArray(), *list = NULL;
+    int r;
+
+    if (query == NULL || ids == NULL) {
+        r = dk_nomem(err, "list_executions");
+        goto out;
+    }
+    r = list_labelled(conn, "/containers/json?all=1&filters=", query,
+                      "list_executions: containers", &list, err);
+    add_ids(ids, list);
+    cJSON_Delete(list);
+    list = NULL;
+    /* A volume alone still needs its reclaim. */
+    if (r == 0)
+        r = list_labelled(conn, "/volumes?filters=", query, "list_executions: volumes", &list,
+                          err);
+    add_ids(ids, cJSON_GetObjectItemCaseSensitive(list, "Volumes"));
+    if (r == 0) {
+        *ret_ids = ids;
+        ids = NULL;
+    }
+out:
+    cJSON_Delete(list);
+    cJSON_Delete(ids);
+    free(query);
+    return r;
+}

@@ -1,0 +1,872 @@
+/*
+ * docker: the Docker provider (DESIGN.md §7), over the Engine API.
+ *
+ * This file holds the config, the probe, the resource, terminate and
+ * reclaim, and the vtable; provisioning, exec and the archive calls live in
+ * their own files (docker.h lists them). Nothing is global but libcurl's
+ * one-time init: every call works from the resource and the state JSON.
+ *
+ * The runtime-variant seam: "runtime" in the config names a runtime the
+ * daemon must have registered (docker info's Runtimes). It becomes
+ * HostConfig.Runtime of every container; when the daemon does not know it
+ * the probe says unavailable ("runtime_unregistered") and ensure refuses.
+ * The default runtime is never used in its place.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cordon/sdk/facts.h>
+#include <cordon/sdk/host.h>
+#include <cordon/sdk/observe.h>
+#include "plugins/docker/docker.h"
+
+#define DK_CONFIG_MAX (64u << 10)
+#define DK_ENV_MAX 128u
+#define DK_ENV_NAME_MAX 255u
+#define DK_ENV_VALUE_MAX (128u << 10)
+#define DK_RUNTIME_MAX 64u
+
+static const struct cordon_provider_v1 dk_provider;
+
+static const char *const dk_kinds[] = { "code_execution", NULL };
+static const char *const dk_access_modes[] = { "snapshot", NULL };
+static const char *const dk_toolchains[] = { "python", "node", "go", "c++", NULL };
+static const char *const dk_limits_enforced[] = { "cpus", "memory_bytes", "disk_bytes", "pids",
+                                                  "runtime_ms", "max_output_bytes", NULL };
+
+/* ---- helpers shared by the provider's files ------------------------------ */
+
+int dk_nomem(struct cordon_error *err, const char *what)
+{
+    return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
+}
+
+int dk_parse_object(const char *field, const char *text, size_t max, cJSON **ret,
+                    struct cordon_error *err)
+{
+    size_t len;
+    cJSON *doc;
+
+    if (text == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: missing", field);
+    /* Bound the scan before cJSON sees the text. */
+    len = strnlen(text, max + 1);
+    if (len > max)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: longer than %zu bytes", field, max);
+    doc = cJSON_ParseWithLength(text, len);
+    if (!cJSON_IsObject(doc)) {
+        cJSON_Delete(doc);
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a JSON object", field);
+    }
+    *ret = doc;
+    return 0;
+}
+
+int dk_print_for_host(const struct cordon_host_v1 *host, const cJSON *doc, char **ret,
+                      struct cordon_error *err)
+{
+    char *text = cJSON_PrintUnformatted(doc), *copy;
+
+    copy = text != NULL ? cordon_host_strdup(host, text) : NULL;
+    free(text);
+    if (copy == NULL)
+        return dk_nomem(err, "result");
+    *ret = copy;
+    return 0;
+}
+
+int dk_json_u64(const cJSON *item, const char *field, uint64_t min, uint64_t max, uint64_t *ret,
+                struct cordon_error *err)
+{
+    double v = cJSON_IsNumber(item) ? item->valuedouble : NAN;
+
+    /* cJSON keeps numbers as doubles: past 2^53 they are no longer exact. */
+    if (!isfinite(v) || v < 0 || v != floor(v) || v > DK_JSON_INT_MAX)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: must be a whole number between 0 and 2^53", field);
+    if ((uint64_t)v < min || (uint64_t)v > max)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: %.0f is outside %llu..%llu", field,
+                                v, (unsigned long long)min, (unsigned long long)max);
+    *ret = (uint64_t)v;
+    return 0;
+}
+
+/* [A-Za-z0-9] first, then [A-Za-z0-9_.-], at most max bytes. */
+static bool name_valid(const char *s, size_t max)
+{
+    size_t i;
+
+    if (s == NULL || s[0] == '\0')
+        return false;
+    for (i = 0; s[i] != '\0'; i++) {
+        char c = s[i];
+        bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+
+        if (i >= max || !(alnum || (i > 0 && (c == '_' || c == '.' || c == '-'))))
+            return false;
+    }
+    return true;
+}
+
+int dk_check_execution_id(const char *field, const char *id, struct cordon_error *err)
+{
+    if (!name_valid(id, DK_EXECUTION_ID_MAX))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: \"%.80s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}", field,
+                                id != NULL ? id : "");
+    return 0;
+}
+
+int dk_env_object_check(const cJSON *obj, const char *field, struct cordon_error *err)
+{
+    const cJSON *item;
+    size_t n = 0;
+
+    if (!cJSON_IsObject(obj))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be an object of strings",
+                                field);
+    cJSON_ArrayForEach(item, obj) {
+        const char *name = item->string;
+        size_t len = strlen(name);
+        bool ok = len > 0 && len <= DK_ENV_NAME_MAX && !(name[0] >= '0' && name[0] <= '9');
+
+        for (size_t i = 0; ok && i < len; i++)
+            ok = (name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= 'a' && name[i] <= 'z') ||
+                 (name[i] >= '0' && name[i] <= '9') || name[i] == '_';
+        if (++n > DK_ENV_MAX)
+            return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: more than %u entries", field,
+                                    DK_ENV_MAX);
+        if (!ok)
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "%s: name \"%.64s\" must match [A-Za-z_][A-Za-z0-9_]*", field,
+                                    name);
+        if (!cJSON_IsString(item) || strlen(item->valuestring) > DK_ENV_VALUE_MAX)
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "%s.%s: must be a string of at most %u bytes", field, name,
+                                    DK_ENV_VALUE_MAX);
+    }
+    return 0;
+}
+
+/* True for exactly 64 lowercase hex digits. */
+static bool hex64(const char *s)
+{
+    size_t i;
+
+    for (i = 0; i < 64; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return s[64] == '\0';
+}
+
+int dk_image_check(const char *field, const char *ref, bool allow_unpinned, bool *ret_pinned,
+                   struct cordon_error *err)
+{
+    const char *at;
+    size_t len = strnlen(ref, 300);
+
+    if (len == 0 || len > 255)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: must be 1 to 255 bytes (NAME@sha256:<64 hex> or "
+                                "sha256:<64 hex>)", field);
+    for (size_t i = 0; i < len; i++) {
+        char c = ref[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-' || c == '/' || c == ':' || c == '@'))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "%s: \"%.80s\": character '%c' is not allowed in an image "
+                                    "reference", field, ref, c);
+    }
+    at = strchr(ref, '@');
+    /* A local image id, or a name pinned by its content digest. */
+    if ((strncmp(ref, "sha256:", 7) == 0 && hex64(ref + 7)) ||
+        (at != NULL && at > ref && strncmp(at, "@sha256:", 8) == 0 && hex64(at + 8) &&
+         strchr(at + 1, '@') == NULL)) {
+        *ret_pinned = true;
+        return 0;
+    }
+    if (at != NULL || strncmp(ref, "sha256:", 7) == 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: \"%.80s\" is malformed: a digest is sha256: and 64 lowercase "
+                                "hex digits", field, ref);
+    if (!allow_unpinned)
+        return cordon_error_set(err, CORDON_E_DENIED, 0,
+                                "%s: \"%.80s\" is not pinned; use NAME@sha256:<64 hex> or a local "
+                                "image id sha256:<64 hex> (or set \"allow_unpinned\": true in the "
+                                "provider config)", field, ref);
+    *ret_pinned = false;
+    return 0;
+}
+
+/* ---- config ------------------------------------------------------------- */
+
+static void dk_config_clear(struct dk_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    free(cfg->image);
+    free(cfg->runtime);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+/* "UID:GID" in decimal, neither root nor (uid_t)-1. */
+static int dk_parse_user(const char *text, uid_t *ret_uid, gid_t *ret_gid,
+                         struct cordon_error *err)
+{
+    unsigned long long uid, gid;
+    int used = 0;
+
+    if (text[0] < '0' || text[0] > '9' ||
+        sscanf(text, "%10llu:%10llu%n", &uid, &gid, &used) != 2 || text[used] != '\0' ||
+        strchr(text, ':')[1] < '0' || strchr(text, ':')[1] > '9' || uid >= 0xffffffffull ||
+        gid >= 0xffffffffull)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "config.user: \"%.64s\" must be \"UID:GID\" in decimal", text);
+    if (uid == 0 || gid == 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "config.user: \"%s\" refused: the sandbox user and group must not "
+                                "be root (0)", text);
+    *ret_uid = (uid_t)uid;
+    *ret_gid = (gid_t)gid;
+    return 0;
+}
+
+static int dk_config_string(const cJSON *item, char **ret, struct cordon_error *err)
+{
+    if (!cJSON_IsString(item))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "config.%s: must be a string",
+                                item->string);
+    *ret = strdup(item->valuestring);
+    return *ret != NULL ? 0 : dk_nomem(err, "config");
+}
+
+static int dk_config_parse(const char *json, struct dk_config *ret, struct cordon_error *err)
+{
+    struct dk_config cfg = { .uid = DK_DEFAULT_UID, .gid = DK_DEFAULT_UID };
+    char *socket = NULL;
+    cJSON *doc = NULL, *item;
+    bool pinned;
+    int r;
+
+    r = dk_parse_object("config", json != NULL ? json : "{}", DK_CONFIG_MAX, &doc, err);
+    if (r < 0)
+        goto out;
+    cJSON_ArrayForEach(item, doc) {
+        const char *key = item->string;
+
+        if (strcmp(key, "socket") == 0) {
+            r = dk_config_string(item, &socket, err);
+        } else if (strcmp(key, "image") == 0) {
+            r = dk_config_string(item, &cfg.image, err);
+        } else if (strcmp(key, "runtime") == 0) {
+            r = dk_config_string(item, &cfg.runtime, err);
+            if (r == 0 && !name_valid(cfg.runtime, DK_RUNTIME_MAX))
+                r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                     "config.runtime: \"%.80s\" must match "
+                                     "[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", cfg.runtime);
+        } else if (strcmp(key, "user") == 0) {
+            r = cJSON_IsString(item) ? dk_parse_user(item->valuestring, &cfg.uid, &cfg.gid, err)
+                                     : cordon_error_set(err, CORDON_E_INVALID, 0,
+                                                        "config.user: must be a string \"UID:GID\"");
+        } else if (strcmp(key, "allow_unpinned") == 0 || strcmp(key, "allow_unsafe_local") == 0) {
+            /* allow_unsafe_local is the host's consent flag for trusted-local,
+             * merged into every candidate's config; docker runs nothing
+             * unprotected, so it is accepted and means nothing here. */
+            if (!cJSON_IsBool(item))
+                r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                     "config.%s: must be true or false", key);
+            else if (strcmp(key, "allow_unpinned") == 0)
+                cfg.allow_unpinned = cJSON_IsTrue(item);
+        } else {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "config.%.64s: unknown key (known: allow_unpinned, image, "
+                                 "runtime, socket, user)", key);
+        }
+        if (r < 0)
+            goto out;
+    }
+    r = dk_engine_init(&(struct dk_engine){ 0 }, socket != NULL ? socket : DK_SOCKET_DEFAULT,
+                       err);
+    if (r < 0)
+        goto out;
+    snprintf(cfg.socket, sizeof(cfg.socket), "%s", socket != NULL ? socket : DK_SOCKET_DEFAULT);
+    if (cfg.image != NULL) {
+        r = dk_image_check("config.image", cfg.image, cfg.allow_unpinned, &pinned, err);
+        if (r < 0)
+            goto out;
+    }
+    *ret = cfg;
+    memset(&cfg, 0, sizeof(cfg));
+out:
+    free(socket);
+    dk_config_clear(&cfg);
+    cJSON_Delete(doc);
+    return r;
+}
+
+/* ---- what the daemon says about itself ------------------------------------ */
+
+/* GET /info: the runtime must be registered (never replaced by the
+ * default), and the kernel features behind the limits must be there. */
+struct dk_daemon_facts {
+    cJSON *info;               /* the /info document */
+    char server[64];
+    bool runtime_ok;
+    char detail[512];          /* why not, when !runtime_ok or !limits_ok */
+    bool limits_ok;
+};
+
+static void dk_daemon_facts_clear(struct dk_daemon_facts *df)
+{
+    cJSON_Delete(df->info);
+    memset(df, 0, sizeof(*df));
+}
+
+static int dk_daemon_facts(struct dk_conn *conn, const struct dk_config *cfg,
+                           struct dk_daemon_facts *df, struct cordon_error *err)
+{
+    static const char *const needed[] = { "MemoryLimit", "SwapLimit", "PidsLimit",
+                                          "CpuCfsQuota" };
+    const cJSON *runtimes, *rt;
+    size_t used = 0;
+    int r;
+
+    /* /info is the one place the daemon lists its runtimes and kernel features. */
+    r = dk_api(conn, "GET", "/info", NULL, "GET /info", NULL, &df->info, err);
+    if (r < 0)
+        return r;
+    runtimes = cJSON_GetObjectItemCaseSensitive(df->info, "Runtimes");
+    df->runtime_ok = cfg->runtime == NULL ||
+                     cJSON_GetObjectItemCaseSensitive(runtimes, cfg->runtime) != NULL;
+    if (!df->runtime_ok) {
+        used = (size_t)snprintf(df->detail, sizeof(df->detail),
+                                "runtime \"%s\" is not registered in the daemon at %s "
+                                "(registered:", cfg->runtime, cfg->socket);
+        cJSON_ArrayForEach(rt, runtimes)
+            if (used < sizeof(df->detail))
+                used += (size_t)snprintf(df->detail + used, sizeof(df->detail) - used, " %s",
+                                         rt->string);
+        if (used < sizeof(df->detail))
+            snprintf(df->detail + used, sizeof(df->detail) - used,
+                     "); register it (dockerd --add-runtime or daemon.json \"runtimes\"): the "
+                     "default runtime is never used in its place");
+        return 0;
+    }
+    df->limits_ok = true;
+    for (size_t i = 0; i < sizeof(needed) / sizeof(needed[0]); i++) {
+        if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(df->info, needed[i]))) {
+            df->limits_ok = false;
+            snprintf(df->detail, sizeof(df->detail),
+                     "the daemon reports %s false: the kernel cannot enforce a limit this "
+                     "provider applies (memory with swap, pids, cpu quota)", needed[i]);
+            break;
+        }
+    }
+    return 0;
+}
+
+/* GET /images/<ref>/json: present, and its id. ret_id holds 80 bytes. */
+static int dk_image_inspect(struct dk_conn *conn, const char *ref, char *ret_id,
+                            struct cordon_error *err)
+{
+    char *esc = dk_escape(ref), path[400];
+    cJSON *doc = NULL;
+    long status = 0;
+    int r;
+
+    if (esc == NULL)
+        return dk_nomem(err, "image");
+    snprintf(path, sizeof(path), "/images/%s/json", esc);
+    free(esc);
+    r = dk_api(conn, "GET", path, NULL, "image", &status, &doc, err);
+    if (r == CORDON_E_NOT_FOUND)
+        r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
+                             "image: \"%s\" is not present in the daemon; load or pull it first "
+                             "(this provider never pulls)", ref);
+    if (r == 0) {
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "Id"));
+
+        snprintf(ret_id, 80, "%s", id != NULL ? id : "");
+    }
+    cJSON_Delete(doc);
+    return r;
+}
+
+/* ---- resource ------------------------------------------------------------- */
+
+static void dk_resource_free(struct cordon_resource *res)
+{
+    if (res == NULL)
+        return;
+    dk_config_clear(&res->cfg);
+    free(res->spool_dir);
+    free(res);
+}
+
+/* <state_dir>/providers/docker/spool when the host has a state dir we can
+ * use, else $TMPDIR or /tmp: spools are O_TMPFILE and leave nothing. */
+static char *dk_spool_dir(const struct cordon_host_v1 *host)
+{
+    const char *sd = CORDON_HOST_HAS(host, state_dir) ? host->state_dir : NULL;
+    const char *tmp = getenv("TMPDIR");
+    char *dir = NULL;
+
+    /* DESIGN.md: a provider keeps files under <state_dir>/providers/<id>/ only. */
+    if (sd != NULL && sd[0] == '/' && asprintf(&dir, "%s/providers/" DK_ID "/spool", sd) >= 0) {
+        char *p = dir;
+
+        /* Each level 0700: the spools hold workspace bytes. */
+        while ((p = strchr(p + 1, '/')) != NULL) {
+            *p = '\0';
+            if (p > dir + strlen(sd))
+                mkdir(dir, 0700);
+            *p = '/';
+        }
+        if (mkdir(dir, 0700) == 0 || errno == EEXIST)
+            return dir;
+        free(dir);
+    }
+    return strdup(tmp != NULL && tmp[0] == '/' ? tmp : "/tmp");
+}
+
+/* Parse the config, reach the daemon, check runtime and configured image. */
+static int dk_resource_new(const struct cordon_host_v1 *host, const char *config_json,
+                           struct cordon_resource **ret, struct cordon_error *err)
+{
+    struct dk_daemon_facts df = { 0 };
+    struct cordon_resource *res;
+    struct dk_conn *conn = NULL;
+    char image_id[80];
+    int r;
+
+    res = calloc(1, sizeof(*res));
+    if (res == NULL)
+        return dk_nomem(err, "ensure");
+    res->host = host;
+    r = dk_config_parse(config_json, &res->cfg, err);
+    if (r < 0)
+        goto out;
+    r = dk_engine_init(&res->engine, res->cfg.socket, err);
+    res->engine.host = host;
+    if (r == 0)
+        r = dk_engine_negotiate(&res->engine, NULL, err);
+    if (r == 0)
+        r = dk_conn_open(&res->engine, &conn, err);
+    if (r < 0)
+        goto out;
+    if (res->cfg.runtime != NULL) {
+        r = dk_daemon_facts(conn, &res->cfg, &df, err);
+        if (r == 0 && !df.runtime_ok)
+            r = cordon_error_set(err, CORDON_E_UNAVAILABLE, 0, "runtime_unregistered: %s",
+                                 df.detail);
+        if (r < 0)
+            goto out;
+    }
+    if (res->cfg.image != NULL) {
+        r = dk_image_inspect(conn, res->cfg.image, image_id, err);
+        if (r < 0)
+            goto out;
+    }
+    res->spool_dir = dk_spool_dir(host);
+    if (res->spool_dir == NULL) {
+        r = dk_nomem(err, "ensure");
+        goto out;
+    }
+    *ret = res;
+    res = NULL;
+out:
+    dk_daemon_facts_clear(&df);
+    dk_conn_close(conn);
+    dk_resource_free(res);
+    return r;
+}
+
+static int dk_ensure(const struct cordon_host_v1 *host, const char *config_json,
+                     struct cordon_resource **ret_resource, struct cordon_error *err)
+{
+    if (host == NULL || ret_resource == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
+    return dk_resource_new(host, config_json, ret_resource, err);
+}
+
+static int dk_health_check(struct cordon_resource *res, struct cordon_error *err)
+{
+    struct dk_conn *conn = NULL;
+    struct dk_reply reply = { 0 };
+    struct dk_req rq;
+    int r;
+
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "health_check: resource required");
+    r = dk_conn_open(&res->engine, &conn, err);
+    if (r < 0)
+        return r;
+    dk_req_init(&rq, "GET", "/_ping");
+    rq.unversioned = true;
+    rq.timeout_ms = 10000;
+    r = dk_conn_call(conn, &rq, &reply, err);
+    if (r == 0 && reply.status != 200) {
+        dk_reply_error(&reply, "GET /_ping", err);
+        r = cordon_error_set(err, CORDON_E_UNAVAILABLE, 0, "socket %s: the daemon is not "
+                             "healthy (ping answered %ld)", res->engine.socket, reply.status);
+    }
+    dk_reply_clear(&reply);
+    dk_conn_close(conn);
+    return r;
+}
+
+static int dk_release(struct cordon_resource *res, struct cordon_error *err)
+{
+    dk_resource_free(res);
+    return 0;
+}
+
+/* ---- probe ---------------------------------------------------------------- */
+
+/* Facts of an unavailable provider: reason, the detail and what is known. */
+static int dk_unavailable(const struct cordon_host_v1 *host, const char *reason,
+                          const char *detail, cJSON *mech, char **ret, struct cordon_error *err)
+{
+    struct cordon_facts_parts parts = {
+        .struct_size = sizeof(parts),
+        .provider_id = DK_ID,
+        .supported_kinds = dk_kinds,
+        .available = false,
+        .reason = reason,
+    };
+    char *text = NULL;
+    cJSON *doc = NULL;
+    int r;
+
+    r = cordon_facts_compose(&parts, &text, err);
+    if (r < 0)
+        return r;
+    doc = cJSON_Parse(text);
+    if (doc == NULL || cJSON_AddStringToObject(doc, "detail", detail) == NULL ||
+        (mech != NULL && !cJSON_AddItemReferenceToObject(doc, "mechanism_facts", mech)))
+        r = dk_nomem(err, "facts");
+    else
+        r = dk_print_for_host(host, doc, ret, err);
+    cJSON_Delete(doc);
+    free(text);
+    return r;
+}
+
+static bool add_string_list(cJSON *obj, const char *key, const cJSON *src, bool keys)
+{
+    cJSON *arr = cJSON_AddArrayToObject(obj, key);
+    const cJSON *item;
+
+    if (arr == NULL)
+        return false;
+    cJSON_ArrayForEach(item, src) {
+        const char *s = keys ? item->string : cJSON_GetStringValue(item);
+
+        if (s != NULL && !cJSON_AddItemToArray(arr, cJSON_CreateString(s)))
+            return false;
+    }
+    return true;
+}
+
+/* mechanism_facts: the daemon, the runtime, the image and our settings. */
+static cJSON *dk_mechanism_facts(const struct dk_config *cfg, const struct dk_engine *e,
+                                 const struct dk_daemon_facts *df, const char *image_id,
+                                 bool pinned)
+{
+    const cJSON *info = df->info;
+    const char *def = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info,
+                                                                             "DefaultRuntime"));
+    const char *cg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info,
+                                                                            "CgroupVersion"));
+    const char *init = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info,
+                                                                              "InitBinary"));
+    cJSON *m = cJSON_CreateObject();
+    char user[32];
+    bool ok;
+
+    snprintf(user, sizeof(user), "%u:%u", (unsigned)cfg->uid, (unsigned)cfg->gid);
+    ok = m != NULL && cJSON_AddStringToObject(m, "socket", cfg->socket) &&
+         cJSON_AddStringToObject(m, "server_version", df->server) &&
+         cJSON_AddStringToObject(m, "api_version", e->version) &&
+         cJSON_AddStringToObject(m, "runtime", cfg->runtime != NULL ? cfg->runtime
+                                               : def != NULL ? def : "runc") &&
+         cJSON_AddBoolToObject(m, "runtime_configured", cfg->runtime != NULL) &&
+         cJSON_AddStringToObject(m, "default_runtime", def != NULL ? def : "") &&
+         add_string_list(m, "runtimes", cJSON_GetObjectItemCaseSensitive(info, "Runtimes"),
+                         true) &&
+         cJSON_AddNumberToObject(m, "cgroup_version", cg != NULL ? atoi(cg) : 1) &&
+         add_string_list(m, "security_options",
+                         cJSON_GetObjectItemCaseSensitive(info, "SecurityOptions"), false) &&
+         cJSON_AddStringToObject(m, "init_binary", init != NULL ? init : "docker-init") &&
+         cJSON_AddStringToObject(m, "user", user) &&
+         cJSON_AddStringToObject(m, "image", cfg->image != NULL ? cfg->image : "") &&
+         cJSON_AddStringToObject(m, "image_id", image_id) &&
+         cJSON_AddBoolToObject(m, "image_pinned", pinned) &&
+         cJSON_AddBoolToObject(m, "allow_unpinned", cfg->allow_unpinned);
+    if (!ok) {
+        cJSON_Delete(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* CORDON_PROBE_AVAILABILITY: version, image inspect, runtime registered. */
+static int dk_probe_cheap(const struct cordon_host_v1 *host, const struct dk_config *cfg,
+                          char **ret, struct cordon_error *err)
+{
+    struct dk_daemon_facts df = { 0 };
+    struct dk_engine e;
+    struct dk_conn *conn = NULL;
+    struct cordon_error perr;
+    const char *reason = "ready";
+    char image_id[80];
+    cJSON *doc = NULL;
+    int r;
+
+    cordon_error_init(&perr);
+    if (dk_engine_init(&e, cfg->socket, &perr) < 0 || dk_engine_negotiate(&e, NULL, &perr) < 0 ||
+        dk_conn_open(&e, &conn, &perr) < 0)
+        reason = "daemon_unreachable";
+    else if (cfg->image == NULL)
+        reason = "no_image";
+    else if (dk_image_inspect(conn, cfg->image, image_id, &perr) < 0)
+        reason = perr.code == CORDON_E_NOT_FOUND ? "image_missing" : "daemon_unreachable";
+    else if (cfg->runtime != NULL &&
+             (dk_daemon_facts(conn, cfg, &df, &perr) < 0 || !df.runtime_ok))
+        reason = df.info == NULL ? "daemon_unreachable" : "runtime_unregistered";
+    doc = cJSON_CreateObject();
+    if (doc == NULL || !cJSON_AddStringToObject(doc, "provider_id", DK_ID) ||
+        !cJSON_AddBoolToObject(doc, "available", strcmp(reason, "ready") == 0) ||
+        !cJSON_AddStringToObject(doc, "reason", reason) ||
+        (strcmp(reason, "ready") != 0 &&
+         !cJSON_AddStringToObject(doc, "detail",
+                                  strcmp(reason, "no_image") == 0
+                                      ? "no image configured: set \"image\" in the provider config"
+                                  : df.detail[0] != '\0' ? df.detail : perr.message)))
+        r = dk_nomem(err, "facts");
+    else
+        r = dk_print_for_host(host, doc, ret, err);
+    cJSON_Delete(doc);
+    dk_daemon_facts_clear(&df);
+    dk_conn_close(conn);
+    return r;
+}
+
+static int dk_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
+                    char **ret_facts_json, struct cordon_error *err)
+{
+    struct dk_daemon_facts df = { 0 };
+    struct dk_config cfg = { 0 };
+    struct cordon_resource *res = NULL;
+    struct dk_engine e;
+    struct dk_conn *conn = NULL;
+    struct cordon_error perr;
+    char image_id[80] = "", reason[640], *observation = NULL, *mech_text = NULL, *facts = NULL;
+    char *out = NULL;
+    cJSON *mech = NULL;
+    bool pinned = false;
+    int r;
+
+    if (host == NULL || ret_facts_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "probe: host and ret_facts_json required");
+    cordon_error_init(&perr);
+    /* A config we cannot parse is an error; a daemon we cannot use is facts. */
+    r = dk_config_parse(config_json, &cfg, err);
+    if (r < 0)
+        goto out;
+    if (flags & CORDON_PROBE_AVAILABILITY) {
+        r = dk_probe_cheap(host, &cfg, &out, err);
+        goto out;
+    }
+    if (dk_engine_init(&e, cfg.socket, &perr) < 0 ||
+        dk_engine_negotiate(&e, df.server, &perr) < 0 || dk_conn_open(&e, &conn, &perr) < 0 ||
+        dk_daemon_facts(conn, &cfg, &df, &perr) < 0) {
+        r = dk_unavailable(host, "daemon_unreachable", perr.message, NULL, &out, err);
+        goto out;
+    }
+    if (cfg.image != NULL) {
+        dk_image_check("config.image", cfg.image, cfg.allow_unpinned, &pinned, NULL);
+        if (dk_image_inspect(conn, cfg.image, image_id, &perr) < 0) {
+            r = dk_unavailable(host, perr.code == CORDON_E_NOT_FOUND ? "image_missing"
+                                                                     : "daemon_unreachable",
+                               perr.message, NULL, &out, err);
+            goto out;
+        }
+    }
+    /* What is known goes into the facts even when the provider is unavailable. */
+    mech = dk_mechanism_facts(&cfg, &e, &df, image_id, pinned);
+    if (mech == NULL) {
+        r = dk_nomem(err, "facts");
+        goto out;
+    }
+    if (!df.runtime_ok) {
+        r = dk_unavailable(host, "runtime_unregistered", df.detail, mech, &out, err);
+        goto out;
+    }
+    if (!df.limits_ok) {
+        r = dk_unavailable(host, "limits_unsupported", df.detail, mech, &out, err);
+        goto out;
+    }
+    if (cfg.image == NULL) {
+        r = dk_unavailable(host, "no_image",
+                           "no image configured: set \"image\" in the provider config "
+                           "(NAME@sha256:<64 hex> or sha256:<64 hex>); the probe observes the "
+                           "sandbox it would give, which needs the image", mech, &out, err);
+        goto out;
+    }
+    /* Observe a sandbox made exactly as a user's would be: our own calls. */
+    if (dk_resource_new(host, config_json, &res, &perr) < 0) {
+        r = dk_unavailable(host, "daemon_unreachable", perr.message, mech, &out, err);
+        goto out;
+    }
+    {
+        struct cordon_observe_opts oo = {
+            .struct_size = sizeof(oo),
+            .host = host,
+            .provider = &dk_provider,
+            .resource = res,
+            .image = cfg.image,
+            .toolchains = dk_toolchains,
+        };
+        if (cordon_observe_run(&oo, &observation, &perr) < 0) {
+            snprintf(reason, sizeof(reason), "%s", perr.message);
+            r = dk_unavailable(host, "observation_failed", reason, mech, &out, err);
+            goto out;
+        }
+    }
+    mech_text = cJSON_PrintUnformatted(mech);
+    if (mech_text == NULL) {
+        r = dk_nomem(err, "facts");
+        goto out;
+    }
+    {
+        struct cordon_facts_parts parts = {
+            .struct_size = sizeof(parts),
+            .provider_id = DK_ID,
+            .supported_kinds = dk_kinds,
+            .available = true,
+            .reason = "ready",
+            .safety_class = "isolated",
+            .mechanism = "container",
+            .rootfs_read_only = true,
+            .workspace_access_modes = dk_access_modes,
+            .limits_enforced = dk_limits_enforced,
+            .observation_json = observation,
+            .mechanism_facts_json = mech_text,
+        };
+        r = cordon_facts_compose(&parts, &facts, err);
+    }
+    if (r < 0)
+        goto out;
+    out = cordon_host_strdup(host, facts);
+    if (out == NULL)
+        r = dk_nomem(err, "facts");
+out:
+    if (r == 0)
+        *ret_facts_json = out;
+    else if (out != NULL)
+        host->free(out);
+    free(facts);
+    free(mech_text);
+    free(observation);
+    cJSON_Delete(mech);
+    dk_resource_free(res);
+    dk_conn_close(conn);
+    dk_daemon_facts_clear(&df);
+    dk_config_clear(&cfg);
+    return r;
+}
+
+/* ---- terminate and reclaim ------------------------------------------------ */
+
+/* Remove the container, then anything else labelled for the execution:
+ * a container gone by AutoRemove is success, a volume it left is not. */
+static int dk_terminate(struct cordon_resource *res, const char *state_json,
+                        struct cordon_error *err)
+{
+    struct dk_state st = { 0 };
+    struct dk_conn *conn = NULL;
+    int r;
+
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "terminate: resource required");
+    /* Only the ids are needed: terminate works from every state. */
+    r = dk_state_parse(state_json, false, &st, err);
+    if (r == 0)
+        r = dk_conn_open(&res->engine, &conn, err);
+    if (r == 0)
+        r = dk_container_remove(conn, st.container_id, err);
+    /* What the container's removal may have missed (its volume). */
+    if (r == 0)
+        r = dk_remove_labelled(conn, res, st.execution_id, err);
+    dk_conn_close(conn);
+    dk_state_clear(&st);
+    return r;
+}
+
+static int dk_reclaim(struct cordon_resource *res, const char *execution_id,
+                      struct cordon_error *err)
+{
+    struct dk_conn *conn = NULL;
+    int r;
+
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
+    r = dk_check_execution_id("execution_id", execution_id, err);
+    if (r == 0)
+        r = dk_conn_open(&res->engine, &conn, err);
+    if (r == 0)
+        r = dk_remove_labelled(conn, res, execution_id, err);
+    dk_conn_close(conn);
+    return r;
+}
+
+static int dk_list_executions(struct cordon_resource *res, char **ret_ids_json,
+                              struct cordon_error *err)
+{
+    struct dk_conn *conn = NULL;
+    cJSON *ids = NULL;
+    int r;
+
+    if (res == NULL || ret_ids_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "list_executions: resource and ret_ids_json required");
+    r = dk_conn_open(&res->engine, &conn, err);
+    if (r == 0)
+        r = dk_list_labelled(conn, res, &ids, err);
+    if (r == 0)
+        r = dk_print_for_host(res->host, ids, ret_ids_json, err);
+    cJSON_Delete(ids);
+    dk_conn_close(conn);
+    return r;
+}
+
+/* ---- entry point ---------------------------------------------------------- */
+
+static const struct cordon_provider_v1 dk_provider = {
+    .abi_version = CORDON_ABI_VERSION,
+    .struct_size = sizeof(struct cordon_provider_v1),
+    .provider_id = DK_ID,
+    .version = PACKAGE_VERSION,
+    .supported_kinds = dk_kinds,
+    .probe = dk_probe,
+    .ensure = dk_ensure,
+    .health_check = dk_health_check,
+    .release = dk_release,
+    .provision = dk_provision,
+    .exec = dk_exec,
+    .import_tar = dk_import_tar,
+    .export_tar = dk_export_tar,
+    .terminate = dk_terminate,
+    .reclaim = dk_reclaim,
+    .list_executions = dk_list_executions,
+};
+
+CORDON_PROVIDER_DEFINE(dk_provider)

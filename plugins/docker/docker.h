@@ -1,0 +1,270 @@
+/*
+ * docker.so internals, shared by its source files and by nothing else
+ * (the object is built with -fvisibility=hidden and exports only its entry
+ * point). The dk_ prefix marks the provider's own cross-file symbols.
+ *
+ *   engine.c     the Docker Engine API over its unix socket (libcurl)
+ *   container.c  provision: the container spec, the layout, the read-back
+ *   exec.c       exec through the exec API with the attached stream
+ *   archive.c    import/export through the archive API, with tar checks
+ *   docker.c     config, probe, ensure, terminate, reclaim, the vtable
+ */
+#ifndef CORDON_PLUGIN_DOCKER_H
+#define CORDON_PLUGIN_DOCKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+#include <cordon/provider.h>
+#include <cordon/sdk/tar.h>
+
+#define DK_ID "docker"
+#define DK_SOCKET_DEFAULT "/var/run/docker.sock"
+#define DK_SOCKET_MAX 107u              /* sun_path holds 108 bytes with the NUL */
+#define DK_DEFAULT_UID 65532u
+#define DK_LABEL_EXECUTION "org.cordon.execution-id"
+#define DK_LABEL_HOST "org.cordon.host"
+#define DK_LABEL_PROVIDER "org.cordon.provider"
+#define DK_WORKSPACE "/workspace"
+#define DK_CONTAINER_ID_LEN 64u
+#define DK_EXECUTION_ID_MAX 64u
+#define DK_JSON_INT_MAX 9007199254740992.0 /* 2^53: exact in a double */
+#define DK_TAR_ENTRIES_MAX 100000u
+#define DK_REPLY_MAX (4u << 20)         /* a buffered API reply (inspect, info, lists) */
+
+/* ---- engine.c: the Engine API ------------------------------------------- */
+
+/* Where the daemon is and which API version this provider speaks to it. */
+struct dk_engine {
+    char socket[DK_SOCKET_MAX + 1];
+    char version[16];                  /* "1.41" once negotiated, "" before */
+    const struct cordon_host_v1 *host; /* for debug logs of each call; may be NULL */
+};
+
+/* Check and copy the socket path (absolute, at most DK_SOCKET_MAX bytes). */
+int dk_engine_init(struct dk_engine *e, const char *socket, struct cordon_error *err);
+
+/* Choose the API version: the daemon's own if it is older than ours, the
+ * daemon's oldest if it dropped ours, refused when older than the oldest
+ * we speak. GET /_ping answers the daemon's version in a header; GET
+ * /version (slower: it asks containerd and the runtime) is used when the
+ * daemon is newer than us or when ret_server (64 bytes, optional) wants
+ * the daemon's release. */
+int dk_engine_negotiate(struct dk_engine *e, char *ret_server, struct cordon_error *err);
+
+/* One HTTP connection to the daemon, reused by the calls made through it.
+ * Not shared between threads. */
+struct dk_conn;
+int dk_conn_open(const struct dk_engine *e, struct dk_conn **ret_conn, struct cordon_error *err);
+void dk_conn_close(struct dk_conn *conn);
+
+/* One request. path is the part after the API version ("/containers/json?all=1"),
+ * with its query already escaped. */
+struct dk_req {
+    const char *method;        /* GET, POST, PUT, DELETE, HEAD */
+    const char *path;
+    bool unversioned;          /* /_ping, /version */
+    const char *json;          /* request body (application/json) or NULL */
+    int upload_fd;             /* >= 0: a tar body of upload_len bytes read from it */
+    uint64_t upload_len;
+    int download_fd;           /* >= 0: a 2xx body goes to it, at most max_bytes */
+    uint64_t max_bytes;        /* bound of the body (0: DK_REPLY_MAX) */
+    long timeout_ms;           /* 0: the default of 120 s */
+};
+void dk_req_init(struct dk_req *rq, const char *method, const char *path);
+
+/* A reply: the status, the daemon's API-Version header and (unless
+ * downloaded) the body, NUL-terminated. */
+struct dk_reply {
+    long status;
+    char api_version[16];
+    char *body;
+    size_t len;
+};
+void dk_reply_clear(struct dk_reply *reply);
+
+/* Send rq and read the reply. Returns 0 when the daemon answered, whatever
+ * the status; CORDON_E_UNAVAILABLE (naming the socket) when it could not be
+ * reached; CORDON_E_LIMIT when the body passed its bound. */
+int dk_conn_call(struct dk_conn *conn, const struct dk_req *rq, struct dk_reply *ret,
+                 struct cordon_error *err);
+
+/* The error of a non-2xx reply: 400 invalid, 404 not found, 409 exists,
+ * else provider; the message is "what: the daemon answered N: message". */
+int dk_reply_error(const struct dk_reply *reply, const char *what, struct cordon_error *err);
+
+/*
+ * A JSON call: send, then on 2xx parse the body (when ret_json is not NULL;
+ * an empty body gives NULL), else fail with dk_reply_error. ret_status
+ * (optional) is written in every case the daemon answered, so that a
+ * caller can treat 404 as "already gone".
+ */
+int dk_api(struct dk_conn *conn, const char *method, const char *path, const char *body,
+           const char *what, long *ret_status, cJSON **ret_json, struct cordon_error *err);
+
+/* URL-escape s for a query parameter; malloc'd. */
+char *dk_escape(const char *s);
+
+/* An attached (hijacked) stream: the HTTP exchange is done, the socket
+ * carries the process's multiplexed stdio both ways. */
+struct dk_stream {
+    void *curl;                /* CURL *, owns the socket */
+    const char *socket;        /* the engine's, for messages */
+    int fd;
+    char *pending;             /* stream bytes read together with the headers */
+    size_t pending_len;
+};
+/* POST path with body and "Upgrade: tcp"; accept 101 or 200. */
+int dk_stream_open(const struct dk_engine *e, const char *path, const char *body,
+                   struct dk_stream *ret, struct cordon_error *err);
+void dk_stream_close(struct dk_stream *s);
+/* Non-blocking reads and writes: 0 with *ret_n bytes (0 and *ret_eof on
+ * end of stream), 1 when the socket would block, or a negative code. */
+int dk_stream_recv(struct dk_stream *s, void *buf, size_t len, size_t *ret_n, bool *ret_eof,
+                   struct cordon_error *err);
+int dk_stream_send(struct dk_stream *s, const void *buf, size_t len, size_t *ret_n,
+                   struct cordon_error *err);
+
+/* ---- docker.c: config and resource -------------------------------------- */
+
+struct dk_config {
+    char socket[DK_SOCKET_MAX + 1];
+    char *image;               /* NULL: none configured */
+    char *runtime;             /* NULL: the daemon's default runtime */
+    uid_t uid;                 /* the sandbox user */
+    gid_t gid;
+    bool allow_unpinned;
+};
+
+struct cordon_resource {
+    const struct cordon_host_v1 *host;
+    struct dk_config cfg;
+    struct dk_engine engine;
+    char *spool_dir;           /* where import/export spool their streams */
+};
+
+/* The six limits of a spec. */
+struct dk_limits {
+    double cpus;
+    uint64_t memory_bytes, disk_bytes, pids, runtime_ms, max_output_bytes;
+};
+
+/* One execution's state, parsed back from the state JSON provision wrote. */
+struct dk_state {
+    cJSON *doc;                /* owns the strings below */
+    const char *execution_id;
+    const char *container_id;  /* 64 hex digits */
+    uid_t uid;
+    gid_t gid;
+    bool code_layout;
+    struct dk_limits limits;
+    uint64_t expires_at_ms;
+};
+
+/* CORDON_E_NOMEM with "what: out of memory". */
+int dk_nomem(struct cordon_error *err, const char *what);
+/* Parse text (at most max bytes) as a JSON object. */
+int dk_parse_object(const char *field, const char *text, size_t max, cJSON **ret,
+                    struct cordon_error *err);
+/* Print doc compactly into a buffer from host->alloc. */
+int dk_print_for_host(const struct cordon_host_v1 *host, const cJSON *doc, char **ret,
+                      struct cordon_error *err);
+/* A whole JSON number in min..max (and below 2^53). */
+int dk_json_u64(const cJSON *item, const char *field, uint64_t min, uint64_t max, uint64_t *ret,
+                struct cordon_error *err);
+/* [A-Za-z0-9][A-Za-z0-9_.-]{0,63}. */
+int dk_check_execution_id(const char *field, const char *id, struct cordon_error *err);
+/* An image reference: NAME@sha256:<64 hex> or sha256:<64 hex> (pinned), or
+ * any other reference when allow_unpinned. */
+int dk_image_check(const char *field, const char *ref, bool allow_unpinned, bool *ret_pinned,
+                   struct cordon_error *err);
+/* An object of at most 128 strings under names [A-Za-z_][A-Za-z0-9_]*. */
+int dk_env_object_check(const cJSON *obj, const char *field, struct cordon_error *err);
+
+/* ---- container.c: provision and state ------------------------------------- */
+
+/* The vtable's provision (provider.h): create, read back, start, lay out. */
+int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
+                 struct cordon_error *err);
+/* full: every field; otherwise only the ids (terminate works from any state). */
+int dk_state_parse(const char *json, bool full, struct dk_state *ret, struct cordon_error *err);
+void dk_state_clear(struct dk_state *st);
+/* Remove the container (force, with its anonymous volumes) and wait until
+ * the daemon no longer knows it; gone already is success. */
+int dk_container_remove(struct dk_conn *conn, const char *container_id, struct cordon_error *err);
+/* Remove every container and volume labelled with execution_id and this host. */
+int dk_remove_labelled(struct dk_conn *conn, const struct cordon_resource *res,
+                       const char *execution_id, struct cordon_error *err);
+
+/* The execution ids labelled on this host's containers and volumes, as a
+ * JSON array (cJSON_Delete). */
+int dk_list_labelled(struct dk_conn *conn, const struct cordon_resource *res, cJSON **ret_ids,
+                     struct cordon_error *err);
+
+/* ---- exec.c --------------------------------------------------------------- */
+
+/* The vtable's exec (provider.h): the attached exec stream, cancel_fd
+ * removing the whole container, the exit code or OOM read back. */
+int dk_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
+            const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err);
+
+/* ---- archive.c -------------------------------------------------------------- */
+
+/* How an import's entries are owned: everything by the sandbox user, except
+ * (layout "code") what lies under source/, which is root's and read-only. */
+struct dk_import_policy {
+    const char *prefix;        /* the normalised destination, "" for the root */
+    bool code_layout;
+    uid_t uid;
+    gid_t gid;
+    uint64_t max_bytes;        /* sum of regular files' sizes */
+    uint64_t max_entries;
+};
+
+/*
+ * Rewrite a tar stream read from in_fd for the daemon into out_fd. First
+ * the sdk's own check (cordon_tar_filter_fd, the rules of every extraction:
+ * no absolute names or "..", no hardlinks, no symlink that is absolute or
+ * leaves the destination and none at all inside source/, no devices, FIFOs,
+ * sockets or setuid/setgid bits, the byte and entry limits) writes a clean
+ * stream into checked_fd (a spool); then every entry gets the prefix and
+ * its owners, and every directory on the way gets an explicit entry before
+ * what it holds, so that the daemon (told noOverwriteDirNonDir) refuses
+ * rather than follows a symlink the sandbox planted where a directory
+ * should be.
+ */
+int dk_tar_import_filter(int in_fd, int checked_fd, int out_fd,
+                         const struct dk_import_policy *policy, struct cordon_error *err);
+/*
+ * Rewrite the daemon's archive into out_fd for the host: only the entries
+ * below root (a path inside the daemon's stream, which must be a directory
+ * there: a symlink or file in its place is refused, its absence is
+ * CORDON_E_NOT_FOUND), named relative to it. Only permission bits travel
+ * (setuid/setgid stripped); hardlinks, devices, FIFOs and sockets are
+ * refused; symlinks pass as links, never followed. Bounded by limits.
+ */
+int dk_tar_export_filter(int in_fd, int out_fd, const char *root,
+                         const struct cordon_tar_limits *limits, struct cordon_error *err);
+/* A tar stream of directories (each path's parents must come first) with
+ * the given owner and mode. */
+int dk_tar_dirs(int out_fd, const char *const *paths, const uid_t *uids, const gid_t *gids,
+                const mode_t *modes, size_t n, struct cordon_error *err);
+
+/* An anonymous read-write file in res->spool_dir (O_TMPFILE), for streams. */
+int dk_spool_open(const struct cordon_resource *res, int *ret_fd, struct cordon_error *err);
+/* PUT the tar in fd (from offset 0, len bytes) at /workspace, telling the
+ * daemon never to replace a directory by a non-directory or the reverse. */
+int dk_archive_put(struct dk_conn *conn, const char *container_id, int fd, uint64_t len,
+                   struct cordon_error *err);
+
+/* The vtable's import_tar and export_tar (provider.h), through spools and
+ * the filters above. */
+int dk_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
+                  int tar_fd, struct cordon_error *err);
+int dk_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
+                  int tar_fd, struct cordon_error *err);
+
+#endif

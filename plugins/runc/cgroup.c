@@ -1,0 +1,242 @@
+/*
+ * runc provider: the cgroup side of an execution. The runtime creates the
+ * cgroups from config.json; we read every limit back from the kernel's own
+ * files before any code runs (fail closed), count OOM kills, and remove
+ * what the runtime leaves behind. v1 (one hierarchy per controller under
+ * /sys/fs/cgroup) and v2 (unified) are both handled.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugins/runc/runc.h"
+
+#define CGROUP_ROOT "/sys/fs/cgroup"
+#define CGROUP2_MAGIC 0x63677270
+#define TEXT_MAX 4096
+#define RETRY_MS 10
+
+int runc__cgroup_version(void)
+{
+    struct statfs sf;
+
+    return statfs(CGROUP_ROOT, &sf) == 0 && sf.f_type == CGROUP2_MAGIC ? 2 : 1;
+}
+
+bool runc__cgroup_has_memsw(int version)
+{
+    return version == 2 || access(CGROUP_ROOT "/memory/memory.memsw.limit_in_bytes", F_OK) == 0;
+}
+
+/* The file of a controller's cgroup for the execution; v2 ignores ctrl. */
+static void cg_file(int version, const char *ctrl, const char *id, const char *file, char *buf,
+                    size_t size)
+{
+    if (version == 2)
+        snprintf(buf, size, CGROUP_ROOT RUNC_CGROUP_PARENT "/%s/%s", id, file);
+    else
+        snprintf(buf, size, CGROUP_ROOT "/%s" RUNC_CGROUP_PARENT "/%s/%s", ctrl, id, file);
+}
+
+/* A small kernel file, NUL-terminated, trailing newline removed; false if unreadable. */
+static bool read_text(const char *path, char *buf, size_t size)
+{
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return false;
+    do
+        n = read(fd, buf, size - 1);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n < 0)
+        return false;
+    buf[n] = '\0';
+    while (n > 0 && buf[n - 1] == '\n')
+        buf[--n] = '\0';
+    return true;
+}
+
+/* The number after "key " on a line of a flat-keyed file (memory.events). */
+static bool keyed_value(const char *text, const char *key, uint64_t *ret)
+{
+    size_t klen = strlen(key);
+
+    for (const char *line = text; line != NULL && *line != '\0';) {
+        if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
+            *ret = strtoull(line + klen + 1, NULL, 10);
+            return true;
+        }
+        line = strchr(line, '\n');
+        line = line != NULL ? line + 1 : NULL;
+    }
+    return false;
+}
+
+/* One limit: the file must read exactly want. */
+static int expect(int version, const char *ctrl, const char *id, const char *file,
+                  const char *what, const char *want, struct cordon_error *err)
+{
+    char path[512], got[TEXT_MAX];
+
+    cg_file(version, ctrl, id, file, path, sizeof(path));
+    if (!read_text(path, got, sizeof(got)))
+        return cordon_error_set(err, CORDON_E_UNSAFE, errno,
+                                "%s: the limit is not in place (%s: %s); refusing to run "
+                                "without it", what, path, strerror(errno));
+    if (strcmp(got, want) != 0)
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "%s: %s reads \"%.64s\", not the requested \"%s\"; refusing to "
+                                "run without the limit", what, path, got, want);
+    return 0;
+}
+
+bool runc__cgroup_holds(int version, const char *execution_id, pid_t pid)
+{
+    char path[64], text[TEXT_MAX], want[160];
+
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+    if (!read_text(path, text, sizeof(text)))
+        return false;
+    /* v1 lines are "N:pids:/path", the unified one "0::/path". */
+    snprintf(want, sizeof(want), "%s:" RUNC_CGROUP_PARENT "/%s", version == 2 ? "0:" : ":pids",
+             execution_id);
+    for (char *line = text; line != NULL && *line != '\0';) {
+        char *end = strchr(line, '\n');
+        char *at = strstr(line, want);
+
+        if (end != NULL)
+            *end = '\0';
+        /* The match must end the line: "/cordon/a" is not "/cordon/ab". */
+        if (at != NULL && at[strlen(want)] == '\0' && (version == 2 ? at == line : true))
+            return true;
+        line = end != NULL ? end + 1 : NULL;
+    }
+    return false;
+}
+
+int runc__cgroup_verify(int version, const char *execution_id, pid_t pid,
+                        const struct runc_limits *limits, bool swap, struct cordon_error *err)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    /* The kernel keeps memory limits in whole pages, rounded down. */
+    uint64_t mem = limits->memory_bytes / page * page;
+    char want_mem[32], want_pids[32], want_quota[32], want_period[32], want_cpu[64];
+    int r;
+
+    snprintf(want_mem, sizeof(want_mem), "%" PRIu64, mem);
+    snprintf(want_pids, sizeof(want_pids), "%" PRIu64, limits->pids);
+    snprintf(want_quota, sizeof(want_quota), "%" PRIu64, runc__cpu_quota_us(limits->cpus));
+    snprintf(want_period, sizeof(want_period), "%u", RUNC_CPU_PERIOD_US);
+    snprintf(want_cpu, sizeof(want_cpu), "%s %s", want_quota, want_period);
+    if (version == 2) {
+        /* memory.swap.max is swap beyond memory: 0 when swap equals memory. */
+        r = expect(2, NULL, execution_id, "memory.max", "memory_bytes", want_mem, err);
+        if (r == 0 && swap)
+            r = expect(2, NULL, execution_id, "memory.swap.max", "memory_bytes (swap)", "0", err);
+        if (r == 0)
+            r = expect(2, NULL, execution_id, "pids.max", "pids", want_pids, err);
+        if (r == 0)
+            r = expect(2, NULL, execution_id, "cpu.max", "cpus", want_cpu, err);
+    } else {
+        r = expect(1, "memory", execution_id, "memory.limit_in_bytes", "memory_bytes", want_mem,
+                   err);
+        if (r == 0 && swap)
+            r = expect(1, "memory", execution_id, "memory.memsw.limit_in_bytes",
+                       "memory_bytes (memory+swap)", want_mem, err);
+        if (r == 0)
+            r = expect(1, "pids", execution_id, "pids.max", "pids", want_pids, err);
+        if (r == 0)
+            r = expect(1, "cpu", execution_id, "cpu.cfs_quota_us", "cpus (quota)", want_quota, err);
+        if (r == 0)
+            r = expect(1, "cpu", execution_id, "cpu.cfs_period_us", "cpus (period)", want_period,
+                       err);
+    }
+    if (r == 0 && !runc__cgroup_holds(version, execution_id, pid))
+        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                             "cgroup: the container's init (pid %d) is not in cgroup "
+                             RUNC_CGROUP_PARENT "/%s; its limits would not apply",
+                             (int)pid, execution_id);
+    return r;
+}
+
+uint64_t runc__cgroup_oom_kills(int version, const char *execution_id)
+{
+    char path[512], text[TEXT_MAX];
+    uint64_t n = 0;
+
+    cg_file(version, "memory", execution_id, version == 2 ? "memory.events" : "memory.oom_control",
+            path, sizeof(path));
+    if (read_text(path, text, sizeof(text)))
+        keyed_value(text, "oom_kill", &n);
+    return n;
+}
+
+bool runc__cgroup_empty(int version, const char *execution_id)
+{
+    char path[512], text[64];
+
+    cg_file(version, "pids", execution_id, "cgroup.procs", path, sizeof(path));
+    return !read_text(path, text, sizeof(text)) || text[0] == '\0';
+}
+
+static void pause_ms(unsigned ms)
+{
+    struct timespec ts = { 0, (long)ms * 1000000L };
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* rmdir one cgroup directory, retrying while its last processes exit. */
+static int remove_dir(const char *path, unsigned timeout_ms, struct cordon_error *err)
+{
+    for (unsigned waited = 0;; waited += RETRY_MS) {
+        if (rmdir(path) == 0 || errno == ENOENT || errno == ENOTDIR)
+            return 0;
+        if (errno != EBUSY || waited >= timeout_ms)
+            return cordon_error_set(err, CORDON_E_IO, errno, "cgroup: cannot remove %s: %s",
+                                    path, strerror(errno));
+        pause_ms(RETRY_MS);
+    }
+}
+
+int runc__cgroup_remove(int version, const char *execution_id, unsigned timeout_ms,
+                        struct cordon_error *err)
+{
+    char path[512];
+    struct dirent *de;
+    DIR *dir;
+    int r = 0;
+
+    if (version == 2) {
+        snprintf(path, sizeof(path), CGROUP_ROOT RUNC_CGROUP_PARENT "/%s", execution_id);
+        return remove_dir(path, timeout_ms, err);
+    }
+    /* Every hierarchy the runtime may have used, named ones included. */
+    dir = opendir(CGROUP_ROOT);
+    if (dir == NULL)
+        return cordon_error_set(err, CORDON_E_IO, errno, "cgroup: %s: %s", CGROUP_ROOT,
+                                strerror(errno));
+    while ((de = readdir(dir)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), CGROUP_ROOT "/%s" RUNC_CGROUP_PARENT "/%s", de->d_name,
+                 execution_id);
+        if (r == 0)
+            r = remove_dir(path, timeout_ms, err);
+        else
+            remove_dir(path, 0, NULL);
+    }
+    closedir(dir);
+    return r;
+}

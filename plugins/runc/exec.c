@@ -1,0 +1,466 @@
+/*
+ * runc provider: exec. `runtime exec` with --user, --cwd and --env, under
+ * `cordon-init --exec` (the command's process group ends with it), started
+ * by the sdk's runner in pass-through mode: the host's stdout and stderr
+ * descriptors are the runtime's, and the host bounds them. On cancel the
+ * container's init is killed, which ends the whole execution.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/openat2.h>
+
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/host.h>
+#include <cordon/sdk/path.h>
+#include <cordon/sdk/runner.h>
+
+#include "plugins/runc/runc.h"
+
+#define REQUEST_MAX (4u << 20)
+#define ARGV_MAX 256u
+#define ARGS_TOTAL_MAX (1u << 20)      /* argv + env flags of runtime exec, below ARG_MAX */
+#define BACKSTOP_SLACK_MS 1000u        /* lets the host's own clock fire first */
+#define SIGNAL_EXIT_BASE 128           /* runtime exec exits 128+N for a signal N */
+
+/* The argv of `runtime exec`, built up with its strings owned here. */
+struct xargv {
+    char **v;
+    size_t n, cap, bytes;
+};
+
+static void xargv_clear(struct xargv *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        free(a->v[i]);
+    free(a->v);
+    memset(a, 0, sizeof(*a));
+}
+
+static int xargv_add(struct xargv *a, const char *s, struct cordon_error *err)
+{
+    char *copy;
+
+    a->bytes += strlen(s) + 1;
+    if (a->bytes > ARGS_TOTAL_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "exec: argv and environment exceed %u bytes", ARGS_TOTAL_MAX);
+    if (a->n + 2 > a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 64;
+        char **grown = reallocarray(a->v, cap, sizeof(*grown));
+
+        if (grown == NULL)
+            return runc__nomem(err, "exec");
+        a->v = grown;
+        a->cap = cap;
+    }
+    copy = strdup(s);
+    if (copy == NULL)
+        return runc__nomem(err, "exec");
+    a->v[a->n++] = copy;
+    a->v[a->n] = NULL;
+    return 0;
+}
+
+static int xargv_env(struct xargv *a, const char *name, const char *value,
+                     struct cordon_error *err)
+{
+    char *pair = NULL;
+    int r;
+
+    if (asprintf(&pair, "%s=%s", name, value) < 0)
+        return runc__nomem(err, "env");
+    r = xargv_add(a, "--env", err);
+    if (r == 0)
+        r = xargv_add(a, pair, err);
+    free(pair);
+    return r;
+}
+
+/* The value PATH will have inside: the last PATH of the objects given. */
+static const char *final_path(const cJSON *const *objs, size_t n)
+{
+    const char *path = RUNC_DEFAULT_PATH;
+
+    for (size_t i = 0; i < n; i++) {
+        const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(objs[i], "PATH"));
+
+        if (v != NULL)
+            path = v;
+    }
+    return path;
+}
+
+/* Whether path names an executable regular file inside the container,
+ * resolved as the container would (RESOLVE_IN_ROOT); nothing is read. */
+static bool exists_inside(int root_fd, const char *path)
+{
+    struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+                            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+    struct stat st;
+    int fd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+    bool ok;
+
+    if (fd < 0)
+        return errno == ENOSYS; /* no openat2: let the runtime decide */
+    ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0;
+    close(fd);
+    return ok;
+}
+
+/* argv[0] as execvp inside would find it; CORDON_E_NOT_FOUND otherwise. */
+static int program_check(int root_fd, const char *argv0, const char *cwd, const char *path,
+                         struct cordon_error *err)
+{
+    char cand[RUNC_PATH_MAX + CORDON_PATH_MAX + 32];
+
+    if (strlen(argv0) > CORDON_PATH_MAX)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "argv[0]: longer than %d bytes", CORDON_PATH_MAX);
+    if (strchr(argv0, '/') != NULL) {
+        snprintf(cand, sizeof(cand), "%s%s%s", argv0[0] == '/' ? "" : cwd,
+                 argv0[0] == '/' ? "" : "/", argv0);
+        if (exists_inside(root_fd, cand))
+            return 0;
+        return cordon_error_set(err, CORDON_E_NOT_FOUND, ENOENT,
+                                "argv[0]: program not found inside the sandbox (%.200s)", argv0);
+    }
+    for (const char *p = path; *p != '\0';) {
+        const char *end = strchrnul(p, ':');
+        size_t n = (size_t)(end - p);
+
+        if (n > 0 && p[0] == '/' && n < RUNC_PATH_MAX) {
+            snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, p, argv0);
+            if (exists_inside(root_fd, cand))
+                return 0;
+        }
+        p = *end == ':' ? end + 1 : end;
+    }
+    return cordon_error_set(err, CORDON_E_NOT_FOUND, ENOENT,
+                            "argv[0]: program not found in PATH inside the sandbox (%.200s, "
+                            "PATH=%.200s)", argv0, path);
+}
+
+/* The parts of a request, with the runtime's argv built from them. */
+struct request {
+    cJSON *doc;
+    struct xargv argv;       /* runtime ... exec ... <id> argv... */
+    char *cwd;               /* absolute inside the container */
+    uint64_t timeout_ms;
+};
+
+static void request_clear(struct request *rq)
+{
+    cJSON_Delete(rq->doc);
+    xargv_clear(&rq->argv);
+    free(rq->cwd);
+    memset(rq, 0, sizeof(*rq));
+}
+
+/* workspace_env: each name gets /workspace/<rel>, created when missing. */
+static int request_workspace_env(const struct runc_state *st, int ws_fd, const cJSON *wenv,
+                                 struct xargv *a, struct cordon_error *err)
+{
+    const cJSON *item;
+    int r = runc__env_check(wenv, "workspace_env", err);
+
+    cJSON_ArrayForEach(item, wenv) {
+        char field[RUNC_ENV_NAME_MAX + 32], *norm = NULL, *value = NULL;
+        int dfd;
+
+        if (r < 0)
+            break;
+        snprintf(field, sizeof(field), "workspace_env.%s", item->string);
+        r = cordon_path_normalize_dir(field, item->valuestring, &norm, err);
+        /* Never create the user's directories inside read-only source/. */
+        if (r == 0)
+            r = runc__ws_walk(ws_fd, field, norm, true,
+                              !(st->code_layout && cordon_path_is_under(norm, "source")), st->uid,
+                              st->gid, &dfd, err);
+        if (r == 0) {
+            close(dfd);
+            if (asprintf(&value, "/workspace%s%s", norm[0] ? "/" : "", norm) < 0)
+                value = NULL;
+            r = value != NULL ? xargv_env(a, item->string, value, err) : runc__nomem(err, field);
+        }
+        free(value);
+        free(norm);
+    }
+    return r;
+}
+
+static int request_parse(const struct cordon_resource *res, const struct runc_state *st,
+                         int root_fd, int ws_fd, const char *json, const char *log_path,
+                         struct request *ret, struct cordon_error *err)
+{
+    struct request rq = { 0 };
+    const cJSON *argv, *item, *env = NULL, *wenv, *envs[2];
+    char user[32], *norm = NULL;
+    size_t n;
+    int fd, r;
+
+    if ((r = runc__parse_json("request", json, REQUEST_MAX, &rq.doc, err)) < 0)
+        goto out;
+    argv = cJSON_GetObjectItemCaseSensitive(rq.doc, "argv");
+    n = cJSON_IsArray(argv) ? (size_t)cJSON_GetArraySize(argv) : 0;
+    if (n == 0 || n > ARGV_MAX) {
+        r = cordon_error_set(err, n == 0 ? CORDON_E_INVALID : CORDON_E_LIMIT, 0,
+                             "argv: must be an array of 1 to %u strings", ARGV_MAX);
+        goto out;
+    }
+    n = 0;
+    cJSON_ArrayForEach(item, argv) {
+        size_t len = cJSON_IsString(item) ? strlen(item->valuestring) : 0;
+
+        if (!cJSON_IsString(item) || len > RUNC_ARG_BYTES_MAX || (n == 0 && len == 0)) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "argv[%zu]: must be a string of at most %u bytes (argv[0] "
+                                 "non-empty)", n, RUNC_ARG_BYTES_MAX);
+            goto out;
+        }
+        n++;
+    }
+
+    /* cwd must already be a directory inside the workspace. */
+    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "cwd");
+    if (item != NULL && !cJSON_IsNull(item) && !cJSON_IsString(item)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "cwd: must be a relative path");
+        goto out;
+    }
+    r = cordon_path_normalize_dir("cwd", cJSON_IsString(item) ? item->valuestring : "", &norm,
+                                  err);
+    if (r == 0)
+        r = runc__ws_walk(ws_fd, "cwd", norm, false, false, 0, 0, &fd, err);
+    if (r < 0)
+        goto out;
+    close(fd);
+    if (asprintf(&rq.cwd, "/workspace%s%s", norm[0] ? "/" : "", norm) < 0) {
+        rq.cwd = NULL;
+        r = runc__nomem(err, "cwd");
+        goto out;
+    }
+    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "timeout_ms");
+    if (item != NULL && !cJSON_IsNull(item) &&
+        (r = runc__json_u64(item, "timeout_ms", 0, (uint64_t)RUNC_JSON_INT_MAX, &rq.timeout_ms,
+                            err)) < 0)
+        goto out;
+
+    snprintf(user, sizeof(user), "%u:%u", (unsigned)st->uid, (unsigned)st->gid);
+    {
+        const char *head[] = { res->runtime, "--root", res->cfg.root, "--log", log_path,
+                               "--log-format", "json", "exec", "--user", user, "--cwd", rq.cwd };
+
+        for (size_t i = 0; i < sizeof(head) / sizeof(head[0]) && r == 0; i++)
+            r = xargv_add(&rq.argv, head[i], err);
+    }
+    /* The spec's environment, then the request's, then workspace paths:
+     * the runtime appends them to config.json's PATH, a later name wins. */
+    env = cJSON_GetObjectItemCaseSensitive(rq.doc, "env");
+    if (r == 0 && env != NULL && !cJSON_IsNull(env))
+        r = runc__env_check(env, "env", err);
+    else
+        env = NULL;
+    envs[0] = st->environment;
+    envs[1] = env;
+    for (size_t k = 0; k < 2 && r == 0; k++) {
+        const cJSON *e;
+
+        cJSON_ArrayForEach(e, envs[k]) {
+            if ((r = xargv_env(&rq.argv, e->string, e->valuestring, err)) < 0)
+                break;
+        }
+    }
+    wenv = cJSON_GetObjectItemCaseSensitive(rq.doc, "workspace_env");
+    if (r == 0 && wenv != NULL && !cJSON_IsNull(wenv))
+        r = request_workspace_env(st, ws_fd, wenv, &rq.argv, err);
+    if (r == 0)
+        r = program_check(root_fd, cJSON_GetArrayItem(argv, 0)->valuestring, rq.cwd,
+                          final_path(envs, 2), err);
+    /* cordon-init --exec ends the command's process group when it exits,
+     * as the host's runner does: a background child cannot hold the
+     * runtime's exec open on its output. */
+    if (r == 0)
+        r = xargv_add(&rq.argv, st->id, err);
+    if (r == 0)
+        r = xargv_add(&rq.argv, RUNC_INIT_IN_CONTAINER, err);
+    if (r == 0)
+        r = xargv_add(&rq.argv, "--exec", err);
+    cJSON_ArrayForEach(item, argv) {
+        if (r == 0)
+            r = xargv_add(&rq.argv, item->valuestring, err);
+    }
+    if (r < 0)
+        goto out;
+    *ret = rq;
+    memset(&rq, 0, sizeof(rq));
+out:
+    free(norm);
+    request_clear(&rq);
+    return r;
+}
+
+/* A runtime failure logged by `exec` (not the program's own exit 255). */
+static int exec_log_error(const char *bundle, const char *log_name, struct cordon_error *err)
+{
+    char *text = NULL, msg[320];
+    size_t len;
+    int dfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
+
+    if (dfd < 0 || cordon_fs_read_file(dfd, log_name, RUNC_LOG_MAX, &text, &len, NULL) != 0) {
+        if (dfd >= 0)
+            close(dfd);
+        return 0;
+    }
+    close(dfd);
+    if (strstr(text, "\"level\":\"error\"") != NULL ||
+        strstr(text, "\"level\":\"fatal\"") != NULL) {
+        runc__cmd_message(text, msg, sizeof(msg));
+        r = cordon_error_set(err,
+                             strstr(msg, "executable file not found") != NULL ||
+                                     strstr(msg, "no such file or directory") != NULL
+                                 ? CORDON_E_NOT_FOUND : CORDON_E_PROVIDER,
+                             0, "exec: the runtime failed: %s", msg);
+    }
+    free(text);
+    return r;
+}
+
+static int exec_result(const struct cordon_host_v1 *host, const char *status, int code, int sig,
+                       bool backstop, char **ret, struct cordon_error *err)
+{
+    cJSON *doc = cJSON_CreateObject();
+    bool ok = doc != NULL && cJSON_AddStringToObject(doc, "status", status) != NULL;
+    int r;
+
+    if (ok && strcmp(status, "exited") == 0)
+        ok = cJSON_AddNumberToObject(doc, "exit_code", code) != NULL;
+    if (ok && sig > 0)
+        ok = cJSON_AddNumberToObject(doc, "signal", sig) != NULL;
+    if (ok && backstop)
+        ok = cJSON_AddBoolToObject(doc, "backstop_timeout", true) != NULL;
+    r = ok ? runc__print_host(host, doc, ret, err) : runc__nomem(err, "result");
+    cJSON_Delete(doc);
+    return r;
+}
+
+int runc__exec(struct cordon_resource *res, const char *state_json, const char *request_json,
+               const struct cordon_exec_io *io, char **ret_result_json,
+               struct cordon_error *err)
+{
+    struct runc_state st = { 0 };
+    struct request rq = { 0 };
+    struct cordon_runner_opts opts;
+    struct cordon_exec_outcome o = { 0 };
+    const char *kill_args[] = { "kill", "--all", NULL, "KILL", NULL };
+    char log_path[RUNC_PATH_MAX + 64] = "", log_name[32], hex[13];
+    uint64_t now, timeout, oom_before;
+    int pidfd = -1, root_fd = -1, ws_fd = -1, null_fd = -1, r;
+
+    if (res == NULL || io == NULL || ret_result_json == NULL ||
+        io->struct_size < CORDON_EXEC_IO_V1_0_SIZE)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "exec: resource, io (struct_size >= %zu) and ret_result_json "
+                                "required", (size_t)CORDON_EXEC_IO_V1_0_SIZE);
+    if ((r = runc__state_parse(res, state_json, true, &st, err)) < 0)
+        goto out;
+    now = cordon_now_wall_ms();
+    if (st.expires_at_ms <= now) {
+        r = cordon_error_set(err, CORDON_E_TIMEOUT, 0,
+                             "expires_at_ms: the execution expired %" PRIu64 " ms ago",
+                             now - st.expires_at_ms);
+        goto out;
+    }
+    if ((r = runc__init_pin(res, st.id, st.pid, &pidfd, err)) < 0 ||
+        (r = runc__init_root(pidfd, st.pid, st.id, &root_fd, err)) < 0 ||
+        (r = runc__workspace_open(root_fd, &ws_fd, err)) < 0 ||
+        (r = runc__random_hex(hex, 6, err)) < 0)
+        goto out;
+    snprintf(log_name, sizeof(log_name), "exec-%s.log", hex);
+    snprintf(log_path, sizeof(log_path), "%s/%s", st.bundle, log_name);
+    if ((r = request_parse(res, &st, root_fd, ws_fd, request_json, log_path, &rq, err)) < 0)
+        goto out;
+
+    /* A backstop only: the host keeps the clock and fires cancel_fd. */
+    timeout = st.expires_at_ms - now;
+    if (rq.timeout_ms != 0 && rq.timeout_ms + BACKSTOP_SLACK_MS < timeout)
+        timeout = rq.timeout_ms + BACKSTOP_SLACK_MS;
+    if (io->stdout_fd < 0 || io->stderr_fd < 0) {
+        null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null_fd < 0) {
+            r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
+            goto out;
+        }
+    }
+    oom_before = runc__cgroup_oom_kills(res->cgroup_version, st.id);
+    cordon_runner_opts_init(&opts);
+    opts.argv = (const char *const *)rq.argv.v;
+    {
+        static const char *const envp[] = { RUNC_RUNTIME_ENV_PATH, NULL };
+
+        opts.envp = envp;
+    }
+    /* Pass-through: the sandbox writes into the host's fds via the runtime. */
+    opts.stdin_fd = io->stdin_fd;
+    opts.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : null_fd;
+    opts.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_fd;
+    opts.timeout_ms = timeout;
+    opts.cancel_fd = io->cancel_fd;
+    r = cordon_runner_run(&opts, &o, err);
+    if (r < 0)
+        goto out;
+
+    if (o.status == CORDON_RUN_CANCELLED || o.status == CORDON_RUN_TIMEOUT) {
+        /* The runtime's exec was killed; the process inside (in a session
+         * of its own) was not. The whole execution ends now. */
+        if (!runc__init_kill(pidfd)) {
+            struct runc_cmd_result c;
+
+            kill_args[2] = st.id;
+            if (runc__runtime_cmd(res, kill_args, &c, NULL) == 0)
+                runc__cmd_result_clear(&c);
+        }
+        r = o.status == CORDON_RUN_CANCELLED
+                ? exec_result(res->host, "cancelled", 0, 0, false, ret_result_json, err)
+                : exec_result(res->host, "signaled", 0, SIGKILL, true, ret_result_json, err);
+    } else if (o.status == CORDON_RUN_EXITED) {
+        int code = o.exit_code;
+        bool oom = runc__cgroup_oom_kills(res->cgroup_version, st.id) > oom_before;
+
+        if (code == 255 && (r = exec_log_error(st.bundle, log_name, err)) < 0)
+            goto out;
+        if (oom && code == SIGNAL_EXIT_BASE + SIGKILL)
+            r = exec_result(res->host, "oom", 0, SIGKILL, false, ret_result_json, err);
+        else if (code > SIGNAL_EXIT_BASE && code <= SIGNAL_EXIT_BASE + 64)
+            r = exec_result(res->host, "signaled", 0, code - SIGNAL_EXIT_BASE, false,
+                            ret_result_json, err);
+        else
+            r = exec_result(res->host, "exited", code, 0, false, ret_result_json, err);
+    } else {
+        r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "exec: %s exec ended with status %s "
+                             "(signal %d)", res->runtime_name, cordon_run_status_name(o.status),
+                             o.signal);
+    }
+out:
+    if (log_path[0] != '\0')
+        unlink(log_path);
+    cordon_exec_outcome_clear(&o);
+    if (null_fd >= 0)
+        close(null_fd);
+    if (ws_fd >= 0)
+        close(ws_fd);
+    if (root_fd >= 0)
+        close(root_fd);
+    if (pidfd >= 0)
+        close(pidfd);
+    request_clear(&rq);
+    runc__state_clear(&st);
+    return r;
+}

@@ -1,0 +1,1253 @@
+/*
+ * runc: the isolated provider that needs no daemon (DESIGN.md §7).
+ *
+ * Drives an OCI runtime binary (runc; crun or runsc by runtime_path)
+ * through its command line with a root directory of its own (runtime.c),
+ * always through the sdk's bounded runner. One execution is one container:
+ * a bundle directory under the host's state directory holding config.json
+ * (config.c), a pinned, read-only root filesystem from the cache
+ * (rootfs.c), cordon-init as its first process, and cgroup limits read
+ * back before anything runs (cgroup.c). container.c reaches a running
+ * container (its init, its workspace) and destroys it; exec.c runs
+ * commands in it. This file holds the vtable: config, resource,
+ * provision, tar in and out, terminate, reclaim, list and probe.
+ *
+ * Nothing global: every call works from the resource (parsed config, the
+ * runtime found) and the execution's state JSON.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cordon/provider.h>
+#include <cordon/sdk/facts.h>
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/host.h>
+#include <cordon/sdk/observe.h>
+#include <cordon/sdk/path.h>
+#include <cordon/sdk/tar.h>
+
+#include "plugins/runc/runc.h"
+
+#define ROOT_DEFAULT "/run/cordon-runc"
+#define DEFAULT_UID 65532u
+#define CONFIG_MAX (64u << 10)
+#define SPEC_MAX (1u << 20)
+#define STATE_MAX (1u << 20)
+#define TAR_ENTRIES_MAX 100000u
+
+static const struct cordon_provider_v1 runc_provider;
+
+/* The six limits in the order of the spec. */
+static const char *const limit_keys[] = {
+    "cpus", "memory_bytes", "disk_bytes", "pids", "runtime_ms", "max_output_bytes",
+};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+int runc__nomem(struct cordon_error *err, const char *what)
+{
+    return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
+}
+
+int runc__parse_json(const char *field, const char *text, size_t max, cJSON **ret,
+                     struct cordon_error *err)
+{
+    size_t len;
+    cJSON *doc;
+
+    if (text == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: missing", field);
+    len = strnlen(text, max + 1);
+    if (len > max)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: longer than %zu bytes", field, max);
+    doc = cJSON_ParseWithLength(text, len);
+    if (!cJSON_IsObject(doc)) {
+        cJSON_Delete(doc);
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a JSON object", field);
+    }
+    *ret = doc;
+    return 0;
+}
+
+/* doc printed compactly into a buffer from host->alloc. */
+int runc__print_host(const struct cordon_host_v1 *host, const cJSON *doc, char **ret,
+                     struct cordon_error *err)
+{
+    char *text = cJSON_PrintUnformatted(doc), *copy;
+
+    if (text == NULL)
+        return runc__nomem(err, "result");
+    copy = cordon_host_strdup(host, text);
+    free(text);
+    if (copy == NULL)
+        return runc__nomem(err, "result");
+    *ret = copy;
+    return 0;
+}
+
+/* A whole JSON number in min..max (exact: at most 2^53). */
+int runc__json_u64(const cJSON *item, const char *field, uint64_t min, uint64_t max,
+                   uint64_t *ret, struct cordon_error *err)
+{
+    double v;
+
+    if (!cJSON_IsNumber(item))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a number", field);
+    v = item->valuedouble;
+    if (!isfinite(v) || v < 0 || v != floor(v) || v > RUNC_JSON_INT_MAX)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: must be a whole number between 0 and 2^53 (%g)", field, v);
+    if ((uint64_t)v < min || (uint64_t)v > max)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: %.0f is outside %" PRIu64
+                                "..%" PRIu64, field, v, min, max);
+    *ret = (uint64_t)v;
+    return 0;
+}
+
+static bool env_name_valid(const char *name)
+{
+    size_t len = name != NULL ? strlen(name) : 0;
+
+    if (len == 0 || len > RUNC_ENV_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+
+        if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
+            return false;
+    }
+    return true;
+}
+
+/* [A-Za-z0-9][A-Za-z0-9_.-]{0,63}: one path component, and a runtime id. */
+int runc__check_id(const char *field, const char *id, struct cordon_error *err)
+{
+    size_t i;
+
+    for (i = 0; id != NULL && id[i] != '\0' && i < 64; i++) {
+        char c = id[i];
+        bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+
+        if (!(alnum || (i > 0 && (c == '_' || c == '.' || c == '-'))))
+            break;
+    }
+    if (id == NULL || i == 0 || id[i] != '\0')
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: \"%.80s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}", field,
+                                id != NULL ? id : "");
+    return 0;
+}
+
+int runc__check_abs_path(const char *field, const char *path, struct cordon_error *err)
+{
+    size_t len = strnlen(path, RUNC_PATH_MAX + 1);
+
+    if (len > RUNC_PATH_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: longer than %u bytes", field,
+                                RUNC_PATH_MAX);
+    if (path[0] != '/' || len < 2 || path[len - 1] == '/')
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: \"%s\" must be an absolute path other than /", field, path);
+    for (const char *p = path; *p != '\0'; p++) {
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: control character in \"%s\"",
+                                    field, path);
+        if (*p == '/' && (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || p[2] == '\0')) ||
+                          (p[1] == '.' && p[2] == '.' && (p[3] == '/' || p[3] == '\0'))))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "%s: \"%s\" must be normalised (no \"//\", \".\" or \"..\")",
+                                    field, path);
+    }
+    return 0;
+}
+
+int runc__mkdir_p(const char *field, const char *path, mode_t mode, struct cordon_error *err)
+{
+    char buf[RUNC_PATH_MAX + 1];
+    size_t len = strnlen(path, sizeof(buf));
+    struct stat st;
+
+    if (len >= sizeof(buf) || path[0] != '/')
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: \"%.200s\" is not an absolute "
+                                "path of at most %u bytes", field, path, RUNC_PATH_MAX);
+    memcpy(buf, path, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        bool last = i == len;
+
+        if (!last && buf[i] != '/')
+            continue;
+        buf[i] = '\0';
+        if (mkdir(buf, last ? mode : 0755) != 0 && errno != EEXIST)
+            return cordon_error_set(err, errno == EACCES ? CORDON_E_DENIED : CORDON_E_IO, errno,
+                                    "%s: cannot create %s: %s", field, buf, strerror(errno));
+        if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+            return cordon_error_set(err, CORDON_E_INVALID, errno, "%s: %s is not a directory",
+                                    field, buf);
+        if (!last)
+            buf[i] = '/';
+    }
+    return 0;
+}
+
+/* "UID:GID" in decimal, neither 0 (root) nor -1. */
+static int parse_user(const char *text, uid_t *ret_uid, gid_t *ret_gid, struct cordon_error *err)
+{
+    unsigned long long v[2];
+    const char *p = text;
+
+    for (int i = 0; i < 2; i++) {
+        char *end;
+
+        if (*p < '0' || *p > '9')
+            goto bad;
+        errno = 0;
+        v[i] = strtoull(p, &end, 10);
+        if (errno != 0 || end - p > 10 || v[i] >= 0xffffffffull || *end != (i == 0 ? ':' : '\0'))
+            goto bad;
+        p = end + 1;
+    }
+    if (v[0] == 0 || v[1] == 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "config.user: \"%s\" refused: the sandbox user and group must "
+                                "not be root (0)", text);
+    *ret_uid = (uid_t)v[0];
+    *ret_gid = (gid_t)v[1];
+    return 0;
+bad:
+    return cordon_error_set(err, CORDON_E_INVALID, 0,
+                            "config.user: \"%.64s\" must be \"UID:GID\" in decimal", text);
+}
+
+int runc__random_hex(char *buf, size_t bytes, struct cordon_error *err)
+{
+    unsigned char raw[16];
+
+    if (bytes > sizeof(raw) || getrandom(raw, bytes, 0) != (ssize_t)bytes)
+        return cordon_error_set(err, CORDON_E_IO, errno, "random: getrandom failed");
+    for (size_t i = 0; i < bytes; i++)
+        snprintf(buf + 2 * i, 3, "%02x", raw[i]);
+    return 0;
+}
+
+/* ---- config -------------------------------------------------------------- */
+
+static void config_clear(struct runc_config *cfg)
+{
+    free(cfg->runtime_path);
+    free(cfg->root);
+    free(cfg->image);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+static int config_string(const cJSON *item, char **ret, struct cordon_error *err)
+{
+    if (!cJSON_IsString(item))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "config.%s: must be a string",
+                                item->string);
+    free(*ret);
+    *ret = strdup(item->valuestring);
+    return *ret != NULL ? 0 : runc__nomem(err, "config");
+}
+
+static int config_parse(const char *json, struct runc_config *ret, struct cordon_error *err)
+{
+    struct runc_config cfg = { .uid = DEFAULT_UID, .gid = DEFAULT_UID };
+    struct runc_image img = { 0 };
+    cJSON *doc = NULL, *item;
+    int r;
+
+    r = runc__parse_json("config", json != NULL ? json : "{}", CONFIG_MAX, &doc, err);
+    if (r < 0)
+        goto out;
+    cJSON_ArrayForEach(item, doc) {
+        const char *key = item->string;
+
+        if (strcmp(key, "runtime_path") == 0)
+            r = config_string(item, &cfg.runtime_path, err);
+        else if (strcmp(key, "root") == 0)
+            r = config_string(item, &cfg.root, err);
+        else if (strcmp(key, "image") == 0)
+            r = config_string(item, &cfg.image, err);
+        else if (strcmp(key, "user") == 0)
+            r = cJSON_IsString(item) ? parse_user(item->valuestring, &cfg.uid, &cfg.gid, err)
+                                     : cordon_error_set(err, CORDON_E_INVALID, 0,
+                                                        "config.user: must be \"UID:GID\"");
+        else if (strcmp(key, "allow_unpinned") == 0 || strcmp(key, "allow_unsafe_local") == 0) {
+            /* allow_unsafe_local is the host's consent to trusted-local; it
+             * changes nothing here and is accepted for merged configs. */
+            if (!cJSON_IsBool(item))
+                r = cordon_error_set(err, CORDON_E_INVALID, 0, "config.%s: must be true or false",
+                                     key);
+            else if (strcmp(key, "allow_unpinned") == 0)
+                cfg.allow_unpinned = cJSON_IsTrue(item);
+        } else
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "config.%.64s: unknown key (known: runtime_path, root, image, "
+                                 "user, allow_unpinned, allow_unsafe_local)", key);
+        if (r < 0)
+            goto out;
+    }
+    if (cfg.root == NULL && (cfg.root = strdup(ROOT_DEFAULT)) == NULL) {
+        r = runc__nomem(err, "config.root");
+        goto out;
+    }
+    r = runc__check_abs_path("config.root", cfg.root, err);
+    if (r == 0 && cfg.runtime_path != NULL)
+        r = runc__check_abs_path("config.runtime_path", cfg.runtime_path, err);
+    /* The image's grammar is checked now; its file when it is used. */
+    if (r == 0 && cfg.image != NULL)
+        r = runc__image_parse(cfg.image, cfg.allow_unpinned, &img, err);
+    if (r < 0)
+        goto out;
+    *ret = cfg;
+    memset(&cfg, 0, sizeof(cfg));
+out:
+    runc__image_clear(&img);
+    config_clear(&cfg);
+    cJSON_Delete(doc);
+    return r;
+}
+
+/* ---- resource ------------------------------------------------------------ */
+
+static void resource_free(struct cordon_resource *res)
+{
+    if (res == NULL)
+        return;
+    config_clear(&res->cfg);
+    free(res->runtime);
+    free(res->base);
+    free(res);
+}
+
+static int check_init(const struct cordon_host_v1 *host, struct cordon_error *err)
+{
+    const char *init = CORDON_HOST_HAS(host, init_path) ? host->init_path : NULL;
+
+    if (init == NULL || init[0] != '/')
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, 0,
+                                "init: the host names no absolute cordon-init path "
+                                "(CORDON_INIT)");
+    if (!runc__executable(init))
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno,
+                                "init: %s is not an executable file (build cordon-init or set "
+                                "CORDON_INIT)", init);
+    return 0;
+}
+
+/* The runtime's root: ours alone (0700 when we make it, never writable by others). */
+static int root_prepare(const struct runc_config *cfg, struct cordon_error *err)
+{
+    struct stat st;
+    int r = runc__mkdir_p("config.root", cfg->root, 0700, err);
+
+    if (r < 0)
+        return r;
+    if (lstat(cfg->root, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & 022) != 0)
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "config.root: %s must be a directory of uid %u, not writable by "
+                                "group or others", cfg->root, (unsigned)geteuid());
+    return 0;
+}
+
+static int resource_new(const struct cordon_host_v1 *host, const char *config_json,
+                        bool probe_only, struct cordon_resource **ret, struct cordon_error *err)
+{
+    struct cordon_resource *res = calloc(1, sizeof(*res));
+    const char *sd = CORDON_HOST_HAS(host, state_dir) ? host->state_dir : NULL;
+    int r;
+
+    if (res == NULL)
+        return runc__nomem(err, "ensure");
+    res->host = host;
+    res->probe_only = probe_only;
+    r = config_parse(config_json, &res->cfg, err);
+    if (r < 0)
+        goto out;
+    if (geteuid() != 0) {
+        r = cordon_error_set(err, CORDON_E_UNAVAILABLE, 0,
+                             RUNC_ID ": needs root (rootless containers are not supported)");
+        goto out;
+    }
+    if (sd == NULL || sd[0] != '/') {
+        r = cordon_error_set(err, CORDON_E_UNAVAILABLE, 0,
+                             "state_dir: the host has no absolute state directory for the "
+                             "bundles and the rootfs cache");
+        goto out;
+    }
+    if (asprintf(&res->base, "%s/providers/" RUNC_ID, sd) < 0) {
+        res->base = NULL;
+        r = runc__nomem(err, "ensure");
+        goto out;
+    }
+    /* Bundle paths (base/bundles/<id>/...) must fit our fixed buffers. */
+    if (strlen(res->base) > RUNC_PATH_MAX - 128) {
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0, "state_dir: \"%.100s...\" is longer than "
+                             "%u bytes", sd, RUNC_PATH_MAX - 128 - 15);
+        goto out;
+    }
+    if ((r = check_init(host, err)) < 0 ||
+        (r = runc__runtime_find(&res->cfg, &res->runtime, err)) < 0 ||
+        (r = runc__runtime_version(res, err)) < 0 || (r = root_prepare(&res->cfg, err)) < 0 ||
+        (r = runc__mkdir_p("state_dir", res->base, 0700, err)) < 0)
+        goto out;
+    res->cgroup_version = runc__cgroup_version();
+    res->memsw = runc__cgroup_has_memsw(res->cgroup_version);
+    *ret = res;
+    res = NULL;
+out:
+    resource_free(res);
+    return r;
+}
+
+static int runc_ensure(const struct cordon_host_v1 *host, const char *config_json,
+                       struct cordon_resource **ret_resource, struct cordon_error *err)
+{
+    if (host == NULL || ret_resource == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
+    return resource_new(host, config_json, false, ret_resource, err);
+}
+
+static int runc_health_check(struct cordon_resource *res, struct cordon_error *err)
+{
+    struct stat st;
+
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "health_check: resource required");
+    if (!runc__executable(res->runtime))
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "runtime: %s is gone",
+                                res->runtime);
+    if (stat(res->cfg.root, &st) != 0 || !S_ISDIR(st.st_mode))
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "config.root: %s is gone",
+                                res->cfg.root);
+    return 0;
+}
+
+static int runc_release(struct cordon_resource *res, struct cordon_error *err)
+{
+    resource_free(res);
+    return 0;
+}
+
+/* ---- spec and state ------------------------------------------------------ */
+
+static int limits_parse(const cJSON *obj, const char *field, struct runc_limits *ret,
+                        struct cordon_error *err)
+{
+    struct runc_limits l = { 0 };
+    uint64_t *ints[] = { &l.memory_bytes, &l.disk_bytes, &l.pids, &l.runtime_ms,
+                         &l.max_output_bytes };
+    const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(obj, "cpus");
+    int r;
+
+    if (!cJSON_IsObject(obj))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: must be an object with cpus, memory_bytes, disk_bytes, "
+                                "pids, runtime_ms, max_output_bytes", field);
+    if (!cJSON_IsNumber(cpus) || !isfinite(cpus->valuedouble) || cpus->valuedouble <= 0 ||
+        cpus->valuedouble > 4096)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s.cpus: must be a number in (0, 4096]",
+                                field);
+    l.cpus = cpus->valuedouble;
+    for (size_t i = 1; i < 6; i++) {
+        char name[64];
+
+        snprintf(name, sizeof(name), "%s.%s", field, limit_keys[i]);
+        r = runc__json_u64(cJSON_GetObjectItemCaseSensitive(obj, limit_keys[i]), name, 1,
+                           (uint64_t)RUNC_JSON_INT_MAX, ints[i - 1], err);
+        if (r < 0)
+            return r;
+    }
+    /* The kernel refuses a memory cgroup smaller than a few pages. */
+    if (l.memory_bytes < (4u << 20) || l.disk_bytes < 4096u)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: memory_bytes must be at least 4 MiB and disk_bytes at least "
+                                "4096 (got %" PRIu64 ", %" PRIu64 ")", field, l.memory_bytes,
+                                l.disk_bytes);
+    *ret = l;
+    return 0;
+}
+
+static bool limits_add(cJSON *parent, const struct runc_limits *l)
+{
+    cJSON *obj = cJSON_AddObjectToObject(parent, "resources");
+    double v[6] = { l->cpus, (double)l->memory_bytes, (double)l->disk_bytes, (double)l->pids,
+                    (double)l->runtime_ms, (double)l->max_output_bytes };
+
+    for (size_t i = 0; obj != NULL && i < 6; i++)
+        if (cJSON_AddNumberToObject(obj, limit_keys[i], v[i]) == NULL)
+            return false;
+    return obj != NULL;
+}
+
+/* At most RUNC_ENV_MAX string values under valid names. */
+int runc__env_check(const cJSON *obj, const char *field, struct cordon_error *err)
+{
+    const cJSON *item;
+    size_t n = 0;
+
+    if (!cJSON_IsObject(obj))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be an object of strings",
+                                field);
+    cJSON_ArrayForEach(item, obj) {
+        if (++n > RUNC_ENV_MAX)
+            return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: more than %u entries", field,
+                                    RUNC_ENV_MAX);
+        if (!env_name_valid(item->string))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "%s: name \"%.64s\" must match [A-Za-z_][A-Za-z0-9_]*", field,
+                                    item->string);
+        if (!cJSON_IsString(item) || strlen(item->valuestring) > RUNC_ARG_BYTES_MAX)
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "%s.%s: must be a string of at most %u bytes", field,
+                                    item->string, RUNC_ARG_BYTES_MAX);
+    }
+    return 0;
+}
+
+char *runc__bundle_path(const struct cordon_resource *res, const char *id)
+{
+    char *p = NULL;
+
+    return asprintf(&p, "%s/bundles/%s", res->base, id) < 0 ? NULL : p;
+}
+
+void runc__state_clear(struct runc_state *st)
+{
+    cJSON_Delete(st->doc);
+    free(st->bundle);
+    memset(st, 0, sizeof(*st));
+}
+
+/*
+ * Parse a state written by provision. The bundle path and the runtime root
+ * are derived from the resource and the id, and a state that disagrees is
+ * refused: a damaged record must never make us delete or run elsewhere.
+ */
+int runc__state_parse(const struct cordon_resource *res, const char *json, bool full,
+                      struct runc_state *ret, struct cordon_error *err)
+{
+    struct runc_state st = { 0 };
+    const cJSON *item;
+    uint64_t v;
+    int r;
+
+    r = runc__parse_json("state", json, STATE_MAX, &st.doc, err);
+    if (r < 0)
+        goto out;
+    st.id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id"));
+    r = runc__check_id("state.execution_id", st.id, err);
+    if (r < 0)
+        goto out;
+    st.bundle = runc__bundle_path(res, st.id);
+    if (st.bundle == NULL) {
+        r = runc__nomem(err, "state");
+        goto out;
+    }
+    item = cJSON_GetObjectItemCaseSensitive(st.doc, "bundle");
+    if (item != NULL && (!cJSON_IsString(item) || strcmp(item->valuestring, st.bundle) != 0)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                             "state.bundle: must be %s (the state directory and the id)",
+                             st.bundle);
+        goto out;
+    }
+    item = cJSON_GetObjectItemCaseSensitive(st.doc, "root");
+    if (item != NULL && (!cJSON_IsString(item) || strcmp(item->valuestring, res->cfg.root) != 0)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                             "state.root: the execution lives under runtime root \"%.200s\", "
+                             "this config uses %s", cJSON_GetStringValue(item) ?: "?",
+                             res->cfg.root);
+        goto out;
+    }
+    item = cJSON_GetObjectItemCaseSensitive(st.doc, "pid");
+    if (item != NULL && runc__json_u64(item, "state.pid", 2, 0x7fffffff, &v, NULL) == 0)
+        st.pid = (pid_t)v;
+    if (!full)
+        goto done;
+
+    if (st.pid == 0) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "state.pid: missing");
+        goto out;
+    }
+    r = runc__json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 1, 0xfffffffeu,
+                       &v, err);
+    if (r < 0)
+        goto out;
+    st.uid = (uid_t)v;
+    r = runc__json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "gid"), "state.gid", 1, 0xfffffffeu,
+                       &v, err);
+    if (r < 0)
+        goto out;
+    st.gid = (gid_t)v;
+    item = cJSON_GetObjectItemCaseSensitive(st.doc, "layout");
+    if (!cJSON_IsString(item) ||
+        (strcmp(item->valuestring, "code") != 0 && strcmp(item->valuestring, "host") != 0)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                             "state.layout: must be \"code\" or \"host\"");
+        goto out;
+    }
+    st.code_layout = item->valuestring[0] == 'c';
+    r = limits_parse(cJSON_GetObjectItemCaseSensitive(st.doc, "resources"), "state.resources",
+                     &st.limits, err);
+    if (r < 0)
+        goto out;
+    r = runc__json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "expires_at_ms"),
+                       "state.expires_at_ms", 1, (uint64_t)RUNC_JSON_INT_MAX, &st.expires_at_ms,
+                       err);
+    if (r < 0)
+        goto out;
+    st.environment = cJSON_GetObjectItemCaseSensitive(st.doc, "environment");
+    if (st.environment != NULL &&
+        (r = runc__env_check(st.environment, "state.environment", err)) < 0)
+        goto out;
+done:
+    *ret = st;
+    memset(&st, 0, sizeof(st));
+out:
+    runc__state_clear(&st);
+    return r;
+}
+
+/* ---- provision ------------------------------------------------------------ */
+
+static int read_pid_file(const char *bundle, pid_t *ret, struct cordon_error *err)
+{
+    char *text = NULL, *end;
+    size_t len;
+    long v;
+    int dfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+
+    if (dfd < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "bundle %s: %s", bundle, strerror(errno));
+    r = cordon_fs_read_file(dfd, "init.pid", 32, &text, &len, err);
+    close(dfd);
+    if (r < 0)
+        return r;
+    v = strtol(text, &end, 10);
+    r = v > 1 && v < 0x7fffffff && end != text
+            ? 0 : cordon_error_set(err, CORDON_E_PROVIDER, 0, "init.pid: \"%.20s\"", text);
+    if (r == 0)
+        *ret = (pid_t)v;
+    free(text);
+    return r;
+}
+
+/* The spec's parts that provision needs, borrowed from its document. */
+struct prov {
+    const char *id;
+    const char *image;           /* spec's, else the config's, else NULL */
+    struct runc_limits limits;
+    bool code;
+    const cJSON *environment;
+    uint64_t expires_at_ms;
+};
+
+static int spec_parse(const struct cordon_resource *res, const cJSON *spec, struct prov *ret,
+                      struct cordon_error *err)
+{
+    struct prov p = { .code = true };
+    const cJSON *item, *mode;
+    uint64_t now = cordon_now_wall_ms();
+    int r;
+
+    p.id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "execution_id"));
+    if ((r = runc__check_id("execution_id", p.id, err)) < 0)
+        return r;
+    item = cJSON_GetObjectItemCaseSensitive(spec, "image");
+    if (item != NULL && !cJSON_IsNull(item) && !cJSON_IsString(item))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "image: must be a string");
+    p.image = cJSON_IsString(item) && item->valuestring[0] != '\0' ? item->valuestring
+                                                                   : res->cfg.image;
+    r = limits_parse(cJSON_GetObjectItemCaseSensitive(spec, "resources"), "resources", &p.limits,
+                     err);
+    if (r < 0)
+        return r;
+    item = cJSON_GetObjectItemCaseSensitive(spec, "network");
+    mode = cJSON_GetObjectItemCaseSensitive(item, "mode");
+    if (item != NULL && (!cJSON_IsObject(item) || !cJSON_IsString(mode)))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "network: must be {\"mode\": \"none\"}");
+    if (item != NULL && strcmp(mode->valuestring, "none") != 0)
+        return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                                "network.mode: \"%.32s\" refused: " RUNC_ID " gives a network "
+                                "namespace with loopback only (\"none\")", mode->valuestring);
+    item = cJSON_GetObjectItemCaseSensitive(spec, "layout");
+    if (item != NULL && (!cJSON_IsString(item) || (strcmp(item->valuestring, "code") != 0 &&
+                                                  strcmp(item->valuestring, "host") != 0)))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "layout: must be \"code\" or \"host\"");
+    p.code = item == NULL || item->valuestring[0] == 'c';
+    item = cJSON_GetObjectItemCaseSensitive(spec, "environment");
+    if (item != NULL && !cJSON_IsNull(item)) {
+        if ((r = runc__env_check(item, "environment", err)) < 0)
+            return r;
+        p.environment = item;
+    }
+    /* The host normally sets the deadline; without one (0 here) it is
+     * runtime_ms from the moment the container is about to exist. */
+    item = cJSON_GetObjectItemCaseSensitive(spec, "expires_at_ms");
+    if (item != NULL && !cJSON_IsNull(item) &&
+        (r = runc__json_u64(item, "expires_at_ms", now + 1, (uint64_t)RUNC_JSON_INT_MAX,
+                            &p.expires_at_ms, err)) < 0)
+        return r;
+    *ret = p;
+    return 0;
+}
+
+/* The root filesystem of a provision: the pinned image's cached tree. */
+static int provision_rootfs(const struct cordon_resource *res, const char *ref, char **ret_path,
+                            char *ret_digest, struct cordon_error *err)
+{
+    struct runc_image img = { 0 };
+    int r;
+
+    if (ref == NULL) {
+        if (res->probe_only) {
+            snprintf(ret_digest, 65, "empty");
+            return runc__rootfs_empty(res->base, ret_path, err);
+        }
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "image: required (the spec's image or config.image), as "
+                                "/absolute/path/rootfs.tar@sha256:<64 hex>");
+    }
+    r = runc__image_parse(ref, res->cfg.allow_unpinned, &img, err);
+    if (r == 0)
+        r = runc__rootfs_ensure(res->base, &img, ret_path, ret_digest, err);
+    runc__image_clear(&img);
+    return r;
+}
+
+static int state_build(const struct cordon_resource *res, const struct prov *p,
+                       const char *bundle, pid_t pid, const char *digest, char **ret,
+                       struct cordon_error *err)
+{
+    cJSON *st = cJSON_CreateObject();
+    int r;
+
+    if (st == NULL || cJSON_AddStringToObject(st, "execution_id", p->id) == NULL ||
+        cJSON_AddStringToObject(st, "container_id", p->id) == NULL ||
+        cJSON_AddStringToObject(st, "bundle", bundle) == NULL ||
+        cJSON_AddStringToObject(st, "runtime", res->runtime) == NULL ||
+        cJSON_AddStringToObject(st, "root", res->cfg.root) == NULL ||
+        cJSON_AddNumberToObject(st, "pid", (double)pid) == NULL ||
+        cJSON_AddNumberToObject(st, "uid", (double)res->cfg.uid) == NULL ||
+        cJSON_AddNumberToObject(st, "gid", (double)res->cfg.gid) == NULL ||
+        cJSON_AddStringToObject(st, "layout", p->code ? "code" : "host") == NULL ||
+        !limits_add(st, &p->limits) ||
+        cJSON_AddNumberToObject(st, "expires_at_ms", (double)p->expires_at_ms) == NULL ||
+        cJSON_AddStringToObject(st, "rootfs_digest", digest) == NULL ||
+        (p->environment != NULL &&
+         !cJSON_AddItemToObject(st, "environment", cJSON_Duplicate(p->environment, true)))) {
+        cJSON_Delete(st);
+        return runc__nomem(err, "state");
+    }
+    r = runc__print_host(res->host, st, ret, err);
+    cJSON_Delete(st);
+    return r;
+}
+
+static int runc_provision(struct cordon_resource *res, const char *spec_json,
+                          char **ret_state_json, struct cordon_error *err)
+{
+    struct runc_spec_in in = { 0 };
+    struct prov p;
+    struct runc_cmd_result c = { 0 };
+    cJSON *spec = NULL;
+    char *bundle = NULL, *rootfs = NULL, *config = NULL, *bundles = NULL, digest[65] = "";
+    char msg[320];
+    uint64_t now;
+    pid_t pid = 0;
+    int pidfd = -1, root_fd = -1, ws_fd = -1, bfd = -1, r;
+    bool made_bundle = false, created = false;
+
+    if (res == NULL || ret_state_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "provision: resource and ret_state_json required");
+    if ((r = runc__parse_json("spec", spec_json, SPEC_MAX, &spec, err)) < 0 ||
+        (r = spec_parse(res, spec, &p, err)) < 0)
+        goto out;
+    /* A first use of the image may take seconds: the clock is read after. */
+    r = provision_rootfs(res, p.image, &rootfs, digest, err);
+    if (r < 0)
+        goto out;
+    now = cordon_now_wall_ms();
+    if (p.expires_at_ms == 0)
+        p.expires_at_ms = now + p.limits.runtime_ms;
+    if (p.expires_at_ms <= now + 1) {
+        r = cordon_error_set(err, CORDON_E_TIMEOUT, 0,
+                             "expires_at_ms: already passed (%" PRIu64 " ms ago, after preparing "
+                             "the image)", now - p.expires_at_ms);
+        goto out;
+    }
+
+    /* mkdir is the per-host existence check of the id. */
+    bundle = runc__bundle_path(res, p.id);
+    if (bundle == NULL || asprintf(&bundles, "%s/bundles", res->base) < 0) {
+        bundles = NULL;
+        r = runc__nomem(err, "provision");
+        goto out;
+    }
+    if ((r = runc__mkdir_p("state_dir", bundles, 0700, err)) < 0)
+        goto out;
+    if (mkdir(bundle, 0700) != 0) {
+        r = cordon_error_set(err, errno == EEXIST ? CORDON_E_EXISTS : CORDON_E_IO, errno,
+                             "execution_id: %s: %s", bundle,
+                             errno == EEXIST ? "already exists" : strerror(errno));
+        goto out;
+    }
+    made_bundle = true;
+    in.execution_id = p.id;
+    in.host_instance_id = res->host->host_instance_id;
+    in.rootfs = rootfs;
+    in.init_path = res->host->init_path;
+    in.uid = res->cfg.uid;
+    in.gid = res->cfg.gid;
+    in.code_layout = p.code;
+    in.limit_swap = res->memsw;
+    in.limits = &p.limits;
+    in.init_deadline_ms = p.expires_at_ms - now;
+    bfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (bfd < 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "bundle %s: %s", bundle, strerror(errno));
+        goto out;
+    }
+    if ((r = runc__spec_build(&in, &config, err)) < 0 ||
+        (r = cordon_fs_write_new(bfd, "config.json", config, strlen(config), 0600, err)) < 0)
+        goto out;
+
+    {
+        char pid_file[RUNC_PATH_MAX + 16];
+        const char *args[] = { "create", "--bundle", bundle, "--pid-file", pid_file, p.id, NULL };
+
+        snprintf(pid_file, sizeof(pid_file), "%s/init.pid", bundle);
+        r = runc__runtime_cmd(res, args, &c, err);
+    }
+    if (r < 0)
+        goto out;
+    if (c.exit_code != 0) {
+        runc__cmd_message(c.errtext, msg, sizeof(msg));
+        /* Another host's container of that id is not ours to clean up. */
+        r = cordon_error_set(err, strstr(msg, "exists") != NULL ? CORDON_E_EXISTS
+                                                                : CORDON_E_PROVIDER, 0,
+                             "%s create %s: %s (exit %d)", res->runtime_name, p.id, msg,
+                             c.exit_code);
+        created = strstr(msg, "exists") == NULL;
+        goto out;
+    }
+    created = true;
+    if ((r = read_pid_file(bundle, &pid, err)) < 0 ||
+        (r = runc__init_pin(res, p.id, pid, &pidfd, err)) < 0)
+        goto out;
+    /* Fail closed: nothing runs before every limit reads back right. */
+    r = runc__cgroup_verify(res->cgroup_version, p.id, pid, &p.limits, res->memsw, err);
+    if (r < 0)
+        goto out;
+    {
+        const char *args[] = { "start", p.id, NULL };
+
+        r = runc__runtime_ok(res, args, CORDON_E_PROVIDER, err);
+    }
+    if (r < 0 || (r = runc__lo_up(pidfd, pid, err)) < 0)
+        goto out;
+    if (p.code && ((r = runc__init_root(pidfd, pid, p.id, &root_fd, err)) < 0 ||
+                   (r = runc__workspace_open(root_fd, &ws_fd, err)) < 0 ||
+                   (r = runc__workspace_layout(ws_fd, res->cfg.uid, res->cfg.gid, err)) < 0))
+        goto out;
+    r = state_build(res, &p, bundle, pid, digest, ret_state_json, err);
+out:
+    if (r < 0 && created) {
+        runc__destroy(res, p.id, pid, NULL);
+        made_bundle = false;
+    }
+    if (r < 0 && made_bundle)
+        cordon_fs_remove_tree_path(bundle, NULL);
+    runc__cmd_result_clear(&c);
+    if (ws_fd >= 0)
+        close(ws_fd);
+    if (root_fd >= 0)
+        close(root_fd);
+    if (pidfd >= 0)
+        close(pidfd);
+    if (bfd >= 0)
+        close(bfd);
+    free(config);
+    free(rootfs);
+    free(bundle);
+    free(bundles);
+    cJSON_Delete(spec);
+    return r;
+}
+
+/* ---- tar in and out ------------------------------------------------------- */
+
+static int runc_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
+                           int tar_fd, struct cordon_error *err)
+{
+    struct runc_state st = { 0 };
+    struct cordon_tar_limits limits = { 0 };
+    char *norm = NULL;
+    int ws_fd = -1, dest_fd = -1, r;
+    bool in_source;
+    unsigned flags;
+
+    if (res == NULL || tar_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "import_tar: resource and tar_fd required");
+    if ((r = runc__state_parse(res, state_json, true, &st, err)) < 0 ||
+        (r = cordon_path_normalize_dir("dest", dest != NULL ? dest : "", &norm, err)) < 0 ||
+        (r = runc__state_workspace(res, &st, &ws_fd, err)) < 0)
+        goto out;
+    /* source/ and below stay root's and read-only for the sandbox user. */
+    in_source = st.code_layout && cordon_path_is_under(norm, "source");
+    r = runc__ws_walk(ws_fd, "dest", norm, true, !in_source, st.uid, st.gid, &dest_fd, err);
+    if (r < 0)
+        goto out;
+    limits.max_bytes = st.limits.disk_bytes;
+    limits.max_entries = TAR_ENTRIES_MAX;
+    if (in_source) {
+        flags = CORDON_TAR_READ_ONLY | CORDON_TAR_SET_OWNER; /* uid/gid 0, no links */
+    } else {
+        flags = CORDON_TAR_ALLOW_SYMLINKS | CORDON_TAR_SET_OWNER;
+        limits.uid = st.uid;
+        limits.gid = st.gid;
+    }
+    r = cordon_tar_extract_fd(tar_fd, dest_fd, &limits, flags, NULL, err);
+out:
+    if (dest_fd >= 0)
+        close(dest_fd);
+    if (ws_fd >= 0)
+        close(ws_fd);
+    free(norm);
+    runc__state_clear(&st);
+    return r;
+}
+
+static int runc_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
+                           int tar_fd, struct cordon_error *err)
+{
+    struct runc_state st = { 0 };
+    struct cordon_tar_limits limits = { 0 };
+    char *norm = NULL;
+    int ws_fd = -1, r;
+
+    if (res == NULL || tar_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "export_tar: resource and tar_fd required");
+    if ((r = runc__state_parse(res, state_json, true, &st, err)) < 0 ||
+        (r = cordon_path_normalize_dir("src", src != NULL ? src : "", &norm, err)) < 0 ||
+        (r = runc__state_workspace(res, &st, &ws_fd, err)) < 0)
+        goto out;
+    limits.max_bytes = st.limits.disk_bytes;
+    limits.max_entries = TAR_ENTRIES_MAX;
+    r = cordon_tar_create_fd(ws_fd, norm, tar_fd, &limits, NULL, err);
+out:
+    if (ws_fd >= 0)
+        close(ws_fd);
+    free(norm);
+    runc__state_clear(&st);
+    return r;
+}
+
+/* ---- terminate, reclaim, list ---------------------------------------------- */
+
+static int runc_terminate(struct cordon_resource *res, const char *state_json,
+                          struct cordon_error *err)
+{
+    struct runc_state st = { 0 };
+    int r;
+
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "terminate: resource required");
+    /* Only the id is needed: terminate works from every state. */
+    r = runc__state_parse(res, state_json, false, &st, err);
+    if (r == 0)
+        r = runc__destroy(res, st.id, st.pid, err);
+    runc__state_clear(&st);
+    return r;
+}
+
+static int runc_reclaim(struct cordon_resource *res, const char *execution_id,
+                        struct cordon_error *err)
+{
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
+    if (runc__check_id("execution_id", execution_id, err) < 0)
+        return CORDON_E_INVALID;
+    return runc__destroy(res, execution_id, 0, err);
+}
+
+static void add_unique(cJSON *ids, const char *id)
+{
+    const cJSON *item;
+
+    cJSON_ArrayForEach(item, ids) {
+        if (strcmp(item->valuestring, id) == 0)
+            return;
+    }
+    cJSON_AddItemToArray(ids, cJSON_CreateString(id));
+}
+
+/* Bundles under this host's state directory, and the runtime's containers
+ * labelled with this host's instance id (a bundle may be gone already). */
+static int runc_list_executions(struct cordon_resource *res, char **ret_ids_json,
+                                struct cordon_error *err)
+{
+    const char *args[] = { "list", "--format", "json", NULL };
+    const char *me = res != NULL ? res->host->host_instance_id : NULL;
+    struct runc_cmd_result c = { 0 };
+    cJSON *ids = cJSON_CreateArray(), *list = NULL, *item;
+    char *dir_path = NULL;
+    struct dirent *de;
+    DIR *dir;
+    int r;
+
+    if (res == NULL || ids == NULL) {
+        cJSON_Delete(ids);
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "list_executions: resource required");
+    }
+    dir = asprintf(&dir_path, "%s/bundles", res->base) < 0 ? NULL : opendir(dir_path);
+    while (dir != NULL && (de = readdir(dir)) != NULL)
+        if (runc__check_id("bundle", de->d_name, NULL) == 0)
+            add_unique(ids, de->d_name);
+    if (dir != NULL)
+        closedir(dir);
+    r = runc__runtime_cmd(res, args, &c, err);
+    if (r == 0 && c.exit_code == 0 && me != NULL)
+        list = cJSON_Parse(c.out);
+    cJSON_ArrayForEach(item, list) {
+        const cJSON *notes = cJSON_GetObjectItemCaseSensitive(item, "annotations");
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "id"));
+        const char *host = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(notes, "org.cordon.host"));
+
+        if (id != NULL && host != NULL && strcmp(host, me) == 0 &&
+            runc__check_id("id", id, NULL) == 0)
+            add_unique(ids, id);
+    }
+    if (r == 0)
+        r = runc__print_host(res->host, ids, ret_ids_json, err);
+    cJSON_Delete(list);
+    cJSON_Delete(ids);
+    runc__cmd_result_clear(&c);
+    free(dir_path);
+    return r;
+}
+
+/* ---- probe ----------------------------------------------------------------- */
+
+static const char *const runc_kinds[] = { "code_execution", NULL };
+static const char *const access_modes[] = { "snapshot", NULL };
+static const char *const probe_toolchains[] = { "python", "node", "go", "c++", NULL };
+static const char *const limits_enforced[] = { "cpus", "memory_bytes", "disk_bytes", "pids",
+                                               "runtime_ms", "max_output_bytes", NULL };
+
+static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
+                             struct cordon_error *err)
+{
+    struct cordon_facts_parts parts = {
+        .struct_size = sizeof(parts),
+        .provider_id = RUNC_ID,
+        .supported_kinds = runc_kinds,
+        .available = false,
+        .reason = reason,
+        .safety_class = "isolated",
+        .mechanism = "container",
+        .rootfs_read_only = true,
+        .workspace_access_modes = access_modes,
+        .limits_enforced = limits_enforced,
+    };
+    char *facts = NULL;
+    int r = cordon_facts_compose(&parts, &facts, err);
+
+    if (r == 0 && (*ret = cordon_host_strdup(host, facts)) == NULL)
+        r = runc__nomem(err, "facts");
+    free(facts);
+    return r;
+}
+
+/* Availability only: the runtime is there, the init is there, the image
+ * file is there with the size it had when unpacked. Never hashes. */
+static int probe_availability(const struct cordon_host_v1 *host, const struct runc_config *cfg,
+                              char **ret, struct cordon_error *err)
+{
+    struct runc_image img = { 0 };
+    struct cordon_error why;
+    cJSON *doc = cJSON_CreateObject();
+    char *runtime = NULL, *base = NULL;
+    const char *sd = CORDON_HOST_HAS(host, state_dir) ? host->state_dir : NULL;
+    int r;
+
+    cordon_error_init(&why);
+    r = check_init(host, &why);
+    if (r == 0)
+        r = runc__runtime_find(cfg, &runtime, &why);
+    if (r == 0 && cfg->image != NULL) {
+        if (sd == NULL || asprintf(&base, "%s/providers/" RUNC_ID, sd) < 0)
+            base = NULL;
+        r = runc__image_parse(cfg->image, cfg->allow_unpinned, &img, &why);
+        if (r == 0)
+            r = runc__image_check(base != NULL ? base : "/nonexistent", &img, NULL, &why);
+    }
+    if (doc == NULL || cJSON_AddStringToObject(doc, "provider_id", RUNC_ID) == NULL ||
+        cJSON_AddBoolToObject(doc, "available", r == 0) == NULL ||
+        cJSON_AddStringToObject(doc, "reason", r == 0 ? "ready" : why.message) == NULL)
+        r = runc__nomem(err, "facts");
+    else
+        r = runc__print_host(host, doc, ret, err);
+    cJSON_Delete(doc);
+    runc__image_clear(&img);
+    free(runtime);
+    free(base);
+    return r;
+}
+
+static char *mechanism_facts(const struct cordon_resource *res, const char *image,
+                             bool pinned, bool cached)
+{
+    cJSON *m = cJSON_CreateObject();
+    char user[32], *text = NULL;
+
+    snprintf(user, sizeof(user), "%u:%u", (unsigned)res->cfg.uid, (unsigned)res->cfg.gid);
+    if (m != NULL && cJSON_AddStringToObject(m, "runtime", res->runtime_name) != NULL &&
+        cJSON_AddStringToObject(m, "runtime_path", res->runtime) != NULL &&
+        cJSON_AddStringToObject(m, "runtime_version", res->runtime_version) != NULL &&
+        cJSON_AddStringToObject(m, "oci_spec_version", res->spec_version) != NULL &&
+        cJSON_AddStringToObject(m, "root", res->cfg.root) != NULL &&
+        cJSON_AddNumberToObject(m, "cgroup_version", res->cgroup_version) != NULL &&
+        cJSON_AddBoolToObject(m, "memory_swap_limited", res->memsw) != NULL &&
+        cJSON_AddStringToObject(m, "user", user) != NULL &&
+        cJSON_AddItemToObject(m, "image", image != NULL ? cJSON_CreateString(image)
+                                                        : cJSON_CreateNull()) &&
+        cJSON_AddBoolToObject(m, "image_pinned", image != NULL && pinned) != NULL &&
+        cJSON_AddBoolToObject(m, "allow_unpinned", res->cfg.allow_unpinned) != NULL &&
+        cJSON_AddBoolToObject(m, "rootfs_cached", cached) != NULL &&
+        cJSON_AddBoolToObject(m, "rootfs_cacheable", image != NULL) != NULL &&
+        cJSON_AddStringToObject(m, "observed_rootfs", image != NULL ? "image" : "empty") != NULL &&
+        cJSON_AddNumberToObject(m, "seccomp_denied_syscalls",
+                                runc__seccomp_denied_count()) != NULL &&
+        cJSON_AddStringToObject(m, "seccomp_clone3", "ENOSYS") != NULL &&
+        cJSON_AddStringToObject(m, "loopback", "up") != NULL &&
+        cJSON_AddStringToObject(m, "init", RUNC_INIT_IN_CONTAINER) != NULL)
+        text = cJSON_PrintUnformatted(m);
+    cJSON_Delete(m);
+    return text;
+}
+
+static int runc_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
+                      char **ret_facts_json, struct cordon_error *err)
+{
+    struct cordon_resource *res = NULL;
+    struct runc_config cfg = { 0 };
+    struct runc_image img = { 0 };
+    struct cordon_error why;
+    char *observation = NULL, *mech = NULL, *facts = NULL, *out = NULL;
+    bool cached = false;
+    int r;
+
+    if (host == NULL || ret_facts_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "probe: host and ret_facts_json required");
+    cordon_error_init(&why);
+    /* A config we cannot parse is an error; a runtime we cannot use is facts. */
+    if ((r = config_parse(config_json, &cfg, err)) < 0)
+        goto out;
+    if (flags & CORDON_PROBE_AVAILABILITY) {
+        r = probe_availability(host, &cfg, &out, err);
+        goto out;
+    }
+    if (resource_new(host, config_json, true, &res, &why) < 0 ||
+        (cfg.image != NULL &&
+         (runc__image_parse(cfg.image, cfg.allow_unpinned, &img, &why) < 0 ||
+          runc__image_check(res->base, &img, &cached, &why) < 0))) {
+        r = facts_unavailable(host, why.message, &out, err);
+        goto out;
+    }
+    {
+        /* Without an image: the same sandbox over an empty root, no toolchains. */
+        struct cordon_observe_opts oo = {
+            .struct_size = sizeof(oo),
+            .host = host,
+            .provider = &runc_provider,
+            .resource = res,
+            .image = cfg.image,
+            .toolchains = cfg.image != NULL ? probe_toolchains : NULL,
+        };
+
+        if (cordon_observe_run(&oo, &observation, &why) < 0) {
+            char reason[600];
+
+            snprintf(reason, sizeof(reason), "observation failed: %s", why.message);
+            r = facts_unavailable(host, reason, &out, err);
+            goto out;
+        }
+    }
+    mech = mechanism_facts(res, cfg.image, img.pinned, cached);
+    if (mech == NULL) {
+        r = runc__nomem(err, "facts");
+        goto out;
+    }
+    {
+        struct cordon_facts_parts parts = {
+            .struct_size = sizeof(parts),
+            .provider_id = RUNC_ID,
+            .supported_kinds = runc_kinds,
+            .available = true,
+            .reason = "ready",
+            .safety_class = "isolated",
+            .mechanism = "container",
+            .rootfs_read_only = true,
+            .workspace_access_modes = access_modes,
+            .limits_enforced = limits_enforced,
+            .observation_json = observation,
+            .mechanism_facts_json = mech,
+        };
+
+        r = cordon_facts_compose(&parts, &facts, err);
+    }
+    if (r == 0 && (out = cordon_host_strdup(host, facts)) == NULL)
+        r = runc__nomem(err, "facts");
+out:
+    if (r == 0)
+        *ret_facts_json = out;
+    else if (out != NULL)
+        host->free(out);
+    free(facts);
+    free(mech);
+    free(observation);
+    runc__image_clear(&img);
+    resource_free(res);
+    config_clear(&cfg);
+    return r;
+}
+
+/* ---- entry point ------------------------------------------------------------ */
+
+static const struct cordon_provider_v1 runc_provider = {
+    .abi_version = CORDON_ABI_VERSION,
+    .struct_size = sizeof(struct cordon_provider_v1),
+    .provider_id = RUNC_ID,
+    .version = PACKAGE_VERSION,
+    .supported_kinds = runc_kinds,
+    .probe = runc_probe,
+    .ensure = runc_ensure,
+    .health_check = runc_health_check,
+    .release = runc_release,
+    .provision = runc_provision,
+    .exec = runc__exec,
+    .import_tar = runc_import_tar,
+    .export_tar = runc_export_tar,
+    .terminate = runc_terminate,
+    .reclaim = runc_reclaim,
+    .list_executions = runc_list_executions,
+};
+
+CORDON_PROVIDER_DEFINE(runc_provider)

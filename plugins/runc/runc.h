@@ -1,0 +1,275 @@
+/*
+ * runc provider: what its files share. runc.c holds the vtable (config,
+ * resource, provision, tar in and out, terminate, probe); runtime.c runs
+ * the runtime binary; container.c reaches and destroys a running
+ * container; exec.c runs commands in it; config.c writes config.json;
+ * seccomp.c the seccomp profile inside it; rootfs.c the pinned image
+ * cache; cgroup.c reads limits back and removes cgroup directories.
+ * Nothing here is exported from runc.so (-fvisibility=hidden).
+ */
+#ifndef CORDON_PLUGIN_RUNC_H
+#define CORDON_PLUGIN_RUNC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+#include <cordon/provider.h>
+
+#define RUNC_ID "runc"
+#define RUNC_INIT_IN_CONTAINER "/run/cordon-init"
+#define RUNC_CGROUP_PARENT "/cordon"
+#define RUNC_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+#define RUNC_CPU_PERIOD_US 100000u
+#define RUNC_TMP_MAX_BYTES (64ull << 20)   /* the /tmp tmpfs: min(disk_bytes, this) */
+
+/* The six limits of a spec, as carried in the state. */
+struct runc_limits {
+    double cpus;
+    uint64_t memory_bytes, disk_bytes, pids, runtime_ms, max_output_bytes;
+};
+
+/* A parsed image reference: "/abs/rootfs.tar@sha256:<64 hex>", or the bare
+ * path when unpinned references are allowed (digest then computed). */
+struct runc_image {
+    char *tar_path;          /* malloc'd */
+    char digest[65];         /* lowercase hex; "" when unpinned */
+    bool pinned;
+};
+
+#define RUNC_RUNTIME_ENV_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define RUNC_PATH_MAX 1024u                   /* host paths we build: state dir, bundle */
+#define RUNC_ENV_MAX 128u                     /* entries per environment object */
+#define RUNC_ENV_NAME_MAX 255u
+#define RUNC_ARG_BYTES_MAX (128u << 10)       /* the kernel's MAX_ARG_STRLEN */
+#define RUNC_JSON_INT_MAX 9007199254740992.0  /* 2^53: exact in a double */
+#define RUNC_LOG_MAX (64u << 10)              /* what we read of the runtime's messages */
+
+/* The parsed provider config. */
+struct runc_config {
+    char *runtime_path;    /* as configured, or NULL */
+    char *root;            /* the runtime's --root */
+    char *image;           /* default image reference, or NULL */
+    uid_t uid;
+    gid_t gid;
+    bool allow_unpinned;
+};
+
+struct cordon_resource {
+    const struct cordon_host_v1 *host;
+    struct runc_config cfg;
+    char *runtime;               /* absolute path of the runtime binary */
+    char runtime_name[32];       /* "runc", "crun", "runsc" from its --version */
+    char runtime_version[64];
+    char spec_version[32];
+    char *base;                  /* <state_dir>/providers/runc */
+    int cgroup_version;
+    bool memsw;
+    bool probe_only;             /* the probe's own: no image means the empty root */
+};
+
+/* One execution, parsed back from its state JSON. */
+struct runc_state {
+    cJSON *doc;                  /* owns the strings below */
+    const char *id;
+    char *bundle;                /* <base>/bundles/<id>, malloc'd */
+    pid_t pid;                   /* the container's init; 0 when unknown */
+    uid_t uid;
+    gid_t gid;
+    bool code_layout;
+    struct runc_limits limits;
+    uint64_t expires_at_ms;
+    const cJSON *environment;    /* object of strings or NULL */
+};
+
+/* ---- runc.c: shared helpers -------------------------------------------------- */
+
+int runc__nomem(struct cordon_error *err, const char *what);
+/* A JSON object of at most max bytes; *ret is freed with cJSON_Delete. */
+int runc__parse_json(const char *field, const char *text, size_t max, cJSON **ret,
+                     struct cordon_error *err);
+/* doc printed compactly into a buffer from host->alloc. */
+int runc__print_host(const struct cordon_host_v1 *host, const cJSON *doc, char **ret,
+                     struct cordon_error *err);
+/* A whole JSON number in min..max (exact: at most 2^53). */
+int runc__json_u64(const cJSON *item, const char *field, uint64_t min, uint64_t max,
+                   uint64_t *ret, struct cordon_error *err);
+/* [A-Za-z0-9][A-Za-z0-9_.-]{0,63}: one path component, and a runtime id. */
+int runc__check_id(const char *field, const char *id, struct cordon_error *err);
+/* bytes random bytes as hex into buf (2 * bytes + 1, bytes <= 16). */
+int runc__random_hex(char *buf, size_t bytes, struct cordon_error *err);
+/* At most RUNC_ENV_MAX strings under names [A-Za-z_][A-Za-z0-9_]*. */
+int runc__env_check(const cJSON *obj, const char *field, struct cordon_error *err);
+
+/* An absolute, clean path: no "//", "." or ".." component, no trailing
+ * '/', no control characters, at most RUNC_PATH_MAX bytes, not "/". */
+int runc__check_abs_path(const char *field, const char *path, struct cordon_error *err);
+
+/* mkdir -p of an absolute host path (a host setting, not sandbox input):
+ * missing parents 0755, the last directory mode. */
+int runc__mkdir_p(const char *field, const char *path, mode_t mode, struct cordon_error *err);
+
+/* <base>/bundles/<id> (malloc'd), NULL when out of memory. */
+char *runc__bundle_path(const struct cordon_resource *res, const char *id);
+
+/* Parse a state written by provision; full also reads the limits, the
+ * user, the layout and the deadline. Clear with runc__state_clear. */
+int runc__state_parse(const struct cordon_resource *res, const char *json, bool full,
+                      struct runc_state *ret, struct cordon_error *err);
+void runc__state_clear(struct runc_state *st);
+
+/* ---- runtime.c ----------------------------------------------------------------- */
+
+/* What one runtime command printed. */
+struct runc_cmd_result {
+    int exit_code;               /* -1 when it did not exit by itself */
+    char *out;                   /* NUL-terminated, malloc'd */
+    char *errtext;
+};
+void runc__cmd_result_clear(struct runc_cmd_result *c);
+
+bool runc__executable(const char *path);
+/* runtime_path, else /usr/bin/runc, the host's PATH, the sbin fallbacks. */
+int runc__runtime_find(const struct runc_config *cfg, char **ret, struct cordon_error *err);
+/* Fill res->runtime_name, runtime_version, spec_version from --version. */
+int runc__runtime_version(struct cordon_resource *res, struct cordon_error *err);
+/* runtime --root R --log-format json ARGS... (NULL-terminated, at most
+ * 10); 0 when it ran: read ret->exit_code. */
+int runc__runtime_cmd(const struct cordon_resource *res, const char *const *args,
+                      struct runc_cmd_result *ret, struct cordon_error *err);
+/* runc__runtime_cmd that must exit 0, else code with the runtime's words. */
+int runc__runtime_ok(const struct cordon_resource *res, const char *const *args, int code,
+                     struct cordon_error *err);
+/* The message of the last JSON log line, else the last line (<= 300 bytes). */
+void runc__cmd_message(const char *text, char *buf, size_t size);
+/* The init pid of a container the runtime knows, or 0. */
+pid_t runc__runtime_pid(const struct cordon_resource *res, const char *id);
+
+/* ---- container.c --------------------------------------------------------------- */
+
+/* A pidfd of the execution's init, checked to be in its cgroup. */
+int runc__init_pin(const struct cordon_resource *res, const char *id, pid_t pid, int *ret_fd,
+                   struct cordon_error *err);
+/* /proc/<pid>/root as an O_PATH directory fd, pid still pidfd's after. */
+int runc__init_root(int pidfd, pid_t pid, const char *id, int *ret_fd, struct cordon_error *err);
+/* SIGKILL the init (its pid namespace dies with it) and wait; false if it did not die. */
+bool runc__init_kill(int pidfd);
+/* Bring lo up in the container's network namespace. */
+int runc__lo_up(int pidfd, pid_t pid, struct cordon_error *err);
+/* Everything of one execution; already gone is success. pid 0: ask the runtime. */
+int runc__destroy(const struct cordon_resource *res, const char *id, pid_t pid,
+                  struct cordon_error *err);
+/* /workspace beneath the container's root fd. */
+int runc__workspace_open(int root_fd, int *ret_fd, struct cordon_error *err);
+/* The workspace of a running execution from its state. */
+int runc__state_workspace(const struct cordon_resource *res, const struct runc_state *st,
+                          int *ret_fd, struct cordon_error *err);
+/* Open the normalised directory rel beneath ws_fd without following links;
+ * create missing ones 0755 (give: owned by uid:gid). */
+int runc__ws_walk(int ws_fd, const char *field, const char *rel, bool create, bool give,
+                  uid_t uid, gid_t gid, int *ret_fd, struct cordon_error *err);
+/* Layout "code": source/ root's; build/ output/ logs/ the user's. */
+int runc__workspace_layout(int ws_fd, uid_t uid, gid_t gid, struct cordon_error *err);
+
+/* ---- exec.c ------------------------------------------------------------------ */
+
+/* The vtable's exec. */
+int runc__exec(struct cordon_resource *res, const char *state_json, const char *request_json,
+               const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err);
+
+/* ---- config.c -------------------------------------------------------------- */
+
+/* What config.json is built from; every pointer is borrowed. */
+struct runc_spec_in {
+    const char *execution_id;
+    const char *host_instance_id;    /* NULL: no host annotation */
+    const char *rootfs;              /* absolute host path, mounted read-only */
+    const char *init_path;           /* host path of cordon-init */
+    uid_t uid;
+    gid_t gid;
+    bool code_layout;                /* /workspace root-owned (true) or the user's */
+    bool limit_swap;                 /* memory.swap = memory.limit (needs memsw) */
+    const struct runc_limits *limits;
+    uint64_t init_deadline_ms;       /* cordon-init --deadline-ms */
+};
+
+/* The cgroupsPath of an execution: RUNC_CGROUP_PARENT "/<id>" into buf. */
+void runc__cgroup_path(const char *execution_id, char *buf, size_t size);
+
+/* CPU quota in microseconds per RUNC_CPU_PERIOD_US for cpus (at least 1000). */
+uint64_t runc__cpu_quota_us(double cpus);
+
+/* Size of the /tmp tmpfs for a disk limit. */
+uint64_t runc__tmp_bytes(uint64_t disk_bytes);
+
+/* config.json as text (malloc'd). */
+int runc__spec_build(const struct runc_spec_in *in, char **ret_json, struct cordon_error *err);
+
+/* ---- seccomp.c ------------------------------------------------------------- */
+
+/* The OCI linux.seccomp object of DESIGN.md §7 for the running
+ * architecture (names it lacks are left out). *ret is a new cJSON object. */
+int runc__seccomp_profile(cJSON **ret, struct cordon_error *err);
+
+/* For the facts: how many syscalls the profile refuses outright on this
+ * architecture, or -1 when libseccomp cannot say. */
+int runc__seccomp_denied_count(void);
+
+/* ---- rootfs.c -------------------------------------------------------------- */
+
+/* Parse ref (see struct runc_image). allow_unpinned admits a bare path. */
+int runc__image_parse(const char *ref, bool allow_unpinned, struct runc_image *ret,
+                      struct cordon_error *err);
+void runc__image_clear(struct runc_image *img);
+
+/* Cheap: is the tarball there (a readable regular file), and, when the
+ * cache already holds its digest, does its size still match what was
+ * unpacked? Never hashes. ret_cached tells whether the cache holds it. */
+int runc__image_check(const char *base, const struct runc_image *img, bool *ret_cached,
+                      struct cordon_error *err);
+
+/*
+ * The read-only root filesystem for img under base/rootfs/<sha256>/,
+ * unpacked once (flock per digest; published by rename of a temp dir)
+ * through the sdk's tar checks with CORDON_TAR_ROOTFS, its digest verified
+ * while unpacking. An unpinned image is hashed first to find its key.
+ * ret_path and ret_digest (65 bytes) are optional; ret_path is malloc'd.
+ */
+int runc__rootfs_ensure(const char *base, const struct runc_image *img, char **ret_path,
+                        char *ret_digest, struct cordon_error *err);
+
+/* An empty root filesystem (only mount points) under base/rootfs/empty:
+ * what the probe observes when no image is configured. */
+int runc__rootfs_empty(const char *base, char **ret_path, struct cordon_error *err);
+
+/* ---- cgroup.c -------------------------------------------------------------- */
+
+/* 1 or 2 (unified), from the filesystem mounted at /sys/fs/cgroup. */
+int runc__cgroup_version(void);
+
+/* Whether cgroup v1 memory has swap accounting (memory.memsw.*); always
+ * true on v2. */
+bool runc__cgroup_has_memsw(int version);
+
+/* Read back every limit of the execution from its cgroup files and check
+ * that pid is a member; CORDON_E_UNSAFE naming the first limit that is
+ * missing or differs. */
+int runc__cgroup_verify(int version, const char *execution_id, pid_t pid,
+                        const struct runc_limits *limits, bool swap, struct cordon_error *err);
+
+/* The cgroup's count of OOM kills (0 when it cannot be read). */
+uint64_t runc__cgroup_oom_kills(int version, const char *execution_id);
+
+/* True when pid's cgroup (pids, or the unified one) is the execution's. */
+bool runc__cgroup_holds(int version, const char *execution_id, pid_t pid);
+
+/* Remove the execution's cgroup directories in every hierarchy; missing
+ * ones are success; busy ones are retried for up to timeout_ms. */
+int runc__cgroup_remove(int version, const char *execution_id, unsigned timeout_ms,
+                        struct cordon_error *err);
+
+/* True when the execution's cgroup holds no process (or is gone). */
+bool runc__cgroup_empty(int version, const char *execution_id);
+
+#endif

@@ -1,0 +1,178 @@
+/*
+ * cordon-init: the first process of a container sandbox. Linked statically
+ * so that it runs in any rootfs, even one without a shell or sleep.
+ *
+ *   cordon-init --deadline-ms N
+ *   cordon-init --exec PROGRAM [ARG...]
+ *
+ * As PID 1 of the container's pid namespace it reaps every orphan (the
+ * processes that exec started are re-parented to it, and a zombie would
+ * count against the pids limit) and holds the execution's deadline: when N
+ * milliseconds have passed, or on SIGTERM, SIGINT or SIGHUP, it exits, and
+ * the kernel kills every other process of the namespace with it. Outside a
+ * pid namespace it makes itself the subreaper of its descendants instead.
+ * It never signals anything: it only collects exits and watches the clock.
+ *
+ * Exit status: 0 after a signal asked it to stop, 124 when the deadline
+ * passed, 2 for a usage error.
+ *
+ * --exec wraps one command that the host runs in the sandbox: PROGRAM
+ * (looked up in PATH) runs as the leader of a new process group; when it
+ * ends, whatever is left of its group is killed, as the host's own runner
+ * does, so that a background child cannot keep the command's output open,
+ * and the wrapper exits as the program did: its exit status, or 128+N
+ * after signal N (the runtime's convention). 127: PROGRAM not found.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEADLINE_MAX_MS (366ull * 24 * 3600 * 1000) /* a year: anything longer is a typo */
+#define EXIT_DEADLINE 124
+#define EXIT_USAGE 2
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int usage(const char *why)
+{
+    fprintf(stderr,
+            "cordon-init: %s\nusage: cordon-init --deadline-ms N (1..%llu)\n"
+            "       cordon-init --exec PROGRAM [ARG...]\n",
+            why, (unsigned long long)DEADLINE_MAX_MS);
+    return EXIT_USAGE;
+}
+
+/* Decimal digits only, 1..DEADLINE_MAX_MS. */
+static bool parse_ms(const char *text, uint64_t *ret)
+{
+    uint64_t v = 0;
+
+    if (text == NULL || *text == '\0')
+        return false;
+    for (const char *p = text; *p != '\0'; p++) {
+        if (*p < '0' || *p > '9' || v > DEADLINE_MAX_MS)
+            return false;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (v == 0 || v > DEADLINE_MAX_MS)
+        return false;
+    *ret = v;
+    return true;
+}
+
+/* Collect every child that has ended; none is left a zombie. */
+static void reap_all(void)
+{
+    for (;;) {
+        pid_t pid = waitpid(-1, NULL, WNOHANG);
+
+        if (pid > 0 || (pid < 0 && errno == EINTR))
+            continue;
+        return; /* 0: children still run; ECHILD: none left */
+    }
+}
+
+/* stdio pointed at /dev/null: the runtime's descriptors (a host file or
+ * pipe) must not stay reachable through this long-lived process. */
+static void detach_stdio(void)
+{
+    int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+    if (fd < 0)
+        return;
+    for (int i = 0; i < 3; i++)
+        dup2(fd, i);
+    if (fd > 2)
+        close(fd);
+}
+
+/* --exec: run argv as a group leader, then end its group. */
+static int run_leader(char **argv)
+{
+    int status, e;
+    pid_t pid, w;
+
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "cordon-init: fork: %s\n", strerror(errno));
+        return 126;
+    }
+    if (pid == 0) {
+        setpgid(0, 0);
+        execvp(argv[0], argv);
+        e = errno;
+        fprintf(stderr, "cordon-init: cannot execute %s: %s\n", argv[0], strerror(e));
+        _exit(e == ENOENT ? 127 : 126);
+    }
+    /* Both sides set the group, so that the kill below never misses it. */
+    setpgid(pid, pid);
+    do
+        w = waitpid(pid, &status, 0);
+    while (w < 0 && errno == EINTR);
+    kill(-pid, SIGKILL);
+    if (w < 0)
+        return 126;
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+int main(int argc, char **argv)
+{
+    sigset_t set;
+    uint64_t deadline_ms, end;
+
+    if (argc >= 3 && strcmp(argv[1], "--exec") == 0 && argv[2][0] != '\0')
+        return run_leader(argv + 2);
+    if (argc != 3 || strcmp(argv[1], "--deadline-ms") != 0)
+        return usage("expected --deadline-ms N or --exec PROGRAM [ARG...]");
+    if (!parse_ms(argv[2], &deadline_ms))
+        return usage("--deadline-ms wants a whole number of milliseconds");
+    end = now_ms() + deadline_ms;
+
+    /* PID 1 of a namespace reaps by nature; anywhere else ask for it. */
+    if (getpid() != 1)
+        prctl(PR_SET_CHILD_SUBREAPER, 1UL, 0UL, 0UL, 0UL);
+    /* The sandbox user shares our uid: keep /proc/1/fd and friends closed to it. */
+    prctl(PR_SET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+    detach_stdio();
+
+    /* Blocked signals are delivered even to a namespace's init, which would
+     * otherwise drop SIGTERM from inside; sigtimedwait takes them in turn. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
+        return EXIT_USAGE;
+    for (;;) {
+        uint64_t now = now_ms(), left;
+        struct timespec ts;
+        int sig;
+
+        reap_all();
+        if (now >= end)
+            return EXIT_DEADLINE;
+        left = end - now;
+        ts.tv_sec = (time_t)(left / 1000u);
+        ts.tv_nsec = (long)(left % 1000u) * 1000000L;
+        sig = sigtimedwait(&set, NULL, &ts);
+        if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
+            return 0;
+        /* SIGCHLD, a timeout or EINTR: reap and look at the clock again. */
+    }
+}

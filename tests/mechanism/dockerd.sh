@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Start or stop the Docker daemon the docker mechanism tests need.
+#   dockerd.sh start   if the socket does not answer: install docker.io when
+#                      dockerd is missing, start dockerd with the test runtime
+#                      cordon-test-runc registered, wait up to 60 s for it
+#   dockerd.sh stop    stop the daemon this script started (none else), wait
+#                      for it to exit
+#   dockerd.sh status  exit 0 when the socket answers
+# The daemon's log is $CORDON_DOCKERD_LOG (default /tmp/cordon-dockerd.log),
+# its pid file $CORDON_DOCKERD_PID (default /tmp/cordon-dockerd.pid): a pid
+# file there means "this script started it".
+set -euo pipefail
+sock=${CORDON_DOCKER_SOCKET:-/var/run/docker.sock}
+log=${CORDON_DOCKERD_LOG:-/tmp/cordon-dockerd.log}
+pidfile=${CORDON_DOCKERD_PID:-/tmp/cordon-dockerd.pid}
+
+answering() {
+  [ -S "$sock" ] || return 1
+  if command -v curl >/dev/null; then
+    curl -fsS --max-time 5 --unix-socket "$sock" http://localhost/_ping >/dev/null 2>&1
+  else
+    timeout 10 docker -H "unix://$sock" version >/dev/null 2>&1
+  fi
+}
+
+ours() { # prints the pid of a daemon this script started and that still runs
+  local pid
+  [ -s "$pidfile" ] || return 1
+  pid=$(cat "$pidfile")
+  [ -d "/proc/$pid" ] && grep -q dockerd "/proc/$pid/cmdline" 2>/dev/null || return 1
+  echo "$pid"
+}
+
+start() {
+  if answering; then
+    echo "dockerd: $sock already answers"
+    return 0
+  fi
+  if ! command -v dockerd >/dev/null; then
+    echo "dockerd: not installed; installing docker.io" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io >&2
+  fi
+  local runc
+  runc=$(command -v runc || true)
+  [ -n "$runc" ] || { echo "dockerd: no runc binary for the cordon-test-runc runtime" >&2; return 1; }
+  # A stale socket of a dead daemon would make dockerd refuse to start.
+  if [ -S "$sock" ] && ! ours >/dev/null; then
+    rm -f "$sock"
+  fi
+  setsid dockerd --add-runtime "cordon-test-runc=$runc" >"$log" 2>&1 </dev/null &
+  echo $! >"$pidfile"
+  for _ in $(seq 1 120); do
+    answering && { echo "dockerd: started (pid $(cat "$pidfile"), log $log)"; return 0; }
+    ours >/dev/null || break
+    sleep 0.5
+  done
+  echo "dockerd: did not answer on $sock within 60 s; the end of $log:" >&2
+  tail -n 20 "$log" >&2 || true
+  stop || true
+  return 1
+}
+
+stop() {
+  local pid
+  if ! pid=$(ours); then
+    rm -f "$pidfile"
+    echo "dockerd: no daemon started by this script"
+    return 0
+  fi
+  kill -TERM "$pid"
+  for _ in $(seq 1 60); do
+    [ -d "/proc/$pid" ] || break
+    sleep 0.5
+  done
+  if [ -d "/proc/$pid" ]; then
+    echo "dockerd: pid $pid still runs after 30 s; sending SIGKILL" >&2
+    kill -KILL "$pid" || true
+  fi
+  rm -f "$pidfile"
+  echo "dockerd: stopped (pid $pid)"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) answering ;;
+  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac

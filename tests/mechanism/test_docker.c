@@ -1,0 +1,1419 @@
+/*
+ * Mechanism tests of the docker provider against the real daemon: no mocks.
+ *
+ * Environment (tests/mechanism/dockerd.sh starts a daemon; the images come
+ * from tests/images/build-images.sh --docker):
+ *   CORDON_DOCKER_IMAGE_MINIMAL    sha256:<id> of the minimal image (required)
+ *   CORDON_DOCKER_IMAGE_TOOLCHAIN  sha256:<id> of the toolchain image (required)
+ *   CORDON_DOCKER_PROVIDER         docker.so (default <builddir>/.libs/docker.so)
+ *   CORDON_OBSERVER                cordon-observe (default <builddir>/cordon-observe)
+ *   CORDON_BIN                     the cordon command (default <builddir>/cordon)
+ *   CORDON_DOCKER_SOCKET           the daemon's socket (default /var/run/docker.sock)
+ *   CORDON_DOCKER_STOP_DAEMON=1    let suite docker_daemon stop and restart the
+ *                                  daemon; run it alone, with --filter
+ *                                  docker_daemon/stopped_daemon_is_a_clear_error_and_reclaim_works_after_restart
+ *
+ * Every test labels what it makes with its own host instance id and
+ * removes it in the suite's fini (terminate, then reclaim by id), so that
+ * nothing is left: `docker ps -aq --filter label=org.cordon.execution-id`
+ * is empty after a run. The docker command is used only to look at what
+ * the daemon did, never by the provider.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <criterion/parameterized.h>
+
+#include <cordon/provider.h>
+#include <cordon/sdk/abi.h>
+#include <cordon/sdk/drive.h>
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/host.h>
+
+#ifndef CORDON_BUILDDIR
+#define CORDON_BUILDDIR "."
+#endif
+#ifndef CORDON_SRCDIR
+#define CORDON_SRCDIR "."
+#endif
+
+#define SANDBOX_UID 65532u
+#define MIB (1024.0 * 1024.0)
+#define MAX_TRACKED 8
+#define CMD_OUTPUT_MAX (1u << 20)
+
+static struct cordon_provider_v1 vt;
+static struct cordon_host_v1 host;
+static struct cordon_resource *res;
+static char provider_path[PATH_MAX], observer[PATH_MAX], host_id[48];
+static char *tmp;                          /* state dir and scratch, removed in fini */
+static char *states[MAX_TRACKED];
+static char ids[MAX_TRACKED][48];
+static const char *minimal, *toolchain, *socket_path;
+static struct cordon_error err;
+
+/* ---- process helpers (the docker command only looks) -------------------- */
+
+/* Run argv (extra_env added to ours) with stdout captured, the first
+ * CMD_OUTPUT_MAX bytes kept; returns the exit status or -1. */
+static int capture(const char *const *argv, const char *const *extra_env, char **ret_out)
+{
+    extern char **environ;
+    size_t len = 0, cap = 4096, nenv = 0, nextra = 0;
+    char *buf = malloc(cap + 1), **envp;
+    int p[2], status = 0;
+    pid_t pid;
+
+    while (environ[nenv] != NULL)
+        nenv++;
+    while (extra_env != NULL && extra_env[nextra] != NULL)
+        nextra++;
+    /* Built before the fork: the child only execs. */
+    envp = calloc(nenv + nextra + 1, sizeof(*envp));
+    cr_assert(buf != NULL && envp != NULL);
+    memcpy(envp, extra_env != NULL ? extra_env : (const char *const *)environ,
+           nextra * sizeof(*envp));
+    memcpy(envp + nextra, environ, nenv * sizeof(*envp));
+    cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+    pid = fork();
+    cr_assert(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+        if (dup2(p[1], 1) < 0 || (null >= 0 && dup2(null, 0) < 0))
+            _exit(127);
+        execvpe(argv[0], (char *const *)argv, envp);
+        _exit(127);
+    }
+    close(p[1]);
+    free(envp);
+    for (;;) {
+        char scratch[4096];
+        ssize_t n;
+
+        if (len == cap && cap < CMD_OUTPUT_MAX) {
+            cap *= 2;
+            buf = realloc(buf, cap + 1);
+            cr_assert_not_null(buf);
+        }
+        /* Past the bound the rest is read and dropped, so that the child ends. */
+        n = len < cap ? read(p[0], buf + len, cap - len) : read(p[0], scratch, sizeof(scratch));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (len < cap)
+            len += (size_t)n;
+    }
+    close(p[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    buf[len] = '\0';
+    if (ret_out != NULL)
+        *ret_out = buf;
+    else
+        free(buf);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static const char *str_or_empty(const cJSON *item)
+{
+    const char *s = cJSON_GetStringValue(item);
+
+    return s != NULL ? s : "";
+}
+
+/* `docker ARGS...`; stdout in *ret_out (free) when not NULL. */
+static int docker_cmd(char **ret_out, const char *a1, const char *a2, const char *a3,
+                      const char *a4, const char *a5)
+{
+    const char *argv[] = { "docker", a1, a2, a3, a4, a5, NULL };
+
+    return capture(argv, NULL, ret_out);
+}
+
+/* Containers the daemon still has with this label filter ("k=v"). */
+static int count_labelled(const char *label)
+{
+    char filter[200], *out = NULL;
+    int n = 0;
+
+    snprintf(filter, sizeof(filter), "label=%s", label);
+    cr_assert_eq(docker_cmd(&out, "ps", "-aq", "--filter", filter, NULL), 0,
+                 "docker ps failed");
+    for (char *p = out; *p != '\0'; p++)
+        n += *p == '\n';
+    free(out);
+    return n;
+}
+
+static bool container_exists(const char *id)
+{
+    return docker_cmd(NULL, "inspect", "--type", "container", id, NULL) == 0;
+}
+
+/* Live host processes whose command line (NULs read as spaces) holds needle. */
+static int count_processes(const char *needle)
+{
+    char *out = NULL;
+    const char *argv[] = { "pgrep", "-f", "-c", needle, NULL };
+    int n;
+
+    capture(argv, NULL, &out);
+    n = atoi(out);
+    free(out);
+    return n;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void random_hex(char *buf, size_t nbytes)
+{
+    FILE *f = fopen("/dev/urandom", "re");
+    unsigned char raw[32];
+
+    cr_assert(f != NULL && nbytes <= sizeof(raw) && fread(raw, 1, nbytes, f) == nbytes);
+    fclose(f);
+    for (size_t i = 0; i < nbytes; i++)
+        snprintf(buf + 2 * i, 3, "%02x", raw[i]);
+}
+
+/* ---- suite setup ----------------------------------------------------------- */
+
+static const char *env_or(const char *name, const char *fallback)
+{
+    const char *v = getenv(name);
+
+    return v != NULL && v[0] != '\0' ? v : fallback;
+}
+
+static void setup(void)
+{
+    char hex[17];
+
+    cordon_error_init(&err);
+    memset(states, 0, sizeof(states));
+    memset(ids, 0, sizeof(ids));
+    minimal = env_or("CORDON_DOCKER_IMAGE_MINIMAL", NULL);
+    toolchain = env_or("CORDON_DOCKER_IMAGE_TOOLCHAIN", NULL);
+    socket_path = env_or("CORDON_DOCKER_SOCKET", "/var/run/docker.sock");
+    cr_assert_not_null(realpath(env_or("CORDON_DOCKER_PROVIDER", CORDON_BUILDDIR
+                                       "/.libs/docker.so"), provider_path),
+                       "docker.so: %s (set CORDON_DOCKER_PROVIDER)", strerror(errno));
+    cr_assert_not_null(realpath(env_or("CORDON_OBSERVER", CORDON_BUILDDIR "/cordon-observe"),
+                                observer),
+                       "cordon-observe: %s (set CORDON_OBSERVER)", strerror(errno));
+    random_hex(hex, 8);
+    snprintf(host_id, sizeof(host_id), "cordon-docker-tests-%s", hex);
+    cr_assert_eq(cordon_fs_mkdtemp(env_or("TMPDIR", "/tmp"), "cordon-docker-test.", &tmp, &err),
+                 0, "%s", err.message);
+    cordon_host_table_init(&host, observer, NULL, host_id, tmp);
+    cr_assert_eq(cordon_provider_load(provider_path, &host, &vt, &err), 0, "load: %s",
+                 err.message);
+}
+
+static void teardown(void)
+{
+    struct cordon_error e;
+
+    cordon_error_init(&e);
+    for (int i = 0; i < MAX_TRACKED; i++) {
+        if (states[i] != NULL && res != NULL && vt.terminate(res, states[i], &e) < 0)
+            cr_log_warn("fini: terminate: %s", e.message);
+        free(states[i]);
+        states[i] = NULL;
+        if (ids[i][0] != '\0' && res != NULL && vt.reclaim(res, ids[i], &e) < 0)
+            cr_log_warn("fini: reclaim %s: %s", ids[i], e.message);
+        ids[i][0] = '\0';
+    }
+    if (res != NULL)
+        vt.release(res, &e);
+    res = NULL;
+    if (tmp != NULL)
+        cordon_fs_remove_tree_path(tmp, NULL);
+    free(tmp);
+    tmp = NULL;
+}
+
+/* Criterion runs no fini after a skip: clean up first. */
+static void skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void skip(const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    teardown();
+    cr_skip_test("%s", msg);
+}
+
+/* Every test needs the daemon and the two pinned test images. */
+static void need_daemon(void)
+{
+    struct stat st;
+
+    if (stat(socket_path, &st) != 0 || !S_ISSOCK(st.st_mode))
+        skip("no Docker daemon socket at %s: start one with tests/mechanism/dockerd.sh start",
+             socket_path);
+    if (minimal == NULL || toolchain == NULL)
+        skip("CORDON_DOCKER_IMAGE_MINIMAL and CORDON_DOCKER_IMAGE_TOOLCHAIN must name the test "
+             "images (tests/images/build-images.sh --docker prints their ids)");
+}
+
+TestSuite(docker, .init = setup, .fini = teardown, .timeout = 180);
+
+static int tar_with(const char *name, unsigned mode, const char *data);
+
+/* ---- provider helpers ---------------------------------------------------------- */
+
+static void ensure_with(const char *config)
+{
+    cr_assert_eq(vt.ensure(&host, config, &res, &err), 0, "ensure(%s): %s", config, err.message);
+}
+
+static void ensure_default(void)
+{
+    char config[200];
+
+    if (res != NULL)
+        return;
+    snprintf(config, sizeof(config), "{\"image\": \"%s\"}", minimal);
+    ensure_with(config);
+}
+
+struct limits {
+    double cpus, memory_bytes, disk_bytes;
+    int pids;
+    double runtime_ms;
+};
+
+static const struct limits small = { 1, 256 * MIB, 64 * MIB, 128, 120000 };
+
+static char *spec(const char *id, const char *image, const char *layout, const struct limits *l)
+{
+    char *text = NULL;
+
+    cr_assert(asprintf(&text,
+                       "{\"execution_id\": \"%s\", \"image\": \"%s\", \"layout\": \"%s\","
+                       " \"resources\": {\"cpus\": %g, \"memory_bytes\": %.0f, \"disk_bytes\": %.0f,"
+                       " \"pids\": %d, \"runtime_ms\": %.0f, \"max_output_bytes\": 1048576},"
+                       " \"network\": {\"mode\": \"none\"}, \"environment\": {\"CORDON_TEST\": \"1\"},"
+                       " \"expires_at_ms\": %llu}",
+                       id, image, layout, l->cpus, l->memory_bytes, l->disk_bytes, l->pids,
+                       l->runtime_ms,
+                       (unsigned long long)(cordon_now_wall_ms() + (uint64_t)l->runtime_ms)) > 0);
+    return text;
+}
+
+static int track_id(const char *id)
+{
+    for (int i = 0; i < MAX_TRACKED; i++) {
+        if (ids[i][0] == '\0') {
+            snprintf(ids[i], sizeof(ids[i]), "%s", id);
+            return i;
+        }
+    }
+    cr_assert_fail("more than %d executions in one test", MAX_TRACKED);
+    return -1;
+}
+
+/* Provision (assert); the state is terminated and the id reclaimed in fini. */
+static const char *provision_with(const char *image, const char *layout, const struct limits *l)
+{
+    char id[48], hex[13], *text;
+    int slot;
+
+    ensure_default();
+    random_hex(hex, 6);
+    snprintf(id, sizeof(id), "dt-%s", hex);
+    slot = track_id(id);
+    text = spec(id, image, layout, l);
+    cr_assert_eq(vt.provision(res, text, &states[slot], &err), 0, "provision: %s", err.message);
+    free(text);
+    return states[slot];
+}
+
+static const char *provision_default(const char *layout)
+{
+    return provision_with(minimal, layout, &small);
+}
+
+/* The container id in a state. */
+static const char *container_of(const char *state)
+{
+    static char id[80];
+    cJSON *doc = cJSON_Parse(state);
+
+    snprintf(id, sizeof(id), "%s",
+             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "container_id")));
+    cJSON_Delete(doc);
+    return id;
+}
+
+static const char *execution_of(const char *state)
+{
+    static char id[80];
+    cJSON *doc = cJSON_Parse(state);
+
+    snprintf(id, sizeof(id), "%s",
+             cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "execution_id")));
+    cJSON_Delete(doc);
+    return id;
+}
+
+struct run_opts {
+    uint64_t timeout_ms;
+    uint64_t budget;
+    int stdin_fd;
+    const char *extra;          /* spliced into the request object */
+};
+
+static const struct run_opts defaults = { 30000, 4u << 20, -1, NULL };
+
+static char *request_of(const char *const *argv, const struct run_opts *o)
+{
+    cJSON *req = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(req, "argv"), *env;
+    char *text, *out = NULL;
+
+    for (size_t i = 0; argv[i] != NULL; i++)
+        cJSON_AddItemToArray(arr, cJSON_CreateString(argv[i]));
+    cJSON_AddStringToObject(req, "cwd", "");
+    env = cJSON_AddObjectToObject(req, "env");
+    cJSON_AddStringToObject(env, "PATH", "/usr/local/bin:/usr/bin:/bin");
+    cJSON_AddNumberToObject(req, "timeout_ms", (double)o->timeout_ms + 5000);
+    text = cJSON_PrintUnformatted(req);
+    cJSON_Delete(req);
+    cr_assert_not_null(text);
+    text[strlen(text) - 1] = '\0';
+    cr_assert(asprintf(&out, "%s%s}", text, o->extra != NULL ? o->extra : "") > 0);
+    free(text);
+    return out;
+}
+
+/* Through the host's driver; returns its code, fills o. */
+static int run(const char *state, const char *const *argv, const struct run_opts *opts,
+               struct cordon_exec_outcome *o)
+{
+    struct cordon_drive_opts d;
+    char *req = request_of(argv, opts);
+    int r;
+
+    cordon_drive_opts_init(&d);
+    d.host = &host;
+    d.provider = &vt;
+    d.resource = res;
+    d.state_json = state;
+    d.request_json = req;
+    d.stdin_fd = opts->stdin_fd;
+    d.timeout_ms = opts->timeout_ms;
+    d.retention_bytes = 64 * 1024;
+    d.output_budget = opts->budget;
+    memset(o, 0, sizeof(*o));
+    r = cordon_drive_exec(&d, o, &err);
+    free(req);
+    return r;
+}
+
+/* sh -c script; asserts that it ran; fills o (clear it). */
+static void sh(const char *state, const char *script, struct cordon_exec_outcome *o)
+{
+    const char *argv[] = { "sh", "-c", script, NULL };
+
+    cr_assert_eq(run(state, argv, &defaults, o), 0, "exec `%s`: %s", script, err.message);
+}
+
+static char *text_of(const struct cordon_stream_capture *s)
+{
+    char *t = malloc(s->len + 1);
+
+    cr_assert_not_null(t);
+    memcpy(t, s->data != NULL ? s->data : "", s->len);
+    t[s->len] = '\0';
+    return t;
+}
+
+/* ---- the defaults of DESIGN.md §7 -------------------------------------------------- */
+
+Test(docker, provision_applies_every_default_and_labels_the_container)
+{
+    const char *state, *cid;
+    struct cordon_exec_outcome o;
+    char *out = NULL, label[160], *text;
+    cJSON *doc, *hc, *labels;
+
+    need_daemon();
+    state = provision_default("code");
+    cid = container_of(state);
+    cr_assert_eq(docker_cmd(&out, "inspect", "--type", "container", cid, NULL), 0);
+    doc = cJSON_Parse(out);
+    free(out);
+    cr_assert(cJSON_IsArray(doc));
+    hc = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(doc, 0), "HostConfig");
+    labels = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(doc, 0), "Config"), "Labels");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "ReadonlyRootfs")));
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "AutoRemove")));
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "Init")));
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hc, "NetworkMode")),
+                     "none");
+    cr_expect_eq(cJSON_GetObjectItemCaseSensitive(hc, "Memory")->valuedouble, small.memory_bytes);
+    cr_expect_eq(cJSON_GetObjectItemCaseSensitive(hc, "MemorySwap")->valuedouble,
+                 small.memory_bytes, "MemorySwap differs from Memory: swap would be allowed");
+    cr_expect_eq(cJSON_GetObjectItemCaseSensitive(hc, "PidsLimit")->valuedouble, small.pids);
+    cr_expect_eq(cJSON_GetObjectItemCaseSensitive(hc, "NanoCpus")->valuedouble, 1e9);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetArrayItem(
+                         cJSON_GetObjectItemCaseSensitive(hc, "CapDrop"), 0)), "ALL");
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(hc, "CapAdd")), 0);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(labels,
+                                                                           "org.cordon.host")),
+                     host_id);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                         labels, "org.cordon.execution-id")), execution_of(state));
+    cJSON_Delete(doc);
+
+    /* Inside: the user, the layout, the mounts and the reaping init. */
+    sh(state, "id -u; stat -c '%n %u %a' /workspace /workspace/source /workspace/build "
+              "/workspace/output /workspace/logs; grep -E ' /workspace | /tmp ' /proc/mounts; "
+              "tr '\\0' ' ' </proc/1/cmdline", &o);
+    text = text_of(&o.out);
+    cr_expect_eq(o.exit_code, 0, "the inspection failed: %s", text);
+    cr_expect(strncmp(text, "65532\n", 6) == 0, "the sandbox user is not 65532: %s", text);
+    cr_expect(strstr(text, "/workspace 0 755\n") != NULL, "workspace root: %s", text);
+    cr_expect(strstr(text, "/workspace/source 0 755\n") != NULL, "source/: %s", text);
+    cr_expect(strstr(text, "/workspace/build 65532 755\n") != NULL, "build/: %s", text);
+    cr_expect(strstr(text, "/workspace/output 65532 755\n") != NULL, "output/: %s", text);
+    cr_expect(strstr(text, "/workspace/logs 65532 755\n") != NULL, "logs/: %s", text);
+    cr_expect(strstr(text, " /workspace tmpfs rw,nosuid,nodev") != NULL &&
+                  strstr(text, "size=65536k") != NULL,
+              "/workspace is not a nosuid,nodev tmpfs of disk_bytes: %s", text);
+    cr_expect(strstr(text, "noexec") == NULL, "a workspace or /tmp mount is noexec: %s", text);
+    cr_expect(strstr(text, "docker-init") != NULL, "pid 1 is not docker-init: %s", text);
+    free(text);
+    cordon_exec_outcome_clear(&o);
+    snprintf(label, sizeof(label), "org.cordon.execution-id=%s", execution_of(state));
+    cr_expect_eq(count_labelled(label), 1, "the container is not labelled with its execution id");
+}
+
+/* ---- abuse ----------------------------------------------------------------------- */
+
+/* The container's pids cgroup, read on the host through its init's pid. */
+static bool read_pids(const char *cid, long *ret_current, long *ret_max)
+{
+    char *pid = NULL, path[PATH_MAX], line[512], cg[400] = "";
+    bool v2 = false;
+    FILE *f;
+
+    if (docker_cmd(&pid, "inspect", "-f", "{{.State.Pid}}", cid, NULL) != 0 || atoi(pid) <= 0) {
+        free(pid);
+        return false;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", atoi(pid));
+    free(pid);
+    f = fopen(path, "re");
+    if (f == NULL)
+        return false;
+    /* cgroup v1's pids line; the unified "0::" line only without one. */
+    while (fgets(line, sizeof(line), f) != NULL) {
+        char *p = strstr(line, ":pids:");
+
+        if (p == NULL && strncmp(line, "0::", 3) == 0 && cg[0] == '\0') {
+            p = line + 1;
+            v2 = true;
+        } else if (p != NULL) {
+            v2 = false;
+        }
+        if (p != NULL) {
+            snprintf(cg, sizeof(cg), "%s", strchr(p + 1, ':') + 1);
+            cg[strcspn(cg, "\n")] = '\0';
+        }
+    }
+    fclose(f);
+    for (int i = 0; i < 2 && cg[0] != '\0'; i++) {
+        long *dst = i == 0 ? ret_current : ret_max;
+
+        snprintf(path, sizeof(path), "/sys/fs/cgroup%s%s/pids.%s", v2 ? "" : "/pids", cg,
+                 i == 0 ? "current" : "max");
+        f = fopen(path, "re");
+        if (f == NULL || fgets(line, sizeof(line), f) == NULL) {
+            if (f != NULL)
+                fclose(f);
+            return false;
+        }
+        fclose(f);
+        *dst = atol(line);
+    }
+    return cg[0] != '\0';
+}
+
+struct bg_run {
+    const char *state;
+    const char *const *argv;
+    struct run_opts opts;
+    struct cordon_exec_outcome out;
+    int rc;
+};
+
+static void *bg_main(void *arg)
+{
+    struct bg_run *b = arg;
+
+    b->rc = run(b->state, b->argv, &b->opts, &b->out);
+    return NULL;
+}
+
+Test(docker, fork_bomb_is_stopped_by_the_pids_limit)
+{
+    /* Forks until the kernel says no; the sleepers hold their pids. */
+    const char *argv[] = { "sh", "-c", "exec 2>/dev/null; while :; do sleep 1000 & done", NULL };
+    struct limits l = small;
+    struct bg_run b = { .argv = argv, .opts = defaults };
+    const char *state;
+    long cur = 0, max = 0, peak = 0;
+    pthread_t t;
+    char cid[80];
+
+    need_daemon();
+    l.pids = 32;
+    state = provision_with(minimal, "host", &l);
+    snprintf(cid, sizeof(cid), "%s", container_of(state));
+    b.state = state;
+    b.opts.timeout_ms = 6000;
+    b.opts.budget = 16u << 20;
+    cr_assert_eq(pthread_create(&t, NULL, bg_main, &b), 0);
+    /* Watch from the host while the bomb presses against the limit. */
+    for (int i = 0; i < 40; i++) {
+        sleep_ms(100);
+        if (read_pids(cid, &cur, &max) && cur > peak)
+            peak = cur;
+    }
+    pthread_join(t, NULL);
+    cr_assert_eq(b.rc, 0, "exec: %s", err.message);
+    cr_expect_eq(max, 32, "pids.max of the container is %ld, not 32", max);
+    cr_expect_leq(peak, 32, "the container held %ld processes with a limit of 32", peak);
+    cr_expect_geq(peak, 24, "the bomb reached only %ld processes: it did not test the limit",
+                  peak);
+    /* The shell gives up when fork fails (or the clock ends it). */
+    cr_expect((b.out.status == CORDON_RUN_EXITED && b.out.exit_code != 0) ||
+                  b.out.status == CORDON_RUN_TIMEOUT,
+              "status %s (exit %d): the loop did not hit the limit",
+              cordon_run_status_name(b.out.status), b.out.exit_code);
+    cordon_exec_outcome_clear(&b.out);
+    cr_expect_eq(vt.terminate(res, state, &err), 0, "terminate: %s", err.message);
+    cr_expect(!container_exists(cid), "the container survived terminate");
+}
+
+Test(docker, twice_the_memory_limit_is_killed_and_reported_as_oom)
+{
+    const char *argv[] = { "sh", "-c", "head -c 134217728 /dev/zero | tail > /dev/null", NULL };
+    struct limits l = small;
+    struct cordon_exec_outcome o;
+    const char *state;
+
+    need_daemon();
+    l.memory_bytes = 64 * MIB;
+    state = provision_with(minimal, "host", &l);
+    cr_assert_eq(run(state, argv, &defaults, &o), 0, "exec: %s", err.message);
+    cr_expect_eq(o.status, CORDON_RUN_OOM, "status %s (exit %d), not oom",
+                 cordon_run_status_name(o.status), o.exit_code);
+    cordon_exec_outcome_clear(&o);
+    /* The kill hit the hog, not the execution: it still runs. */
+    sh(state, "true", &o);
+    cr_expect_eq(o.exit_code, 0, "the execution did not survive its OOM-killed process");
+    cordon_exec_outcome_clear(&o);
+}
+
+Test(docker, writing_past_disk_bytes_fails)
+{
+    struct limits l = small;
+    struct cordon_exec_outcome o;
+    const char *state;
+    char *text;
+
+    need_daemon();
+    l.disk_bytes = 8 * MIB;
+    state = provision_with(minimal, "host", &l);
+    sh(state, "head -c 16777216 /dev/zero > big", &o);
+    text = text_of(&o.err);
+    cr_expect_neq(o.exit_code, 0, "writing 16 MiB into 8 MiB succeeded");
+    cr_expect(strstr(text, "No space left on device") != NULL, "stderr: %s", text);
+    free(text);
+    cordon_exec_outcome_clear(&o);
+    sh(state, "stat -c %s big", &o);
+    text = text_of(&o.out);
+    cr_expect_leq(atol(text), 8 * 1024 * 1024, "big holds %s bytes past disk_bytes", text);
+    free(text);
+    cordon_exec_outcome_clear(&o);
+}
+
+Test(docker, output_flood_ends_with_output_limit_and_no_container_left)
+{
+    const char *argv[] = { "head", "-c", "104857600", "/dev/zero", NULL };
+    struct run_opts opts = defaults;
+    struct cordon_exec_outcome o;
+    const char *state;
+    char cid[80], label[160];
+    uint64_t start;
+
+    need_daemon();
+    state = provision_default("code");
+    snprintf(cid, sizeof(cid), "%s", container_of(state));
+    opts.budget = 1u << 20;
+    start = cordon_now_monotonic_ms();
+    cr_assert_eq(run(state, argv, &opts, &o), 0, "exec: %s", err.message);
+    cr_expect_eq(o.status, CORDON_RUN_OUTPUT_LIMIT, "status %s, not output_limit",
+                 cordon_run_status_name(o.status));
+    cr_expect_lt(o.out.total_bytes, 100u << 20, "all 100 MiB went through: nothing stopped it");
+    cr_expect_leq(cordon_now_monotonic_ms() - start, 20000, "the flood was not stopped promptly");
+    cordon_exec_outcome_clear(&o);
+    cr_expect(!container_exists(cid), "the container survived the output limit");
+    snprintf(label, sizeof(label), "org.cordon.execution-id=%s", execution_of(state));
+    cr_expect_eq(count_labelled(label), 0, "a container of the execution is left");
+}
+
+Test(docker, background_sleeper_after_a_timeout_leaves_no_container)
+{
+    const char *argv[] = { "sh", "-c", NULL, NULL };
+    struct run_opts opts = defaults;
+    struct cordon_exec_outcome o;
+    char marker[48], script[160], hex[13], cid[80];
+    const char *state;
+    int left = -1;
+
+    need_daemon();
+    state = provision_default("code");
+    snprintf(cid, sizeof(cid), "%s", container_of(state));
+    random_hex(hex, 6);
+    snprintf(marker, sizeof(marker), "1000.%llu", strtoull(hex, NULL, 16));
+    snprintf(script, sizeof(script), "sleep %s & sleep %s", marker, marker);
+    argv[2] = script;
+    opts.timeout_ms = 1000;
+    cr_assert_eq(run(state, argv, &opts, &o), 0, "exec: %s", err.message);
+    cr_expect_eq(o.status, CORDON_RUN_TIMEOUT, "status %s, not timeout",
+                 cordon_run_status_name(o.status));
+    cordon_exec_outcome_clear(&o);
+    cr_expect(!container_exists(cid), "the container survived the timeout");
+    for (int i = 0; i < 40 && left != 0; i++) {
+        left = count_processes(marker);
+        if (left != 0)
+            sleep_ms(50);
+    }
+    cr_expect_eq(left, 0, "the background sleeper (sleep %s) survives on the host", marker);
+}
+
+Test(docker, writing_to_the_root_file_system_fails)
+{
+    struct cordon_exec_outcome o;
+    const char *state;
+    char *out, *errs;
+
+    need_daemon();
+    state = provision_default("code");
+    sh(state, "for d in / /etc /usr /bin /var; do touch $d/cordon-write-test && echo WROTE $d; "
+              "done; echo checked", &o);
+    out = text_of(&o.out);
+    errs = text_of(&o.err);
+    cr_expect(strstr(out, "checked") != NULL, "the script did not run: %s", out);
+    cr_expect(strstr(out, "WROTE") == NULL, "the root file system is writable: %s", out);
+    cr_expect(strstr(errs, "Read-only file system") != NULL, "stderr: %s", errs);
+    free(out);
+    free(errs);
+    cordon_exec_outcome_clear(&o);
+}
+
+Test(docker, only_loopback_exists_and_connecting_out_fails)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t alen = sizeof(addr);
+    struct cordon_exec_outcome o;
+    const char *state;
+    char script[300], *out;
+    int lfd, cfd;
+
+    need_daemon();
+    /* A listener on the host's loopback: the sandbox's 127.0.0.1 is its own. */
+    lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    cr_assert(lfd >= 0);
+    cr_assert_eq(bind(lfd, (struct sockaddr *)&addr, sizeof(addr)), 0);
+    cr_assert_eq(listen(lfd, 4), 0);
+    cr_assert_eq(getsockname(lfd, (struct sockaddr *)&addr, &alen), 0);
+    state = provision_default("code");
+    snprintf(script, sizeof(script),
+             "ls /sys/class/net; bash -c 'exec 3<>/dev/tcp/127.0.0.1/%u' 2>/dev/null && "
+             "echo CONNECTED; echo done", ntohs(addr.sin_port));
+    sh(state, script, &o);
+    out = text_of(&o.out);
+    cr_expect_str_eq(out, "lo\ndone\n", "interfaces or connection: %s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+    cfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    cr_expect(cfd < 0 && (errno == EAGAIN || errno == EWOULDBLOCK),
+              "the host listener got a connection from the sandbox");
+    if (cfd >= 0)
+        close(cfd);
+    close(lfd);
+}
+
+Test(docker, host_canary_file_is_not_visible)
+{
+    struct cordon_exec_outcome o;
+    char dir[] = "/tmp/cordon-docker-canary.XXXXXX", path[80], token[33], script[300], *out;
+    const char *state;
+    int fd;
+
+    need_daemon();
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_eq(chmod(dir, 0755), 0);
+    snprintf(path, sizeof(path), "%s/canary", dir);
+    random_hex(token, 16);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    cr_assert(fd >= 0 && write(fd, token, 32) == 32);
+    close(fd);
+    state = provision_default("code");
+    snprintf(script, sizeof(script), "cat %s 2>/dev/null; test -e %s && echo VISIBLE; echo done",
+             path, path);
+    sh(state, script, &o);
+    out = text_of(&o.out);
+    unlink(path);
+    rmdir(dir);
+    cr_expect_str_eq(out, "done\n", "the host canary is visible inside: %s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+}
+
+Test(docker, import_never_follows_a_planted_symlink_into_source)
+{
+    struct cordon_exec_outcome o;
+    const char *state;
+    int fd, r;
+
+    need_daemon();
+    state = provision_default("code");
+    /* The sandbox owns output/: it plants a link to the read-only source/. */
+    sh(state, "ln -s ../source output/x", &o);
+    cr_assert_eq(o.exit_code, 0, "planting the link failed");
+    cordon_exec_outcome_clear(&o);
+    fd = tar_with("x/evil", 0644, "written through a planted link\n");
+    r = vt.import_tar(res, state, "output", fd, &err);
+    close(fd);
+    cr_expect_lt(r, 0, "an import through the planted link output/x was accepted");
+    if (r < 0)
+        cr_log_info("refused: %s", err.message);
+    sh(state, "test ! -e source/evil && test -L output/x", &o);
+    cr_expect_eq(o.exit_code, 0, "the import wrote into source/ through the planted link");
+    cordon_exec_outcome_clear(&o);
+}
+
+/* Names of the entries of a tar stream in fd, "a b c" (rewound first). */
+static char *tar_names(int fd)
+{
+    struct archive *a = archive_read_new();
+    struct archive_entry *e;
+    char *names = calloc(1, 4096);
+    size_t len = 0;
+
+    cr_assert(a != NULL && names != NULL && lseek(fd, 0, SEEK_SET) == 0);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_empty(a);
+    cr_assert_eq(archive_read_open_fd(a, fd, 10240), ARCHIVE_OK);
+    while (archive_read_next_header(a, &e) == ARCHIVE_OK && len < 4000)
+        len += (size_t)snprintf(names + len, 4096 - len, "%s%s", len ? " " : "",
+                                archive_entry_pathname(e));
+    archive_read_free(a);
+    return names;
+}
+
+Test(docker, export_of_a_nested_directory_follows_no_link)
+{
+    struct cordon_exec_outcome o;
+    const char *state;
+    char *names;
+    int fd, r;
+
+    need_daemon();
+    state = provision_default("host");
+    sh(state, "mkdir -p a/b && echo hi > a/b/f && ln -s /etc a/etc && ln -s b a/lb", &o);
+    cr_assert_eq(o.exit_code, 0, "preparing the tree failed");
+    cordon_exec_outcome_clear(&o);
+    fd = memfd_create("export", MFD_CLOEXEC);
+    cr_assert_eq(vt.export_tar(res, state, "a/b", fd, &err), 0, "export a/b: %s", err.message);
+    names = tar_names(fd);
+    cr_expect_str_eq(names, "f", "export of a/b holds [%s]", names);
+    free(names);
+    close(fd);
+    /* A link in the place of the source is refused, at any depth. */
+    for (int i = 0; i < 2; i++) {
+        fd = memfd_create("export", MFD_CLOEXEC);
+        r = vt.export_tar(res, state, i == 0 ? "a/etc" : "a/lb", fd, &err);
+        cr_expect_eq(r, CORDON_E_UNSAFE, "export through the link %s: %d (%s)",
+                     i == 0 ? "a/etc" : "a/lb", r, err.message);
+        close(fd);
+    }
+    fd = memfd_create("export", MFD_CLOEXEC);
+    r = vt.export_tar(res, state, "a/missing", fd, &err);
+    cr_expect_eq(r, CORDON_E_NOT_FOUND, "export of a missing directory: %d (%s)", r, err.message);
+    close(fd);
+}
+
+/* ---- privilege escalation ----------------------------------------------------------- */
+
+/* A tar stream in a memfd holding one entry. */
+static int tar_with(const char *name, unsigned mode, const char *data)
+{
+    struct archive *a = archive_write_new();
+    struct archive_entry *e = archive_entry_new();
+    int fd = memfd_create("test.tar", MFD_CLOEXEC);
+    size_t len = strlen(data);
+
+    cr_assert(fd >= 0 && a != NULL && e != NULL);
+    archive_write_set_format_pax_restricted(a);
+    cr_assert_eq(archive_write_open_fd(a, fd), ARCHIVE_OK);
+    archive_entry_set_pathname(e, name);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, mode);
+    archive_entry_set_size(e, (la_int64_t)len);
+    cr_assert_eq(archive_write_header(a, e), ARCHIVE_OK);
+    cr_assert_eq(archive_write_data(a, data, len), (la_ssize_t)len);
+    archive_entry_free(e);
+    cr_assert_eq(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+    return fd;
+}
+
+Test(docker, setuid_file_through_the_archive_is_refused)
+{
+    struct cordon_exec_outcome o;
+    const char *state;
+    int fd, r;
+
+    need_daemon();
+    state = provision_default("host");
+    fd = tar_with("suid", 04755, "#!/bin/sh\nid -u\n");
+    r = vt.import_tar(res, state, "", fd, &err);
+    close(fd);
+    cr_expect_eq(r, CORDON_E_UNSAFE, "a setuid entry was not refused (%d): %s", r, err.message);
+    cr_expect(strstr(err.message, "setuid") != NULL, "message: %s", err.message);
+    sh(state, "test ! -e suid", &o);
+    cr_expect_eq(o.exit_code, 0, "the refused entry reached the workspace");
+    cordon_exec_outcome_clear(&o);
+}
+
+Test(docker, setuid_root_binary_in_the_image_does_not_raise_euid)
+{
+    const char *argv[] = { "/usr/local/bin/suid-observe", NULL };
+    struct cordon_exec_outcome o;
+    char copy[PATH_MAX], *cid = NULL, *image = NULL, target[200], *text;
+    const char *state;
+    cJSON *report;
+    int in, outfd;
+
+    need_daemon();
+    /* An image with a setuid-root copy of the (static) observer: it reports
+     * the effective uid it runs with. */
+    snprintf(copy, sizeof(copy), "%s/suid-observe", tmp);
+    in = open(observer, O_RDONLY | O_CLOEXEC);
+    outfd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+    cr_assert(in >= 0 && outfd >= 0);
+    for (;;) {
+        char buf[65536];
+        ssize_t n = read(in, buf, sizeof(buf));
+
+        cr_assert(n >= 0);
+        if (n == 0)
+            break;
+        cr_assert_eq(write(outfd, buf, (size_t)n), n);
+    }
+    close(in);
+    close(outfd);
+    cr_assert_eq(chown(copy, 0, 0), 0, "chown root: %s (run as root)", strerror(errno));
+    cr_assert_eq(chmod(copy, 04755), 0);
+    cr_assert_eq(docker_cmd(&cid, "create", minimal, "true", NULL, NULL), 0);
+    cid[strcspn(cid, "\n")] = '\0';
+    snprintf(target, sizeof(target), "%s:/usr/local/bin/suid-observe", cid);
+    cr_assert_eq(docker_cmd(NULL, "cp", copy, target, NULL, NULL), 0);
+    cr_assert_eq(docker_cmd(&image, "commit", cid, NULL, NULL, NULL), 0);
+    docker_cmd(NULL, "rm", "-f", cid, NULL, NULL);
+    free(cid);
+    image[strcspn(image, "\n")] = '\0';
+
+    state = provision_with(image, "host", &small);
+    sh(state, "stat -c '%a %u' /usr/local/bin/suid-observe", &o);
+    text = text_of(&o.out);
+    cr_expect_str_eq(text, "4755 0\n", "the binary is not setuid root in the image: %s", text);
+    free(text);
+    cordon_exec_outcome_clear(&o);
+    cr_assert_eq(run(state, argv, &defaults, &o), 0, "exec: %s", err.message);
+    text = text_of(&o.out);
+    report = cJSON_Parse(text);
+    cr_expect_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(report, "ids"),
+                                                  "euid")->valuedouble,
+                 SANDBOX_UID, "a setuid-root binary ran with euid != 65532: %s", text);
+    cr_expect_eq(cJSON_GetObjectItemCaseSensitive(
+                     cJSON_GetObjectItemCaseSensitive(report, "status"), "NoNewPrivs")->valuedouble,
+                 1, "NoNewPrivs is not set: %s", text);
+    cJSON_Delete(report);
+    free(text);
+    cordon_exec_outcome_clear(&o);
+    vt.terminate(res, state, &err);
+    docker_cmd(NULL, "rmi", "-f", image, NULL, NULL);
+    free(image);
+}
+
+/* ---- exec ------------------------------------------------------------------------------ */
+
+Test(docker, exec_feeds_stdin_and_keeps_stdout_and_stderr_apart)
+{
+    const char *argv[] = { "sh", "-c", "cat; echo to-stderr >&2; exit 7", NULL };
+    struct run_opts opts = defaults;
+    struct cordon_exec_outcome o;
+    const char *state;
+    char *out, *errs;
+    int fd;
+
+    need_daemon();
+    state = provision_default("code");
+    fd = memfd_create("stdin", MFD_CLOEXEC);
+    cr_assert(fd >= 0 && write(fd, "from-stdin\n", 11) == 11 && lseek(fd, 0, SEEK_SET) == 0);
+    opts.stdin_fd = fd;
+    cr_assert_eq(run(state, argv, &opts, &o), 0, "exec: %s", err.message);
+    close(fd);
+    out = text_of(&o.out);
+    errs = text_of(&o.err);
+    cr_expect_eq(o.status, CORDON_RUN_EXITED);
+    cr_expect_eq(o.exit_code, 7);
+    cr_expect_str_eq(out, "from-stdin\n");
+    cr_expect_str_eq(errs, "to-stderr\n");
+    free(out);
+    free(errs);
+    cordon_exec_outcome_clear(&o);
+}
+
+Test(docker, exec_streams_large_stdin_and_stdout_together)
+{
+    const char *argv[] = { "cat", NULL };
+    struct run_opts opts = defaults;
+    struct cordon_exec_outcome o;
+    const size_t size = 8u << 20;
+    char *buf = malloc(size);
+    const char *state;
+    int fd;
+
+    need_daemon();
+    state = provision_default("code");
+    cr_assert_not_null(buf);
+    for (size_t i = 0; i < size; i++)
+        buf[i] = (char)('a' + i % 26);
+    fd = memfd_create("stdin", MFD_CLOEXEC);
+    cr_assert(fd >= 0 && write(fd, buf, size) == (ssize_t)size && lseek(fd, 0, SEEK_SET) == 0);
+    free(buf);
+    /* Both directions at once: stdin must not wait for stdout or the reverse. */
+    opts.stdin_fd = fd;
+    opts.budget = 64u << 20;
+    cr_assert_eq(run(state, argv, &opts, &o), 0, "exec: %s", err.message);
+    close(fd);
+    cr_expect_eq(o.status, CORDON_RUN_EXITED, "status %s", cordon_run_status_name(o.status));
+    cr_expect_eq(o.out.total_bytes, size, "cat echoed %llu of %zu bytes",
+                 (unsigned long long)o.out.total_bytes, size);
+    cr_expect(o.out.len > 0 && o.out.data[0] == 'a', "the stream does not start with the input");
+    cordon_exec_outcome_clear(&o);
+}
+
+Test(docker, process_that_ignores_its_stdin_still_finishes)
+{
+    const char *argv[] = { "head", "-c", "3", NULL };
+    struct run_opts opts = defaults;
+    struct cordon_exec_outcome o;
+    const size_t size = 16u << 20;
+    const char *state;
+    int fd;
+
+    need_daemon();
+    state = provision_default("code");
+    fd = memfd_create("stdin", MFD_CLOEXEC);
+    cr_assert(fd >= 0 && ftruncate(fd, (off_t)size) == 0);
+    opts.stdin_fd = fd;
+    cr_assert_eq(run(state, argv, &opts, &o), 0, "exec: %s", err.message);
+    close(fd);
+    cr_expect_eq(o.status, CORDON_RUN_EXITED, "status %s", cordon_run_status_name(o.status));
+    cr_expect_eq(o.exit_code, 0);
+    cr_expect_eq(o.out.total_bytes, 3, "head echoed %llu bytes",
+                 (unsigned long long)o.out.total_bytes);
+    cordon_exec_outcome_clear(&o);
+}
+
+Test(docker, missing_program_is_not_found)
+{
+    const char *argv[] = { "no-such-program-here", NULL };
+    struct cordon_exec_outcome o;
+    const char *state;
+    int r;
+
+    need_daemon();
+    state = provision_default("code");
+    r = run(state, argv, &defaults, &o);
+    cr_expect_eq(r, CORDON_E_NOT_FOUND, "exec of a missing program: %d (%s)", r, err.message);
+    cr_expect(strstr(err.message, "no-such-program-here") != NULL, "message: %s", err.message);
+    cordon_exec_outcome_clear(&o);
+}
+
+Test(docker, workspace_env_directories_belong_to_the_sandbox_user)
+{
+    const char *argv[] = { "sh", "-c", "stat -c '%u %a' \"$GOCACHE\"; echo \"$GOCACHE\"", NULL };
+    struct run_opts opts = defaults;
+    struct cordon_exec_outcome o;
+    const char *state;
+    char *out;
+
+    need_daemon();
+    state = provision_default("code");
+    opts.extra = ", \"workspace_env\": {\"GOCACHE\": \"build/cache/go\"}";
+    cr_assert_eq(run(state, argv, &opts, &o), 0, "exec: %s", err.message);
+    out = text_of(&o.out);
+    cr_expect_str_eq(out, "65532 755\n/workspace/build/cache/go\n", "GOCACHE: %s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+}
+
+Test(docker, list_executions_names_what_this_host_holds)
+{
+    char *listed = NULL, id[80];
+    const char *state;
+
+    need_daemon();
+    state = provision_default("host");
+    snprintf(id, sizeof(id), "\"%s\"", execution_of(state));
+    cr_assert_eq(vt.list_executions(res, &listed, &err), 0, "list_executions: %s", err.message);
+    cr_expect(strstr(listed, id) != NULL, "%s is not listed: %s", id, listed);
+    free(listed);
+    cr_assert_eq(vt.terminate(res, state, &err), 0, "terminate: %s", err.message);
+    cr_assert_eq(vt.list_executions(res, &listed, &err), 0, "list_executions: %s", err.message);
+    cr_expect(strstr(listed, id) == NULL, "%s is still listed after terminate: %s", id, listed);
+    free(listed);
+}
+
+/* ---- config and the runtime seam --------------------------------------------------------- */
+
+struct bad_config {
+    char name[48];
+    char config[160];
+    char says[48];        /* the error message names this */
+};
+
+ParameterizedTestParameters(docker, bad_config_is_refused_naming_the_key)
+{
+    static struct bad_config rows[] = {
+        { "an unknown key", "{\"colour\": \"blue\"}", "config.colour: unknown key" },
+        { "privileged", "{\"privileged\": true}", "config.privileged: unknown key" },
+        { "an unpinned image", "{\"image\": \"debian:12\"}", "not pinned" },
+        { "a short digest", "{\"image\": \"debian@sha256:abcd\"}", "malformed" },
+        { "an upper-case digest",
+          "{\"image\": \"sha256:ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789\"}",
+          "malformed" },
+        { "root as the user", "{\"user\": \"0:0\"}", "must not be root" },
+        { "a named user", "{\"user\": \"nobody\"}", "UID:GID" },
+        { "a relative socket", "{\"socket\": \"docker.sock\"}", "absolute" },
+        { "a runtime with a slash", "{\"runtime\": \"../runc\"}", "config.runtime" },
+        { "allow_unpinned not a boolean", "{\"allow_unpinned\": \"yes\"}", "true or false" },
+        { "not an object", "[1, 2]", "JSON object" },
+    };
+
+    return cr_make_param_array(struct bad_config, rows, sizeof(rows) / sizeof(rows[0]));
+}
+
+ParameterizedTest(struct bad_config *row, docker, bad_config_is_refused_naming_the_key)
+{
+    char *facts = NULL;
+    int r;
+
+    r = vt.probe(&host, row->config, CORDON_PROBE_AVAILABILITY, &facts, &err);
+    cr_expect_lt(r, 0, "probe accepted %s", row->name);
+    cr_expect(strstr(err.message, row->says) != NULL, "%s: the message \"%s\" lacks \"%s\"",
+              row->name, err.message, row->says);
+    r = vt.ensure(&host, row->config, &res, &err);
+    cr_expect_lt(r, 0, "ensure accepted %s", row->name);
+    if (r == 0) {
+        vt.release(res, &err);
+        res = NULL;
+    }
+    free(facts);
+}
+
+struct good_config {
+    char name[48];
+    char extra[120];       /* spliced after the image key */
+    bool available;
+    char reason[32];
+};
+
+ParameterizedTestParameters(docker, good_config_probes_as_expected)
+{
+    static struct good_config rows[] = {
+        { "the image alone", "", true, "ready" },
+        { "a numeric user", ", \"user\": \"1000:1000\"", true, "ready" },
+        { "the default socket named", ", \"socket\": \"/var/run/docker.sock\"", true, "ready" },
+        { "the host's consent flag", ", \"allow_unsafe_local\": true", true, "ready" },
+        { "a socket nobody listens on", ", \"socket\": \"/nonexistent/docker.sock\"", false,
+          "daemon_unreachable" },
+        { "an unregistered runtime", ", \"runtime\": \"cordon-no-such-runtime\"", false,
+          "runtime_unregistered" },
+    };
+
+    return cr_make_param_array(struct good_config, rows, sizeof(rows) / sizeof(rows[0]));
+}
+
+ParameterizedTest(struct good_config *row, docker, good_config_probes_as_expected)
+{
+    char config[300], *facts = NULL;
+    cJSON *doc;
+
+    need_daemon();
+    snprintf(config, sizeof(config), "{\"image\": \"%s\"%s}", minimal, row->extra);
+    cr_assert_eq(vt.probe(&host, config, CORDON_PROBE_AVAILABILITY, &facts, &err), 0,
+                 "probe of %s: %s", row->name, err.message);
+    doc = cJSON_Parse(facts);
+    cr_expect_eq(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "available")), row->available,
+                 "%s: %s", row->name, facts);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "reason")),
+                     row->reason, "%s: %s", row->name, facts);
+    cJSON_Delete(doc);
+    free(facts);
+}
+
+Test(docker, unpinned_image_in_a_spec_is_refused)
+{
+    char *text, *state = NULL;
+
+    need_daemon();
+    ensure_default();
+    track_id("dt-unpinned");
+    text = spec("dt-unpinned", "debian:12", "code", &small);
+    cr_expect_eq(vt.provision(res, text, &state, &err), CORDON_E_DENIED,
+                 "an unpinned image was accepted: %s", err.message);
+    cr_expect(strstr(err.message, "not pinned") != NULL, "message: %s", err.message);
+    free(text);
+    free(state);
+    cr_expect_eq(count_labelled("org.cordon.execution-id=dt-unpinned"), 0);
+}
+
+Test(docker, unregistered_runtime_is_unavailable_and_never_replaced)
+{
+    char config[200], *facts = NULL;
+    cJSON *doc;
+    int r;
+
+    need_daemon();
+    snprintf(config, sizeof(config),
+             "{\"image\": \"%s\", \"runtime\": \"cordon-no-such-runtime\"}", minimal);
+    cr_assert_eq(vt.probe(&host, config, CORDON_PROBE_FULL, &facts, &err), 0, "%s", err.message);
+    doc = cJSON_Parse(facts);
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "available")), "%s", facts);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "reason")),
+                     "runtime_unregistered", "%s", facts);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                         cJSON_GetObjectItemCaseSensitive(doc, "mechanism_facts"), "runtime")),
+                     "cordon-no-such-runtime", "%s", facts);
+    cJSON_Delete(doc);
+    free(facts);
+    r = vt.ensure(&host, config, &res, &err);
+    cr_expect_eq(r, CORDON_E_UNAVAILABLE, "ensure with an unregistered runtime: %d", r);
+    cr_expect(strstr(err.message, "runtime_unregistered") != NULL, "message: %s", err.message);
+    if (r == 0) {
+        vt.release(res, &err);
+        res = NULL;
+    }
+}
+
+Test(docker, registered_runtime_variant_runs_every_container)
+{
+    char config[200], *facts = NULL, *out = NULL;
+    struct cordon_exec_outcome o;
+    const char *state;
+    cJSON *doc;
+
+    need_daemon();
+    cr_assert_eq(docker_cmd(&out, "info", "--format", "{{json .Runtimes}}", NULL, NULL), 0);
+    if (strstr(out, "cordon-test-runc") == NULL) {
+        free(out);
+        skip("the daemon has no runtime cordon-test-runc: start it with "
+             "tests/mechanism/dockerd.sh (dockerd --add-runtime cordon-test-runc=runc)");
+    }
+    free(out);
+    snprintf(config, sizeof(config), "{\"image\": \"%s\", \"runtime\": \"cordon-test-runc\"}",
+             minimal);
+    cr_assert_eq(vt.probe(&host, config, CORDON_PROBE_FULL, &facts, &err), 0, "%s", err.message);
+    doc = cJSON_Parse(facts);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "available")), "%s", facts);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                         cJSON_GetObjectItemCaseSensitive(doc, "mechanism_facts"), "runtime")),
+                     "cordon-test-runc", "%s", facts);
+    cJSON_Delete(doc);
+    free(facts);
+    ensure_with(config);
+    state = provision_default("code");
+    cr_assert_eq(docker_cmd(&out, "inspect", "-f", "{{.HostConfig.Runtime}}",
+                            container_of(state), NULL), 0);
+    cr_expect_str_eq(out, "cordon-test-runc\n", "the container runs under %s", out);
+    free(out);
+    sh(state, "id -u", &o);
+    cr_expect_eq(o.exit_code, 0);
+    cordon_exec_outcome_clear(&o);
+}
+
+/* ---- the cordon command ------------------------------------------------------------------- */
+
+struct example {
+    char language[16];
+    char path[48];
+    char greeting[40];
+};
+
+ParameterizedTestParameters(docker, cordon_run_required_isolation_runs_the_examples)
+{
+    static struct example rows[] = {
+        { "python", "examples/python/hello.py", "hello from python" },
+        { "node", "examples/node/hello.js", "hello from node" },
+        { "go", "examples/go/main.go", "hello from go" },
+        { "cpp", "examples/cpp/main.cpp", "hello from c++" },
+    };
+
+    return cr_make_param_array(struct example, rows, sizeof(rows) / sizeof(rows[0]));
+}
+
+ParameterizedTest(struct example *row, docker, cordon_run_required_isolation_runs_the_examples)
+{
+    static const char *const axes[] = { "process_contained", "host_filesystem_restricted",
+                                        "privilege_escalation_blocked", "syscalls_restricted" };
+    char bin[PATH_MAX], dir[PATH_MAX], cfg[PATH_MAX], state_dir[PATH_MAX], ws[PATH_MAX];
+    char example[PATH_MAX], env_path[PATH_MAX + 32], env_obs[PATH_MAX + 32], label[120];
+    char *out = NULL, *instance = NULL;
+    const cJSON *facts, *iso;
+    cJSON *doc;
+    FILE *f;
+    int rc;
+
+    need_daemon();
+    cr_assert_not_null(realpath(env_or("CORDON_BIN", CORDON_BUILDDIR "/cordon"), bin),
+                       "the cordon command: %s (set CORDON_BIN)", strerror(errno));
+    snprintf(dir, sizeof(dir), "%s", provider_path);
+    *strrchr(dir, '/') = '\0';
+    snprintf(cfg, sizeof(cfg), "%s/config.json", tmp);
+    snprintf(state_dir, sizeof(state_dir), "%s/state", tmp);
+    snprintf(ws, sizeof(ws), "%s/ws", tmp);
+    snprintf(example, sizeof(example), "%s/%s", CORDON_SRCDIR, row->path);
+    cr_assert_eq(mkdir(ws, 0755), 0);
+    f = fopen(cfg, "we");
+    cr_assert_not_null(f);
+    fprintf(f, "{\"provider_configs\": {\"docker\": {\"image\": \"%s\"}}}\n", toolchain);
+    fclose(f);
+    snprintf(env_path, sizeof(env_path), "CORDON_PROVIDER_PATH=%s", dir);
+    snprintf(env_obs, sizeof(env_obs), "CORDON_OBSERVER=%s", observer);
+    {
+        const char *argv[] = { bin, "--config", cfg, "--state-dir", state_dir, "run", "--json",
+                               "--isolation", "required", "--provider", "docker", "--image",
+                               toolchain, "--workspace", ws, example, NULL };
+        const char *env[] = { env_path, env_obs, NULL };
+
+        rc = capture(argv, env, &out);
+    }
+    doc = cJSON_Parse(out);
+    cr_assert(cJSON_IsObject(doc), "cordon run --json printed no JSON (exit %d): %.500s", rc, out);
+    cr_expect_eq(rc, 0, "cordon run exited %d: %.800s", rc, out);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "ok")), "not ok: %.800s", out);
+    cr_expect(strstr(str_or_empty(cJSON_GetObjectItemCaseSensitive(doc, "stdout")),
+                     row->greeting) != NULL,
+              "%s printed no \"%s\": %.500s", row->language, row->greeting, out);
+    facts = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"),
+                                             "provider_facts");
+    cr_expect_str_eq(str_or_empty(cJSON_GetObjectItemCaseSensitive(
+                         cJSON_GetObjectItemCaseSensitive(doc, "meta"), "provider_id")),
+                     "docker");
+    cr_expect_str_eq(str_or_empty(cJSON_GetObjectItemCaseSensitive(facts, "observed_by")),
+                     "cordon-observe");
+    iso = cJSON_GetObjectItemCaseSensitive(facts, "isolation");
+    for (size_t i = 0; i < sizeof(axes) / sizeof(axes[0]); i++)
+        cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, axes[i])),
+                  "the facts do not show %s observed true", axes[i]);
+    cJSON_Delete(doc);
+    free(out);
+    /* Nothing of the run's own host instance remains on the daemon. */
+    snprintf(cfg, sizeof(cfg), "%s/instance-id", state_dir);
+    f = fopen(cfg, "re");
+    cr_assert_not_null(f);
+    instance = calloc(1, 64);
+    cr_assert(fgets(instance, 64, f) != NULL);
+    fclose(f);
+    snprintf(label, sizeof(label), "org.cordon.host=%s", instance);
+    cr_expect_eq(count_labelled(label), 0, "cordon run left a container behind");
+    free(instance);
+}
+
+/* ---- the daemon going away (run alone: it stops and restarts dockerd) --------------------- */
+
+TestSuite(docker_daemon, .init = setup, .fini = teardown, .timeout = 300);
+
+static int dockerd_script(const char *verb)
+{
+    const char *script = env_or("CORDON_DOCKERD_SCRIPT", CORDON_SRCDIR "/tests/mechanism/dockerd.sh");
+    const char *argv[] = { "bash", script, verb, NULL };
+
+    return capture(argv, NULL, NULL);
+}
+
+Test(docker_daemon, stopped_daemon_is_a_clear_error_and_reclaim_works_after_restart)
+{
+    const char *argv[] = { "true", NULL };
+    struct cordon_exec_outcome o;
+    char id[80], label[160];
+    const char *state;
+    int r;
+
+    need_daemon();
+    if (strcmp(env_or("CORDON_DOCKER_STOP_DAEMON", "0"), "1") != 0)
+        skip("stops the Docker daemon: run alone with CORDON_DOCKER_STOP_DAEMON=1 and "
+             "--filter 'docker_daemon/%s'", "*");
+    if (access("/tmp/cordon-dockerd.pid", R_OK) != 0)
+        skip("the daemon was not started by tests/mechanism/dockerd.sh: not stopping a daemon "
+             "these tests do not own");
+    state = provision_default("code");
+    snprintf(id, sizeof(id), "%s", execution_of(state));
+    cr_assert_eq(dockerd_script("stop"), 0, "dockerd.sh stop failed");
+    r = run(state, argv, &defaults, &o);
+    cordon_exec_outcome_clear(&o);
+    cr_expect_eq(r, CORDON_E_UNAVAILABLE, "exec with the daemon stopped: %d (%s)", r,
+                 err.message);
+    cr_expect(strstr(err.message, socket_path) != NULL, "the error does not name the socket: %s",
+              err.message);
+    cr_assert_eq(dockerd_script("start"), 0, "dockerd.sh start failed");
+    /* The record (our state) survived; reclaim by id clears whatever is left. */
+    cr_expect_eq(vt.reclaim(res, id, &err), 0, "reclaim after the restart: %s", err.message);
+    snprintf(label, sizeof(label), "org.cordon.execution-id=%s", id);
+    cr_expect_eq(count_labelled(label), 0, "the execution's container survived reclaim");
+}

@@ -1,0 +1,1291 @@
+/*
+ * Mechanism tests of the runc provider: real runc, real cgroups, a real
+ * Debian rootfs. No mocks.
+ *
+ * Environment (paths relative to the build directory by default):
+ *   CORDON_RUNC_IMAGE    the toolchain image, /abs/toolchain.tar@sha256:<hex>
+ *                        (bash tests/images/build-images.sh prints it); every
+ *                        test is skipped, saying so, when it is not set
+ *   CORDON_RUNC_PROVIDER runc.so              (default .libs/runc.so)
+ *   CORDON_OBSERVER      cordon-observe       (default ./cordon-observe)
+ *   CORDON_INIT          cordon-init          (default ./cordon-init)
+ *   CORDON_BIN           the cordon command   (default ./cordon)
+ *   CORDON_EXAMPLES      examples/ of the source tree (default: next to this file)
+ *
+ * main() makes one state directory for the whole run (so the 1 GB rootfs
+ * is unpacked once, and the CLI's probe cache is shared), hands it to
+ * Criterion's workers through the environment, and after the run removes
+ * it and checks that nothing of the run is left: no container under the
+ * runtime's root, no cgroup, no mount. Each test terminates what it
+ * provisioned in the suite's fini.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <criterion/parameterized.h>
+
+#include <cordon/provider.h>
+#include <cordon/sdk/abi.h>
+#include <cordon/sdk/drive.h>
+#include <cordon/sdk/facts.h>
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/host.h>
+#include <cordon/sdk/runner.h>
+
+#define ENV_SHARED "CORDON_RUNC_TEST_SHARED"   /* main -> workers */
+#define RUNTIME_ROOT "/run/cordon-runc"
+#define SANDBOX_UID 65532
+#define MIB (1024.0 * 1024.0)
+#define CLI_TIMEOUT_MS 300000u
+#define MAX_TRACKED 8
+
+static const struct cordon_provider_v1 *prov;
+static struct cordon_host_v1 host;
+static struct cordon_resource *res;
+static struct cordon_error err;
+static char shared[PATH_MAX];        /* the run's state dir, made by main */
+static char image[PATH_MAX + 80];
+static char observer[PATH_MAX], init_bin[PATH_MAX], cordon_bin[PATH_MAX], provider_so[PATH_MAX];
+static char *states[MAX_TRACKED];    /* terminated in fini */
+static char *private_dir;            /* a test's own state dir, when it needs a cold cache */
+
+/* ---- small host helpers ------------------------------------------------------ */
+
+static const char *env_or(const char *name, const char *fallback)
+{
+    const char *v = getenv(name);
+
+    return v != NULL && v[0] != '\0' ? v : fallback;
+}
+
+static void abs_path(const char *name, const char *fallback, char *out)
+{
+    const char *p = env_or(name, fallback);
+
+    cr_assert_not_null(realpath(p, out), "%s: %s (set %s)", p, strerror(errno), name);
+}
+
+/* The id of an execution this run made, for main's leftover check. */
+static void record_id(const char *id)
+{
+    char path[PATH_MAX + 16];
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/ids", shared);
+    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(dprintf(fd, "%s\n", id) > 0, true);
+    close(fd);
+}
+
+static void random_hex(char *buf, size_t bytes)
+{
+    unsigned char raw[16];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+    cr_assert(bytes <= sizeof(raw) && fd >= 0);
+    cr_assert_eq(read(fd, raw, bytes), (ssize_t)bytes);
+    close(fd);
+    for (size_t i = 0; i < bytes; i++)
+        snprintf(buf + 2 * i, 3, "%02x", raw[i]);
+}
+
+/* A small host file (kernel files included), NUL-terminated; NULL if unreadable. */
+static char *read_text(const char *path)
+{
+    char *text = calloc(1, 65536);
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    cr_assert_not_null(text);
+    n = fd >= 0 ? read(fd, text, 65535) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n < 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* examples/ of the source tree: next to this file unless CORDON_EXAMPLES says. */
+static void examples_dir(char *buf, size_t size)
+{
+    const char *tail = "tests/mechanism/test_runc.c", *file = __FILE__;
+    size_t len = strlen(file), tlen = strlen(tail);
+
+    if (getenv("CORDON_EXAMPLES") != NULL || len < tlen)
+        snprintf(buf, size, "%s", env_or("CORDON_EXAMPLES", "examples"));
+    else
+        snprintf(buf, size, "%.*sexamples", (int)(len - tlen), file);
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+
+    return lstat(path, &st) == 0;
+}
+
+/* Live host processes whose command line contains needle. */
+static int count_processes(const char *needle)
+{
+    DIR *proc = opendir("/proc");
+    struct dirent *de;
+    int count = 0;
+
+    cr_assert_not_null(proc);
+    while ((de = readdir(proc)) != NULL) {
+        char path[300], cmd[4096];
+        ssize_t n;
+        int fd;
+
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        n = read(fd, cmd, sizeof(cmd) - 1);
+        close(fd);
+        for (ssize_t i = 0; i < n; i++)
+            if (cmd[i] == '\0')
+                cmd[i] = ' ';
+        if (n > 0 && (cmd[n] = '\0', strstr(cmd, needle) != NULL))
+            count++;
+    }
+    closedir(proc);
+    return count;
+}
+
+/* Wait up to ms for no process to carry needle; returns how many are left. */
+static int processes_left(const char *needle, unsigned ms)
+{
+    int n = 0;
+
+    for (unsigned waited = 0; waited <= ms; waited += 50) {
+        n = count_processes(needle);
+        if (n == 0)
+            break;
+        nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
+    }
+    return n;
+}
+
+/* Run argv on the host with captured output; returns the exit code. */
+static int host_run(const char *const *argv, const char *const *envp, char **ret_out)
+{
+    struct cordon_runner_opts opts;
+    struct cordon_exec_outcome o = { 0 };
+    struct cordon_error e;
+    int code;
+
+    cordon_runner_opts_init(&opts);
+    opts.argv = argv;
+    opts.envp = envp;
+    opts.retention_bytes = 8u << 20;
+    opts.timeout_ms = CLI_TIMEOUT_MS;
+    cordon_error_init(&e);
+    cr_assert_eq(cordon_runner_run(&opts, &o, &e), 0, "%s: %s", argv[0], e.message);
+    code = o.status == CORDON_RUN_EXITED ? o.exit_code : -1;
+    if (ret_out != NULL) {
+        *ret_out = strndup(o.out.data != NULL ? o.out.data : "", o.out.len);
+        cr_assert_not_null(*ret_out);
+    }
+    cordon_exec_outcome_clear(&o);
+    return code;
+}
+
+/* Whether the runtime still knows the container id. */
+static bool runtime_knows(const char *id)
+{
+    const char *argv[] = { "runc", "--root", RUNTIME_ROOT, "state", id, NULL };
+    const char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+
+    return host_run(argv, envp, NULL) == 0;
+}
+
+/* Cgroup directories of id left in any hierarchy. */
+static int cgroups_left(const char *id)
+{
+    DIR *d = opendir("/sys/fs/cgroup");
+    struct dirent *de;
+    int n = 0;
+
+    cr_assert_not_null(d);
+    while ((de = readdir(d)) != NULL) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cordon/%s", de->d_name, id);
+        n += de->d_name[0] != '.' && exists(path);
+    }
+    closedir(d);
+    return n;
+}
+
+/* ---- the suite ------------------------------------------------------------------ */
+
+static void teardown(void)
+{
+    struct cordon_error e;
+
+    cordon_error_init(&e);
+    for (int i = 0; i < MAX_TRACKED; i++) {
+        if (states[i] != NULL && res != NULL)
+            prov->terminate(res, states[i], &e);
+        free(states[i]);
+        states[i] = NULL;
+    }
+    if (res != NULL)
+        prov->release(res, &e);
+    res = NULL;
+    if (private_dir != NULL)
+        cordon_fs_remove_tree_path(private_dir, NULL);
+    free(private_dir);
+    private_dir = NULL;
+}
+
+static void setup(void)
+{
+    cordon_provider_init_v1_fn init;
+    void *dl;
+
+    cordon_error_init(&err);
+    snprintf(image, sizeof(image), "%s", env_or("CORDON_RUNC_IMAGE", ""));
+    snprintf(shared, sizeof(shared), "%s", env_or(ENV_SHARED, ""));
+    if (image[0] == '\0' || geteuid() != 0)
+        return; /* each test skips, saying why */
+    cr_assert_neq(shared[0], '\0', "%s is not set: run the tests through this program's main",
+                  ENV_SHARED);
+    abs_path("CORDON_RUNC_PROVIDER", ".libs/runc.so", provider_so);
+    abs_path("CORDON_OBSERVER", "./cordon-observe", observer);
+    abs_path("CORDON_INIT", "./cordon-init", init_bin);
+    abs_path("CORDON_BIN", "./cordon", cordon_bin);
+    dl = dlopen(provider_so, RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(dl, "dlopen %s: %s", provider_so, dlerror());
+    init = (cordon_provider_init_v1_fn)dlsym(dl, CORDON_PROVIDER_INIT_SYMBOL);
+    cr_assert_not_null(init);
+    cordon_host_table_init(&host, observer, init_bin, "cordon-runc-tests", shared);
+    cr_assert_eq(init(&host, 0, &prov, &err), 0, "init: %s", err.message);
+}
+
+TestSuite(runc, .init = setup, .fini = teardown, .timeout = 600);
+
+static void require_setup(void)
+{
+    if (geteuid() != 0)
+        cr_skip_test("runc needs root");
+    if (image[0] == '\0')
+        cr_skip_test("CORDON_RUNC_IMAGE is not set (bash tests/images/build-images.sh prints the "
+                     "toolchain image as PATH and SHA256: use PATH@sha256:SHA256)");
+}
+
+static void ensure_with(const char *config)
+{
+    require_setup();
+    cr_assert_eq(prov->ensure(&host, config, &res, &err), 0, "ensure: %s", err.message);
+}
+
+static void ensure(void)
+{
+    char config[PATH_MAX + 128];
+
+    snprintf(config, sizeof(config), "{\"image\": \"%s\"}", image);
+    ensure_with(config);
+}
+
+struct limits {
+    double memory_mib, disk_mib;
+    int pids;
+    unsigned runtime_ms;     /* 0: ten minutes */
+};
+
+static const struct limits default_limits = { 256, 64, 128, 0 };
+
+static char *spec(const char *id, const char *img, const char *layout, const struct limits *l)
+{
+    char *s = NULL;
+
+    cr_assert(asprintf(&s,
+                       "{\"execution_id\": \"%s\", \"image\": %s%s%s, \"layout\": \"%s\","
+                       " \"resources\": {\"cpus\": 1, \"memory_bytes\": %.0f,"
+                       " \"disk_bytes\": %.0f, \"pids\": %d, \"runtime_ms\": %u,"
+                       " \"max_output_bytes\": 1048576}, \"network\": {\"mode\": \"none\"},"
+                       " \"environment\": {\"CORDON_TEST\": \"yes\"}}",
+                       id, img != NULL ? "\"" : "", img != NULL ? img : "null",
+                       img != NULL ? "\"" : "", layout, l->memory_mib * MIB, l->disk_mib * MIB,
+                       l->pids, l->runtime_ms != 0 ? l->runtime_ms : 600000u) > 0);
+    return s;
+}
+
+static void new_id(char *buf, size_t size)
+{
+    char hex[17];
+
+    random_hex(hex, 8);
+    snprintf(buf, size, "rt-%s", hex);
+    record_id(buf);
+}
+
+static void track(char *state)
+{
+    for (int i = 0; i < MAX_TRACKED; i++)
+        if (states[i] == NULL) {
+            states[i] = state;
+            return;
+        }
+    cr_assert_fail("more than %d executions in one test", MAX_TRACKED);
+}
+
+/* Provision (asserting success) and track; returns the state. */
+static const char *provision_with(const char *layout, const struct limits *l, char *ret_id)
+{
+    char id[40], *state = NULL, *s;
+
+    new_id(id, sizeof(id));
+    s = spec(id, image, layout, l);
+    cr_assert_eq(prov->provision(res, s, &state, &err), 0, "provision: %s", err.message);
+    free(s);
+    track(state);
+    if (ret_id != NULL)
+        strcpy(ret_id, id);
+    return state;
+}
+
+static const char *provision(char *ret_id)
+{
+    return provision_with("host", &default_limits, ret_id);
+}
+
+static pid_t state_pid(const char *state)
+{
+    cJSON *doc = cJSON_Parse(state);
+    pid_t pid = (pid_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(doc, "pid"));
+
+    cJSON_Delete(doc);
+    return pid;
+}
+
+/* An exec of argv through the host's driver. */
+static int drive(const char *state, const char *const *argv, uint64_t timeout_ms,
+                 uint64_t budget, struct cordon_exec_outcome *o)
+{
+    struct cordon_drive_opts opts;
+    cJSON *req = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(req, "argv");
+    char *text;
+    int r;
+
+    for (size_t i = 0; argv[i] != NULL; i++)
+        cJSON_AddItemToArray(arr, cJSON_CreateString(argv[i]));
+    cJSON_AddStringToObject(req, "cwd", "");
+    cJSON_AddNumberToObject(req, "timeout_ms", (double)timeout_ms);
+    text = cJSON_PrintUnformatted(req);
+    cJSON_Delete(req);
+    cordon_drive_opts_init(&opts);
+    opts.host = &host;
+    opts.provider = prov;
+    opts.resource = res;
+    opts.state_json = state;
+    opts.request_json = text;
+    opts.timeout_ms = timeout_ms;
+    opts.retention_bytes = 256 * 1024;
+    opts.output_budget = budget;
+    r = cordon_drive_exec(&opts, o, &err);
+    free(text);
+    return r;
+}
+
+/* sh -c script; its stdout (NUL-terminated, malloc'd) in *ret_out. */
+static struct cordon_exec_outcome sh(const char *state, const char *script, char **ret_out)
+{
+    const char *argv[] = { "sh", "-c", script, NULL };
+    struct cordon_exec_outcome o = { 0 };
+
+    cr_assert_eq(drive(state, argv, 120000, 4u << 20, &o), 0, "exec %s: %s", script,
+                 err.message);
+    if (ret_out != NULL)
+        *ret_out = strndup(o.out.data != NULL ? o.out.data : "", o.out.len);
+    return o;
+}
+
+static char *stream_text(const struct cordon_stream_capture *s)
+{
+    char *t = strndup(s->data != NULL ? s->data : "", s->len);
+
+    cr_assert_not_null(t);
+    return t;
+}
+
+/* ---- the cordon command ---------------------------------------------------------- */
+
+/* cordon --config ... run --isolation required --image IMG --json ARGS...; parsed JSON. */
+static cJSON *cli_run(const char *const *args)
+{
+    char provider_path[PATH_MAX + 32], obs_env[PATH_MAX + 32], init_env[PATH_MAX + 32];
+    char config[PATH_MAX + 32], state_dir[PATH_MAX + 32], *out = NULL;
+    const char *argv[32];
+    const char *envp[] = { provider_path, obs_env, init_env, "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                           NULL };
+    const char *id;
+    size_t n = 0;
+    cJSON *doc;
+
+    snprintf(provider_path, sizeof(provider_path), "CORDON_PROVIDER_PATH=%s/providers", shared);
+    snprintf(obs_env, sizeof(obs_env), "CORDON_OBSERVER=%s", observer);
+    snprintf(init_env, sizeof(init_env), "CORDON_INIT=%s", init_bin);
+    snprintf(config, sizeof(config), "%s/cli-config.json", shared);
+    snprintf(state_dir, sizeof(state_dir), "%s/cli-state", shared);
+    argv[n++] = cordon_bin;
+    argv[n++] = "--config";
+    argv[n++] = config;
+    argv[n++] = "--state-dir";
+    argv[n++] = state_dir;
+    argv[n++] = "run";
+    argv[n++] = "--isolation";
+    argv[n++] = "required";
+    argv[n++] = "--image";
+    argv[n++] = image;
+    argv[n++] = "--json";
+    for (size_t i = 0; args[i] != NULL && n < 31; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    host_run(argv, envp, &out);
+    doc = cJSON_Parse(out);
+    cr_assert(cJSON_IsObject(doc), "cordon run printed no JSON object: %.500s", out);
+    free(out);
+    id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(doc, "meta"), "execution_id"));
+    if (id != NULL)
+        record_id(id);
+    return doc;
+}
+
+static const char *str_at(const cJSON *doc, const char *a, const char *b)
+{
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(doc, a);
+
+    return cJSON_GetStringValue(b != NULL ? cJSON_GetObjectItemCaseSensitive(o, b) : o) ?: "";
+}
+
+/* After a CLI run: the execution is gone from the runtime, the cgroups, the disk. */
+static void assert_execution_gone(const cJSON *doc)
+{
+    const char *id = str_at(doc, "meta", "execution_id");
+
+    cr_assert_neq(id[0], '\0', "no meta.execution_id");
+    cr_assert_not(runtime_knows(id), "the runtime still knows container %s", id);
+    cr_assert_eq(cgroups_left(id), 0, "cgroups of %s remain", id);
+}
+
+struct example {
+    char path[64];
+    char greeting[32];
+};
+
+static struct example examples[] = {
+    { "python/hello.py", "hello from python 3." },
+    { "node/hello.js", "hello from node v" },
+    { "go/main.go", "hello from go1." },
+    { "cpp/main.cpp", "hello from c++" },
+};
+
+ParameterizedTestParameters(runc, cli_example_runs_isolated)
+{
+    return cr_make_param_array(struct example, examples, sizeof(examples) / sizeof(examples[0]));
+}
+
+ParameterizedTest(struct example *ex, runc, cli_example_runs_isolated)
+{
+    static const char *const axes[] = {
+        CORDON_AXIS_PROCESS_CONTAINED, CORDON_AXIS_HOST_FS_RESTRICTED,
+        CORDON_AXIS_PRIVESC_BLOCKED, CORDON_AXIS_SYSCALLS_RESTRICTED,
+    };
+    char bundle[PATH_MAX * 2], dir[PATH_MAX];
+    const char *args[] = { "--timeout", "120s", bundle, NULL };
+    const cJSON *facts, *iso;
+    cJSON *doc;
+
+    require_setup();
+    examples_dir(dir, sizeof(dir));
+    snprintf(bundle, sizeof(bundle), "%s/%s", dir, ex->path);
+    doc = cli_run(args);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "ok")),
+              "%s: not ok: status %s, error %s, stderr %.500s", ex->path,
+              str_at(doc, "status", NULL), str_at(doc, "error", "message"),
+              str_at(doc, "stderr", NULL));
+    cr_assert_str_eq(str_at(doc, "status", NULL), "success");
+    cr_assert(strstr(str_at(doc, "stdout", NULL), ex->greeting) != NULL, "%s printed \"%s\"",
+              ex->path, str_at(doc, "stdout", NULL));
+    cr_assert_str_eq(str_at(doc, "meta", "provider_id"), "runc");
+    facts = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"),
+                                             "provider_facts");
+    cr_assert_str_eq(str_at(facts, "observed_by", NULL), "cordon-observe");
+    cr_assert_str_eq(str_at(facts, "safety_class", NULL), "isolated");
+    iso = cJSON_GetObjectItemCaseSensitive(facts, "isolation");
+    for (size_t i = 0; i < 4; i++)
+        cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, axes[i])),
+                  "%s: facts.isolation.%s is not observed true", ex->path, axes[i]);
+    assert_execution_gone(doc);
+    cJSON_Delete(doc);
+}
+
+/* A one-file bundle in the shared dir: name with body. */
+static void write_bundle(const char *name, const char *body, char *ret_path, size_t size)
+{
+    char dir[PATH_MAX], hex[9];
+    int fd;
+
+    random_hex(hex, 4);
+    snprintf(dir, sizeof(dir), "%s/bundle-%s", shared, hex);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    snprintf(ret_path, size, "%s/%s", dir, name);
+    fd = open(ret_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, body, strlen(body)), (ssize_t)strlen(body));
+    close(fd);
+}
+
+Test(runc, cli_output_flood_ends_with_output_limit_and_no_container)
+{
+    char bundle[PATH_MAX + 32];
+    const char *args[] = { "--max-output", "1M", "--timeout", "60s", bundle, NULL };
+    cJSON *doc;
+
+    require_setup();
+    /* 100 MiB against a budget of 1 MiB. */
+    write_bundle("main.py",
+                 "import sys\nchunk = b'x' * (1 << 20)\n"
+                 "for _ in range(100):\n    sys.stdout.buffer.write(chunk)\n",
+                 bundle, sizeof(bundle));
+    doc = cli_run(args);
+    cr_assert_str_eq(str_at(doc, "status", NULL), "output_limit", "status %s (%s)",
+                     str_at(doc, "status", NULL), str_at(doc, "error", "message"));
+    assert_execution_gone(doc);
+    cJSON_Delete(doc);
+}
+
+/* ---- probe ------------------------------------------------------------------------- */
+
+Test(runc, probe_observes_all_axes_and_the_toolchains)
+{
+    static const char *const tools[] = { "python", "node", "go", "c++" };
+    char config[PATH_MAX + 128], *facts = NULL;
+    const cJSON *iso, *tc, *mech;
+    cJSON *doc;
+
+    require_setup();
+    snprintf(config, sizeof(config), "{\"image\": \"%s\"}", image);
+    cr_assert_eq(prov->probe(&host, config, CORDON_PROBE_FULL, &facts, &err), 0, "probe: %s",
+                 err.message);
+    cr_assert_eq(cordon_facts_validate(facts, &err), 0, "%s", err.message);
+    doc = cJSON_Parse(facts);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "available")), "%s", facts);
+    iso = cJSON_GetObjectItemCaseSensitive(doc, "isolation");
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, CORDON_AXIS_PROCESS_CONTAINED)));
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, CORDON_AXIS_HOST_FS_RESTRICTED)));
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, CORDON_AXIS_PRIVESC_BLOCKED)));
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, CORDON_AXIS_SYSCALLS_RESTRICTED)));
+    cr_assert_str_eq(str_at(doc, "network", NULL), "none");
+    tc = cJSON_GetObjectItemCaseSensitive(doc, "toolchains");
+    for (size_t i = 0; i < 4; i++)
+        cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+                      cJSON_GetObjectItemCaseSensitive(tc, tools[i]), "available")),
+                  "toolchain %s is not available: %s", tools[i], facts);
+    mech = cJSON_GetObjectItemCaseSensitive(doc, "mechanism_facts");
+    cr_assert_str_eq(str_at(mech, "runtime", NULL), "runc");
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(mech, "image_pinned")));
+    cr_assert_str_eq(str_at(mech, "loopback", NULL), "up");
+    cJSON_Delete(doc);
+    free(facts);
+}
+
+Test(runc, availability_probe_checks_without_hashing)
+{
+    char config[PATH_MAX + 256], *facts = NULL;
+    cJSON *doc;
+
+    require_setup();
+    /* A pinned reference to a missing file is unavailable, and says why. */
+    snprintf(config, sizeof(config),
+             "{\"image\": \"%s/missing.tar@sha256:%064d\"}", shared, 0);
+    cr_assert_eq(prov->probe(&host, config, CORDON_PROBE_AVAILABILITY, &facts, &err), 0, "%s",
+                 err.message);
+    doc = cJSON_Parse(facts);
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "available")), "%s", facts);
+    cr_assert(strstr(str_at(doc, "reason", NULL), "missing.tar") != NULL, "%s", facts);
+    cJSON_Delete(doc);
+    free(facts);
+    snprintf(config, sizeof(config), "{\"image\": \"%s\"}", image);
+    cr_assert_eq(prov->probe(&host, config, CORDON_PROBE_AVAILABILITY, &facts, &err), 0, "%s",
+                 err.message);
+    doc = cJSON_Parse(facts);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "available")), "%s", facts);
+    cJSON_Delete(doc);
+    free(facts);
+}
+
+/* ---- limits read back and enforced ---------------------------------------------------- */
+
+static char *cgroup_file(const char *ctrl, const char *id, const char *file)
+{
+    char path[PATH_MAX], *t;
+
+    snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cordon/%s/%s", ctrl, id, file);
+    t = read_text(path);
+    cr_assert_not_null(t, "%s is missing", path);
+    t[strcspn(t, "\n")] = '\0';
+    return t;
+}
+
+Test(runc, limits_are_in_the_cgroup)
+{
+    static const struct limits l = { 96, 32, 40, 0 };
+    char id[40], *v;
+
+    ensure();
+    provision_with("code", &l, id);
+    if (access("/sys/fs/cgroup/memory", F_OK) != 0)
+        cr_skip_test("cgroup v2: the read-back is checked by provision itself");
+    v = cgroup_file("memory", id, "memory.limit_in_bytes");
+    cr_assert_str_eq(v, "100663296");
+    free(v);
+    v = cgroup_file("pids", id, "pids.max");
+    cr_assert_str_eq(v, "40");
+    free(v);
+    v = cgroup_file("cpu", id, "cpu.cfs_quota_us");
+    cr_assert_str_eq(v, "100000");
+    free(v);
+}
+
+Test(runc, fork_bomb_is_stopped_by_pids)
+{
+    static const struct limits l = { 256, 64, 32, 0 };
+    const char *state;
+    char *out;
+    struct cordon_exec_outcome o;
+
+    ensure();
+    state = provision_with("host", &l, NULL);
+    /* Fork sleepers until fork fails; report how far it got. */
+    o = sh(state,
+           "python3 -c '\n"
+           "import os, signal, time\n"
+           "kids = []\n"
+           "try:\n"
+           "    for _ in range(1000):\n"
+           "        pid = os.fork()\n"
+           "        if pid == 0:\n"
+           "            time.sleep(60)\n"
+           "            os._exit(0)\n"
+           "        kids.append(pid)\n"
+           "    print(\"forked\", len(kids), \"no limit\")\n"
+           "except OSError as e:\n"
+           "    print(\"forked\", len(kids), \"errno\", e.errno)\n"
+           "for k in kids:\n"
+           "    os.kill(k, signal.SIGKILL)\n"
+           "'",
+           &out);
+    cr_assert_eq(o.status, CORDON_RUN_EXITED, "status %s", cordon_run_status_name(o.status));
+    cr_assert(strstr(out, "errno 11") != NULL, "fork was never refused: %s", out);
+    cr_assert(atoi(out + strlen("forked ")) < 32, "more forks than pids allows: %s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+Test(runc, twice_the_memory_limit_is_oom)
+{
+    static const struct limits l = { 64, 64, 64, 0 };
+    const char *argv[] = { "python3", "-c",
+                           "b = bytearray(128 << 20)\n"
+                           "for i in range(0, len(b), 4096):\n    b[i] = 1\nprint('survived')",
+                           NULL };
+    struct cordon_exec_outcome o = { 0 };
+    const char *state;
+
+    ensure();
+    state = provision_with("host", &l, NULL);
+    cr_assert_eq(drive(state, argv, 60000, 1 << 20, &o), 0, "%s", err.message);
+    cr_assert_eq(o.status, CORDON_RUN_OOM, "status %s, not oom", cordon_run_status_name(o.status));
+    cordon_exec_outcome_clear(&o);
+}
+
+Test(runc, writing_past_disk_bytes_fails)
+{
+    static const struct limits l = { 256, 8, 64, 0 };
+    const char *state;
+    char *out;
+    struct cordon_exec_outcome o;
+
+    ensure();
+    state = provision_with("host", &l, NULL);
+    o = sh(state,
+           "dd if=/dev/zero of=/workspace/big bs=1M count=16 2>&1; echo rc=$?; "
+           "stat -c size=%s /workspace/big; "
+           "dd if=/dev/zero of=/tmp/big bs=1M count=16 2>&1; echo tmp_rc=$?",
+           &out);
+    cr_assert_eq(o.status, CORDON_RUN_EXITED);
+    cr_assert(strstr(out, "No space left on device") != NULL, "%s", out);
+    cr_assert(strstr(out, "rc=1") != NULL && strstr(out, "tmp_rc=1") != NULL, "%s", out);
+    cr_assert(atoll(strstr(out, "size=") + 5) <= 8 * 1024 * 1024, "%s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+/* ---- timeouts and teardown ------------------------------------------------------------ */
+
+Test(runc, background_sleeper_after_timeout_leaves_no_container)
+{
+    const char *argv[] = { "sh", "-c", NULL, NULL };
+    struct cordon_exec_outcome o = { 0 };
+    char marker[48], script[200], hex[9], id[40], path[PATH_MAX], *procs;
+    const char *state;
+
+    ensure();
+    state = provision(id);
+    cr_assert_gt(state_pid(state), 1);
+    random_hex(hex, 4);
+    snprintf(marker, sizeof(marker), "1000.%u", (unsigned)strtoul(hex, NULL, 16));
+    snprintf(script, sizeof(script), "setsid sleep %s & sleep %s & sleep %s", marker, marker,
+             marker);
+    argv[2] = script;
+    cr_assert_eq(drive(state, argv, 700, 1 << 20, &o), 0, "%s", err.message);
+    cr_assert_eq(o.status, CORDON_RUN_TIMEOUT, "status %s", cordon_run_status_name(o.status));
+    cordon_exec_outcome_clear(&o);
+    /* The whole container went with the timeout: its init, every sleeper. */
+    cr_assert_eq(processes_left(marker, 2000), 0, "sleepers (%s) survive the timeout", marker);
+    snprintf(path, sizeof(path), "/sys/fs/cgroup/pids/cordon/%s/cgroup.procs", id);
+    procs = read_text(path);
+    cr_assert(procs == NULL || procs[0] == '\0', "the container still runs: %s", procs);
+    free(procs);
+    /* Terminate removes what is left: the runtime's record, cgroups, bundle. */
+    cr_assert_eq(prov->terminate(res, state, &err), 0, "%s", err.message);
+    cr_assert_not(runtime_knows(id));
+    cr_assert_eq(cgroups_left(id), 0);
+    snprintf(path, sizeof(path), "%s/providers/runc/bundles/%s", shared, id);
+    cr_assert_not(exists(path), "%s remains", path);
+}
+
+Test(runc, terminate_and_reclaim_are_idempotent)
+{
+    char id[40], path[PATH_MAX];
+    const char *state;
+
+    ensure();
+    state = provision(id);
+    cr_assert_eq(prov->reclaim(res, id, &err), 0, "reclaim: %s", err.message);
+    cr_assert_not(runtime_knows(id));
+    cr_assert_eq(cgroups_left(id), 0);
+    snprintf(path, sizeof(path), "%s/providers/runc/bundles/%s", shared, id);
+    cr_assert_not(exists(path));
+    /* Already gone is success, by state and by id. */
+    cr_assert_eq(prov->terminate(res, state, &err), 0, "%s", err.message);
+    cr_assert_eq(prov->reclaim(res, id, &err), 0, "%s", err.message);
+}
+
+Test(runc, init_reaps_orphans)
+{
+    const char *state;
+    char *out;
+    struct cordon_exec_outcome o;
+
+    ensure();
+    state = provision(NULL);
+    /* Twenty orphans, re-parented to the init as their parents exit. */
+    o = sh(state, "for i in $(seq 20); do (sleep 0.2 &) ; done; exit 0", NULL);
+    cordon_exec_outcome_clear(&o);
+    o = sh(state, "sleep 1; ps -eo stat= | grep -c '^Z' || true", &out);
+    cr_assert_eq(o.status, CORDON_RUN_EXITED);
+    cr_assert_eq(atoi(out), 0, "zombies in the container: %s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+Test(runc, deadline_ends_the_container)
+{
+    static const struct limits l = { 128, 16, 32, 2500 };
+    char id[40], marker[48], hex[9], script[400], path[PATH_MAX], *procs = NULL;
+    const char *state;
+    struct cordon_exec_outcome o;
+    uint64_t start;
+
+    ensure();
+    state = provision_with("host", &l, id);
+    start = cordon_now_monotonic_ms();
+    random_hex(hex, 4);
+    snprintf(marker, sizeof(marker), "1000.%u", (unsigned)strtoul(hex, NULL, 16));
+    /* A sleeper in a session of its own survives the exec (the script waits
+     * until it has left the exec's process group, which ends with it)... */
+    snprintf(script, sizeof(script),
+             "setsid sleep %s > /dev/null 2>&1 < /dev/null & "
+             "while [ \"$(ps -o sid= -p $!)\" = \"$(ps -o sid= -p $$)\" ]; do sleep 0.05; done",
+             marker);
+    o = sh(state, script, NULL);
+    cr_assert_eq(o.status, CORDON_RUN_EXITED);
+    cordon_exec_outcome_clear(&o);
+    cr_assert_eq(count_processes(marker), 1, "the sleeper did not start");
+    /* ...until cordon-init's deadline ends the container, with no help from the host. */
+    cr_assert_eq(processes_left(marker, 6000), 0, "the sleeper outlived the deadline");
+    cr_assert_geq(cordon_now_monotonic_ms() - start, 2000, "gone before the deadline");
+    snprintf(path, sizeof(path), "/sys/fs/cgroup/pids/cordon/%s/cgroup.procs", id);
+    procs = read_text(path);
+    cr_assert(procs == NULL || procs[0] == '\0', "the container still runs: %s", procs);
+    free(procs);
+}
+
+/* ---- isolation attacks ------------------------------------------------------------------ */
+
+Test(runc, writing_to_the_root_filesystem_fails)
+{
+    const char *state;
+    char *out;
+    struct cordon_exec_outcome o;
+
+    ensure();
+    state = provision(NULL);
+    o = sh(state,
+           "for p in /x /etc/x /usr/bin/x /bin/x; do "
+           "  if echo pwned > $p 2>/dev/null; then echo WROTE $p; else echo refused $p; fi; "
+           "done; touch /workspace/ok && echo workspace-ok",
+           &out);
+    cr_assert_eq(o.status, CORDON_RUN_EXITED);
+    cr_assert(strstr(out, "WROTE") == NULL, "%s", out);
+    cr_assert(strstr(out, "refused /etc/x") != NULL && strstr(out, "workspace-ok") != NULL, "%s",
+              out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+Test(runc, only_loopback_and_no_way_out)
+{
+    const char *state;
+    char *out;
+    struct cordon_exec_outcome o;
+
+    ensure();
+    state = provision(NULL);
+    o = sh(state,
+           "ls /sys/class/net; python3 -c '\n"
+           "import socket\n"
+           "try:\n"
+           "    socket.create_connection((\"1.1.1.1\", 53), timeout=3)\n"
+           "    print(\"OUT-CONNECTED\")\n"
+           "except OSError as e:\n"
+           "    print(\"out-refused\", e.errno)\n"
+           "s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(1)\n"
+           "c = socket.create_connection(s.getsockname(), timeout=3)\n"
+           "print(\"loopback-ok\")\n"
+           "'",
+           &out);
+    cr_assert_eq(o.status, CORDON_RUN_EXITED, "%s", out);
+    cr_assert_eq(strncmp(out, "lo\nout-", 7), 0, "interfaces other than lo: %s", out);
+    cr_assert(strstr(out, "OUT-CONNECTED") == NULL && strstr(out, "out-refused") != NULL, "%s",
+              out);
+    cr_assert(strstr(out, "loopback-ok") != NULL, "lo is not up: %s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+Test(runc, setuid_binary_does_not_gain_root)
+{
+    char rootfs[PATH_MAX], suid[PATH_MAX + 64], src[PATH_MAX + 64];
+    const char *digest = strrchr(image, ':') + 1;
+    const char *state;
+    char *out;
+    struct cordon_exec_outcome o;
+    int in, outfd;
+    char buf[65536];
+    ssize_t n;
+
+    ensure();
+    state = provision(NULL);
+    /* The cache strips the bits of the image's own setuid programs... */
+    o = sh(state, "stat -c '%a %U' /usr/bin/passwd /usr/bin/su", &out);
+    cr_assert(strstr(out, "4755") == NULL && strstr(out, "755 root") != NULL, "%s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+    /* ...and even a setuid-root program planted in the root gains nothing. */
+    snprintf(rootfs, sizeof(rootfs), "%s/providers/runc/rootfs/%s", shared, digest);
+    snprintf(src, sizeof(src), "%s/usr/bin/id", rootfs);
+    snprintf(suid, sizeof(suid), "%s/usr/local/bin/cordon-test-suid-id", rootfs);
+    in = open(src, O_RDONLY | O_CLOEXEC);
+    outfd = open(suid, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+    cr_assert(in >= 0 && outfd >= 0, "%s: %s", suid, strerror(errno));
+    while ((n = read(in, buf, sizeof(buf))) > 0)
+        cr_assert_eq(write(outfd, buf, (size_t)n), n);
+    cr_assert_eq(fchown(outfd, 0, 0), 0);
+    cr_assert_eq(fchmod(outfd, 04755), 0);
+    close(in);
+    close(outfd);
+    o = sh(state, "ls -l /usr/local/bin/cordon-test-suid-id; cordon-test-suid-id -u", &out);
+    unlink(suid);
+    cr_assert(strstr(out, "rws") != NULL, "the planted program is not setuid: %s", out);
+    cr_assert(strstr(out, "\n65532") != NULL, "the setuid program ran as: %s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+Test(runc, host_canary_is_not_visible)
+{
+    char dir[PATH_MAX + 32], path[PATH_MAX + 64], token[33], script[PATH_MAX + 200];
+    const char *state;
+    char *out;
+    struct cordon_exec_outcome o;
+    int fd;
+
+    ensure();
+    random_hex(token, 16);
+    /* World-readable on the host: only the container's boundary can hide it. */
+    snprintf(dir, sizeof(dir), "%s/canary-%.8s", shared, token);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    cr_assert_eq(chmod(dir, 0755), 0);
+    snprintf(path, sizeof(path), "%s/canary.txt", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    cr_assert_eq(write(fd, token, 32), 32);
+    close(fd);
+    state = provision(NULL);
+    snprintf(script, sizeof(script), "cat %s; ls %s; cat /proc/1/cmdline", path, dir);
+    o = sh(state, script, &out);
+    {
+        char *errtext = stream_text(&o.err);
+
+        cr_assert(strstr(out, token) == NULL && strstr(errtext, token) == NULL,
+                  "the host canary was read inside");
+        cr_assert(strstr(errtext, "No such file") != NULL, "%s", errtext);
+        cr_assert(strstr(out, "cordon-init") != NULL, "pid 1 is not cordon-init: %s", out);
+        free(errtext);
+    }
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+Test(runc, denied_syscalls_fail_with_eperm)
+{
+    const char *state;
+    char *out;
+    struct cordon_exec_outcome o;
+
+    ensure();
+    state = provision(NULL);
+    /* Compiled inside (python3-minimal has no ctypes): keyctl, unshare of a
+     * user namespace, mount and bpf get EPERM; clone3 ENOSYS, so that libc
+     * falls back to clone. */
+    o = sh(state,
+           "cat > /workspace/s.c <<'EOF'\n"
+           "#define _GNU_SOURCE\n"
+           "#include <errno.h>\n"
+           "#include <sched.h>\n"
+           "#include <stdio.h>\n"
+           "#include <sys/mount.h>\n"
+           "#include <sys/syscall.h>\n"
+           "#include <unistd.h>\n"
+           "static void show(const char *name, long r)\n"
+           "{ printf(\"%s %ld %d\\n\", name, r, errno); errno = 0; }\n"
+           "int main(void) {\n"
+           "    show(\"keyctl\", syscall(SYS_keyctl, 0, 0, 0, 0, 0));\n"
+           "    show(\"unshare\", unshare(CLONE_NEWUSER));\n"
+           "    show(\"mount\", mount(\"none\", \"/tmp\", \"tmpfs\", 0, NULL));\n"
+           "    show(\"bpf\", syscall(SYS_bpf, 0, NULL, 0));\n"
+           "#ifdef SYS_clone3\n"
+           "    show(\"clone3\", syscall(SYS_clone3, NULL, 0));\n"
+           "#endif\n"
+           "    return 0;\n"
+           "}\n"
+           "EOF\n"
+           "cc -o /workspace/s /workspace/s.c && /workspace/s",
+           &out);
+    {
+        char *errtext = stream_text(&o.err);
+
+        cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "%s %s", out, errtext);
+        free(errtext);
+    }
+    cr_assert(strstr(out, "keyctl -1 1\n") != NULL, "keyctl was not refused with EPERM: %s", out);
+    cr_assert(strstr(out, "unshare -1 1\n") != NULL, "unshare was not refused with EPERM: %s",
+              out);
+    cr_assert(strstr(out, "mount -1 1\n") != NULL, "mount was not refused with EPERM: %s", out);
+    cr_assert(strstr(out, "bpf -1 1\n") != NULL, "bpf was not refused with EPERM: %s", out);
+    cr_assert(strstr(out, "clone3 -1 38\n") != NULL, "clone3 did not answer ENOSYS: %s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+/* ---- the rootfs cache -------------------------------------------------------------------- */
+
+/* A tiny root filesystem tarball in dir: returns its digest (65 bytes). */
+static void tiny_rootfs(const char *tar_path, char digest[65])
+{
+    static const char *const dirs[] = { "etc", "usr", "usr/bin", "tmp" };
+    struct archive *a = archive_write_new();
+    struct archive_entry *e;
+    struct cordon_error e2;
+    int fd = open(tar_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+    cr_assert_geq(fd, 0);
+    archive_write_set_format_pax_restricted(a);
+    cr_assert_eq(archive_write_open_fd(a, fd), ARCHIVE_OK);
+    for (size_t i = 0; i < 4; i++) {
+        e = archive_entry_new();
+        archive_entry_set_pathname(e, dirs[i]);
+        archive_entry_set_filetype(e, AE_IFDIR);
+        archive_entry_set_perm(e, 0755);
+        cr_assert_eq(archive_write_header(a, e), ARCHIVE_OK);
+        archive_entry_free(e);
+    }
+    e = archive_entry_new();
+    archive_entry_set_pathname(e, "bin");
+    archive_entry_set_filetype(e, AE_IFLNK);
+    archive_entry_set_symlink(e, "/usr/bin");
+    cr_assert_eq(archive_write_header(a, e), ARCHIVE_OK);
+    archive_entry_free(e);
+    cr_assert_eq(archive_write_close(a), ARCHIVE_OK);
+    archive_write_free(a);
+    cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+    cordon_error_init(&e2);
+    cr_assert_eq(cordon_sha256_fd(fd, 0, digest, NULL, &e2), 0);
+    close(fd);
+}
+
+struct concurrent {
+    const char *spec;
+    char *state;
+    int rc;
+    struct cordon_error err;
+};
+
+static void *provision_thread(void *arg)
+{
+    struct concurrent *c = arg;
+
+    cordon_error_init(&c->err);
+    c->rc = prov->provision(res, c->spec, &c->state, &c->err);
+    return NULL;
+}
+
+static void private_state_dir(void)
+{
+    char tmpl[PATH_MAX];
+
+    snprintf(tmpl, sizeof(tmpl), "%s/private-XXXXXX", shared);
+    cr_assert_not_null(mkdtemp(tmpl));
+    private_dir = strdup(tmpl);
+    /* A host of its own: a cold cache in its own state directory. */
+    host.state_dir = private_dir;
+}
+
+Test(runc, concurrent_first_use_unpacks_once)
+{
+    static const struct limits l = { 64, 8, 16, 0 };
+    char tar[PATH_MAX + 16], digest[65], ref[PATH_MAX + 96], ids[2][40], cache[PATH_MAX + 96];
+    struct concurrent c[2];
+    pthread_t t[2];
+    int entries = 0;
+    struct dirent *de;
+    DIR *d;
+
+    require_setup();
+    private_state_dir();
+    snprintf(tar, sizeof(tar), "%s/tiny.tar", private_dir);
+    tiny_rootfs(tar, digest);
+    snprintf(ref, sizeof(ref), "%s@sha256:%s", tar, digest);
+    ensure_with("{}");
+    for (int i = 0; i < 2; i++) {
+        new_id(ids[i], sizeof(ids[i]));
+        memset(&c[i], 0, sizeof(c[i]));
+        c[i].spec = spec(ids[i], ref, "host", &l);
+        cr_assert_eq(pthread_create(&t[i], NULL, provision_thread, &c[i]), 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(t[i], NULL);
+        if (c[i].state != NULL)
+            track(c[i].state);
+        free((char *)c[i].spec);
+        cr_assert_eq(c[i].rc, 0, "provision %d: %s", i, c[i].err.message);
+    }
+    /* One tree for the digest, its record, its lock; no temp dir left. */
+    snprintf(cache, sizeof(cache), "%s/providers/runc/rootfs", private_dir);
+    d = opendir(cache);
+    cr_assert_not_null(d);
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.' && (de->d_name[1] == '\0' || strcmp(de->d_name, "..") == 0))
+            continue;
+        cr_assert_eq(strncmp(de->d_name, digest, 64), 0, "unexpected \"%s\" in the cache %s",
+                     de->d_name, cache);
+        entries++;
+    }
+    closedir(d);
+    cr_assert_eq(entries, 3, "the cache holds %d entries, not tree + record + lock", entries);
+}
+
+Test(runc, bad_image_references_are_refused_and_leave_nothing)
+{
+    static const struct limits l = { 64, 8, 16, 0 };
+    char tar[PATH_MAX + 16], digest[65], ref[PATH_MAX + 96], id[40], *s, *state = NULL;
+    char cache[PATH_MAX + 96], bundles[PATH_MAX + 96];
+    enum { WRONG_DIGEST, UNPINNED, SHORT_DIGEST, RELATIVE };
+    static const struct {
+        int kind;
+        int code;
+        const char *fragment;
+    } rows[] = {
+        { WRONG_DIGEST, CORDON_E_UNSAFE, "not the pinned" },
+        { UNPINNED, CORDON_E_INVALID, "not pinned" },
+        { SHORT_DIGEST, CORDON_E_INVALID, "64 lowercase hex" },
+        { RELATIVE, CORDON_E_INVALID, "absolute" },
+    };
+
+    require_setup();
+    private_state_dir();
+    snprintf(tar, sizeof(tar), "%s/tiny.tar", private_dir);
+    tiny_rootfs(tar, digest);
+    ensure_with("{}");
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        /* A digest that differs from the file's in its last digit. */
+        char wrong[65];
+
+        memcpy(wrong, digest, 65);
+        wrong[63] = wrong[63] == '0' ? '1' : '0';
+        switch (rows[i].kind) {
+        case WRONG_DIGEST: snprintf(ref, sizeof(ref), "%s@sha256:%s", tar, wrong); break;
+        case UNPINNED: snprintf(ref, sizeof(ref), "%s", tar); break;
+        case SHORT_DIGEST: snprintf(ref, sizeof(ref), "%s@sha256:%.60s", tar, digest); break;
+        default: snprintf(ref, sizeof(ref), "relative.tar@sha256:%s", digest); break;
+        }
+        new_id(id, sizeof(id));
+        s = spec(id, ref, "host", &l);
+        cordon_error_init(&err);
+        cr_assert_eq(prov->provision(res, s, &state, &err), rows[i].code, "%s: %s", ref,
+                     err.message);
+        cr_assert(strstr(err.message, rows[i].fragment) != NULL, "%s: %s", ref, err.message);
+        free(s);
+        cr_assert_not(runtime_knows(id));
+    }
+    snprintf(cache, sizeof(cache), "%s/providers/runc/rootfs/%s", private_dir, digest);
+    cr_assert_not(exists(cache), "a tree was published for a digest that did not match");
+    snprintf(bundles, sizeof(bundles), "%s/providers/runc/bundles", private_dir);
+    cr_assert(!exists(bundles) || rmdir(bundles) == 0, "bundles were left in %s", bundles);
+}
+
+/* ---- main: one state dir for the run, and the leftover check ------------------------------ */
+
+/* Whatever of this run's executions is left: containers, cgroups, mounts. */
+static int leftovers(const char *dir)
+{
+    char path[PATH_MAX + 16], line[256];
+    FILE *f;
+    int n = 0;
+
+    snprintf(path, sizeof(path), "%s/ids", dir);
+    f = fopen(path, "re");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+        DIR *d = opendir("/sys/fs/cgroup");
+        struct dirent *de;
+        char state_path[300];
+        struct stat st;
+
+        line[strcspn(line, "\n")] = '\0';
+        snprintf(state_path, sizeof(state_path), RUNTIME_ROOT "/%s", line);
+        if (stat(state_path, &st) == 0) {
+            fprintf(stderr, "leftover: container %s under " RUNTIME_ROOT "\n", line);
+            n++;
+        }
+        while (d != NULL && (de = readdir(d)) != NULL) {
+            char cg[PATH_MAX];
+
+            snprintf(cg, sizeof(cg), "/sys/fs/cgroup/%s/cordon/%s", de->d_name, line);
+            if (de->d_name[0] != '.' && stat(cg, &st) == 0) {
+                fprintf(stderr, "leftover: cgroup %s\n", cg);
+                n++;
+            }
+        }
+        if (d != NULL)
+            closedir(d);
+    }
+    if (f != NULL)
+        fclose(f);
+    f = fopen("/proc/self/mountinfo", "re");
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        if (strstr(line, dir) != NULL) {
+            fprintf(stderr, "leftover: mount %s", line);
+            n++;
+        }
+    if (f != NULL)
+        fclose(f);
+    return n;
+}
+
+static char *make_shared(void)
+{
+    char tmpl[PATH_MAX], link_dir[PATH_MAX + 16], link[PATH_MAX + 32], config[PATH_MAX + 32];
+    char so[PATH_MAX];
+    const char *img = getenv("CORDON_RUNC_IMAGE");
+    FILE *f;
+
+    snprintf(tmpl, sizeof(tmpl), "%s/cordon-runc-tests.XXXXXX", env_or("TMPDIR", "/tmp"));
+    /* 0711: the canary test's world-readable directory lives inside. */
+    if (mkdtemp(tmpl) == NULL || chmod(tmpl, 0711) != 0)
+        return NULL;
+    /* The cordon command finds runc.so alone in this directory. */
+    snprintf(link_dir, sizeof(link_dir), "%s/providers", tmpl);
+    snprintf(link, sizeof(link), "%s/runc.so", link_dir);
+    if (mkdir(link_dir, 0755) != 0 ||
+        realpath(env_or("CORDON_RUNC_PROVIDER", ".libs/runc.so"), so) == NULL ||
+        symlink(so, link) != 0)
+        fprintf(stderr, "runc-tests: cannot link runc.so into %s\n", link_dir);
+    snprintf(config, sizeof(config), "%s/cli-config.json", tmpl);
+    f = fopen(config, "we");
+    if (f != NULL) {
+        fprintf(f, "{\"provider_configs\": {\"runc\": {\"image\": \"%s\"}}}\n",
+                img != NULL ? img : "");
+        fclose(f);
+    }
+    return strdup(tmpl);
+}
+
+CORDON_EXTERN int main(int argc, char **argv);
+
+CORDON_EXTERN int main(int argc, char **argv)
+{
+    struct criterion_test_set *tests = criterion_initialize();
+    char *dir = NULL;
+    int rc = 1, left;
+
+    /* Only the parent gets here: a worker runs its test inside initialize. */
+    dir = make_shared();
+    if (dir == NULL || setenv(ENV_SHARED, dir, 1) != 0) {
+        fprintf(stderr, "runc-tests: cannot make the shared state directory\n");
+        goto out;
+    }
+    if (criterion_handle_args(argc, argv, true))
+        rc = criterion_run_all_tests(tests) ? 0 : 1;
+    else
+        rc = 0;
+    left = leftovers(dir);
+    if (left > 0) {
+        fprintf(stderr, "runc-tests: %d leftover(s) of this run\n", left);
+        rc = 1;
+    }
+out:
+    if (dir != NULL)
+        cordon_fs_remove_tree_path(dir, NULL);
+    free(dir);
+    criterion_finalize(tests);
+    return rc;
+}
