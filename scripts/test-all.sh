@@ -32,13 +32,19 @@ bash tests/mechanism/dockerd.sh start || { echo "dockerd did not start"; tail -n
 trap 'bash tests/mechanism/dockerd.sh stop >/dev/null 2>&1 || true' EXIT
 # Rootfs tarballs from Debian packages (mmdebstrap), cached by recipe, and
 # imported into the daemon; every test pins them by digest.
-images=$(bash tests/images/build-images.sh --docker) || { echo "building test images failed"; images=""; }
-echo "$images"
+images=$(bash tests/images/build-images.sh) || { echo "building test images failed"; images=""; }
+docker_images=$(bash tests/images/build-images.sh --docker) || { echo "importing test images into docker failed"; docker_images=""; }
+echo "$docker_images"
+[ -n "$docker_images" ] && images=$docker_images
 field() { awk -v n="$1" -v c="$2" '$1 == n { print $c }' <<<"$images"; }
 export CORDON_DOCKER_IMAGE_MINIMAL=$(field minimal 4)
 export CORDON_DOCKER_IMAGE_TOOLCHAIN=$(field toolchain 4)
 export CORDON_RUNC_IMAGE="$(field toolchain 2)@sha256:$(field toolchain 3)"
 export CORDON_RUNC_IMAGE_MINIMAL="$(field minimal 2)@sha256:$(field minimal 3)"
+
+# Without them the docker and runc suites cannot run: that is a failure.
+check "docker test images imported" test -n "$CORDON_DOCKER_IMAGE_TOOLCHAIN" -a -n "$CORDON_DOCKER_IMAGE_MINIMAL"
+check "runc test rootfs built" test -n "$(field toolchain 3)"
 
 note "unit, mechanism and contract suites (make check)"
 ( cd "$BUILD" && make -j"$(nproc)" check )

@@ -15,6 +15,7 @@
 
 #include <criterion/criterion.h>
 
+#include <cordon/sdk/fs.h>
 #include "tests/contract/contract.h"
 
 TestSuite(contract, .init = contract_setup, .fini = contract_teardown, .timeout = 300);
@@ -155,6 +156,7 @@ CORDON_EXTERN int main(int argc, char **argv)
 {
     const char *provider = NULL, *config = NULL, *observer = NULL, *init = NULL, *image = NULL;
     struct criterion_test_set *tests;
+    char *shared = NULL;
     char **rest;
     int nrest = 1, rc;
     bool listing = false;
@@ -199,7 +201,15 @@ CORDON_EXTERN int main(int argc, char **argv)
     /* Criterion's own options; 0 means it already answered (e.g. --list). */
     if (!criterion_handle_args(nrest, rest, true))
         goto out;
+    /* The workers share one state directory (provider caches); it goes
+     * when the run ends. */
+    if (cordon_fs_mkdtemp(getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] == '/' ? getenv("TMPDIR") : "/tmp",
+                          "cordon-contract-run.", &shared, NULL) == 0)
+        setenv("CORDON_CONTRACT_STATE_DIR", shared, 1);
     rc = criterion_run_all_tests(tests) ? 0 : 1;
+    if (shared != NULL)
+        cordon_fs_remove_tree_path(shared, NULL);
+    free(shared);
 out:
     criterion_finalize(tests);
     free(rest);

@@ -59,6 +59,7 @@ struct contract {
     char *config_json;           /* the caller's config merged with allow_unsafe_local */
     bool allow_synthetic;
     char *state_dir;
+    bool shared_state;           /* made by main(), removed there */
     struct cordon_host_v1 host;
     struct cordon_provider_v1 vt;
     bool loaded;

@@ -72,9 +72,15 @@ void contract_setup(void)
     contract.image = env_or(CONTRACT_ENV_IMAGE, NULL);
     contract.allow_synthetic = strcmp(env_or(CONTRACT_ENV_ALLOW_SYNTHETIC, "0"), "1") == 0;
     contract.config_json = merged_config(env_or(CONTRACT_ENV_CONFIG, "{}"));
-    /* Failures here surface in contract_load, which asserts. */
-    if (cordon_fs_mkdtemp(tmp_parent(), "cordon-contract-state.", &contract.state_dir, NULL) < 0)
+    /* One state directory for the whole run when main() made one, so that a
+     * provider's caches (runc's unpacked rootfs) are filled once, not per
+     * test; otherwise a private one. Failures surface in contract_load. */
+    if (getenv("CORDON_CONTRACT_STATE_DIR") != NULL) {
+        contract.state_dir = strdup(getenv("CORDON_CONTRACT_STATE_DIR"));
+        contract.shared_state = true;
+    } else if (cordon_fs_mkdtemp(tmp_parent(), "cordon-contract-state.", &contract.state_dir, NULL) < 0) {
         contract.state_dir = NULL;
+    }
     /* The table borrows the paths: they live in the environment, which
      * outlives the test. */
     cordon_host_table_init(&contract.host, contract.observer_path, contract.init_path,
@@ -117,7 +123,7 @@ void contract_teardown(void)
         free(contract.temp_dirs[i]);
         contract.temp_dirs[i] = NULL;
     }
-    if (contract.state_dir != NULL)
+    if (contract.state_dir != NULL && !contract.shared_state)
         cordon_fs_remove_tree_path(contract.state_dir, NULL);
     free(contract.state_dir);
     contract.state_dir = NULL;

@@ -3,6 +3,8 @@
 # (mmdebstrap, with this machine's own apt sources), cached by their recipe:
 #   minimal    sh, sleep, tar, coreutils (the execution-host tests)
 #   toolchain  python3, nodejs, golang, g++ (the four adapters)
+#   python     python3 only (the README's example)
+# Names on the command line pick images (default: minimal and toolchain).
 # Prints "NAME PATH SHA256" per image. With --docker, also imports each into
 # the running Docker daemon (docker import) and prints its image id as a
 # fourth column. The cache lives in $CORDON_IMAGE_CACHE (default
@@ -10,7 +12,9 @@
 set -euo pipefail
 cache=${CORDON_IMAGE_CACHE:-/var/cache/cordon-images}
 docker_import=false
-[ "${1:-}" = "--docker" ] && docker_import=true
+if [ "${1:-}" = "--docker" ]; then docker_import=true; shift; fi
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=(minimal toolchain)
 command -v mmdebstrap >/dev/null || {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap >/dev/null
 }
@@ -20,8 +24,10 @@ mkdir -p "$cache"
 declare -A include=(
   [minimal]="coreutils,tar,procps"
   [toolchain]="coreutils,tar,procps,python3-minimal,nodejs,golang-go,g++,libc6-dev"
+  [python]="python3-minimal"
 )
-for name in minimal toolchain; do
+for name in "${names[@]}"; do
+  [ -n "${include[$name]:-}" ] || { echo "build-images: unknown image $name" >&2; exit 2; }
   recipe="bookworm minbase ${include[$name]}"
   key=$(printf '%s' "$recipe" | sha256sum | cut -c1-16)
   tar="$cache/$name-$key.tar"

@@ -43,21 +43,44 @@ start() {
   local runc
   runc=$(command -v runc || true)
   [ -n "$runc" ] || { echo "dockerd: no runc binary for the cordon-test-runc runtime" >&2; return 1; }
-  # A stale socket of a dead daemon would make dockerd refuse to start.
+  local attempt
+  for attempt in 1 2; do
+    clear_stale
+    setsid dockerd --add-runtime "cordon-test-runc=$runc" >"$log" 2>&1 </dev/null &
+    echo $! >"$pidfile"
+    for _ in $(seq 1 180); do
+      answering && { echo "dockerd: started (pid $(cat "$pidfile"), log $log)"; return 0; }
+      ours >/dev/null || break
+      sleep 0.5
+    done
+    echo "dockerd: attempt $attempt: no answer on $sock within 90 s; the end of $log:" >&2
+    tail -n 20 "$log" >&2 || true
+    stop || true
+  done
+  return 1
+}
+
+# What a daemon that died without cleaning up leaves behind makes the next
+# one hang or refuse to start: its socket, its pid file, and its containerd.
+clear_stale() {
+  local pid
   if [ -S "$sock" ] && ! ours >/dev/null; then
     rm -f "$sock"
   fi
-  setsid dockerd --add-runtime "cordon-test-runc=$runc" >"$log" 2>&1 </dev/null &
-  echo $! >"$pidfile"
-  for _ in $(seq 1 120); do
-    answering && { echo "dockerd: started (pid $(cat "$pidfile"), log $log)"; return 0; }
-    ours >/dev/null || break
-    sleep 0.5
-  done
-  echo "dockerd: did not answer on $sock within 60 s; the end of $log:" >&2
-  tail -n 20 "$log" >&2 || true
-  stop || true
-  return 1
+  if [ -s /var/run/docker.pid ] && ! [ -d "/proc/$(cat /var/run/docker.pid)" ]; then
+    rm -f /var/run/docker.pid
+  fi
+  if ! pgrep -x dockerd >/dev/null; then
+    for pid in $(pgrep -f 'containerd --config /var/run/docker/containerd' || true); do
+      echo "dockerd: stopping a stale containerd (pid $pid)" >&2
+      kill -TERM "$pid" 2>/dev/null || true
+    done
+    for _ in $(seq 1 20); do
+      pgrep -f 'containerd --config /var/run/docker/containerd' >/dev/null || break
+      sleep 0.5
+    done
+    pkill -KILL -f 'containerd --config /var/run/docker/containerd' 2>/dev/null || true
+  fi
 }
 
 stop() {
