@@ -79,7 +79,7 @@ note "leave no trace"
 no_trace() {
   local bad=0 after
   if [ -d /run/cordon/trusted-local ] && [ -n "$(ls -A /run/cordon/trusted-local)" ]; then
-    echo "left behind: $(ls /run/cordon/trusted-local)"; bad=1
+    echo "left behind in /run/cordon/trusted-local: $(ls /run/cordon/trusted-local)"; bad=1
   fi
   if grep -q cordon /proc/mounts; then echo "left behind: mounts"; grep cordon /proc/mounts; bad=1; fi
   if [ -S /var/run/docker.sock ] && [ -n "$(docker ps -aq --filter label=org.cordon.execution-id 2>/dev/null)" ]; then
@@ -88,8 +88,10 @@ no_trace() {
   if [ -d /run/cordon-runc ] && [ -n "$(runc --root /run/cordon-runc list -q 2>/dev/null)" ]; then
     echo "left behind: runc containers"; runc --root /run/cordon-runc list; bad=1
   fi
-  if ls -d /sys/fs/cgroup/*/cordon/* >/dev/null 2>&1; then
-    echo "left behind: cgroups"; ls -d /sys/fs/cgroup/*/cordon/*; bad=1
+  local cg
+  cg=$(find /sys/fs/cgroup -maxdepth 2 -type d \( -name 'cordon-*' -o -name cordon \) 2>/dev/null)
+  if [ -n "$cg" ]; then
+    echo "left behind: cgroups"; echo "$cg"; bad=1
   fi
   if pgrep -f cordon-observe >/dev/null; then echo "left behind: cordon-observe processes"; bad=1; fi
   after=$(snapshot_tmp)

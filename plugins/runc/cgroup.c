@@ -41,9 +41,9 @@ static void cg_file(int version, const char *ctrl, const char *id, const char *f
                     size_t size)
 {
     if (version == 2)
-        snprintf(buf, size, CGROUP_ROOT RUNC_CGROUP_PARENT "/%s/%s", id, file);
+        snprintf(buf, size, CGROUP_ROOT RUNC_CGROUP_PREFIX "%s/%s", id, file);
     else
-        snprintf(buf, size, CGROUP_ROOT "/%s" RUNC_CGROUP_PARENT "/%s/%s", ctrl, id, file);
+        snprintf(buf, size, CGROUP_ROOT "/%s" RUNC_CGROUP_PREFIX "%s/%s", ctrl, id, file);
 }
 
 /* A small kernel file, NUL-terminated, trailing newline removed; false if unreadable. */
@@ -108,7 +108,7 @@ bool runc__cgroup_holds(int version, const char *execution_id, pid_t pid)
     if (!read_text(path, text, sizeof(text)))
         return false;
     /* v1 lines are "N:pids:/path", the unified one "0::/path". */
-    snprintf(want, sizeof(want), "%s:" RUNC_CGROUP_PARENT "/%s", version == 2 ? "0:" : ":pids",
+    snprintf(want, sizeof(want), "%s:" RUNC_CGROUP_PREFIX "%s", version == 2 ? "0:" : ":pids",
              execution_id);
     for (char *line = text; line != NULL && *line != '\0';) {
         char *end = strchr(line, '\n');
@@ -116,7 +116,7 @@ bool runc__cgroup_holds(int version, const char *execution_id, pid_t pid)
 
         if (end != NULL)
             *end = '\0';
-        /* The match must end the line: "/cordon/a" is not "/cordon/ab". */
+        /* The match must end the line: "/cordon-a" is not "/cordon-ab". */
         if (at != NULL && at[strlen(want)] == '\0' && (version == 2 ? at == line : true))
             return true;
         line = end != NULL ? end + 1 : NULL;
@@ -164,7 +164,7 @@ int runc__cgroup_verify(int version, const char *execution_id, pid_t pid,
     if (r == 0 && !runc__cgroup_holds(version, execution_id, pid))
         r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
                              "cgroup: the container's init (pid %d) is not in cgroup "
-                             RUNC_CGROUP_PARENT "/%s; its limits would not apply",
+                             RUNC_CGROUP_PREFIX "%s; its limits would not apply",
                              (int)pid, execution_id);
     return r;
 }
@@ -219,7 +219,7 @@ int runc__cgroup_remove(int version, const char *execution_id, unsigned timeout_
     int r = 0;
 
     if (version == 2) {
-        snprintf(path, sizeof(path), CGROUP_ROOT RUNC_CGROUP_PARENT "/%s", execution_id);
+        snprintf(path, sizeof(path), CGROUP_ROOT RUNC_CGROUP_PREFIX "%s", execution_id);
         return remove_dir(path, timeout_ms, err);
     }
     /* Every hierarchy the runtime may have used, named ones included. */
@@ -230,7 +230,7 @@ int runc__cgroup_remove(int version, const char *execution_id, unsigned timeout_
     while ((de = readdir(dir)) != NULL) {
         if (de->d_name[0] == '.')
             continue;
-        snprintf(path, sizeof(path), CGROUP_ROOT "/%s" RUNC_CGROUP_PARENT "/%s", de->d_name,
+        snprintf(path, sizeof(path), CGROUP_ROOT "/%s" RUNC_CGROUP_PREFIX "%s", de->d_name,
                  execution_id);
         if (r == 0)
             r = remove_dir(path, timeout_ms, err);

@@ -40,7 +40,7 @@ static const char *const cap_sets[] = { "bounding", "effective", "permitted", "i
 
 void runc__cgroup_path(const char *execution_id, char *buf, size_t size)
 {
-    snprintf(buf, size, RUNC_CGROUP_PARENT "/%s", execution_id);
+    snprintf(buf, size, RUNC_CGROUP_PREFIX "%s", execution_id);
 }
 
 uint64_t runc__cpu_quota_us(double cpus)

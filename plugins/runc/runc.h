@@ -19,7 +19,7 @@
 
 #define RUNC_ID "runc"
 #define RUNC_INIT_IN_CONTAINER "/run/cordon-init"
-#define RUNC_CGROUP_PARENT "/cordon"
+#define RUNC_CGROUP_PREFIX "/cordon-"   /* one top-level cgroup per execution: no shared parent left behind */
 #define RUNC_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 #define RUNC_CPU_PERIOD_US 100000u
 #define RUNC_TMP_MAX_BYTES (64ull << 20)   /* the /tmp tmpfs: min(disk_bytes, this) */
@@ -194,7 +194,7 @@ struct runc_spec_in {
     uint64_t init_deadline_ms;       /* cordon-init --deadline-ms */
 };
 
-/* The cgroupsPath of an execution: RUNC_CGROUP_PARENT "/<id>" into buf. */
+/* The cgroupsPath of an execution: RUNC_CGROUP_PREFIX "<id>" into buf. */
 void runc__cgroup_path(const char *execution_id, char *buf, size_t size);
 
 /* CPU quota in microseconds per RUNC_CPU_PERIOD_US for cpus (at least 1000). */

@@ -234,7 +234,7 @@ static int cgroups_left(const char *id)
     while ((de = readdir(d)) != NULL) {
         char path[PATH_MAX];
 
-        snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cordon/%s", de->d_name, id);
+        snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cordon-%s", de->d_name, id);
         n += de->d_name[0] != '.' && exists(path);
     }
     closedir(d);
@@ -648,7 +648,7 @@ static char *cgroup_file(const char *ctrl, const char *id, const char *file)
 {
     char path[PATH_MAX], *t;
 
-    snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cordon/%s/%s", ctrl, id, file);
+    snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cordon-%s/%s", ctrl, id, file);
     t = read_text(path);
     cr_assert_not_null(t, "%s is missing", path);
     t[strcspn(t, "\n")] = '\0';
@@ -771,7 +771,7 @@ Test(runc, background_sleeper_after_timeout_leaves_no_container)
     cordon_exec_outcome_clear(&o);
     /* The whole container went with the timeout: its init, every sleeper. */
     cr_assert_eq(processes_left(marker, 2000), 0, "sleepers (%s) survive the timeout", marker);
-    snprintf(path, sizeof(path), "/sys/fs/cgroup/pids/cordon/%s/cgroup.procs", id);
+    snprintf(path, sizeof(path), "/sys/fs/cgroup/pids/cordon-%s/cgroup.procs", id);
     procs = read_text(path);
     cr_assert(procs == NULL || procs[0] == '\0', "the container still runs: %s", procs);
     free(procs);
@@ -844,7 +844,7 @@ Test(runc, deadline_ends_the_container)
     /* ...until cordon-init's deadline ends the container, with no help from the host. */
     cr_assert_eq(processes_left(marker, 6000), 0, "the sleeper outlived the deadline");
     cr_assert_geq(cordon_now_monotonic_ms() - start, 2000, "gone before the deadline");
-    snprintf(path, sizeof(path), "/sys/fs/cgroup/pids/cordon/%s/cgroup.procs", id);
+    snprintf(path, sizeof(path), "/sys/fs/cgroup/pids/cordon-%s/cgroup.procs", id);
     procs = read_text(path);
     cr_assert(procs == NULL || procs[0] == '\0', "the container still runs: %s", procs);
     free(procs);
@@ -1209,7 +1209,7 @@ static int leftovers(const char *dir)
         while (d != NULL && (de = readdir(d)) != NULL) {
             char cg[PATH_MAX];
 
-            snprintf(cg, sizeof(cg), "/sys/fs/cgroup/%s/cordon/%s", de->d_name, line);
+            snprintf(cg, sizeof(cg), "/sys/fs/cgroup/%s/cordon-%s", de->d_name, line);
             if (de->d_name[0] != '.' && stat(cg, &st) == 0) {
                 fprintf(stderr, "leftover: cgroup %s\n", cg);
                 n++;
