@@ -7,6 +7,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cordon/sdk/drive.h>
@@ -44,17 +45,31 @@ struct run {
     char execution_id[48];
     const char *status;
     int exit_code;                 /* -1 when none */
+    double last_event_ms;          /* monotonic time of the last event */
 };
+
+/* Milliseconds since the last event, to the microsecond. */
+static double step_ms(struct run *run)
+{
+    struct timespec ts;
+    double now, d;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    now = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+    d = run->last_event_ms > 0 ? now - run->last_event_ms : 0;
+    run->last_event_ms = now;
+    return (double)(int64_t)(d * 1000 + 0.5) / 1000;
+}
 
 static void add_event(struct run *run, const char *step, uint64_t since_ms, bool ok,
                       const char *detail)
 {
     cJSON *e = cJSON_CreateObject();
-    uint64_t now = cordon_now_monotonic_ms();
 
+    (void)since_ms;
     cJSON_AddStringToObject(e, "step", step);
     cJSON_AddBoolToObject(e, "ok", ok);
-    cJSON_AddNumberToObject(e, "ms", (double)(now - since_ms));
+    cJSON_AddNumberToObject(e, "ms", step_ms(run));
     if (detail != NULL)
         cJSON_AddStringToObject(e, "detail", detail);
     cJSON_AddItemToArray(run->events, e);
@@ -706,6 +721,7 @@ int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordo
     memset(&run, 0, sizeof(run));
     run.ctx = ctx;
     run.started_ms = cordon_now_monotonic_ms();
+    step_ms(&run);
     run.result = result_new();
     if (run.result == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
