@@ -257,7 +257,9 @@ int cordon_ctx_new(const struct cordon_ctx_opts *opts, struct cordon_ctx **ret_c
     ctx->observer_path = strdup(env != NULL && env[0] == '/' ? env : CORDON_HELPERDIR "/cordon-observe");
     env = secure_getenv("CORDON_INIT");
     ctx->init_path = strdup(env != NULL && env[0] == '/' ? env : CORDON_HELPERDIR "/cordon-init");
-    if (ctx->observer_path == NULL || ctx->init_path == NULL) {
+    env = secure_getenv("CORDON_GIT_EXPORT");
+    ctx->git_export_path = strdup(env != NULL && env[0] == '/' ? env : CORDON_HELPERDIR "/cordon-git-export");
+    if (ctx->observer_path == NULL || ctx->init_path == NULL || ctx->git_export_path == NULL) {
         r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
         goto fail;
     }
@@ -302,5 +304,6 @@ void cordon_ctx_free(struct cordon_ctx *ctx)
     free(ctx->state_dir);
     free(ctx->observer_path);
     free(ctx->init_path);
+    free(ctx->git_export_path);
     free(ctx);
 }

@@ -15,10 +15,11 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/path.h>
+#include <cordon/sdk/runner.h>
 #include "core/checkpoint.h"
 #include "core/config.h"
 #include "core/env.h"
-#include "core/gitws.h"
+#include "core/gitws.h"   /* struct cordon__git_export: the helper's report */
 #include "core/limits.h"
 #include "core/loader.h"
 #include "core/record.h"
@@ -399,17 +400,58 @@ static int pump_join(struct pump *pump, int consumer_r, struct cordon_error *err
 }
 
 struct git_job {
+    const char *helper;           /* cordon-git-export */
     const char *repo, *rev;
     uint64_t max_bytes;
     struct cordon__git_export out;
 };
 
+/* The tree comes from the cordon-git-export helper process: libgit2 parses
+ * the repository there, not in this process. Its report is JSON on stderr. */
 static int git_produce(void *arg, int fd, struct cordon_error *err)
 {
+    static const char *const envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin", NULL };
     struct git_job *job = arg;
+    struct cordon_runner_opts opts;
+    struct cordon_exec_outcome o;
+    char bytes[32], entries[32], *text = NULL;
+    const char *argv[] = { job->helper, job->repo, job->rev, bytes, entries, NULL };
+    const cJSON *commit, *sub;
+    cJSON *doc = NULL;
+    int r;
 
-    return cordon__git_export_tar(job->repo, job->rev, job->max_bytes, WORKSPACE_MAX_ENTRIES, fd,
-                                  &job->out, err);
+    snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)job->max_bytes);
+    snprintf(entries, sizeof(entries), "%llu", (unsigned long long)WORKSPACE_MAX_ENTRIES);
+    cordon_runner_opts_init(&opts);
+    opts.argv = argv;
+    opts.envp = envp;
+    opts.stdout_fd = fd;
+    opts.retention_bytes = 64u << 10;
+    opts.output_budget = 1u << 20;
+    memset(&o, 0, sizeof(o));
+    r = cordon_runner_run(&opts, &o, err);
+    if (r < 0)
+        return r;
+    text = o.err.data != NULL ? strndup(o.err.data, o.err.len) : NULL;
+    doc = text != NULL ? cJSON_Parse(text) : NULL;
+    if (o.status != CORDON_RUN_EXITED || o.exit_code != 0 || !cJSON_IsObject(doc)) {
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(doc, "message");
+        const cJSON *code = cJSON_GetObjectItemCaseSensitive(doc, "errno");
+        r = cordon_error_set(err, cJSON_IsNumber(code) && code->valueint < 0 ? code->valueint : CORDON_E_IO, 0,
+                             "%s", cJSON_IsString(msg) ? msg->valuestring : "git export failed");
+        goto out;
+    }
+    commit = cJSON_GetObjectItemCaseSensitive(doc, "commit");
+    snprintf(job->out.commit, sizeof(job->out.commit), "%s", cJSON_IsString(commit) ? commit->valuestring : "");
+    job->out.entries = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(doc, "entries"));
+    job->out.bytes = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(doc, "bytes"));
+    sub = cJSON_GetObjectItemCaseSensitive(doc, "submodules");
+    job->out.submodules = cJSON_IsArray(sub) ? cJSON_Duplicate(sub, 1) : cJSON_CreateArray();
+out:
+    cJSON_Delete(doc);
+    free(text);
+    cordon_exec_outcome_clear(&o);
+    return r;
 }
 
 struct export_job {
@@ -522,6 +564,7 @@ static int provision(struct cordon_ctx *ctx, struct spec *spec, int tar_fd, cJSO
         struct pump pump;
         int rfd = -1;
 
+        git.helper = ctx->git_export_path;
         git.repo = cJSON_GetObjectItemCaseSensitive(spec->workspace, "repository")->valuestring;
         git.rev = cJSON_GetObjectItemCaseSensitive(spec->workspace, "revision")->valuestring;
         git.max_bytes = spec->limits.disk_bytes;
@@ -565,7 +608,7 @@ out:
             destroy(ctx, rec, &b, NULL);
         cordon__record_remove(ctx, rec, NULL);
     }
-    cordon__git_export_clear(&git.out);
+    cJSON_Delete(git.out.submodules);
     unbind(&b);
     cordon__record_close(rec);
     if (state_text != NULL)

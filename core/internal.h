@@ -23,6 +23,7 @@ struct cordon_ctx {
     char *state_dir;
     char *observer_path;
     char *init_path;
+    char *git_export_path;          /* the cordon-git-export helper */
     char instance_id[33];
     char **search_dirs;             /* provider directories, absolute, in order */
     size_t n_search_dirs;
