@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cordon/sdk/fs.h>
+#include <cordon/sdk/path.h>
 
 #define COPY_CHUNK (64u * 1024u)
 #define REMOVE_DEPTH_MAX 256
@@ -460,6 +461,55 @@ static int make_temp(int pfd, char name[32])
             return -errno;
     }
     return -EEXIST;
+}
+
+int cordon_fs_walk_dirs(int dirfd, const char *field, const char *rel, bool create, bool give,
+                        uid_t uid, gid_t gid, int *ret_fd, struct cordon_error *err)
+{
+    struct cordon_error in;
+    char comp[CORDON_PATH_COMPONENT_MAX + 1];
+    const char *p = rel;
+    int cur, next, r = 0;
+
+    cordon_error_init(&in);
+    r = cordon_fs_open_beneath(dirfd, "", O_RDONLY | O_DIRECTORY, 0, &cur, err);
+    if (r < 0)
+        return r;
+    while (*p != '\0') {
+        size_t n = strcspn(p, "/");
+        bool made = false;
+
+        /* rel is normalised: components are non-empty and short enough. */
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        p += n + (p[n] == '/');
+        if (create && mkdirat(cur, comp, 0755) == 0)
+            made = true;
+        else if (create && errno != EEXIST) {
+            r = cordon_error_set(err, CORDON_E_IO, errno, "%s: mkdir %s in \"%s\": %s", field,
+                                 comp, rel, strerror(errno));
+            break;
+        }
+        r = cordon_fs_open_beneath(cur, comp, O_RDONLY | O_DIRECTORY, 0, &next, &in);
+        if (r < 0) {
+            r = cordon_error_set(err, in.code, in.os_errno, "%s: \"%s\": %s", field, rel,
+                                 in.message);
+            break;
+        }
+        close(cur);
+        cur = next;
+        if (made && (fchmod(cur, 0755) != 0 || (give && fchown(cur, uid, gid) != 0))) {
+            r = cordon_error_set(err, CORDON_E_IO, errno, "%s: setting up %s in \"%s\": %s",
+                                 field, comp, rel, strerror(errno));
+            break;
+        }
+    }
+    if (r < 0) {
+        close(cur);
+        return r;
+    }
+    *ret_fd = cur;
+    return 0;
 }
 
 int cordon_fs_write_new(int dirfd, const char *rel, const void *buf, size_t len, mode_t mode,

@@ -1658,3 +1658,38 @@ out:
     free(f.chunk);
     return r;
 }
+
+int cordon_tar_import_workspace(int tar_fd, int ws_fd, const char *dest,
+                                const struct cordon_workspace_owner *owner, uint64_t max_bytes,
+                                uint64_t max_entries, struct cordon_error *err)
+{
+    struct cordon_tar_limits limits = { max_bytes, max_entries, 0, 0 };
+    unsigned flags;
+    char *norm = NULL;
+    bool in_source;
+    int dest_fd = -1, r;
+
+    r = cordon_path_normalize_dir("dest", dest != NULL ? dest : "", &norm, err);
+    if (r < 0)
+        return r;
+    /* source/ and below stay root's and read-only for the sandbox user */
+    in_source = owner->code_layout && cordon_path_is_under(norm, "source");
+    r = cordon_fs_walk_dirs(ws_fd, "dest", norm, true, owner->set_owner && !in_source, owner->uid,
+                            owner->gid, &dest_fd, err);
+    if (r == 0) {
+        if (in_source) {
+            /* limits.uid/gid stay 0: root owns every entry; no symlinks at all */
+            flags = CORDON_TAR_READ_ONLY;
+        } else {
+            flags = CORDON_TAR_ALLOW_SYMLINKS;
+            limits.uid = owner->uid;
+            limits.gid = owner->gid;
+        }
+        if (owner->set_owner)
+            flags |= CORDON_TAR_SET_OWNER;
+        r = cordon_tar_extract_fd(tar_fd, dest_fd, &limits, flags, NULL, err);
+        close(dest_fd);
+    }
+    free(norm);
+    return r;
+}

@@ -247,55 +247,6 @@ int runc__workspace_open(int root_fd, int *ret_fd, struct cordon_error *err)
  * With create, missing directories are made 0755 and, with give, handed
  * to uid:gid.
  */
-int runc__ws_walk(int ws_fd, const char *field, const char *rel, bool create, bool give,
-                  uid_t uid, gid_t gid, int *ret_fd, struct cordon_error *err)
-{
-    struct cordon_error in;
-    char comp[CORDON_PATH_COMPONENT_MAX + 1];
-    const char *p = rel;
-    int cur, next, r = 0;
-
-    cordon_error_init(&in);
-    r = cordon_fs_open_beneath(ws_fd, "", O_RDONLY | O_DIRECTORY, 0, &cur, err);
-    if (r < 0)
-        return r;
-    while (*p != '\0') {
-        size_t n = strcspn(p, "/");
-        bool made = false;
-
-        /* rel is normalised: components are non-empty and short enough. */
-        memcpy(comp, p, n);
-        comp[n] = '\0';
-        p += n + (p[n] == '/');
-        if (create && mkdirat(cur, comp, 0755) == 0)
-            made = true;
-        else if (create && errno != EEXIST) {
-            r = cordon_error_set(err, CORDON_E_IO, errno, "%s: mkdir %s in \"%s\": %s", field,
-                                 comp, rel, strerror(errno));
-            break;
-        }
-        r = cordon_fs_open_beneath(cur, comp, O_RDONLY | O_DIRECTORY, 0, &next, &in);
-        if (r < 0) {
-            r = cordon_error_set(err, in.code, in.os_errno, "%s: \"%s\": %s", field, rel,
-                                 in.message);
-            break;
-        }
-        close(cur);
-        cur = next;
-        if (made && (fchmod(cur, 0755) != 0 || (give && fchown(cur, uid, gid) != 0))) {
-            r = cordon_error_set(err, CORDON_E_IO, errno, "%s: setting up %s in \"%s\": %s",
-                                 field, comp, rel, strerror(errno));
-            break;
-        }
-    }
-    if (r < 0) {
-        close(cur);
-        return r;
-    }
-    *ret_fd = cur;
-    return 0;
-}
-
 /* Layout "code": source/ stays root's, build/ output/ logs/ are the user's. */
 int runc__workspace_layout(int ws_fd, uid_t uid, gid_t gid, struct cordon_error *err)
 {
@@ -303,7 +254,7 @@ int runc__workspace_layout(int ws_fd, uid_t uid, gid_t gid, struct cordon_error 
     int fd, r = 0;
 
     for (size_t i = 0; i < 4 && r == 0; i++) {
-        r = runc__ws_walk(ws_fd, "workspace", dirs[i], true, i > 0, uid, gid, &fd, err);
+        r = cordon_fs_walk_dirs(ws_fd, "workspace", dirs[i], true, i > 0, uid, gid, &fd, err);
         if (r == 0)
             close(fd);
     }

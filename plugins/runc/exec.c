@@ -182,7 +182,7 @@ static int request_workspace_env(const struct runc_state *st, int ws_fd, const c
         r = cordon_path_normalize_dir(field, item->valuestring, &norm, err);
         /* Never create the user's directories inside read-only source/. */
         if (r == 0)
-            r = runc__ws_walk(ws_fd, field, norm, true,
+            r = cordon_fs_walk_dirs(ws_fd, field, norm, true,
                               !(st->code_layout && cordon_path_is_under(norm, "source")), st->uid,
                               st->gid, &dfd, err);
         if (r == 0) {
@@ -238,7 +238,7 @@ static int request_parse(const struct cordon_resource *res, const struct runc_st
     r = cordon_path_normalize_dir("cwd", cJSON_IsString(item) ? item->valuestring : "", &norm,
                                   err);
     if (r == 0)
-        r = runc__ws_walk(ws_fd, "cwd", norm, false, false, 0, 0, &fd, err);
+        r = cordon_fs_walk_dirs(ws_fd, "cwd", norm, false, false, 0, 0, &fd, err);
     if (r < 0)
         goto out;
     close(fd);

@@ -893,40 +893,21 @@ static int runc_import_tar(struct cordon_resource *res, const char *state_json, 
                            int tar_fd, struct cordon_error *err)
 {
     struct runc_state st = { 0 };
-    struct cordon_tar_limits limits = { 0 };
-    char *norm = NULL;
-    int ws_fd = -1, dest_fd = -1, r;
-    bool in_source;
-    unsigned flags;
+    struct cordon_workspace_owner owner;
+    int ws_fd = -1, r;
 
     if (res == NULL || tar_fd < 0)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "import_tar: resource and tar_fd required");
     if ((r = runc__state_parse(res, state_json, true, &st, err)) < 0 ||
-        (r = cordon_path_normalize_dir("dest", dest != NULL ? dest : "", &norm, err)) < 0 ||
         (r = runc__state_workspace(res, &st, &ws_fd, err)) < 0)
         goto out;
-    /* source/ and below stay root's and read-only for the sandbox user. */
-    in_source = st.code_layout && cordon_path_is_under(norm, "source");
-    r = runc__ws_walk(ws_fd, "dest", norm, true, !in_source, st.uid, st.gid, &dest_fd, err);
-    if (r < 0)
-        goto out;
-    limits.max_bytes = st.limits.disk_bytes;
-    limits.max_entries = TAR_ENTRIES_MAX;
-    if (in_source) {
-        flags = CORDON_TAR_READ_ONLY | CORDON_TAR_SET_OWNER; /* uid/gid 0, no links */
-    } else {
-        flags = CORDON_TAR_ALLOW_SYMLINKS | CORDON_TAR_SET_OWNER;
-        limits.uid = st.uid;
-        limits.gid = st.gid;
-    }
-    r = cordon_tar_extract_fd(tar_fd, dest_fd, &limits, flags, NULL, err);
+    owner = (struct cordon_workspace_owner){ st.code_layout, true, st.uid, st.gid };
+    r = cordon_tar_import_workspace(tar_fd, ws_fd, dest, &owner, st.limits.disk_bytes,
+                                    TAR_ENTRIES_MAX, err);
 out:
-    if (dest_fd >= 0)
-        close(dest_fd);
     if (ws_fd >= 0)
         close(ws_fd);
-    free(norm);
     runc__state_clear(&st);
     return r;
 }

@@ -165,10 +165,6 @@ int runc__workspace_open(int root_fd, int *ret_fd, struct cordon_error *err);
 /* The workspace of a running execution from its state. */
 int runc__state_workspace(const struct cordon_resource *res, const struct runc_state *st,
                           int *ret_fd, struct cordon_error *err);
-/* Open the normalised directory rel beneath ws_fd without following links;
- * create missing ones 0755 (give: owned by uid:gid). */
-int runc__ws_walk(int ws_fd, const char *field, const char *rel, bool create, bool give,
-                  uid_t uid, gid_t gid, int *ret_fd, struct cordon_error *err);
 /* Layout "code": source/ root's; build/ output/ logs/ the user's. */
 int runc__workspace_layout(int ws_fd, uid_t uid, gid_t gid, struct cordon_error *err);
 

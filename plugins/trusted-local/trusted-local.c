@@ -905,67 +905,6 @@ static int tl_open_workspace(const struct tl_state *st, int *ret_fd, struct cord
     return 0;
 }
 
-/*
- * Open the normalised directory rel beneath ws_fd, one component at a time
- * and never through a symlink. With create, missing directories are made
- * 0755 and, with chown_to, given to that user.
- */
-static int tl_walk(int ws_fd, const char *field, const char *rel, bool create, bool chown_to,
-                   uid_t uid, gid_t gid, int *ret_fd, struct cordon_error *err)
-{
-    char *copy = NULL, *comp, *save = NULL;
-    int cur, next, r = 0;
-
-    cur = fcntl(ws_fd, F_DUPFD_CLOEXEC, 3);
-    if (cur < 0)
-        return cordon_error_set(err, CORDON_E_IO, errno, "%s: dup: %s", field, strerror(errno));
-    copy = strdup(rel);
-    if (copy == NULL) {
-        r = tl_nomem(err, field);
-        goto out;
-    }
-    for (comp = strtok_r(copy, "/", &save); comp != NULL; comp = strtok_r(NULL, "/", &save)) {
-        bool made = false;
-
-        next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (next < 0 && errno == ENOENT && create) {
-            if (mkdirat(cur, comp, 0755) == 0)
-                made = true;
-            else if (errno != EEXIST) {
-                r = cordon_error_set(err, CORDON_E_IO, errno, "%s: mkdir %s in \"%s\": %s",
-                                     field, comp, rel, strerror(errno));
-                goto out;
-            }
-            next = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        }
-        if (next < 0) {
-            bool unsafe = errno == ELOOP || errno == ENOTDIR;
-
-            r = cordon_error_set(err, errno == ENOENT ? CORDON_E_NOT_FOUND
-                                      : unsafe        ? CORDON_E_UNSAFE : CORDON_E_IO, errno,
-                                 "%s: \"%s\": %s is %s", field, rel, comp,
-                                 errno == ENOENT ? "missing"
-                                 : unsafe        ? "a symlink or not a directory"
-                                                 : strerror(errno));
-            goto out;
-        }
-        close(cur);
-        cur = next;
-        if (made && (fchmod(cur, 0755) != 0 || (chown_to && fchown(cur, uid, gid) != 0))) {
-            r = cordon_error_set(err, CORDON_E_IO, errno, "%s: setting up %s in \"%s\": %s",
-                                 field, comp, rel, strerror(errno));
-            goto out;
-        }
-    }
-    *ret_fd = cur;
-    cur = -1;
-out:
-    if (cur >= 0)
-        close(cur);
-    free(copy);
-    return r;
-}
-
 /* ---- probe -------------------------------------------------------------- */
 
 static const char *const tl_kinds[] = { "code_execution", NULL };
@@ -1452,7 +1391,7 @@ static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *js
     r = cordon_path_normalize_dir("cwd", cwd, &norm, err);
     if (r < 0)
         goto out;
-    r = tl_walk(ws_fd, "cwd", norm, false, false, 0, 0, &fd, err);
+    r = cordon_fs_walk_dirs(ws_fd, "cwd", norm, false, false, 0, 0, &fd, err);
     if (r < 0)
         goto out;
     if (asprintf(&rq.cwd, "%s%s%s", st->workspace, norm[0] ? "/" : "", norm) < 0) {
@@ -1500,8 +1439,8 @@ static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *js
                 goto out;
             /* Never create sandbox-owned directories inside read-only source/. */
             in_source = st->code_layout && cordon_path_is_under(norm, "source");
-            r = tl_walk(ws_fd, field, norm, !in_source, geteuid() == 0, st->uid, st->gid, &dfd,
-                        err);
+            r = cordon_fs_walk_dirs(ws_fd, field, norm, !in_source, geteuid() == 0, st->uid, st->gid,
+                                    &dfd, err);
             if (r < 0)
                 goto out;
             close(dfd);
@@ -1740,45 +1679,22 @@ static int tl_import_tar(struct cordon_resource *res, const char *state_json, co
                          int tar_fd, struct cordon_error *err)
 {
     struct tl_state st = { 0 };
-    struct cordon_tar_limits limits = { 0 };
-    char *norm = NULL;
-    int ws_fd = -1, dest_fd = -1, r;
-    bool in_source, root = geteuid() == 0;
-    unsigned flags;
+    struct cordon_workspace_owner owner;
+    int ws_fd = -1, r;
 
     if (res == NULL || tar_fd < 0)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "import_tar: resource and tar_fd required");
     r = tl_state_parse(res, state_json, true, &st, err);
-    if (r < 0)
-        goto out;
-    r = cordon_path_normalize_dir("dest", dest != NULL ? dest : "", &norm, err);
-    if (r < 0)
-        goto out;
-    r = tl_open_workspace(&st, &ws_fd, err);
-    if (r < 0)
-        goto out;
-    /* source/ and below stay root's and read-only for the sandbox user. */
-    in_source = st.code_layout && cordon_path_is_under(norm, "source");
-    r = tl_walk(ws_fd, "dest", norm, true, root && !in_source, st.uid, st.gid, &dest_fd, err);
-    if (r < 0)
-        goto out;
-    limits.max_bytes = st.res.disk_bytes;
-    limits.max_entries = TL_TAR_ENTRIES_MAX;
-    if (in_source) {
-        /* limits.uid/gid stay 0: root owns every entry; no symlinks at all. */
-        flags = CORDON_TAR_READ_ONLY | (root ? CORDON_TAR_SET_OWNER : 0);
-    } else {
-        flags = CORDON_TAR_ALLOW_SYMLINKS | (root ? CORDON_TAR_SET_OWNER : 0);
-        limits.uid = st.uid;
-        limits.gid = st.gid;
+    if (r == 0)
+        r = tl_open_workspace(&st, &ws_fd, err);
+    if (r == 0) {
+        /* not root: everything stays the invoking user's (man page) */
+        owner = (struct cordon_workspace_owner){ st.code_layout, geteuid() == 0, st.uid, st.gid };
+        r = cordon_tar_import_workspace(tar_fd, ws_fd, dest, &owner, st.res.disk_bytes,
+                                        TL_TAR_ENTRIES_MAX, err);
     }
-    r = cordon_tar_extract_fd(tar_fd, dest_fd, &limits, flags, NULL, err);
-out:
-    if (dest_fd >= 0)
-        close(dest_fd);
     if (ws_fd >= 0)
         close(ws_fd);
-    free(norm);
     tl_state_clear(&st);
     return r;
 }

@@ -8,6 +8,7 @@
 #ifndef CORDON_SDK_FS_H
 #define CORDON_SDK_FS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -30,6 +31,14 @@ CORDON_EXTERN int cordon_fs_open_regular(int dirfd, const char *rel, uint64_t ma
 /* Create every missing directory of rel beneath dirfd with mode. */
 CORDON_EXTERN int cordon_fs_mkdirs_beneath(int dirfd, const char *rel, mode_t mode,
                                            struct cordon_error *err);
+
+/* Open the directory rel (normalised, relative; "" is dirfd itself) beneath
+ * dirfd without following any link. With create, each missing component
+ * is made 0755, and with give also chowned to uid:gid. field names rel in
+ * errors. *ret_fd is O_RDONLY|O_DIRECTORY. */
+CORDON_EXTERN int cordon_fs_walk_dirs(int dirfd, const char *field, const char *rel, bool create,
+                                      bool give, uid_t uid, gid_t gid, int *ret_fd,
+                                      struct cordon_error *err);
 
 /* Read a whole regular file (bounded). *ret_buf is malloc'd and
  * NUL-terminated (the NUL is not counted in ret_len). */

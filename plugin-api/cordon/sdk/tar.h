@@ -12,6 +12,7 @@
 #ifndef CORDON_SDK_TAR_H
 #define CORDON_SDK_TAR_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <cordon/provider.h>
@@ -60,6 +61,24 @@ CORDON_EXTERN int cordon_tar_extract_fd(int tar_fd, int dest_dirfd,
 CORDON_EXTERN int cordon_tar_create_fd(int src_dirfd, const char *rel, int tar_fd,
                                        const struct cordon_tar_limits *limits,
                                        struct cordon_tar_stats *ret_stats, struct cordon_error *err);
+
+/* Who owns what a provider imports into /workspace (DESIGN.md §7). */
+struct cordon_workspace_owner {
+    bool code_layout;   /* layout "code": source/ and below stay root's and read-only */
+    bool set_owner;     /* chown entries (false: leave them to the caller's uid) */
+    uid_t uid;          /* the sandbox user, for everything outside source/ */
+    gid_t gid;
+};
+
+/* import_tar for providers whose workspace is reachable as a directory fd:
+ * normalise dest, create it beneath ws_fd, and extract the stream there.
+ * At or below source/ in layout "code": read-only, root-owned, no
+ * symlinks; elsewhere: owned by the sandbox user, safe symlinks kept.
+ * Bounded by max_bytes and max_entries. */
+CORDON_EXTERN int cordon_tar_import_workspace(int tar_fd, int ws_fd, const char *dest,
+                                              const struct cordon_workspace_owner *owner,
+                                              uint64_t max_bytes, uint64_t max_entries,
+                                              struct cordon_error *err);
 
 /* A tar stream built from memory (landing a bundle, copying a helper in). */
 struct cordon_tar_writer;
