@@ -1,8 +1,9 @@
 /*
  * sdk: the bounded process runner.
  *
- * The program is resolved before fork, the child gets a process group of
- * its own and only fds 0-2, and the parent waits in one poll loop over the
+ * The program is resolved before the child is made, the child gets a
+ * process group of its own and only fds 0-2, and the parent waits in one
+ * poll loop over the
  * capture pipes, the stdin pipe, the caller's cancel fd and a pidfd of the
  * leader. No signal handler is installed: SIGPIPE is blocked for the
  * calling thread only, for the duration of the run.
@@ -17,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -32,6 +35,7 @@
 #define WAIT_POLL_MS 5        /* waitid polling when pidfd_open is missing */
 #define IO_CHUNK 65536
 #define READS_PER_WAKE 16     /* stay responsive to the deadline under a flood */
+#define CHILD_STACK (256u << 10) /* the child's own stack until it execs */
 
 /* What the child reports through the CLOEXEC pipe when it cannot exec. */
 enum child_step { STEP_FDS = 1, STEP_CHDIR = 2, STEP_SETUP = 3, STEP_EXEC = 4 };
@@ -40,7 +44,9 @@ struct child_report {
     int errnum;
 };
 
-/* Everything the child needs, prepared by the parent (no malloc after fork). */
+/* Everything the child needs, prepared by the parent (the child shares
+ * the parent's memory until it execs: it allocates nothing and writes
+ * nothing of the parent's). */
 struct child_plan {
     const char *path;
     char *const *argv;
@@ -130,14 +136,16 @@ static void close_all_but(int keep, long max_fd)
             close((int)fd);
 }
 
-static void __attribute__((noreturn)) child_exec(const struct child_plan *p)
+static int __attribute__((noreturn)) child_exec(void *arg)
 {
+    const struct child_plan *p = arg;
     struct sigaction dfl;
     sigset_t none;
     int fds[3], report = p->report_fd, e;
 
     setpgid(0, 0);
-    /* The parent blocked every signal around fork: undo what exec would keep. */
+    /* The parent blocked every signal around clone, so none of its handlers
+     * can run here on the shared memory: reset them, then unblock. */
     memset(&dfl, 0, sizeof(dfl));
     dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < NSIG; sig++)
@@ -501,8 +509,9 @@ int cordon_runner_run(const struct cordon_runner_opts *opts, struct cordon_exec_
     sigset_t all, pipe_only, old, pending;
     bool masked = false, pipe_was_pending = false;
     int out_p[2] = { -1, -1 }, err_p[2] = { -1, -1 }, in_p[2] = { -1, -1 };
-    int report_p[2] = { -1, -1 }, null_fd = -1, rc;
+    int report_p[2] = { -1, -1 }, null_fd = -1, spawn_errno, rc;
     char *path = NULL;
+    void *stack;
     uint64_t start;
     ssize_t n;
     size_t got = 0;
@@ -560,7 +569,7 @@ int cordon_runner_run(const struct cordon_runner_opts *opts, struct cordon_exec_
     };
 
     /* SIGPIPE stays blocked in this thread for the run (EPIPE instead);
-     * around fork every signal is, so no handler runs in the child. */
+     * around clone every signal is, so no handler runs in the child. */
     sigemptyset(&pipe_only);
     sigaddset(&pipe_only, SIGPIPE);
     sigfillset(&all);
@@ -569,16 +578,25 @@ int cordon_runner_run(const struct cordon_runner_opts *opts, struct cordon_exec_
     if (sigpending(&pending) == 0)
         pipe_was_pending = sigismember(&pending, SIGPIPE) == 1;
     start = cordon_now_monotonic_ms();
-    r.pid = fork();
-    if (r.pid == 0)
-        child_exec(&plan);
+    /* vfork semantics: no copy of the caller's address space (a host maps
+     * some thirty libraries), and this thread sleeps until the child has
+     * exec'd or failed. */
+    stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+    r.pid = stack == MAP_FAILED ? -1
+                                : clone(child_exec, (char *)stack + CHILD_STACK,
+                                        CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
+    spawn_errno = errno;
+    if (stack != MAP_FAILED)
+        munmap(stack, CHILD_STACK);
     {
         sigset_t run_mask = old;
         sigaddset(&run_mask, SIGPIPE);
         pthread_sigmask(SIG_SETMASK, &run_mask, NULL);
     }
     if (r.pid < 0) {
-        rc = cordon_error_set(err, CORDON_E_PROVIDER, errno, "runner: fork: %s", strerror(errno));
+        rc = cordon_error_set(err, CORDON_E_PROVIDER, spawn_errno, "runner: clone: %s",
+                              strerror(spawn_errno));
         goto out;
     }
     /* Both sides set the group, so that a kill never races the child. */

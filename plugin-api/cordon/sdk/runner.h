@@ -23,8 +23,11 @@ extern "C" {
 
 /* Called in the child after stdio is in place and every other fd is
  * closed, right before execve. Must be async-signal-safe (raw syscalls,
- * no malloc). Returns 0, or an errno value: the child then reports it to
- * the parent and _exits, and the run fails with CORDON_E_PROVIDER. */
+ * no malloc, no libc wrapper that acts on every thread such as setuid):
+ * the child is made with vfork semantics, so until execve it runs on the
+ * caller's memory and must not write anything the caller reads. Returns
+ * 0, or an errno value: the child then reports it to the parent and
+ * _exits, and the run fails with CORDON_E_PROVIDER. */
 typedef int (*cordon_runner_child_fn)(void *arg);
 
 struct cordon_runner_opts {
