@@ -7,7 +7,10 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
+#include <linux/magic.h>
 #include <unistd.h>
 
 #include <cordon/sdk/drive.h>
@@ -330,6 +333,30 @@ static int check_types(const cJSON *request, struct cordon_error *err)
 
 /* --- steps -------------------------------------------------------------- */
 
+/*
+ * Where a call's private task workspace goes: a file system in memory
+ * when there is one, else the state directory. It holds only the bundle's
+ * snapshot (bounded by the bundle limits) for the length of one call, so
+ * it has no business on disk: there it costs a dozen directory creations
+ * and removals (with `discard`, a device round trip for each freed block),
+ * and a crash would leave it behind until someone looks. /dev/shm is used
+ * when it is a root-owned sticky tmpfs: the directory mkdtemp makes there
+ * (0700, a random name) cannot then be renamed or removed by anyone else.
+ */
+static const char *scratch_parent(const struct cordon_ctx *ctx)
+{
+    struct statfs sfs;
+    struct stat st;
+
+    if (statfs(ctx->state_dir, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC)
+        return ctx->state_dir;
+    if (lstat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+        (st.st_mode & S_ISVTX) != 0 && statfs("/dev/shm", &sfs) == 0 &&
+        sfs.f_type == TMPFS_MAGIC)
+        return "/dev/shm";
+    return ctx->state_dir;
+}
+
 static int step_grant(struct run *run, const cJSON *request, struct cordon_error *err)
 {
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(request, "workspace");
@@ -344,7 +371,7 @@ static int step_grant(struct run *run, const cJSON *request, struct cordon_error
                                           "workspace: declared outputs need a task workspace to be "
                                           "collected into"), err));
         /* No task workspace: a private one for this call, removed at the end. */
-        r = cordon_fs_mkdtemp(run->ctx->state_dir, "run-", &run->task_workspace, err);
+        r = cordon_fs_mkdtemp(scratch_parent(run->ctx), "cordon-run-", &run->task_workspace, err);
         if (r < 0)
             return fail(run, "error", "grant", t, err);
     }

@@ -23,11 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -62,8 +66,10 @@
 #define TL_TAR_ENTRIES_MAX 100000u
 #define TL_JSON_INT_MAX 9007199254740992.0 /* 2^53: exact in a double */
 #define TL_SWEEP_PASSES 8
-#define TL_BACKSTOP_SLACK_MS 1000u
-#define TL_HOST_MARK "host-instance"         /* in <root>/<id>/: whose execution */        /* lets the host's own clock fire first */
+#define TL_BACKSTOP_SLACK_MS 1000u          /* lets the host's own clock fire first */
+#define TL_HOST_MARK "host-instance"         /* in <root>/<id>/: whose execution */
+#define TL_AREA_SLACK (1u << 20)             /* the area's tmpfs: the marker, directories */
+#define TL_AREA_INODES 65536u
 
 static const struct cordon_provider_v1 tl_provider;
 
@@ -915,8 +921,33 @@ static const char *const tl_limits_user[] = { "memory_bytes", "pids", "runtime_m
                                               "max_output_bytes", NULL };
 static const char *const tl_limits_self[] = { "memory_bytes", "runtime_ms", "max_output_bytes",
                                               NULL };
+/* disk_bytes as a whole only when each area is a tmpfs of that size. */
+static const char *const tl_limits_area[] = { "memory_bytes", "disk_bytes", "pids", "runtime_ms",
+                                              "max_output_bytes", NULL };
 
-static char *tl_mechanism_facts(const struct tl_config *cfg)
+static void tl_area_mount(const char *dir, uint64_t disk_bytes);
+static void tl_area_unmount(const char *dir);
+
+/* Whether provision can make an area a tmpfs here: tried, not assumed. */
+static bool tl_area_tmpfs_works(const struct tl_config *cfg)
+{
+    char dir[TL_ROOT_MAX + 32];
+    struct statfs sfs;
+    bool ok;
+
+    if (geteuid() != 0)
+        return false;
+    snprintf(dir, sizeof(dir), "%s/.area-probe-XXXXXX", cfg->root);
+    if (mkdtemp(dir) == NULL)
+        return false;
+    tl_area_mount(dir, 4096);
+    ok = statfs(dir, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
+    tl_area_unmount(dir);
+    rmdir(dir);
+    return ok;
+}
+
+static char *tl_mechanism_facts(const struct tl_config *cfg, bool area_tmpfs)
 {
     cJSON *obj = cJSON_CreateObject();
     char run_as[32];
@@ -927,6 +958,7 @@ static char *tl_mechanism_facts(const struct tl_config *cfg)
         cJSON_AddStringToObject(obj, "run_as", run_as) != NULL &&
         cJSON_AddBoolToObject(obj, "seccomp", cfg->seccomp) != NULL &&
         cJSON_AddStringToObject(obj, "root", cfg->root) != NULL &&
+        cJSON_AddStringToObject(obj, "area", area_tmpfs ? "tmpfs" : "directory") != NULL &&
         (cfg->switch_user || !cfg->run_as_set ||
          cJSON_AddBoolToObject(obj, "run_as_ignored", true) != NULL))
         text = cJSON_PrintUnformatted(obj);
@@ -969,6 +1001,7 @@ static int tl_probe(const struct cordon_host_v1 *host, const char *config_json, 
     struct tl_config cfg = { 0 };
     struct cordon_error perr;
     char *observation = NULL, *mech = NULL, *facts = NULL, *out = NULL;
+    bool area_tmpfs;
     int r;
 
     if (host == NULL || ret_facts_json == NULL)
@@ -1014,7 +1047,8 @@ static int tl_probe(const struct cordon_host_v1 *host, const char *config_json, 
             goto out;
         }
     }
-    mech = tl_mechanism_facts(&cfg);
+    area_tmpfs = cfg.switch_user && tl_area_tmpfs_works(&cfg);
+    mech = tl_mechanism_facts(&cfg, area_tmpfs);
     if (mech == NULL) {
         r = tl_nomem(err, "facts");
         goto out;
@@ -1030,7 +1064,8 @@ static int tl_probe(const struct cordon_host_v1 *host, const char *config_json, 
             .mechanism = "host_process",
             .rootfs_read_only = false,
             .workspace_access_modes = tl_access_modes,
-            .limits_enforced = cfg.switch_user ? tl_limits_user : tl_limits_self,
+            .limits_enforced = area_tmpfs ? tl_limits_area
+                               : cfg.switch_user ? tl_limits_user : tl_limits_self,
             .observation_json = observation,
             .mechanism_facts_json = mech,
         };
@@ -1055,6 +1090,33 @@ out:
 }
 
 /* ---- provision ---------------------------------------------------------- */
+
+/*
+ * As root, an execution's area is a tmpfs of its own, sized disk_bytes:
+ * the limit then holds for the whole workspace rather than per file, a
+ * program filling it cannot fill the file system the root lives on, and
+ * removing the area is one unmount. Where mounting is refused (no
+ * privilege, a container without CAP_SYS_ADMIN) the area stays a plain
+ * directory and disk_bytes is RLIMIT_FSIZE alone, as the man page says.
+ */
+static void tl_area_mount(const char *dir, uint64_t disk_bytes)
+{
+    char opts[96];
+
+    if (geteuid() != 0)
+        return;
+    snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%u,mode=0711",
+             (unsigned long long)(disk_bytes + TL_AREA_SLACK), TL_AREA_INODES);
+    (void)mount("cordon-" TL_ID, dir, "tmpfs", MS_NOSUID | MS_NODEV, opts);
+}
+
+/* Detach the area's tmpfs if it has one; processes still in it keep it
+ * alive until they are gone, nobody can reach it by path any more. */
+static void tl_area_unmount(const char *dir)
+{
+    if (geteuid() == 0)
+        (void)umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
+}
 
 static int tl_mkdir_owned(int dirfd, const char *name, bool give, uid_t uid, gid_t gid,
                           struct cordon_error *err)
@@ -1199,6 +1261,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
         goto out;
     }
     created = true;
+    tl_area_mount(dir, limits.disk_bytes);
     /* 0711: the sandbox user may pass through but not list or change it. */
     dir_fd = openat(root_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dir_fd < 0 || fchmod(dir_fd, 0711) != 0) {
@@ -1234,10 +1297,12 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
     }
     r = tl_print(res->host, state, ret_state_json, err);
 out:
-    if (r < 0 && created)
-        cordon_fs_remove_tree(root_fd, id, NULL);
     if (dir_fd >= 0)
         close(dir_fd);
+    if (r < 0 && created) {
+        tl_area_unmount(dir);
+        cordon_fs_remove_tree(root_fd, id, NULL);
+    }
     if (root_fd >= 0)
         close(root_fd);
     cJSON_Delete(state);
@@ -1736,6 +1801,7 @@ out:
 static int tl_destroy(const char *dir, uid_t uid, struct cordon_error *err)
 {
     tl_sweep(dir, uid);
+    tl_area_unmount(dir);
     return cordon_fs_remove_tree_path(dir, err);
 }
 

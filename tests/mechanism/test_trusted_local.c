@@ -389,8 +389,13 @@ Test(trusted_local, probe_reports_what_the_observer_sees)
               facts);
     cr_assert_str_eq(facts_get(doc, "network", NULL)->valuestring, "host");
     cr_assert(!list_has(facts_get(doc, "limits_enforced", NULL), "cpus"));
-    cr_assert(!list_has(facts_get(doc, "limits_enforced", NULL), "disk_bytes"));
     cr_assert(list_has(facts_get(doc, "limits_enforced", NULL), "memory_bytes"));
+    /* disk_bytes holds for the whole workspace only where areas are tmpfs mounts,
+     * which root can make on this machine */
+    cr_assert_str_eq(facts_get(doc, "mechanism_facts", "area")->valuestring,
+                     is_root() ? "tmpfs" : "directory");
+    cr_assert_eq(list_has(facts_get(doc, "limits_enforced", NULL), "disk_bytes"), is_root(),
+                 "%s", facts);
     cr_assert_str_eq(facts_get(doc, "mechanism_facts", "root")->valuestring, root);
     if (is_root()) {
         cr_assert(cJSON_IsTrue(facts_get(doc, "isolation", "privilege_escalation_blocked")),
@@ -822,6 +827,32 @@ Test(trusted_local, one_file_cannot_outgrow_disk_bytes)
     cr_assert_neq(sh("", "head -c 4000000 /dev/zero > big", NULL, 0), 0);
     cr_assert_eq(stat(exec_dir("fsize", "/workspace/big"), &st), 0);
     cr_assert_leq(st.st_size, 1 << 20);
+}
+
+/* As root the area is a tmpfs of disk_bytes: many files together cannot
+ * outgrow it either, and terminating it leaves no mount behind. */
+Test(trusted_local, the_whole_workspace_cannot_outgrow_disk_bytes)
+{
+    char out[512], mounts[1 << 16];
+    size_t len;
+    FILE *f;
+
+    skip_unless_root("needs root: the area is a tmpfs only when cordon may mount");
+    ensure();
+    cr_assert_eq(prov->provision(res, spec_json_limits("disk", "host", "none", 1 << 20, 256),
+                                 &state, &err), 0, "%s", err.message);
+    /* five files of 512 KiB: each is under RLIMIT_FSIZE, together 2.5 MiB */
+    cr_assert_neq(sh("", "for i in 1 2 3 4 5; do head -c 524288 /dev/zero > f$i || "
+                         "{ echo full at $i; exit 1; }; done; echo all written",
+                     out, sizeof(out)), 0, "%s", out);
+    cr_assert(strstr(out, "all written") == NULL, "%s", out);
+    cr_assert_eq(prov->terminate(res, state, &err), 0, "%s", err.message);
+    f = fopen("/proc/self/mountinfo", "r");
+    cr_assert_not_null(f);
+    len = fread(mounts, 1, sizeof(mounts) - 1, f);
+    mounts[len] = '\0';
+    fclose(f);
+    cr_assert_null(strstr(mounts, exec_dir("disk", "")), "the area's tmpfs is still mounted");
 }
 
 Test(trusted_local, output_flood_is_cut_by_the_host)
