@@ -1,6 +1,4 @@
 /* sdk: tar streams on libarchive with the checks of DESIGN.md §8. */
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +14,8 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/tar.h>
+
+#include "sdk/archive-lazy.h"
 
 #define TAR_BLOCK 10240
 #define DATA_CHUNK (64u * 1024u)
@@ -755,6 +755,8 @@ int cordon_tar_extract_fd(int tar_fd, int dest_dirfd, const struct cordon_tar_li
     memset(&x, 0, sizeof(x));
     if (tar_fd < 0)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: no fd");
+    if ((r = cordon__archive_load(err)) < 0)
+        return r;
     if (flags & ~TAR_EXTRACT_FLAGS)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: unknown flags %#x",
                                 flags & ~TAR_EXTRACT_FLAGS);
@@ -1169,6 +1171,8 @@ int cordon_tar_create_fd(int src_dirfd, const char *rel, int tar_fd,
     memset(&c, 0, sizeof(c));
     if (tar_fd < 0)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: no fd");
+    if ((r = cordon__archive_load(err)) < 0)
+        return r;
     if (limits != NULL) {
         c.max_bytes = limits->max_bytes;
         c.max_entries = limits->max_entries;
@@ -1218,6 +1222,8 @@ int cordon_tar_writer_open(int tar_fd, struct cordon_tar_writer **ret_writer,
 
     if (tar_fd < 0 || ret_writer == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "tar writer: no fd or result pointer");
+    if ((r = cordon__archive_load(err)) < 0)
+        return r;
     w = calloc(1, sizeof(*w));
     if (w == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar writer: out of memory");
@@ -1606,6 +1612,8 @@ int cordon_tar_filter_fd(int in_fd, int out_fd, const struct cordon_tar_limits *
     f.sink.fd = -1;
     if (in_fd < 0 || out_fd < 0)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: no fd");
+    if ((r = cordon__archive_load(err)) < 0)
+        return r;
     if (flags & ~TAR_FLAGS_ALL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: unknown flags %#x",
                                 flags & ~TAR_FLAGS_ALL);
