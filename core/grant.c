@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -380,6 +381,158 @@ int cordon__grant_write_source(struct cordon__grant *g, const struct cordon__bun
     }
 out:
     free(parent);
+    return r;
+}
+
+/* ---- the source root as files (import_files, ABI 1.1) ------------------ */
+
+#define SOURCE_DEPTH_MAX 64
+#define COPY_CHUNK (64u << 10)
+
+struct source_walk {
+    cJSON *files;
+    int data_fd;
+    size_t n;
+    uint64_t bytes;
+    char *chunk;
+};
+
+static int append_file(struct source_walk *w, int dfd, const char *name, const char *path,
+                       struct cordon_error *err)
+{
+    struct stat st;
+    uint64_t left;
+    cJSON *f;
+    int fd = -1, r;
+
+    r = cordon_fs_open_regular(dfd, name, CORDON_GRANT_MAX_TOTAL_BYTES + CORDON_BUNDLE_MAX_BYTES,
+                               &fd, NULL, err);
+    if (r < 0)
+        return r;
+    if (fstat(fd, &st) < 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "land: source/%.200s: %s", path,
+                             strerror(errno));
+        goto out;
+    }
+    if (++w->n > CORDON_BUNDLE_MAX_FILES + CORDON_GRANT_MAX_INPUTS ||
+        (w->bytes += (uint64_t)st.st_size) > CORDON_BUNDLE_MAX_BYTES + CORDON_GRANT_MAX_TOTAL_BYTES) {
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0, "land: source/ holds more than a bundle "
+                             "and its inputs may (at %.200s)", path);
+        goto out;
+    }
+    for (left = (uint64_t)st.st_size; left > 0;) {
+        ssize_t n = read(fd, w->chunk, left < COPY_CHUNK ? (size_t)left : COPY_CHUNK);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = cordon_error_set(err, CORDON_E_IO, n < 0 ? errno : 0, "land: read source/%.200s: %s",
+                                 path, n < 0 ? strerror(errno) : "shorter than its size");
+            goto out;
+        }
+        for (ssize_t off = 0; off < n;) {
+            ssize_t m = write(w->data_fd, w->chunk + off, (size_t)(n - off));
+
+            if (m < 0 && errno == EINTR)
+                continue;
+            if (m < 0) {
+                r = cordon_error_set(err, CORDON_E_IO, errno, "land: %s", strerror(errno));
+                goto out;
+            }
+            off += m;
+        }
+        left -= (uint64_t)n;
+    }
+    f = cJSON_CreateObject();
+    if (f == NULL || cJSON_AddStringToObject(f, "path", path) == NULL ||
+        cJSON_AddNumberToObject(f, "size", (double)st.st_size) == NULL ||
+        cJSON_AddNumberToObject(f, "mode", (double)(st.st_mode & 0777)) == NULL) {
+        cJSON_Delete(f);
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "land: out of memory");
+        goto out;
+    }
+    cJSON_AddItemToArray(w->files, f);
+out:
+    close(fd);
+    return r;
+}
+
+/* Every regular file beneath dfd, depth first; anything else is refused
+ * (the root is ours, written by write_source and add_input). */
+static int walk_source(struct source_walk *w, int dfd, const char *prefix, unsigned depth,
+                       struct cordon_error *err)
+{
+    DIR *d;
+    struct dirent *de;
+    int fd, r = 0;
+
+    if (depth > SOURCE_DEPTH_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "land: source/%.200s is nested more than "
+                                "%d deep", prefix, SOURCE_DEPTH_MAX);
+    fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "land: source/%.200s: %s", prefix,
+                             strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return r;
+    }
+    while (r == 0 && (errno = 0, de = readdir(d)) != NULL) {
+        char *path;
+        int sub;
+
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (asprintf(&path, "%s%s%s", prefix, prefix[0] != '\0' ? "/" : "", de->d_name) < 0) {
+            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "land: out of memory");
+            break;
+        }
+        if (de->d_type == DT_DIR) {
+            r = cordon_fs_open_beneath(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY, 0, &sub, err);
+            if (r == 0) {
+                r = walk_source(w, sub, path, depth + 1, err);
+                close(sub);
+            }
+        } else {
+            /* open_regular refuses a link or anything but a regular file */
+            r = append_file(w, dirfd(d), de->d_name, path, err);
+        }
+        free(path);
+    }
+    closedir(d);
+    return r;
+}
+
+int cordon__grant_source_files(struct cordon__grant *g, int data_fd, char **ret_files_json,
+                               struct cordon_error *err)
+{
+    struct source_walk w = { cJSON_CreateArray(), data_fd, 0, 0, malloc(COPY_CHUNK) };
+    cJSON *doc = NULL;
+    char *text = NULL;
+    int r;
+
+    if (g == NULL || g->closed || data_fd < 0) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "land: no open grant or data fd");
+        goto out;
+    }
+    if (w.files == NULL || w.chunk == NULL || (doc = cJSON_CreateObject()) == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "land: out of memory");
+        goto out;
+    }
+    r = walk_source(&w, g->source_fd, "", 0, err);
+    if (r < 0)
+        goto out;
+    cJSON_AddItemToObject(doc, "files", w.files);
+    w.files = NULL;
+    if ((text = cJSON_PrintUnformatted(doc)) == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "land: out of memory");
+        goto out;
+    }
+    *ret_files_json = text;
+out:
+    cJSON_Delete(w.files);
+    cJSON_Delete(doc);
+    free(w.chunk);
     return r;
 }
 

@@ -75,6 +75,16 @@ int cordon__grant_write_source(struct cordon__grant *g, const struct cordon__bun
                                struct cordon_error *err);
 
 /*
+ * The grant's source root as import_files takes it (provider.h, ABI 1.1):
+ * every regular file's bytes appended to data_fd, depth first, and
+ * *ret_files_json (malloc'd) {"files": [{"path", "size", "mode"}, ...]} in
+ * the same order. Links and special files are refused; the bundle and
+ * input bounds apply.
+ */
+int cordon__grant_source_files(struct cordon__grant *g, int data_fd, char **ret_files_json,
+                               struct cordon_error *err);
+
+/*
  * Collect b's declared outputs from staging_dirfd (borrowed; the directory
  * the execution's output/ was extracted into) into the grant's output root.
  * Each declared output must be a regular file opened beneath staging_dirfd

@@ -510,29 +510,41 @@ static int step_provision(struct run *run, const cJSON *request, struct cordon_e
     return 0;
 }
 
-/* Land: the grant's source/ as one tar stream into the execution's source/. */
+/*
+ * Land: the grant's source/ into the execution's source/, as files when
+ * the provider takes them (ABI 1.1 import_files: no tar stream is written
+ * or parsed, and libarchive is never loaded for a run), else as one tar
+ * stream.
+ */
 static int step_land(struct run *run, struct cordon_error *err)
 {
     const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
     struct cordon_tar_limits lim = { CORDON_BUNDLE_MAX_BYTES + (64ull << 20), 4096, 0, 0 };
     uint64_t t = cordon_now_monotonic_ms();
     struct cordon_error perr;
+    char *files = NULL;
     int fd = memfd_create("cordon-land", MFD_CLOEXEC), r;
 
     if (fd < 0) {
         cordon_error_set(err, CORDON_E_IO, errno, "land: memfd_create: %s", strerror(errno));
         return fail(run, "error", "land", t, err);
     }
-    r = cordon_tar_create_fd(run->grant->source_fd, "", fd, &lim, NULL, err);
+    if (vt->import_files != NULL)
+        r = cordon__grant_source_files(run->grant, fd, &files, err);
+    else
+        r = cordon_tar_create_fd(run->grant->source_fd, "", fd, &lim, NULL, err);
     if (r == 0 && lseek(fd, 0, SEEK_SET) < 0)
         r = cordon_error_set(err, CORDON_E_IO, errno, "land: lseek: %s", strerror(errno));
     if (r == 0) {
         cordon_error_init(&perr);
-        r = vt->import_tar(run->resource, run->state, "source", fd, &perr);
+        r = files != NULL
+                ? vt->import_files(run->resource, run->state, "source", files, fd, &perr)
+                : vt->import_tar(run->resource, run->state, "source", fd, &perr);
         if (r != 0)
             r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "land: %s",
                                  perr.message);
     }
+    free(files);
     close(fd);
     if (r < 0)
         return fail(run, "error", "land", t, err);

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/tar.h>
@@ -75,7 +76,8 @@ struct dir_record {
 };
 
 struct extract {
-    struct archive *a;
+    struct archive *a;        /* the stream being read; NULL when files come from data_fd */
+    int data_fd;              /* cordon_files_import_workspace: the files' bytes */
     int dest;
     unsigned flags;
     uint64_t max_bytes, max_entries;
@@ -219,11 +221,43 @@ static void entry_times(struct archive_entry *entry, struct timespec ts[2])
     ts[1].tv_nsec = archive_entry_mtime_nsec(entry);
 }
 
-static int extract_file(struct extract *x, struct archive_entry *entry, const char *name,
-                        struct cordon_error *err)
+/* The next chunk of the current file: from the archive, or at most `left`
+ * bytes of data_fd. 0 at the file's end, < 0 on a failure (err is set). */
+static ssize_t read_chunk(struct extract *x, const char *name, uint64_t left,
+                          struct cordon_error *err)
+{
+    char what[352];
+    ssize_t n;
+
+    if (x->a != NULL) {
+        n = archive_read_data(x->a, x->chunk, DATA_CHUNK);
+        if (n < 0) {
+            snprintf(what, sizeof(what), "entry \"%.300s\": read data", name);
+            return archive_fail(err, x->a, what);
+        }
+        return n;
+    }
+    if (left == 0)
+        return 0;
+    do
+        n = read(x->data_fd, x->chunk, left < DATA_CHUNK ? (size_t)left : DATA_CHUNK);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "file \"%.300s\": read data: %s", name,
+                                strerror(errno));
+    if (n == 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "file \"%.300s\": the data ends "
+                                "%" PRIu64 " bytes early", name, left);
+    return n;
+}
+
+/* A regular file at name with perm; mtime NULL leaves the time of
+ * writing. From data_fd (no archive) the file is exactly size bytes. */
+static int extract_file(struct extract *x, const char *name, mode_t perm,
+                        const struct timespec *mtime, uint64_t size, struct cordon_error *err)
 {
     struct cordon_error in;
-    struct timespec ts[2];
+    struct timespec ts[2] = { { 0, UTIME_OMIT }, { 0, UTIME_OMIT } };
     const char *base;
     uint64_t written = 0;
     bool created = false;
@@ -248,14 +282,11 @@ static int extract_file(struct extract *x, struct archive_entry *entry, const ch
     created = true;
     /* ...and the data is counted as it arrives, never trusting the header alone. */
     for (;;) {
-        la_ssize_t n = archive_read_data(x->a, x->chunk, DATA_CHUNK);
+        ssize_t n = read_chunk(x, name, size - written, err);
         int e;
 
         if (n < 0) {
-            char what[352];
-
-            snprintf(what, sizeof(what), "entry \"%.300s\": read data", name);
-            r = archive_fail(err, x->a, what);
+            r = (int)n;
             goto out;
         }
         if (n == 0)
@@ -275,10 +306,10 @@ static int extract_file(struct extract *x, struct archive_entry *entry, const ch
             goto out;
         }
     }
-    entry_times(entry, ts);
+    if (mtime != NULL)
+        ts[1] = *mtime;
     if (((x->flags & CORDON_TAR_SET_OWNER) && fchown(fd, x->uid, x->gid) < 0) ||
-        fchmod(fd, entry_mode(x, archive_entry_perm(entry))) < 0 ||
-        (archive_entry_mtime_is_set(entry) && futimens(fd, ts) < 0)) {
+        fchmod(fd, entry_mode(x, perm)) < 0 || (mtime != NULL && futimens(fd, ts) < 0)) {
         r = cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.300s\": set owner, mode "
                              "or time: %s", name, strerror(errno));
         goto out;
@@ -689,9 +720,14 @@ static int extract_entry(struct extract *x, struct archive_entry *entry, struct 
         return r;
     }
     switch (archive_entry_filetype(entry)) {
-    case AE_IFREG:
-        r = extract_file(x, entry, name, err);
+    case AE_IFREG: {
+        struct timespec ts[2];
+
+        entry_times(entry, ts);
+        r = extract_file(x, name, archive_entry_perm(entry),
+                         archive_entry_mtime_is_set(entry) ? &ts[1] : NULL, 0, err);
         break;
+    }
     case AE_IFDIR:
         r = extract_dir(x, entry, name, err);
         break;
@@ -753,6 +789,7 @@ int cordon_tar_extract_fd(int tar_fd, int dest_dirfd, const struct cordon_tar_li
     int r = 0;
 
     memset(&x, 0, sizeof(x));
+    x.data_fd = -1;
     if (tar_fd < 0)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: no fd");
     if ((r = cordon__archive_load(err)) < 0)
@@ -1667,37 +1704,169 @@ out:
     return r;
 }
 
+/*
+ * Where import_tar and import_files put things in a workspace: dest is
+ * created beneath ws_fd; at or below source/ in layout "code" everything is
+ * root's and read-only, elsewhere the sandbox user's with safe symlinks.
+ */
+static int import_target(int ws_fd, const char *dest, const struct cordon_workspace_owner *owner,
+                         int *ret_dest_fd, unsigned *ret_flags, struct cordon_tar_limits *limits,
+                         struct cordon_error *err)
+{
+    unsigned flags;
+    char *norm = NULL;
+    bool in_source;
+    int r;
+
+    r = cordon_path_normalize_dir("dest", dest != NULL ? dest : "", &norm, err);
+    if (r < 0)
+        return r;
+    in_source = owner->code_layout && cordon_path_is_under(norm, "source");
+    r = cordon_fs_walk_dirs(ws_fd, "dest", norm, true, owner->set_owner && !in_source, owner->uid,
+                            owner->gid, ret_dest_fd, err);
+    free(norm);
+    if (r < 0)
+        return r;
+    if (in_source) {
+        /* limits' uid/gid stay 0: root owns every entry; no symlinks at all */
+        flags = CORDON_TAR_READ_ONLY;
+    } else {
+        flags = CORDON_TAR_ALLOW_SYMLINKS;
+        limits->uid = owner->uid;
+        limits->gid = owner->gid;
+    }
+    if (owner->set_owner)
+        flags |= CORDON_TAR_SET_OWNER;
+    *ret_flags = flags;
+    return 0;
+}
+
 int cordon_tar_import_workspace(int tar_fd, int ws_fd, const char *dest,
                                 const struct cordon_workspace_owner *owner, uint64_t max_bytes,
                                 uint64_t max_entries, struct cordon_error *err)
 {
     struct cordon_tar_limits limits = { max_bytes, max_entries, 0, 0 };
     unsigned flags;
-    char *norm = NULL;
-    bool in_source;
     int dest_fd = -1, r;
 
-    r = cordon_path_normalize_dir("dest", dest != NULL ? dest : "", &norm, err);
-    if (r < 0)
-        return r;
-    /* source/ and below stay root's and read-only for the sandbox user */
-    in_source = owner->code_layout && cordon_path_is_under(norm, "source");
-    r = cordon_fs_walk_dirs(ws_fd, "dest", norm, true, owner->set_owner && !in_source, owner->uid,
-                            owner->gid, &dest_fd, err);
+    r = import_target(ws_fd, dest, owner, &dest_fd, &flags, &limits, err);
     if (r == 0) {
-        if (in_source) {
-            /* limits.uid/gid stay 0: root owns every entry; no symlinks at all */
-            flags = CORDON_TAR_READ_ONLY;
-        } else {
-            flags = CORDON_TAR_ALLOW_SYMLINKS;
-            limits.uid = owner->uid;
-            limits.gid = owner->gid;
-        }
-        if (owner->set_owner)
-            flags |= CORDON_TAR_SET_OWNER;
         r = cordon_tar_extract_fd(tar_fd, dest_fd, &limits, flags, NULL, err);
         close(dest_fd);
     }
-    free(norm);
+    return r;
+}
+
+/* ---- files without tar (import_files, ABI 1.1) -------------------------- */
+
+#define FILES_JSON_MAX (8u << 20)
+#define FILES_SIZE_MAX 9007199254740992.0   /* 2^53: exact in a double */
+
+/* One entry of files_json checked as entry_check checks a tar header. */
+static int files_entry(const cJSON *f, size_t i, struct extract *x, char **ret_name,
+                       uint64_t *ret_size, mode_t *ret_mode, struct cordon_error *err)
+{
+    const cJSON *path = cJSON_GetObjectItemCaseSensitive(f, "path");
+    const cJSON *size = cJSON_GetObjectItemCaseSensitive(f, "size");
+    const cJSON *mode = cJSON_GetObjectItemCaseSensitive(f, "mode");
+    int r;
+
+    x->stats.entries++;
+    if (x->max_entries != 0 && x->stats.entries > x->max_entries)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "files: more than the limit of %" PRIu64 " entries",
+                                x->max_entries);
+    if (!cJSON_IsObject(f) || !cJSON_IsString(path))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "files[%zu]: must be an object with a string \"path\"", i);
+    if (!cJSON_IsNumber(size) || size->valuedouble < 0 || size->valuedouble >= FILES_SIZE_MAX ||
+        size->valuedouble != (double)(uint64_t)size->valuedouble)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "files[%zu].size: must be a whole number of bytes below 2^53", i);
+    if (!cJSON_IsNumber(mode) || mode->valuedouble < 0 || mode->valuedouble > 0777 ||
+        mode->valuedouble != (double)(int)mode->valuedouble)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "files[%zu].mode: must be permission bits 0 to 0777 (no setuid, "
+                                "setgid or sticky bit)", i);
+    r = cordon_path_normalize("files", path->valuestring, ret_name, err);
+    if (r < 0)
+        return r;
+    *ret_size = (uint64_t)size->valuedouble;
+    *ret_mode = (mode_t)mode->valueint;
+    if (x->max_bytes != 0 && *ret_size > x->max_bytes - x->stats.bytes) {
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                             "file \"%.300s\": %" PRIu64 " bytes bring the total to more than "
+                             "the limit of %" PRIu64 " bytes", *ret_name, *ret_size, x->max_bytes);
+        free(*ret_name);
+        *ret_name = NULL;
+    }
+    return r;
+}
+
+int cordon_files_import_workspace(const char *files_json, int data_fd, int ws_fd,
+                                  const char *dest, const struct cordon_workspace_owner *owner,
+                                  uint64_t max_bytes, uint64_t max_entries,
+                                  struct cordon_error *err)
+{
+    struct cordon_tar_limits limits = { max_bytes, max_entries, 0, 0 };
+    struct extract x;
+    cJSON *doc = NULL;
+    const cJSON *files, *f;
+    size_t i = 0;
+    char extra;
+    ssize_t n;
+    int r;
+
+    memset(&x, 0, sizeof(x));
+    x.dest = -1;
+    x.data_fd = data_fd;
+    if (files_json == NULL || data_fd < 0 || owner == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "files: no manifest, data fd or owner");
+    if (strnlen(files_json, FILES_JSON_MAX + 1) > FILES_JSON_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "files: the manifest exceeds %u bytes",
+                                FILES_JSON_MAX);
+    doc = cJSON_Parse(files_json);
+    files = cJSON_GetObjectItemCaseSensitive(doc, "files");
+    if (!cJSON_IsArray(files)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                             "files: the manifest must be {\"files\": [...]}");
+        goto out;
+    }
+    r = import_target(ws_fd, dest, owner, &x.dest, &x.flags, &limits, err);
+    if (r < 0)
+        goto out;
+    x.max_bytes = limits.max_bytes;
+    x.max_entries = limits.max_entries;
+    x.uid = limits.uid;
+    x.gid = limits.gid;
+    if ((x.chunk = malloc(DATA_CHUNK)) == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "files: out of memory");
+        goto out;
+    }
+    cJSON_ArrayForEach(f, files) {
+        char *name = NULL;
+        uint64_t size = 0;
+        mode_t mode = 0;
+
+        r = files_entry(f, i++, &x, &name, &size, &mode, err);
+        if (r == 0)
+            r = extract_file(&x, name, mode, NULL, size, err);
+        free(name);
+        if (r < 0)
+            goto out;
+    }
+    /* Bytes left over mean the manifest and the data disagree. */
+    do
+        n = read(data_fd, &extra, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 0)
+        r = cordon_error_set(err, n > 0 ? CORDON_E_INVALID : CORDON_E_IO, n > 0 ? 0 : errno,
+                             "files: %s", n > 0 ? "data_fd holds more bytes than the files"
+                                                : strerror(errno));
+out:
+    if (x.dest >= 0)
+        close(x.dest);
+    free(x.chunk);
+    cJSON_Delete(doc);
     return r;
 }

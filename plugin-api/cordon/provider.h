@@ -44,7 +44,7 @@ extern "C" {
 
 /* ABI version of these headers: major << 16 | minor. */
 #define CORDON_ABI_MAJOR 1
-#define CORDON_ABI_MINOR 0
+#define CORDON_ABI_MINOR 1
 #define CORDON_ABI_VERSION ((uint32_t)((CORDON_ABI_MAJOR << 16) | CORDON_ABI_MINOR))
 #define CORDON_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define CORDON_ABI_MINOR_OF(v) ((uint32_t)(v) & 0xffffu)
@@ -225,6 +225,23 @@ struct cordon_provider_v1 {
      * those whose record is gone or expired. */
     int (*list_executions)(struct cordon_resource *resource, char **ret_ids_json,
                            struct cordon_error *err);
+
+    /* ---- ABI 1.1 ---- */
+
+    /* Optional. Land regular files without a tar stream: the host uses it,
+     * when set, to land a bundle's source, and falls back to import_tar
+     * otherwise (import_tar stays required). files_json is
+     *   {"files": [{"path": "a/b.py", "size": 12, "mode": 292}, ...]}
+     * with path a relative path (parents implied, created as import_tar
+     * creates them), size in bytes and mode the permission bits (0 to 0777,
+     * nothing else). data_fd holds the files' bytes back to back in that
+     * order and nothing more. dest as for import_tar. The same refusals and
+     * bounds as import_tar apply, and the same placement and ownership;
+     * cordon_files_import_workspace (sdk/tar.h) implements it for a
+     * workspace reachable as a directory. */
+    int (*import_files)(struct cordon_resource *resource, const char *state_json,
+                        const char *dest, const char *files_json, int data_fd,
+                        struct cordon_error *err);
 };
 
 /* The size of struct cordon_provider_v1 at ABI 1.0: the host refuses a

@@ -1740,6 +1740,23 @@ out:
 
 /* ---- tar in and out ----------------------------------------------------- */
 
+/* What import_tar and import_files share: the execution's workspace and
+ * who owns what lands in it (not root: everything stays the invoking
+ * user's, see the man page). */
+static int tl_import_begin(struct cordon_resource *res, const char *state_json,
+                           struct tl_state *st, int *ret_ws_fd,
+                           struct cordon_workspace_owner *ret_owner, struct cordon_error *err)
+{
+    int r = tl_state_parse(res, state_json, true, st, err);
+
+    if (r == 0)
+        r = tl_open_workspace(st, ret_ws_fd, err);
+    if (r == 0)
+        *ret_owner = (struct cordon_workspace_owner){ st->code_layout, geteuid() == 0, st->uid,
+                                                      st->gid };
+    return r;
+}
+
 static int tl_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
                          int tar_fd, struct cordon_error *err)
 {
@@ -1749,15 +1766,31 @@ static int tl_import_tar(struct cordon_resource *res, const char *state_json, co
 
     if (res == NULL || tar_fd < 0)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "import_tar: resource and tar_fd required");
-    r = tl_state_parse(res, state_json, true, &st, err);
+    r = tl_import_begin(res, state_json, &st, &ws_fd, &owner, err);
     if (r == 0)
-        r = tl_open_workspace(&st, &ws_fd, err);
-    if (r == 0) {
-        /* not root: everything stays the invoking user's (man page) */
-        owner = (struct cordon_workspace_owner){ st.code_layout, geteuid() == 0, st.uid, st.gid };
         r = cordon_tar_import_workspace(tar_fd, ws_fd, dest, &owner, st.res.disk_bytes,
                                         TL_TAR_ENTRIES_MAX, err);
-    }
+    if (ws_fd >= 0)
+        close(ws_fd);
+    tl_state_clear(&st);
+    return r;
+}
+
+/* ABI 1.1: the same landing as tl_import_tar, without a tar stream. */
+static int tl_import_files(struct cordon_resource *res, const char *state_json, const char *dest,
+                           const char *files_json, int data_fd, struct cordon_error *err)
+{
+    struct tl_state st = { 0 };
+    struct cordon_workspace_owner owner;
+    int ws_fd = -1, r;
+
+    if (res == NULL || files_json == NULL || data_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "import_files: resource, files_json and data_fd required");
+    r = tl_import_begin(res, state_json, &st, &ws_fd, &owner, err);
+    if (r == 0)
+        r = cordon_files_import_workspace(files_json, data_fd, ws_fd, dest, &owner,
+                                          st.res.disk_bytes, TL_TAR_ENTRIES_MAX, err);
     if (ws_fd >= 0)
         close(ws_fd);
     tl_state_clear(&st);
@@ -1901,6 +1934,7 @@ static const struct cordon_provider_v1 tl_provider = {
     .terminate = tl_terminate,
     .reclaim = tl_reclaim,
     .list_executions = tl_list_executions,
+    .import_files = tl_import_files,
 };
 
 CORDON_PROVIDER_DEFINE(tl_provider)

@@ -127,3 +127,59 @@ Test(contract, export_never_follows_a_planted_symlink)
     cr_expect(link_seen, "the export neither refused nor listed the symlink output/leak");
     contract_tar_entries_free(entries, n);
 }
+
+/* import_files (ABI 1.1, optional): a manifest and its bytes land where
+ * import_tar would put them, as read-only source; a name that climbs out
+ * is refused and nothing lands outside. */
+static int import_files(const char *state, const char *json, const char *bytes, char *msg,
+                        size_t size)
+{
+    struct cordon_error err;
+    int fd = contract_temp_fd(), r;
+
+    cr_assert_eq(write(fd, bytes, strlen(bytes)), (ssize_t)strlen(bytes));
+    cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+    cordon_error_init(&err);
+    r = contract.vt.import_files(contract.resource, state, "source", json, fd, &err);
+    snprintf(msg, size, "%s: %s", cordon_error_name(r), err.message);
+    close(fd);
+    return r;
+}
+
+Test(contract, import_files_lands_like_import_tar)
+{
+    struct contract_tar_entry *entries = NULL;
+    struct cordon_exec_outcome out;
+    const char *state;
+    char msg[600], names[512];
+    int tar, n;
+
+    contract_load();
+    if (contract.vt.import_files == NULL)
+        contract_skip("the provider has no import_files (optional since ABI 1.1)");
+    state = contract_provision(NULL, "code");
+    cr_assert_eq(import_files(state, "{\"files\":[{\"path\":\"hello.txt\",\"size\":16,\"mode\":420},"
+                                     "{\"path\":\"pkg/run.sh\",\"size\":9,\"mode\":493}]}",
+                              "original source\necho hi; ", msg, sizeof(msg)), 0,
+                 "import_files into source failed: %s", msg);
+    contract_sh(state, "cat source/hello.txt && sh source/pkg/run.sh && "
+                       "! (echo x > source/hello.txt) 2>/dev/null", &out);
+    cr_expect(out.status == CORDON_RUN_EXITED && out.exit_code == 0,
+              "the landed files are not readable, or source/hello.txt is writable (%s %d)",
+              cordon_run_status_name(out.status), out.exit_code);
+    cordon_exec_outcome_clear(&out);
+
+    cr_assert_eq(import_files(state, "{\"files\":[{\"path\":\"../escape\",\"size\":1,\"mode\":420}]}",
+                              "x", msg, sizeof(msg)), CORDON_E_UNSAFE,
+                 "import_files of ../escape was not refused as unsafe: %s", msg);
+    cr_assert_eq(contract_export(state, "", &tar, msg, sizeof(msg)), 0,
+                 "export_tar of the workspace failed: %s", msg);
+    n = contract_tar_list(tar, &entries);
+    close(tar);
+    cr_assert(n >= 0, "the export of the workspace is not a tar stream");
+    regular_names(entries, n, names, sizeof(names));
+    cr_expect(strcmp(names, "source/hello.txt, source/pkg/run.sh") == 0,
+              "the workspace should hold source/hello.txt and source/pkg/run.sh only, it holds [%s]",
+              names);
+    contract_tar_entries_free(entries, n);
+}

@@ -3,10 +3,12 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/run.h"
@@ -421,4 +423,71 @@ ParameterizedTest(size_t *at, run, four_languages, .timeout = 120)
     cr_expect_str_eq(str(e.result, "stdout"), "hello 2\n", "%s", c->language);
     expect_no_residue(&e);
     env_close(&e);
+}
+
+/* `cordon run -q` of path with the loader tracing the files it maps into
+ * trace; returns the exit status. */
+static int run_traced(const char *cordon, const char *state, const char *path, char *trace,
+                      size_t size)
+{
+    size_t len = 0;
+    char sink[512];
+    int p[2], status;
+    ssize_t n;
+    pid_t pid;
+
+    cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        dup2(p[1], 1);
+        dup2(p[1], 2);
+        setenv("LD_DEBUG", "files", 1);
+        setenv("CORDON_PROVIDER_PATH", getenv("CORDON_TEST_PROVIDER_DIR"), 1);
+        execl(cordon, cordon, "--state-dir", state, "run", "-q", "--isolation", "none",
+              "--allow-unsafe-local", "--provider", "trusted-local", path, (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    while (len < size - 1 && (n = read(p[0], trace + len, size - 1 - len)) > 0)
+        len += (size_t)n;
+    while (read(p[0], sink, sizeof(sink)) > 0)
+        ;
+    trace[len] = '\0';
+    close(p[0]);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* Landing through import_files (ABI 1.1) means a plain run never loads
+ * libarchive and its dependencies: 1.4 ms of every `cordon run` here. The
+ * dynamic loader's own trace of the command is the witness (the second
+ * run: the first one probes, and the observer is copied in as tar). */
+Test(run, a_run_without_outputs_never_loads_libarchive, .timeout = 60)
+{
+    const char *cordon = getenv("CORDON_BIN");
+    char *state = test_mkdtemp(), *dir = test_mkdtemp(), path[512], trace[1 << 16];
+    int status;
+    FILE *f;
+
+    if (cordon == NULL || getenv("CORDON_TEST_PROVIDER_DIR") == NULL)
+        cr_skip_test("CORDON_BIN or CORDON_TEST_PROVIDER_DIR is not set (make check sets them)");
+    cr_assert_not_null(state);
+    cr_assert_not_null(dir);
+    snprintf(path, sizeof(path), "%s/hello.py", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("print('hello')\n", f);
+    fclose(f);
+    for (int i = 0; i < 2; i++) {
+        status = run_traced(cordon, state, path, trace, sizeof(trace));
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "cordon run failed: %.2000s",
+                  trace);
+    }
+    cr_assert_not_null(strstr(trace, "trusted-local.so"), "no loader trace: %.500s", trace);
+    cr_expect_null(strstr(trace, "libarchive"), "libarchive was loaded for a plain run");
+    test_rmtree(state);
+    test_rmtree(dir);
+    free(state);
+    free(dir);
 }

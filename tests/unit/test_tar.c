@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -1341,4 +1342,110 @@ Test(tar, rootfs_flag_is_for_extraction_only)
     close(out);
     close(fd);
     cr_assert_eq(unlinkat(rootfd, "o.tar", 0), 0);
+}
+
+/* ---- cordon_files_import_workspace (import_files, ABI 1.1) ---------------- */
+
+/* A data fd holding bytes, positioned at the start. */
+static int data_fd_of(const char *bytes)
+{
+    int fd = memfd_create("files-data", MFD_CLOEXEC);
+
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, bytes, strlen(bytes)), (ssize_t)strlen(bytes));
+    cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+    return fd;
+}
+
+/* Import into dest/ws/<dest> as layout "code", as the test's own user. */
+static int import_files(const char *json, const char *bytes, const char *dest, uint64_t max_bytes,
+                        uint64_t max_entries, struct cordon_error *err)
+{
+    struct cordon_workspace_owner owner = { true, false, getuid(), getgid() };
+    int fd = data_fd_of(bytes), r;
+
+    cordon_error_init(err);
+    r = cordon_files_import_workspace(json, fd, destfd, dest, &owner, max_bytes, max_entries, err);
+    close(fd);
+    return r;
+}
+
+Test(tar, files_land_with_parents_and_modes)
+{
+    struct cordon_error err;
+    char *s;
+
+    cr_assert_eq(import_files("{\"files\":[{\"path\":\"main.py\",\"size\":5,\"mode\":420},"
+                              "{\"path\":\"pkg/sub/run.sh\",\"size\":3,\"mode\":493}]}",
+                              "helloabc", "source", 1 << 20, 16, &err), 0, "%s", err.message);
+    s = read_at(destfd, "source/main.py", NULL);
+    cr_assert_str_eq(s, "hello");
+    free(s);
+    s = read_at(destfd, "source/pkg/sub/run.sh", NULL);
+    cr_assert_str_eq(s, "abc");
+    free(s);
+    /* source/ in layout "code" is read-only, as import_tar makes it */
+    cr_assert_eq(mode_at("source/main.py") & 07777, 0444);
+    cr_assert_eq(mode_at("source/pkg/sub/run.sh") & 07777, 0555);
+    cr_assert(S_ISDIR(mode_at("source/pkg/sub")));
+    assert_nothing_outside("files");
+}
+
+/* Each refusal names the field or file and leaves nothing outside. */
+struct files_bad {
+    const char *json, *bytes, *message;
+    int code;
+};
+static const struct files_bad files_bad_cases[] = {
+    { "{\"files\":[{\"path\":\"../evil\",\"size\":1,\"mode\":420}]}", "x", "..", CORDON_E_UNSAFE },
+    { "{\"files\":[{\"path\":\"/etc/evil\",\"size\":1,\"mode\":420}]}", "x", "absolute",
+      CORDON_E_UNSAFE },
+    { "{\"files\":[{\"path\":\"a\",\"size\":1,\"mode\":2541}]}", "x", "files[0].mode",
+      CORDON_E_INVALID },
+    { "{\"files\":[{\"path\":\"a\",\"size\":-1,\"mode\":420}]}", "x", "files[0].size",
+      CORDON_E_INVALID },
+    { "{\"files\":[{\"path\":\"a\",\"size\":4,\"mode\":420}]}", "xy", "ends 2 bytes early",
+      CORDON_E_INVALID },
+    { "{\"files\":[{\"path\":\"a\",\"size\":1,\"mode\":420}]}", "xy", "more bytes than the files",
+      CORDON_E_INVALID },
+    { "{\"files\":[{\"path\":\"a\",\"size\":100,\"mode\":420}]}", "x", "limit of 10 bytes",
+      CORDON_E_LIMIT },
+    { "{\"files\":[{\"path\":\"a\",\"size\":0,\"mode\":420},{\"path\":\"b\",\"size\":0,\"mode\":420},"
+      "{\"path\":\"c\",\"size\":0,\"mode\":420}]}", "", "limit of 2 entries", CORDON_E_LIMIT },
+    { "{\"file\":[]}", "", "{\"files\": [...]}", CORDON_E_INVALID },
+    { "not json", "", "{\"files\": [...]}", CORDON_E_INVALID },
+};
+
+ParameterizedTestParameters(tar, files_refused)
+{
+    static size_t idx[sizeof(files_bad_cases) / sizeof(files_bad_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *i, tar, files_refused)
+{
+    const struct files_bad *c = &files_bad_cases[*i];
+    struct cordon_error err;
+
+    cr_assert_eq(import_files(c->json, c->bytes, "build", 10, 2, &err), c->code,
+                 "%s: %s", c->json, err.message);
+    cr_assert_not_null(strstr(err.message, c->message), "%s: message \"%s\" lacks \"%s\"", c->json,
+                       err.message, c->message);
+    cr_assert_not(exists_at(destfd, "evil"));
+    assert_nothing_outside(c->json);
+}
+
+/* A file the manifest names over a link already in the workspace is refused, not followed. */
+Test(tar, files_do_not_follow_links)
+{
+    struct cordon_error err;
+
+    cr_assert_eq(mkdirat(destfd, "build", 0755), 0);
+    cr_assert_eq(symlinkat("../../outside", destfd, "build/out"), 0);
+    cr_assert_lt(import_files("{\"files\":[{\"path\":\"out/secret\",\"size\":4,\"mode\":420}]}",
+                              "evil", "build", 1 << 20, 16, &err), 0);
+    assert_nothing_outside("files through a link");
 }

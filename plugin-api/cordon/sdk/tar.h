@@ -80,6 +80,18 @@ CORDON_EXTERN int cordon_tar_import_workspace(int tar_fd, int ws_fd, const char 
                                               uint64_t max_bytes, uint64_t max_entries,
                                               struct cordon_error *err);
 
+/* import_files (ABI 1.1) for the same kind of provider: the entries of
+ * files_json ({"files": [{"path", "size", "mode"}, ...]}, see provider.h)
+ * with their bytes read from data_fd in order, placed, owned and bounded
+ * exactly as cordon_tar_import_workspace places, owns and bounds a stream
+ * of regular files. A manifest whose sizes do not add up to the bytes of
+ * data_fd is refused. Does not load libarchive. */
+CORDON_EXTERN int cordon_files_import_workspace(const char *files_json, int data_fd, int ws_fd,
+                                                const char *dest,
+                                                const struct cordon_workspace_owner *owner,
+                                                uint64_t max_bytes, uint64_t max_entries,
+                                                struct cordon_error *err);
+
 /* A tar stream built from memory (landing a bundle, copying a helper in). */
 struct cordon_tar_writer;
 CORDON_EXTERN int cordon_tar_writer_open(int tar_fd, struct cordon_tar_writer **ret_writer,
