@@ -7,7 +7,7 @@
 
 #include "sdk/archive-lazy.h"
 
-struct cordon__archive_api cordon__archive;
+CORDON_EXTERN struct cordon__archive_api cordon__archive;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static bool loaded;

@@ -5,9 +5,9 @@
  * libarchive and what Debian's build of it pulls in: libxml2, ICU and
  * libstdc++, 1.4 ms of a 2.3 ms start on the reference machine.
  *
- * tar.c includes this header after archive.h; every archive_* call there
- * then goes through the table below, and every public entry point calls
- * cordon__archive_load first.
+ * tar.c (and the in-tree docker provider's archive.c) include this header
+ * instead of archive.h; every archive_* call there then goes through the
+ * table below, and every entry point calls cordon__archive_load first.
  */
 #ifndef CORDON_SDK_ARCHIVE_LAZY_H
 #define CORDON_SDK_ARCHIVE_LAZY_H
@@ -15,6 +15,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <cordon/error.h>
+#include <cordon/provider.h>
 
 /* Every libarchive function the sdk calls. */
 #define CORDON__ARCHIVE_FUNCS(X) \
@@ -30,8 +31,8 @@
     X(archive_error_string) X(archive_read_data) X(archive_read_free) X(archive_read_new) \
     X(archive_read_next_header) X(archive_read_open_fd) X(archive_read_support_filter_none) \
     X(archive_read_support_format_empty) X(archive_read_support_format_tar) \
-    X(archive_set_error) X(archive_write_close) X(archive_write_data) X(archive_write_free) \
-    X(archive_write_header) X(archive_write_new) X(archive_write_open) \
+    X(archive_set_error) X(archive_write_close) X(archive_write_data) X(archive_write_fail) X(archive_write_free) \
+    X(archive_write_header) X(archive_write_new) X(archive_write_open) X(archive_write_open_fd) \
     X(archive_write_set_bytes_in_last_block) X(archive_write_set_format_pax_restricted)
 
 /* Pointers with the exact types archive.h declares. */
@@ -41,12 +42,14 @@ struct cordon__archive_api {
 #undef CORDON__ARCHIVE_MEMBER
 };
 
-extern struct cordon__archive_api cordon__archive;
+/* Exported from libcordon-sdk for the in-tree docker provider only: this
+ * header is not installed and the two names are not part of the sdk's API. */
+extern CORDON_EXTERN struct cordon__archive_api cordon__archive;
 
 /* Load libarchive once per process (thread-safe). 0, or
  * CORDON_E_UNAVAILABLE naming the library and what dlopen said; a failed
  * load is not retried. */
-int cordon__archive_load(struct cordon_error *err);
+CORDON_EXTERN int cordon__archive_load(struct cordon_error *err);
 
 #ifndef CORDON__ARCHIVE_NO_REDIRECT
 #define archive_entry_filetype cordon__archive.archive_entry_filetype
@@ -88,10 +91,12 @@ int cordon__archive_load(struct cordon_error *err);
 #define archive_set_error cordon__archive.archive_set_error
 #define archive_write_close cordon__archive.archive_write_close
 #define archive_write_data cordon__archive.archive_write_data
+#define archive_write_fail cordon__archive.archive_write_fail
 #define archive_write_free cordon__archive.archive_write_free
 #define archive_write_header cordon__archive.archive_write_header
 #define archive_write_new cordon__archive.archive_write_new
 #define archive_write_open cordon__archive.archive_write_open
+#define archive_write_open_fd cordon__archive.archive_write_open_fd
 #define archive_write_set_bytes_in_last_block cordon__archive.archive_write_set_bytes_in_last_block
 #define archive_write_set_format_pax_restricted cordon__archive.archive_write_set_format_pax_restricted
 #endif

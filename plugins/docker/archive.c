@@ -19,8 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
+/* libarchive through the sdk's loader: docker.so does not link it, so that
+ * an exec or a terminate does not load it (and libxml2, ICU, libstdc++). */
+#include "sdk/archive-lazy.h"
 
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/tar.h>
@@ -89,15 +90,18 @@ static int archive_fail(struct archive *a, const char *what, struct cordon_error
 /* pax, like the sdk's writer: long names and numeric owners survive. */
 static int writer_open(int fd, struct archive **ret, struct cordon_error *err)
 {
-    struct archive *w = archive_write_new();
+    struct archive *w;
+    int r = cordon__archive_load(err);
 
+    if (r < 0)
+        return r;
+    w = archive_write_new();
     if (w == NULL)
         return dk_nomem(err, "tar stream");
     if (archive_write_set_format_pax_restricted(w) != ARCHIVE_OK ||
         archive_write_set_bytes_in_last_block(w, 1) != ARCHIVE_OK ||
         archive_write_open_fd(w, fd) != ARCHIVE_OK) {
-        int r = archive_fail(w, "open writer", err);
-
+        r = archive_fail(w, "open writer", err);
         archive_write_free(w);
         return r;
     }
@@ -178,8 +182,12 @@ out:
 
 static int reader_open(int fd, struct archive **ret, struct cordon_error *err)
 {
-    struct archive *a = archive_read_new();
+    struct archive *a;
+    int r = cordon__archive_load(err);
 
+    if (r < 0)
+        return r;
+    a = archive_read_new();
     if (a == NULL)
         return dk_nomem(err, "tar stream");
     /* Plain tar only (ustar, pax, GNU); no compression; empty is no entries. */
@@ -187,8 +195,7 @@ static int reader_open(int fd, struct archive **ret, struct cordon_error *err)
         archive_read_support_format_empty(a) != ARCHIVE_OK ||
         archive_read_support_filter_none(a) != ARCHIVE_OK ||
         archive_read_open_fd(a, fd, TAR_BLOCK) != ARCHIVE_OK) {
-        int r = archive_fail(a, "open", err);
-
+        r = archive_fail(a, "open", err);
         archive_read_free(a);
         return r;
     }
