@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,8 @@
 #define IO_CHUNK 65536
 #define READS_PER_WAKE 16     /* stay responsive to the deadline under a flood */
 #define CHILD_STACK (256u << 10) /* the child's own stack until it execs */
+/* cordon_runner_opts before fork_child was appended. */
+#define RUNNER_OPTS_V1_SIZE (offsetof(struct cordon_runner_opts, child_setup_arg) + sizeof(void *))
 
 /* What the child reports through the CLOEXEC pipe when it cannot exec. */
 enum child_step { STEP_FDS = 1, STEP_CHDIR = 2, STEP_SETUP = 3, STEP_EXEC = 4 };
@@ -251,7 +254,7 @@ static int validate(const struct cordon_runner_opts *o, struct cordon_exec_outco
 {
     if (o == NULL || ret == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "runner: opts and ret must be set");
-    if (o->struct_size != sizeof(*o))
+    if (o->struct_size != sizeof(*o) && o->struct_size != RUNNER_OPTS_V1_SIZE)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "opts.struct_size: %u, expected %zu (cordon_runner_opts_init)",
                                 o->struct_size, sizeof(*o));
@@ -581,22 +584,29 @@ int cordon_runner_run(const struct cordon_runner_opts *opts, struct cordon_exec_
     /* vfork semantics: no copy of the caller's address space (a host maps
      * some thirty libraries), and this thread sleeps until the child has
      * exec'd or failed. */
-    stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
-    r.pid = stack == MAP_FAILED ? -1
-                                : clone(child_exec, (char *)stack + CHILD_STACK,
-                                        CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
-    spawn_errno = errno;
-    if (stack != MAP_FAILED)
-        munmap(stack, CHILD_STACK);
+    if (opts->struct_size > RUNNER_OPTS_V1_SIZE && opts->fork_child) {
+        r.pid = fork();
+        if (r.pid == 0)
+            child_exec(&plan);
+        spawn_errno = errno;
+    } else {
+        stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+        r.pid = stack == MAP_FAILED ? -1
+                                    : clone(child_exec, (char *)stack + CHILD_STACK,
+                                            CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
+        spawn_errno = errno;
+        if (stack != MAP_FAILED)
+            munmap(stack, CHILD_STACK);
+    }
     {
         sigset_t run_mask = old;
         sigaddset(&run_mask, SIGPIPE);
         pthread_sigmask(SIG_SETMASK, &run_mask, NULL);
     }
     if (r.pid < 0) {
-        rc = cordon_error_set(err, CORDON_E_PROVIDER, spawn_errno, "runner: clone: %s",
-                              strerror(spawn_errno));
+        rc = cordon_error_set(err, CORDON_E_PROVIDER, spawn_errno, "runner: cannot start "
+                              "the child: %s", strerror(spawn_errno));
         goto out;
     }
     /* Both sides set the group, so that a kill never races the child. */

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,6 +277,48 @@ Test(runner, child_setup_runs_in_the_child_only)
     assert_stream(&res.out, "0027\n");
     cr_assert_eq(umask(before), 022, "the parent's umask changed");
     cordon_exec_outcome_clear(&res);
+}
+
+/* What a fork_child setup writes stays in the child's own copy. */
+static int setup_writes(void *arg)
+{
+    *(volatile int *)arg = 1;
+    return 0;
+}
+
+Test(runner, fork_child_gives_the_setup_its_own_memory)
+{
+    static const char *const argv[] = { "/bin/true", NULL };
+    static volatile int written;
+    struct cordon_runner_opts o;
+    struct cordon_exec_outcome res;
+
+    opts_for(&o, argv);
+    o.child_setup = setup_writes;
+    o.child_setup_arg = (void *)&written;
+    o.fork_child = true;
+    run_ok(&o, &res);
+    cr_assert_eq(res.exit_code, 0);
+    cr_assert_eq(written, 0, "the child's write reached the caller's memory");
+    cordon_exec_outcome_clear(&res);
+}
+
+/* A caller built before fork_child was appended passes the older size. */
+Test(runner, the_size_before_fork_child_is_accepted)
+{
+    static const char *const argv[] = { "/bin/true", NULL };
+    struct cordon_runner_opts o;
+    struct cordon_exec_outcome res;
+
+    opts_for(&o, argv);
+    o.fork_child = true; /* beyond the old size: must be ignored */
+    o.struct_size = (uint32_t)(offsetof(struct cordon_runner_opts, child_setup_arg) +
+                               sizeof(void *));
+    run_ok(&o, &res);
+    cr_assert_eq(res.exit_code, 0);
+    cordon_exec_outcome_clear(&res);
+    o.struct_size = 12;
+    cr_assert_eq(cordon_runner_run(&o, &res, NULL), CORDON_E_INVALID);
 }
 
 Test(runner, missing_cwd_is_not_found)

@@ -12,6 +12,7 @@
 #ifndef CORDON_SDK_RUNNER_H
 #define CORDON_SDK_RUNNER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cordon/provider.h>
@@ -47,6 +48,12 @@ struct cordon_runner_opts {
     int cancel_fd;                 /* -1 = none; readable: kill the group, CORDON_RUN_CANCELLED */
     cordon_runner_child_fn child_setup; /* optional */
     void *child_setup_arg;
+    /* Appended; a caller built before it passes a smaller struct_size and
+     * gets false. true: the child is made with fork, on its own copy of the
+     * caller's memory, for a child_setup that writes memory the caller
+     * uses or changes what the memory carries (PR_SET_DUMPABLE, the argv
+     * area). false: vfork semantics (faster: no page tables copied). */
+    bool fork_child;
 };
 
 /* Initialise opts with every fd -1 and nothing set. */
