@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <linux/filter.h>
+
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
 
@@ -54,6 +56,12 @@ struct runc_config {
     uid_t uid;
     gid_t gid;
     bool allow_unpinned;
+};
+
+/* A classic BPF program (the seccomp filter), malloc'd. */
+struct runc_bpf {
+    struct sock_filter *filter;
+    unsigned short len;
 };
 
 struct cordon_resource {
@@ -193,6 +201,14 @@ struct runc_spec_in {
 /* The cgroupsPath of an execution: RUNC_CGROUP_PREFIX "<id>" into buf. */
 void runc__cgroup_path(const char *execution_id, char *buf, size_t size);
 
+/* One rlimit of the container's processes (soft = hard = value). */
+struct runc_rlimit {
+    int resource;                /* RLIMIT_* */
+    const char *name;            /* as config.json spells it; NULL ends the table */
+    uint64_t value;
+};
+extern const struct runc_rlimit runc__rlimits[];
+
 /* CPU quota in microseconds per RUNC_CPU_PERIOD_US for cpus (at least 1000). */
 uint64_t runc__cpu_quota_us(double cpus);
 
@@ -211,6 +227,11 @@ int runc__seccomp_profile(cJSON **ret, struct cordon_error *err);
 /* For the facts: how many syscalls the profile refuses outright on this
  * architecture, or -1 when libseccomp cannot say. */
 int runc__seccomp_denied_count(void);
+
+/* The same profile compiled for this architecture, as the runtime
+ * compiles it. Clear with runc__seccomp_bpf_clear. */
+int runc__seccomp_bpf(struct runc_bpf *ret, struct cordon_error *err);
+void runc__seccomp_bpf_clear(struct runc_bpf *bpf);
 
 /* ---- rootfs.c -------------------------------------------------------------- */
 
