@@ -824,9 +824,19 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
         (r = cordon_fs_write_new(bfd, "config.json", config, strlen(config), 0600, err)) < 0)
         goto out;
 
+    /*
+     * One runtime invocation: run --detach creates and starts the
+     * container. Its first process is our cordon-init, which runs nothing
+     * but its clock, so reading every limit back after the start still
+     * holds the rule that nothing of the user's runs before: the first
+     * command comes with exec, after provision returned. The runtime hands
+     * its stdio to the init, which drops it at once; it is the memfds of
+     * runtime.c, never a pipe that could be held open.
+     */
     {
         char pid_file[RUNC_PATH_MAX + 16];
-        const char *args[] = { "create", "--bundle", bundle, "--pid-file", pid_file, p.id, NULL };
+        const char *args[] = { "run", "--detach", "--bundle", bundle, "--pid-file", pid_file,
+                               p.id, NULL };
 
         snprintf(pid_file, sizeof(pid_file), "%s/init.pid", bundle);
         r = runc__runtime_cmd(res, args, &c, err);
@@ -838,7 +848,7 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
         /* Another host's container of that id is not ours to clean up. */
         r = cordon_error_set(err, strstr(msg, "exists") != NULL ? CORDON_E_EXISTS
                                                                 : CORDON_E_PROVIDER, 0,
-                             "%s create %s: %s (exit %d)", res->runtime_name, p.id, msg,
+                             "%s run %s: %s (exit %d)", res->runtime_name, p.id, msg,
                              c.exit_code);
         created = strstr(msg, "exists") == NULL;
         goto out;
@@ -847,15 +857,8 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
     if ((r = read_pid_file(bundle, &pid, err)) < 0 ||
         (r = runc__init_pin(res, p.id, pid, &pidfd, err)) < 0)
         goto out;
-    /* Fail closed: nothing runs before every limit reads back right. */
+    /* Fail closed: no command before every limit reads back right. */
     r = runc__cgroup_verify(res->cgroup_version, p.id, pid, &p.limits, res->memsw, err);
-    if (r < 0)
-        goto out;
-    {
-        const char *args[] = { "start", p.id, NULL };
-
-        r = runc__runtime_ok(res, args, CORDON_E_PROVIDER, err);
-    }
     if (r < 0 || (r = runc__lo_up(pidfd, pid, err)) < 0)
         goto out;
     if (p.code && ((r = runc__init_root(pidfd, pid, p.id, &root_fd, err)) < 0 ||

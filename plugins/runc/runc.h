@@ -146,9 +146,6 @@ int runc__runtime_version(struct cordon_resource *res, struct cordon_error *err)
  * 10); 0 when it ran: read ret->exit_code. */
 int runc__runtime_cmd(const struct cordon_resource *res, const char *const *args,
                       struct runc_cmd_result *ret, struct cordon_error *err);
-/* runc__runtime_cmd that must exit 0, else code with the runtime's words. */
-int runc__runtime_ok(const struct cordon_resource *res, const char *const *args, int code,
-                     struct cordon_error *err);
 /* The message of the last JSON log line, else the last line (<= 300 bytes). */
 void runc__cmd_message(const char *text, char *buf, size_t size);
 /* The init pid of a container the runtime knows, or 0. */
