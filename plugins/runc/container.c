@@ -567,22 +567,32 @@ int runc__destroy(const struct cordon_resource *res, const char *id, pid_t pid,
     const char *delete_args[] = { "delete", "--force", id, NULL };
     struct cordon_error e2;
     struct runc_cmd_result c = { 0 };
-    char msg[320], *bundle = runc__bundle_path(res, id);
+    char msg[320], *bundle = runc__bundle_path(res, id), *state = NULL;
     int pidfd = -1, r = 0;
+    bool pinned = false, stopped = false;
 
-    if (bundle == NULL)
+    if (bundle == NULL || asprintf(&state, "%s/%s", res->cfg.root, id) < 0) {
+        free(bundle);
         return runc__nomem(err, "terminate");
+    }
     if (pid <= 0)
         pid = runc__runtime_pid(res, id);
     /* Killing the init ends its pid namespace at once; runc delete --force
      * would poll for that in 100 ms steps. An init that is not there any
      * more took every process of the container with it. */
-    if (pid > 0 && runc__init_pin(res, id, pid, &pidfd, NULL) == 0 &&
-        !runc__init_kill(pidfd)) {
+    pinned = pid > 0 && runc__init_pin(res, id, pid, &pidfd, NULL) == 0;
+    stopped = pinned && runc__init_kill(pidfd);
+    if (pinned && !stopped) {
         r = runc__runtime_cmd(res, kill_args, &c, err);
         runc__cmd_result_clear(&c);
     }
-    if (r == 0)
+    /*
+     * runc's delete of a stopped container is its destroy(): remove the
+     * cgroups, remove <root>/<id>, run the poststop hooks (config.json has
+     * none). When we saw the init die, we do that here rather than start
+     * the runtime for it; any other case, or runtime, asks the runtime.
+     */
+    if (r == 0 && !(stopped && strcmp(res->runtime_name, "runc") == 0))
         r = runc__runtime_cmd(res, delete_args, &c, err);
     if (r == 0 && c.exit_code != 0) {
         runc__cmd_message(c.errtext, msg, sizeof(msg));
@@ -594,10 +604,13 @@ int runc__destroy(const struct cordon_resource *res, const char *id, pid_t pid,
     cordon_error_init(&e2);
     if (runc__cgroup_remove(res->cgroup_version, id, CGROUP_RM_MS, &e2) < 0 && r == 0)
         r = cordon_error_set(err, e2.code, e2.os_errno, "%s", e2.message);
+    if (cordon_fs_remove_tree_path(state, &e2) < 0 && r == 0)
+        r = cordon_error_set(err, e2.code, e2.os_errno, "%s", e2.message);
     if (cordon_fs_remove_tree_path(bundle, &e2) < 0 && r == 0)
         r = cordon_error_set(err, e2.code, e2.os_errno, "%s", e2.message);
     if (pidfd >= 0)
         close(pidfd);
+    free(state);
     free(bundle);
     return r;
 }
