@@ -197,17 +197,17 @@ int runc__lo_up(int pidfd, pid_t pid, struct cordon_error *err)
 
 /* Where a start inside the container failed; the words go into errors. */
 enum enter_step {
-    ENTER_CGROUP_OPEN = 1, ENTER_PIDFD, ENTER_IDENTITY, ENTER_SETNS, ENTER_ARGS, ENTER_FORK,
+    ENTER_DUMPABLE = 1, ENTER_CGROUP_OPEN, ENTER_PIDFD, ENTER_IDENTITY, ENTER_SETNS, ENTER_FORK,
     ENTER_CGROUP_JOIN, ENTER_SESSION, ENTER_KEYRING, ENTER_RLIMIT, ENTER_BOUNDING, ENTER_USER,
-    ENTER_CWD, ENTER_CAPS, ENTER_NNP, ENTER_FDS, ENTER_SECCOMP, ENTER_EXEC, ENTER_STEPS_
+    ENTER_CWD, ENTER_CAPS, ENTER_NNP, ENTER_SECCOMP, ENTER_EXEC, ENTER_STEPS_
 };
 
 static const char *const enter_steps[ENTER_STEPS_] = {
+    [ENTER_DUMPABLE] = "making itself non-dumpable",
     [ENTER_CGROUP_OPEN] = "opening its cgroups",
     [ENTER_PIDFD] = "reaching its init",
     [ENTER_IDENTITY] = "checking that the pid is still its init",
     [ENTER_SETNS] = "entering its namespaces",
-    [ENTER_ARGS] = "hiding the host's command line",
     [ENTER_FORK] = "forking into its pid namespace",
     [ENTER_CGROUP_JOIN] = "joining its cgroups",
     [ENTER_SESSION] = "starting a session",
@@ -218,7 +218,6 @@ static const char *const enter_steps[ENTER_STEPS_] = {
     [ENTER_CWD] = "entering the working directory",
     [ENTER_CAPS] = "emptying the capability sets",
     [ENTER_NNP] = "setting no_new_privs",
-    [ENTER_FDS] = "closing inherited descriptors",
     [ENTER_SECCOMP] = "loading the seccomp filter",
     [ENTER_EXEC] = "executing " RUNC_INIT_IN_CONTAINER,
 };
@@ -326,7 +325,7 @@ int runc__enter_error(const struct runc_enter *e, const char *id, int r, struct 
         return cordon_error_set(err, CORDON_E_NOT_FOUND, errnum,
                                 "execution %s: its init (pid %d) is gone", id, (int)e->pid);
     return cordon_error_set(err, CORDON_E_PROVIDER, errnum,
-                            "exec: starting the command in execution %s failed %s: %s", id,
+                            "exec: starting the command in execution %s failed while %s: %s", id,
                             enter_steps[step], strerror(errnum));
 }
 
@@ -406,8 +405,9 @@ static void __attribute__((noreturn)) enter_exec(const struct runc_enter *e, con
         syscall(SYS_setresgid, e->gid, e->gid, e->gid) != 0 ||
         syscall(SYS_setresuid, e->uid, e->uid, e->uid) != 0)
         report_and_exit(rfd, ENTER_USER, errno);
-    /* As the sandbox user, in the container's root: a cwd the user may
-     * enter, and one that is not reachable from / is refused. */
+    /* As the sandbox user, in the container's root: only a cwd the user
+     * may enter (runc tries as root first), and one not reachable from /
+     * is refused (the check runc added for CVE-2024-21626). */
     if (chdir(e->cwd) != 0)
         report_and_exit(rfd, ENTER_CWD, errno);
     if (syscall(SYS_getcwd, cwd, sizeof(cwd)) < 0 && errno != ERANGE)
@@ -487,7 +487,7 @@ int runc__enter_child(void *arg)
     memset(&args, 0, sizeof(args));
     /* Never dumpable, the host's command line hidden: see enter_exec. */
     if (prctl(PR_SET_DUMPABLE, 0UL, 0UL, 0UL, 0UL) != 0)
-        return enter_fail(e, ENTER_ARGS, errno);
+        return enter_fail(e, ENTER_DUMPABLE, errno);
     prctl(PR_SET_NAME, (unsigned long)enter_cmdline, 0UL, 0UL, 0UL);
     /* The runner forked us: this is our own copy of the host's argv area
      * (/proc/<pid>/cmdline reads it; /proc/<pid>/environ needs ptrace). */

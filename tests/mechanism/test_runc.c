@@ -1256,6 +1256,41 @@ Test(runc, exec_confinement_equals_the_init)
 }
 
 /*
+ * A failure inside the entering child comes back as an error naming its
+ * step: here a cwd the sandbox user may not enter (root's, 0700, made from
+ * the host). It is entered as that user; runc 1.1's exec would enter it as
+ * root first and leave the command in a directory it cannot read.
+ */
+Test(runc, exec_into_a_cwd_the_user_cannot_enter_fails_naming_the_step)
+{
+    const char *argv[] = { "true", NULL };
+    struct cordon_exec_outcome o = { 0 };
+    struct cordon_drive_opts opts;
+    char path[PATH_MAX];
+    const char *state;
+
+    ensure();
+    state = provision(NULL);
+    snprintf(path, sizeof(path), "/proc/%d/root/workspace/closed", (int)state_pid(state));
+    cr_assert_eq(mkdir(path, 0700), 0, "%s: %s", path, strerror(errno));
+    cordon_drive_opts_init(&opts);
+    opts.host = &host;
+    opts.provider = prov;
+    opts.resource = res;
+    opts.state_json = state;
+    opts.request_json = "{\"argv\": [\"true\"], \"cwd\": \"closed\"}";
+    opts.timeout_ms = 30000;
+    cr_assert_neq(cordon_drive_exec(&opts, &o, &err), 0, "the exec ran in a closed directory");
+    cr_assert(strstr(err.message, "working directory") != NULL &&
+              strstr(err.message, "Permission denied") != NULL, "%s", err.message);
+    cordon_exec_outcome_clear(&o);
+    /* The execution is still usable. */
+    cr_assert_eq(drive(state, argv, 30000, 1 << 20, &o), 0, "%s", err.message);
+    cr_assert_eq(o.exit_code, 0);
+    cordon_exec_outcome_clear(&o);
+}
+
+/*
  * Any runtime but runc and crun is entered only through its own exec
  * (runsc: entering its namespaces would bypass gVisor). A runtime that
  * names itself otherwise in --version, wrapping runc, takes that path: the
