@@ -5,9 +5,11 @@
  *
  *   runc-cycle OPTIONS cycle N        N x (provision + exec `true` + terminate),
  *                                     interleaved with N x `runc run` of the same
- *                                     bundle running `true`, and N x the runtime
- *                                     commands of one cycle by hand (create, start,
- *                                     exec true, delete): the ratios, same run
+ *                                     bundle running `true`, and N x the fewest
+ *                                     runtime commands of such a cycle by hand
+ *                                     (run --detach, exec true, kill, delete): the
+ *                                     ratios, same run, and where the cycle's time
+ *                                     goes (provision, exec, terminate)
  *   runc-cycle OPTIONS unpack N       N cold first uses of the image (fresh state
  *                                     directories: unpack + provision) and the
  *                                     warm provision that follows each
@@ -24,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -56,6 +59,15 @@ struct bench {
     struct cordon_resource *res;
     char state_dir[4096];
 };
+
+/* Microseconds on the monotonic clock: the phases of a cycle are ~1 ms. */
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 static int fail(const char *what, const struct cordon_error *err)
 {
@@ -113,22 +125,27 @@ static int exec_argv(struct bench *b, const char *state, const char *request,
     return cordon_drive_exec(&d, out, err);
 }
 
-/* provision + exec argv + terminate; 0 when the program exited 0. */
+/* provision + exec argv + terminate; 0 when the program exited 0. The
+ * microseconds of each phase go into ret_us[0..2] when it is not NULL. */
 static int one_run(struct bench *b, const char *layout, const char *request, int land_fd,
-                   struct cordon_error *err)
+                   uint64_t *ret_us, struct cordon_error *err)
 {
     struct cordon_exec_outcome out = { 0 };
     char *spec = spec_for(layout), *state = NULL;
+    uint64_t t[4];
     int r;
 
+    t[0] = now_us();
     r = spec != NULL ? b->vt.provision(b->res, spec, &state, err) : CORDON_E_NOMEM;
     if (r == 0 && land_fd >= 0)
         r = b->vt.import_tar(b->res, state, "source", land_fd, err);
+    t[1] = now_us();
     if (r == 0)
         r = exec_argv(b, state, request, &out, err);
     if (r == 0 && (out.status != CORDON_RUN_EXITED || out.exit_code != 0))
         r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "the program ended with %s %d",
                              cordon_run_status_name(out.status), out.exit_code);
+    t[2] = now_us();
     if (state != NULL) {
         struct cordon_error terr;
 
@@ -137,6 +154,9 @@ static int one_run(struct bench *b, const char *layout, const char *request, int
             r = cordon_error_set(err, terr.code, 0, "terminate: %s", terr.message);
         b->host.free(state);
     }
+    t[3] = now_us();
+    for (int i = 0; ret_us != NULL && i < 3; i++)
+        ret_us[i] = t[i + 1] - t[i];
     cordon_exec_outcome_clear(&out);
     free(spec);
     return r;
@@ -166,6 +186,12 @@ static double mean(const uint64_t *v, size_t n)
     return n > 0 ? s / (double)n : 0;
 }
 
+/* Microseconds as milliseconds. */
+static double ms(double us)
+{
+    return us / 1000.0;
+}
+
 /* ---- cycle: ours against `runc run` of the same bundle ---------------------- */
 
 /* Write text as dir/config.json (dir created). */
@@ -184,12 +210,15 @@ static int write_bundle(const char *dir, const char *text, struct cordon_error *
  * Two bundles from the config.json of a provisioned execution (same rootfs,
  * mounts, seccomp, cgroup limits): dir runs /usr/bin/true as its only
  * process, for `runc run`; steps_dir keeps cordon-init, for the runtime
- * commands of one cycle by hand. Each has a cgroup path of its own.
+ * commands of one cycle by hand. Each has a top-level cgroup path of its
+ * own, which the runtime removes with the container (a nested one would
+ * leave its parent behind).
  */
 static int raw_bundle(struct bench *b, const char *dir, const char *steps_dir,
                       struct cordon_error *err)
 {
     char *spec = spec_for("host"), *state = NULL, *text = NULL, *out = NULL, path[4200];
+    char cg_steps[64], cg_raw[64];
     cJSON *st = NULL, *cfg = NULL, *args;
     size_t len;
     int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
@@ -204,8 +233,10 @@ static int raw_bundle(struct bench *b, const char *dir, const char *steps_dir,
     if (r != 0)
         goto out;
     cfg = cJSON_Parse(text);
+    snprintf(cg_steps, sizeof(cg_steps), "/cordon-bench-steps-%d", (int)getpid());
+    snprintf(cg_raw, sizeof(cg_raw), "/cordon-bench-raw-%d", (int)getpid());
     cJSON_ReplaceItemInObject(cJSON_GetObjectItemCaseSensitive(cfg, "linux"), "cgroupsPath",
-                              cJSON_CreateString("/cordon/bench-steps"));
+                              cJSON_CreateString(cg_steps));
     out = cJSON_PrintUnformatted(cfg);
     r = write_bundle(steps_dir, out, err);
     if (r != 0)
@@ -215,7 +246,7 @@ static int raw_bundle(struct bench *b, const char *dir, const char *steps_dir,
     cJSON_AddItemToArray(args, cJSON_CreateString("/usr/bin/true"));
     cJSON_ReplaceItemInObject(cJSON_GetObjectItemCaseSensitive(cfg, "process"), "args", args);
     cJSON_ReplaceItemInObject(cJSON_GetObjectItemCaseSensitive(cfg, "linux"), "cgroupsPath",
-                              cJSON_CreateString("/cordon/bench-raw"));
+                              cJSON_CreateString(cg_raw));
     out = cJSON_PrintUnformatted(cfg);
     r = write_bundle(dir, out, err);
 out:
@@ -264,14 +295,15 @@ static int raw_run(const char *rt, const char *bundle, unsigned i, struct cordon
     return runtime(argv, err);
 }
 
-/* The runtime commands of one cycle, by hand: create, start, exec, kill,
- * delete (retried until the init is gone: `delete --force` of a running
- * container would poll in 100 ms steps). The steps bundle runs cordon-init. */
+/* The fewest runtime commands that make such a cycle, by hand: run
+ * --detach, exec, kill, delete (retried until the init is gone: `delete
+ * --force` of a running container would poll in 100 ms steps). The steps
+ * bundle runs cordon-init. */
 static int raw_steps(const char *rt, const char *bundle, unsigned i, struct cordon_error *err)
 {
     char id[64];
-    const char *create[] = { rt, "--root", RUNTIME_ROOT, "create", "--bundle", bundle, id, NULL };
-    const char *start[] = { rt, "--root", RUNTIME_ROOT, "start", id, NULL };
+    const char *run[] = { rt, "--root", RUNTIME_ROOT, "run", "--detach", "--bundle", bundle, id,
+                          NULL };
     const char *exec[] = { rt, "--root", RUNTIME_ROOT, "exec", "--user", "65532:65532", id,
                            "/usr/bin/true", NULL };
     const char *kill[] = { rt, "--root", RUNTIME_ROOT, "kill", id, "KILL", NULL };
@@ -280,9 +312,7 @@ static int raw_steps(const char *rt, const char *bundle, unsigned i, struct cord
     int r, tries = 0;
 
     snprintf(id, sizeof(id), "bench-steps-%d-%u", (int)getpid(), i);
-    r = runtime(create, err);
-    if (r == 0)
-        r = runtime(start, err);
+    r = runtime(run, err);
     if (r == 0)
         r = runtime(exec, err);
     if (r == 0)
@@ -298,7 +328,7 @@ static int cycle(unsigned n)
 {
     static const char request[] = "{\"argv\": [\"true\"], \"cwd\": \"\"}";
     uint64_t *ours = calloc(n, sizeof(*ours)), *raw = calloc(n, sizeof(*raw));
-    uint64_t *steps = calloc(n, sizeof(*steps));
+    uint64_t *steps = calloc(n, sizeof(*steps)), phase[3], phases[3] = { 0, 0, 0 };
     struct cordon_error err;
     struct bench b;
     char state_dir[4096], bundle[4200], steps_bundle[4200];
@@ -318,46 +348,49 @@ static int cycle(unsigned n)
     if (access(rt, X_OK) != 0)
         rt = "/usr/sbin/runc";
     /* One of each first, unmeasured: caches and the runtime binary warm up. */
-    if (one_run(&b, "host", request, -1, &err) != 0 || raw_run(rt, bundle, n, &err) != 0 ||
+    if (one_run(&b, "host", request, -1, NULL, &err) != 0 || raw_run(rt, bundle, n, &err) != 0 ||
         raw_steps(rt, steps_bundle, n, &err) != 0) {
         rc = fail("warm-up", &err);
         goto out;
     }
     for (unsigned i = 0; i < n; i++) {
-        uint64_t t0 = cordon_now_monotonic_ms();
+        uint64_t t0 = now_us();
 
-        if (one_run(&b, "host", request, -1, &err) != 0) {
+        if (one_run(&b, "host", request, -1, phase, &err) != 0) {
             rc = fail("cycle", &err);
             goto out;
         }
-        ours[i] = cordon_now_monotonic_ms() - t0;
-        t0 = cordon_now_monotonic_ms();
+        ours[i] = now_us() - t0;
+        for (int k = 0; k < 3; k++)
+            phases[k] += phase[k];
+        t0 = now_us();
         if (raw_run(rt, bundle, i, &err) != 0) {
             rc = fail("runc run", &err);
             goto out;
         }
-        raw[i] = cordon_now_monotonic_ms() - t0;
-        t0 = cordon_now_monotonic_ms();
+        raw[i] = now_us() - t0;
+        t0 = now_us();
         if (raw_steps(rt, steps_bundle, i, &err) != 0) {
             rc = fail("runc steps", &err);
             goto out;
         }
-        steps[i] = cordon_now_monotonic_ms() - t0;
+        steps[i] = now_us() - t0;
     }
     qsort(ours, n, sizeof(*ours), cmp_u64);
     qsort(raw, n, sizeof(*raw), cmp_u64);
     qsort(steps, n, sizeof(*steps), cmp_u64);
-    printf("{\"mode\": \"cycle\", \"runs\": %u, \"cordon_mean_ms\": %.1f, \"cordon_p50_ms\": %llu, "
-           "\"cordon_p95_ms\": %llu, \"runc_run_mean_ms\": %.1f, \"runc_run_p50_ms\": %llu, "
-           "\"runc_run_p95_ms\": %llu, \"ratio_mean\": %.2f, \"ratio_p50\": %.2f, "
-           "\"runc_steps_mean_ms\": %.1f, \"runc_steps_p50_ms\": %llu, "
-           "\"runc_steps_p95_ms\": %llu, \"steps_ratio_mean\": %.2f}\n",
-           n, mean(ours, n), (unsigned long long)pct(ours, n, 50),
-           (unsigned long long)pct(ours, n, 95), mean(raw, n), (unsigned long long)pct(raw, n, 50),
-           (unsigned long long)pct(raw, n, 95), mean(ours, n) / mean(raw, n),
-           (double)pct(ours, n, 50) / (double)pct(raw, n, 50), mean(steps, n),
-           (unsigned long long)pct(steps, n, 50), (unsigned long long)pct(steps, n, 95),
-           mean(ours, n) / mean(steps, n));
+    printf("{\"mode\": \"cycle\", \"runs\": %u, \"cordon_mean_ms\": %.1f, \"cordon_p50_ms\": %.1f, "
+           "\"cordon_p95_ms\": %.1f, \"runc_run_mean_ms\": %.1f, \"runc_run_p50_ms\": %.1f, "
+           "\"runc_run_p95_ms\": %.1f, \"ratio_mean\": %.2f, \"ratio_p50\": %.2f, "
+           "\"runc_steps_mean_ms\": %.1f, \"runc_steps_p50_ms\": %.1f, "
+           "\"runc_steps_p95_ms\": %.1f, \"steps_ratio_mean\": %.2f, "
+           "\"provision_mean_ms\": %.2f, \"exec_mean_ms\": %.2f, \"terminate_mean_ms\": %.2f}\n",
+           n, ms(mean(ours, n)), ms((double)pct(ours, n, 50)), ms((double)pct(ours, n, 95)),
+           ms(mean(raw, n)), ms((double)pct(raw, n, 50)), ms((double)pct(raw, n, 95)),
+           mean(ours, n) / mean(raw, n), (double)pct(ours, n, 50) / (double)pct(raw, n, 50),
+           ms(mean(steps, n)), ms((double)pct(steps, n, 50)), ms((double)pct(steps, n, 95)),
+           mean(ours, n) / mean(steps, n), ms((double)phases[0] / n),
+           ms((double)phases[1] / n), ms((double)phases[2] / n));
     rc = 0;
 out:
     free(ours);
@@ -391,13 +424,13 @@ static int unpack(unsigned n)
         if (mkdir(dir, 0700) != 0 || bench_open(&b, dir) != 0)
             goto out;
         t0 = cordon_now_monotonic_ms();
-        if (one_run(&b, "host", request, -1, &err) != 0) {
+        if (one_run(&b, "host", request, -1, NULL, &err) != 0) {
             rc = fail("cold run", &err);
             goto out;
         }
         cold[i] = cordon_now_monotonic_ms() - t0;
         t0 = cordon_now_monotonic_ms();
-        if (one_run(&b, "host", request, -1, &err) != 0) {
+        if (one_run(&b, "host", request, -1, NULL, &err) != 0) {
             rc = fail("warm run", &err);
             goto out;
         }
@@ -453,7 +486,7 @@ static void *code_run(void *arg)
     int fd = code_tar();
 
     cordon_error_init(&err);
-    j->rc = fd >= 0 ? one_run(j->b, "code", request, fd, &err) : -1;
+    j->rc = fd >= 0 ? one_run(j->b, "code", request, fd, NULL, &err) : -1;
     j->ms = cordon_now_monotonic_ms() - t0;
     snprintf(j->msg, sizeof(j->msg), "%s", err.message);
     if (fd >= 0)

@@ -181,6 +181,93 @@ uint64_t runc__cgroup_oom_kills(int version, const char *execution_id)
     return n;
 }
 
+/* How many lines of pid's /proc/<pid>/cgroup name the execution's cgroup
+ * (one per hierarchy: "N:controllers:/cordon-<id>"); -1 if unreadable. */
+static int member_lines(const char *execution_id, pid_t pid)
+{
+    char path[64], text[TEXT_MAX], want[128];
+    int n = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+    snprintf(want, sizeof(want), ":" RUNC_CGROUP_PREFIX "%s", execution_id);
+    if (!read_text(path, text, sizeof(text)))
+        return -1;
+    for (char *line = text; line != NULL && *line != '\0';) {
+        char *end = strchr(line, '\n');
+        char *colon;
+
+        if (end != NULL)
+            *end = '\0';
+        colon = strchr(line, ':');
+        colon = colon != NULL ? strchr(colon + 1, ':') : NULL;
+        n += colon != NULL && strcmp(colon, want) == 0;
+        line = end != NULL ? end + 1 : NULL;
+    }
+    return n;
+}
+
+int runc__cgroup_join_files(int version, const char *execution_id, pid_t pid,
+                            struct runc_cgroup_join *ret, struct cordon_error *err)
+{
+    struct runc_cgroup_join j = { .n_tasks = 0, .dir2 = "" };
+    struct dirent *de;
+    struct statfs sf;
+    struct stat st;
+    int lines = member_lines(execution_id, pid), r = 0;
+    size_t found = 0;
+    DIR *dir;
+
+    if (version == 2) {
+        snprintf(j.dir2, sizeof(j.dir2), CGROUP_ROOT RUNC_CGROUP_PREFIX "%s", execution_id);
+        found = access(j.dir2, W_OK) == 0 ? 1 : 0;
+    } else if ((dir = opendir(CGROUP_ROOT)) == NULL) {
+        return cordon_error_set(err, CORDON_E_IO, errno, "cgroup: %s: %s", CGROUP_ROOT,
+                                strerror(errno));
+    } else {
+        /* Every mounted hierarchy; a symlink (cpu -> cpu,cpuacct) names one twice. */
+        while ((de = readdir(dir)) != NULL && r == 0) {
+            char path[RUNC_CGROUP_FILE_MAX];
+
+            if (de->d_name[0] == '.' || strlen(de->d_name) > 64)
+                continue;
+            snprintf(path, sizeof(path), CGROUP_ROOT "/%s", de->d_name);
+            if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || statfs(path, &sf) != 0)
+                continue;
+            /* Hybrid: the unified hierarchy is joined at fork, the others by thread. */
+            if (sf.f_type == CGROUP2_MAGIC) {
+                snprintf(path, sizeof(path), CGROUP_ROOT "/%s" RUNC_CGROUP_PREFIX "%s",
+                         de->d_name, execution_id);
+                if (access(path, W_OK) == 0 && j.dir2[0] == '\0') {
+                    memcpy(j.dir2, path, sizeof(path));
+                    found++;
+                }
+                continue;
+            }
+            cg_file(1, de->d_name, execution_id, "tasks", path, sizeof(path));
+            if (access(path, W_OK) != 0)
+                continue;
+            if (j.n_tasks == RUNC_ENTER_CGROUPS_MAX)
+                r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                     "cgroup: more than %u hierarchies hold " RUNC_CGROUP_PREFIX
+                                     "%s", RUNC_ENTER_CGROUPS_MAX, execution_id);
+            else
+                memcpy(j.tasks[j.n_tasks++], path, sizeof(path));
+            found++;
+        }
+        closedir(dir);
+    }
+    /* A hierarchy we would not join is a limit the process would escape. */
+    if (r == 0 && (found == 0 || (int)found != lines))
+        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                             "cgroup: the init (pid %d) is in " RUNC_CGROUP_PREFIX "%s of %d "
+                             "hierarchies, %zu of them found under " CGROUP_ROOT "; refusing to "
+                             "start a process that would not join them all", (int)pid,
+                             execution_id, lines, found);
+    if (r == 0)
+        *ret = j;
+    return r;
+}
+
 bool runc__cgroup_empty(int version, const char *execution_id)
 {
     char path[512], text[64];

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "plugins/runc/runc.h"
 
@@ -37,6 +38,14 @@ static const char *const readonly_paths[] = {
 static const char *const namespaces[] = { "pid", "network", "ipc", "uts", "mount", "cgroup" };
 static const char *const cap_sets[] = { "bounding", "effective", "permitted", "inheritable",
                                         "ambient" };
+
+/* The process's rlimits: as many files as a toolchain needs, no core dumps.
+ * exec.c applies the same table to the processes it starts itself. */
+const struct runc_rlimit runc__rlimits[] = {
+    { RLIMIT_NOFILE, "RLIMIT_NOFILE", NOFILE_MAX },
+    { RLIMIT_CORE, "RLIMIT_CORE", 0 },
+    { 0, NULL, 0 },
+};
 
 void runc__cgroup_path(const char *execution_id, char *buf, size_t size)
 {
@@ -158,16 +167,12 @@ static bool add_process(cJSON *root, const struct runc_spec_in *in)
     for (size_t i = 0; i < COUNT(cap_sets); i++)
         if (cJSON_AddArrayToObject(caps, cap_sets[i]) == NULL)
             return false;
-    if ((rl = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(rlimits, rl) ||
-        cJSON_AddStringToObject(rl, "type", "RLIMIT_NOFILE") == NULL ||
-        cJSON_AddNumberToObject(rl, "hard", NOFILE_MAX) == NULL ||
-        cJSON_AddNumberToObject(rl, "soft", NOFILE_MAX) == NULL)
-        return false;
-    if ((rl = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(rlimits, rl) ||
-        cJSON_AddStringToObject(rl, "type", "RLIMIT_CORE") == NULL ||
-        cJSON_AddNumberToObject(rl, "hard", 0) == NULL ||
-        cJSON_AddNumberToObject(rl, "soft", 0) == NULL)
-        return false;
+    for (const struct runc_rlimit *l = runc__rlimits; l->name != NULL; l++)
+        if ((rl = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(rlimits, rl) ||
+            cJSON_AddStringToObject(rl, "type", l->name) == NULL ||
+            cJSON_AddNumberToObject(rl, "hard", (double)l->value) == NULL ||
+            cJSON_AddNumberToObject(rl, "soft", (double)l->value) == NULL)
+            return false;
     return true;
 }
 

@@ -7,6 +7,9 @@
  * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): the host never follows a link
  * the sandbox planted. Killing the init ends every process of the
  * container's pid namespace at once; destroy removes the rest.
+ *
+ * Entering (runc__enter_*) starts a process inside without the runtime,
+ * as `runc exec` would: see the comment above runc__enter_child.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,11 +22,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
+#include <linux/sched.h>
+#include <linux/keyctl.h>
+#include <linux/seccomp.h>
 
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/path.h>
@@ -33,6 +44,9 @@
 #define KILL_WAIT_MS 5000u
 #define CGROUP_RM_MS 2000u
 #define WAIT_P_PIDFD 3                   /* waitid's P_PIDFD (linux/wait.h) */
+#define ENTER_NS (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | \
+                  CLONE_NEWCGROUP)
+#define CAP_MAX_PROBE 64                 /* PR_CAPBSET_DROP answers EINVAL past the last cap */
 
 /* ---- the container's init ------------------------------------------------ */
 
@@ -179,6 +193,360 @@ int runc__lo_up(int pidfd, pid_t pid, struct cordon_error *err)
     return 0;
 }
 
+/* ---- entering ------------------------------------------------------------- */
+
+/* Where a start inside the container failed; the words go into errors. */
+enum enter_step {
+    ENTER_DUMPABLE = 1, ENTER_CGROUP_OPEN, ENTER_PIDFD, ENTER_IDENTITY, ENTER_SETNS, ENTER_FORK,
+    ENTER_CGROUP_JOIN, ENTER_SESSION, ENTER_KEYRING, ENTER_RLIMIT, ENTER_BOUNDING, ENTER_USER,
+    ENTER_CWD, ENTER_CAPS, ENTER_NNP, ENTER_SECCOMP, ENTER_EXEC, ENTER_STEPS_
+};
+
+static const char *const enter_steps[ENTER_STEPS_] = {
+    [ENTER_DUMPABLE] = "making itself non-dumpable",
+    [ENTER_CGROUP_OPEN] = "opening its cgroups",
+    [ENTER_PIDFD] = "reaching its init",
+    [ENTER_IDENTITY] = "checking that the pid is still its init",
+    [ENTER_SETNS] = "entering its namespaces",
+    [ENTER_FORK] = "forking into its pid namespace",
+    [ENTER_CGROUP_JOIN] = "joining its cgroups",
+    [ENTER_SESSION] = "starting a session",
+    [ENTER_KEYRING] = "joining a new session keyring",
+    [ENTER_RLIMIT] = "setting rlimits",
+    [ENTER_BOUNDING] = "emptying the capability bounding set",
+    [ENTER_USER] = "switching to the sandbox user",
+    [ENTER_CWD] = "entering the working directory",
+    [ENTER_CAPS] = "emptying the capability sets",
+    [ENTER_NNP] = "setting no_new_privs",
+    [ENTER_SECCOMP] = "loading the seccomp filter",
+    [ENTER_EXEC] = "executing " RUNC_INIT_IN_CONTAINER,
+};
+
+/* What /proc/<pid>/cmdline shows of the entering processes, in place of
+ * the host's own command line (which the sandbox could otherwise read). */
+static const char enter_cmdline[] = "cordon-enter";
+
+/* Where this process's command line lives (fields 48 and 49 of
+ * /proc/self/stat): the child overwrites its copy. */
+static int argv_area(unsigned long *ret_start, unsigned long *ret_end, struct cordon_error *err)
+{
+    char text[1024], *p;
+    unsigned long start = 0, end = 0;
+    ssize_t n;
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), field = 2;
+
+    n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    p = n > 0 ? (text[n] = '\0', strrchr(text, ')')) : NULL;
+    /* After the command name in parentheses, fields are single tokens. */
+    for (char *tok = p != NULL ? strtok_r(p + 1, " ", &p) : NULL; tok != NULL;
+         tok = strtok_r(NULL, " ", &p)) {
+        if (++field == 48)
+            start = strtoul(tok, NULL, 10);
+        else if (field == 49)
+            end = strtoul(tok, NULL, 10);
+    }
+    if (start == 0 || end < start + sizeof(enter_cmdline) || end - start > (2ul << 20))
+        return cordon_error_set(err, CORDON_E_PROVIDER, errno,
+                                "exec: /proc/self/stat gives no argument area (%lu-%lu)", start,
+                                end);
+    *ret_start = start;
+    *ret_end = end;
+    return 0;
+}
+
+int runc__enter_open(const struct cordon_resource *res, const struct runc_state *st, int pidfd,
+                     struct runc_enter *ret, struct cordon_error *err)
+{
+    struct runc_enter *e = ret;
+    struct rlimit rl;
+    struct stat sb;
+    int r;
+
+    memset(e, 0, sizeof(*e));
+    e->ns_fd = -1;
+    e->pid = st->pid;
+    /* The child cannot inherit the pinned pidfd (the runner closes every
+     * fd): it opens its own and checks it against this namespace, which
+     * the open fd keeps alive so that its inode number stays unique. */
+    snprintf(e->ns_path, sizeof(e->ns_path), "/proc/%d/ns/pid", (int)st->pid);
+    e->ns_fd = open(e->ns_path, O_RDONLY | O_CLOEXEC);
+    if (e->ns_fd < 0 || fstat(e->ns_fd, &sb) != 0 || pidfd_signal(pidfd, 0) != 0) {
+        r = cordon_error_set(err, CORDON_E_NOT_FOUND, errno,
+                             "execution %s: cannot reach the pid namespace of its init (%s): %s",
+                             st->id, e->ns_path, strerror(errno));
+        goto out;
+    }
+    e->ns_dev = sb.st_dev;
+    e->ns_ino = sb.st_ino;
+    r = runc__cgroup_join_files(res->cgroup_version, st->id, st->pid, &e->cgroups, err);
+    if (r < 0)
+        goto out;
+    if ((r = argv_area(&e->arg_start, &e->arg_end, err)) < 0)
+        goto out;
+    e->uid = st->uid;
+    e->gid = st->gid;
+    e->max_fd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+                        rl.rlim_cur < 1048576 ? (long)rl.rlim_cur : 1048576;
+    e->seccomp.len = res->seccomp.len;
+    e->seccomp.filter = res->seccomp.filter;
+    e->report = mmap(NULL, sizeof(*e->report), PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (e->report == MAP_FAILED) {
+        e->report = NULL;
+        r = cordon_error_set(err, CORDON_E_NOMEM, errno, "exec: mmap: %s", strerror(errno));
+    }
+out:
+    if (r < 0)
+        runc__enter_close(e);
+    return r;
+}
+
+void runc__enter_close(struct runc_enter *e)
+{
+    if (e->ns_fd >= 0)
+        close(e->ns_fd);
+    e->ns_fd = -1;
+    if (e->report != NULL)
+        munmap(e->report, sizeof(*e->report));
+    e->report = NULL;
+}
+
+int runc__enter_error(const struct runc_enter *e, const char *id, int r, struct cordon_error *err)
+{
+    int step = e->report != NULL ? e->report->step : 0, errnum;
+
+    if (step <= 0 || step >= ENTER_STEPS_)
+        return r;
+    errnum = e->report->errnum;
+    /* The init gone between the pin and the child is the execution gone. */
+    if (step == ENTER_PIDFD || step == ENTER_IDENTITY)
+        return cordon_error_set(err, CORDON_E_NOT_FOUND, errnum,
+                                "execution %s: its init (pid %d) is gone", id, (int)e->pid);
+    return cordon_error_set(err, CORDON_E_PROVIDER, errnum,
+                            "exec: starting the command in execution %s failed while %s: %s", id,
+                            enter_steps[step], strerror(errnum));
+}
+
+/* ---- the child's side: raw system calls only, nothing allocated ------------ */
+
+static int enter_fail(const struct runc_enter *e, int step, int errnum)
+{
+    e->report->step = step;
+    e->report->errnum = errnum != 0 ? errnum : EIO;
+    return e->report->errnum;
+}
+
+static void __attribute__((noreturn)) report_and_exit(int fd, int step, int errnum)
+{
+    struct runc_enter_report rep = { step, errnum != 0 ? errnum : EIO };
+    ssize_t n;
+
+    do
+        n = write(fd, &rep, sizeof(rep));
+    while (n < 0 && errno == EINTR);
+    _exit(127);
+}
+
+static int close_from(int first, int last, long max_fd)
+{
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)first, (unsigned)last, 0u) == 0)
+        return 0;
+#endif
+    for (long fd = first; fd <= last && fd < max_fd; fd++)
+        close((int)fd);
+    return 0;
+}
+
+/*
+ * The process the command becomes, forked inside the container's pid
+ * namespace: what `runc exec` applies to its process, in its order, then
+ * execve of RUNC_INIT_IN_CONTAINER --exec ARGV (the container's own file,
+ * bind-mounted read-only: /proc/self/exe is never a host binary when the
+ * command's program is resolved, unlike CVE-2019-5736). Root until
+ * ENTER_USER, never dumpable, so that no container process can ptrace it
+ * or open its /proc files while it still holds the host's privileges.
+ */
+static void __attribute__((noreturn)) enter_exec(const struct runc_enter *e, const int *tasks,
+                                                 int rfd)
+{
+    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3];
+    char cwd[64];
+
+    memset(none, 0, sizeof(none));
+    /* Born in the cgroup2 one (CLONE_INTO_CGROUP); the v1 ones now. */
+    for (size_t i = 0; i < e->cgroups.n_tasks; i++) {
+        if (write(tasks[i], "0", 1) != 1)
+            report_and_exit(rfd, ENTER_CGROUP_JOIN, errno);
+        close(tasks[i]);
+    }
+    /* A session of its own: no controlling terminal of the host's. */
+    if (setsid() < 0)
+        report_and_exit(rfd, ENTER_SESSION, errno);
+    if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
+        report_and_exit(rfd, ENTER_KEYRING, errno);
+    for (const struct runc_rlimit *l = runc__rlimits; l->name != NULL; l++) {
+        struct rlimit rl = { (rlim_t)l->value, (rlim_t)l->value };
+
+        if (setrlimit(l->resource, &rl) != 0)
+            report_and_exit(rfd, ENTER_RLIMIT, errno);
+    }
+    for (int cap = 0;; cap++) {
+        if (prctl(PR_CAPBSET_DROP, (unsigned long)cap, 0UL, 0UL, 0UL) == 0)
+            continue;
+        if (errno == EINVAL && cap > 0)
+            break;
+        report_and_exit(rfd, ENTER_BOUNDING, errno);
+    }
+    if (syscall(SYS_setgroups, 0, NULL) != 0 ||
+        syscall(SYS_setresgid, e->gid, e->gid, e->gid) != 0 ||
+        syscall(SYS_setresuid, e->uid, e->uid, e->uid) != 0)
+        report_and_exit(rfd, ENTER_USER, errno);
+    /* As the sandbox user, in the container's root: only a cwd the user
+     * may enter (runc tries as root first), and one not reachable from /
+     * is refused (the check runc added for CVE-2024-21626). */
+    if (chdir(e->cwd) != 0)
+        report_and_exit(rfd, ENTER_CWD, errno);
+    if (syscall(SYS_getcwd, cwd, sizeof(cwd)) < 0 && errno != ERANGE)
+        report_and_exit(rfd, ENTER_CWD, errno);
+    if (errno != ERANGE && cwd[0] != '/')
+        report_and_exit(rfd, ENTER_CWD, EXDEV);
+    if (syscall(SYS_capset, &hdr, none) != 0 ||
+        (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0UL, 0UL, 0UL) != 0 && errno != EINVAL))
+        report_and_exit(rfd, ENTER_CAPS, errno);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0)
+        report_and_exit(rfd, ENTER_NNP, errno);
+    /* Nothing of the host's but stdio; the report pipe closes on exec. */
+    if (rfd > 3)
+        close_from(3, rfd - 1, e->max_fd);
+    close_from(rfd + 1, ~0u >> 1, e->max_fd);
+    /* Last, so that as few calls as possible run under the filter. */
+    if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0u, &e->seccomp) != 0)
+        report_and_exit(rfd, ENTER_SECCOMP, errno);
+    execve(RUNC_INIT_IN_CONTAINER, e->argv, e->envp);
+    report_and_exit(rfd, ENTER_EXEC, errno);
+}
+
+/* The command started: hold nothing, wait for it, end as it ended. */
+static void __attribute__((noreturn)) enter_relay(pid_t pid, long max_fd)
+{
+    struct rlimit none = { 0, 0 };
+    struct sigaction dfl;
+    int status, sig;
+    pid_t w;
+
+    /* Our stdio too: the host reads the command's output until EOF. */
+    close_from(0, ~0u >> 1, max_fd);
+    do
+        w = waitpid(pid, &status, 0);
+    while (w < 0 && errno == EINTR);
+    if (w < 0)
+        _exit(126);
+    if (WIFEXITED(status))
+        _exit(WEXITSTATUS(status));
+    /* Die of the same signal, without a core of this copy of the host. */
+    sig = WTERMSIG(status);
+    setrlimit(RLIMIT_CORE, &none);
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigaction(sig, &dfl, NULL);
+    kill(getpid(), sig);
+    _exit(128 + sig);
+}
+
+/*
+ * The runner's child_setup for exec_setns. Runs in the runner's child (a
+ * new process group, stdio in place, every other fd closed), which stays
+ * on the host's side of the pid namespace as the command's relay:
+ *
+ *   1. open the cgroup.procs files while /sys/fs/cgroup is still the
+ *      host's (the child writes them: this process, a copy of the host's
+ *      memory, never joins the container's memory or pids cgroup);
+ *   2. pidfd_open the init and check it is the pinned one (its pid
+ *      namespace is the inode runc__enter_open read);
+ *   3. setns into its mount, pid, ipc, uts, net and cgroup namespaces
+ *      (the user namespace stays the host's, as the runtime leaves it);
+ *   4. fork: the child is inside the pid namespace (enter_exec); this
+ *      process waits for its execve (the report pipe closes on exec) or
+ *      its failure, and then relays its exit status (enter_relay).
+ */
+int runc__enter_child(void *arg)
+{
+    const struct runc_enter *e = arg;
+    struct clone_args args;
+    struct runc_enter_report rep;
+    struct stat sb;
+    int tasks[RUNC_ENTER_CGROUPS_MAX], p[2], pidfd, fd;
+    size_t got = 0;
+    pid_t pid;
+    bool same;
+
+    memset(&args, 0, sizeof(args));
+    /* Never dumpable, the host's command line hidden: see enter_exec. */
+    if (prctl(PR_SET_DUMPABLE, 0UL, 0UL, 0UL, 0UL) != 0)
+        return enter_fail(e, ENTER_DUMPABLE, errno);
+    prctl(PR_SET_NAME, (unsigned long)enter_cmdline, 0UL, 0UL, 0UL);
+    /* The runner forked us: this is our own copy of the host's argv area
+     * (/proc/<pid>/cmdline reads it; /proc/<pid>/environ needs ptrace). */
+    memset((void *)e->arg_start, 0, e->arg_end - e->arg_start);
+    memcpy((void *)e->arg_start, enter_cmdline, sizeof(enter_cmdline));
+    for (size_t i = 0; i < e->cgroups.n_tasks; i++)
+        if ((tasks[i] = open(e->cgroups.tasks[i], O_WRONLY | O_CLOEXEC)) < 0)
+            return enter_fail(e, ENTER_CGROUP_OPEN, errno);
+    /* The cgroup2 hierarchy is joined by clone3 itself (CLONE_INTO_CGROUP). */
+    if (e->cgroups.dir2[0] != '\0') {
+        int dir2 = open(e->cgroups.dir2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (dir2 < 0)
+            return enter_fail(e, ENTER_CGROUP_OPEN, errno);
+        args.flags = CLONE_INTO_CGROUP;
+        args.cgroup = (uint64_t)dir2;
+    }
+    pidfd = pidfd_open_pid(e->pid);
+    if (pidfd < 0)
+        return enter_fail(e, ENTER_PIDFD, errno);
+    fd = open(e->ns_path, O_RDONLY | O_CLOEXEC);
+    same = fd >= 0 && fstat(fd, &sb) == 0 && sb.st_dev == e->ns_dev && sb.st_ino == e->ns_ino;
+    if (fd >= 0)
+        close(fd);
+    /* Alive after the check: the /proc entry we read was pidfd's process. */
+    if (!same || pidfd_signal(pidfd, 0) != 0)
+        return enter_fail(e, ENTER_IDENTITY, ESRCH);
+    if (setns(pidfd, ENTER_NS) != 0)
+        return enter_fail(e, ENTER_SETNS, errno);
+    close(pidfd);
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return enter_fail(e, ENTER_FORK, errno);
+    /* A fork (no stack of its own) into the pid namespace we entered. */
+    args.exit_signal = SIGCHLD;
+    pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+    if (pid < 0)
+        return enter_fail(e, ENTER_FORK, errno);
+    if (pid == 0)
+        enter_exec(e, tasks, p[1]);
+    close(p[1]);
+    while (got < sizeof(rep)) {
+        ssize_t n = read(p[0], (char *)&rep + got, sizeof(rep) - got);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got == sizeof(rep)) {
+        int status;
+
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        return enter_fail(e, rep.step, rep.errnum);
+    }
+    enter_relay(pid, e->max_fd);
+}
+
 /* ---- destroying ---------------------------------------------------------- */
 
 static bool gone_message(const char *msg)
@@ -199,22 +567,32 @@ int runc__destroy(const struct cordon_resource *res, const char *id, pid_t pid,
     const char *delete_args[] = { "delete", "--force", id, NULL };
     struct cordon_error e2;
     struct runc_cmd_result c = { 0 };
-    char msg[320], *bundle = runc__bundle_path(res, id);
+    char msg[320], *bundle = runc__bundle_path(res, id), *state = NULL;
     int pidfd = -1, r = 0;
+    bool pinned = false, stopped = false;
 
-    if (bundle == NULL)
+    if (bundle == NULL || asprintf(&state, "%s/%s", res->cfg.root, id) < 0) {
+        free(bundle);
         return runc__nomem(err, "terminate");
+    }
     if (pid <= 0)
         pid = runc__runtime_pid(res, id);
     /* Killing the init ends its pid namespace at once; runc delete --force
      * would poll for that in 100 ms steps. An init that is not there any
      * more took every process of the container with it. */
-    if (pid > 0 && runc__init_pin(res, id, pid, &pidfd, NULL) == 0 &&
-        !runc__init_kill(pidfd)) {
+    pinned = pid > 0 && runc__init_pin(res, id, pid, &pidfd, NULL) == 0;
+    stopped = pinned && runc__init_kill(pidfd);
+    if (pinned && !stopped) {
         r = runc__runtime_cmd(res, kill_args, &c, err);
         runc__cmd_result_clear(&c);
     }
-    if (r == 0)
+    /*
+     * runc's delete of a stopped container is its destroy(): remove the
+     * cgroups, remove <root>/<id>, run the poststop hooks (config.json has
+     * none). When we saw the init die, we do that here rather than start
+     * the runtime for it; any other case, or runtime, asks the runtime.
+     */
+    if (r == 0 && !(stopped && strcmp(res->runtime_name, "runc") == 0))
         r = runc__runtime_cmd(res, delete_args, &c, err);
     if (r == 0 && c.exit_code != 0) {
         runc__cmd_message(c.errtext, msg, sizeof(msg));
@@ -226,10 +604,13 @@ int runc__destroy(const struct cordon_resource *res, const char *id, pid_t pid,
     cordon_error_init(&e2);
     if (runc__cgroup_remove(res->cgroup_version, id, CGROUP_RM_MS, &e2) < 0 && r == 0)
         r = cordon_error_set(err, e2.code, e2.os_errno, "%s", e2.message);
+    if (cordon_fs_remove_tree_path(state, &e2) < 0 && r == 0)
+        r = cordon_error_set(err, e2.code, e2.os_errno, "%s", e2.message);
     if (cordon_fs_remove_tree_path(bundle, &e2) < 0 && r == 0)
         r = cordon_error_set(err, e2.code, e2.os_errno, "%s", e2.message);
     if (pidfd >= 0)
         close(pidfd);
+    free(state);
     free(bundle);
     return r;
 }

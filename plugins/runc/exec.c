@@ -1,9 +1,23 @@
 /*
- * runc provider: exec. `runtime exec` with --user, --cwd and --env, under
- * `cordon-init --exec` (the command's process group ends with it), started
- * by the sdk's runner in pass-through mode: the host's stdout and stderr
- * descriptors are the runtime's, and the host bounds them. On cancel the
- * container's init is killed, which ends the whole execution.
+ * runc provider: exec. Two paths to the same process, chosen by the
+ * runtime (res->exec_setns):
+ *
+ *   setns    runc and crun: the provider enters the running container
+ *            itself (container.c, runc__enter_child) and applies what
+ *            `runc exec` would: the init's namespaces and cgroups, the
+ *            user, no capabilities, no_new_privs, the rlimits, the seccomp
+ *            filter compiled from the same profile (seccomp.c), the env and
+ *            the cwd. No Go runtime starts: one exec costs a fork, not a
+ *            runtime invocation.
+ *   runtime  any other runtime (runsc: entering gVisor's namespaces would
+ *            bypass gVisor itself): `runtime exec` with --user, --cwd and
+ *            --env.
+ *
+ * Either way the command runs under `cordon-init --exec` (its process
+ * group ends with it), started by the sdk's runner in pass-through mode:
+ * the host's stdout and stderr descriptors are the command's, and the host
+ * bounds them. On cancel the container's init is killed, which ends the
+ * whole execution.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,11 +41,12 @@
 
 #define REQUEST_MAX (4u << 20)
 #define ARGV_MAX 256u
-#define ARGS_TOTAL_MAX (1u << 20)      /* argv + env flags of runtime exec, below ARG_MAX */
+#define ARGS_TOTAL_MAX (1u << 20)      /* argv + env of one exec, below ARG_MAX */
 #define BACKSTOP_SLACK_MS 1000u        /* lets the host's own clock fire first */
-#define SIGNAL_EXIT_BASE 128           /* runtime exec exits 128+N for a signal N */
+#define SIGNAL_EXIT_BASE 128           /* cordon-init --exec exits 128+N for a signal N */
+#define PASSWD_MAX (1u << 20)          /* the image's /etc/passwd, read for HOME */
 
-/* The argv of `runtime exec`, built up with its strings owned here. */
+/* A NULL-terminated string vector with its strings owned here. */
 struct xargv {
     char **v;
     size_t n, cap, bytes;
@@ -70,19 +85,29 @@ static int xargv_add(struct xargv *a, const char *s, struct cordon_error *err)
     return 0;
 }
 
-static int xargv_env(struct xargv *a, const char *name, const char *value,
-                     struct cordon_error *err)
+/* "NAME=VALUE" appended. */
+static int xargv_pair(struct xargv *a, const char *name, const char *value,
+                      struct cordon_error *err)
 {
     char *pair = NULL;
     int r;
 
     if (asprintf(&pair, "%s=%s", name, value) < 0)
         return runc__nomem(err, "env");
-    r = xargv_add(a, "--env", err);
-    if (r == 0)
-        r = xargv_add(a, pair, err);
+    r = xargv_add(a, pair, err);
     free(pair);
     return r;
+}
+
+/* The index of NAME=... in a, or a->n. */
+static size_t env_find(const struct xargv *a, const char *pair)
+{
+    size_t len = strcspn(pair, "=");
+
+    for (size_t i = 0; i < a->n; i++)
+        if (strncmp(a->v[i], pair, len) == 0 && a->v[i][len] == '=')
+            return i;
+    return a->n;
 }
 
 /* The value PATH will have inside: the last PATH of the objects given. */
@@ -149,10 +174,11 @@ static int program_check(int root_fd, const char *argv0, const char *cwd, const 
                             "PATH=%.200s)", argv0, path);
 }
 
-/* The parts of a request, with the runtime's argv built from them. */
+/* The parts of a request. */
 struct request {
     cJSON *doc;
-    struct xargv argv;       /* runtime ... exec ... <id> argv... */
+    const cJSON *argv;       /* borrowed from doc */
+    struct xargv env;        /* NAME=VALUE after config.json's PATH, in order; a later name wins */
     char *cwd;               /* absolute inside the container */
     uint64_t timeout_ms;
 };
@@ -160,7 +186,7 @@ struct request {
 static void request_clear(struct request *rq)
 {
     cJSON_Delete(rq->doc);
-    xargv_clear(&rq->argv);
+    xargv_clear(&rq->env);
     free(rq->cwd);
     memset(rq, 0, sizeof(*rq));
 }
@@ -189,7 +215,8 @@ static int request_workspace_env(const struct runc_state *st, int ws_fd, const c
             close(dfd);
             if (asprintf(&value, "/workspace%s%s", norm[0] ? "/" : "", norm) < 0)
                 value = NULL;
-            r = value != NULL ? xargv_env(a, item->string, value, err) : runc__nomem(err, field);
+            r = value != NULL ? xargv_pair(a, item->string, value, err)
+                              : runc__nomem(err, field);
         }
         free(value);
         free(norm);
@@ -197,27 +224,26 @@ static int request_workspace_env(const struct runc_state *st, int ws_fd, const c
     return r;
 }
 
-static int request_parse(const struct cordon_resource *res, const struct runc_state *st,
-                         int root_fd, int ws_fd, const char *json, const char *log_path,
+static int request_parse(const struct runc_state *st, int root_fd, int ws_fd, const char *json,
                          struct request *ret, struct cordon_error *err)
 {
     struct request rq = { 0 };
-    const cJSON *argv, *item, *env = NULL, *wenv, *envs[2];
-    char user[32], *norm = NULL;
+    const cJSON *item, *env = NULL, *wenv, *envs[2];
+    char *norm = NULL;
     size_t n;
     int fd, r;
 
     if ((r = runc__parse_json("request", json, REQUEST_MAX, &rq.doc, err)) < 0)
         goto out;
-    argv = cJSON_GetObjectItemCaseSensitive(rq.doc, "argv");
-    n = cJSON_IsArray(argv) ? (size_t)cJSON_GetArraySize(argv) : 0;
+    rq.argv = cJSON_GetObjectItemCaseSensitive(rq.doc, "argv");
+    n = cJSON_IsArray(rq.argv) ? (size_t)cJSON_GetArraySize(rq.argv) : 0;
     if (n == 0 || n > ARGV_MAX) {
         r = cordon_error_set(err, n == 0 ? CORDON_E_INVALID : CORDON_E_LIMIT, 0,
                              "argv: must be an array of 1 to %u strings", ARGV_MAX);
         goto out;
     }
     n = 0;
-    cJSON_ArrayForEach(item, argv) {
+    cJSON_ArrayForEach(item, rq.argv) {
         size_t len = cJSON_IsString(item) ? strlen(item->valuestring) : 0;
 
         if (!cJSON_IsString(item) || len > RUNC_ARG_BYTES_MAX || (n == 0 && len == 0)) {
@@ -253,18 +279,9 @@ static int request_parse(const struct cordon_resource *res, const struct runc_st
                             err)) < 0)
         goto out;
 
-    snprintf(user, sizeof(user), "%u:%u", (unsigned)st->uid, (unsigned)st->gid);
-    {
-        const char *head[] = { res->runtime, "--root", res->cfg.root, "--log", log_path,
-                               "--log-format", "json", "exec", "--user", user, "--cwd", rq.cwd };
-
-        for (size_t i = 0; i < sizeof(head) / sizeof(head[0]) && r == 0; i++)
-            r = xargv_add(&rq.argv, head[i], err);
-    }
-    /* The spec's environment, then the request's, then workspace paths:
-     * the runtime appends them to config.json's PATH, a later name wins. */
+    /* The spec's environment, then the request's, then workspace paths. */
     env = cJSON_GetObjectItemCaseSensitive(rq.doc, "env");
-    if (r == 0 && env != NULL && !cJSON_IsNull(env))
+    if (env != NULL && !cJSON_IsNull(env))
         r = runc__env_check(env, "env", err);
     else
         env = NULL;
@@ -274,29 +291,16 @@ static int request_parse(const struct cordon_resource *res, const struct runc_st
         const cJSON *e;
 
         cJSON_ArrayForEach(e, envs[k]) {
-            if ((r = xargv_env(&rq.argv, e->string, e->valuestring, err)) < 0)
+            if ((r = xargv_pair(&rq.env, e->string, e->valuestring, err)) < 0)
                 break;
         }
     }
     wenv = cJSON_GetObjectItemCaseSensitive(rq.doc, "workspace_env");
     if (r == 0 && wenv != NULL && !cJSON_IsNull(wenv))
-        r = request_workspace_env(st, ws_fd, wenv, &rq.argv, err);
+        r = request_workspace_env(st, ws_fd, wenv, &rq.env, err);
     if (r == 0)
-        r = program_check(root_fd, cJSON_GetArrayItem(argv, 0)->valuestring, rq.cwd,
+        r = program_check(root_fd, cJSON_GetArrayItem(rq.argv, 0)->valuestring, rq.cwd,
                           final_path(envs, 2), err);
-    /* cordon-init --exec ends the command's process group when it exits,
-     * as the host's runner does: a background child cannot hold the
-     * runtime's exec open on its output. */
-    if (r == 0)
-        r = xargv_add(&rq.argv, st->id, err);
-    if (r == 0)
-        r = xargv_add(&rq.argv, RUNC_INIT_IN_CONTAINER, err);
-    if (r == 0)
-        r = xargv_add(&rq.argv, "--exec", err);
-    cJSON_ArrayForEach(item, argv) {
-        if (r == 0)
-            r = xargv_add(&rq.argv, item->valuestring, err);
-    }
     if (r < 0)
         goto out;
     *ret = rq;
@@ -304,6 +308,138 @@ static int request_parse(const struct cordon_resource *res, const struct runc_st
 out:
     free(norm);
     request_clear(&rq);
+    return r;
+}
+
+/* cordon-init --exec ARGV...: the command's process group ends with it,
+ * as the host's runner does, so that a background child cannot hold the
+ * exec open on its output. */
+static int init_argv(const struct request *rq, struct xargv *a, struct cordon_error *err)
+{
+    const cJSON *item;
+    int r = xargv_add(a, RUNC_INIT_IN_CONTAINER, err);
+
+    if (r == 0)
+        r = xargv_add(a, "--exec", err);
+    cJSON_ArrayForEach(item, rq->argv) {
+        if (r == 0)
+            r = xargv_add(a, item->valuestring, err);
+    }
+    return r;
+}
+
+/* runtime --root R --log L --log-format json exec --user U --cwd C --env
+ * NAME=VALUE... ID cordon-init --exec ARGV: the runtime appends the env to
+ * config.json's PATH, a later name wins. */
+static int runtime_argv(const struct cordon_resource *res, const struct runc_state *st,
+                        const struct request *rq, const char *log_path, struct xargv *ret,
+                        struct cordon_error *err)
+{
+    struct xargv a = { 0 };
+    char user[32];
+    int r = 0;
+
+    snprintf(user, sizeof(user), "%u:%u", (unsigned)st->uid, (unsigned)st->gid);
+    {
+        const char *head[] = { res->runtime, "--root", res->cfg.root, "--log", log_path,
+                               "--log-format", "json", "exec", "--user", user, "--cwd", rq->cwd };
+
+        for (size_t i = 0; i < sizeof(head) / sizeof(head[0]) && r == 0; i++)
+            r = xargv_add(&a, head[i], err);
+    }
+    for (size_t i = 0; i < rq->env.n && r == 0; i++) {
+        r = xargv_add(&a, "--env", err);
+        if (r == 0)
+            r = xargv_add(&a, rq->env.v[i], err);
+    }
+    if (r == 0)
+        r = xargv_add(&a, st->id, err);
+    if (r == 0)
+        r = init_argv(rq, &a, err);
+    if (r == 0) {
+        *ret = a;
+        memset(&a, 0, sizeof(a));
+    }
+    xargv_clear(&a);
+    return r;
+}
+
+/* The home directory of uid in the image's /etc/passwd, as runc looks it
+ * up for HOME; "/" (runc's default) when there is no such entry. */
+static int passwd_home(int root_fd, uid_t uid, char **ret, struct cordon_error *err)
+{
+    char *text = NULL, want[24];
+    const char *home = "/";
+    size_t len;
+
+    snprintf(want, sizeof(want), "%u", (unsigned)uid);
+    if (cordon_fs_read_file(root_fd, "etc/passwd", PASSWD_MAX, &text, &len, NULL) == 0) {
+        /* name:password:uid:gid:gecos:home:shell; the first match wins. */
+        for (char *line = text, *next; line != NULL; line = next) {
+            char *f[7] = { line };
+            size_t k = 1;
+
+            next = strchr(line, '\n');
+            if (next != NULL)
+                *next++ = '\0';
+            for (char *c = line; *c != '\0' && k < 7; c++)
+                if (*c == ':') {
+                    *c = '\0';
+                    f[k++] = c + 1;
+                }
+            if (k >= 6 && strcmp(f[2], want) == 0) {
+                home = f[5];
+                break;
+            }
+        }
+    }
+    *ret = strdup(home);
+    free(text);
+    return *ret != NULL ? 0 : runc__nomem(err, "HOME");
+}
+
+/* The environment runc exec would give: config.json's PATH, the pairs (a
+ * later name replacing an earlier one in place), HOME when none is set. */
+static int enter_env(int root_fd, uid_t uid, const struct request *rq, struct xargv *ret,
+                     struct cordon_error *err)
+{
+    struct xargv a = { 0 };
+    char *home = NULL;
+    size_t i;
+    int r = xargv_add(&a, "PATH=" RUNC_DEFAULT_PATH, err);
+
+    for (size_t k = 0; k < rq->env.n && r == 0; k++) {
+        i = env_find(&a, rq->env.v[k]);
+        if (i == a.n) {
+            r = xargv_add(&a, rq->env.v[k], err);
+        } else {
+            char *copy = strdup(rq->env.v[k]);
+
+            if (copy == NULL) {
+                r = runc__nomem(err, "env");
+                break;
+            }
+            free(a.v[i]);
+            a.v[i] = copy;
+        }
+    }
+    i = r == 0 ? env_find(&a, "HOME=") : 0;
+    if (r == 0 && (i == a.n || a.v[i][5] == '\0')) {
+        r = passwd_home(root_fd, uid, &home, err);
+        if (r == 0 && i < a.n) {
+            free(a.v[i]);
+            a.v[i] = NULL;
+            r = asprintf(&a.v[i], "HOME=%s", home) < 0 ? runc__nomem(err, "HOME") : 0;
+        } else if (r == 0) {
+            r = xargv_pair(&a, "HOME", home, err);
+        }
+    }
+    if (r == 0) {
+        *ret = a;
+        memset(&a, 0, sizeof(a));
+    }
+    free(home);
+    xargv_clear(&a);
     return r;
 }
 
@@ -351,16 +487,79 @@ static int exec_result(const struct cordon_host_v1 *host, const char *status, in
     return r;
 }
 
+/* The runtime's exec: its exit 255 with an error logged is the runtime's
+ * failure; 128+N is a signal N (the runtime's and cordon-init's rule). */
+static int run_runtime(const struct cordon_resource *res, const struct runc_state *st,
+                       const struct request *rq, struct cordon_runner_opts *opts,
+                       struct cordon_exec_outcome *o, struct cordon_error *err)
+{
+    struct xargv a = { 0 };
+    char log_path[RUNC_PATH_MAX + 64], log_name[32], hex[13];
+    int r = runc__random_hex(hex, 6, err);
+
+    if (r < 0)
+        return r;
+    snprintf(log_name, sizeof(log_name), "exec-%s.log", hex);
+    snprintf(log_path, sizeof(log_path), "%s/%s", st->bundle, log_name);
+    r = runtime_argv(res, st, rq, log_path, &a, err);
+    if (r == 0) {
+        opts->argv = (const char *const *)a.v;
+        r = cordon_runner_run(opts, o, err);
+    }
+    if (r == 0 && o->status == CORDON_RUN_EXITED && o->exit_code == 255)
+        r = exec_log_error(st->bundle, log_name, err);
+    unlink(log_path);
+    xargv_clear(&a);
+    return r;
+}
+
+/* Entering the container ourselves (see runc__enter_child). */
+static int run_entered(const struct cordon_resource *res, const struct runc_state *st,
+                       int pidfd, int root_fd, const struct request *rq,
+                       struct cordon_runner_opts *opts, struct cordon_exec_outcome *o,
+                       struct cordon_error *err)
+{
+    /* Never executed: child_setup execs the command itself or fails, and
+     * /dev/null cannot be executed, should it ever return 0. */
+    static const char *const never[] = { "/dev/null", NULL };
+    struct runc_enter e;
+    struct xargv argv = { 0 }, envp = { 0 };
+    int r;
+
+    if ((r = init_argv(rq, &argv, err)) < 0 ||
+        (r = enter_env(root_fd, st->uid, rq, &envp, err)) < 0 ||
+        (r = runc__enter_open(res, st, pidfd, &e, err)) < 0)
+        goto out;
+    e.argv = argv.v;
+    e.envp = envp.v;
+    e.cwd = rq->cwd;
+    opts->argv = never;
+    opts->child_setup = runc__enter_child;
+    opts->child_setup_arg = &e;
+    /* The entering child changes per-address-space state (not dumpable,
+     * the argv area): it needs its own copy, not the runner's vfork. */
+    opts->fork_child = true;
+    r = cordon_runner_run(opts, o, err);
+    if (r < 0)
+        r = runc__enter_error(&e, st->id, r, err);
+    runc__enter_close(&e);
+out:
+    xargv_clear(&argv);
+    xargv_clear(&envp);
+    return r;
+}
+
 int runc__exec(struct cordon_resource *res, const char *state_json, const char *request_json,
                const struct cordon_exec_io *io, char **ret_result_json,
                struct cordon_error *err)
 {
+    static const char *const envp[] = { RUNC_RUNTIME_ENV_PATH, NULL };
     struct runc_state st = { 0 };
     struct request rq = { 0 };
     struct cordon_runner_opts opts;
     struct cordon_exec_outcome o = { 0 };
+    int code = 0, sig = 0;   /* how the command ended: exited with code, or signal sig */
     const char *kill_args[] = { "kill", "--all", NULL, "KILL", NULL };
-    char log_path[RUNC_PATH_MAX + 64] = "", log_name[32], hex[13];
     uint64_t now, timeout, oom_before;
     int pidfd = -1, root_fd = -1, ws_fd = -1, null_fd = -1, r;
 
@@ -381,11 +580,7 @@ int runc__exec(struct cordon_resource *res, const char *state_json, const char *
     if ((r = runc__init_pin(res, st.id, st.pid, &pidfd, err)) < 0 ||
         (r = runc__init_root(pidfd, st.pid, st.id, &root_fd, err)) < 0 ||
         (r = runc__workspace_open(root_fd, &ws_fd, err)) < 0 ||
-        (r = runc__random_hex(hex, 6, err)) < 0)
-        goto out;
-    snprintf(log_name, sizeof(log_name), "exec-%s.log", hex);
-    snprintf(log_path, sizeof(log_path), "%s/%s", st.bundle, log_name);
-    if ((r = request_parse(res, &st, root_fd, ws_fd, request_json, log_path, &rq, err)) < 0)
+        (r = request_parse(&st, root_fd, ws_fd, request_json, &rq, err)) < 0)
         goto out;
 
     /* A backstop only: the host keeps the clock and fires cancel_fd. */
@@ -401,25 +596,21 @@ int runc__exec(struct cordon_resource *res, const char *state_json, const char *
     }
     oom_before = runc__cgroup_oom_kills(res->cgroup_version, st.id);
     cordon_runner_opts_init(&opts);
-    opts.argv = (const char *const *)rq.argv.v;
-    {
-        static const char *const envp[] = { RUNC_RUNTIME_ENV_PATH, NULL };
-
-        opts.envp = envp;
-    }
-    /* Pass-through: the sandbox writes into the host's fds via the runtime. */
+    opts.envp = envp;
+    /* Pass-through: the sandbox writes into the host's fds. */
     opts.stdin_fd = io->stdin_fd;
     opts.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : null_fd;
     opts.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_fd;
     opts.timeout_ms = timeout;
     opts.cancel_fd = io->cancel_fd;
-    r = cordon_runner_run(&opts, &o, err);
+    r = res->exec_setns ? run_entered(res, &st, pidfd, root_fd, &rq, &opts, &o, err)
+                        : run_runtime(res, &st, &rq, &opts, &o, err);
     if (r < 0)
         goto out;
 
     if (o.status == CORDON_RUN_CANCELLED || o.status == CORDON_RUN_TIMEOUT) {
-        /* The runtime's exec was killed; the process inside (in a session
-         * of its own) was not. The whole execution ends now. */
+        /* The process we started was killed; what it left in the container
+         * was not. The whole execution ends now. */
         if (!runc__init_kill(pidfd)) {
             struct runc_cmd_result c;
 
@@ -430,27 +621,28 @@ int runc__exec(struct cordon_resource *res, const char *state_json, const char *
         r = o.status == CORDON_RUN_CANCELLED
                 ? exec_result(res->host, "cancelled", 0, 0, false, ret_result_json, err)
                 : exec_result(res->host, "signaled", 0, SIGKILL, true, ret_result_json, err);
-    } else if (o.status == CORDON_RUN_EXITED) {
-        int code = o.exit_code;
-        bool oom = runc__cgroup_oom_kills(res->cgroup_version, st.id) > oom_before;
-
-        if (code == 255 && (r = exec_log_error(st.bundle, log_name, err)) < 0)
-            goto out;
-        if (oom && code == SIGNAL_EXIT_BASE + SIGKILL)
-            r = exec_result(res->host, "oom", 0, SIGKILL, false, ret_result_json, err);
-        else if (code > SIGNAL_EXIT_BASE && code <= SIGNAL_EXIT_BASE + 64)
-            r = exec_result(res->host, "signaled", 0, code - SIGNAL_EXIT_BASE, false,
-                            ret_result_json, err);
-        else
-            r = exec_result(res->host, "exited", code, 0, false, ret_result_json, err);
-    } else {
-        r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "exec: %s exec ended with status %s "
-                             "(signal %d)", res->runtime_name, cordon_run_status_name(o.status),
-                             o.signal);
+        goto out;
     }
+    if (o.status == CORDON_RUN_EXITED && o.exit_code > SIGNAL_EXIT_BASE &&
+        o.exit_code <= SIGNAL_EXIT_BASE + 64)
+        sig = o.exit_code - SIGNAL_EXIT_BASE;
+    else if (o.status == CORDON_RUN_EXITED)
+        code = o.exit_code;
+    else if (o.status == CORDON_RUN_SIGNALED && res->exec_setns)
+        sig = o.signal;   /* the relay died as cordon-init did */
+    else {
+        r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "exec: %s ended with status %s "
+                             "(signal %d)", res->exec_setns ? "the command" : res->runtime_name,
+                             cordon_run_status_name(o.status), o.signal);
+        goto out;
+    }
+    if (sig == SIGKILL && runc__cgroup_oom_kills(res->cgroup_version, st.id) > oom_before)
+        r = exec_result(res->host, "oom", 0, SIGKILL, false, ret_result_json, err);
+    else if (sig != 0)
+        r = exec_result(res->host, "signaled", 0, sig, false, ret_result_json, err);
+    else
+        r = exec_result(res->host, "exited", code, 0, false, ret_result_json, err);
 out:
-    if (log_path[0] != '\0')
-        unlink(log_path);
     cordon_exec_outcome_clear(&o);
     if (null_fd >= 0)
         close(null_fd);

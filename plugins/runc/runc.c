@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cordon/provider.h>
@@ -325,6 +326,7 @@ static void resource_free(struct cordon_resource *res)
     if (res == NULL)
         return;
     config_clear(&res->cfg);
+    runc__seccomp_bpf_clear(&res->seccomp);
     free(res->runtime);
     free(res->base);
     free(res);
@@ -359,6 +361,16 @@ static int root_prepare(const struct runc_config *cfg, struct cordon_error *err)
                                 "config.root: %s must be a directory of uid %u, not writable by "
                                 "group or others", cfg->root, (unsigned)geteuid());
     return 0;
+}
+
+/* Whether the running kernel is at least major.minor. */
+static bool kernel_at_least(unsigned major, unsigned minor)
+{
+    struct utsname u;
+    unsigned a = 0, b = 0;
+
+    return uname(&u) == 0 && sscanf(u.release, "%u.%u", &a, &b) == 2 &&
+           (a > major || (a == major && b >= minor));
 }
 
 static int resource_new(const struct cordon_host_v1 *host, const char *config_json,
@@ -404,6 +416,14 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
         goto out;
     res->cgroup_version = runc__cgroup_version();
     res->memsw = runc__cgroup_has_memsw(res->cgroup_version);
+    /* runc and crun containers are namespaces and cgroups that exec can
+     * enter itself (setns by pidfd and CLONE_INTO_CGROUP: Linux 5.8); any
+     * other runtime (runsc is a kernel of its own) is only ever entered
+     * through its own exec. The name is the binary's own, from --version. */
+    res->exec_setns = (strcmp(res->runtime_name, "runc") == 0 ||
+                       strcmp(res->runtime_name, "crun") == 0) && kernel_at_least(5, 8);
+    if (res->exec_setns && (r = runc__seccomp_bpf(&res->seccomp, err)) < 0)
+        goto out;
     *ret = res;
     res = NULL;
 out:
@@ -824,9 +844,19 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
         (r = cordon_fs_write_new(bfd, "config.json", config, strlen(config), 0600, err)) < 0)
         goto out;
 
+    /*
+     * One runtime invocation: run --detach creates and starts the
+     * container. Its first process is our cordon-init, which runs nothing
+     * but its clock, so reading every limit back after the start still
+     * holds the rule that nothing of the user's runs before: the first
+     * command comes with exec, after provision returned. The runtime hands
+     * its stdio to the init, which drops it at once; it is the memfds of
+     * runtime.c, never a pipe that could be held open.
+     */
     {
         char pid_file[RUNC_PATH_MAX + 16];
-        const char *args[] = { "create", "--bundle", bundle, "--pid-file", pid_file, p.id, NULL };
+        const char *args[] = { "run", "--detach", "--bundle", bundle, "--pid-file", pid_file,
+                               p.id, NULL };
 
         snprintf(pid_file, sizeof(pid_file), "%s/init.pid", bundle);
         r = runc__runtime_cmd(res, args, &c, err);
@@ -838,7 +868,7 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
         /* Another host's container of that id is not ours to clean up. */
         r = cordon_error_set(err, strstr(msg, "exists") != NULL ? CORDON_E_EXISTS
                                                                 : CORDON_E_PROVIDER, 0,
-                             "%s create %s: %s (exit %d)", res->runtime_name, p.id, msg,
+                             "%s run %s: %s (exit %d)", res->runtime_name, p.id, msg,
                              c.exit_code);
         created = strstr(msg, "exists") == NULL;
         goto out;
@@ -847,15 +877,8 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
     if ((r = read_pid_file(bundle, &pid, err)) < 0 ||
         (r = runc__init_pin(res, p.id, pid, &pidfd, err)) < 0)
         goto out;
-    /* Fail closed: nothing runs before every limit reads back right. */
+    /* Fail closed: no command before every limit reads back right. */
     r = runc__cgroup_verify(res->cgroup_version, p.id, pid, &p.limits, res->memsw, err);
-    if (r < 0)
-        goto out;
-    {
-        const char *args[] = { "start", p.id, NULL };
-
-        r = runc__runtime_ok(res, args, CORDON_E_PROVIDER, err);
-    }
     if (r < 0 || (r = runc__lo_up(pidfd, pid, err)) < 0)
         goto out;
     if (p.code && ((r = runc__init_root(pidfd, pid, p.id, &root_fd, err)) < 0 ||
@@ -1117,6 +1140,7 @@ static char *mechanism_facts(const struct cordon_resource *res, const char *imag
                                 runc__seccomp_denied_count()) != NULL &&
         cJSON_AddStringToObject(m, "seccomp_clone3", "ENOSYS") != NULL &&
         cJSON_AddStringToObject(m, "loopback", "up") != NULL &&
+        cJSON_AddStringToObject(m, "exec_path", res->exec_setns ? "setns" : "runtime") != NULL &&
         cJSON_AddStringToObject(m, "init", RUNC_INIT_IN_CONTAINER) != NULL)
         text = cJSON_PrintUnformatted(m);
     cJSON_Delete(m);

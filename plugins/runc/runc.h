@@ -1,7 +1,7 @@
 /*
  * runc provider: what its files share. runc.c holds the vtable (config,
  * resource, provision, tar in and out, terminate, probe); runtime.c runs
- * the runtime binary; container.c reaches and destroys a running
+ * the runtime binary; container.c reaches, enters and destroys a running
  * container; exec.c runs commands in it; config.c writes config.json;
  * seccomp.c the seccomp profile inside it; rootfs.c the pinned image
  * cache; cgroup.c reads limits back and removes cgroup directories.
@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include <linux/filter.h>
 
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
@@ -56,6 +58,12 @@ struct runc_config {
     bool allow_unpinned;
 };
 
+/* A classic BPF program (the seccomp filter), malloc'd. */
+struct runc_bpf {
+    struct sock_filter *filter;
+    unsigned short len;
+};
+
 struct cordon_resource {
     const struct cordon_host_v1 *host;
     struct runc_config cfg;
@@ -67,6 +75,8 @@ struct cordon_resource {
     int cgroup_version;
     bool memsw;
     bool probe_only;             /* the probe's own: no image means the empty root */
+    bool exec_setns;             /* exec enters the container itself (runc, crun), else `exec` */
+    struct runc_bpf seccomp;     /* the profile compiled, for exec_setns */
 };
 
 /* One execution, parsed back from its state JSON. */
@@ -138,9 +148,6 @@ int runc__runtime_version(struct cordon_resource *res, struct cordon_error *err)
  * 10); 0 when it ran: read ret->exit_code. */
 int runc__runtime_cmd(const struct cordon_resource *res, const char *const *args,
                       struct runc_cmd_result *ret, struct cordon_error *err);
-/* runc__runtime_cmd that must exit 0, else code with the runtime's words. */
-int runc__runtime_ok(const struct cordon_resource *res, const char *const *args, int code,
-                     struct cordon_error *err);
 /* The message of the last JSON log line, else the last line (<= 300 bytes). */
 void runc__cmd_message(const char *text, char *buf, size_t size);
 /* The init pid of a container the runtime knows, or 0. */
@@ -157,6 +164,63 @@ int runc__init_root(int pidfd, pid_t pid, const char *id, int *ret_fd, struct co
 bool runc__init_kill(int pidfd);
 /* Bring lo up in the container's network namespace. */
 int runc__lo_up(int pidfd, pid_t pid, struct cordon_error *err);
+
+/* What the entering child reports into shared memory when a step fails. */
+struct runc_enter_report {
+    int step;                    /* 0: no failure reported */
+    int errnum;
+};
+
+#define RUNC_ENTER_CGROUPS_MAX 32u
+#define RUNC_CGROUP_FILE_MAX 384u
+
+/* Where a process joins the execution's cgroups: a cgroup2 directory
+ * (clone3 CLONE_INTO_CGROUP) and the v1 "tasks" files, to which a
+ * single-threaded process writes "0" (moving only the calling thread
+ * spares the kernel the global lock, and its RCU grace period, that a
+ * cgroup.procs write takes). */
+struct runc_cgroup_join {
+    char tasks[RUNC_ENTER_CGROUPS_MAX][RUNC_CGROUP_FILE_MAX];
+    size_t n_tasks;
+    char dir2[RUNC_CGROUP_FILE_MAX];     /* "" when there is no cgroup2 hierarchy */
+};
+
+/*
+ * Everything needed to start a process inside a running container without
+ * the runtime (exec's path when exec_setns), prepared before the runner
+ * forks: the child only reads it and makes raw system calls. Opened with
+ * runc__enter_open, which fills every field but argv, envp and cwd (the
+ * caller's, borrowed); closed with runc__enter_close.
+ */
+struct runc_enter {
+    pid_t pid;                           /* the init's host pid */
+    char ns_path[48];                    /* /proc/<pid>/ns/pid */
+    dev_t ns_dev;
+    ino_t ns_ino;
+    int ns_fd;                           /* ours: keeps that namespace and its inode alive */
+    struct runc_cgroup_join cgroups;     /* what to join */
+    uid_t uid;
+    gid_t gid;
+    long max_fd;                         /* close loop bound without close_range */
+    unsigned long arg_start, arg_end;    /* our argv area, overwritten in the child */
+    struct sock_fprog seccomp;           /* borrowed from the resource */
+    char *const *argv;                   /* cordon-init --exec ARGV, borrowed */
+    char *const *envp;                   /* borrowed */
+    const char *cwd;                     /* absolute inside the container, borrowed */
+    struct runc_enter_report *report;    /* MAP_SHARED: survives the child */
+};
+
+/* Prepare e for the pinned init (pidfd of st->pid). */
+int runc__enter_open(const struct cordon_resource *res, const struct runc_state *st, int pidfd,
+                     struct runc_enter *ret, struct cordon_error *err);
+void runc__enter_close(struct runc_enter *e);
+/* The runner's child_setup (arg: struct runc_enter *). Never returns 0:
+ * it ends as the relay of the command's exit, or returns an errno. */
+int runc__enter_child(void *arg);
+/* Turn a failed run into the child's own words (r: the runner's code). */
+int runc__enter_error(const struct runc_enter *e, const char *id, int r,
+                      struct cordon_error *err);
+
 /* Everything of one execution; already gone is success. pid 0: ask the runtime. */
 int runc__destroy(const struct cordon_resource *res, const char *id, pid_t pid,
                   struct cordon_error *err);
@@ -193,6 +257,14 @@ struct runc_spec_in {
 /* The cgroupsPath of an execution: RUNC_CGROUP_PREFIX "<id>" into buf. */
 void runc__cgroup_path(const char *execution_id, char *buf, size_t size);
 
+/* One rlimit of the container's processes (soft = hard = value). */
+struct runc_rlimit {
+    int resource;                /* RLIMIT_* */
+    const char *name;            /* as config.json spells it; NULL ends the table */
+    uint64_t value;
+};
+extern const struct runc_rlimit runc__rlimits[];
+
 /* CPU quota in microseconds per RUNC_CPU_PERIOD_US for cpus (at least 1000). */
 uint64_t runc__cpu_quota_us(double cpus);
 
@@ -211,6 +283,11 @@ int runc__seccomp_profile(cJSON **ret, struct cordon_error *err);
 /* For the facts: how many syscalls the profile refuses outright on this
  * architecture, or -1 when libseccomp cannot say. */
 int runc__seccomp_denied_count(void);
+
+/* The same profile compiled for this architecture, as the runtime
+ * compiles it. Clear with runc__seccomp_bpf_clear. */
+int runc__seccomp_bpf(struct runc_bpf *ret, struct cordon_error *err);
+void runc__seccomp_bpf_clear(struct runc_bpf *bpf);
 
 /* ---- rootfs.c -------------------------------------------------------------- */
 
@@ -264,6 +341,11 @@ bool runc__cgroup_holds(int version, const char *execution_id, pid_t pid);
  * ones are success; busy ones are retried for up to timeout_ms. */
 int runc__cgroup_remove(int version, const char *execution_id, unsigned timeout_ms,
                         struct cordon_error *err);
+
+/* The execution's cgroup in every hierarchy that has one; CORDON_E_UNSAFE
+ * unless they are as many as the hierarchies in which pid is a member of it. */
+int runc__cgroup_join_files(int version, const char *execution_id, pid_t pid,
+                            struct runc_cgroup_join *ret, struct cordon_error *err);
 
 /* True when the execution's cgroup holds no process (or is gone). */
 bool runc__cgroup_empty(int version, const char *execution_id);

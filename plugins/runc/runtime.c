@@ -201,23 +201,6 @@ int runc__runtime_cmd(const struct cordon_resource *res, const char *const *args
     return cmd_run(argv, ret, err);
 }
 
-/* runtime_cmd that must exit 0; otherwise an error naming the verb. */
-int runc__runtime_ok(const struct cordon_resource *res, const char *const *args, int code,
-                     struct cordon_error *err)
-{
-    struct runc_cmd_result c;
-    char msg[320];
-    int r = runc__runtime_cmd(res, args, &c, err);
-
-    if (r == 0 && c.exit_code != 0) {
-        runc__cmd_message(c.errtext, msg, sizeof(msg));
-        r = cordon_error_set(err, code, 0, "%s %s %s: %s (exit %d)", res->runtime_name, args[0],
-                             args[1] != NULL ? args[1] : "", msg, c.exit_code);
-    }
-    runc__cmd_result_clear(&c);
-    return r;
-}
-
 /* "runc version 1.1.5+ds1\ncommit: ...\nspec: 1.0.2-dev" -> the pieces. */
 int runc__runtime_version(struct cordon_resource *res, struct cordon_error *err)
 {

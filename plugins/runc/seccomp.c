@@ -9,10 +9,20 @@
  * "architectures" list: the runtime then filters the native ABI only and
  * kills a process that enters through another one (i386, x32), so the
  * numbers behind the names cannot be dodged.
+ *
+ * The rules are data (rules[] below), walked by two builders: the JSON
+ * profile the runtime compiles into the container's init, and the same
+ * filter compiled here with libseccomp for processes the provider starts
+ * in the container itself (exec.c): both go through the same library, in
+ * the same order, so the two filters are the same program.
  */
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <seccomp.h>
 
@@ -44,31 +54,73 @@ static const char *const denied[] = {
     "open_by_handle_at", "name_to_handle_at",
 };
 
+/* clone with CLONE_NEWUSER in its flags; clone3 keeps its flags in memory
+ * the filter cannot read, so it answers ENOSYS and libc falls back. */
+static const char *const clone_names[] = { "clone" };
+static const char *const clone3_names[] = { "clone3" };
+
+/* One rule of the profile: names refused with errno_ret; newuser limits
+ * it to calls whose clone flags hold CLONE_NEWUSER. */
+struct rule {
+    const char *const *names;
+    size_t count;
+    int errno_ret;
+    bool newuser;
+    bool required;               /* the profile is refused if none resolves */
+};
+
+static const struct rule rules[] = {
+    { denied, COUNT(denied), EPERM, false, true },
+    { clone_names, COUNT(clone_names), EPERM, true, false },
+    { clone3_names, COUNT(clone3_names), ENOSYS, false, false },
+};
+
+/* s390 passes clone's flags second. */
+#if defined(__s390__) || defined(__s390x__)
+#define CLONE_FLAGS_ARG 1
+#else
+#define CLONE_FLAGS_ARG 0
+#endif
+
 static int nomem(struct cordon_error *err)
 {
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "seccomp profile: out of memory");
 }
 
-/* A rule {"names": [...], "action": "SCMP_ACT_ERRNO", "errnoRet": errno_ret}. */
-static cJSON *errno_rule(cJSON *syscalls, int errno_ret)
+static int none_resolved(struct cordon_error *err)
 {
-    cJSON *rule = cJSON_CreateObject();
-
-    if (rule == NULL || !cJSON_AddItemToArray(syscalls, rule)) {
-        cJSON_Delete(rule);
-        return NULL;
-    }
-    if (cJSON_AddArrayToObject(rule, "names") == NULL ||
-        cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") == NULL ||
-        cJSON_AddNumberToObject(rule, "errnoRet", errno_ret) == NULL)
-        return NULL;
-    return rule;
+    return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                            "seccomp profile: libseccomp resolves none of the %zu denied "
+                            "syscalls on this architecture", COUNT(denied));
 }
 
-static bool add_name(cJSON *rule, const char *name)
+/* {"names": [...], "action": "SCMP_ACT_ERRNO", "errnoRet": N, "args": [...]}. */
+static cJSON *json_rule(const struct rule *ru)
 {
-    return cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(rule, "names"),
-                                cJSON_CreateString(name));
+    cJSON *rule = cJSON_CreateObject(), *names, *args, *arg;
+
+    if (rule == NULL || (names = cJSON_AddArrayToObject(rule, "names")) == NULL ||
+        cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") == NULL ||
+        cJSON_AddNumberToObject(rule, "errnoRet", ru->errno_ret) == NULL)
+        goto nomem;
+    /* The runtime refuses a name it cannot resolve: keep only this arch's. */
+    for (size_t i = 0; i < ru->count; i++)
+        if (seccomp_syscall_resolve_name(ru->names[i]) >= 0 &&
+            !cJSON_AddItemToArray(names, cJSON_CreateString(ru->names[i])))
+            goto nomem;
+    if (!ru->newuser)
+        return rule;
+    if ((args = cJSON_AddArrayToObject(rule, "args")) == NULL ||
+        (arg = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(args, arg) ||
+        cJSON_AddNumberToObject(arg, "index", CLONE_FLAGS_ARG) == NULL ||
+        cJSON_AddNumberToObject(arg, "value", CLONE_NEWUSER) == NULL ||
+        cJSON_AddNumberToObject(arg, "valueTwo", CLONE_NEWUSER) == NULL ||
+        cJSON_AddStringToObject(arg, "op", "SCMP_CMP_MASKED_EQ") == NULL)
+        goto nomem;
+    return rule;
+nomem:
+    cJSON_Delete(rule);
+    return NULL;
 }
 
 int runc__seccomp_denied_count(void)
@@ -82,53 +134,110 @@ int runc__seccomp_denied_count(void)
 
 int runc__seccomp_profile(cJSON **ret, struct cordon_error *err)
 {
-    cJSON *profile = cJSON_CreateObject(), *syscalls, *rule, *args, *arg;
-    size_t kept = 0;
+    cJSON *profile = cJSON_CreateObject(), *syscalls, *rule;
 
     if (profile == NULL ||
         cJSON_AddStringToObject(profile, "defaultAction", "SCMP_ACT_ALLOW") == NULL ||
-        (syscalls = cJSON_AddArrayToObject(profile, "syscalls")) == NULL ||
-        (rule = errno_rule(syscalls, EPERM)) == NULL)
+        (syscalls = cJSON_AddArrayToObject(profile, "syscalls")) == NULL)
         goto nomem;
-    /* The runtime refuses a name it cannot resolve: keep only this arch's. */
-    for (size_t i = 0; i < COUNT(denied); i++) {
-        if (seccomp_syscall_resolve_name(denied[i]) < 0)
-            continue;
-        if (!add_name(rule, denied[i]))
+    for (size_t r = 0; r < COUNT(rules); r++) {
+        int kept;
+
+        if ((rule = json_rule(&rules[r])) == NULL)
             goto nomem;
-        kept++;
+        kept = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(rule, "names"));
+        if (kept == 0) {
+            cJSON_Delete(rule);
+            if (!rules[r].required)
+                continue;
+            cJSON_Delete(profile);
+            return none_resolved(err);
+        }
+        if (!cJSON_AddItemToArray(syscalls, rule)) {
+            cJSON_Delete(rule);
+            goto nomem;
+        }
     }
-    if (kept == 0) {
-        cJSON_Delete(profile);
-        return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
-                                "seccomp profile: libseccomp resolves none of the %zu denied "
-                                "syscalls on this architecture", COUNT(denied));
-    }
-
-    /* clone with CLONE_NEWUSER in its flags; s390 passes the flags second. */
-    if ((rule = errno_rule(syscalls, EPERM)) == NULL || !add_name(rule, "clone") ||
-        (args = cJSON_AddArrayToObject(rule, "args")) == NULL ||
-        (arg = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(args, arg))
-        goto nomem;
-#if defined(__s390__) || defined(__s390x__)
-    if (cJSON_AddNumberToObject(arg, "index", 1) == NULL)
-        goto nomem;
-#else
-    if (cJSON_AddNumberToObject(arg, "index", 0) == NULL)
-        goto nomem;
-#endif
-    if (cJSON_AddNumberToObject(arg, "value", CLONE_NEWUSER) == NULL ||
-        cJSON_AddNumberToObject(arg, "valueTwo", CLONE_NEWUSER) == NULL ||
-        cJSON_AddStringToObject(arg, "op", "SCMP_CMP_MASKED_EQ") == NULL)
-        goto nomem;
-
-    /* clone3 keeps its flags in memory the filter cannot read. */
-    if (seccomp_syscall_resolve_name("clone3") >= 0 &&
-        ((rule = errno_rule(syscalls, ENOSYS)) == NULL || !add_name(rule, "clone3")))
-        goto nomem;
     *ret = profile;
     return 0;
 nomem:
     cJSON_Delete(profile);
     return nomem(err);
+}
+
+void runc__seccomp_bpf_clear(struct runc_bpf *bpf)
+{
+    free(bpf->filter);
+    memset(bpf, 0, sizeof(*bpf));
+}
+
+/* ctx exported as classic BPF (libseccomp 2.5 writes it to an fd only). */
+static int bpf_export(scmp_filter_ctx ctx, struct runc_bpf *ret, struct cordon_error *err)
+{
+    struct stat st;
+    ssize_t n = -1;
+    int fd = memfd_create("cordon-seccomp", MFD_CLOEXEC), rc;
+
+    if (fd < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "seccomp: memfd_create: %s",
+                                strerror(errno));
+    rc = seccomp_export_bpf(ctx, fd);
+    if (rc == 0 && fstat(fd, &st) == 0 && st.st_size > 0 &&
+        st.st_size % (off_t)sizeof(struct sock_filter) == 0 &&
+        st.st_size / (off_t)sizeof(struct sock_filter) <= BPF_MAXINSNS &&
+        (ret->filter = malloc((size_t)st.st_size)) != NULL)
+        n = pread(fd, ret->filter, (size_t)st.st_size, 0);
+    close(fd);
+    if (rc != 0 || n != (ssize_t)st.st_size) {
+        runc__seccomp_bpf_clear(ret);
+        return cordon_error_set(err, CORDON_E_PROVIDER, rc < 0 ? -rc : errno,
+                                "seccomp: exporting the filter failed (libseccomp %d)", rc);
+    }
+    ret->len = (unsigned short)(st.st_size / (off_t)sizeof(struct sock_filter));
+    return 0;
+}
+
+/*
+ * The filter the runtime builds from runc__seccomp_profile, built the way
+ * it builds it: an allowing default, this architecture only (libseccomp
+ * kills a call through another ABI), one rule_add per resolvable name in
+ * the profile's order, no_new_privs left to the caller.
+ */
+int runc__seccomp_bpf(struct runc_bpf *ret, struct cordon_error *err)
+{
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    struct runc_bpf bpf = { 0 };
+    int r = 0, rc = 0;
+
+    if (ctx == NULL)
+        return nomem(err);
+    rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+    for (size_t i = 0; i < COUNT(rules) && rc == 0; i++) {
+        const struct rule *ru = &rules[i];
+        size_t kept = 0;
+
+        for (size_t k = 0; k < ru->count && rc == 0; k++) {
+            int nr = seccomp_syscall_resolve_name(ru->names[k]);
+
+            if (nr < 0)
+                continue;
+            kept++;
+            rc = ru->newuser
+                     ? seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)ru->errno_ret), nr, 1,
+                                        SCMP_CMP(CLONE_FLAGS_ARG, SCMP_CMP_MASKED_EQ,
+                                                 CLONE_NEWUSER, CLONE_NEWUSER))
+                     : seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)ru->errno_ret), nr, 0);
+        }
+        if (rc == 0 && kept == 0 && ru->required)
+            r = none_resolved(err);
+        if (r < 0)
+            break;
+    }
+    if (r == 0 && rc != 0)
+        r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: building the filter: %s",
+                             strerror(-rc));
+    if (r == 0 && (r = bpf_export(ctx, &bpf, err)) == 0)
+        *ret = bpf;
+    seccomp_release(ctx);
+    return r;
 }

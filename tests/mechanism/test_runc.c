@@ -31,9 +31,14 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/filter.h>
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -613,6 +618,8 @@ Test(runc, probe_observes_all_axes_and_the_toolchains)
     cr_assert_str_eq(str_at(mech, "runtime", NULL), "runc");
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(mech, "image_pinned")));
     cr_assert_str_eq(str_at(mech, "loopback", NULL), "up");
+    /* runc is entered by the provider itself, never through `runc exec`. */
+    cr_assert_str_eq(str_at(mech, "exec_path", NULL), "setns");
     cJSON_Delete(doc);
     free(facts);
 }
@@ -1025,6 +1032,401 @@ Test(runc, denied_syscalls_fail_with_eperm)
     cr_assert(strstr(out, "clone3 -1 38\n") != NULL, "clone3 did not answer ENOSYS: %s", out);
     cordon_exec_outcome_clear(&o);
     free(out);
+}
+
+/* ---- exec by entering the container (exec_path "setns") ------------------------------------ */
+
+#define FILTER_MAX 4096
+
+/* The lines of text that start with one of the prefixes, in order. */
+static char *lines_with(const char *text, const char *const *prefixes, size_t n)
+{
+    char *out = calloc(1, strlen(text) + 1), *o = out;
+
+    cr_assert_not_null(out);
+    for (const char *line = text; line != NULL && *line != '\0';) {
+        const char *end = strchrnul(line, '\n');
+
+        for (size_t i = 0; i < n; i++)
+            if (strncmp(line, prefixes[i], strlen(prefixes[i])) == 0) {
+                memcpy(o, line, (size_t)(end - line));
+                o += end - line;
+                *o++ = '\n';
+                break;
+            }
+        line = *end == '\n' ? end + 1 : NULL;
+    }
+    return out;
+}
+
+/* The confinement fields of a /proc/<pid>/status. */
+static char *status_fields(const char *status)
+{
+    static const char *const fields[] = { "Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:",
+                                          "CapEff:", "CapBnd:", "CapAmb:", "NoNewPrivs:",
+                                          "Seccomp:", "Seccomp_filters:" };
+
+    return lines_with(status, fields, sizeof(fields) / sizeof(fields[0]));
+}
+
+/* "ns mnt:[N]" lines of a host pid, as the command prints its own. */
+static char *ns_lines(pid_t pid)
+{
+    static const char *const names[] = { "mnt", "pid", "net", "ipc", "uts", "cgroup", "user" };
+    char *out = calloc(1, 1024);
+    size_t len = 0;
+
+    cr_assert_not_null(out);
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char path[64], link[128] = "";
+
+        snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, names[i]);
+        cr_assert_gt(readlink(path, link, sizeof(link) - 1), 0, "%s: %s", path, strerror(errno));
+        len += (size_t)snprintf(out + len, 1024 - len, "ns %s\n", link);
+    }
+    return out;
+}
+
+/* The seccomp program a process runs under (the newest filter), as the
+ * kernel holds it: PTRACE_SECCOMP_GET_FILTER on the stopped process. */
+static long seccomp_filter(pid_t pid, struct sock_filter *buf)
+{
+    int st;
+    long n;
+
+    cr_assert_eq(ptrace(PTRACE_SEIZE, pid, NULL, NULL), 0, "seize %d: %s", (int)pid,
+                 strerror(errno));
+    cr_assert_eq(ptrace(PTRACE_INTERRUPT, pid, NULL, NULL), 0);
+    cr_assert_eq(waitpid(pid, &st, __WALL), pid);
+    n = ptrace(PTRACE_SECCOMP_GET_FILTER, pid, (void *)0, buf);
+    cr_assert_gt(n, 0, "PTRACE_SECCOMP_GET_FILTER %d: %s", (int)pid, strerror(errno));
+    cr_assert_leq(n, FILTER_MAX);
+    ptrace(PTRACE_DETACH, pid, NULL, NULL);
+    return n;
+}
+
+/* The host pids in the execution's pids cgroup other than its init. */
+static int container_pids(const char *id, pid_t init, pid_t *ret, int max)
+{
+    char path[PATH_MAX], *text, *p;
+    int n = 0;
+
+    snprintf(path, sizeof(path), "/sys/fs/cgroup/pids/cordon-%s/cgroup.procs", id);
+    text = read_text(path);
+    cr_assert_not_null(text, "%s", path);
+    for (p = text; *p != '\0' && n < max;) {
+        pid_t pid = (pid_t)strtol(p, &p, 10);
+
+        if (pid > 0 && pid != init)
+            ret[n++] = pid;
+        while (*p == '\n')
+            p++;
+    }
+    free(text);
+    return n;
+}
+
+/* Run sh -c script through prov->exec with a pipe of ours as stdout; its
+ * output in *ret_out (malloc'd), the pipe's inode in *ret_ino. */
+static void exec_to_pipe(const char *state, const char *script, char **ret_out,
+                         unsigned long *ret_ino)
+{
+    struct cordon_exec_io io = { .abi_version = CORDON_ABI_VERSION, .struct_size = sizeof(io),
+                                 .stdin_fd = -1, .stderr_fd = -1, .cancel_fd = -1 };
+    cJSON *req = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(req, "argv");
+    char *request, *result = NULL, *out = calloc(1, 1 << 16);
+    struct stat pst;
+    int pipefd[2];
+    ssize_t got = 0, k;
+
+    cr_assert_not_null(out);
+    cJSON_AddItemToArray(arr, cJSON_CreateString("sh"));
+    cJSON_AddItemToArray(arr, cJSON_CreateString("-c"));
+    cJSON_AddItemToArray(arr, cJSON_CreateString(script));
+    cJSON_AddStringToObject(req, "cwd", "");
+    request = cJSON_PrintUnformatted(req);
+    cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
+    io.stdout_fd = pipefd[1];
+    /* The output fits the pipe's buffer: read it after the exec returned. */
+    cr_assert_eq(prov->exec(res, state, request, &io, &result, &err), 0, "exec: %s",
+                 err.message);
+    close(pipefd[1]);
+    while (got < (1 << 16) - 1 &&
+           (k = read(pipefd[0], out + got, (size_t)((1 << 16) - 1 - got))) > 0)
+        got += k;
+    cr_assert(strstr(result, "\"exited\"") != NULL, "%s\n%s", result, out);
+    cr_assert_eq(fstat(pipefd[0], &pst), 0);
+    close(pipefd[0]);
+    *ret_out = out;
+    *ret_ino = (unsigned long)pst.st_ino;
+    free(request);
+    free(result);
+    cJSON_Delete(req);
+}
+
+/*
+ * A process started through exec is confined exactly as the container's
+ * init, which runc itself started from config.json: the same credentials,
+ * capability sets, no_new_privs and seccomp state, the same namespaces, the
+ * same cgroups, and the very same seccomp program. The command also writes
+ * straight into the host's pipe (no runtime relaying its output): the
+ * path is the provider's own, not `runc exec`.
+ */
+Test(runc, exec_confinement_equals_the_init)
+{
+    const char *script =
+        "setsid sleep 60 < /dev/null > /dev/null 2>&1 & "
+        "cat /proc/self/status; "
+        "for n in mnt pid net ipc uts cgroup user; do echo \"ns $(readlink /proc/self/ns/$n)\"; "
+        "done; echo \"fd1 $(readlink /proc/$$/fd/1)\"; ls /proc/$$/fd | tr '\\n' ' '; "
+        "echo; echo '--cgroup'; cat /proc/self/cgroup; echo '--init-cgroup'; cat /proc/1/cgroup; "
+        "echo '--env'; env | sort";
+    struct sock_filter *init_prog = calloc(FILTER_MAX, sizeof(*init_prog));
+    struct sock_filter *cmd_prog = calloc(FILTER_MAX, sizeof(*cmd_prog));
+    char id[40], path[64], *out = NULL, fd1[64];
+    char *init_status, *mine, *theirs, *ns, *cg, *init_cg, *env;
+    const char *state;
+    unsigned long ino;
+    pid_t init, sleeper[4];
+    int n;
+    long ni, nc;
+
+    ensure();
+    state = provision(id);
+    init = state_pid(state);
+    exec_to_pipe(state, script, &out, &ino);
+    /* Its output went into our pipe itself, and it holds nothing else. */
+    snprintf(fd1, sizeof(fd1), "fd1 pipe:[%lu]\n", ino);
+    cr_assert(strstr(out, fd1) != NULL, "stdout is not the host's pipe (%s): %s", fd1, out);
+    cr_assert(strstr(out, "\n0 1 2 \n") != NULL, "descriptors beyond stdio: %s", out);
+
+    /* Credentials, capabilities, no_new_privs, seccomp: as the init's. */
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)init);
+    init_status = read_text(path);
+    cr_assert_not_null(init_status);
+    mine = status_fields(out);
+    theirs = status_fields(init_status);
+    cr_assert_str_eq(mine, theirs, "the command:\n%s\nthe init:\n%s", mine, theirs);
+    cr_assert(strstr(mine, "CapBnd:\t0000000000000000") != NULL, "%s", mine);
+    cr_assert(strstr(mine, "NoNewPrivs:\t1") != NULL && strstr(mine, "Seccomp:\t2") != NULL,
+              "%s", mine);
+    /* Namespaces and cgroups: the init's (the user namespace is the host's). */
+    ns = ns_lines(init);
+    cr_assert(strstr(out, ns) != NULL, "namespaces differ; the init's:\n%s\nthe command's:\n%s",
+              ns, out);
+    /* Sections of the output, cut apart: cgroups, the init's, the env. */
+    cg = strstr(out, "--cgroup\n");
+    init_cg = strstr(out, "--init-cgroup\n");
+    env = strstr(out, "--env\n");
+    cr_assert(cg != NULL && init_cg != NULL && env != NULL && cg < init_cg && init_cg < env,
+              "%s", out);
+    *init_cg = *env = '\0';
+    cr_assert_str_eq(cg + strlen("--cgroup\n"), init_cg + strlen("--init-cgroup\n"),
+                     "cgroups differ");
+    /* The environment runc exec gives: config.json's PATH, the spec's, HOME. */
+    env += strlen("--env\n");
+    cr_assert(strstr(env, "CORDON_TEST=yes\nHOME=/\nPATH=/usr/local/bin:/usr/bin:/bin\n") != NULL,
+              "%s", env);
+
+    /* The background sleeper it left: the same seccomp program as the init,
+     * instruction for instruction, and the same status and namespaces. */
+    n = container_pids(id, init, sleeper, 4);
+    cr_assert_eq(n, 1, "expected the init and one sleeper in the cgroup, found %d others", n);
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)sleeper[0]);
+    free(mine);
+    init_status = (free(init_status), read_text(path));
+    cr_assert_not_null(init_status);
+    mine = status_fields(init_status);
+    cr_assert_str_eq(mine, theirs);
+    free(ns);
+    ns = ns_lines(sleeper[0]);
+    cr_assert_str_eq(ns, ns_lines(init));
+    ni = seccomp_filter(init, init_prog);
+    nc = seccomp_filter(sleeper[0], cmd_prog);
+    cr_assert_eq(nc, ni, "seccomp programs differ in length: %ld vs the init's %ld", nc, ni);
+    cr_assert_eq(memcmp(cmd_prog, init_prog, (size_t)ni * sizeof(*init_prog)), 0,
+                 "the seccomp program differs from the one runc installed in the init");
+
+    free(init_prog);
+    free(cmd_prog);
+    free(init_status);
+    free(mine);
+    free(theirs);
+    free(ns);
+    free(out);
+}
+
+/*
+ * A failure inside the entering child comes back as an error naming its
+ * step: here a cwd the sandbox user may not enter (root's, 0700, made from
+ * the host). It is entered as that user; runc 1.1's exec would enter it as
+ * root first and leave the command in a directory it cannot read.
+ */
+Test(runc, exec_into_a_cwd_the_user_cannot_enter_fails_naming_the_step)
+{
+    const char *argv[] = { "true", NULL };
+    struct cordon_exec_outcome o = { 0 };
+    struct cordon_drive_opts opts;
+    char path[PATH_MAX];
+    const char *state;
+
+    ensure();
+    state = provision(NULL);
+    snprintf(path, sizeof(path), "/proc/%d/root/workspace/closed", (int)state_pid(state));
+    cr_assert_eq(mkdir(path, 0700), 0, "%s: %s", path, strerror(errno));
+    cordon_drive_opts_init(&opts);
+    opts.host = &host;
+    opts.provider = prov;
+    opts.resource = res;
+    opts.state_json = state;
+    opts.request_json = "{\"argv\": [\"true\"], \"cwd\": \"closed\"}";
+    opts.timeout_ms = 30000;
+    cr_assert_neq(cordon_drive_exec(&opts, &o, &err), 0, "the exec ran in a closed directory");
+    cr_assert(strstr(err.message, "working directory") != NULL &&
+              strstr(err.message, "Permission denied") != NULL, "%s", err.message);
+    cordon_exec_outcome_clear(&o);
+    /* The execution is still usable. */
+    cr_assert_eq(drive(state, argv, 30000, 1 << 20, &o), 0, "%s", err.message);
+    cr_assert_eq(o.exit_code, 0);
+    cordon_exec_outcome_clear(&o);
+}
+
+/*
+ * Any runtime but runc and crun is entered only through its own exec
+ * (runsc: entering its namespaces would bypass gVisor). A runtime that
+ * names itself otherwise in --version, wrapping runc, takes that path: the
+ * command's output comes through the runtime's own pipe, not ours, and
+ * the process is as confined.
+ */
+Test(runc, other_runtimes_are_entered_through_their_exec)
+{
+    static const char wrapper_text[] =
+        "#!/bin/sh\n"
+        "if [ \"$1\" = --version ]; then printf 'othert version 1.1.5\\nspec: 1.0.2-dev\\n'; exit 0; fi\n"
+        "exec runc \"$@\"\n";
+    char wrapper[PATH_MAX + 32], config[2 * PATH_MAX + 128], fd1[64], *out = NULL, *mine;
+    const char *state;
+    unsigned long ino;
+    int fd;
+
+    require_setup();
+    snprintf(wrapper, sizeof(wrapper), "%s/othert", shared);
+    fd = open(wrapper, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, wrapper_text, strlen(wrapper_text)), (ssize_t)strlen(wrapper_text));
+    close(fd);
+    snprintf(config, sizeof(config), "{\"image\": \"%s\", \"runtime_path\": \"%s\"}", image,
+             wrapper);
+    ensure_with(config);
+    state = provision(NULL);
+    exec_to_pipe(state,
+                 "echo \"fd1 $(readlink /proc/$$/fd/1)\"; grep -E '^(Cap|NoNewPrivs|Seccomp)' "
+                 "/proc/self/status",
+                 &out, &ino);
+    snprintf(fd1, sizeof(fd1), "fd1 pipe:[%lu]\n", ino);
+    cr_assert(strstr(out, "fd1 pipe:[") != NULL && strstr(out, fd1) == NULL,
+              "the command wrote into our pipe: the runtime's exec was bypassed: %s", out);
+    mine = status_fields(out);
+    cr_assert(strstr(mine, "CapBnd:\t0000000000000000") != NULL &&
+              strstr(mine, "NoNewPrivs:\t1") != NULL && strstr(mine, "Seccomp:\t2") != NULL,
+              "%s", mine);
+    free(mine);
+    free(out);
+}
+
+struct exec_job {
+    const char *state;
+    int rc;
+    struct cordon_exec_outcome o;
+};
+
+static void *exec_thread(void *arg)
+{
+    static const char *const argv[] = { "sleep", "2", NULL };
+    struct exec_job *j = arg;
+
+    j->rc = drive(j->state, argv, 30000, 1 << 20, &j->o);
+    return NULL;
+}
+
+/* The first line of a host /proc file that starts with key, value only. */
+static long status_value(pid_t pid, const char *key)
+{
+    char path[64], *text, *at;
+    long v = -1;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    text = read_text(path);
+    if (text != NULL && (at = strstr(text, key)) != NULL)
+        v = strtol(at + strlen(key), NULL, 10);
+    free(text);
+    return v;
+}
+
+/*
+ * The process that relays the command's exit stays on the host's side: in
+ * no cgroup of the container and outside its pid namespace, where nothing
+ * inside can name it; and neither it nor the command before its execve
+ * shows the host's command line (only "cordon-enter"). Everything is read
+ * while the exec runs and asserted after it returned (an assertion must not
+ * end the test under a running exec).
+ */
+Test(runc, exec_relay_stays_outside_and_shows_no_host_argv)
+{
+    struct exec_job job = { 0 };
+    char id[40], path[64], *cmdline = NULL, *status = NULL, *line;
+    pid_t init, inside[4], relay = 0;
+    char *own_before = read_text("/proc/self/cmdline"), *own_after;
+    pthread_t t;
+    int n = 0;
+
+    ensure();
+    job.state = provision(id);
+    init = state_pid(job.state);
+    cr_assert_eq(pthread_create(&t, NULL, exec_thread, &job), 0);
+    /* cordon-init --exec and sleep: wait for them to be in the cgroup. */
+    for (int i = 0; i < 200 && n < 2; i++) {
+        nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+        n = container_pids(id, init, inside, 4);
+    }
+    for (int i = 0; i < n && relay == 0; i++) {
+        long ppid = status_value(inside[i], "PPid:");
+
+        if (ppid > 0 && ppid != init)
+            relay = (pid_t)ppid;
+    }
+    if (relay > 0) {
+        snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)relay);
+        cmdline = read_text(path);
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)relay);
+        status = read_text(path);
+    }
+    pthread_join(t, NULL);
+
+    cr_assert_eq(n, 2, "the command did not start (%d processes besides the init)", n);
+    cr_assert_gt(relay, 0, "no process outside the container is a parent of the command");
+    cr_assert(cmdline != NULL && status != NULL);
+    cr_assert_str_eq(cmdline, "cordon-enter", "the relay shows \"%s\"", cmdline);
+    /* One pid namespace only (the host's): nothing inside can see it. */
+    line = strstr(status, "NSpid:\t");
+    cr_assert_not_null(line, "%s", status);
+    line[strcspn(line, "\n")] = '\0';
+    cr_assert_null(strchr(line + 7, '\t'), "the relay is in a pid namespace below the host's: %s",
+                   line);
+    cr_assert_eq(job.rc, 0, "%s", err.message);
+    cr_assert_eq(job.o.status, CORDON_RUN_EXITED);
+    cr_assert_eq(job.o.exit_code, 0);
+    /* The relay's changes were made on its own copy of the host's memory:
+     * the host keeps its command line and stays dumpable. */
+    own_after = read_text("/proc/self/cmdline");
+    cr_assert(own_before != NULL && own_after != NULL);
+    cr_assert_str_eq(own_after, own_before, "the host's own command line was overwritten");
+    cr_assert_eq(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 1, "the host was made non-dumpable");
+    cordon_exec_outcome_clear(&job.o);
+    free(own_before);
+    free(own_after);
+    free(cmdline);
+    free(status);
 }
 
 /* ---- the rootfs cache -------------------------------------------------------------------- */
