@@ -912,6 +912,20 @@ out:
 
 /* ---- tar in and out ------------------------------------------------------- */
 
+/* The workspace a tar stream or a set of files lands in, and who owns it. */
+static int runc_import_begin(struct cordon_resource *res, const char *state_json,
+                             struct runc_state *st, int *ret_ws_fd,
+                             struct cordon_workspace_owner *ret_owner, struct cordon_error *err)
+{
+    int r;
+
+    if ((r = runc__state_parse(res, state_json, true, st, err)) < 0 ||
+        (r = runc__state_workspace(res, st, ret_ws_fd, err)) < 0)
+        return r;
+    *ret_owner = (struct cordon_workspace_owner){ st->code_layout, true, st->uid, st->gid };
+    return 0;
+}
+
 static int runc_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
                            int tar_fd, struct cordon_error *err)
 {
@@ -922,13 +936,32 @@ static int runc_import_tar(struct cordon_resource *res, const char *state_json, 
     if (res == NULL || tar_fd < 0)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "import_tar: resource and tar_fd required");
-    if ((r = runc__state_parse(res, state_json, true, &st, err)) < 0 ||
-        (r = runc__state_workspace(res, &st, &ws_fd, err)) < 0)
-        goto out;
-    owner = (struct cordon_workspace_owner){ st.code_layout, true, st.uid, st.gid };
-    r = cordon_tar_import_workspace(tar_fd, ws_fd, dest, &owner, st.limits.disk_bytes,
-                                    TAR_ENTRIES_MAX, err);
-out:
+    r = runc_import_begin(res, state_json, &st, &ws_fd, &owner, err);
+    if (r == 0)
+        r = cordon_tar_import_workspace(tar_fd, ws_fd, dest, &owner, st.limits.disk_bytes,
+                                        TAR_ENTRIES_MAX, err);
+    if (ws_fd >= 0)
+        close(ws_fd);
+    runc__state_clear(&st);
+    return r;
+}
+
+/* ABI 1.1: landing a bundle without a tar stream, by the same rules. */
+static int runc_import_files(struct cordon_resource *res, const char *state_json,
+                             const char *dest, const char *files_json, int data_fd,
+                             struct cordon_error *err)
+{
+    struct runc_state st = { 0 };
+    struct cordon_workspace_owner owner;
+    int ws_fd = -1, r;
+
+    if (res == NULL || files_json == NULL || data_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "import_files: resource, files_json and data_fd required");
+    r = runc_import_begin(res, state_json, &st, &ws_fd, &owner, err);
+    if (r == 0)
+        r = cordon_files_import_workspace(files_json, data_fd, ws_fd, dest, &owner,
+                                          st.limits.disk_bytes, TAR_ENTRIES_MAX, err);
     if (ws_fd >= 0)
         close(ws_fd);
     runc__state_clear(&st);
@@ -1253,6 +1286,7 @@ static const struct cordon_provider_v1 runc_provider = {
     .terminate = runc_terminate,
     .reclaim = runc_reclaim,
     .list_executions = runc_list_executions,
+    .import_files = runc_import_files,
 };
 
 CORDON_PROVIDER_DEFINE(runc_provider)
