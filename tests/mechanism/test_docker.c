@@ -12,6 +12,8 @@
  *   CORDON_DOCKER_STOP_DAEMON=1    let suite docker_daemon stop and restart the
  *                                  daemon; run it alone, with --filter
  *                                  docker_daemon/stopped_daemon_is_a_clear_error_and_reclaim_works_after_restart
+ *                                  (the whole name: Criterion's filter does not
+ *                                  match docker_daemon/ followed by a glob)
  *
  * Every test labels what it makes with its own host instance id and
  * removes it in the suite's fini (terminate, then reclaim by id), so that
@@ -1397,9 +1399,11 @@ Test(docker_daemon, stopped_daemon_is_a_clear_error_and_reclaim_works_after_rest
 
     need_daemon();
     if (strcmp(env_or("CORDON_DOCKER_STOP_DAEMON", "0"), "1") != 0)
-        skip("stops the Docker daemon: run alone with CORDON_DOCKER_STOP_DAEMON=1 and "
-             "--filter 'docker_daemon/%s'", "*");
-    if (access("/tmp/cordon-dockerd.pid", R_OK) != 0)
+        skip("stops the Docker daemon: run alone with CORDON_DOCKER_STOP_DAEMON=1 and --filter "
+             "'docker_daemon/stopped_daemon_is_a_clear_error_and_reclaim_works_after_restart' "
+             "(Criterion's filter does not match 'docker_daemon/*')");
+    /* dockerd.sh's own pid file: the daemon is one these tests may stop */
+    if (access(env_or("CORDON_DOCKERD_PID", "/tmp/cordon-dockerd.pid"), R_OK) != 0)
         skip("the daemon was not started by tests/mechanism/dockerd.sh: not stopping a daemon "
              "these tests do not own");
     state = provision_default("code");
