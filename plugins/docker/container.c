@@ -63,8 +63,8 @@ static int dk_limits_parse(const cJSON *obj, const char *field, struct dk_limits
         char name[64];
 
         snprintf(name, sizeof(name), "%s.%s", field, dk_limit_keys[i]);
-        r = dk_json_u64(cJSON_GetObjectItemCaseSensitive(obj, dk_limit_keys[i]), name,
-                        mins[i - 1], (uint64_t)DK_JSON_INT_MAX, ints[i - 1], err);
+        r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(obj, dk_limit_keys[i]), name,
+                        mins[i - 1], (uint64_t)CORDON_JSON_INT_MAX, ints[i - 1], err);
         if (r < 0)
             return r;
     }
@@ -109,7 +109,7 @@ int dk_state_parse(const char *json, bool full, struct dk_state *ret, struct cor
     uint64_t v;
     int r;
 
-    r = dk_parse_object("state", json, DK_STATE_MAX, &st.doc, err);
+    r = cordon_json_parse_object("state", json, DK_STATE_MAX, &st.doc, err);
     if (r < 0)
         goto out;
     st.execution_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc,
@@ -127,12 +127,12 @@ int dk_state_parse(const char *json, bool full, struct dk_state *ret, struct cor
     }
     if (!full)
         goto done;
-    r = dk_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 1, 0xfffffffeu,
+    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 1, 0xfffffffeu,
                     &v, err);
     if (r < 0)
         goto out;
     st.uid = (uid_t)v;
-    r = dk_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "gid"), "state.gid", 1, 0xfffffffeu,
+    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "gid"), "state.gid", 1, 0xfffffffeu,
                     &v, err);
     if (r < 0)
         goto out;
@@ -148,8 +148,8 @@ int dk_state_parse(const char *json, bool full, struct dk_state *ret, struct cor
                         &st.limits, err);
     if (r < 0)
         goto out;
-    r = dk_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "expires_at_ms"),
-                    "state.expires_at_ms", 1, (uint64_t)DK_JSON_INT_MAX, &st.expires_at_ms, err);
+    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "expires_at_ms"),
+                    "state.expires_at_ms", 1, (uint64_t)CORDON_JSON_INT_MAX, &st.expires_at_ms, err);
     if (r < 0)
         goto out;
 done:
@@ -179,7 +179,7 @@ static int dk_spec_parse(const struct cordon_resource *res, const char *json, st
     const cJSON *item;
     int r;
 
-    r = dk_parse_object("spec", json, DK_SPEC_MAX, &sp->doc, err);
+    r = cordon_json_parse_object("spec", json, DK_SPEC_MAX, &sp->doc, err);
     if (r < 0)
         return r;
     sp->execution_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sp->doc,
@@ -232,7 +232,7 @@ static int dk_spec_parse(const struct cordon_resource *res, const char *json, st
     /* The host normally sets the deadline; without one, runtime_ms from now. */
     item = cJSON_GetObjectItemCaseSensitive(sp->doc, "expires_at_ms");
     if (item != NULL && !cJSON_IsNull(item))
-        return dk_json_u64(item, "expires_at_ms", now + 1, (uint64_t)DK_JSON_INT_MAX,
+        return cordon_json_u64(item, "expires_at_ms", now + 1, (uint64_t)CORDON_JSON_INT_MAX,
                            &sp->expires_at_ms, err);
     sp->expires_at_ms = now + sp->limits.runtime_ms;
     return 0;

@@ -47,56 +47,6 @@ int dk_nomem(struct cordon_error *err, const char *what)
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
 }
 
-int dk_parse_object(const char *field, const char *text, size_t max, cJSON **ret,
-                    struct cordon_error *err)
-{
-    size_t len;
-    cJSON *doc;
-
-    if (text == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: missing", field);
-    /* Bound the scan before cJSON sees the text. */
-    len = strnlen(text, max + 1);
-    if (len > max)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: longer than %zu bytes", field, max);
-    doc = cJSON_ParseWithLength(text, len);
-    if (!cJSON_IsObject(doc)) {
-        cJSON_Delete(doc);
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a JSON object", field);
-    }
-    *ret = doc;
-    return 0;
-}
-
-int dk_print_for_host(const struct cordon_host_v1 *host, const cJSON *doc, char **ret,
-                      struct cordon_error *err)
-{
-    char *text = cJSON_PrintUnformatted(doc), *copy;
-
-    copy = text != NULL ? cordon_host_strdup(host, text) : NULL;
-    free(text);
-    if (copy == NULL)
-        return dk_nomem(err, "result");
-    *ret = copy;
-    return 0;
-}
-
-int dk_json_u64(const cJSON *item, const char *field, uint64_t min, uint64_t max, uint64_t *ret,
-                struct cordon_error *err)
-{
-    double v = cJSON_IsNumber(item) ? item->valuedouble : NAN;
-
-    /* cJSON keeps numbers as doubles: past 2^53 they are no longer exact. */
-    if (!isfinite(v) || v < 0 || v != floor(v) || v > DK_JSON_INT_MAX)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: must be a whole number between 0 and 2^53", field);
-    if ((uint64_t)v < min || (uint64_t)v > max)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: %.0f is outside %llu..%llu", field,
-                                v, (unsigned long long)min, (unsigned long long)max);
-    *ret = (uint64_t)v;
-    return 0;
-}
-
 /* [A-Za-z0-9] first, then [A-Za-z0-9_.-], at most max bytes. */
 static bool name_valid(const char *s, size_t max)
 {
@@ -255,7 +205,7 @@ static int dk_config_parse(const char *json, struct dk_config *ret, struct cordo
     bool pinned;
     int r;
 
-    r = dk_parse_object("config", json != NULL ? json : "{}", DK_CONFIG_MAX, &doc, err);
+    r = cordon_json_parse_object("config", json != NULL ? json : "{}", DK_CONFIG_MAX, &doc, err);
     if (r < 0)
         goto out;
     cJSON_ArrayForEach(item, doc) {
@@ -553,7 +503,7 @@ static int dk_unavailable(const struct cordon_host_v1 *host, const char *reason,
         (mech != NULL && !cJSON_AddItemReferenceToObject(doc, "mechanism_facts", mech)))
         r = dk_nomem(err, "facts");
     else
-        r = dk_print_for_host(host, doc, ret, err);
+        r = cordon_json_print_host(host, doc, ret, err);
     cJSON_Delete(doc);
     free(text);
     return r;
@@ -652,7 +602,7 @@ static int dk_probe_cheap(const struct cordon_host_v1 *host, const struct dk_con
                                   : df.detail[0] != '\0' ? df.detail : perr.message)))
         r = dk_nomem(err, "facts");
     else
-        r = dk_print_for_host(host, doc, ret, err);
+        r = cordon_json_print_host(host, doc, ret, err);
     cJSON_Delete(doc);
     dk_daemon_facts_clear(&df);
     dk_conn_close(conn);
@@ -842,7 +792,7 @@ static int dk_list_executions(struct cordon_resource *res, char **ret_ids_json,
     if (r == 0)
         r = dk_list_labelled(conn, res, &ids, err);
     if (r == 0)
-        r = dk_print_for_host(res->host, ids, ret_ids_json, err);
+        r = cordon_json_print_host(res->host, ids, ret_ids_json, err);
     cJSON_Delete(ids);
     dk_conn_close(conn);
     return r;

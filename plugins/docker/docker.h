@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
+#include <cordon/sdk/json.h>
 #include <cordon/sdk/tar.h>
 
 #define DK_ID "docker"
@@ -31,7 +32,6 @@
 #define DK_WORKSPACE "/workspace"
 #define DK_CONTAINER_ID_LEN 64u
 #define DK_EXECUTION_ID_MAX 64u
-#define DK_JSON_INT_MAX 9007199254740992.0 /* 2^53: exact in a double */
 #define DK_TAR_ENTRIES_MAX 100000u
 #define DK_REPLY_MAX (4u << 20)         /* a buffered API reply (inspect, info, lists) */
 
@@ -166,15 +166,6 @@ struct dk_state {
 
 /* CORDON_E_NOMEM with "what: out of memory". */
 int dk_nomem(struct cordon_error *err, const char *what);
-/* Parse text (at most max bytes) as a JSON object. */
-int dk_parse_object(const char *field, const char *text, size_t max, cJSON **ret,
-                    struct cordon_error *err);
-/* Print doc compactly into a buffer from host->alloc. */
-int dk_print_for_host(const struct cordon_host_v1 *host, const cJSON *doc, char **ret,
-                      struct cordon_error *err);
-/* A whole JSON number in min..max (and below 2^53). */
-int dk_json_u64(const cJSON *item, const char *field, uint64_t min, uint64_t max, uint64_t *ret,
-                struct cordon_error *err);
 /* [A-Za-z0-9][A-Za-z0-9_.-]{0,63}. */
 int dk_check_execution_id(const char *field, const char *id, struct cordon_error *err);
 /* An image reference: NAME@sha256:<64 hex> or sha256:<64 hex> (pinned), or

@@ -152,7 +152,7 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
     size_t total = 0;
     int r;
 
-    r = dk_parse_object("request", json, DK_REQUEST_MAX, &rq->doc, err);
+    r = cordon_json_parse_object("request", json, DK_REQUEST_MAX, &rq->doc, err);
     if (r < 0)
         return r;
     argv = cJSON_GetObjectItemCaseSensitive(rq->doc, "argv");
@@ -173,7 +173,7 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
         return dk_nomem(err, "cwd");
     item = cJSON_GetObjectItemCaseSensitive(rq->doc, "timeout_ms");
     if (item != NULL && !cJSON_IsNull(item)) {
-        r = dk_json_u64(item, "timeout_ms", 0, (uint64_t)DK_JSON_INT_MAX, &rq->timeout_ms, err);
+        r = cordon_json_u64(item, "timeout_ms", 0, (uint64_t)CORDON_JSON_INT_MAX, &rq->timeout_ms, err);
         if (r < 0)
             return r;
     }
@@ -692,7 +692,7 @@ static int dk_result(const struct cordon_host_v1 *host, const char *status, int 
         ok = cJSON_AddNumberToObject(doc, "signal", sig) != NULL;
     if (ok && backstop)
         ok = cJSON_AddBoolToObject(doc, "backstop_timeout", true) != NULL;
-    r = ok ? dk_print_for_host(host, doc, ret, err) : dk_nomem(err, "result");
+    r = ok ? cordon_json_print_host(host, doc, ret, err) : dk_nomem(err, "result");
     cJSON_Delete(doc);
     return r;
 }

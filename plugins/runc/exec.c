@@ -233,7 +233,7 @@ static int request_parse(const struct runc_state *st, int root_fd, int ws_fd, co
     size_t n;
     int fd, r;
 
-    if ((r = runc__parse_json("request", json, REQUEST_MAX, &rq.doc, err)) < 0)
+    if ((r = cordon_json_parse_object("request", json, REQUEST_MAX, &rq.doc, err)) < 0)
         goto out;
     rq.argv = cJSON_GetObjectItemCaseSensitive(rq.doc, "argv");
     n = cJSON_IsArray(rq.argv) ? (size_t)cJSON_GetArraySize(rq.argv) : 0;
@@ -275,7 +275,7 @@ static int request_parse(const struct runc_state *st, int root_fd, int ws_fd, co
     }
     item = cJSON_GetObjectItemCaseSensitive(rq.doc, "timeout_ms");
     if (item != NULL && !cJSON_IsNull(item) &&
-        (r = runc__json_u64(item, "timeout_ms", 0, (uint64_t)RUNC_JSON_INT_MAX, &rq.timeout_ms,
+        (r = cordon_json_u64(item, "timeout_ms", 0, (uint64_t)CORDON_JSON_INT_MAX, &rq.timeout_ms,
                             err)) < 0)
         goto out;
 
@@ -482,7 +482,7 @@ static int exec_result(const struct cordon_host_v1 *host, const char *status, in
         ok = cJSON_AddNumberToObject(doc, "signal", sig) != NULL;
     if (ok && backstop)
         ok = cJSON_AddBoolToObject(doc, "backstop_timeout", true) != NULL;
-    r = ok ? runc__print_host(host, doc, ret, err) : runc__nomem(err, "result");
+    r = ok ? cordon_json_print_host(host, doc, ret, err) : runc__nomem(err, "result");
     cJSON_Delete(doc);
     return r;
 }

@@ -59,61 +59,6 @@ int runc__nomem(struct cordon_error *err, const char *what)
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
 }
 
-int runc__parse_json(const char *field, const char *text, size_t max, cJSON **ret,
-                     struct cordon_error *err)
-{
-    size_t len;
-    cJSON *doc;
-
-    if (text == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: missing", field);
-    len = strnlen(text, max + 1);
-    if (len > max)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: longer than %zu bytes", field, max);
-    doc = cJSON_ParseWithLength(text, len);
-    if (!cJSON_IsObject(doc)) {
-        cJSON_Delete(doc);
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a JSON object", field);
-    }
-    *ret = doc;
-    return 0;
-}
-
-/* doc printed compactly into a buffer from host->alloc. */
-int runc__print_host(const struct cordon_host_v1 *host, const cJSON *doc, char **ret,
-                     struct cordon_error *err)
-{
-    char *text = cJSON_PrintUnformatted(doc), *copy;
-
-    if (text == NULL)
-        return runc__nomem(err, "result");
-    copy = cordon_host_strdup(host, text);
-    free(text);
-    if (copy == NULL)
-        return runc__nomem(err, "result");
-    *ret = copy;
-    return 0;
-}
-
-/* A whole JSON number in min..max (exact: at most 2^53). */
-int runc__json_u64(const cJSON *item, const char *field, uint64_t min, uint64_t max,
-                   uint64_t *ret, struct cordon_error *err)
-{
-    double v;
-
-    if (!cJSON_IsNumber(item))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a number", field);
-    v = item->valuedouble;
-    if (!isfinite(v) || v < 0 || v != floor(v) || v > RUNC_JSON_INT_MAX)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: must be a whole number between 0 and 2^53 (%g)", field, v);
-    if ((uint64_t)v < min || (uint64_t)v > max)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: %.0f is outside %" PRIu64
-                                "..%" PRIu64, field, v, min, max);
-    *ret = (uint64_t)v;
-    return 0;
-}
-
 static bool env_name_valid(const char *name)
 {
     size_t len = name != NULL ? strlen(name) : 0;
@@ -267,7 +212,7 @@ static int config_parse(const char *json, struct runc_config *ret, struct cordon
     cJSON *doc = NULL, *item;
     int r;
 
-    r = runc__parse_json("config", json != NULL ? json : "{}", CONFIG_MAX, &doc, err);
+    r = cordon_json_parse_object("config", json != NULL ? json : "{}", CONFIG_MAX, &doc, err);
     if (r < 0)
         goto out;
     cJSON_ArrayForEach(item, doc) {
@@ -484,8 +429,8 @@ static int limits_parse(const cJSON *obj, const char *field, struct runc_limits 
         char name[64];
 
         snprintf(name, sizeof(name), "%s.%s", field, limit_keys[i]);
-        r = runc__json_u64(cJSON_GetObjectItemCaseSensitive(obj, limit_keys[i]), name, 1,
-                           (uint64_t)RUNC_JSON_INT_MAX, ints[i - 1], err);
+        r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(obj, limit_keys[i]), name, 1,
+                           (uint64_t)CORDON_JSON_INT_MAX, ints[i - 1], err);
         if (r < 0)
             return r;
     }
@@ -563,7 +508,7 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
     uint64_t v;
     int r;
 
-    r = runc__parse_json("state", json, STATE_MAX, &st.doc, err);
+    r = cordon_json_parse_object("state", json, STATE_MAX, &st.doc, err);
     if (r < 0)
         goto out;
     st.id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id"));
@@ -591,7 +536,7 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
         goto out;
     }
     item = cJSON_GetObjectItemCaseSensitive(st.doc, "pid");
-    if (item != NULL && runc__json_u64(item, "state.pid", 2, 0x7fffffff, &v, NULL) == 0)
+    if (item != NULL && cordon_json_u64(item, "state.pid", 2, 0x7fffffff, &v, NULL) == 0)
         st.pid = (pid_t)v;
     if (!full)
         goto done;
@@ -600,12 +545,12 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
         r = cordon_error_set(err, CORDON_E_INVALID, 0, "state.pid: missing");
         goto out;
     }
-    r = runc__json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 1, 0xfffffffeu,
+    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 1, 0xfffffffeu,
                        &v, err);
     if (r < 0)
         goto out;
     st.uid = (uid_t)v;
-    r = runc__json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "gid"), "state.gid", 1, 0xfffffffeu,
+    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "gid"), "state.gid", 1, 0xfffffffeu,
                        &v, err);
     if (r < 0)
         goto out;
@@ -622,8 +567,8 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
                      &st.limits, err);
     if (r < 0)
         goto out;
-    r = runc__json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "expires_at_ms"),
-                       "state.expires_at_ms", 1, (uint64_t)RUNC_JSON_INT_MAX, &st.expires_at_ms,
+    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "expires_at_ms"),
+                       "state.expires_at_ms", 1, (uint64_t)CORDON_JSON_INT_MAX, &st.expires_at_ms,
                        err);
     if (r < 0)
         goto out;
@@ -716,7 +661,7 @@ static int spec_parse(const struct cordon_resource *res, const cJSON *spec, stru
      * runtime_ms from the moment the container is about to exist. */
     item = cJSON_GetObjectItemCaseSensitive(spec, "expires_at_ms");
     if (item != NULL && !cJSON_IsNull(item) &&
-        (r = runc__json_u64(item, "expires_at_ms", now + 1, (uint64_t)RUNC_JSON_INT_MAX,
+        (r = cordon_json_u64(item, "expires_at_ms", now + 1, (uint64_t)CORDON_JSON_INT_MAX,
                             &p.expires_at_ms, err)) < 0)
         return r;
     *ret = p;
@@ -770,7 +715,7 @@ static int state_build(const struct cordon_resource *res, const struct prov *p,
         cJSON_Delete(st);
         return runc__nomem(err, "state");
     }
-    r = runc__print_host(res->host, st, ret, err);
+    r = cordon_json_print_host(res->host, st, ret, err);
     cJSON_Delete(st);
     return r;
 }
@@ -792,7 +737,7 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "provision: resource and ret_state_json required");
-    if ((r = runc__parse_json("spec", spec_json, SPEC_MAX, &spec, err)) < 0 ||
+    if ((r = cordon_json_parse_object("spec", spec_json, SPEC_MAX, &spec, err)) < 0 ||
         (r = spec_parse(res, spec, &p, err)) < 0)
         goto out;
     /* A first use of the image may take seconds: the clock is read after. */
@@ -1071,7 +1016,7 @@ static int runc_list_executions(struct cordon_resource *res, char **ret_ids_json
             add_unique(ids, id);
     }
     if (r == 0)
-        r = runc__print_host(res->host, ids, ret_ids_json, err);
+        r = cordon_json_print_host(res->host, ids, ret_ids_json, err);
     cJSON_Delete(list);
     cJSON_Delete(ids);
     runc__cmd_result_clear(&c);
@@ -1139,7 +1084,7 @@ static int probe_availability(const struct cordon_host_v1 *host, const struct ru
         cJSON_AddStringToObject(doc, "reason", r == 0 ? "ready" : why.message) == NULL)
         r = runc__nomem(err, "facts");
     else
-        r = runc__print_host(host, doc, ret, err);
+        r = cordon_json_print_host(host, doc, ret, err);
     cJSON_Delete(doc);
     runc__image_clear(&img);
     free(runtime);

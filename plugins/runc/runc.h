@@ -18,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
+#include <cordon/sdk/json.h>
 
 #define RUNC_ID "runc"
 #define RUNC_INIT_IN_CONTAINER "/run/cordon-init"
@@ -45,7 +46,6 @@ struct runc_image {
 #define RUNC_ENV_MAX 128u                     /* entries per environment object */
 #define RUNC_ENV_NAME_MAX 255u
 #define RUNC_ARG_BYTES_MAX (128u << 10)       /* the kernel's MAX_ARG_STRLEN */
-#define RUNC_JSON_INT_MAX 9007199254740992.0  /* 2^53: exact in a double */
 #define RUNC_LOG_MAX (64u << 10)              /* what we read of the runtime's messages */
 
 /* The parsed provider config. */
@@ -96,15 +96,6 @@ struct runc_state {
 /* ---- runc.c: shared helpers -------------------------------------------------- */
 
 int runc__nomem(struct cordon_error *err, const char *what);
-/* A JSON object of at most max bytes; *ret is freed with cJSON_Delete. */
-int runc__parse_json(const char *field, const char *text, size_t max, cJSON **ret,
-                     struct cordon_error *err);
-/* doc printed compactly into a buffer from host->alloc. */
-int runc__print_host(const struct cordon_host_v1 *host, const cJSON *doc, char **ret,
-                     struct cordon_error *err);
-/* A whole JSON number in min..max (exact: at most 2^53). */
-int runc__json_u64(const cJSON *item, const char *field, uint64_t min, uint64_t max,
-                   uint64_t *ret, struct cordon_error *err);
 /* [A-Za-z0-9][A-Za-z0-9_.-]{0,63}: one path component, and a runtime id. */
 int runc__check_id(const char *field, const char *id, struct cordon_error *err);
 /* bytes random bytes as hex into buf (2 * bytes + 1, bytes <= 16). */

@@ -43,6 +43,7 @@
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
+#include <cordon/sdk/json.h>
 #include <cordon/sdk/observe.h>
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/runner.h>
@@ -64,7 +65,6 @@
 #define TL_ENV_MAX 128u                   /* per object: spec env, env, workspace_env */
 #define TL_ENV_NAME_MAX 255u
 #define TL_TAR_ENTRIES_MAX 100000u
-#define TL_JSON_INT_MAX 9007199254740992.0 /* 2^53: exact in a double */
 #define TL_SWEEP_PASSES 8
 #define TL_BACKSTOP_SLACK_MS 1000u          /* lets the host's own clock fire first */
 #define TL_HOST_MARK "host-instance"         /* in <root>/<id>/: whose execution */
@@ -129,67 +129,6 @@ struct tl_child {
 static int tl_nomem(struct cordon_error *err, const char *what)
 {
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
-}
-
-static int tl_parse_json(const char *field, const char *text, size_t max, cJSON **ret,
-                         struct cordon_error *err)
-{
-    size_t len;
-    cJSON *doc;
-
-    if (text == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: missing", field);
-    /* Bound the scan before cJSON sees the text. */
-    len = strnlen(text, max + 1);
-    if (len > max)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: longer than %zu bytes", field, max);
-    doc = cJSON_ParseWithLength(text, len);
-    if (doc == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: not valid JSON", field);
-    if (!cJSON_IsObject(doc)) {
-        cJSON_Delete(doc);
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a JSON object", field);
-    }
-    *ret = doc;
-    return 0;
-}
-
-/* Print doc compactly into a buffer from host->alloc. */
-static int tl_print(const struct cordon_host_v1 *host, const cJSON *doc, char **ret,
-                    struct cordon_error *err)
-{
-    char *text = cJSON_PrintUnformatted(doc);
-    char *copy;
-
-    if (text == NULL)
-        return tl_nomem(err, "result");
-    copy = cordon_host_strdup(host, text);
-    free(text);
-    if (copy == NULL)
-        return tl_nomem(err, "result");
-    *ret = copy;
-    return 0;
-}
-
-/* A non-negative integer JSON number no larger than max. */
-static int tl_json_u64(const cJSON *item, const char *field, uint64_t min, uint64_t max,
-                       uint64_t *ret, struct cordon_error *err)
-{
-    double v;
-
-    if (!cJSON_IsNumber(item))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a number", field);
-    /* cJSON keeps numbers as doubles: past 2^53 they are no longer exact. */
-    v = item->valuedouble;
-    if (!isfinite(v) || v < 0 || v != floor(v) || v > TL_JSON_INT_MAX)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: must be a whole number between 0 and 2^53 (%g)", field, v);
-    if ((uint64_t)v < min || (uint64_t)v > max)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: %.0f is outside %llu..%llu", field, v,
-                                (unsigned long long)min, (unsigned long long)max);
-    *ret = (uint64_t)v;
-    return 0;
 }
 
 static bool tl_env_name_valid(const char *name)
@@ -311,7 +250,7 @@ static int tl_config_parse(const struct cordon_host_v1 *host, const char *json,
     cJSON *doc = NULL, *item;
     int r;
 
-    r = tl_parse_json("config", json != NULL ? json : "{}", TL_CONFIG_MAX, &doc, err);
+    r = cordon_json_parse_object("config", json != NULL ? json : "{}", TL_CONFIG_MAX, &doc, err);
     if (r < 0)
         goto out;
     cJSON_ArrayForEach(item, doc) {
@@ -742,8 +681,8 @@ static int tl_resources_parse(const cJSON *obj, const char *field, struct tl_res
         char name[64];
 
         snprintf(name, sizeof(name), "%s.%s", field, tl_resource_keys[i]);
-        r = tl_json_u64(cJSON_GetObjectItemCaseSensitive(obj, tl_resource_keys[i]), name, 1,
-                        (uint64_t)TL_JSON_INT_MAX, ints[i - 1], err);
+        r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(obj, tl_resource_keys[i]), name, 1,
+                        (uint64_t)CORDON_JSON_INT_MAX, ints[i - 1], err);
         if (r < 0)
             return r;
     }
@@ -832,7 +771,7 @@ static int tl_state_parse(const struct cordon_resource *res, const char *json, b
     uint64_t v;
     int r;
 
-    r = tl_parse_json("state", json, TL_STATE_MAX, &st.doc, err);
+    r = cordon_json_parse_object("state", json, TL_STATE_MAX, &st.doc, err);
     if (r < 0)
         goto out;
     item = cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id");
@@ -853,12 +792,12 @@ static int tl_state_parse(const struct cordon_resource *res, const char *json, b
     if (!full)
         goto done;
 
-    r = tl_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 0,
+    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 0,
                     0xfffffffeu, &v, err);
     if (r < 0)
         goto out;
     st.uid = (uid_t)v;
-    r = tl_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "gid"), "state.gid", 0,
+    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "gid"), "state.gid", 0,
                     0xfffffffeu, &v, err);
     if (r < 0)
         goto out;
@@ -874,8 +813,8 @@ static int tl_state_parse(const struct cordon_resource *res, const char *json, b
                            "state.resources", &st.res, err);
     if (r < 0)
         goto out;
-    r = tl_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "expires_at_ms"),
-                    "state.expires_at_ms", 1, (uint64_t)TL_JSON_INT_MAX, &st.expires_at_ms, err);
+    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "expires_at_ms"),
+                    "state.expires_at_ms", 1, (uint64_t)CORDON_JSON_INT_MAX, &st.expires_at_ms, err);
     if (r < 0)
         goto out;
     st.environment = cJSON_GetObjectItemCaseSensitive(st.doc, "environment");
@@ -1021,7 +960,7 @@ static int tl_probe(const struct cordon_host_v1 *host, const char *config_json, 
             cJSON_AddStringToObject(doc, "reason", ok ? "ready" : perr.message) == NULL)
             r = tl_nomem(err, "facts");
         else
-            r = tl_print(host, doc, &out, err);
+            r = cordon_json_print_host(host, doc, &out, err);
         cJSON_Delete(doc);
         goto out;
     }
@@ -1176,7 +1115,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "provision: resource and ret_state_json required");
-    r = tl_parse_json("spec", spec_json, TL_SPEC_MAX, &spec, err);
+    r = cordon_json_parse_object("spec", spec_json, TL_SPEC_MAX, &spec, err);
     if (r < 0)
         goto out;
 
@@ -1235,7 +1174,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
     /* The host normally sets the deadline; without one, runtime_ms from now. */
     item = cJSON_GetObjectItemCaseSensitive(spec, "expires_at_ms");
     if (item != NULL && !cJSON_IsNull(item)) {
-        r = tl_json_u64(item, "expires_at_ms", now + 1, (uint64_t)TL_JSON_INT_MAX,
+        r = cordon_json_u64(item, "expires_at_ms", now + 1, (uint64_t)CORDON_JSON_INT_MAX,
                         &expires_at_ms, err);
         if (r < 0)
             goto out;
@@ -1295,7 +1234,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
         cJSON_DetachItemViaPointer(spec, item);
         cJSON_AddItemToObject(state, "environment", item);
     }
-    r = tl_print(res->host, state, ret_state_json, err);
+    r = cordon_json_print_host(res->host, state, ret_state_json, err);
 out:
     if (dir_fd >= 0)
         close(dir_fd);
@@ -1409,7 +1348,7 @@ static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *js
     size_t n, i = 0, bytes = 0;
     int fd = -1, r;
 
-    r = tl_parse_json("request", json, TL_REQUEST_MAX, &rq.doc, err);
+    r = cordon_json_parse_object("request", json, TL_REQUEST_MAX, &rq.doc, err);
     if (r < 0)
         goto out;
     argv = cJSON_GetObjectItemCaseSensitive(rq.doc, "argv");
@@ -1467,7 +1406,7 @@ static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *js
 
     item = cJSON_GetObjectItemCaseSensitive(rq.doc, "timeout_ms");
     if (item != NULL && !cJSON_IsNull(item)) {
-        r = tl_json_u64(item, "timeout_ms", 0, (uint64_t)TL_JSON_INT_MAX, &rq.timeout_ms, err);
+        r = cordon_json_u64(item, "timeout_ms", 0, (uint64_t)CORDON_JSON_INT_MAX, &rq.timeout_ms, err);
         if (r < 0)
             goto out;
     }
@@ -1652,7 +1591,7 @@ static int tl_result(const struct cordon_host_v1 *host, const struct cordon_exec
         return cordon_error_set(err, CORDON_E_PROVIDER, 0, "exec: the runner ended with status %s",
                                 cordon_run_status_name(o->status));
     }
-    r = ok ? tl_print(host, doc, ret, err) : tl_nomem(err, "result");
+    r = ok ? cordon_json_print_host(host, doc, ret, err) : tl_nomem(err, "result");
     cJSON_Delete(doc);
     return r;
 }
@@ -1853,7 +1792,7 @@ static int tl_terminate(struct cordon_resource *res, const char *state_json,
      * execution ran as, when the state has it, finds what it left behind. */
     r = tl_state_parse(res, state_json, false, &st, err);
     if (r == 0) {
-        tl_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 0,
+        cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 0,
                     0xfffffffeu, &uid, &ignored);
         r = tl_destroy(st.dir, (uid_t)uid, err);
     }
@@ -1910,7 +1849,7 @@ static int tl_list_executions(struct cordon_resource *res, char **ret_ids_json,
     }
     if (dir != NULL)
         closedir(dir);
-    r = tl_print(res->host, ids, ret_ids_json, err);
+    r = cordon_json_print_host(res->host, ids, ret_ids_json, err);
     cJSON_Delete(ids);
     return r;
 }
