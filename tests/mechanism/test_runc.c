@@ -55,6 +55,8 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/runner.h>
 
+#include "tests/common/proc.h"
+
 #define ENV_SHARED "CORDON_RUNC_TEST_SHARED"   /* main -> workers */
 #define RUNTIME_ROOT "/run/cordon-runc"
 #define SANDBOX_UID 65532
@@ -150,44 +152,13 @@ static bool exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
-/* Live host processes whose command line contains needle. */
-static int count_processes(const char *needle)
-{
-    DIR *proc = opendir("/proc");
-    struct dirent *de;
-    int count = 0;
-
-    cr_assert_not_null(proc);
-    while ((de = readdir(proc)) != NULL) {
-        char path[300], cmd[4096];
-        ssize_t n;
-        int fd;
-
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        n = read(fd, cmd, sizeof(cmd) - 1);
-        close(fd);
-        for (ssize_t i = 0; i < n; i++)
-            if (cmd[i] == '\0')
-                cmd[i] = ' ';
-        if (n > 0 && (cmd[n] = '\0', strstr(cmd, needle) != NULL))
-            count++;
-    }
-    closedir(proc);
-    return count;
-}
-
 /* Wait up to ms for no process to carry needle; returns how many are left. */
 static int processes_left(const char *needle, unsigned ms)
 {
     int n = 0;
 
     for (unsigned waited = 0; waited <= ms; waited += 50) {
-        n = count_processes(needle);
+        n = test_count_processes(needle);
         if (n == 0)
             break;
         nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
@@ -847,7 +818,7 @@ Test(runc, deadline_ends_the_container)
     o = sh(state, script, NULL);
     cr_assert_eq(o.status, CORDON_RUN_EXITED);
     cordon_exec_outcome_clear(&o);
-    cr_assert_eq(count_processes(marker), 1, "the sleeper did not start");
+    cr_assert_eq(test_count_processes(marker), 1, "the sleeper did not start");
     /* ...until cordon-init's deadline ends the container, with no help from the host. */
     cr_assert_eq(processes_left(marker, 6000), 0, "the sleeper outlived the deadline");
     cr_assert_geq(cordon_now_monotonic_ms() - start, 2000, "gone before the deadline");

@@ -33,6 +33,8 @@
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/fs.h>
 
+#include "tests/common/proc.h"
+
 #define SANDBOX_UID 65532u
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -74,40 +76,6 @@ static int test_write_file(const char *path, const void *buf, size_t len)
     n = write(fd, buf, len);
     close(fd);
     return n == (ssize_t)len ? 0 : -1;
-}
-
-/* Live processes whose command line (NULs read as spaces) contains needle. */
-static int test_count_processes(const char *needle)
-{
-    DIR *proc = opendir("/proc");
-    struct dirent *de;
-    int count = 0;
-
-    cr_assert_not_null(proc);
-    while ((de = readdir(proc)) != NULL) {
-        char path[300], cmd[4096];
-        ssize_t n;
-        int fd;
-
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        n = read(fd, cmd, sizeof(cmd) - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        for (ssize_t i = 0; i < n; i++)
-            if (cmd[i] == '\0')
-                cmd[i] = ' ';
-        cmd[n] = '\0';
-        if (strstr(cmd, needle) != NULL)
-            count++;
-    }
-    closedir(proc);
-    return count;
 }
 
 static bool is_root(void)

@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "tests/common/proc.h"
+
 /* A fresh private directory under $TMPDIR (or /tmp), malloc'd path; the
  * caller removes it with test_rmtree. */
 char *test_mkdtemp(void);
@@ -11,8 +13,6 @@ char *test_mkdtemp(void);
 void test_rmtree(const char *path);
 /* Write len bytes to path (0644), creating it. Returns 0 or -1. */
 int test_write_file(const char *path, const void *buf, size_t len);
-/* Count live processes whose command line contains needle. */
-int test_count_processes(const char *needle);
 
 #endif
 
