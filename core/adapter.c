@@ -172,8 +172,8 @@ int cordon__adapter_plan(const struct cordon__bundle *b, const struct cordon__li
             a = &adapters[i];
     if (a == NULL)
         return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
-                                "language: no adapter for \"%.64s\" (python, node, go, cpp)",
-                                b->language);
+                                "language: no adapter for \"%.*s\" (python, node, go, cpp)",
+                                cordon_text_fit(b->language, 64), b->language);
     if (limits == NULL)
         limits = &defaults;
     if ((p = calloc(1, sizeof(*p))) == NULL)

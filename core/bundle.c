@@ -129,8 +129,8 @@ static int set_language(struct cordon__bundle *b, const char *field, const char 
 
     if (canonical == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: \"%.64s\" is not supported (python, node, go, cpp or an alias)",
-                                field, name);
+                                "%s: \"%.*s\" is not supported (python, node, go, cpp or an alias)",
+                                field, cordon_text_fit(name, 64), name);
     if ((b->language = strdup(canonical)) == NULL)
         return nomem(err, field);
     return 0;
@@ -189,15 +189,16 @@ static int normalize_output(const char *field, const char *path, char **ret,
     /* Checked here, before normalising, so the message says what the rule is for. */
     if (path[0] == '/' || has_dotdot(path))
         return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "%s: \"%.200s\" must stay inside output/ (absolute paths and .. "
-                                "are refused)", field, path);
+                                "%s: \"%.*s\" must stay inside output/ (absolute paths and .. "
+                                "are refused)",
+                                field, cordon_text_fit(path, 200), path);
     r = cordon_path_normalize(field, path, &norm, err);
     if (r < 0)
         return r;
     if (strcmp(norm, "output") == 0) {
         r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                             "%s: \"%.200s\" names the output directory itself, not a file",
-                             field, path);
+                             "%s: \"%.*s\" names the output directory itself, not a file", field,
+                             cordon_text_fit(path, 200), path);
         goto out;
     }
     if (strncmp(norm, "output/", 7) == 0)
@@ -252,8 +253,9 @@ static int take_min_version(struct cordon__bundle *b, const char *v, struct cord
     }
     if (len == 0 || len > MIN_VERSION_MAX || !digit)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "toolchain.min_version: \"%.40s\" is not a dotted version such as "
-                                "\"3.10\" (at most %d characters)", v, MIN_VERSION_MAX);
+                                "toolchain.min_version: \"%.*s\" is not a dotted version such as "
+                                "\"3.10\" (at most %d characters)",
+                                cordon_text_fit(v, 40), v, MIN_VERSION_MAX);
     if ((b->min_version = strdup(v)) == NULL)
         return nomem(err, "toolchain.min_version");
     return 0;
@@ -267,13 +269,15 @@ static int check_file_room(const struct cordon__bundle *b, const char *path, uin
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "files: more than %d files exceeds the limit of %d",
                                 CORDON_BUNDLE_MAX_FILES, CORDON_BUNDLE_MAX_FILES);
     if (len > CORDON_BUNDLE_MAX_FILE_BYTES)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "files[%zu] (%.200s): %" PRIu64 " bytes exceeds the per-file limit of %llu",
-                                b->n_files, path, len, CORDON_BUNDLE_MAX_FILE_BYTES);
+        return cordon_error_set(
+            err, CORDON_E_LIMIT, 0,
+            "files[%zu] (%.*s): %" PRIu64 " bytes exceeds the per-file limit of %llu", b->n_files,
+            cordon_text_fit(path, 200), path, len, CORDON_BUNDLE_MAX_FILE_BYTES);
     if (b->total_bytes + len > CORDON_BUNDLE_MAX_BYTES)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "files: %" PRIu64 " bytes in total (at %.200s) exceeds the limit of %llu",
-                                b->total_bytes + len, path, CORDON_BUNDLE_MAX_BYTES);
+        return cordon_error_set(
+            err, CORDON_E_LIMIT, 0,
+            "files: %" PRIu64 " bytes in total (at %.*s) exceeds the limit of %llu",
+            b->total_bytes + len, cordon_text_fit(path, 200), path, CORDON_BUNDLE_MAX_BYTES);
     return 0;
 }
 
@@ -428,8 +432,9 @@ static int resolve_entrypoint(struct cordon__bundle *b, const char *where, struc
         lang = language_from_extension(b->entrypoint);
         if (lang == NULL)
             return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "language: not given, and the extension of \"%.200s\" names none "
-                                    "(.py .js .mjs .cjs .go .cpp .cc .cxx .c++)", b->entrypoint);
+                                    "language: not given, and the extension of \"%.*s\" names none "
+                                    "(.py .js .mjs .cjs .go .cpp .cc .cxx .c++)",
+                                    cordon_text_fit(b->entrypoint, 200), b->entrypoint);
         if ((b->language = strdup(lang)) == NULL)
             return nomem(err, "language");
     }
@@ -517,8 +522,8 @@ static int bundle_finish(struct cordon__bundle *b, const char *where, struct cor
         goto out;
     if (find_file(b, b->entrypoint) == NULL) {
         r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                             "entrypoint: \"%.200s\" is not among the bundle's %zu files",
-                             b->entrypoint, b->n_files);
+                             "entrypoint: \"%.*s\" is not among the bundle's %zu files",
+                             cordon_text_fit(b->entrypoint, 200), b->entrypoint, b->n_files);
         goto out;
     }
     if ((doc = digest_document(b)) == NULL) {
@@ -529,7 +534,7 @@ static int bundle_finish(struct cordon__bundle *b, const char *where, struct cor
         goto out;
     cordon_sha256_hex(text, strlen(text), hex);
     snprintf(b->digest, sizeof(b->digest), "sha256:%s", hex);
-    snprintf(b->id, sizeof(b->id), "bundle-%.24s", hex);
+    snprintf(b->id, sizeof(b->id), "bundle-%.*s", cordon_text_fit(hex, 24), hex);
 out:
     free(paths);
     free(text);
@@ -623,15 +628,16 @@ static int take_request_file(struct cordon__bundle *b, size_t index, const cJSON
             return r;
         if (!matched)
             return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s: unknown key \"%.64s\" (path, content, content_base64, "
-                                    "executable)", field, c->string);
+                                    "%s: unknown key \"%.*s\" (path, content, content_base64, "
+                                    "executable)",
+                                    field, cordon_text_fit(c->string, 64), c->string);
     }
     if (!cJSON_IsString(slots[0]))
         return cordon_error_set(err, CORDON_E_INVALID, 0, "%s.path: missing or not a string", field);
     snprintf(field, sizeof(field), "files[%zu].path", index);
     if ((r = cordon_path_normalize(field, slots[0]->valuestring, &norm, err)) < 0)
         return r;
-    snprintf(field, sizeof(field), "files[%zu] (%.24s)", index, norm);
+    snprintf(field, sizeof(field), "files[%zu] (%.*s)", index, cordon_text_fit(norm, 24), norm);
     if (!is_absent(slots[3]) && !cJSON_IsBool(slots[3])) {
         r = cordon_error_set(err, CORDON_E_INVALID, 0, "%s.executable: must be true or false", field);
         goto out;
@@ -685,7 +691,8 @@ static int take_request_toolchain(struct cordon__bundle *b, const cJSON *toolcha
     cJSON_ArrayForEach(c, toolchain) {
         if (strcmp(c->string, "min_version") != 0)
             return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "toolchain: unknown key \"%.64s\" (min_version)", c->string);
+                                    "toolchain: unknown key \"%.*s\" (min_version)",
+                                    cordon_text_fit(c->string, 64), c->string);
         if (cJSON_IsNull(c))
             continue;
         if (!cJSON_IsString(c) || c->valuestring == NULL)
@@ -723,9 +730,11 @@ int cordon__bundle_from_request(const cJSON *request, struct cordon__bundle **re
                                        ignored, "request", &matched, err)) < 0)
             return r;
         if (!matched)
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "request: unknown key \"%.64s\" (a bundle has language, entrypoint, "
-                                    "args, files, outputs, toolchain)", c->string);
+            return cordon_error_set(
+                err, CORDON_E_INVALID, 0,
+                "request: unknown key \"%.*s\" (a bundle has language, entrypoint, "
+                "args, files, outputs, toolchain)",
+                cordon_text_fit(c->string, 64), c->string);
     }
     if ((b = calloc(1, sizeof(*b))) == NULL)
         return nomem(err, "bundle");
@@ -835,17 +844,18 @@ static int read_fd_bounded(int fd, const char *name, size_t max, unsigned char *
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            r = cordon_error_set(err, CORDON_E_IO, errno, "bundle: reading %.200s: %s", name,
-                                 strerror(errno));
+            r = cordon_error_set(err, CORDON_E_IO, errno, "bundle: reading %.*s: %s",
+                                 cordon_text_fit(name, 200), name, strerror(errno));
             goto out;
         }
         if (n == 0)
             break;
         len += (size_t)n;
         if (len > max) {
-            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                 "files[0] (%.200s): more than %zu bytes exceeds the per-file limit of %zu",
-                                 name, max, max);
+            r = cordon_error_set(
+                err, CORDON_E_LIMIT, 0,
+                "files[0] (%.*s): more than %zu bytes exceeds the per-file limit of %zu",
+                cordon_text_fit(name, 200), name, max, max);
             goto out;
         }
     }
@@ -883,8 +893,9 @@ static int list_dir(int dirfd, const char *rel, char ***ret_names, size_t *ret_n
     int fd, r = 0;
 
     if ((fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0)) < 0 || (dir = fdopendir(fd)) == NULL) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "bundle: cannot list %.200s: %s",
-                             rel[0] ? rel : ".", strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno, "bundle: cannot list %.*s: %s",
+                             cordon_text_fit(rel[0] ? rel : ".", 200), rel[0] ? rel : ".",
+                             strerror(errno));
         if (fd >= 0)
             close(fd);
         return r;
@@ -894,9 +905,11 @@ static int list_dir(int dirfd, const char *rel, char ***ret_names, size_t *ret_n
             continue;
         /* Every entry becomes a file or is refused, so the file bound is the entry bound. */
         if (n >= CORDON_BUNDLE_MAX_FILES) {
-            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                 "files: directory %.200s has more than %d entries, exceeds the limit of %d files",
-                                 rel[0] ? rel : ".", CORDON_BUNDLE_MAX_FILES, CORDON_BUNDLE_MAX_FILES);
+            r = cordon_error_set(
+                err, CORDON_E_LIMIT, 0,
+                "files: directory %.*s has more than %d entries, exceeds the limit of %d files",
+                cordon_text_fit(rel[0] ? rel : ".", 200), rel[0] ? rel : ".",
+                CORDON_BUNDLE_MAX_FILES, CORDON_BUNDLE_MAX_FILES);
             goto out;
         }
         if (n == cap) {
@@ -914,8 +927,9 @@ static int list_dir(int dirfd, const char *rel, char ***ret_names, size_t *ret_n
         n++;
     }
     if (errno != 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "bundle: cannot list %.200s: %s",
-                             rel[0] ? rel : ".", strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno, "bundle: cannot list %.*s: %s",
+                             cordon_text_fit(rel[0] ? rel : ".", 200), rel[0] ? rel : ".",
+                             strerror(errno));
         goto out;
     }
     if (n > 1)
@@ -940,8 +954,8 @@ static int walk_dir(struct walk *w, int dirfd, const char *prefix, int depth, st
 
     if (depth > BUNDLE_MAX_DIR_DEPTH)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "bundle: %.200s: directories nested deeper than the limit of %d",
-                                prefix, BUNDLE_MAX_DIR_DEPTH);
+                                "bundle: %.*s: directories nested deeper than the limit of %d",
+                                cordon_text_fit(prefix, 200), prefix, BUNDLE_MAX_DIR_DEPTH);
     if ((r = list_dir(dirfd, prefix, &names, &n, err)) < 0)
         return r;
     for (size_t i = 0; i < n; i++) {
@@ -956,18 +970,20 @@ static int walk_dir(struct walk *w, int dirfd, const char *prefix, int depth, st
         }
         /* lstat semantics: a link is seen as a link, never as its target. */
         if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            r = cordon_error_set(err, CORDON_E_IO, errno, "bundle: %.200s: %s", rel, strerror(errno));
+            r = cordon_error_set(err, CORDON_E_IO, errno, "bundle: %.*s: %s",
+                                 cordon_text_fit(rel, 200), rel, strerror(errno));
             goto out;
         }
         if (S_ISLNK(st.st_mode)) {
             r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                 "bundle: %.200s is a symbolic link (refused; copy the file in)", rel);
+                                 "bundle: %.*s is a symbolic link (refused; copy the file in)",
+                                 cordon_text_fit(rel, 200), rel);
             goto out;
         }
         if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
             r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                 "bundle: %.200s is a %s, not a regular file (refused)", rel,
-                                 file_type_name(st.st_mode));
+                                 "bundle: %.*s is a %s, not a regular file (refused)",
+                                 cordon_text_fit(rel, 200), rel, file_type_name(st.st_mode));
             goto out;
         }
         if ((r = cordon_path_normalize("bundle", rel, &norm, err)) < 0)
@@ -1057,11 +1073,13 @@ int cordon__bundle_from_path(const char *path, const char *language, const char 
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         r = cordon_error_set(err, errno == ENOENT ? CORDON_E_NOT_FOUND : CORDON_E_IO, errno,
-                             "bundle: cannot open %.200s: %s", path, strerror(errno));
+                             "bundle: cannot open %.*s: %s", cordon_text_fit(path, 200), path,
+                             strerror(errno));
         goto out;
     }
     if (fstat(fd, &st) < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "bundle: %.200s: %s", path, strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno, "bundle: %.*s: %s",
+                             cordon_text_fit(path, 200), path, strerror(errno));
         goto out;
     }
     /* fstat of the open fd: what was opened is what is read. */
@@ -1072,14 +1090,15 @@ int cordon__bundle_from_path(const char *path, const char *language, const char 
     } else if (S_ISREG(st.st_mode)) {
         /* Back to blocking reads now that it is known to be a regular file. */
         if (fcntl(fd, F_SETFL, 0) < 0) {
-            r = cordon_error_set(err, CORDON_E_IO, errno, "bundle: %.200s: %s", path, strerror(errno));
+            r = cordon_error_set(err, CORDON_E_IO, errno, "bundle: %.*s: %s",
+                                 cordon_text_fit(path, 200), path, strerror(errno));
             goto out;
         }
         r = take_single_file(b, fd, path, &st, err);
     } else {
         r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                             "bundle: %.200s is a %s, not a regular file or directory (refused)",
-                             path, file_type_name(st.st_mode));
+                             "bundle: %.*s is a %s, not a regular file or directory (refused)",
+                             cordon_text_fit(path, 200), path, file_type_name(st.st_mode));
     }
     if (r < 0 || (r = bundle_finish(b, path, err)) < 0)
         goto out;

@@ -171,8 +171,8 @@ static int put_object(struct canon_buf *buf, const cJSON *item, int depth, struc
         /* Sorted, so a duplicate key sits next to its twin. */
         if (i > 0 && strcmp(members[i - 1]->string, members[i]->string) == 0) {
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "canonical JSON: key \"%.100s\" appears twice in one object",
-                                 members[i]->string);
+                                 "canonical JSON: key \"%.*s\" appears twice in one object",
+                                 cordon_text_fit(members[i]->string, 100), members[i]->string);
             goto out;
         }
         if ((i > 0 && (r = buf_add(buf, ",", 1, err)) < 0) ||

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <cordon/sdk/tar.h>
 #include "core/checkpoint.h"
 #include "core/internal.h"
+#include "core/limits.h"
 
 #define ID_PREFIX "ckpt-"
 #define ID_HEX 24
@@ -60,8 +62,6 @@ static const struct key_rule manifest_keys[] = {
 };
 #define N_KEYS (sizeof(manifest_keys) / sizeof(manifest_keys[0]))
 
-static const char *const resource_keys[] = {"cpus", "pids", "memory_bytes", "disk_bytes",
-                                            "runtime_ms", "max_output_bytes"};
 static const char *const workspace_keys[] = {"sha256", "bytes", "entries"};
 
 bool cordon__checkpoint_id_valid(const char *id)
@@ -150,7 +150,8 @@ static bool exact_members(const cJSON *obj, const char *field, const char *const
         while (i < n && strcmp(keys[i], c->string) != 0)
             i++;
         if (i == n) {
-            snprintf(why, why_len, "%s.%.100s: unknown key", field, c->string);
+            snprintf(why, why_len, "%s.%.*s: unknown key", field, cordon_text_fit(c->string, 100),
+                     c->string);
             return false;
         }
         for (const cJSON *d = obj->child; d != c; d = d->next)
@@ -205,7 +206,8 @@ static bool value_ok(const char *key, enum key_kind kind, const cJSON *v, char *
         }
         for (const cJSON *c = v->child; c != NULL; c = c->next)
             if (!cJSON_IsString(c)) {
-                snprintf(why, why_len, "%s.%.100s: must be a string", key, c->string);
+                snprintf(why, why_len, "%s.%.*s: must be a string", key,
+                         cordon_text_fit(c->string, 100), c->string);
                 return false;
             }
         break;
@@ -213,23 +215,19 @@ static bool value_ok(const char *key, enum key_kind kind, const cJSON *v, char *
         if (!is_rfc3339_utc(v))
             need = "must be an RFC 3339 UTC time (\"2024-05-01T12:00:00Z\")";
         break;
-    case K_RESOURCES:
-        if (!exact_members(v, key, resource_keys, sizeof(resource_keys) / sizeof(*resource_keys),
-                           why, why_len))
-            return false;
-        for (const cJSON *c = v->child; c != NULL; c = c->next) {
-            bool ok = strcmp(c->string, "cpus") == 0
-                          ? cJSON_IsNumber(c) && c->valuedouble > 0 && c->valuedouble <= 1e6
-                          : is_uint(c);
+    case K_RESOURCES: {
+        /* The manifest is data on disk: its limits meet the bounds of a
+         * provision request, checked by the same function. */
+        struct cordon__limits limits;
+        struct cordon_error in;
 
-            if (!ok) {
-                snprintf(why, why_len, "%s.%s: must be a %s", key, c->string,
-                         strcmp(c->string, "cpus") == 0 ? "positive number"
-                                                        : "non-negative integer");
-                return false;
-            }
+        cordon_error_init(&in);
+        if (cordon__limits_from_json(v, &limits, &in) < 0) {
+            snprintf(why, why_len, "%s", in.message);
+            return false;
         }
         break;
+    }
     case K_WORKSPACE:
         if (!exact_members(v, key, workspace_keys,
                            sizeof(workspace_keys) / sizeof(*workspace_keys), why, why_len))
@@ -268,8 +266,8 @@ static int validate_object(const cJSON *obj, bool fields_only, const char *what,
                               (fields_only && !manifest_keys[i].from_fields)))
             i++;
         if (i == N_KEYS)
-            return cordon_error_set(err, code, 0, "%s%s%.100s: unknown key", what, sep,
-                                    c->string);
+            return cordon_error_set(err, code, 0, "%s%s%.*s: unknown key", what, sep,
+                                    cordon_text_fit(c->string, 100), c->string);
         if (seen[i])
             return cordon_error_set(err, code, 0, "%s%s%s: appears twice", what, sep, c->string);
         seen[i] = true;
@@ -322,15 +320,16 @@ static int open_store(const char *store_dir, bool create, int *ret_fd, struct co
     int fd, r;
 
     if (store_dir == NULL || store_dir[0] != '/')
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "checkpoint store: \"%.300s\" must be an absolute path",
-                                store_dir ? store_dir : "");
+        return cordon_error_set(
+            err, CORDON_E_INVALID, 0, "checkpoint store: \"%.*s\" must be an absolute path",
+            cordon_text_fit(store_dir ? store_dir : "", 300), store_dir ? store_dir : "");
     if (create && (r = make_store(store_dir, err)) < 0)
         return r;
     fd = open(store_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return cordon_error_set(err, errno == ENOENT ? CORDON_E_NOT_FOUND : CORDON_E_IO, errno,
-                                "checkpoint store %.300s: open: %s", store_dir, strerror(errno));
+                                "checkpoint store %.*s: open: %s", cordon_text_fit(store_dir, 300),
+                                store_dir, strerror(errno));
     *ret_fd = fd;
     return 0;
 }
@@ -440,15 +439,17 @@ int cordon__checkpoint_write(const char *store_dir, int tar_in_fd, const cJSON *
     snprintf(tmp, sizeof(tmp), ".tmp-%s", id);
     /* Everything is written under a dot name that listing skips, then renamed. */
     if (mkdirat(store, tmp, 0700) < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "checkpoint store %.300s: create %s: %s",
-                             store_dir, tmp, strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno, "checkpoint store %.*s: create %s: %s",
+                             cordon_text_fit(store_dir, 300), store_dir, tmp, strerror(errno));
         goto out;
     }
     made = true;
     dir = openat(store, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dir < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "checkpoint store %.300s: open %s: %s",
-                             store_dir, tmp, strerror(errno));
+    /* Held until the end: gc removes a partial checkpoint only when nobody
+     * holds it (its writer died: kill -9, a crash). */
+    if (dir < 0 || flock(dir, LOCK_EX | LOCK_NB) < 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "checkpoint store %.*s: open %s: %s",
+                             cordon_text_fit(store_dir, 300), store_dir, tmp, strerror(errno));
         goto out;
     }
     r = write_workspace(dir, tar_in_fd, max_bytes, max_entries, sha, &bytes, &entries, err);
@@ -475,15 +476,15 @@ int cordon__checkpoint_write(const char *store_dir, int tar_in_fd, const cJSON *
     if (r < 0)
         goto out;
     if (fsync(dir) < 0 || renameat2(store, tmp, store, id, RENAME_NOREPLACE) < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "checkpoint store %.300s: publish %s: %s",
-                             store_dir, id, strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno, "checkpoint store %.*s: publish %s: %s",
+                             cordon_text_fit(store_dir, 300), store_dir, id, strerror(errno));
         goto out;
     }
     made = false;
     /* The rename is durable only once the store is synced; a failure takes it back. */
     if (fsync(store) < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "checkpoint store %.300s: sync: %s",
-                             store_dir, strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno, "checkpoint store %.*s: sync: %s",
+                             cordon_text_fit(store_dir, 300), store_dir, strerror(errno));
         cordon_fs_remove_tree(store, id, NULL);
         goto out;
     }
@@ -504,16 +505,17 @@ out:
 
 static int id_refused(const char *id, struct cordon_error *err)
 {
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "checkpoint_id: \"%.100s\" is not a checkpoint id (\"ckpt-\" and "
-                                "24 lowercase hex digits)",
-                            id ? id : "");
+    return cordon_error_set(err, CORDON_E_INVALID, 0,
+                            "checkpoint_id: \"%.*s\" is not a checkpoint id (\"ckpt-\" and "
+                            "24 lowercase hex digits)",
+                            cordon_text_fit(id ? id : "", 100), id ? id : "");
 }
 
 static int not_found(struct cordon_error *err, const char *id, const char *store_dir)
 {
     return cordon_error_set(err, CORDON_E_CHECKPOINT_NOT_FOUND, 0,
-                            "checkpoint %s: not found in %.300s", id, store_dir);
+                            "checkpoint %s: not found in %.*s", id, cordon_text_fit(store_dir, 300),
+                            store_dir);
 }
 
 /*
@@ -657,10 +659,11 @@ int cordon__checkpoint_remove(const char *store_dir, const char *checkpoint_id,
     /* Out of the namespace first, so that nobody opens a half-deleted checkpoint. */
     snprintf(gone, sizeof(gone), ".rm-%s", checkpoint_id);
     if (renameat2(store, checkpoint_id, store, gone, RENAME_NOREPLACE) < 0) {
-        r = errno == ENOENT ? not_found(err, checkpoint_id, store_dir)
-                            : cordon_error_set(err, CORDON_E_IO, errno,
-                                               "checkpoint %s: remove from %.300s: %s",
-                                               checkpoint_id, store_dir, strerror(errno));
+        r = errno == ENOENT
+                ? not_found(err, checkpoint_id, store_dir)
+                : cordon_error_set(err, CORDON_E_IO, errno, "checkpoint %s: remove from %.*s: %s",
+                                   checkpoint_id, cordon_text_fit(store_dir, 300), store_dir,
+                                   strerror(errno));
         goto out;
     }
     cordon_error_init(&in);
@@ -669,6 +672,64 @@ int cordon__checkpoint_remove(const char *store_dir, const char *checkpoint_id,
         r = cordon_error_set(err, r, in.os_errno, "checkpoint %s: remove: %s", checkpoint_id,
                              in.message);
 out:
+    close(store);
+    return r;
+}
+
+int cordon__checkpoint_sweep(const char *store_dir, unsigned min_age_s, cJSON *removed,
+                             struct cordon_error *err)
+{
+    struct dirent *de;
+    int store = -1, fd, r;
+    DIR *d;
+
+    r = open_store(store_dir, false, &store, err);
+    if (r == CORDON_E_NOT_FOUND)
+        return 0;
+    if (r < 0)
+        return r;
+    fd = dup(store);
+    d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d == NULL) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "checkpoint store %.*s: list: %s",
+                             cordon_text_fit(store_dir, 300), store_dir, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        close(store);
+        return r;
+    }
+    while ((de = readdir(d)) != NULL) {
+        const char *name = de->d_name;
+        struct cordon_error in;
+        struct stat st;
+        int dfd;
+
+        /* What a writer (.tmp-) or a removal (.rm-) leaves when it dies. */
+        if (strncmp(name, ".tmp-" ID_PREFIX, 5 + strlen(ID_PREFIX)) != 0 &&
+            strncmp(name, ".rm-" ID_PREFIX, 4 + strlen(ID_PREFIX)) != 0)
+            continue;
+        dfd = openat(store, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+            continue;
+        /* Locked: its writer lives. Young: its writer may not have locked it
+         * yet (between mkdir and flock). */
+        if (flock(dfd, LOCK_EX | LOCK_NB) < 0 || fstat(dfd, &st) < 0 ||
+            time(NULL) - st.st_mtime < (time_t)min_age_s) {
+            close(dfd);
+            continue;
+        }
+        cordon_error_init(&in);
+        r = cordon_fs_remove_tree(store, name, &in);
+        close(dfd);
+        if (r < 0) {
+            r = cordon_error_set(err, r, in.os_errno, "checkpoint store %.*s: remove %s: %s",
+                                 cordon_text_fit(store_dir, 300), store_dir, name, in.message);
+            break;
+        }
+        if (removed != NULL)
+            cJSON_AddItemToArray(removed, cJSON_CreateString(name));
+    }
+    closedir(d);
     close(store);
     return r;
 }

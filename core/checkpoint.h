@@ -76,6 +76,17 @@ int cordon__checkpoint_remove(const char *store_dir, const char *checkpoint_id,
                               struct cordon_error *err);
 
 /*
+ * Remove what a checkpoint writer or remover that died (kill -9, a crash)
+ * left in store_dir: ".tmp-ckpt-*" and ".rm-ckpt-*" directories that
+ * nobody holds locked and that are older than min_age_s seconds (a live
+ * writer holds its lock from just after its mkdir to the rename). Each
+ * name removed is added to removed (optional). A missing store is
+ * success.
+ */
+int cordon__checkpoint_sweep(const char *store_dir, unsigned min_age_s, cJSON *removed,
+                             struct cordon_error *err);
+
+/*
  * Every checkpoint in store_dir, sorted by id, as a new array (cJSON_Delete):
  * the manifest of each valid one (validated as by cordon__checkpoint_open,
  * and the size of workspace.tar checked, but not its digest: listing does

@@ -47,9 +47,10 @@ int cordon__env_validate(const char *field, const cJSON *env, struct cordon_erro
             return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: more than %d entries", field,
                                     CORDON_ENV_MAX_ENTRIES);
         if (strlen(v->string) > CORDON_ENV_MAX_NAME || !name_valid(v->string))
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s: name \"%.64s\" must match [A-Za-z_][A-Za-z0-9_]* (at most %d bytes)",
-                                    field, v->string, CORDON_ENV_MAX_NAME);
+            return cordon_error_set(
+                err, CORDON_E_INVALID, 0,
+                "%s: name \"%.*s\" must match [A-Za-z_][A-Za-z0-9_]* (at most %d bytes)", field,
+                cordon_text_fit(v->string, 64), v->string, CORDON_ENV_MAX_NAME);
         if (cordon__env_name_is_credential(v->string))
             return cordon_error_set(err, CORDON_E_DENIED, 0,
                                     "%s.%s: looks like a credential (token, secret, password, API key, "

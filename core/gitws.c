@@ -51,8 +51,8 @@ static bool is_dotgit(const char *name)
 /* Re-issue an sdk error with the path it concerns. */
 static int tar_fail(struct cordon_error *err, const char *path, const struct cordon_error *in)
 {
-    return cordon_error_set(err, in->code, in->os_errno, "workspace: \"%.300s\": %s", path,
-                            in->message);
+    return cordon_error_set(err, in->code, in->os_errno, "workspace: \"%.*s\": %s",
+                            cordon_text_fit(path, 300), path, in->message);
 }
 
 /* A blob of the tree: a regular file, or a symlink whose target is its bytes. */
@@ -68,21 +68,22 @@ static int add_blob(struct walk *wk, const git_tree_entry *te, const char *path,
 
     /* The size from the object header is checked before the blob is loaded. */
     if (git_odb_read_header(&size, &type, wk->odb, git_tree_entry_id(te)) < 0)
-        return cordon_error_set(err, CORDON_E_IO, 0, "workspace: \"%.300s\": read object: %s",
-                                path, git_why());
+        return cordon_error_set(err, CORDON_E_IO, 0, "workspace: \"%.*s\": read object: %s",
+                                cordon_text_fit(path, 300), path, git_why());
     if (!link && wk->max_bytes != 0 && size > wk->max_bytes - wk->bytes)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "workspace: %" PRIu64 " bytes at revision %.200s exceed "
+                                "workspace: %" PRIu64 " bytes at revision %.*s exceed "
                                 "disk_bytes %" PRIu64,
-                                wk->bytes + (uint64_t)size, wk->revision, wk->max_bytes);
+                                wk->bytes + (uint64_t)size, cordon_text_fit(wk->revision, 200),
+                                wk->revision, wk->max_bytes);
     if (link && size > CORDON_PATH_MAX)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "workspace: \"%.300s\": symbolic link target is longer than %d "
+                                "workspace: \"%.*s\": symbolic link target is longer than %d "
                                 "bytes",
-                                path, CORDON_PATH_MAX);
+                                cordon_text_fit(path, 300), path, CORDON_PATH_MAX);
     if (git_blob_lookup(&blob, wk->repo, git_tree_entry_id(te)) < 0)
-        return cordon_error_set(err, CORDON_E_IO, 0, "workspace: \"%.300s\": read blob: %s", path,
-                                git_why());
+        return cordon_error_set(err, CORDON_E_IO, 0, "workspace: \"%.*s\": read blob: %s",
+                                cordon_text_fit(path, 300), path, git_why());
     cordon_error_init(&in);
     if (link) {
         size = (size_t)git_blob_rawsize(blob);
@@ -93,8 +94,8 @@ static int add_blob(struct walk *wk, const git_tree_entry *te, const char *path,
         }
         if (strlen(target) != size) {
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "workspace: \"%.300s\": symbolic link target holds a NUL byte",
-                                 path);
+                                 "workspace: \"%.*s\": symbolic link target holds a NUL byte",
+                                 cordon_text_fit(path, 300), path);
             goto out;
         }
         r = cordon_tar_writer_add_symlink(wk->w, path, target, &in);
@@ -127,14 +128,16 @@ static int walk_entry(struct walk *wk, const git_tree_entry *te, const char *pre
     /* A tree holding ".git" is what git itself refuses to check out. */
     if (is_dotgit(name))
         return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "workspace: \"%.300s%s%.100s\" at revision %.200s: a \".git\" "
+                                "workspace: \"%.*s%s%.*s\" at revision %.*s: a \".git\" "
                                 "entry is not allowed",
-                                prefix, prefix[0] ? "/" : "", name, wk->revision);
+                                cordon_text_fit(prefix, 300), prefix, prefix[0] ? "/" : "",
+                                cordon_text_fit(name, 100), name,
+                                cordon_text_fit(wk->revision, 200), wk->revision);
     wk->visited++;
     if (wk->max_entries != 0 && wk->visited > wk->max_entries)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "workspace: more than %" PRIu64 " entries at revision %.200s",
-                                wk->max_entries, wk->revision);
+                                "workspace: more than %" PRIu64 " entries at revision %.*s",
+                                wk->max_entries, cordon_text_fit(wk->revision, 200), wk->revision);
     if (prefix[0] == '\0')
         path = strdup(name);
     else if (asprintf(&path, "%s/%s", prefix, name) < 0)
@@ -150,8 +153,8 @@ static int walk_entry(struct walk *wk, const git_tree_entry *te, const char *pre
             break;
         }
         if (git_tree_lookup(&sub, wk->repo, git_tree_entry_id(te)) < 0) {
-            r = cordon_error_set(err, CORDON_E_IO, 0, "workspace: \"%.300s\": read tree: %s",
-                                 path, git_why());
+            r = cordon_error_set(err, CORDON_E_IO, 0, "workspace: \"%.*s\": read tree: %s",
+                                 cordon_text_fit(path, 300), path, git_why());
             break;
         }
         wk->entries++;
@@ -174,9 +177,9 @@ static int walk_entry(struct walk *wk, const git_tree_entry *te, const char *pre
             r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "workspace: out of memory");
         break;
     default:
-        r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                             "workspace: \"%.300s\": unknown git file mode %06o", path,
-                             (unsigned)git_tree_entry_filemode_raw(te));
+        r = cordon_error_set(
+            err, CORDON_E_INVALID, 0, "workspace: \"%.*s\": unknown git file mode %06o",
+            cordon_text_fit(path, 300), path, (unsigned)git_tree_entry_filemode_raw(te));
         break;
     }
     git_tree_free(sub);
@@ -192,8 +195,8 @@ static int walk_tree(struct walk *wk, const git_tree *tree, const char *prefix, 
 
     if (depth >= CORDON_GITWS_DEPTH_MAX)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "workspace: \"%.300s\": directories nested more than %d deep",
-                                prefix, CORDON_GITWS_DEPTH_MAX);
+                                "workspace: \"%.*s\": directories nested more than %d deep",
+                                cordon_text_fit(prefix, 300), prefix, CORDON_GITWS_DEPTH_MAX);
     for (size_t i = 0; i < n; i++) {
         int r = walk_entry(wk, git_tree_entry_byindex(tree, i), prefix, depth, err);
 
@@ -211,9 +214,9 @@ static int check_args(const char *repository, const char *revision, int tar_fd,
     if (tar_fd < 0 || ret == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "workspace: no stream or result");
     if (repository == NULL || repository[0] != '/')
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "workspace.repository: \"%.300s\" must be an absolute path",
-                                repository ? repository : "");
+        return cordon_error_set(
+            err, CORDON_E_INVALID, 0, "workspace.repository: \"%.*s\" must be an absolute path",
+            cordon_text_fit(repository ? repository : "", 300), repository ? repository : "");
     if (revision == NULL || revision[0] == '\0')
         return cordon_error_set(err, CORDON_E_INVALID, 0, "workspace.revision: missing");
     len = strnlen(revision, CORDON_GITWS_REVISION_MAX + 1);
@@ -238,37 +241,39 @@ static int open_tree(const char *repository, const char *revision, git_repositor
     int r = 0, gr;
 
     if (real == NULL)
-        return cordon_error_set(err, errno == ENOMEM ? CORDON_E_NOMEM : CORDON_E_NOT_FOUND,
-                                errno, "workspace.repository: %.300s is not a git repository (%s)",
-                                repository, strerror(errno));
+        return cordon_error_set(err, errno == ENOMEM ? CORDON_E_NOMEM : CORDON_E_NOT_FOUND, errno,
+                                "workspace.repository: %.*s is not a git repository (%s)",
+                                cordon_text_fit(repository, 300), repository, strerror(errno));
     /* NO_SEARCH: the path itself must be the repository, not a directory inside one. */
     gr = git_repository_open_ext(&repo, real, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
     if (gr == GIT_ENOTFOUND) {
         r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
-                             "workspace.repository: %.300s is not a git repository", repository);
+                             "workspace.repository: %.*s is not a git repository",
+                             cordon_text_fit(repository, 300), repository);
         goto out;
     }
     if (gr < 0) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0, "workspace.repository: %.300s: %s",
-                             repository, git_why());
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "workspace.repository: %.*s: %s",
+                             cordon_text_fit(repository, 300), repository, git_why());
         goto out;
     }
     gr = git_revparse_single(&obj, repo, revision);
     if (gr == GIT_EAMBIGUOUS) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                             "workspace.revision: \"%.200s\" is ambiguous in %.300s", revision,
-                             repository);
+        r = cordon_error_set(
+            err, CORDON_E_INVALID, 0, "workspace.revision: \"%.*s\" is ambiguous in %.*s",
+            cordon_text_fit(revision, 200), revision, cordon_text_fit(repository, 300), repository);
         goto out;
     }
     if (gr < 0 || git_object_peel(&commit, obj, GIT_OBJECT_COMMIT) < 0) {
         r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
-                             "workspace.revision: \"%.200s\" does not name a commit in %.300s",
-                             revision, repository);
+                             "workspace.revision: \"%.*s\" does not name a commit in %.*s",
+                             cordon_text_fit(revision, 200), revision,
+                             cordon_text_fit(repository, 300), repository);
         goto out;
     }
     if (git_commit_tree(ret_tree, (git_commit *)commit) < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, 0, "workspace.revision: \"%.200s\": read tree: %s",
-                             revision, git_why());
+        r = cordon_error_set(err, CORDON_E_IO, 0, "workspace.revision: \"%.*s\": read tree: %s",
+                             cordon_text_fit(revision, 200), revision, git_why());
         goto out;
     }
     git_oid_tostr(ret_commit, 41, git_object_id(commit));
@@ -313,8 +318,8 @@ int cordon__git_export_tar(const char *repository, const char *revision, uint64_
         goto out;
     }
     if (git_repository_odb(&wk.odb, wk.repo) < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, 0, "workspace.repository: %.300s: %s", repository,
-                             git_why());
+        r = cordon_error_set(err, CORDON_E_IO, 0, "workspace.repository: %.*s: %s",
+                             cordon_text_fit(repository, 300), repository, git_why());
         goto out;
     }
     cordon_error_init(&in);

@@ -119,18 +119,21 @@ static int open_output_root(struct cordon__grant *g, struct cordon_error *err)
 
     if (fstatat(g->workspace_fd, "output", &st, AT_SYMLINK_NOFOLLOW) < 0) {
         if (errno != ENOENT)
-            return cordon_error_set(err, CORDON_E_IO, errno, "workspace: %.200s/output: %s",
-                                    g->workspace, strerror(errno));
+            return cordon_error_set(err, CORDON_E_IO, errno, "workspace: %.*s/output: %s",
+                                    cordon_text_fit(g->workspace, 200), g->workspace,
+                                    strerror(errno));
         if (mkdirat(g->workspace_fd, "output", 0755) < 0 && errno != EEXIST)
-            return cordon_error_set(err, CORDON_E_IO, errno, "workspace: cannot create %.200s/output: %s",
-                                    g->workspace, strerror(errno));
+            return cordon_error_set(
+                err, CORDON_E_IO, errno, "workspace: cannot create %.*s/output: %s",
+                cordon_text_fit(g->workspace, 200), g->workspace, strerror(errno));
     } else if (S_ISLNK(st.st_mode)) {
         return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "workspace: %.200s/output is a symbolic link (refused)", g->workspace);
+                                "workspace: %.*s/output is a symbolic link (refused)",
+                                cordon_text_fit(g->workspace, 200), g->workspace);
     } else if (!S_ISDIR(st.st_mode)) {
-        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "workspace: %.200s/output is a %s, not a directory (refused)",
-                                g->workspace, type_name(st.st_mode));
+        return cordon_error_set(
+            err, CORDON_E_UNSAFE, 0, "workspace: %.*s/output is a %s, not a directory (refused)",
+            cordon_text_fit(g->workspace, 200), g->workspace, type_name(st.st_mode));
     }
     return cordon_fs_open_beneath(g->workspace_fd, "output", O_RDONLY | O_DIRECTORY, 0,
                                   &g->output_fd, err);
@@ -183,14 +186,15 @@ int cordon__grant_open(const char *task_workspace, enum cordon__grant_mode mode,
     /* The workspace itself is the integrator's: links in its path are theirs to use. */
     if ((g->workspace = realpath(task_workspace, NULL)) == NULL) {
         r = cordon_error_set(err, errno == ENOENT ? CORDON_E_NOT_FOUND : CORDON_E_IO, errno,
-                             "workspace: %.200s: %s", task_workspace, strerror(errno));
+                             "workspace: %.*s: %s", cordon_text_fit(task_workspace, 200),
+                             task_workspace, strerror(errno));
         goto out;
     }
     g->workspace_fd = open(g->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (g->workspace_fd < 0) {
         r = cordon_error_set(err, errno == ENOTDIR ? CORDON_E_INVALID : CORDON_E_IO, errno,
-                             "workspace: %.200s is not a usable directory: %s", g->workspace,
-                             strerror(errno));
+                             "workspace: %.*s is not a usable directory: %s",
+                             cordon_text_fit(g->workspace, 200), g->workspace, strerror(errno));
         goto out;
     }
     if ((r = random_id(g->id, err)) < 0 ||
@@ -237,27 +241,31 @@ int cordon__grant_add_input(struct cordon__grant *g, const char *host_path,
     /* lstat: the input named must itself be a file, not a link to one. */
     if (lstat(host_path, &st) < 0)
         return cordon_error_set(err, errno == ENOENT ? CORDON_E_NOT_FOUND : CORDON_E_IO, errno,
-                                "inputs: %.200s: %s", host_path, strerror(errno));
+                                "inputs: %.*s: %s", cordon_text_fit(host_path, 200), host_path,
+                                strerror(errno));
     if (S_ISLNK(st.st_mode))
         return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "inputs: %.200s is a symbolic link (refused; name the file itself)",
-                                host_path);
+                                "inputs: %.*s is a symbolic link (refused; name the file itself)",
+                                cordon_text_fit(host_path, 200), host_path);
     if (!S_ISREG(st.st_mode))
         return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "inputs: %.200s is a %s, not a regular file (refused)", host_path,
-                                type_name(st.st_mode));
+                                "inputs: %.*s is a %s, not a regular file (refused)",
+                                cordon_text_fit(host_path, 200), host_path, type_name(st.st_mode));
     if ((uint64_t)st.st_size > CORDON_GRANT_MAX_FILE_BYTES)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "inputs: %.200s is %" PRIu64 " bytes, exceeds the per-file limit of %llu",
-                                host_path, (uint64_t)st.st_size, CORDON_GRANT_MAX_FILE_BYTES);
+                                "inputs: %.*s is %" PRIu64
+                                " bytes, exceeds the per-file limit of %llu",
+                                cordon_text_fit(host_path, 200), host_path, (uint64_t)st.st_size,
+                                CORDON_GRANT_MAX_FILE_BYTES);
     if (g->n_inputs >= CORDON_GRANT_MAX_INPUTS)
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "inputs: more than %d files exceeds the limit of %d",
                                 CORDON_GRANT_MAX_INPUTS, CORDON_GRANT_MAX_INPUTS);
     if (g->input_bytes + (uint64_t)st.st_size > CORDON_GRANT_MAX_TOTAL_BYTES)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "inputs: %" PRIu64 " bytes in total (at %.200s) exceeds the limit of %llu",
-                                g->input_bytes + (uint64_t)st.st_size, host_path,
-                                CORDON_GRANT_MAX_TOTAL_BYTES);
+        return cordon_error_set(
+            err, CORDON_E_LIMIT, 0,
+            "inputs: %" PRIu64 " bytes in total (at %.*s) exceeds the limit of %llu",
+            g->input_bytes + (uint64_t)st.st_size, cordon_text_fit(host_path, 200), host_path,
+            CORDON_GRANT_MAX_TOTAL_BYTES);
     if ((dir = strdup(host_path)) == NULL) {
         r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "inputs: out of memory");
         goto out;
@@ -269,8 +277,8 @@ int cordon__grant_add_input(struct cordon__grant *g, const char *host_path,
     if ((r = cordon_path_normalize("inputs", slash != NULL ? slash + 1 : dir, &base, err)) < 0)
         goto out;
     if (strchr(base, '/') != NULL) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0, "inputs: %.200s does not end in a file name",
-                             host_path);
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "inputs: %.*s does not end in a file name",
+                             cordon_text_fit(host_path, 200), host_path);
         goto out;
     }
     if (asprintf(&dst, "input/%s", base) < 0) {
@@ -281,14 +289,15 @@ int cordon__grant_add_input(struct cordon__grant *g, const char *host_path,
     /* copy_beneath replaces atomically, so a clash is looked for first. */
     if (fstatat(g->source_fd, dst, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         r = cordon_error_set(err, CORDON_E_EXISTS, 0,
-                             "inputs: %.200s would replace source/%s (two inputs share a name)",
-                             host_path, dst);
+                             "inputs: %.*s would replace source/%s (two inputs share a name)",
+                             cordon_text_fit(host_path, 200), host_path, dst);
         goto out;
     }
     /* The directories above the file are the caller's own and may hold links. */
     pfd = open(slash == NULL ? "." : dir[0] == '\0' ? "/" : dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (pfd < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "inputs: %.200s: %s", host_path, strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno, "inputs: %.*s: %s",
+                             cordon_text_fit(host_path, 200), host_path, strerror(errno));
         goto out;
     }
     /* copy_beneath opens the file itself with O_NOFOLLOW: a link swapped in now is refused. */
@@ -335,8 +344,9 @@ static int verify_file(struct cordon__grant *g, const struct cordon__bundle_file
         goto out;
     if (bytes != f->len || strcmp(hex, f->sha256) != 0)
         r = cordon_error_set(err, CORDON_E_IO, 0,
-                             "files: source/%.200s reads back as %" PRIu64 " bytes sha256 %s, "
-                             "landed %zu bytes sha256 %s", f->path, bytes, hex, f->len, f->sha256);
+                             "files: source/%.*s reads back as %" PRIu64 " bytes sha256 %s, "
+                             "landed %zu bytes sha256 %s",
+                             cordon_text_fit(f->path, 200), f->path, bytes, hex, f->len, f->sha256);
 out:
     if (fd >= 0)
         close(fd);
@@ -361,7 +371,8 @@ int cordon__grant_write_source(struct cordon__grant *g, const struct cordon__bun
         if (cordon_path_is_under(f->path, "input") &&
             fstatat(g->source_fd, f->path, &st, AT_SYMLINK_NOFOLLOW) == 0) {
             r = cordon_error_set(err, CORDON_E_EXISTS, 0,
-                                 "files: %.200s would replace an input copied into the grant", f->path);
+                                 "files: %.*s would replace an input copied into the grant",
+                                 cordon_text_fit(f->path, 200), f->path);
             goto out;
         }
         free(parent);
@@ -369,11 +380,14 @@ int cordon__grant_write_source(struct cordon__grant *g, const struct cordon__bun
             r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "files: out of memory");
             goto out;
         }
-        if ((parent[0] != '\0' && (r = cordon_fs_mkdirs_beneath(g->source_fd, parent, 0755, err)) < 0) ||
+        if ((parent[0] != '\0' &&
+             (r = cordon_fs_mkdirs_beneath(g->source_fd, parent, 0755, err)) < 0) ||
             /* our own scratch area: no fsync (the bytes are verified below);
              * landing again replaces a file in place */
             ((unlinkat(g->source_fd, f->path, 0) < 0 && errno != ENOENT &&
-              (r = cordon_error_set(err, CORDON_E_IO, errno, "files: %.200s: %s", f->path, strerror(errno))) < 0)) ||
+              (r = cordon_error_set(err, CORDON_E_IO, errno, "files: %.*s: %s",
+                                    cordon_text_fit(f->path, 200), f->path, strerror(errno))) <
+                  0)) ||
             (r = cordon_fs_write_new(g->source_fd, f->path, f->data, f->len,
                                      f->executable ? 0555 : 0444, err)) < 0 ||
             (r = verify_file(g, f, err)) < 0)
@@ -410,14 +424,16 @@ static int append_file(struct source_walk *w, int dfd, const char *name, const c
     if (r < 0)
         return r;
     if (fstat(fd, &st) < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "land: source/%.200s: %s", path,
-                             strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno, "land: source/%.*s: %s",
+                             cordon_text_fit(path, 200), path, strerror(errno));
         goto out;
     }
     if (++w->n > CORDON_BUNDLE_MAX_FILES + CORDON_GRANT_MAX_INPUTS ||
         (w->bytes += (uint64_t)st.st_size) > CORDON_BUNDLE_MAX_BYTES + CORDON_GRANT_MAX_TOTAL_BYTES) {
-        r = cordon_error_set(err, CORDON_E_LIMIT, 0, "land: source/ holds more than a bundle "
-                             "and its inputs may (at %.200s)", path);
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                             "land: source/ holds more than a bundle "
+                             "and its inputs may (at %.*s)",
+                             cordon_text_fit(path, 200), path);
         goto out;
     }
     for (left = (uint64_t)st.st_size; left > 0;) {
@@ -426,8 +442,9 @@ static int append_file(struct source_walk *w, int dfd, const char *name, const c
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            r = cordon_error_set(err, CORDON_E_IO, n < 0 ? errno : 0, "land: read source/%.200s: %s",
-                                 path, n < 0 ? strerror(errno) : "shorter than its size");
+            r = cordon_error_set(err, CORDON_E_IO, n < 0 ? errno : 0, "land: read source/%.*s: %s",
+                                 cordon_text_fit(path, 200), path,
+                                 n < 0 ? strerror(errno) : "shorter than its size");
             goto out;
         }
         for (ssize_t off = 0; off < n;) {
@@ -467,12 +484,14 @@ static int walk_source(struct source_walk *w, int dfd, const char *prefix, unsig
     int fd, r = 0;
 
     if (depth > SOURCE_DEPTH_MAX)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "land: source/%.200s is nested more than "
-                                "%d deep", prefix, SOURCE_DEPTH_MAX);
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "land: source/%.*s is nested more than "
+                                "%d deep",
+                                cordon_text_fit(prefix, 200), prefix, SOURCE_DEPTH_MAX);
     fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 || (d = fdopendir(fd)) == NULL) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "land: source/%.200s: %s", prefix,
-                             strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno, "land: source/%.*s: %s",
+                             cordon_text_fit(prefix, 200), prefix, strerror(errno));
         if (fd >= 0)
             close(fd);
         return r;
@@ -552,24 +571,29 @@ static int check_outputs(int staging_dirfd, const struct cordon__bundle *b, bool
                 missing[i] = true;
                 continue;
             }
-            return cordon_error_set(err, CORDON_E_IO, errno, "outputs: %.200s: %s", p, strerror(errno));
+            return cordon_error_set(err, CORDON_E_IO, errno, "outputs: %.*s: %s",
+                                    cordon_text_fit(p, 200), p, strerror(errno));
         }
         if (S_ISLNK(st.st_mode))
-            return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                    "outputs: %.200s is a symbolic link, not a regular file (refused)", p);
+            return cordon_error_set(
+                err, CORDON_E_UNSAFE, 0,
+                "outputs: %.*s is a symbolic link, not a regular file (refused)",
+                cordon_text_fit(p, 200), p);
         if (!S_ISREG(st.st_mode))
             return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                    "outputs: %.200s is a %s, not a regular file (refused)", p,
-                                    type_name(st.st_mode));
+                                    "outputs: %.*s is a %s, not a regular file (refused)",
+                                    cordon_text_fit(p, 200), p, type_name(st.st_mode));
         if ((uint64_t)st.st_size > CORDON_GRANT_MAX_FILE_BYTES)
-            return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                    "outputs: %.200s is %" PRIu64 " bytes, exceeds the per-file limit of %llu",
-                                    p, (uint64_t)st.st_size, CORDON_GRANT_MAX_FILE_BYTES);
+            return cordon_error_set(
+                err, CORDON_E_LIMIT, 0,
+                "outputs: %.*s is %" PRIu64 " bytes, exceeds the per-file limit of %llu",
+                cordon_text_fit(p, 200), p, (uint64_t)st.st_size, CORDON_GRANT_MAX_FILE_BYTES);
         total += (uint64_t)st.st_size;
         if (total > CORDON_GRANT_MAX_TOTAL_BYTES)
-            return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                    "outputs: %" PRIu64 " bytes in total (at %.200s) exceeds the limit of %llu",
-                                    total, p, CORDON_GRANT_MAX_TOTAL_BYTES);
+            return cordon_error_set(
+                err, CORDON_E_LIMIT, 0,
+                "outputs: %" PRIu64 " bytes in total (at %.*s) exceeds the limit of %llu", total,
+                cordon_text_fit(p, 200), p, CORDON_GRANT_MAX_TOTAL_BYTES);
     }
     return 0;
 }
@@ -591,8 +615,8 @@ static int place_output(struct cordon__grant *g, const char *p, struct cordon_er
         goto out;
     /* Same file system (both inside the workspace), so the move is one rename. */
     if (renameat(sfd, base_of(p), dfd, base_of(p)) < 0)
-        r = cordon_error_set(err, CORDON_E_IO, errno, "outputs: cannot place output/%.200s: %s", p,
-                             strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno, "outputs: cannot place output/%.*s: %s",
+                             cordon_text_fit(p, 200), p, strerror(errno));
 out:
     if (sfd >= 0)
         close(sfd);

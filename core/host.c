@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cordon/sdk/abi.h>
+#include "core/verify.h"
 #include <cordon/sdk/fs.h>
 #include "core/internal.h"
 
@@ -239,6 +240,7 @@ int cordon_ctx_new(const struct cordon_ctx_opts *opts, struct cordon_ctx **ret_c
     if (ctx == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
     ctx->fresh = opts != NULL && opts->fresh;
+    ctx->verify = cordon__verify_facts;
     ctx->state_dir = (opts != NULL && opts->state_dir != NULL) ? strdup(opts->state_dir)
                                                               : default_state_dir();
     if (ctx->state_dir == NULL) {

@@ -14,6 +14,7 @@
 #include <cordon/sdk/drive.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
+#include <cordon/sdk/json.h>
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/runner.h>
 #include "core/checkpoint.h"
@@ -24,14 +25,12 @@
 #include "core/loader.h"
 #include "core/record.h"
 #include "core/run.h"
+#include "core/select.h"
 
 #define METADATA_MAX_BYTES (16u << 10)
 #define EXEC_MAX_ARGS 256
 #define EXEC_MAX_ARG_BYTES (128u << 10)
 #define WORKSPACE_MAX_ENTRIES 1000000ull
-
-static const char *const resource_keys[] = { "cpus", "memory_bytes", "disk_bytes", "pids",
-                                             "runtime_ms", "max_output_bytes" };
 
 /* A bound provider for one call: loaded, ensured, released at the end. */
 struct bound {
@@ -41,8 +40,12 @@ struct bound {
 
 static int done_json(cJSON *doc, char **ret_json, struct cordon_error *err)
 {
-    char *text = doc != NULL ? cJSON_PrintUnformatted(doc) : NULL;
+    char *text;
 
+    /* What the provider sent is embedded as it came: the document leaves
+     * here strict UTF-8. */
+    cordon_json_sanitize(doc);
+    text = doc != NULL ? cJSON_PrintUnformatted(doc) : NULL;
     cJSON_Delete(doc);
     if (text == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
@@ -141,6 +144,7 @@ static int destroy(struct cordon_ctx *ctx, struct cordon__record *rec, const str
 
 struct spec {
     const char *provider;
+    enum cordon__isolation isolation;
     cJSON *config;           /* owned */
     const cJSON *image;
     const cJSON *workspace;
@@ -194,42 +198,13 @@ static int check_keys(const char *field, const cJSON *obj, const char *const *ke
     return 0;
 }
 
-static int validate_resources(const cJSON *res, struct cordon__limits *ret, struct cordon_error *err)
-{
-    uint64_t *fields[] = { NULL, &ret->memory_bytes, &ret->disk_bytes, &ret->pids, &ret->runtime_ms,
-                           &ret->max_output_bytes };
-    int r;
-
-    if (!cJSON_IsObject(res))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "resources: required, an object with cpus, memory_bytes, disk_bytes, "
-                                "pids, runtime_ms and max_output_bytes");
-    r = check_keys("resources", res, resource_keys, 6, err);
-    if (r < 0)
-        return r;
-    for (size_t i = 0; i < 6; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, resource_keys[i]);
-        if (v == NULL)
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "resources.%s: required (every limit must be given)", resource_keys[i]);
-        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9.0e15 ||
-            (i > 0 && v->valuedouble != (double)(uint64_t)v->valuedouble))
-            return cordon_error_set(err, CORDON_E_INVALID, 0, "resources.%s: must be a %s number >= 0",
-                                    resource_keys[i], i > 0 ? "whole" : "positive");
-        if (i == 0)
-            ret->cpus = v->valuedouble;
-        else
-            *fields[i] = (uint64_t)v->valuedouble;
-    }
-    return cordon__limits_validate(ret, err);
-}
-
 static int validate_spec(struct cordon_ctx *ctx, const cJSON *req, struct spec *ret,
                          struct cordon_error *err)
 {
     static const char *const keys[] = { "provider", "provider_config", "allow_unsafe_local",
                                         "allow_unpinned", "image", "workspace", "resources",
-                                        "network", "environment", "metadata", "execution_id" };
+                                        "network", "environment", "metadata", "execution_id",
+                                        "isolation" };
     const cJSON *v, *mode;
     cJSON *over;
     char *meta;
@@ -244,7 +219,10 @@ static int validate_spec(struct cordon_ctx *ctx, const cJSON *req, struct spec *
     if (!cJSON_IsString(v))
         return cordon_error_set(err, CORDON_E_INVALID, 0, "provider: required, a provider id");
     ret->provider = v->valuestring;
-    if ((r = validate_resources(cJSON_GetObjectItemCaseSensitive(req, "resources"), &ret->limits, err)) < 0)
+    if ((r = cordon__isolation_parse("isolation", cJSON_GetObjectItemCaseSensitive(req, "isolation"),
+                                     &ret->isolation, err)) < 0)
+        return r;
+    if ((r = cordon__limits_from_json(cJSON_GetObjectItemCaseSensitive(req, "resources"), &ret->limits, err)) < 0)
         return r;
     /* Network: "none" only; anything else is refused, never downgraded. */
     v = cJSON_GetObjectItemCaseSensitive(req, "network");
@@ -260,10 +238,11 @@ static int validate_spec(struct cordon_ctx *ctx, const cJSON *req, struct spec *
             return cordon_error_set(err, CORDON_E_INVALID, 0, "image: must be a string");
         if (!image_pinned(ret->image->valuestring) &&
             !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "allow_unpinned")))
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "image: \"%.200s\" is not pinned (NAME@sha256:<64 hex>, sha256:<64 hex> "
-                                    "or PATH@sha256:<64 hex>); --allow-unpinned to accept it",
-                                    ret->image->valuestring);
+            return cordon_error_set(
+                err, CORDON_E_INVALID, 0,
+                "image: \"%.*s\" is not pinned (NAME@sha256:<64 hex>, sha256:<64 hex> "
+                "or PATH@sha256:<64 hex>); --allow-unpinned to accept it",
+                cordon_text_fit(ret->image->valuestring, 200), ret->image->valuestring);
     }
     ret->workspace = cJSON_GetObjectItemCaseSensitive(req, "workspace");
     if (ret->workspace != NULL) {
@@ -286,7 +265,8 @@ static int validate_spec(struct cordon_ctx *ctx, const cJSON *req, struct spec *
                                         "workspace.revision: required, at most 256 bytes");
         } else if (strcmp(kind->valuestring, "empty") != 0 || repo != NULL || rev != NULL) {
             return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "workspace.kind: \"%.40s\" is not \"empty\" or \"git\"", kind->valuestring);
+                                    "workspace.kind: \"%.*s\" is not \"empty\" or \"git\"",
+                                    cordon_text_fit(kind->valuestring, 40), kind->valuestring);
         }
     }
     ret->environment = cJSON_GetObjectItemCaseSensitive(req, "environment");
@@ -488,22 +468,71 @@ static int import_fd(const struct bound *b, const char *state, int fd, struct co
 
 /* --- provision ----------------------------------------------------------------- */
 
+/*
+ * The same verified facts as a run's: the named provider is the one
+ * candidate, probed with the spec's config and image (the host verifies
+ * its claim, core/verify.h) and judged under spec->isolation. ret_verdict
+ * is what the record keeps. A refusal names the skip reason and detail.
+ */
+static int select_verified(struct cordon_ctx *ctx, const struct spec *spec, cJSON **ret_verdict,
+                           struct cordon_error *err)
+{
+    struct cordon__select_opts opts = { spec->isolation, "code_execution", NULL, NULL };
+    struct cordon__candidate cand = { 0, (char *)spec->provider, cordon__json_merge(spec->config, NULL) };
+    struct cordon__selection sel;
+    cJSON *probes = NULL;
+    int r;
+
+    if (cand.config == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    if (spec->image != NULL && cJSON_IsString(spec->image)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(cand.config, "image");
+        cJSON_AddStringToObject(cand.config, "image", spec->image->valuestring);
+    }
+    memset(&sel, 0, sizeof(sel));
+    r = cordon__select(ctx, &cand, 1, &opts, &sel, &probes, err);
+    if (r < 0) {
+        const cJSON *skip = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(probes, 0), "skip");
+        const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "reason"));
+        const char *detail = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "detail"));
+
+        if (reason != NULL)
+            r = cordon_error_set(err, r, 0, "provider_unavailable: %s: %s: %.600s", spec->provider, reason,
+                                 detail != NULL ? detail : "");
+    } else {
+        *ret_verdict = cordon__selection_verdict(&sel, spec->isolation);
+        if (*ret_verdict == NULL)
+            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    }
+    cordon__selection_clear(&sel);
+    cJSON_Delete(probes);
+    cJSON_Delete(cand.config);
+    return r;
+}
+
 /* Provision from a validated spec; tar_fd >= 0 restores a checkpoint's
  * workspace instead of spec->workspace. On failure nothing remains. */
 static int provision(struct cordon_ctx *ctx, struct spec *spec, int tar_fd, cJSON **ret,
                      struct cordon_error *err)
 {
-    uint64_t expires = cordon_now_wall_ms() + spec->limits.runtime_ms;
+    uint64_t expires;
     struct cordon__record *rec = NULL;
     struct bound b = { NULL, NULL };
     struct git_job git;
-    cJSON *doc = cJSON_CreateObject(), *pspec = NULL, *state = NULL, *result = NULL, *ws;
+    cJSON *doc = cJSON_CreateObject(), *pspec = NULL, *state = NULL, *result = NULL, *ws, *verdict = NULL;
     char *text = NULL, *state_text = NULL, when[40];
     struct cordon_error perr;
     bool created = false;
     int r;
 
     memset(&git, 0, sizeof(git));
+    /* Before anything exists: is this provider, as the host sees it, good
+     * enough for what was asked? */
+    r = select_verified(ctx, spec, &verdict, err);
+    if (r < 0)
+        goto out;
+    /* The lifetime starts now, not before the probe. */
+    expires = cordon_now_wall_ms() + spec->limits.runtime_ms;
     /* The record (an intent) exists before anything else is created. */
     cJSON_AddNumberToObject(doc, "version", CORDON_RECORD_VERSION);
     cJSON_AddStringToObject(doc, "execution_id", spec->id);
@@ -522,6 +551,7 @@ static int provision(struct cordon_ctx *ctx, struct spec *spec, int tar_fd, cJSO
     cJSON_AddStringToObject(doc, "phase", "creating");
     cJSON_AddNumberToObject(doc, "owner_pid", (double)getpid());
     cJSON_AddNullToObject(doc, "provider_state");
+    cJSON_AddItemToObject(doc, "verdict", cJSON_Duplicate(verdict, 1));
     r = cordon__record_create(ctx, spec->id, doc, &rec, err);
     if (r < 0)
         goto out;
@@ -599,6 +629,8 @@ static int provision(struct cordon_ctx *ctx, struct spec *spec, int tar_fd, cJSO
     rfc3339(expires, when, sizeof(when));
     cJSON_AddStringToObject(result, "expires_at", when);
     cJSON_AddNumberToObject(result, "expires_at_ms", (double)expires);
+    cJSON_AddItemToObject(result, "verdict", verdict);
+    verdict = NULL;
     *ret = result;
     result = NULL;
 out:
@@ -618,6 +650,7 @@ out:
     cJSON_Delete(state);
     cJSON_Delete(pspec);
     cJSON_Delete(doc);
+    cJSON_Delete(verdict);
     return r;
 }
 
@@ -710,7 +743,9 @@ static int exec_request(const cJSON *req, uint64_t left_ms, cJSON **ret, uint64_
         else if (strncmp(c, "/workspace/", 11) == 0)
             c += 11;
         else if (c[0] == '/')
-            return cordon_error_set(err, CORDON_E_UNSAFE, 0, "cwd: \"%.200s\" must be under /workspace", c);
+            return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                    "cwd: \"%.*s\" must be under /workspace",
+                                    cordon_text_fit(c, 200), c);
         if ((r = cordon_path_normalize_dir("cwd", c, &norm, err)) < 0)
             return r;
     }
@@ -812,6 +847,9 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
         cJSON_AddNumberToObject(result, "exit_code", out.exit_code);
     else
         cJSON_AddNullToObject(result, "exit_code");
+    /* exit_code 128+N that a death by signal N would also have given. */
+    if (out.status == CORDON_RUN_EXITED && out.signal != 0)
+        cJSON_AddBoolToObject(result, "signal_folded", true);
     if (out.status == CORDON_RUN_SIGNALED)
         cJSON_AddNumberToObject(result, "signal", out.signal);
     cordon__result_add_stream(result, "stdout", out.out.data, out.out.len, out.out.head_len,
@@ -978,7 +1016,7 @@ int cordon_restore_json(struct cordon_ctx *ctx, const char *checkpoint_id, const
                         char **ret_json, struct cordon_error *err)
 {
     static const char *const keys[] = { "provider", "provider_config", "image", "execution_id",
-                                        "allow_unsafe_local", "allow_unpinned" };
+                                        "allow_unsafe_local", "allow_unpinned", "isolation" };
     cJSON *opts = NULL, *manifest = NULL, *req = NULL, *result = NULL;
     char *store = checkpoint_store(ctx);
     struct spec spec;
@@ -1152,7 +1190,8 @@ int cordon_reclaim_json(struct cordon_ctx *ctx, const char *execution_id, const 
 int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err)
 {
     static const char *const shown[] = { "execution_id", "provider_id", "phase", "image", "resources",
-                                         "metadata", "workspace", "created_at_ms", "expires_at_ms" };
+                                         "metadata", "workspace", "created_at_ms", "expires_at_ms",
+                                         "verdict" };
     cJSON *doc = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(doc, "executions");
     char **ids = NULL;
     size_t n = 0;
@@ -1199,6 +1238,13 @@ int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
     return done_json(doc, ret_json, err);
 }
 
+/* A partial checkpoint younger than this may still be on its way to its
+ * writer's lock (a live writer locks it right after its mkdir). */
+#define GC_PARTIAL_MIN_AGE_S 10
+/* A provider's list_executions reply: 65536 ids of at most 64 bytes. */
+#define GC_LIST_MAX (8u << 20)
+#define GC_LIST_IDS_MAX 65536
+
 int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err)
 {
     cJSON *doc = cJSON_CreateObject(), *reclaimed = cJSON_AddArrayToObject(doc, "reclaimed");
@@ -1231,7 +1277,7 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         } else {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "execution_id", ids[i]);
-            cJSON_AddStringToObject(e, "message", perr.message);
+            cordon_json_add_text(e, "message", perr.message);
             cJSON_AddItemToArray(errors, e);
         }
         unbind(&b);
@@ -1254,8 +1300,29 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         cfg = cordon__json_merge(cordon__base_config(ctx, providers[p]), NULL);
         cJSON_AddBoolToObject(cfg, "allow_unsafe_local", true);
         if (bind(ctx, providers[p], cfg, &b, &perr) == 0 &&
-            lp->vt.list_executions(b.res, &text, &perr) == 0 && text != NULL)
-            list = cJSON_Parse(text);
+            lp->vt.list_executions(b.res, &text, &perr) == 0 && text != NULL) {
+            /* The provider's reply is bounded like everything it returns. */
+            if (strnlen(text, GC_LIST_MAX + 1) > GC_LIST_MAX)
+                cordon_error_set(&perr, CORDON_E_LIMIT, 0,
+                                 "list_executions: the reply exceeds the limit of %u bytes",
+                                 GC_LIST_MAX);
+            else if (!cJSON_IsArray(list = cJSON_Parse(text)))
+                cordon_error_set(&perr, CORDON_E_PROVIDER, 0,
+                                 "list_executions: the reply is not a JSON array");
+            else if (cJSON_GetArraySize(list) > GC_LIST_IDS_MAX)
+                cordon_error_set(&perr, CORDON_E_LIMIT, 0,
+                                 "list_executions: %d ids exceed the limit of %d",
+                                 cJSON_GetArraySize(list), GC_LIST_IDS_MAX);
+            if (perr.code != 0) {
+                cJSON *e = cJSON_CreateObject();
+
+                cordon_json_add_text(e, "provider_id", providers[p]);
+                cordon_json_add_text(e, "message", perr.message);
+                cJSON_AddItemToArray(errors, e);
+                cJSON_Delete(list);
+                list = NULL;
+            }
+        }
         if (text != NULL)
             ctx->host.free(text);
         cJSON_ArrayForEach(id, list) {
@@ -1263,7 +1330,9 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
             struct cordon_error e2;
             bool recorded;
 
-            if (!cJSON_IsString(id) || cordon__run_owner_alive(id->valuestring))
+            /* Only ids of the execution-id grammar reach a record or reclaim. */
+            if (!cJSON_IsString(id) || !cordon__execution_id_valid(id->valuestring) ||
+                cordon__run_owner_alive(id->valuestring))
                 continue;
             cordon_error_init(&e2);
             recorded = cordon__record_open(ctx, id->valuestring, true, &rec, &e2) == 0 || e2.code == CORDON_E_BUSY;
@@ -1284,6 +1353,24 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
     if (r < 0) {
         cJSON_Delete(doc);
         return r;
+    }
+    /* What a checkpoint (or its removal) left when its cordon died mid-way. */
+    {
+        cJSON *partial = cJSON_AddArrayToObject(doc, "partial_checkpoints_removed");
+        char *store = checkpoint_store(ctx);
+        struct cordon_error perr;
+
+        cordon_error_init(&perr);
+        if (store == NULL)
+            cordon_error_set(&perr, CORDON_E_NOMEM, ENOMEM, "checkpoint store: out of memory");
+        if (store == NULL ||
+            cordon__checkpoint_sweep(store, GC_PARTIAL_MIN_AGE_S, partial, &perr) < 0) {
+            cJSON *e = cJSON_CreateObject();
+
+            cordon_json_add_text(e, "message", perr.message);
+            cJSON_AddItemToArray(errors, e);
+        }
+        free(store);
     }
     cJSON_AddNumberToObject(doc, "kept", kept);
     cJSON_AddBoolToObject(doc, "ok", cJSON_GetArraySize(errors) == 0);

@@ -19,6 +19,11 @@ struct cordon__loaded {
     bool quarantined;               /* a release failed: never ensure again in this ctx */
 };
 
+/* How a full probe verifies a provider's claim (core/verify.h); facts are
+ * rewritten in place. */
+typedef int (*cordon__verify_fn)(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON *config,
+                                 cJSON *facts, struct cordon_error *err);
+
 struct cordon_ctx {
     char *state_dir;
     char *observer_path;
@@ -29,6 +34,9 @@ struct cordon_ctx {
     size_t n_search_dirs;
     cJSON *config;                  /* the config file's object, or an empty object */
     bool fresh;
+    /* cordon__verify_facts; nothing in the library or the command changes
+     * it (only unit tests of selection's own logic replace it). */
+    cordon__verify_fn verify;
     struct cordon_host_v1 host;
     struct cordon__loaded **loaded; /* grows; pointers stay valid */
     size_t n_loaded;

@@ -198,3 +198,56 @@ int cordon__limits_validate(const struct cordon__limits *limits, struct cordon_e
         return r;
     return 0;
 }
+
+const char *const cordon__limit_keys[CORDON_LIMIT_N_KEYS] = { "cpus", "memory_bytes", "disk_bytes",
+                                                              "pids", "runtime_ms",
+                                                              "max_output_bytes" };
+
+int cordon__limits_from_json(const cJSON *res, struct cordon__limits *ret, struct cordon_error *err)
+{
+    struct cordon__limits l;
+    uint64_t *fields[CORDON_LIMIT_N_KEYS] = { NULL, &l.memory_bytes, &l.disk_bytes, &l.pids,
+                                              &l.runtime_ms, &l.max_output_bytes };
+    int r;
+
+    if (!cJSON_IsObject(res))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "resources: %s with cpus, memory_bytes, disk_bytes, pids, "
+                                "runtime_ms and max_output_bytes",
+                                res == NULL ? "required, an object" : "must be a JSON object");
+    for (const cJSON *c = res->child; c != NULL; c = c->next) {
+        size_t i = 0;
+
+        while (i < CORDON_LIMIT_N_KEYS && strcmp(c->string, cordon__limit_keys[i]) != 0)
+            i++;
+        if (i == CORDON_LIMIT_N_KEYS)
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "resources.%.*s: unknown key",
+                                    cordon_text_fit(c->string, 100), c->string);
+        /* cJSON keeps duplicates and reads the first: one value per key. */
+        for (const cJSON *d = res->child; d != c; d = d->next)
+            if (strcmp(d->string, c->string) == 0)
+                return cordon_error_set(err, CORDON_E_INVALID, 0, "resources.%s: appears twice",
+                                        c->string);
+    }
+    memset(&l, 0, sizeof(l));
+    for (size_t i = 0; i < CORDON_LIMIT_N_KEYS; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, cordon__limit_keys[i]);
+        if (v == NULL)
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "resources.%s: required (every limit must be given)",
+                                    cordon__limit_keys[i]);
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 ||
+            v->valuedouble > 9.0e15 ||
+            (i > 0 && v->valuedouble != (double)(uint64_t)v->valuedouble))
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "resources.%s: must be a %s number >= 0",
+                                    cordon__limit_keys[i], i > 0 ? "whole" : "positive");
+        if (i == 0)
+            l.cpus = v->valuedouble;
+        else
+            *fields[i] = (uint64_t)v->valuedouble;
+    }
+    if ((r = cordon__limits_validate(&l, err)) < 0)
+        return r;
+    *ret = l;
+    return 0;
+}

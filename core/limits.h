@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <cjson/cJSON.h>
 #include <cordon/error.h>
 
 /* The resources object of a provision spec (DESIGN.md §4.2). */
@@ -52,5 +53,18 @@ int cordon__parse_duration_ms(const char *field, const char *text, uint64_t *ret
 /* Check every field against its bounds; the message names the field, the
  * value and the bound. */
 int cordon__limits_validate(const struct cordon__limits *limits, struct cordon_error *err);
+
+/* The keys of a resources object, in the order of struct cordon__limits. */
+#define CORDON_LIMIT_N_KEYS 6
+extern const char *const cordon__limit_keys[CORDON_LIMIT_N_KEYS];
+
+/*
+ * Read a resources object (borrowed) into *ret: exactly the six keys, each
+ * once, numbers of the right kind, each within its bounds
+ * (cordon__limits_validate). The one reading of limits from JSON: a
+ * provision request and a checkpoint's manifest, which is data on disk,
+ * go through it alike. Errors name "resources.<key>" and the bound.
+ */
+int cordon__limits_from_json(const cJSON *res, struct cordon__limits *ret, struct cordon_error *err);
 
 #endif

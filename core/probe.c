@@ -3,14 +3,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cordon/sdk/json.h>
+
 #include "core/config.h"
 #include "core/loader.h"
 #include "core/probe_cache.h"
 
 static int finish(cJSON *doc, char **ret_json, struct cordon_error *err)
 {
-    char *text = doc != NULL ? cJSON_PrintUnformatted(doc) : NULL;
+    char *text;
 
+    /* Facts are the provider's text: the document leaves here strict UTF-8. */
+    cordon_json_sanitize(doc);
+    text = doc != NULL ? cJSON_PrintUnformatted(doc) : NULL;
     cJSON_Delete(doc);
     if (text == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
@@ -49,7 +54,7 @@ int cordon_providers_json(struct cordon_ctx *ctx, char **ret_json, struct cordon
                 cJSON_AddItemToArray(kinds, cJSON_CreateString(*k));
         } else {
             cJSON_AddBoolToObject(item, "loaded", false);
-            cJSON_AddStringToObject(item, "error", perr.message);
+            cordon_json_add_text(item, "error", perr.message);
         }
         cJSON_AddItemToArray(list, item);
     }
@@ -102,7 +107,7 @@ int cordon_probe_json(struct cordon_ctx *ctx, const char *const *ids, const char
         cJSON_AddBoolToObject(facts, "available", false);
         cJSON_AddStringToObject(facts, "reason", p == NULL ? (perr.code == CORDON_E_NOT_FOUND ? "not_installed" : "abi_mismatch")
                                                            : "probe_failed");
-        cJSON_AddStringToObject(facts, "error", perr.message);
+        cordon_json_add_text(facts, "error", perr.message);
         cJSON_AddItemToArray(probes, facts);
     }
     r = finish(doc, ret_json, err);

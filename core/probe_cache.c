@@ -12,25 +12,40 @@
 #include <cordon/sdk/fs.h>
 #include "core/canonical.h"
 #include "core/probe_cache.h"
+#include "core/verify.h"
 
+/* sha256 hex of a file's bytes (at most max_bytes), or an error. */
+static int file_digest(const char *path, char ret_hex[65])
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+
+    if (fd < 0)
+        return CORDON_E_IO;
+    r = cordon_sha256_fd(fd, CORDON_PROBE_CACHE_MAX_FILE, ret_hex, NULL, NULL);
+    close(fd);
+    return r;
+}
+
+/*
+ * The cache key: the provider file's content digest (a rebuilt or replaced
+ * .so is verified again even with the same path, size and mtime), its
+ * version, the config (which carries the image) and its image again on its
+ * own line, and the observer's content digest.
+ */
 static int cache_key(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON *config,
                      char ret_key[65])
 {
-    struct stat so, ob;
-    char *canon = NULL, *text = NULL;
+    const cJSON *image = cJSON_GetObjectItemCaseSensitive(config, "image");
+    char so[65], ob[65], *canon = NULL, *text = NULL;
     int r;
 
-    if (stat(p->path, &so) < 0)
+    if (file_digest(p->path, so) < 0 || file_digest(ctx->observer_path, ob) < 0)
         return CORDON_E_IO;
-    if (stat(ctx->observer_path, &ob) < 0)
-        memset(&ob, 0, sizeof(ob));
     r = cordon__json_canonical(config, &canon, NULL);
     if (r < 0)
         return r;
-    if (asprintf(&text, "%s\n%lld.%ld %lld\n%s\n%lld.%ld %lld\n%s", p->path,
-                 (long long)so.st_mtim.tv_sec, so.st_mtim.tv_nsec, (long long)so.st_size,
-                 p->vt.version, (long long)ob.st_mtim.tv_sec, ob.st_mtim.tv_nsec,
-                 (long long)ob.st_size, canon) < 0) {
+    if (asprintf(&text, "so sha256:%s\nversion %s\nobserver sha256:%s\nimage %s\nconfig %s", so,
+                 p->vt.version, ob, cJSON_IsString(image) ? image->valuestring : "-", canon) < 0) {
         free(canon);
         return CORDON_E_NOMEM;
     }
@@ -146,12 +161,20 @@ int cordon__probe_full(struct cordon_ctx *ctx, struct cordon__loaded *p, const c
             return 0;
         }
     }
-    r = call_probe(ctx, p, config, CORDON_PROBE_FULL, &facts, &text, err);
+    r = call_probe(ctx, p, config, CORDON_PROBE_FULL, &facts, NULL, err);
     if (r < 0)
         return r;
-    /* Only facts of a usable provider are worth keeping: an unavailable
-     * one must be asked again next time. */
-    if (keyed && text != NULL && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "available")))
+    /* The provider's facts are its claim; the host observes for itself. */
+    r = ctx->verify(ctx, p, config, facts, err);
+    if (r < 0) {
+        cJSON_Delete(facts);
+        return r;
+    }
+    /* Only verified facts of a usable provider are worth keeping: an
+     * unavailable or unverified one must be asked again next time. */
+    if (keyed && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "available")) &&
+        strcmp(cordon__verification_status(facts), "unverified") != 0 &&
+        (text = cJSON_PrintUnformatted(facts)) != NULL)
         cache_put(ctx, name, text);
     free(text);
     *ret_facts = facts;

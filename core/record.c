@@ -56,7 +56,8 @@ static int check_id(const char *id, struct cordon_error *err)
 {
     if (!cordon__execution_id_valid(id))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "execution_id: \"%.80s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}",
+                                "execution_id: \"%.*s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}",
+                                cordon_text_fit(id != NULL ? id : "(null)", 80),
                                 id != NULL ? id : "(null)");
     return 0;
 }

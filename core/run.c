@@ -16,6 +16,7 @@
 #include <cordon/sdk/drive.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
+#include <cordon/sdk/json.h>
 #include <cordon/sdk/tar.h>
 #include "core/adapter.h"
 #include "core/config.h"
@@ -74,7 +75,7 @@ static void add_event(struct run *run, const char *step, uint64_t since_ms, bool
     cJSON_AddBoolToObject(e, "ok", ok);
     cJSON_AddNumberToObject(e, "ms", step_ms(run));
     if (detail != NULL)
-        cJSON_AddStringToObject(e, "detail", detail);
+        cordon_json_add_text(e, "detail", detail);
     cJSON_AddItemToArray(run->events, e);
 }
 
@@ -83,7 +84,7 @@ static void add_diag(struct run *run, int code, const char *message)
     cJSON *d = cJSON_CreateObject();
 
     cJSON_AddStringToObject(d, "code", cordon_error_name(code));
-    cJSON_AddStringToObject(d, "message", message);
+    cordon_json_add_text(d, "message", message);
     cJSON_AddItemToArray(run->diagnostics, d);
 }
 
@@ -437,6 +438,14 @@ static int step_select(struct run *run, const cJSON *request, struct cordon_erro
         cJSON_AddStringToObject(d, "message", "no candidate met the isolation preference");
         cJSON_AddItemToArray(run->diagnostics, d);
     }
+    if (run->sel.unverified) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "code", "unverified");
+        cJSON_AddStringToObject(d, "message",
+                                "the host could not observe the selected provider's isolation; its claimed axes "
+                                "count as false");
+        cJSON_AddItemToArray(run->diagnostics, d);
+    }
     add_event(run, "select", t, true, run->sel.why);
     return 0;
 }
@@ -628,6 +637,28 @@ static int step_run(struct run *run, struct cordon_error *err)
     return 0;
 }
 
+/* ["output/<p>", ...] of the bundle's declared outputs; NULL without memory. */
+static char *declared_paths(const struct cordon__bundle *b)
+{
+    cJSON *a = cJSON_CreateArray();
+    char *text = NULL;
+    bool ok = a != NULL;
+
+    for (size_t i = 0; ok && i < b->n_outputs; i++) {
+        char *p = NULL;
+
+        if (asprintf(&p, "output/%s", b->outputs[i]) < 0)
+            break;
+        ok = cJSON_AddItemToArray(a, cJSON_CreateString(p));
+        free(p);
+    }
+    ok = ok && (size_t)cJSON_GetArraySize(a) == b->n_outputs;
+    if (ok)
+        text = cJSON_PrintUnformatted(a);
+    cJSON_Delete(a);
+    return text;
+}
+
 static int step_collect(struct run *run, struct cordon_error *err)
 {
     const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
@@ -636,6 +667,7 @@ static int step_collect(struct run *run, struct cordon_error *err)
     int fd = -1, staging = -1, r;
     struct cordon_error perr;
     cJSON *outputs = NULL;
+    char *paths = NULL;
 
     if (run->bundle->n_outputs == 0)
         return 0;
@@ -644,8 +676,21 @@ static int step_collect(struct run *run, struct cordon_error *err)
         r = cordon_error_set(err, CORDON_E_IO, errno, "collect: memfd_create: %s", strerror(errno));
         goto out;
     }
+    /* Only the declared outputs are read where the provider can name them
+     * (export_files, ABI 1.2): what else the program left in output/
+     * changes neither the outcome nor the time. Otherwise all of output/,
+     * bounded. */
     cordon_error_init(&perr);
-    r = vt->export_tar(run->resource, run->state, "output", fd, &perr);
+    if (vt->export_files != NULL) {
+        paths = declared_paths(run->bundle);
+        if (paths == NULL)
+            r = cordon_error_set(&perr, CORDON_E_NOMEM, ENOMEM, "out of memory");
+        else
+            r = vt->export_files(run->resource, run->state, paths, fd, &perr);
+        lim.max_entries = run->bundle->n_outputs;
+    } else {
+        r = vt->export_tar(run->resource, run->state, "output", fd, &perr);
+    }
     if (r != 0) {
         r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "collect: %s",
                              perr.message);
@@ -661,9 +706,22 @@ static int step_collect(struct run *run, struct cordon_error *err)
      * declared output that is one; nothing ever follows them. */
     if (r == 0)
         r = cordon_tar_extract_fd(fd, staging, &lim, CORDON_TAR_ALLOW_SYMLINKS, NULL, err);
+    /* export_files names entries from /workspace, export_tar from output/. */
+    if (r == 0 && paths != NULL) {
+        int out_fd = -1;
+
+        r = cordon_fs_mkdirs_beneath(staging, "output", 0700, err);
+        if (r == 0)
+            r = cordon_fs_open_beneath(staging, "output", O_RDONLY | O_DIRECTORY, 0, &out_fd, err);
+        if (r == 0) {
+            close(staging);
+            staging = out_fd;
+        }
+    }
     if (r == 0)
         r = cordon__grant_collect(run->grant, staging, run->bundle, &outputs, err);
 out:
+    free(paths);
     if (fd >= 0)
         close(fd);
     if (staging >= 0)
@@ -825,6 +883,9 @@ done:
     cordon__selection_clear(&run.sel);
     cordon__plan_free(run.plan);
     cordon__bundle_free(run.own_bundle);
+    /* Facts, states and results from the provider are embedded as they
+     * came: the document leaves here strict UTF-8. */
+    cordon_json_sanitize(run.result);
     *ret_result = run.result;
     return 0;
 }
@@ -845,7 +906,7 @@ int cordon_run_json(struct cordon_ctx *ctx, const char *request_json, char **ret
         result = result_new();
         cJSON *d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "code", cordon_error_name(r));
-        cJSON_AddStringToObject(d, "message", perr.message);
+        cordon_json_add_text(d, "message", perr.message);
         cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(result, "diagnostics"), d);
         cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(result, "meta"), "contract",
                                 CORDON_RUN_CONTRACT);

@@ -5,9 +5,11 @@
 #include <string.h>
 
 #include <cordon/sdk/facts.h>
+#include <cordon/sdk/json.h>
 #include "core/loader.h"
 #include "core/probe_cache.h"
 #include "core/select.h"
+#include "core/verify.h"
 
 static const char *const axes[] = {
     CORDON_AXIS_PROCESS_CONTAINED, CORDON_AXIS_HOST_FS_RESTRICTED,
@@ -57,7 +59,37 @@ static cJSON *skip_new(const char *reason, const char *detail)
     cJSON *skip = cJSON_CreateObject();
 
     cJSON_AddStringToObject(skip, "reason", reason);
-    cJSON_AddStringToObject(skip, "detail", detail);
+    cordon_json_add_text(skip, "detail", detail);
+    return skip;
+}
+
+/* claims_disproved, with "failed": every check the host saw fail behind a
+ * claimed-true axis, and a detail naming them. */
+static cJSON *skip_disproved(const cJSON *facts)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(facts, "verification"),
+                                                         "disproved");
+    const cJSON *d;
+    char detail[512];
+    size_t used;
+    cJSON *skip;
+
+    used = (size_t)snprintf(detail, sizeof(detail), "the host observed false what the provider claimed true:");
+    cJSON_ArrayForEach(d, list) {
+        const cJSON *axis = cJSON_GetObjectItemCaseSensitive(d, "axis");
+        const cJSON *check = cJSON_GetObjectItemCaseSensitive(d, "check");
+        int w;
+
+        if (used >= sizeof(detail) - 1)
+            break;
+        w = snprintf(detail + used, sizeof(detail) - used, "%s %s/%s", d == list->child ? "" : ",",
+                     cJSON_IsString(axis) ? axis->valuestring : "?",
+                     cJSON_IsString(check) ? check->valuestring : "?");
+        if (w > 0)
+            used += (size_t)w;
+    }
+    skip = skip_new("claims_disproved", detail);
+    cJSON_AddItemToObject(skip, "failed", cJSON_IsArray(list) ? cJSON_Duplicate(list, true) : cJSON_CreateArray());
     return skip;
 }
 
@@ -82,6 +114,11 @@ static cJSON *check_facts(const cJSON *facts, const struct cordon__select_opts *
         snprintf(detail, sizeof(detail), "does not serve kind %s", opts->kind);
         return skip_new("kind_unsupported", detail);
     }
+    /* A provider caught claiming what the host saw was false is never
+     * used, whatever isolation was asked for: its other facts are claims
+     * too. */
+    if (strcmp(cordon__verification_status(facts), "disproved") == 0)
+        return skip_disproved(facts);
     if (opts->isolation == CORDON_ISOLATION_REQUIRED) {
         if (cJSON_IsString(safety) && strcmp(safety->valuestring, "trusted_local") == 0) {
             skip = skip_new("capability_mismatch",
@@ -90,6 +127,14 @@ static cJSON *check_facts(const cJSON *facts, const struct cordon__select_opts *
             cJSON_AddStringToObject(skip, "wanted", "not trusted_local");
             cJSON_AddStringToObject(skip, "observed", "trusted_local");
             return skip;
+        }
+        if (strcmp(cordon__verification_status(facts), "verified") != 0) {
+            const cJSON *why = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(facts, "verification"), "reason");
+
+            snprintf(detail, sizeof(detail), "isolation required, but the host could not observe it: %s",
+                     cJSON_IsString(why) ? why->valuestring : "no verification");
+            return skip_new("unverified", detail);
         }
         for (size_t i = 0; i < sizeof(axes) / sizeof(axes[0]); i++) {
             if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, axes[i])))
@@ -277,12 +322,15 @@ int cordon__select(struct cordon_ctx *ctx, const struct cordon__candidate *cands
                                !cordon__facts_fully_isolated(ret->facts);
     if (ret->preference_fallback)
         cJSON_AddBoolToObject(records[chosen], "preference_fallback", true);
-    snprintf(ret->why, sizeof(ret->why), "%s: candidate %zu of %zu, %s%s", ret->provider->id,
+    ret->unverified = strcmp(cordon__verification_status(ret->facts), "verified") != 0;
+    cJSON_AddBoolToObject(records[chosen], "unverified", ret->unverified);
+    snprintf(ret->why, sizeof(ret->why), "%s: candidate %zu of %zu, %s%s%s", ret->provider->id,
              chosen + 1, n,
-             opts->isolation == CORDON_ISOLATION_REQUIRED ? "all four isolation axes observed true"
+             opts->isolation == CORDON_ISOLATION_REQUIRED ? "all four isolation axes observed true by the host"
              : ret->preference_fallback ? "no candidate met the isolation preference (preference_fallback)"
              : opts->isolation == CORDON_ISOLATION_PREFERRED ? "first to meet the isolation preference"
                                                              : "first usable candidate (isolation none)",
+             ret->unverified ? "; unverified: the host could not observe its isolation" : "",
              chosen > 0 ? "; earlier candidates were skipped (see meta.probes)" : "");
 out:
     for (size_t i = 0; i < n && eligible != NULL; i++)
@@ -291,4 +339,38 @@ out:
     free(records);
     free(providers);
     return r;
+}
+
+cJSON *cordon__selection_verdict(const struct cordon__selection *sel, enum cordon__isolation isolation)
+{
+    static const char *const words[] = { "required", "preferred", "none" };
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(sel->facts, "verification");
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(v, "verified_by");
+    const cJSON *digest = cJSON_GetObjectItemCaseSensitive(v, "observation_digest");
+    const cJSON *safety = cJSON_GetObjectItemCaseSensitive(sel->facts, "safety_class");
+    cJSON *out = cJSON_CreateObject(), *observed, *claimed;
+
+    if (out == NULL)
+        return NULL;
+    cJSON_AddStringToObject(out, "isolation_requested", words[isolation]);
+    cJSON_AddStringToObject(out, "status", cordon__verification_status(sel->facts));
+    cJSON_AddItemToObject(out, "verified_by", cJSON_IsString(by) ? cJSON_CreateString(by->valuestring)
+                                                                : cJSON_CreateNull());
+    cJSON_AddItemToObject(out, "observation_digest", cJSON_IsString(digest)
+                                                         ? cJSON_CreateString(digest->valuestring)
+                                                         : cJSON_CreateNull());
+    cJSON_AddItemToObject(out, "safety_class", cJSON_IsString(safety) ? cJSON_CreateString(safety->valuestring)
+                                                                      : cJSON_CreateNull());
+    observed = cJSON_AddObjectToObject(out, "isolation");
+    claimed = cJSON_AddObjectToObject(out, "claimed_isolation");
+    for (size_t i = 0; i < sizeof(axes) / sizeof(axes[0]); i++) {
+        const cJSON *iso = cJSON_GetObjectItemCaseSensitive(sel->facts, "isolation");
+        const cJSON *claim = cJSON_GetObjectItemCaseSensitive(sel->facts, "claimed_isolation");
+
+        cJSON_AddBoolToObject(observed, axes[i], cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, axes[i])));
+        cJSON_AddBoolToObject(claimed, axes[i], cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(claim, axes[i])));
+    }
+    cJSON_AddBoolToObject(out, "unverified", sel->unverified);
+    cJSON_AddBoolToObject(out, "preference_fallback", sel->preference_fallback);
+    return out;
 }

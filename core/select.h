@@ -12,7 +12,7 @@
 #include "core/internal.h"
 
 enum cordon__isolation {
-    CORDON_ISOLATION_REQUIRED = 0,   /* all four axes observed true */
+    CORDON_ISOLATION_REQUIRED = 0,   /* all four axes claimed and observed true by the host */
     CORDON_ISOLATION_PREFERRED = 1,  /* candidates meeting it first, else fall back */
     CORDON_ISOLATION_NONE = 2,
 };
@@ -34,6 +34,7 @@ struct cordon__selection {
     cJSON *config;                     /* the chosen candidate's config; owned */
     cJSON *facts;                      /* its full facts; owned */
     bool preference_fallback;
+    bool unverified;                   /* the host could not observe its isolation */
     char why[512];                     /* one sentence for people */
 };
 
@@ -47,6 +48,13 @@ int cordon__select(struct cordon_ctx *ctx, const struct cordon__candidate *cands
                    const struct cordon__select_opts *opts, struct cordon__selection *ret,
                    cJSON **ret_probes, struct cordon_error *err);
 void cordon__selection_clear(struct cordon__selection *sel);
+
+/* What a selection decided, for an execution's record (new object, the
+ * caller's): {"isolation_requested", "status" (verified, disproved,
+ * unverified), "verified_by", "observation_digest", "safety_class",
+ * "isolation" {four axes: claim AND verdict}, "claimed_isolation" {four
+ * axes}, "unverified", "preference_fallback"}; NULL when out of memory. */
+cJSON *cordon__selection_verdict(const struct cordon__selection *sel, enum cordon__isolation isolation);
 
 /* True when the facts' four isolation axes are all true. */
 bool cordon__facts_fully_isolated(const cJSON *facts);

@@ -11,7 +11,7 @@ packages=(
   libltdl-dev libcjson-dev libarchive-dev libseccomp-dev libcap-dev libgit2-dev
   libcriterion-dev libcurl4-openssl-dev
   python3 nodejs golang-go g++ git
-  docker.io tini runc mmdebstrap curl
+  docker.io tini runc runsc mmdebstrap curl
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -17,6 +17,11 @@ check() { # name, then a command: counts as one test
 
 snapshot_tmp() { ls -1d /tmp/cordon-* /tmp/cordon.* 2>/dev/null | sort; }
 before_tmp=$(snapshot_tmp)
+# gVisor's processes (sandbox, gofer, a hung `runsc start`) and containerd
+# shims: a runsc container whose start failed once left all of them
+# running, unknown to the daemon. Those already running are not ours.
+snapshot_runtime() { pgrep -f '(^runsc|/runsc |containerd-shim)' 2>/dev/null | sort; }
+before_runtime=$(snapshot_runtime)
 
 note "setup"
 if ! bash scripts/setup.sh; then
@@ -49,6 +54,10 @@ check "runc test rootfs built" test -n "$(field toolchain 3)"
 note "unit, mechanism and contract suites (make check)"
 ( cd "$BUILD" && make -j"$(nproc)" check )
 check_rc=$?
+
+note "kill battery: SIGKILL cordon mid-operation, then gc (installed build)"
+# N=6 per provider keeps this to about two minutes; N=50 is the full battery.
+check "kill battery leaves nothing (seed 1, N=6 per provider)" bash scripts/kill-battery.sh -n 6 -s 1
 
 note "docker: the daemon stopped during a run (alone: it restarts the daemon)"
 # The whole name: Criterion's --filter matched nothing with 'docker_daemon/*',
@@ -86,6 +95,9 @@ no_trace() {
   if [ -d /run/cordon/trusted-local ] && [ -n "$(ls -A /run/cordon/trusted-local)" ]; then
     echo "left behind in /run/cordon/trusted-local: $(ls /run/cordon/trusted-local)"; bad=1
   fi
+  if [ -d /run/cordon/uids ] && [ -n "$(ls -A /run/cordon/uids)" ]; then
+    echo "left behind: uids taken from the pool: $(ls -A /run/cordon/uids)"; bad=1
+  fi
   if grep -q cordon /proc/mounts; then echo "left behind: mounts"; grep cordon /proc/mounts; bad=1; fi
   if [ -S /var/run/docker.sock ] && [ -n "$(docker ps -aq --filter label=org.cordon.execution-id 2>/dev/null)" ]; then
     echo "left behind: docker containers"; docker ps -a --filter label=org.cordon.execution-id; bad=1
@@ -99,6 +111,13 @@ no_trace() {
     echo "left behind: cgroups"; echo "$cg"; bad=1
   fi
   if pgrep -f cordon-observe >/dev/null; then echo "left behind: cordon-observe processes"; bad=1; fi
+  local runtime_left
+  runtime_left=$(comm -13 <(echo "$before_runtime") <(snapshot_runtime))
+  if [ -n "$runtime_left" ]; then
+    echo "left behind: $(echo "$runtime_left" | wc -l) runsc or containerd-shim processes:"
+    for pid in $runtime_left; do ps -o pid=,args= -p "$pid" | cut -c1-160; done
+    bad=1
+  fi
   after=$(snapshot_tmp)
   if [ "$after" != "$before_tmp" ]; then echo "left behind in /tmp:"; comm -13 <(echo "$before_tmp") <(echo "$after"); bad=1; fi
   return $bad

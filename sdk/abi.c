@@ -165,12 +165,13 @@ int cordon_provider_load(const char *abs_path, const struct cordon_host_v1 *host
         return cordon_error_set(err, CORDON_E_ABI, perr.os_errno, "provider %s: init failed: %s",
                                 abs_path, perr.message[0] ? perr.message : cordon_error_name(r));
     r = cordon_provider_check(vt, id, ret_copy, err);
-    if (r < 0) {
+    if (r < 0 && err != NULL) {
         char msg[sizeof(err->message)];
-        if (err != NULL) {
-            snprintf(msg, sizeof(msg), "%s: %s", abs_path, err->message);
-            memcpy(err->message, msg, sizeof(msg));
-        }
+
+        /* Through cordon_error_set, so that the longer message is cut
+         * between characters. */
+        memcpy(msg, err->message, sizeof(msg));
+        cordon_error_set(err, err->code, err->os_errno, "%s: %s", abs_path, msg);
     }
     return r;
 }
@@ -179,13 +180,19 @@ static void stderr_log(enum cordon_log_level level, const char *provider_id, con
 {
     static const char *const names[] = { "error", "warning", "info", "debug" };
     const char *debug = getenv("CORDON_DEBUG");
+    char id[128], shown[4096];
 
     if (level > CORDON_LOG_WARNING && (debug == NULL || debug[0] == '\0' || debug[0] == '0'))
         return;
     if (level == CORDON_LOG_WARNING && debug == NULL)
         return;
-    fprintf(stderr, "cordon[%s] %s: %s\n", provider_id != NULL ? provider_id : "host",
-            (unsigned)level < 4 ? names[level] : "log", msg);
+    /* A provider's text, which may carry names from inside a sandbox:
+     * escaped before it reaches a terminal. */
+    cordon_text_escape(id, sizeof(id), provider_id != NULL ? provider_id : "host",
+                       strlen(provider_id != NULL ? provider_id : "host"), 0, NULL);
+    cordon_text_escape(shown, sizeof(shown), msg != NULL ? msg : "", msg != NULL ? strlen(msg) : 0,
+                       0, NULL);
+    fprintf(stderr, "cordon[%s] %s: %s\n", id, (unsigned)level < 4 ? names[level] : "log", shown);
 }
 
 void cordon_host_table_init(struct cordon_host_v1 *host, const char *observer_path,

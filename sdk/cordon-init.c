@@ -20,8 +20,13 @@
  * (looked up in PATH) runs as the leader of a new process group; when it
  * ends, whatever is left of its group is killed, as the host's own runner
  * does, so that a background child cannot keep the command's output open,
- * and the wrapper exits as the program did: its exit status, or 128+N
- * after signal N (the runtime's convention). 127: PROGRAM not found.
+ * and the wrapper ends as the program did: with its exit status, or
+ * killed by the same signal N (re-raised on itself, without a core dump),
+ * so that whoever waits on the wrapper sees "killed by N", not an exit
+ * 128+N that a plain `exit 137` would also give. A runtime that folds the
+ * signal into 128+N on its own side still loses the difference. The
+ * wrapper is not dumpable: code of the sandbox's uid cannot ptrace it or
+ * reach its descriptors. 127: PROGRAM not found, 126: not executable.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,12 +107,33 @@ static void detach_stdio(void)
         close(fd);
 }
 
+/* End this process as status says the program ended: exit with its code,
+ * or die of its signal. 128+N only if the signal does not kill by default. */
+static int end_as(int status)
+{
+    struct rlimit none = { 0, 0 };
+    sigset_t set;
+    int sig;
+
+    if (!WIFSIGNALED(status))
+        return WEXITSTATUS(status);
+    sig = WTERMSIG(status);
+    setrlimit(RLIMIT_CORE, &none);
+    signal(sig, SIG_DFL);
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    kill(getpid(), sig);
+    return 128 + sig;
+}
+
 /* --exec: run argv as a group leader, then end its group. */
 static int run_leader(char **argv)
 {
     int status, e;
     pid_t pid, w;
 
+    prctl(PR_SET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
     pid = fork();
     if (pid < 0) {
         fprintf(stderr, "cordon-init: fork: %s\n", strerror(errno));
@@ -127,7 +154,7 @@ static int run_leader(char **argv)
     kill(-pid, SIGKILL);
     if (w < 0)
         return 126;
-    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    return end_as(status);
 }
 
 int main(int argc, char **argv)

@@ -4,12 +4,18 @@
  *
  *   cordon-observe [--canary-path P --canary-token T]
  *                  [--host-pid N --host-pid-token T2] [--host-ns STR]
+ *                  [--host-boot-id UUID]
  *   cordon-observe --idle TOKEN SECONDS
+ *   cordon-observe --hold-lease FILE SECONDS
  *
  * The first form prints one JSON object ("report_version": 1) on stdout and
  * exits 0; it never judges anything: the host compares the report with its
  * own view (sdk/observe.c). The second form only sleeps; the host starts it
- * as its canary process, so that /proc/<pid>/cmdline names TOKEN.
+ * as its canary process, so that /proc/<pid>/cmdline names TOKEN. The
+ * third plays a hostile program for the contract suite: it takes a write
+ * lease on FILE (made if missing) with SIGIO ignored, prints "lease held"
+ * or "lease refused ERRNO", and holds it SECONDS before it exits (at once
+ * when refused).
  * docs/observation.md describes every field.
  */
 #include <dirent.h>
@@ -25,21 +31,51 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/capability.h>
+#include <sys/klog.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <linux/bpf.h>
 #include <linux/io_uring.h>
 #include <linux/keyctl.h>
+#include <linux/netlink.h>
 
 #ifndef SYS_io_uring_setup
 #define SYS_io_uring_setup 425
+#endif
+/* Families an older libc may not name; the numbers are the kernel's. */
+#ifndef AF_RDS
+#define AF_RDS 21
+#endif
+#ifndef AF_CAN
+#define AF_CAN 29
+#endif
+#ifndef AF_BLUETOOTH
+#define AF_BLUETOOTH 31
+#endif
+#ifndef AF_NFC
+#define AF_NFC 39
+#endif
+#ifndef AF_VSOCK
+#define AF_VSOCK 40
+#endif
+#ifndef AF_QIPCRTR
+#define AF_QIPCRTR 42
+#endif
+#ifndef AF_XDP
+#define AF_XDP 44
 #endif
 
 #define REPORT_VERSION 1
@@ -50,6 +86,13 @@
 #define MAX_IFACES 256
 #define MAX_TOKEN 256
 #define MAX_IDLE_SECONDS 86400L
+#define BOOT_ID_MAX 64
+#define KLOG_BYTES 4096
+#define KLOG_LINE_MAX 200
+#define CAP_PROBE_MAX 64
+/* The first line gVisor's Sentry writes to its own kernel log, at time 0
+ * ("[   0.000000] Starting gVisor...", however wide the time is padded). */
+#define GVISOR_KLOG_FIRST "0.000000] Starting gVisor..."
 
 /* ---- a bounded JSON writer ---------------------------------------------- */
 
@@ -312,6 +355,7 @@ struct opts {
     long host_pid;
     const char *host_pid_token;
     const char *host_ns;
+    const char *host_boot_id;
 };
 
 /* Namespace inode from the nsfs link; parse "pid:[4026531836]" if stat fails. */
@@ -360,6 +404,188 @@ static void observe_ns(struct jw *w)
             jw_uint(w, names[i], ino);
         else
             jw_null(w, names[i]);
+    }
+    jw_close(w, '}');
+}
+
+/* The kernel's boot id (a UUID per boot), trimmed; false when unreadable. */
+static bool read_boot_id(char *out, size_t size, int *ret_errno)
+{
+    ssize_t n = read_small("/proc/sys/kernel/random/boot_id", out, size - 1);
+
+    if (n < 0) {
+        *ret_errno = errno;
+        return false;
+    }
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' '))
+        n--;
+    out[n] = '\0';
+    *ret_errno = 0;
+    return n > 0;
+}
+
+/* The first line of the kernel's log, its "<N>" level prefix cut off. */
+static bool read_klog_first(char *out, size_t size, int *ret_errno)
+{
+    static char log[KLOG_BYTES + 1];
+    int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, log, KLOG_BYTES);
+    const char *line = log;
+    size_t len;
+
+    if (n < 0) {
+        *ret_errno = errno;
+        return false;
+    }
+    *ret_errno = 0;
+    log[n] = '\0';
+    if (line[0] == '<') {
+        const char *gt = strchr(line, '>');
+
+        if (gt != NULL && gt - line <= 4)
+            line = gt + 1;
+    }
+    len = strcspn(line, "\n");
+    if (len >= size)
+        len = size - 1;
+    memcpy(out, line, len);
+    out[len] = '\0';
+    return true;
+}
+
+/* The hypervisor's CPUID vendor string, "" on bare metal or off x86. */
+static void hypervisor_vendor(char out[13])
+{
+    out[0] = '\0';
+#if defined(__x86_64__) || defined(__i386__)
+    {
+        unsigned a, b, c, d;
+
+        if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 31)) != 0) {
+            __cpuid(0x40000000, a, b, c, d);
+            memcpy(out, &b, 4);
+            memcpy(out + 4, &c, 4);
+            memcpy(out + 8, &d, 4);
+            out[12] = '\0';
+        }
+    }
+#endif
+}
+
+/*
+ * Which kernel answers us. The host's own kernel has the host's boot id
+ * (given as --host-boot-id). gVisor's Sentry answers syslog(2) with a
+ * log of its own whose first line, at time 0, is "Starting gVisor...": no
+ * process on the host's kernel can fake that first line (its log starts
+ * with the kernel's version, and reading it needs CAP_SYSLOG). Another
+ * boot id without that line is another kernel: a virtual machine's guest,
+ * as far as we can tell. "kind" is only our reading: the host decides
+ * from the raw fields, and checks from outside what a kind implies.
+ */
+static void observe_kernel(struct jw *w, const struct opts *o)
+{
+    char boot_id[BOOT_ID_MAX + 1], klog[KLOG_LINE_MAX + 1], hv[13], up[64];
+    struct utsname u;
+    int boot_errno = 0, klog_errno = 0;
+    bool have_boot = read_boot_id(boot_id, sizeof(boot_id), &boot_errno);
+    bool have_klog = read_klog_first(klog, sizeof(klog), &klog_errno);
+    bool gvisor = have_klog && klog[0] == '[' &&
+                  strcmp(klog + 1 + strspn(klog + 1, " "), GVISOR_KLOG_FIRST) == 0;
+    ssize_t n;
+    const char *kind;
+
+    jw_open(w, "kernel", '{');
+    if (uname(&u) == 0) {
+        jw_string(w, "sysname", u.sysname);
+        jw_string(w, "release", u.release);
+        jw_string(w, "version", u.version);
+        jw_string(w, "machine", u.machine);
+    } else {
+        note_error("kernel: uname failed: %s", strerror(errno));
+    }
+    jw_string(w, "boot_id", have_boot ? boot_id : NULL);
+    if (!have_boot)
+        jw_errno(w, boot_errno);
+    jw_string(w, "klog_first", have_klog ? klog : NULL);
+    jw_int(w, "klog_errno", klog_errno);
+    n = read_small("/proc/uptime", up, sizeof(up) - 1);
+    if (n > 0) {
+        char *end;
+        double secs;
+
+        up[n] = '\0';
+        errno = 0;
+        secs = strtod(up, &end);
+        if (errno == 0 && end != up && secs >= 0)
+            jw_uint(w, "uptime_ms", (unsigned long long)(secs * 1000.0));
+        else
+            jw_null(w, "uptime_ms");
+    } else {
+        note_error("kernel: cannot read /proc/uptime: %s", n < 0 ? strerror(errno) : "empty");
+        jw_null(w, "uptime_ms");
+    }
+    hypervisor_vendor(hv);
+    jw_string(w, "hypervisor", hv[0] != '\0' ? hv : NULL);
+    if (have_boot && o->host_boot_id != NULL && strcmp(boot_id, o->host_boot_id) == 0)
+        kind = "host";
+    else if (gvisor)
+        kind = "gvisor";
+    else if (have_boot && o->host_boot_id != NULL)
+        kind = "vm";
+    else
+        kind = "unknown";
+    jw_string(w, "kind", kind);
+    jw_close(w, '}');
+}
+
+/*
+ * What prctl(2) says, for the kernels whose /proc/self/status is silent
+ * (gVisor's has no NoNewPrivs and no CapAmb line). Ambient capabilities
+ * are probed one by one; EINVAL for the first one means the kernel has
+ * none at all, "unsupported".
+ */
+static void observe_prctl(struct jw *w)
+{
+    unsigned long long ambient = 0;
+    bool unsupported = false, failed = false;
+    int r;
+
+    jw_open(w, "prctl", '{');
+    errno = 0;
+    r = prctl(PR_GET_NO_NEW_PRIVS, 0UL, 0UL, 0UL, 0UL);
+    if (r >= 0)
+        jw_int(w, "no_new_privs", r);
+    else
+        jw_null(w, "no_new_privs");
+    errno = 0;
+    r = prctl(PR_GET_SECCOMP, 0UL, 0UL, 0UL, 0UL);
+    if (r >= 0)
+        jw_int(w, "seccomp", r);
+    else
+        jw_null(w, "seccomp");
+    for (int cap = 0; cap < CAP_PROBE_MAX; cap++) {
+        errno = 0;
+        r = prctl(PR_CAP_AMBIENT, (unsigned long)PR_CAP_AMBIENT_IS_SET, (unsigned long)cap, 0UL, 0UL);
+        if (r < 0 && errno == EINVAL) {
+            /* Past the kernel's last capability, or no ambient set at all. */
+            unsupported = cap == 0;
+            break;
+        }
+        if (r < 0) {
+            failed = true;
+            break;
+        }
+        if (r == 1)
+            ambient |= 1ull << cap;
+    }
+    if (failed)
+        jw_null(w, "ambient");
+    else if (unsupported)
+        jw_string(w, "ambient", "unsupported");
+    else {
+        char hex[17];
+
+        snprintf(hex, sizeof(hex), "%016llx", ambient);
+        jw_string(w, "ambient", hex);
     }
     jw_close(w, '}');
 }
@@ -510,6 +736,24 @@ static void observe_fds(struct jw *w)
     closedir(d);
 }
 
+/* Our user namespace's uid map as the kernel prints it (bounded): the host
+ * maps our euid through it to the uid that would act on its files. */
+static void observe_uid_map(struct jw *w)
+{
+    char map[1024];
+    ssize_t n = -1;
+    int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+
+    if (fd >= 0) {
+        n = read(fd, map, sizeof(map) - 1);
+        close(fd);
+    }
+    if (n >= 0)
+        jw_string_n(w, "uid_map", map, (size_t)n);
+    else
+        jw_null(w, "uid_map");
+}
+
 static void observe_ids(struct jw *w)
 {
     int groups = getgroups(0, NULL);
@@ -520,6 +764,7 @@ static void observe_ids(struct jw *w)
     jw_uint(w, "gid", getgid());
     jw_uint(w, "egid", getegid());
     jw_int(w, "groups", groups);
+    observe_uid_map(w);
     jw_close(w, '}');
 }
 
@@ -719,6 +964,50 @@ static void try_io_uring(struct jw *w)
     jw_syscall(w, "io_uring_setup", syscall_verdict(rc, e), e);
 }
 
+/*
+ * A write lease on a file of our own. A lease makes every other open of
+ * the file (the host's export or checkpoint reading the workspace) wait
+ * the kernel's lease-break time, 45 s by default, so a sandbox must not
+ * be able to take one. The file is made in the working directory (the
+ * workspace the host reads), else in /tmp, reopened read-only so that no
+ * other descriptor of it is open, and removed again; a lease that was
+ * granted is released at once. EINVAL counts as refused: the kernel or
+ * filesystem (gVisor's) has no leases to grant.
+ */
+static void try_lease(struct jw *w)
+{
+    char path[PATH_MAX] = ".cordon-observe-lease-XXXXXX";
+    int fd = mkstemp(path), e;
+    long rc;
+
+    if (fd < 0) {
+        snprintf(path, sizeof(path), "/tmp/.cordon-observe-lease-XXXXXX");
+        fd = mkstemp(path);
+    }
+    if (fd < 0) {
+        e = errno;
+        note_error("syscalls.file_lease: no writable directory for a file: %s", strerror(e));
+        jw_syscall(w, "file_lease", "untested", e);
+        return;
+    }
+    close(fd);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    e = errno;
+    if (unlink(path) != 0)
+        note_error("syscalls.file_lease: cannot remove %s: %s", path, strerror(errno));
+    if (fd < 0) {
+        note_error("syscalls.file_lease: cannot reopen %s: %s", path, strerror(e));
+        jw_syscall(w, "file_lease", "untested", e);
+        return;
+    }
+    rc = fcntl(fd, F_SETLEASE, F_WRLCK);
+    e = rc < 0 ? errno : 0;
+    if (rc == 0)
+        fcntl(fd, F_SETLEASE, F_UNLCK);
+    close(fd);
+    jw_syscall(w, "file_lease", rc < 0 && e == EINVAL ? "refused" : syscall_verdict(rc, e), e);
+}
+
 static void observe_syscalls(struct jw *w)
 {
     jw_open(w, "syscalls", '[');
@@ -727,6 +1016,52 @@ static void observe_syscalls(struct jw *w)
     try_mount(w);
     try_unshare_user(w);
     try_io_uring(w);
+    try_lease(w);
+    jw_close(w, ']');
+}
+
+/*
+ * Sockets of the families that reach past a network namespace: the
+ * hypervisor's host (vsock), the link layer (packet, xdp), the machine's
+ * hardware (bluetooth, can, nfc, a modem's qipcrtr, rds over InfiniBand),
+ * and the host's device events (a netlink uevent socket). Each is only
+ * created and closed at once, with a type and protocol the family accepts,
+ * so that an error is the family's refusal and not a wrong argument. On a
+ * kernel with nothing to refuse them, creating one may load its module.
+ */
+static void observe_sockets(struct jw *w)
+{
+    static const struct {
+        const char *name;
+        int family, type, protocol;
+    } tries[] = {
+        { "vsock", AF_VSOCK, SOCK_STREAM, 0 },
+        { "packet", AF_PACKET, SOCK_DGRAM, 0 },
+        { "xdp", AF_XDP, SOCK_RAW, 0 },
+        { "bluetooth", AF_BLUETOOTH, SOCK_SEQPACKET, 0 },   /* BTPROTO_L2CAP */
+        { "can", AF_CAN, SOCK_RAW, 1 },                     /* CAN_RAW */
+        { "nfc", AF_NFC, SOCK_SEQPACKET, 1 },               /* NFC_SOCKPROTO_LLCP */
+        { "qipcrtr", AF_QIPCRTR, SOCK_DGRAM, 0 },
+        { "rds", AF_RDS, SOCK_SEQPACKET, 0 },
+        { "netlink_uevent", AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT },
+    };
+
+    jw_open(w, "sockets", '[');
+    for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+        long fd = syscall(SYS_socket, tries[i].family, tries[i].type | SOCK_CLOEXEC,
+                          tries[i].protocol);
+        int e = fd < 0 ? errno : 0;
+
+        if (fd >= 0)
+            close((int)fd);
+        jw_open(w, NULL, '{');
+        jw_string(w, "name", tries[i].name);
+        jw_int(w, "family", tries[i].family);
+        jw_int(w, "protocol", tries[i].protocol);
+        jw_bool(w, "created", fd >= 0);
+        jw_errno(w, e);
+        jw_close(w, '}');
+    }
     jw_close(w, ']');
 }
 
@@ -832,6 +1167,8 @@ static int report(const struct opts *o)
     jw_string(&w, "observer", "cordon-observe");
     jw_int(&w, "pid", getpid());
     jw_string(&w, "host_ns", o->host_ns);
+    jw_string(&w, "host_boot_id", o->host_boot_id);
+    observe_kernel(&w, o);
     observe_ns(&w);
     if (o->canary_path != NULL)
         observe_canary_file(&w, o);
@@ -845,7 +1182,9 @@ static int report(const struct opts *o)
     observe_fds(&w);
     observe_ids(&w);
     observe_status(&w);
+    observe_prctl(&w);
     observe_syscalls(&w);
+    observe_sockets(&w);
     observe_net(&w);
     observe_files(&w);
     jw_open(&w, "errors", '[');
@@ -888,13 +1227,54 @@ static int idle(const char *token, const char *seconds)
     return 0;
 }
 
+static int hold_lease(const char *path, const char *seconds)
+{
+    struct timespec ts;
+    char *end;
+    long secs, rc;
+    int fd, e;
+
+    errno = 0;
+    secs = strtol(seconds, &end, 10);
+    if (path[0] == '\0' || errno != 0 || end == seconds || *end != '\0' || secs < 0 ||
+        secs > MAX_IDLE_SECONDS) {
+        fprintf(stderr, "cordon-observe: --hold-lease wants FILE SECONDS (0..%ld)\n",
+                MAX_IDLE_SECONDS);
+        return 2;
+    }
+    fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "cordon-observe: --hold-lease: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    /* Ignored, SIGIO cannot make the holder let go before the lease-break time. */
+    signal(SIGIO, SIG_IGN);
+    rc = fcntl(fd, F_SETLEASE, F_WRLCK);
+    e = errno;
+    if (rc < 0) {
+        printf("lease refused %d\n", e);
+        fflush(stdout);
+        close(fd);
+        return 0;
+    }
+    printf("lease held\n");
+    fflush(stdout);
+    ts.tv_sec = secs;
+    ts.tv_nsec = 0;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+    close(fd);
+    return 0;
+}
+
 static int usage(const char *why)
 {
     fprintf(stderr,
             "cordon-observe: %s\n"
             "usage: cordon-observe [--canary-path P --canary-token T] "
-            "[--host-pid N --host-pid-token T2] [--host-ns STR]\n"
-            "       cordon-observe --idle TOKEN SECONDS\n",
+            "[--host-pid N --host-pid-token T2] [--host-ns STR] [--host-boot-id UUID]\n"
+            "       cordon-observe --idle TOKEN SECONDS\n"
+            "       cordon-observe --hold-lease FILE SECONDS\n",
             why);
     return 2;
 }
@@ -905,6 +1285,8 @@ int main(int argc, char **argv)
 
     if (argc == 4 && strcmp(argv[1], "--idle") == 0)
         return idle(argv[2], argv[3]);
+    if (argc == 4 && strcmp(argv[1], "--hold-lease") == 0)
+        return hold_lease(argv[2], argv[3]);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -926,6 +1308,10 @@ int main(int argc, char **argv)
             o.host_pid_token = val;
         } else if (strcmp(arg, "--host-ns") == 0) {
             o.host_ns = val;
+        } else if (strcmp(arg, "--host-boot-id") == 0) {
+            if (val[0] == '\0' || strlen(val) > BOOT_ID_MAX)
+                return usage("--host-boot-id is 1 to 64 bytes");
+            o.host_boot_id = val;
         } else {
             return usage("unknown option");
         }

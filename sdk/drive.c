@@ -21,6 +21,7 @@
 
 #include <cordon/sdk/drive.h>
 #include <cordon/sdk/host.h>
+#include <cordon/sdk/relay.h>
 
 #define DRAIN_MS 200            /* reading on after the provider returned */
 #define ABANDON_MS 10000        /* waiting for the provider after cancel */
@@ -39,7 +40,7 @@ struct call {
     struct cordon_resource *resource;
     char *state_json, *request_json;   /* copies: they outlive an abandoned call */
     struct cordon_exec_io io;
-    int null_fd, out_r, out_w, err_r, err_w, cancel_r, cancel_w, done_fd;
+    int null_fd, in_fd, out_r, out_w, err_r, err_w, cancel_r, cancel_w, done_fd;
     /* the provider's answer, written by the thread before it signals done_fd */
     int rc;
     char *result;
@@ -69,6 +70,7 @@ static void call_free(struct call *c)
     if (c == NULL)
         return;
     close_fd(&c->null_fd);
+    close_fd(&c->in_fd);
     close_fd(&c->out_r);
     close_fd(&c->out_w);
     close_fd(&c->err_r);
@@ -133,7 +135,8 @@ static int validate(const struct cordon_drive_opts *o, struct cordon_exec_outcom
     return 0;
 }
 
-static int call_new(const struct cordon_drive_opts *o, struct call **ret_call,
+/* stdin_fd: the relay's pipe (borrowed, duplicated here) or -1 for /dev/null. */
+static int call_new(const struct cordon_drive_opts *o, int stdin_fd, struct call **ret_call,
                     struct cordon_error *err)
 {
     struct call *c = calloc(1, sizeof(*c));
@@ -142,7 +145,7 @@ static int call_new(const struct cordon_drive_opts *o, struct call **ret_call,
     if (c == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "drive: out of memory");
     pthread_mutex_init(&c->lock, NULL);
-    c->null_fd = c->out_r = c->out_w = c->err_r = c->err_w = -1;
+    c->null_fd = c->in_fd = c->out_r = c->out_w = c->err_r = c->err_w = -1;
     c->cancel_r = c->cancel_w = c->done_fd = -1;
     c->exec = o->provider->exec;
     c->host = o->host;
@@ -168,7 +171,10 @@ static int call_new(const struct cordon_drive_opts *o, struct call **ret_call,
     /* Only the host's read ends are non-blocking; the provider writes as it likes. */
     if (fcntl(c->out_r, F_SETFL, O_NONBLOCK) < 0 || fcntl(c->err_r, F_SETFL, O_NONBLOCK) < 0)
         goto io_error;
-    if (o->stdin_fd < 0) {
+    /* The call's own copy: an abandoned provider may still hold it. */
+    if (stdin_fd >= 0 && (c->in_fd = fcntl(stdin_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+        goto io_error;
+    if (stdin_fd < 0) {
         c->null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (c->null_fd < 0)
             goto io_error;
@@ -176,7 +182,7 @@ static int call_new(const struct cordon_drive_opts *o, struct call **ret_call,
     c->io = (struct cordon_exec_io){
         .abi_version = CORDON_ABI_VERSION,
         .struct_size = (uint32_t)sizeof(struct cordon_exec_io),
-        .stdin_fd = o->stdin_fd >= 0 ? o->stdin_fd : c->null_fd,
+        .stdin_fd = c->in_fd >= 0 ? c->in_fd : c->null_fd,
         .stdout_fd = c->out_w,
         .stderr_fd = c->err_w,
         .cancel_fd = c->cancel_r,
@@ -279,6 +285,10 @@ static int parse_result(const char *provider_id, const char *result,
         }
         ret->exit_code = (int)code->valuedouble;
         ret->signal = 0;
+        /* The provider's mechanism folds signals into 128+N: say so, never guess. */
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "signal_folded")) &&
+            ret->exit_code > 128 && ret->exit_code <= 128 + 64)
+            ret->signal = ret->exit_code - 128;
     } else if (st == CORDON_RUN_SIGNALED && ret->signal == 0) {
         rc = cordon_error_set(err, CORDON_E_PROVIDER, 0,
                               "%s: result_json.signal: want 1-64 with status signaled",
@@ -315,12 +325,13 @@ int cordon_drive_exec(const struct cordon_drive_opts *opts, struct cordon_exec_o
 {
     struct cordon_capture *cap = NULL;
     struct cordon_exec_outcome out;
+    struct cordon_relay *relay = NULL;
     struct call *c = NULL;
     pthread_t thread;
     bool started = false, done = false, fired = false;
     enum cordon_run_status reason = CORDON_RUN_HOST_ERROR;
     uint64_t start, deadline = 0, abandon_at = 0, end;
-    int cancel_fd, rc, poll_errno = 0;
+    int cancel_fd, rc, poll_errno = 0, stdin_fd = -1;
     const char *who;          /* the provider's id, for messages */
 
     if (ret != NULL) {
@@ -335,7 +346,13 @@ int cordon_drive_exec(const struct cordon_drive_opts *opts, struct cordon_exec_o
     rc = cordon_capture_new(opts->retention_bytes, opts->output_budget, &cap, err);
     if (rc < 0)
         goto out;
-    rc = call_new(opts, &c, err);
+    /* The caller's stdin never reaches the provider, not even a pipe: the
+     * provider gets a pipe of ours, whose write end closes when the exec
+     * ends, so nothing left inside reads what the caller's fd gives later. */
+    if (opts->stdin_fd >= 0 &&
+        (rc = cordon_relay_open(opts->stdin_fd, CORDON_RELAY_ALWAYS, &stdin_fd, &relay, err)) < 0)
+        goto out;
+    rc = call_new(opts, stdin_fd, &c, err);
     if (rc < 0)
         goto out;
     start = cordon_now_monotonic_ms();
@@ -424,6 +441,8 @@ int cordon_drive_exec(const struct cordon_drive_opts *opts, struct cordon_exec_o
     pthread_join(thread, NULL);
     started = false;
     end = cordon_now_monotonic_ms();
+    cordon_relay_close(relay);
+    relay = NULL;
     /* The provider is done with its write ends: EOF comes once its leftovers go. */
     close_fd(&c->out_w);
     close_fd(&c->err_w);
@@ -482,6 +501,7 @@ out:
         pthread_join(thread, NULL);
     }
     call_free(c);
+    cordon_relay_close(relay);   /* the caller's fd is not read after we return */
     cordon_exec_outcome_clear(&out);
     cordon_capture_free(cap);
     return rc;

@@ -294,8 +294,9 @@ static int check_string_list(const cJSON *obj, const char *key, bool need_one,
             return cordon_error_set(err, CORDON_E_INVALID, 0, "facts.%s[%d]: must be a string (got %s)",
                                     key, n - 1, type_name(item));
         if (ok != NULL ? !ok(item->valuestring) : !in_list(item->valuestring, allowed, nallowed))
-            return cordon_error_set(err, CORDON_E_INVALID, 0, "facts.%s[%d]: \"%.64s\" is not a known value",
-                                    key, n - 1, item->valuestring);
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "facts.%s[%d]: \"%.*s\" is not a known value", key, n - 1,
+                                    cordon_text_fit(item->valuestring, 64), item->valuestring);
     }
     if (need_one && n == 0)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "facts.%s: must not be empty", key);
@@ -328,9 +329,10 @@ static int check_checks(const cJSON *iso, struct cordon_error *err)
         /* An axis claimed true with a failed check behind it is a false claim. */
         claimed = cJSON_GetObjectItemCaseSensitive(iso, axis->valuestring);
         if (cJSON_IsTrue(claimed) && cJSON_IsFalse(ok))
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "facts.isolation.%s: claimed true, but its check \"%.64s\" failed",
-                                    axis->valuestring, name->valuestring);
+            return cordon_error_set(
+                err, CORDON_E_INVALID, 0,
+                "facts.isolation.%s: claimed true, but its check \"%.*s\" failed",
+                axis->valuestring, cordon_text_fit(name->valuestring, 64), name->valuestring);
         n++;
     }
     return 0;
@@ -342,10 +344,11 @@ static int check_isolation(const cJSON *facts, struct cordon_error *err)
     const cJSON *item;
 
     if (cJSON_IsString(iso))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "facts.isolation: a string label (\"%.32s\") is not accepted; it must be an "
-                                "object of four observed booleans",
-                                iso->valuestring);
+        return cordon_error_set(
+            err, CORDON_E_INVALID, 0,
+            "facts.isolation: a string label (\"%.*s\") is not accepted; it must be an "
+            "object of four observed booleans",
+            cordon_text_fit(iso->valuestring, 32), iso->valuestring);
     if (!cJSON_IsObject(iso))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "facts.isolation: must be an object of four observed booleans (got %s)",
@@ -398,17 +401,22 @@ static int check_toolchains(const cJSON *facts, struct cordon_error *err)
             known = known || strcmp(t->string, toolchain_languages[i].toolchain) == 0;
         if (!known)
             return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "facts.toolchains: \"%.64s\" is not a canonical toolchain id "
-                                    "(python, node, go, c++)", t->string);
+                                    "facts.toolchains: \"%.*s\" is not a canonical toolchain id "
+                                    "(python, node, go, c++)",
+                                    cordon_text_fit(t->string, 64), t->string);
         if (!cJSON_IsObject(t) || !cJSON_IsBool(avail))
             return cordon_error_set(err, CORDON_E_INVALID, 0,
                                     "facts.toolchains.%s: must be an object with a boolean \"available\"",
                                     t->string);
         if (cJSON_IsTrue(avail) && !(cJSON_IsString(version) && version_well_formed(version->valuestring)))
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "facts.toolchains.%s.version: \"%.64s\" is not a normalised version "
-                                    "(^[0-9]+(\\.[0-9]+)*$)", t->string,
-                                    cJSON_IsString(version) ? version->valuestring : type_name(version));
+            return cordon_error_set(
+                err, CORDON_E_INVALID, 0,
+                "facts.toolchains.%s.version: \"%.*s\" is not a normalised version "
+                "(^[0-9]+(\\.[0-9]+)*$)",
+                t->string,
+                cordon_text_fit(cJSON_IsString(version) ? version->valuestring : type_name(version),
+                                64),
+                cJSON_IsString(version) ? version->valuestring : type_name(version));
         if (cJSON_IsTrue(avail) && !cJSON_IsString(raw))
             return cordon_error_set(err, CORDON_E_INVALID, 0,
                                     "facts.toolchains.%s.raw_version: must be the tool's own output (got %s)",
@@ -454,8 +462,10 @@ static int validate_tree(const cJSON *facts, struct cordon_error *err)
     if ((rc = need_string(facts, "provider_id", &s, err)) < 0)
         return rc;
     if (!id_valid(s))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "facts.provider_id: \"%.64s\" does not match [a-z0-9][a-z0-9-]{0,63}", s);
+        return cordon_error_set(
+            err, CORDON_E_INVALID, 0,
+            "facts.provider_id: \"%.*s\" does not match [a-z0-9][a-z0-9-]{0,63}",
+            cordon_text_fit(s, 64), s);
     if (!cJSON_IsBool(available))
         return cordon_error_set(err, CORDON_E_INVALID, 0, "facts.available: must be a boolean (got %s)",
                                 type_name(available));
@@ -475,17 +485,21 @@ static int validate_tree(const cJSON *facts, struct cordon_error *err)
         return rc;
     if (!cJSON_IsString(item) ||
         (strcmp(item->valuestring, "cordon-observe") != 0 && strcmp(item->valuestring, "synthetic") != 0))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "facts.observed_by: must be \"cordon-observe\" or \"synthetic\" (got %s%.32s%s)",
-                                cJSON_IsString(item) ? "\"" : "",
-                                cJSON_IsString(item) ? item->valuestring : type_name(item),
-                                cJSON_IsString(item) ? "\"" : "");
+        return cordon_error_set(
+            err, CORDON_E_INVALID, 0,
+            "facts.observed_by: must be \"cordon-observe\" or \"synthetic\" (got %s%.*s%s)",
+            cJSON_IsString(item) ? "\"" : "",
+            cordon_text_fit(cJSON_IsString(item) ? item->valuestring : type_name(item), 32),
+            cJSON_IsString(item) ? item->valuestring : type_name(item),
+            cJSON_IsString(item) ? "\"" : "");
     if ((rc = need_string(facts, "safety_class", &s, err)) < 0)
         return rc;
     if (!cordon_safety_class_valid(s))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "facts.safety_class: \"%.64s\" is not one of isolated, namespace, host_policy, "
-                                "filesystem_only, trusted_local", s);
+        return cordon_error_set(
+            err, CORDON_E_INVALID, 0,
+            "facts.safety_class: \"%.*s\" is not one of isolated, namespace, host_policy, "
+            "filesystem_only, trusted_local",
+            cordon_text_fit(s, 64), s);
     if ((rc = check_isolation(facts, err)) < 0)
         return rc;
     item = cJSON_GetObjectItemCaseSensitive(facts, "network");
@@ -575,6 +589,7 @@ static int compose_isolation(const struct cordon_facts_parts *parts, cJSON *obs,
         !cJSON_AddBoolToObject(iso, "rootfs_read_only", parts->rootfs_read_only) ||
         !cJSON_AddStringToObject(iso, "network_mode", net->valuestring))
         return cordon_error_set(err, CORDON_E_NOMEM, 0, "facts compose: out of memory");
+    move_item(src, iso, "mechanism_kind");
     move_item(src, iso, "checks");
     *ret_network = net->valuestring;
     return 0;

@@ -59,11 +59,11 @@ static int fs_fail(struct cordon_error *err, int e, const char *rel, const char 
 {
     if (e == ELOOP || e == EXDEV)
         return cordon_error_set(err, CORDON_E_UNSAFE, e,
-                                "path \"%.200s\": %s: a symbolic link or a way out of the "
+                                "path \"%.*s\": %s: a symbolic link or a way out of the "
                                 "directory is in the way",
-                                rel, what);
-    return cordon_error_set(err, code_of_errno(e), e, "path \"%.200s\": %s: %s", rel, what,
-                            strerror(e));
+                                cordon_text_fit(rel, 200), rel, what);
+    return cordon_error_set(err, code_of_errno(e), e, "path \"%.*s\": %s: %s",
+                            cordon_text_fit(rel, 200), rel, what, strerror(e));
 }
 
 /* True when rel has a ".." component. */
@@ -88,10 +88,12 @@ static int check_rel(const char *rel, struct cordon_error *err)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "path: missing");
     if (rel[0] == '/')
         return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "path \"%.200s\": absolute paths are not allowed", rel);
+                                "path \"%.*s\": absolute paths are not allowed",
+                                cordon_text_fit(rel, 200), rel);
     if (has_dotdot(rel))
         return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "path \"%.200s\": \"..\" components are not allowed", rel);
+                                "path \"%.*s\": \"..\" components are not allowed",
+                                cordon_text_fit(rel, 200), rel);
     return 0;
 }
 
@@ -194,8 +196,8 @@ int cordon_fs_open_beneath(int dirfd, const char *rel, int flags, mode_t mode, i
     if (r < 0)
         return r;
     if (ret_fd == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "path \"%.200s\": no result pointer",
-                                rel);
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "path \"%.*s\": no result pointer",
+                                cordon_text_fit(rel, 200), rel);
     fd = open_raw(dirfd, rel, flags, mode);
     if (fd < 0)
         return fs_fail(err, -fd, rel, "open");
@@ -221,15 +223,15 @@ int cordon_fs_open_regular(int dirfd, const char *rel, uint64_t max_bytes, int *
     }
     if (!S_ISREG(st.st_mode)) {
         r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                             "path \"%.200s\": is a %s; only regular files are allowed", rel,
-                             type_name(st.st_mode));
+                             "path \"%.*s\": is a %s; only regular files are allowed",
+                             cordon_text_fit(rel, 200), rel, type_name(st.st_mode));
         goto out;
     }
     if (max_bytes != 0 && (uint64_t)st.st_size > max_bytes) {
         r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                             "path \"%.200s\": file is %" PRIu64 " bytes, more than the limit "
+                             "path \"%.*s\": file is %" PRIu64 " bytes, more than the limit "
                              "of %" PRIu64 " bytes",
-                             rel, (uint64_t)st.st_size, max_bytes);
+                             cordon_text_fit(rel, 200), rel, (uint64_t)st.st_size, max_bytes);
         goto out;
     }
     fl = fcntl(fd, F_GETFL);
@@ -265,8 +267,8 @@ int cordon_fs_mkdirs_beneath(int dirfd, const char *rel, mode_t mode, struct cor
 
         if (clen > NAME_MAX) {
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "path \"%.200s\": a component is longer than %d bytes", rel,
-                                 NAME_MAX);
+                                 "path \"%.*s\": a component is longer than %d bytes",
+                                 cordon_text_fit(rel, 200), rel, NAME_MAX);
             goto out;
         }
         memcpy(comp, p, clen);
@@ -283,8 +285,8 @@ int cordon_fs_mkdirs_beneath(int dirfd, const char *rel, mode_t mode, struct cor
         fd = open_raw(cur, comp, O_PATH | O_DIRECTORY, 0);
         if (fd == -ENOTDIR) {
             r = cordon_error_set(err, CORDON_E_EXISTS, ENOTDIR,
-                                 "path \"%.200s\": \"%s\" exists and is not a directory", rel,
-                                 comp);
+                                 "path \"%.*s\": \"%s\" exists and is not a directory",
+                                 cordon_text_fit(rel, 200), rel, comp);
             goto out;
         }
         if (fd < 0) {
@@ -318,7 +320,8 @@ int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes, char **ret
     cap = (size_t)size + 1;
     buf = malloc(cap);
     if (buf == NULL) {
-        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.200s\": out of memory", rel);
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.*s\": out of memory",
+                             cordon_text_fit(rel, 200), rel);
         goto out;
     }
     /* The size from fstat is a hint: the file may grow, and is read to EOF under the limit. */
@@ -338,9 +341,9 @@ int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes, char **ret
                 }
                 if (n > 0) {
                     r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                         "path \"%.200s\": file is more than the limit of %zu "
+                                         "path \"%.*s\": file is more than the limit of %zu "
                                          "bytes",
-                                         rel, limit);
+                                         cordon_text_fit(rel, 200), rel, limit);
                     goto out;
                 }
                 break;
@@ -348,8 +351,8 @@ int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes, char **ret
             cap = cap - 1 < limit / 2 ? cap * 2 : limit + 1;
             nbuf = realloc(buf, cap);
             if (nbuf == NULL) {
-                r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM,
-                                     "path \"%.200s\": out of memory", rel);
+                r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.*s\": out of memory",
+                                     cordon_text_fit(rel, 200), rel);
                 goto out;
             }
             buf = nbuf;
@@ -408,8 +411,8 @@ static int split_parent(const char *rel, char **ret_parent, char **ret_base,
         len--;
     copy = strndup(rel, len);
     if (copy == NULL)
-        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.200s\": out of memory",
-                                rel);
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.*s\": out of memory",
+                                cordon_text_fit(rel, 200), rel);
     slash = strrchr(copy, '/');
     if (slash == NULL) {
         base = strdup(copy);
@@ -423,14 +426,15 @@ static int split_parent(const char *rel, char **ret_parent, char **ret_base,
     if (base == NULL || parent == NULL) {
         free(base);
         free(parent);
-        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.200s\": out of memory",
-                                rel);
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.*s\": out of memory",
+                                cordon_text_fit(rel, 200), rel);
     }
     if (base[0] == '\0' || strcmp(base, ".") == 0) {
         free(base);
         free(parent);
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "path \"%.200s\": names a directory, not an entry in it", rel);
+                                "path \"%.*s\": names a directory, not an entry in it",
+                                cordon_text_fit(rel, 200), rel);
     }
     *ret_parent = parent;
     *ret_base = base;
@@ -552,7 +556,8 @@ int cordon_fs_write_atomic(int dirfd, const char *rel, const void *buf, size_t l
     if (r < 0)
         return r;
     if (buf == NULL && len > 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "path \"%.200s\": no data", rel);
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "path \"%.*s\": no data",
+                                cordon_text_fit(rel, 200), rel);
     r = split_parent(rel, &parent, &base, err);
     if (r < 0)
         return r;
@@ -629,8 +634,8 @@ int cordon_fs_copy_beneath(int src_dirfd, const char *src_rel, int dst_dirfd, co
         goto out;
     chunk = malloc(COPY_CHUNK);
     if (chunk == NULL) {
-        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.200s\": out of memory",
-                             dst_rel);
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.*s\": out of memory",
+                             cordon_text_fit(dst_rel, 200), dst_rel);
         goto out;
     }
     /* The temporary file sits next to dst, so the rename never crosses file
@@ -657,9 +662,9 @@ int cordon_fs_copy_beneath(int src_dirfd, const char *src_rel, int dst_dirfd, co
         total += (uint64_t)n;
         if (max_bytes != 0 && total > max_bytes) {
             r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                 "path \"%.200s\": file grew to more than the limit of %" PRIu64
+                                 "path \"%.*s\": file grew to more than the limit of %" PRIu64
                                  " bytes",
-                                 src_rel, max_bytes);
+                                 cordon_text_fit(src_rel, 200), src_rel, max_bytes);
             goto out;
         }
         cordon_sha256_update(&sha, chunk, (size_t)n);
@@ -755,8 +760,8 @@ static int remove_at(int pfd, const char *name, const char *top, unsigned depth,
     }
     if (depth >= REMOVE_DEPTH_MAX)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "path \"%.200s\": directories nested more than %d deep", top,
-                                REMOVE_DEPTH_MAX);
+                                "path \"%.*s\": directories nested more than %d deep",
+                                cordon_text_fit(top, 200), top, REMOVE_DEPTH_MAX);
     fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0 && errno == EACCES) {
         /* A directory we may not read: make it ours to empty (never follows a link). */
@@ -854,7 +859,8 @@ int cordon_fs_remove_tree_path(const char *path, struct cordon_error *err)
     }
     if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
         r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                             "path \"%.200s\": does not name an entry to remove", path);
+                             "path \"%.*s\": does not name an entry to remove",
+                             cordon_text_fit(path, 200), path);
         goto out;
     }
     /* The parent is the caller's own path and may be reached through links. */
@@ -882,8 +888,8 @@ int cordon_fs_mkdtemp(const char *parent, const char *prefix, char **ret_path,
     if (prefix == NULL)
         prefix = "";
     if (strchr(prefix, '/') != NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "mkdtemp: prefix \"%.100s\" contains a '/'", prefix);
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "mkdtemp: prefix \"%.*s\" contains a '/'",
+                                cordon_text_fit(prefix, 100), prefix);
     if (asprintf(&path, "%s/%sXXXXXX", parent, prefix) < 0)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "mkdtemp: out of memory");
     /* mkdtemp creates the directory 0700. */
@@ -891,8 +897,9 @@ int cordon_fs_mkdtemp(const char *parent, const char *prefix, char **ret_path,
         int e = errno;
 
         free(path);
-        return cordon_error_set(err, code_of_errno(e), e, "mkdtemp: \"%.200s/%.100sXXXXXX\": %s",
-                                parent, prefix, strerror(e));
+        return cordon_error_set(err, code_of_errno(e), e, "mkdtemp: \"%.*s/%.*sXXXXXX\": %s",
+                                cordon_text_fit(parent, 200), parent, cordon_text_fit(prefix, 100),
+                                prefix, strerror(e));
     }
     *ret_path = path;
     return 0;

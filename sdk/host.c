@@ -25,12 +25,17 @@ void cordon_host_logf(const struct cordon_host_v1 *host, enum cordon_log_level l
 {
     char msg[1024];
     va_list ap;
+    int n;
 
     if (host == NULL || host->log == NULL)
         return;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    n = vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(msg))
+        msg[cordon_text_utf8_end(msg, sizeof(msg) - 1)] = '\0';
     host->log(level, provider_id, msg);
 }
 

@@ -61,3 +61,52 @@ int cordon_json_u64(const cJSON *item, const char *field, uint64_t min, uint64_t
     *ret = (uint64_t)v;
     return 0;
 }
+
+cJSON *cordon_json_add_text(cJSON *obj, const char *key, const char *text)
+{
+    size_t len = text != NULL ? strlen(text) : 0;
+    /* An escape is at most six bytes for one byte of input. */
+    size_t cap = len < CORDON_JSON_TEXT_MAX / 6 ? len * 6 + 1 : CORDON_JSON_TEXT_MAX + 1;
+    char *buf = malloc(cap);
+    cJSON *item;
+
+    if (buf == NULL)
+        return NULL;
+    cordon_text_escape(buf, cap, text != NULL ? text : "", len, 0, NULL);
+    item = cJSON_AddStringToObject(obj, key, buf);
+    free(buf);
+    return item;
+}
+
+/* *text replaced by its escaped form when it is not UTF-8; 1 if it was. */
+static size_t fix_utf8(char **text)
+{
+    size_t len = strlen(*text);
+    char *fixed;
+
+    if (cordon_text_is_utf8(*text, len))
+        return 0;
+    fixed = cJSON_malloc(len * 4 + 1);
+    if (fixed == NULL)
+        return 0;
+    cordon_text_escape(fixed, len * 4 + 1, *text, len, CORDON_TEXT_KEEP_LINES, NULL);
+    cJSON_free(*text);
+    *text = fixed;
+    return 1;
+}
+
+size_t cordon_json_sanitize(cJSON *doc)
+{
+    size_t n = 0;
+
+    if (doc == NULL)
+        return 0;
+    if (doc->string != NULL && !(doc->type & cJSON_StringIsConst))
+        n += fix_utf8(&doc->string);
+    /* A reference shares its valuestring with the item it refers to. */
+    if (cJSON_IsString(doc) && doc->valuestring != NULL && !(doc->type & cJSON_IsReference))
+        n += fix_utf8(&doc->valuestring);
+    for (cJSON *c = doc->child; c != NULL; c = c->next)
+        n += cordon_json_sanitize(c);
+    return n;
+}

@@ -44,8 +44,8 @@ static int archive_fail(struct cordon_error *err, struct archive *a, const char 
 /* Re-issue an error from sdk/fs.h with the entry it concerns in front. */
 static int entry_fail(struct cordon_error *err, const char *entry, const struct cordon_error *in)
 {
-    return cordon_error_set(err, in->code, in->os_errno, "tar entry \"%.300s\": %s", entry,
-                            in->message);
+    return cordon_error_set(err, in->code, in->os_errno, "tar entry \"%.*s\": %s",
+                            cordon_text_fit(entry, 300), entry, in->message);
 }
 
 static int write_all(int fd, const void *buf, size_t len)
@@ -133,15 +133,15 @@ static int make_dirs(struct extract *x, const char *entry, const char *path, int
         created = mkdirat(cur, comp, 0755) == 0;
         if (!created && errno != EEXIST) {
             r = cordon_error_set(err, CORDON_E_IO, errno,
-                                 "tar entry \"%.300s\": create directory \"%s\": %s", entry, comp,
-                                 strerror(errno));
+                                 "tar entry \"%.*s\": create directory \"%s\": %s",
+                                 cordon_text_fit(entry, 300), entry, comp, strerror(errno));
             goto out;
         }
         r = cordon_fs_open_beneath(cur, comp, O_PATH | O_DIRECTORY, 0, &fd, &in);
         if (r < 0 && in.os_errno == ENOTDIR) {
             r = cordon_error_set(err, CORDON_E_EXISTS, ENOTDIR,
-                                 "tar entry \"%.300s\": \"%s\" exists and is not a directory",
-                                 entry, comp);
+                                 "tar entry \"%.*s\": \"%s\" exists and is not a directory",
+                                 cordon_text_fit(entry, 300), entry, comp);
             goto out;
         }
         if (r < 0) {
@@ -152,8 +152,8 @@ static int make_dirs(struct extract *x, const char *entry, const char *path, int
         cur = fd;
         if (created && (x->flags & CORDON_TAR_SET_OWNER) &&
             fchownat(cur, "", x->uid, x->gid, AT_EMPTY_PATH) < 0) {
-            r = cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.300s\": chown: %s",
-                                 entry, strerror(errno));
+            r = cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.*s\": chown: %s",
+                                 cordon_text_fit(entry, 300), entry, strerror(errno));
             goto out;
         }
     }
@@ -196,20 +196,21 @@ static int clear_slot(int pfd, const char *base, const char *entry, struct cordo
     struct stat st;
 
     if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return errno == ENOENT ? 0
-                               : cordon_error_set(err, CORDON_E_IO, errno,
-                                                  "tar entry \"%.300s\": stat: %s", entry,
-                                                  strerror(errno));
+        return errno == ENOENT
+                   ? 0
+                   : cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.*s\": stat: %s",
+                                      cordon_text_fit(entry, 300), entry, strerror(errno));
     if (S_ISLNK(st.st_mode))
         return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "tar entry \"%.300s\": a symbolic link is already there", entry);
+                                "tar entry \"%.*s\": a symbolic link is already there",
+                                cordon_text_fit(entry, 300), entry);
     if (!S_ISREG(st.st_mode))
-        return cordon_error_set(err, CORDON_E_EXISTS, 0,
-                                "tar entry \"%.300s\": a %s is already there", entry,
-                                S_ISDIR(st.st_mode) ? "directory" : "special file");
+        return cordon_error_set(
+            err, CORDON_E_EXISTS, 0, "tar entry \"%.*s\": a %s is already there",
+            cordon_text_fit(entry, 300), entry, S_ISDIR(st.st_mode) ? "directory" : "special file");
     if (unlinkat(pfd, base, 0) < 0 && errno != ENOENT)
-        return cordon_error_set(err, CORDON_E_IO, errno,
-                                "tar entry \"%.300s\": replace file: %s", entry, strerror(errno));
+        return cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.*s\": replace file: %s",
+                                cordon_text_fit(entry, 300), entry, strerror(errno));
     return 0;
 }
 
@@ -232,7 +233,8 @@ static ssize_t read_chunk(struct extract *x, const char *name, uint64_t left,
     if (x->a != NULL) {
         n = archive_read_data(x->a, x->chunk, DATA_CHUNK);
         if (n < 0) {
-            snprintf(what, sizeof(what), "entry \"%.300s\": read data", name);
+            snprintf(what, sizeof(what), "entry \"%.*s\": read data", cordon_text_fit(name, 300),
+                     name);
             return archive_fail(err, x->a, what);
         }
         return n;
@@ -243,11 +245,13 @@ static ssize_t read_chunk(struct extract *x, const char *name, uint64_t left,
         n = read(x->data_fd, x->chunk, left < DATA_CHUNK ? (size_t)left : DATA_CHUNK);
     while (n < 0 && errno == EINTR);
     if (n < 0)
-        return cordon_error_set(err, CORDON_E_IO, errno, "file \"%.300s\": read data: %s", name,
-                                strerror(errno));
+        return cordon_error_set(err, CORDON_E_IO, errno, "file \"%.*s\": read data: %s",
+                                cordon_text_fit(name, 300), name, strerror(errno));
     if (n == 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "file \"%.300s\": the data ends "
-                                "%" PRIu64 " bytes early", name, left);
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "file \"%.*s\": the data ends "
+                                "%" PRIu64 " bytes early",
+                                cordon_text_fit(name, 300), name, left);
     return n;
 }
 
@@ -294,15 +298,15 @@ static int extract_file(struct extract *x, const char *name, mode_t perm,
         written += (uint64_t)n;
         if (x->max_bytes != 0 && written > x->max_bytes - x->stats.bytes) {
             r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                 "tar entry \"%.300s\": data brings the total to more than the "
+                                 "tar entry \"%.*s\": data brings the total to more than the "
                                  "limit of %" PRIu64 " bytes",
-                                 name, x->max_bytes);
+                                 cordon_text_fit(name, 300), name, x->max_bytes);
             goto out;
         }
         e = write_all(fd, x->chunk, (size_t)n);
         if (e < 0) {
-            r = cordon_error_set(err, CORDON_E_IO, -e, "tar entry \"%.300s\": write: %s", name,
-                                 strerror(-e));
+            r = cordon_error_set(err, CORDON_E_IO, -e, "tar entry \"%.*s\": write: %s",
+                                 cordon_text_fit(name, 300), name, strerror(-e));
             goto out;
         }
     }
@@ -310,8 +314,10 @@ static int extract_file(struct extract *x, const char *name, mode_t perm,
         ts[1] = *mtime;
     if (((x->flags & CORDON_TAR_SET_OWNER) && fchown(fd, x->uid, x->gid) < 0) ||
         fchmod(fd, entry_mode(x, perm)) < 0 || (mtime != NULL && futimens(fd, ts) < 0)) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.300s\": set owner, mode "
-                             "or time: %s", name, strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno,
+                             "tar entry \"%.*s\": set owner, mode "
+                             "or time: %s",
+                             cordon_text_fit(name, 300), name, strerror(errno));
         goto out;
     }
     x->stats.bytes += written;
@@ -341,19 +347,21 @@ static int check_link_target(const char *name, const char *target, bool any_targ
 
     if (target == NULL || target[0] == '\0')
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "tar entry \"%.300s\": symbolic link without a target", name);
+                                "tar entry \"%.*s\": symbolic link without a target",
+                                cordon_text_fit(name, 300), name);
     if (strnlen(target, CORDON_PATH_MAX + 1) > CORDON_PATH_MAX)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "tar entry \"%.300s\": symbolic link target is longer than %d "
+                                "tar entry \"%.*s\": symbolic link target is longer than %d "
                                 "bytes",
-                                name, CORDON_PATH_MAX);
+                                cordon_text_fit(name, 300), name, CORDON_PATH_MAX);
     if (any_target)
         return 0;
     if (target[0] == '/')
         return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "tar entry \"%.300s\": symbolic link to an absolute path "
-                                "(\"%.200s\") is not allowed",
-                                name, target);
+                                "tar entry \"%.*s\": symbolic link to an absolute path "
+                                "(\"%.*s\") is not allowed",
+                                cordon_text_fit(name, 300), name, cordon_text_fit(target, 200),
+                                target);
     for (const char *s = name; *s != '\0'; s++)
         depth += *s == '/';
     for (const char *p = target; *p != '\0';) {
@@ -362,14 +370,16 @@ static int check_link_target(const char *name, const char *target, bool any_targ
         if (clen == 2 && p[0] == '.' && p[1] == '.') {
             if (seen_name)
                 return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                        "tar entry \"%.300s\": symbolic link target \"%.200s\" "
+                                        "tar entry \"%.*s\": symbolic link target \"%.*s\" "
                                         "has \"..\" after a name, which is not allowed",
-                                        name, target);
+                                        cordon_text_fit(name, 300), name,
+                                        cordon_text_fit(target, 200), target);
             if (depth == 0)
                 return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                        "tar entry \"%.300s\": symbolic link target \"%.200s\" "
+                                        "tar entry \"%.*s\": symbolic link target \"%.*s\" "
                                         "leaves the extraction root",
-                                        name, target);
+                                        cordon_text_fit(name, 300), name,
+                                        cordon_text_fit(target, 200), target);
             depth--;
         } else if (clen > 0 && !(clen == 1 && p[0] == '.')) {
             seen_name = true;
@@ -387,8 +397,8 @@ static int special_refused(const char *name, mode_t type, struct cordon_error *e
                        : type == AE_IFSOCK ? "sockets"
                                            : "device nodes";
 
-    return cordon_error_set(err, CORDON_E_UNSAFE, 0, "tar entry \"%.300s\": %s are not allowed",
-                            name, what);
+    return cordon_error_set(err, CORDON_E_UNSAFE, 0, "tar entry \"%.*s\": %s are not allowed",
+                            cordon_text_fit(name, 300), name, what);
 }
 
 /* Any stored form of a link name marks a hardlink, whatever the locale can convert. */
@@ -414,7 +424,8 @@ static int check_hardlink_target(struct archive_entry *entry, const char *name, 
         raw = archive_entry_hardlink_utf8(entry);
     if (raw == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "tar entry \"%.300s\": the hardlink target cannot be read", name);
+                                "tar entry \"%.*s\": the hardlink target cannot be read",
+                                cordon_text_fit(name, 300), name);
     r = cordon_path_normalize("tar hardlink target", raw, &target, err);
     if (r < 0)
         return r;
@@ -449,8 +460,8 @@ static int extract_symlink(struct extract *x, struct archive_entry *entry, const
             e = symlinkat(target, pfd, base) < 0 ? errno : 0;
         }
         if (e != 0) {
-            r = cordon_error_set(err, CORDON_E_IO, e, "tar entry \"%.300s\": symlink: %s", name,
-                                 strerror(e));
+            r = cordon_error_set(err, CORDON_E_IO, e, "tar entry \"%.*s\": symlink: %s",
+                                 cordon_text_fit(name, 300), name, strerror(e));
             goto out;
         }
     }
@@ -460,8 +471,10 @@ static int extract_symlink(struct extract *x, struct archive_entry *entry, const
          fchownat(pfd, base, x->uid, x->gid, AT_SYMLINK_NOFOLLOW) < 0) ||
         (archive_entry_mtime_is_set(entry) &&
          utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW) < 0)) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.300s\": set owner or time "
-                             "of the link: %s", name, strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno,
+                             "tar entry \"%.*s\": set owner or time "
+                             "of the link: %s",
+                             cordon_text_fit(name, 300), name, strerror(errno));
         goto out;
     }
 out:
@@ -491,14 +504,16 @@ static int extract_hardlink(struct extract *x, struct archive_entry *entry, cons
     cordon_error_init(&in);
     r = open_parent(x, target, &tfd, &tbase, &in);
     if (r < 0) {
-        r = cordon_error_set(err, in.code, in.os_errno,
-                             "tar entry \"%.300s\": hardlink target: %s", name, in.message);
+        r = cordon_error_set(err, in.code, in.os_errno, "tar entry \"%.*s\": hardlink target: %s",
+                             cordon_text_fit(name, 300), name, in.message);
         goto out;
     }
     if (fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode)) {
         r = cordon_error_set(err, CORDON_E_UNSAFE, errno,
-                             "tar entry \"%.300s\": hardlink target \"%.300s\" is not an earlier "
-                             "regular file of the stream", name, target);
+                             "tar entry \"%.*s\": hardlink target \"%.*s\" is not an earlier "
+                             "regular file of the stream",
+                             cordon_text_fit(name, 300), name, cordon_text_fit(target, 300),
+                             target);
         goto out;
     }
     r = open_parent(x, name, &pfd, &base, err);
@@ -514,8 +529,8 @@ static int extract_hardlink(struct extract *x, struct archive_entry *entry, cons
             e = linkat(tfd, tbase, pfd, base, 0) < 0 ? errno : 0;
         }
         if (e != 0)
-            r = cordon_error_set(err, CORDON_E_IO, e, "tar entry \"%.300s\": link: %s", name,
-                                 strerror(e));
+            r = cordon_error_set(err, CORDON_E_IO, e, "tar entry \"%.*s\": link: %s",
+                                 cordon_text_fit(name, 300), name, strerror(e));
     }
 out:
     if (pfd >= 0)
@@ -597,8 +612,8 @@ static int apply_dirs(struct extract *x, struct cordon_error *err)
         if (((x->flags & CORDON_TAR_SET_OWNER) && fchown(fd, x->uid, x->gid) < 0) ||
             fchmod(fd, rec->mode) < 0 || (rec->has_mtime && futimens(fd, ts) < 0)) {
             r = cordon_error_set(err, CORDON_E_IO, errno,
-                                 "tar entry \"%.300s\": set owner, mode or time: %s", rec->path,
-                                 strerror(errno));
+                                 "tar entry \"%.*s\": set owner, mode or time: %s",
+                                 cordon_text_fit(rec->path, 300), rec->path, strerror(errno));
             close(fd);
             return r;
         }
@@ -649,13 +664,17 @@ static int entry_check(struct archive_entry *entry, unsigned flags, uint64_t max
             r = check_hardlink_target(entry, name, NULL, err);
         else
             r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                 "tar entry \"%.300s\": hardlinks are not allowed", name);
+                                 "tar entry \"%.*s\": hardlinks are not allowed",
+                                 cordon_text_fit(name, 300), name);
         goto out;
     }
     /* A root filesystem keeps its setuid programs, without the bits (entry_mode). */
     if ((perm & (S_ISUID | S_ISGID)) && !(flags & CORDON_TAR_ROOTFS)) {
-        r = cordon_error_set(err, CORDON_E_UNSAFE, 0, "%s bit on tar entry \"%.300s\": not "
-                             "allowed", (perm & S_ISUID) ? "setuid" : "setgid", name);
+        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                             "%s bit on tar entry \"%.*s\": not "
+                             "allowed",
+                             (perm & S_ISUID) ? "setuid" : "setgid", cordon_text_fit(name, 300),
+                             name);
         goto out;
     }
     switch (type) {
@@ -665,17 +684,19 @@ static int entry_check(struct archive_entry *entry, unsigned flags, uint64_t max
         size = archive_entry_size_is_set(entry) ? archive_entry_size(entry) : 0;
         if (size < 0)
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "tar entry \"%.300s\": negative size in the header", name);
+                                 "tar entry \"%.*s\": negative size in the header",
+                                 cordon_text_fit(name, 300), name);
         else if (max_bytes != 0 && (uint64_t)size > max_bytes - stats->bytes)
             r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                 "tar entry \"%.300s\": %" PRId64 " bytes bring the total to "
+                                 "tar entry \"%.*s\": %" PRId64 " bytes bring the total to "
                                  "more than the limit of %" PRIu64 " bytes",
-                                 name, size, max_bytes);
+                                 cordon_text_fit(name, 300), name, size, max_bytes);
         break;
     case AE_IFLNK:
         if (!(flags & (CORDON_TAR_ALLOW_SYMLINKS | CORDON_TAR_ROOTFS))) {
             r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                 "tar entry \"%.300s\": symbolic links are not allowed", name);
+                                 "tar entry \"%.*s\": symbolic links are not allowed",
+                                 cordon_text_fit(name, 300), name);
             break;
         }
         target = archive_entry_symlink(entry);
@@ -693,8 +714,8 @@ static int entry_check(struct archive_entry *entry, unsigned flags, uint64_t max
         break;
     default:
         r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                             "tar entry \"%.300s\": entry type %#o is not allowed", name,
-                             (unsigned)type);
+                             "tar entry \"%.*s\": entry type %#o is not allowed",
+                             cordon_text_fit(name, 300), name, (unsigned)type);
         break;
     }
 out:
@@ -853,6 +874,7 @@ struct create {
     uint64_t max_bytes, max_entries;
     struct cordon_tar_stats stats;
     char *chunk;
+    bool flat; /* a directory is an entry of its own, its contents are not walked */
 };
 
 static int name_cmp(const void *pa, const void *pb)
@@ -879,8 +901,8 @@ static int list_dir(int dfd, const char *shown, size_t max, char ***ret_names, s
 
     fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0 || (dir = fdopendir(fd)) == NULL) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "tar source \"%.300s\": open directory: %s",
-                             shown, strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno, "tar source \"%.*s\": open directory: %s",
+                             cordon_text_fit(shown, 300), shown, strerror(errno));
         if (fd >= 0)
             close(fd);
         return r;
@@ -894,7 +916,8 @@ static int list_dir(int dfd, const char *shown, size_t max, char ***ret_names, s
             continue;
         if (n >= max) {
             r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                 "tar source \"%.300s\": more entries than the limit", shown);
+                                 "tar source \"%.*s\": more entries than the limit",
+                                 cordon_text_fit(shown, 300), shown);
             goto out;
         }
         if (n == cap) {
@@ -917,8 +940,8 @@ static int list_dir(int dfd, const char *shown, size_t max, char ***ret_names, s
         n++;
     }
     if (errno != 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "tar source \"%.300s\": read directory: %s",
-                             shown, strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno, "tar source \"%.*s\": read directory: %s",
+                             cordon_text_fit(shown, 300), shown, strerror(errno));
         goto out;
     }
     if (n > 1)
@@ -942,8 +965,8 @@ static int write_header(struct archive *a, struct archive_entry *entry, const ch
      * for byte with hdrcharset=BINARY, which is what we want. */
     if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
         return cordon_error_set(err, CORDON_E_IO, archive_errno(a) > 0 ? archive_errno(a) : 0,
-                                "tar entry \"%.300s\": write header: %s", path,
-                                archive_error_string(a) ? archive_error_string(a) : "failed");
+                                "tar entry \"%.*s\": write header: %s", cordon_text_fit(path, 300),
+                                path, archive_error_string(a) ? archive_error_string(a) : "failed");
     return 0;
 }
 
@@ -961,17 +984,18 @@ static int write_data_fd(struct archive *a, char *chunk, int fd, uint64_t size, 
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0)
-            return cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.300s\": read: %s",
-                                    path, strerror(errno));
+            return cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.*s\": read: %s",
+                                    cordon_text_fit(path, 300), path, strerror(errno));
         if (n == 0)
             return cordon_error_set(err, CORDON_E_IO, 0,
-                                    "tar entry \"%.300s\": the file gave %" PRIu64 " of %" PRIu64
+                                    "tar entry \"%.*s\": the file gave %" PRIu64 " of %" PRIu64
                                     " bytes",
-                                    path, done, size);
+                                    cordon_text_fit(path, 300), path, done, size);
         w = archive_write_data(a, chunk, (size_t)n);
         if (w != n)
             return cordon_error_set(err, CORDON_E_IO, archive_errno(a) > 0 ? archive_errno(a) : 0,
-                                    "tar entry \"%.300s\": write data: %s", path,
+                                    "tar entry \"%.*s\": write data: %s",
+                                    cordon_text_fit(path, 300), path,
                                     archive_error_string(a) ? archive_error_string(a) : "short");
         done += (uint64_t)n;
     }
@@ -993,14 +1017,14 @@ static int create_entry(struct create *c, int dfd, const char *name, const char 
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
         if (errno == ENOENT)
             return 0; /* gone since the listing */
-        return cordon_error_set(err, CORDON_E_IO, errno, "tar source \"%.300s\": stat: %s", path,
-                                strerror(errno));
+        return cordon_error_set(err, CORDON_E_IO, errno, "tar source \"%.*s\": stat: %s",
+                                cordon_text_fit(path, 300), path, strerror(errno));
     }
     if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
         return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "tar source \"%.300s\": only regular files, directories and "
+                                "tar source \"%.*s\": only regular files, directories and "
                                 "symbolic links can be archived",
-                                path);
+                                cordon_text_fit(path, 300), path);
     c->stats.entries++;
     if (c->max_entries != 0 && c->stats.entries > c->max_entries)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
@@ -1009,16 +1033,25 @@ static int create_entry(struct create *c, int dfd, const char *name, const char 
     if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
         int fl = S_ISDIR(st.st_mode) ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NONBLOCK | O_NOCTTY;
 
-        /* Open without following, then make sure it is the inode we stat'ed. */
+        /* Open without following, then make sure it is the inode we stat'ed.
+         * O_NONBLOCK: a file lease held by someone else fails the open at
+         * once instead of making it wait the kernel's lease-break time. */
         fd = openat(dfd, name, fl | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == EWOULDBLOCK) {
+            r = cordon_error_set(err, CORDON_E_IO, errno,
+                                 "tar source \"%.300s\": open: another process holds a file lease "
+                                 "on it (not waited for)", path);
+            goto out;
+        }
         if (fd < 0 || fstat(fd, &fst) < 0) {
-            r = cordon_error_set(err, CORDON_E_IO, errno, "tar source \"%.300s\": open: %s", path,
-                                 strerror(errno));
+            r = cordon_error_set(err, CORDON_E_IO, errno, "tar source \"%.*s\": open: %s",
+                                 cordon_text_fit(path, 300), path, strerror(errno));
             goto out;
         }
         if (fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
             r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                 "tar source \"%.300s\": changed while being archived", path);
+                                 "tar source \"%.*s\": changed while being archived",
+                                 cordon_text_fit(path, 300), path);
             goto out;
         }
         st = fst;
@@ -1046,8 +1079,8 @@ static int create_entry(struct create *c, int dfd, const char *name, const char 
         n = readlinkat(dfd, name, target, CORDON_PATH_MAX + 1);
         if (n < 0 || n > CORDON_PATH_MAX) {
             r = cordon_error_set(err, n < 0 ? CORDON_E_IO : CORDON_E_LIMIT, n < 0 ? errno : 0,
-                                 "tar source \"%.300s\": read link: %s", path,
-                                 n < 0 ? strerror(errno) : "target longer than 4096 bytes");
+                                 "tar source \"%.*s\": read link: %s", cordon_text_fit(path, 300),
+                                 path, n < 0 ? strerror(errno) : "target longer than 4096 bytes");
             goto out;
         }
         target[n] = '\0';
@@ -1057,16 +1090,16 @@ static int create_entry(struct create *c, int dfd, const char *name, const char 
     } else if (S_ISDIR(st.st_mode)) {
         archive_entry_set_filetype(entry, AE_IFDIR);
         r = write_header(c->a, entry, path, err);
-        if (r == 0)
+        if (r == 0 && !c->flat)
             r = create_walk(c, fd, path, depth + 1, err);
     } else {
         uint64_t size = (uint64_t)st.st_size;
 
         if (c->max_bytes != 0 && size > c->max_bytes - c->stats.bytes) {
             r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                 "tar source \"%.300s\": %" PRIu64 " bytes bring the total to "
+                                 "tar source \"%.*s\": %" PRIu64 " bytes bring the total to "
                                  "more than the limit of %" PRIu64 " bytes",
-                                 path, size, c->max_bytes);
+                                 cordon_text_fit(path, 300), path, size, c->max_bytes);
             goto out;
         }
         c->stats.bytes += size;
@@ -1093,8 +1126,8 @@ static int create_walk(struct create *c, int dfd, const char *prefix, unsigned d
 
     if (depth >= CREATE_DEPTH_MAX)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "tar source \"%.300s\": directories nested more than %d deep",
-                                prefix, CREATE_DEPTH_MAX);
+                                "tar source \"%.*s\": directories nested more than %d deep",
+                                cordon_text_fit(prefix, 300), prefix, CREATE_DEPTH_MAX);
     /* The listing itself is bounded: one name past the entries left is enough to fail. */
     if (c->max_entries != 0 && c->max_entries - c->stats.entries < SIZE_MAX)
         max = (size_t)(c->max_entries - c->stats.entries) + 1;
@@ -1114,8 +1147,8 @@ static int create_walk(struct create *c, int dfd, const char *prefix, unsigned d
         }
         if (strlen(path) > CORDON_PATH_MAX)
             r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                 "tar source \"%.300s\": path longer than %d bytes", path,
-                                 CORDON_PATH_MAX);
+                                 "tar source \"%.*s\": path longer than %d bytes",
+                                 cordon_text_fit(path, 300), path, CORDON_PATH_MAX);
         else
             r = create_entry(c, dfd, names[i], path, depth, err);
         free(path);
@@ -1243,6 +1276,115 @@ out:
     return r;
 }
 
+/* The parent of a normalised path ("" at the top) and its last component. */
+static int split_path(const char *norm, char **ret_parent, const char **ret_base)
+{
+    const char *slash = strrchr(norm, '/');
+
+    *ret_parent = slash != NULL ? strndup(norm, (size_t)(slash - norm)) : strdup("");
+    *ret_base = slash != NULL ? slash + 1 : norm;
+    return *ret_parent != NULL ? 0 : -1;
+}
+
+int cordon_tar_create_paths_fd(int src_dirfd, const char *paths_json, int tar_fd,
+                               const struct cordon_tar_limits *limits,
+                               struct cordon_tar_stats *ret_stats, struct cordon_error *err)
+{
+    struct tar_sink sink = {NULL, -1, false, NULL};
+    cJSON *doc = NULL;
+    const cJSON *item;
+    char **norm = NULL;
+    struct create c;
+    size_t n = 0;
+    int r;
+
+    memset(&c, 0, sizeof(c));
+    c.flat = true;
+    if (tar_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: no fd");
+    doc = paths_json != NULL ? cJSON_ParseWithLength(paths_json, strnlen(paths_json, 1u << 20))
+                             : NULL;
+    if (!cJSON_IsArray(doc)) {
+        cJSON_Delete(doc);
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "paths: must be a JSON array of paths");
+    }
+    if ((size_t)cJSON_GetArraySize(doc) > CORDON_TAR_PATHS_MAX) {
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0, "paths: %d entries exceed the limit of %d",
+                             cJSON_GetArraySize(doc), CORDON_TAR_PATHS_MAX);
+        goto out;
+    }
+    norm = calloc((size_t)cJSON_GetArraySize(doc) + 1, sizeof(*norm));
+    if (norm == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+        goto out;
+    }
+    /* Every path is checked before a byte is written. */
+    r = 0;
+    cJSON_ArrayForEach(item, doc) {
+        char field[32];
+
+        snprintf(field, sizeof(field), "paths[%zu]", n);
+        if (!cJSON_IsString(item)) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a string", field);
+            goto out;
+        }
+        if ((r = cordon_path_normalize(field, item->valuestring, &norm[n], err)) < 0)
+            goto out;
+        n++;
+    }
+    if ((r = cordon__archive_load(err)) < 0)
+        goto out;
+    if (limits != NULL) {
+        c.max_bytes = limits->max_bytes;
+        c.max_entries = limits->max_entries;
+    }
+    c.chunk = malloc(DATA_CHUNK);
+    if (c.chunk == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+        goto out;
+    }
+    if ((r = sink_open(&sink, tar_fd, err)) < 0)
+        goto out;
+    c.a = sink.a;
+    for (size_t i = 0; i < n && r == 0; i++) {
+        struct cordon_error e;
+        const char *base;
+        char *parent;
+        int pfd = -1;
+
+        if (split_path(norm[i], &parent, &base) < 0) {
+            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
+            break;
+        }
+        /* A parent that is missing or not a directory: the path is missing. */
+        cordon_error_init(&e);
+        r = cordon_fs_open_beneath(src_dirfd, parent[0] ? parent : ".", O_RDONLY | O_DIRECTORY, 0,
+                                   &pfd, &e);
+        if (r < 0 && (e.os_errno == ENOENT || e.os_errno == ENOTDIR))
+            r = 0;
+        else if (r < 0)
+            r = cordon_error_set(err, e.code, e.os_errno, "tar source \"%.*s\": %s",
+                                 cordon_text_fit(norm[i], 300), norm[i], e.message);
+        else
+            r = create_entry(&c, pfd, base, norm[i], 0, err);
+        if (pfd >= 0)
+            close(pfd);
+        free(parent);
+    }
+    if (r == 0)
+        r = sink_close(&sink, true, err);
+    if (r == 0 && ret_stats != NULL)
+        *ret_stats = c.stats;
+out:
+    sink_close(&sink, false, NULL);
+    for (size_t i = 0; norm != NULL && i < n; i++)
+        free(norm[i]);
+    free(norm);
+    free(c.chunk);
+    cJSON_Delete(doc);
+    return r;
+}
+
 /* ---- writer from memory ------------------------------------------------ */
 
 struct cordon_tar_writer {
@@ -1331,8 +1473,8 @@ int cordon_tar_writer_add_file(struct cordon_tar_writer *w, const char *path, co
     int r;
 
     if (data == NULL && len > 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar path \"%.300s\": no data",
-                                path ? path : "");
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar path \"%.*s\": no data",
+                                cordon_text_fit(path ? path : "", 300), path ? path : "");
     r = writer_entry(w, path, AE_IFREG, mode, len, &entry, err);
     if (r < 0)
         return r;
@@ -1343,11 +1485,10 @@ int cordon_tar_writer_add_file(struct cordon_tar_writer *w, const char *path, co
         if (n <= 0) {
             int e = archive_errno(w->a);
 
-            r = cordon_error_set(err, CORDON_E_IO, e > 0 ? e : 0,
-                                 "tar entry \"%.300s\": write data: %s",
-                                 archive_entry_pathname(entry),
-                                 archive_error_string(w->a) ? archive_error_string(w->a)
-                                                            : "failed");
+            r = cordon_error_set(
+                err, CORDON_E_IO, e > 0 ? e : 0, "tar entry \"%.*s\": write data: %s",
+                cordon_text_fit(archive_entry_pathname(entry), 300), archive_entry_pathname(entry),
+                archive_error_string(w->a) ? archive_error_string(w->a) : "failed");
             break;
         }
         p += n;
@@ -1367,8 +1508,8 @@ int cordon_tar_writer_add_fd(struct cordon_tar_writer *w, const char *path, int 
     int r;
 
     if (fd < 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar path \"%.300s\": no fd",
-                                path ? path : "");
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar path \"%.*s\": no fd",
+                                cordon_text_fit(path ? path : "", 300), path ? path : "");
     r = writer_entry(w, path, AE_IFREG, mode, size, &entry, err);
     if (r < 0)
         return r;
@@ -1420,12 +1561,13 @@ int cordon_tar_writer_add_symlink(struct cordon_tar_writer *w, const char *path,
 
     if (target == NULL || target[0] == '\0')
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "tar path \"%.300s\": symbolic link without a target",
-                                path ? path : "");
+                                "tar path \"%.*s\": symbolic link without a target",
+                                cordon_text_fit(path ? path : "", 300), path ? path : "");
     if (strnlen(target, CORDON_PATH_MAX + 1) > CORDON_PATH_MAX)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "tar path \"%.300s\": symbolic link target is longer than %d bytes",
-                                path ? path : "", CORDON_PATH_MAX);
+                                "tar path \"%.*s\": symbolic link target is longer than %d bytes",
+                                cordon_text_fit(path ? path : "", 300), path ? path : "",
+                                CORDON_PATH_MAX);
     r = writer_entry(w, path, AE_IFLNK, 0777, 0, &entry, err);
     if (r < 0)
         return r;
@@ -1555,7 +1697,8 @@ static int filter_data(struct filter *f, const char *name, uint64_t size,
         if (n < 0) {
             char what[352];
 
-            snprintf(what, sizeof(what), "entry \"%.300s\": read data", name);
+            snprintf(what, sizeof(what), "entry \"%.*s\": read data", cordon_text_fit(name, 300),
+                     name);
             return archive_fail(err, f->in, what);
         }
         if (n == 0)
@@ -1563,22 +1706,20 @@ static int filter_data(struct filter *f, const char *name, uint64_t size,
         copied += (uint64_t)n;
         if (f->max_bytes != 0 && copied > f->max_bytes - f->stats.bytes)
             return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                    "tar entry \"%.300s\": data brings the total to more than "
+                                    "tar entry \"%.*s\": data brings the total to more than "
                                     "the limit of %" PRIu64 " bytes",
-                                    name, f->max_bytes);
+                                    cordon_text_fit(name, 300), name, f->max_bytes);
         if (archive_write_data(f->sink.a, f->chunk, (size_t)n) != n)
-            return cordon_error_set(err, CORDON_E_IO,
-                                    archive_errno(f->sink.a) > 0 ? archive_errno(f->sink.a) : 0,
-                                    "tar entry \"%.300s\": write data: %s", name,
-                                    archive_error_string(f->sink.a)
-                                        ? archive_error_string(f->sink.a)
-                                        : "short");
+            return cordon_error_set(
+                err, CORDON_E_IO, archive_errno(f->sink.a) > 0 ? archive_errno(f->sink.a) : 0,
+                "tar entry \"%.*s\": write data: %s", cordon_text_fit(name, 300), name,
+                archive_error_string(f->sink.a) ? archive_error_string(f->sink.a) : "short");
     }
     if (copied != size)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "tar entry \"%.300s\": %" PRIu64 " bytes of data where the header "
+                                "tar entry \"%.*s\": %" PRIu64 " bytes of data where the header "
                                 "says %" PRIu64,
-                                name, copied, size);
+                                cordon_text_fit(name, 300), name, copied, size);
     f->stats.bytes += copied;
     return 0;
 }
@@ -1598,8 +1739,8 @@ static int filter_entry(struct filter *f, struct archive_entry *in, struct cordo
     /* Extraction refuses to write at or through a link it made; so does the filter. */
     if (link_set_covers(&f->links, name)) {
         r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                             "tar entry \"%.300s\": lies at or beneath an earlier symbolic link",
-                             name);
+                             "tar entry \"%.*s\": lies at or beneath an earlier symbolic link",
+                             cordon_text_fit(name, 300), name);
         goto out;
     }
     if (type == AE_IFLNK && (r = link_set_add(&f->links, name, err)) < 0)
@@ -1795,8 +1936,9 @@ static int files_entry(const cJSON *f, size_t i, struct extract *x, char **ret_n
     *ret_mode = (mode_t)mode->valueint;
     if (x->max_bytes != 0 && *ret_size > x->max_bytes - x->stats.bytes) {
         r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                             "file \"%.300s\": %" PRIu64 " bytes bring the total to more than "
-                             "the limit of %" PRIu64 " bytes", *ret_name, *ret_size, x->max_bytes);
+                             "file \"%.*s\": %" PRIu64 " bytes bring the total to more than "
+                             "the limit of %" PRIu64 " bytes",
+                             cordon_text_fit(*ret_name, 300), *ret_name, *ret_size, x->max_bytes);
         free(*ret_name);
         *ret_name = NULL;
     }

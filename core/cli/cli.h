@@ -6,10 +6,15 @@
 #define CORDON_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <cjson/cJSON.h>
 #include <cordon/cordon.h>
 
 /* Exit statuses of the command (DESIGN.md §8). */
+/* A usage error: an unknown, abbreviated, misplaced or valueless option, a
+ * missing or extra operand. */
+#define CLI_EXIT_USAGE 2
 #define CLI_EXIT_TIMEOUT 124
 #define CLI_EXIT_FAILURE 125
 #define CLI_EXIT_CANNOT_INVOKE 126
@@ -27,6 +32,47 @@ struct cordon_ctx *cli_ctx_open(const struct cli_global *g, bool json);
 /* Print a failure of cordon itself: {"ok": false, "error": {...}} with
  * --json, else "cordon: <verb>: message" on stderr. Returns 125. */
 int cli_fail(const char *verb, bool json, int code, const char *message);
+
+/* On a terminal, cordon's own lines start with CLI_TTY_RESET (and a
+ * newline when program output left the cursor mid-line), then
+ * CLI_TTY_MARK: "cordon" in bold reverse video, which program output,
+ * whose control characters are shown escaped there, cannot draw. */
+#define CLI_TTY_RESET "\033[0m"
+#define CLI_TTY_MARK "\033[1;7mcordon\033[0m"
+
+/* Write len bytes of a program's output to f: as they are when f is not a
+ * terminal; on a terminal with control characters other than \n, \r and
+ * \t, and bytes that are not UTF-8, shown escaped (cordon/text.h). */
+void cli_program_output(FILE *f, const char *bytes, size_t len);
+
+/* One line of cordon's own on stderr, "cordon: " and the formatted text,
+ * escaped; on a terminal marked as above. */
+void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* One line of a human listing (probe, providers, ls) on f: the formatted
+ * text escaped, as its fields are provider text, then a newline. */
+void cli_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+struct option;
+
+/*
+ * getopt_long for the verbs, with three differences. Long options match
+ * their whole name only: getopt's prefix matching took "--provider" for
+ * "--provider-config" in a verb without --provider. When allowed is not
+ * NULL (names without "--", NULL-terminated), a long option of opts that
+ * is not in it is refused: opts may be shared by verbs that take different
+ * options. And getopt prints nothing: a usage error (unknown, abbreviated
+ * or refused option, missing value) prints one line naming the option
+ * (JSON with json), "cordon VERB: ...", and returns '?'. shortopts may
+ * start with '+'.
+ */
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *opts,
+               const char *const *allowed, const char *verb, bool json);
+
+/* A usage error of verb: the message as cli_fail prints it; returns
+ * CLI_EXIT_USAGE. */
+int cli_usage_error(const char *verb, bool json, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Print a JSON document on stdout followed by a newline. */
 void cli_print_json(const char *text);

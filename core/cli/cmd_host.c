@@ -18,7 +18,7 @@
 enum {
     O_JSON = 256, O_PROVIDER, O_IMAGE, O_WORKSPACE, O_ID, O_ENV, O_METADATA, O_UNSAFE, O_UNPINNED,
     O_PCONFIG, O_REQUEST, O_CWD, O_TIMEOUT, O_STDIN, O_CPUS, O_MEMORY, O_DISK, O_PIDS, O_RUNTIME,
-    O_MAXOUT,
+    O_MAXOUT, O_ISOLATION,
 };
 
 static const struct option all_opts[] = {
@@ -27,6 +27,7 @@ static const struct option all_opts[] = {
     { "id", required_argument, NULL, O_ID }, { "env", required_argument, NULL, O_ENV },
     { "metadata", required_argument, NULL, O_METADATA },
     { "allow-unsafe-local", no_argument, NULL, O_UNSAFE },
+    { "isolation", required_argument, NULL, O_ISOLATION },
     { "allow-unpinned", no_argument, NULL, O_UNPINNED },
     { "provider-config", required_argument, NULL, O_PCONFIG },
     { "request", required_argument, NULL, O_REQUEST }, { "cwd", required_argument, NULL, O_CWD },
@@ -44,9 +45,11 @@ static const struct usage {
     { "provision",
       "usage: cordon provision --provider P [--image REF] [--workspace empty|git:REPO@REV] [--id ID]\n"
       "                        --cpus N --memory SIZE --disk SIZE --pids N --runtime DUR --max-output SIZE\n"
-      "                        [--env NAME=VALUE]... [--metadata JSON] [--allow-unsafe-local]\n"
-      "                        [--allow-unpinned] [--provider-config JSON] [--json] [--request FILE|-]\n"
-      "Create a long-lived execution. Every limit is required; the network is always none.\n" },
+      "                        [--env NAME=VALUE]... [--metadata JSON] [--isolation required|preferred|none]\n"
+      "                        [--allow-unsafe-local] [--allow-unpinned] [--provider-config JSON] [--json]\n"
+      "                        [--request FILE|-]\n"
+      "Create a long-lived execution. Every limit is required; the network is always none. The provider\n"
+      "is probed and its isolation verified by the host first (--isolation, default required).\n" },
     { "exec",
       "usage: cordon exec ID [--cwd DIR] [--env NAME=VALUE]... [--timeout DUR] [--stdin FILE] [--json]\n"
       "                  -- ARGV...\n"
@@ -56,7 +59,8 @@ static const struct usage {
     { "checkpoint", "usage: cordon checkpoint ID [--metadata JSON] [--json]\n"
                     "Save /workspace (files only: no processes, memory or sockets).\n" },
     { "restore", "usage: cordon restore CHECKPOINT_ID [--provider P] [--image REF] [--id ID]\n"
-                 "                      [--allow-unsafe-local] [--provider-config JSON] [--json]\n"
+                 "                      [--isolation required|preferred|none] [--allow-unsafe-local]\n"
+                 "                      [--provider-config JSON] [--json]\n"
                  "Provision a new execution holding the checkpoint's workspace (full validation again).\n" },
     { "terminate", "usage: cordon terminate ID [--json]\nDestroy the execution; already gone is success.\n" },
     { "reclaim", "usage: cordon reclaim ID [--provider P] [--json]\n"
@@ -66,6 +70,30 @@ static const struct usage {
             "Reclaim executions that expired or whose cordon died mid-call, and sandboxes of\n"
             "this host that no record names.\n" },
 };
+
+/* The options each verb takes (help is everyone's). */
+static const char *const provision_opts[] = {
+    "json", "provider", "image", "workspace", "id", "env", "metadata", "allow-unsafe-local",
+    "isolation", "allow-unpinned", "provider-config", "request", "cpus", "memory", "disk", "pids",
+    "runtime", "max-output", "help", NULL,
+};
+static const char *const exec_opts[] = { "json", "cwd", "env", "timeout", "stdin", "help", NULL };
+static const char *const checkpoint_opts[] = { "json", "metadata", "help", NULL };
+static const char *const restore_opts[] = { "json", "provider", "image", "id", "isolation",
+                                            "allow-unsafe-local", "allow-unpinned",
+                                            "provider-config", "request", "help", NULL };
+static const char *const reclaim_opts[] = { "json", "provider", "help", NULL };
+static const char *const plain_opts[] = { "json", "help", NULL };  /* terminate, ls, gc */
+
+static const char *const *opts_of(const char *verb)
+{
+    return strcmp(verb, "provision") == 0    ? provision_opts
+           : strcmp(verb, "exec") == 0       ? exec_opts
+           : strcmp(verb, "checkpoint") == 0 ? checkpoint_opts
+           : strcmp(verb, "restore") == 0    ? restore_opts
+           : strcmp(verb, "reclaim") == 0    ? reclaim_opts
+                                             : plain_opts;
+}
 
 static void usage_of(const char *verb, FILE *out)
 {
@@ -137,13 +165,15 @@ static int parse(int argc, char **argv, struct args *a)
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
         a->json = a->json || strcmp(argv[i], "--json") == 0;
     cordon_error_init(&err);
-    while (rc == 0 && (c = getopt_long(argc, argv, "h", all_opts, NULL)) != -1) {
+    while (rc == 0 &&
+           (c = cli_getopt(argc, argv, "h", all_opts, opts_of(a->verb), a->verb, a->json)) != -1) {
         switch (c) {
         case O_JSON: a->json = true; break;
         case O_PROVIDER: a->provider = optarg; cJSON_AddStringToObject(a->req, "provider", optarg); break;
         case O_IMAGE: cJSON_AddStringToObject(a->req, "image", optarg); break;
         case O_ID: cJSON_AddStringToObject(a->req, "execution_id", optarg); break;
         case O_UNSAFE: cJSON_AddBoolToObject(a->req, "allow_unsafe_local", true); break;
+        case O_ISOLATION: cJSON_AddStringToObject(a->req, "isolation", optarg); break;
         case O_UNPINNED: cJSON_AddBoolToObject(a->req, "allow_unpinned", true); break;
         case O_REQUEST: a->request_path = optarg; break;
         case O_METADATA: a->metadata = optarg; rc = add_json(a->req, "metadata", optarg, a->json, a->verb); break;
@@ -198,7 +228,7 @@ static int parse(int argc, char **argv, struct args *a)
             break;
         }
         case 'h': usage_of(a->verb, stdout); return -1;
-        default: usage_of(a->verb, stderr); return CLI_EXIT_FAILURE;
+        default: usage_of(a->verb, stderr); return CLI_EXIT_USAGE;
         }
     }
     if (rc != 0)
@@ -223,11 +253,16 @@ static int parse(int argc, char **argv, struct args *a)
     return 0;
 }
 
+/* Decode base64 s and pass the bytes on as program output. */
 static void write_base64(FILE *out, const char *s)
 {
+    size_t len = 0;
+    char *bytes = malloc(strlen(s) / 4 * 3 + 3);
     uint32_t acc = 0;
     int bits = 0;
 
+    if (bytes == NULL)
+        return;
     for (; *s != '\0' && *s != '='; s++) {
         const char *t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
         const char *p = strchr(t, *s);
@@ -237,9 +272,11 @@ static void write_base64(FILE *out, const char *s)
         bits += 6;
         if (bits >= 8) {
             bits -= 8;
-            fputc((int)((acc >> bits) & 0xff), out);
+            bytes[len++] = (char)((acc >> bits) & 0xff);
         }
     }
+    cli_program_output(out, bytes, len);
+    free(bytes);
 }
 
 /* Print a result: JSON as is, or a short human form. */
@@ -265,11 +302,11 @@ static void print_result(const struct args *a, const char *text)
             if (cJSON_IsString(b64))
                 write_base64(i == 0 ? stdout : stderr, b64->valuestring);
             else if (cJSON_IsString(v))
-                fputs(v->valuestring, i == 0 ? stdout : stderr);
+                cli_program_output(i == 0 ? stdout : stderr, v->valuestring, strlen(v->valuestring));
         }
         v = cJSON_GetObjectItemCaseSensitive(doc, "status");
         if (cJSON_IsString(v) && strcmp(v->valuestring, "exited") != 0)
-            fprintf(stderr, "cordon: exec ended: %s%s\n", v->valuestring,
+            cli_say("exec ended: %s%s", v->valuestring,
                     cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "execution_terminated"))
                         ? " (the execution was destroyed)" : "");
     } else if (strcmp(a->verb, "ls") == 0) {
@@ -278,7 +315,7 @@ static void print_result(const struct args *a, const char *text)
             const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "execution_id");
             const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "provider_id");
             const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "phase");
-            printf("%-40s %-14s %-14s%s\n", cJSON_IsString(id) ? id->valuestring : "?",
+            cli_line(stdout, "%-40s %-14s %-14s%s", cJSON_IsString(id) ? id->valuestring : "?",
                    cJSON_IsString(p) ? p->valuestring : "?", cJSON_IsString(ph) ? ph->valuestring : "?",
                    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "expired")) ? " expired" : "");
         }
@@ -291,7 +328,9 @@ static void print_result(const struct args *a, const char *text)
     } else if (strcmp(a->verb, "gc") == 0) {
         const cJSON *r;
         cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "reclaimed"))
-            printf("reclaimed %s\n", r->valuestring);
+            cli_line(stdout, "reclaimed %s", r->valuestring);
+        cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(doc, "partial_checkpoints_removed"))
+            cli_line(stdout, "removed partial checkpoint %s", r->valuestring);
     }
     fflush(stdout);
     cJSON_Delete(doc);
@@ -316,7 +355,7 @@ int cmd_host(const struct cli_global *g, int argc, char **argv)
     if (wants_id) {
         if (optind >= argc) {
             usage_of(a.verb, stderr);
-            rc = cli_fail(a.verb, a.json, CORDON_E_INVALID, "an id is required");
+            rc = cli_usage_error(a.verb, a.json, "an id is required");
             goto out;
         }
         a.id = argv[optind++];
@@ -326,7 +365,7 @@ int cmd_host(const struct cli_global *g, int argc, char **argv)
         /* getopt moved the operands after the options and dropped "--":
          * what follows the id is the command line, in order. */
         if (optind >= argc) {
-            rc = cli_fail(a.verb, a.json, CORDON_E_INVALID, "a command is required after --");
+            rc = cli_usage_error(a.verb, a.json, "a command is required after --");
             goto out;
         }
         cJSON_AddStringToObject(a.req, "command", argv[optind++]);
@@ -341,7 +380,7 @@ int cmd_host(const struct cli_global *g, int argc, char **argv)
             }
         }
     } else if (optind < argc) {
-        rc = cli_fail(a.verb, a.json, CORDON_E_INVALID, "unexpected operand");
+        rc = cli_usage_error(a.verb, a.json, "unexpected operand '%s'", argv[optind]);
         goto out;
     }
     ctx = cli_ctx_open(g, a.json);

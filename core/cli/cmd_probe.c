@@ -17,30 +17,54 @@ static void print_human(const cJSON *doc)
         const cJSON *reason = cJSON_GetObjectItemCaseSensitive(facts, "reason");
         const cJSON *error = cJSON_GetObjectItemCaseSensitive(facts, "error");
         const cJSON *iso = cJSON_GetObjectItemCaseSensitive(facts, "isolation");
+        const cJSON *claimed = cJSON_GetObjectItemCaseSensitive(facts, "claimed_isolation");
         const cJSON *safety = cJSON_GetObjectItemCaseSensitive(facts, "safety_class");
         const cJSON *observed = cJSON_GetObjectItemCaseSensitive(facts, "observed_by");
         const cJSON *network = cJSON_GetObjectItemCaseSensitive(facts, "network");
         const cJSON *tc;
 
-        printf("%s: %s", cJSON_IsString(id) ? id->valuestring : "?",
-               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "available")) ? "available" : "unavailable");
-        if (cJSON_IsString(reason))
-            printf(" (%s)", reason->valuestring);
-        printf("\n");
+        cli_line(stdout, "%s: %s%s%s%s", cJSON_IsString(id) ? id->valuestring : "?",
+                 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "available")) ? "available" : "unavailable",
+                 cJSON_IsString(reason) ? " (" : "", cJSON_IsString(reason) ? reason->valuestring : "",
+                 cJSON_IsString(reason) ? ")" : "");
         if (cJSON_IsString(error))
-            printf("  error: %s\n", error->valuestring);
+            cli_line(stdout, "  error: %s", error->valuestring);
         if (!cJSON_IsObject(iso))
             continue;
-        printf("  safety class: %s, observed by %s, network %s\n",
+        cli_line(stdout, "  safety class: %s, observed by %s, network %s",
                cJSON_IsString(safety) ? safety->valuestring : "?",
                cJSON_IsString(observed) ? observed->valuestring : "?",
                cJSON_IsString(network) ? network->valuestring : "?");
-        for (size_t i = 0; i < 4; i++)
-            printf("  %-30s %s\n", axes[i],
-                   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, axes[i])) ? "yes" : "NO");
+        /* Which kernel answered the observer decides what the axes mean. */
+        if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(iso, "mechanism_kind")))
+            cli_line(stdout, "  observed kernel: %s",
+                     cJSON_GetObjectItemCaseSensitive(iso, "mechanism_kind")->valuestring);
+        {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(facts, "verification");
+            const cJSON *status = cJSON_GetObjectItemCaseSensitive(v, "status");
+            const cJSON *why = cJSON_GetObjectItemCaseSensitive(v, "reason");
+            const cJSON *d;
+
+            cli_line(stdout, "  verification: %s%s%s", cJSON_IsString(status) ? status->valuestring : "unverified",
+                   cJSON_IsString(why) ? ": " : "", cJSON_IsString(why) ? why->valuestring : "");
+            cli_line(stdout, "  %-30s %-8s %s", "axis", "claimed", "isolation (claimed and observed by the host)");
+            for (size_t i = 0; i < 4; i++)
+                cli_line(stdout, "  %-30s %-8s %s", axes[i],
+                       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(claimed, axes[i])) ? "yes" : "no",
+                       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, axes[i])) ? "yes" : "NO");
+            cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(v, "disproved")) {
+                const cJSON *axis = cJSON_GetObjectItemCaseSensitive(d, "axis");
+                const cJSON *check = cJSON_GetObjectItemCaseSensitive(d, "check");
+                const cJSON *detail = cJSON_GetObjectItemCaseSensitive(d, "detail");
+
+                cli_line(stdout, "  disproved %s/%s: %s", cJSON_IsString(axis) ? axis->valuestring : "?",
+                       cJSON_IsString(check) ? check->valuestring : "?",
+                       cJSON_IsString(detail) ? detail->valuestring : "");
+            }
+        }
         cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(facts, "toolchains")) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(tc, "version");
-            printf("  toolchain %-6s %s\n", tc->string,
+            cli_line(stdout, "  toolchain %-6s %s", tc->string,
                    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tc, "available")) && cJSON_IsString(v)
                        ? v->valuestring : "not available");
         }
@@ -64,7 +88,9 @@ int cmd_probe(const struct cli_global *g, int argc, char **argv)
     bool json = false;
     int c, rc = 0;
 
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    for (int i = 1; i < argc; i++)
+        json = json || strcmp(argv[i], "--json") == 0;
+    while ((c = cli_getopt(argc, argv, "h", opts, NULL, "probe", json)) != -1) {
         switch (c) {
         case 'j': json = true; break;
         case 'f': mine.fresh = true; break;
@@ -76,7 +102,7 @@ int cmd_probe(const struct cli_global *g, int argc, char **argv)
                     "observer inside its own sandbox and reports the four isolation axes, the safety\n"
                     "class and the toolchain versions it saw. Facts are cached for an hour per\n"
                     "provider build and config; --fresh observes again.\n");
-            return c == 'h' ? 0 : CLI_EXIT_FAILURE;
+            return c == 'h' ? 0 : CLI_EXIT_USAGE;
         }
     }
     ctx = cli_ctx_open(&mine, json);

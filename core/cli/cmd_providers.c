@@ -18,7 +18,9 @@ int cmd_providers(const struct cli_global *g, int argc, char **argv)
     cJSON *doc, *item;
     int c, rc = 0;
 
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    for (int i = 1; i < argc; i++)
+        json = json || strcmp(argv[i], "--json") == 0;
+    while ((c = cli_getopt(argc, argv, "h", opts, NULL, "providers", json)) != -1) {
         if (c == 'j') {
             json = true;
         } else {
@@ -26,9 +28,11 @@ int cmd_providers(const struct cli_global *g, int argc, char **argv)
                     "usage: cordon providers [--json]\n"
                     "List every provider .so on the provider path (CORDON_PROVIDER_PATH, then the\n"
                     "installed provider directory), with its version and ABI, or why it does not load.\n");
-            return c == 'h' ? 0 : CLI_EXIT_FAILURE;
+            return c == 'h' ? 0 : CLI_EXIT_USAGE;
         }
     }
+    if (optind < argc)
+        return cli_usage_error("providers", json, "unexpected operand '%s'", argv[optind]);
     ctx = cli_ctx_open(g, json);
     if (ctx == NULL)
         return CLI_EXIT_FAILURE;
@@ -49,10 +53,10 @@ int cmd_providers(const struct cli_global *g, int argc, char **argv)
         const cJSON *error = cJSON_GetObjectItemCaseSensitive(item, "error");
 
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "loaded")))
-            printf("%-16s %-10s %s\n", id->valuestring, version->valuestring, path->valuestring);
+            cli_line(stdout, "%-16s %-10s %s", id->valuestring, version->valuestring, path->valuestring);
         else
-            printf("%-16s %-10s %s (does not load: %s)\n", id->valuestring, "-", path->valuestring,
-                   error->valuestring);
+            cli_line(stdout, "%-16s %-10s %s (does not load: %s)", id->valuestring, "-", path->valuestring,
+                     error->valuestring);
     }
     cJSON_Delete(doc);
 out:

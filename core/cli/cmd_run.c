@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cordon/sdk/json.h>
+
 #include "core/bundle.h"
 #include "core/limits.h"
 #include "core/run.h"
@@ -57,7 +59,8 @@ static int duration_arg(const char *name, const char *text, cJSON *obj, const ch
 }
 
 /* Print what people want to see: the program's output on our stdout and
- * stderr, then one line on which provider ran it and why. */
+ * stderr, then one line on which provider ran it and why (marked on a
+ * terminal: core/cli/term.c). */
 static void print_human(const cJSON *result, bool quiet)
 {
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(result, "meta");
@@ -70,37 +73,38 @@ static void print_human(const cJSON *result, bool quiet)
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(meta, "duration_ms");
     const cJSON *item;
     const char *streams[2] = { "stdout", "stderr" };
+    char exit_part[32];
 
     for (int i = 0; i < 2; i++) {
         const cJSON *text = cJSON_GetObjectItemCaseSensitive(result, streams[i]);
         if (cJSON_IsString(text))
-            fputs(text->valuestring, i == 0 ? stdout : stderr);
+            cli_program_output(i == 0 ? stdout : stderr, text->valuestring, strlen(text->valuestring));
     }
-    fflush(stdout);
     if (quiet && strcmp(status->valuestring, "success") == 0)
         return;
     cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(result, "diagnostics")) {
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(item, "code");
         const cJSON *m = cJSON_GetObjectItemCaseSensitive(item, "message");
-        fprintf(stderr, "cordon: %s: %s\n", c->valuestring, m->valuestring);
+        cli_say("%s: %s", c->valuestring, m->valuestring);
     }
     if (quiet)
         return;
-    fprintf(stderr, "cordon: %s", status->valuestring);
-    if (cJSON_IsNumber(code))
-        fprintf(stderr, " (exit %d)", code->valueint);
-    if (cJSON_IsString(provider))
-        fprintf(stderr, " under %s [%s] in %.0f ms\ncordon: chosen because %s\n", provider->valuestring,
+    snprintf(exit_part, sizeof(exit_part), cJSON_IsNumber(code) ? " (exit %d)" : "",
+             cJSON_IsNumber(code) ? code->valueint : 0);
+    if (cJSON_IsString(provider)) {
+        cli_say("%s%s under %s [%s] in %.0f ms", status->valuestring, exit_part, provider->valuestring,
                 cJSON_IsString(safety) ? safety->valuestring : "?",
-                cJSON_IsNumber(ms) ? ms->valuedouble : 0.0, cJSON_IsString(why) ? why->valuestring : "?");
-    else
-        fprintf(stderr, "\n");
+                cJSON_IsNumber(ms) ? ms->valuedouble : 0.0);
+        cli_say("chosen because %s", cJSON_IsString(why) ? why->valuestring : "?");
+    } else {
+        cli_say("%s%s", status->valuestring, exit_part);
+    }
     cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(meta, "probes")) {
         const cJSON *skip = cJSON_GetObjectItemCaseSensitive(item, "skip");
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "provider_id");
         if (!cJSON_IsObject(skip))
             continue;
-        fprintf(stderr, "cordon:   skipped %s: %s (%s)\n", id->valuestring,
+        cli_say("  skipped %s: %s (%s)", id->valuestring,
                 cJSON_GetObjectItemCaseSensitive(skip, "reason")->valuestring,
                 cJSON_GetObjectItemCaseSensitive(skip, "detail")->valuestring);
     }
@@ -145,7 +149,7 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
         json = json || strcmp(argv[i], "--json") == 0;
     cordon_error_init(&err);
-    while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1 && rc == 0) {
+    while (rc == 0 && (c = cli_getopt(argc, argv, "hq", opts, NULL, "run", json)) != -1) {
         switch (c) {
         case O_JSON: json = true; break;
         case O_QUIET: case 'q': quiet = true; break;
@@ -223,7 +227,7 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
             break;
         }
         case 'h': usage(stdout); goto out;
-        default: usage(stderr); rc = CLI_EXIT_FAILURE; break;
+        default: usage(stderr); rc = CLI_EXIT_USAGE; break;
         }
     }
     if (rc != 0)
@@ -270,7 +274,7 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
             cJSON_AddBoolToObject(r, "ok", false);
             cJSON_AddStringToObject(r, "status", "blocked");
             cJSON_AddStringToObject(d, "code", cordon_error_name(err.code));
-            cJSON_AddStringToObject(d, "message", err.message);
+            cordon_json_add_text(d, "message", err.message);
             cJSON_AddItemToObject(r, "error", cJSON_Duplicate(d, 1));
             cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "diagnostics"), d);
             result = r;

@@ -2,10 +2,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <cordon/sdk/json.h>
 
 #include "core/cli/cli.h"
 
@@ -34,8 +38,9 @@ static void usage(FILE *out)
             "       cordon VERB --help\n\nverbs:\n");
     for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
         fprintf(out, "  %-10s %s\n", verbs[i].name, verbs[i].summary);
-    fprintf(out, "\nexit status: the program's own for run; 124 timeout; 125 cordon failed\n"
-                 "(bad input, no provider); 126 cannot invoke; 127 not found. See cordon(1).\n");
+    fprintf(out, "\nexit status: the program's own for run and exec; 2 usage error; 124 timeout;\n"
+                 "125 cordon failed (bad input, no provider); 126 cannot invoke; 127 not found.\n"
+                 "See cordon(1).\n");
 }
 
 int cli_fail(const char *verb, bool json, int code, const char *message)
@@ -47,21 +52,114 @@ int cli_fail(const char *verb, bool json, int code, const char *message)
         cJSON_AddBoolToObject(doc, "ok", false);
         e = cJSON_AddObjectToObject(doc, "error");
         cJSON_AddStringToObject(e, "code", cordon_error_name(code));
-        cJSON_AddStringToObject(e, "message", message);
+        cordon_json_add_text(e, "message", message);
         text = cJSON_PrintUnformatted(doc);
         if (text != NULL)
             cli_print_json(text);
         free(text);
         cJSON_Delete(doc);
     } else {
-        fprintf(stderr, "cordon: %s: %s\n", verb, message);
+        cli_say("%s: %s", verb, message);
     }
     return CLI_EXIT_FAILURE;
 }
 
+int cli_usage_error(const char *verb, bool json, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    cli_fail(verb, json, CORDON_E_INVALID, msg);
+    return CLI_EXIT_USAGE;
+}
+
+/* The argv element that named the long option getopt just returned. */
+static const char *option_text(char **argv, const struct option *o)
+{
+    /* "--name VALUE": the value is the last element taken, the name before it. */
+    if (o->has_arg == required_argument && optind >= 2 && optarg == argv[optind - 1])
+        return argv[optind - 2];
+    return argv[optind - 1];
+}
+
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *opts,
+               const char *const *allowed, const char *verb, bool json)
+{
+    char spec[64];
+    const char *text;
+    int idx = -1, c;
+    size_t n;
+
+    /* ':' after any '+': a missing value is ':', not '?'. */
+    snprintf(spec, sizeof(spec), "%s:%s", shortopts[0] == '+' ? "+" : "",
+             shortopts + (shortopts[0] == '+'));
+    opterr = 0;
+    c = getopt_long(argc, argv, spec, opts, &idx);
+    if (c == -1)
+        return c;
+    text = optind >= 1 && optind <= argc ? argv[optind - 1] : "";
+    if (c == '?') {
+        if (optopt != 0 && strncmp(text, "--", 2) != 0)
+            cli_usage_error(verb, json, "unknown option '-%c'", optopt);
+        else
+            cli_usage_error(verb, json, "unknown option '%.*s' (options are named in full)",
+                            (int)strcspn(text, "="), text);
+        return '?';
+    }
+    if (c == ':') {
+        if (optopt != 0 && strncmp(text, "--", 2) != 0)
+            cli_usage_error(verb, json, "option '-%c' needs a value", optopt);
+        else
+            cli_usage_error(verb, json, "option '%.*s' needs a value", (int)strcspn(text, "="), text);
+        return '?';
+    }
+    if (idx < 0)
+        return c;
+    text = option_text(argv, &opts[idx]);
+    n = strlen(opts[idx].name);
+    if (strncmp(text, "--", 2) != 0 || strncmp(text + 2, opts[idx].name, n) != 0 ||
+        (text[2 + n] != '\0' && text[2 + n] != '=')) {
+        cli_usage_error(verb, json, "unknown option '%.*s' (options are named in full; did you "
+                                    "mean --%s?)", (int)strcspn(text, "="), text, opts[idx].name);
+        return '?';
+    }
+    if (allowed != NULL) {
+        size_t i;
+
+        for (i = 0; allowed[i] != NULL && strcmp(allowed[i], opts[idx].name) != 0; i++)
+            ;
+        if (allowed[i] == NULL) {
+            cli_usage_error(verb, json, "option '--%s' is not an option of %s", opts[idx].name, verb);
+            return '?';
+        }
+    }
+    return c;
+}
+
 void cli_print_json(const char *text)
 {
-    fputs(text, stdout);
+    const unsigned char *s = (const unsigned char *)text;
+    size_t len = strlen(text);
+
+    /* JSON escapes C0 controls itself; DEL, C1 controls, bidi controls and
+     * line separators in program output are written as \uHHHH too (the
+     * same string once parsed), so the document is printable text that a
+     * terminal does not obey. Such characters only occur inside strings. */
+    for (size_t i = 0, n; i < len; i += n) {
+        uint32_t cp = 0;
+
+        n = cordon_text_utf8_seq(s + i, len - i, &cp);
+        if (n == 0)
+            n = 1; /* not UTF-8 (the libraries sanitise before this): as is */
+        else if ((n > 1 || cp == 0x7f) && cordon_text_hidden(cp, 0)) {
+            printf("\\u%04x", (unsigned)cp);
+            continue;
+        }
+        fwrite(s + i, 1, n, stdout);
+    }
     fputc('\n', stdout);
     fflush(stdout);
 }
@@ -140,18 +238,18 @@ int main(int argc, char **argv)
     int c;
 
     /* "+": stop at the verb; each verb parses its own options. */
-    while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+    while ((c = cli_getopt(argc, argv, "+h", opts, NULL, "options", false)) != -1) {
         switch (c) {
         case 'c': g.config_path = optarg; break;
         case 's': g.state_dir = optarg; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("cordon %s (provider ABI %d.%d)\n", PACKAGE_VERSION, CORDON_ABI_MAJOR, CORDON_ABI_MINOR); return 0;
-        default: usage(stderr); return CLI_EXIT_FAILURE;
+        default: usage(stderr); return CLI_EXIT_USAGE;
         }
     }
     if (optind >= argc) {
         usage(stderr);
-        return CLI_EXIT_FAILURE;
+        return CLI_EXIT_USAGE;
     }
     for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
         if (strcmp(argv[optind], verbs[i].name) == 0) {
@@ -163,5 +261,5 @@ int main(int argc, char **argv)
     }
     fprintf(stderr, "cordon: unknown verb \"%s\"\n", argv[optind]);
     usage(stderr);
-    return CLI_EXIT_FAILURE;
+    return CLI_EXIT_USAGE;
 }

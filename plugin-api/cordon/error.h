@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cordon/text.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -62,6 +64,9 @@ static inline void cordon_error_init(struct cordon_error *err)
 /*
  * Fill err (if not NULL) and return code, so that a failing path can say
  * `return cordon_error_set(err, CORDON_E_INVALID, 0, "argv: ...");`.
+ * The message is escaped (cordon/text.h), so a name from inside a sandbox
+ * cannot put a control sequence or invalid UTF-8 into it; one that does
+ * not fit is cut between characters, never inside one.
  */
 static inline int cordon_error_set(struct cordon_error *err, int code, int os_errno,
                                    const char *fmt, ...)
@@ -69,7 +74,9 @@ static inline int cordon_error_set(struct cordon_error *err, int code, int os_er
 static inline int cordon_error_set(struct cordon_error *err, int code, int os_errno,
                                    const char *fmt, ...)
 {
+    char raw[sizeof(err->message)];
     va_list ap;
+    int n;
 
     if (err == NULL)
         return code;
@@ -77,8 +84,13 @@ static inline int cordon_error_set(struct cordon_error *err, int code, int os_er
     err->code = code;
     err->os_errno = os_errno;
     va_start(ap, fmt);
-    vsnprintf(err->message, sizeof(err->message), fmt, ap);
+    n = vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    if (n < 0)
+        raw[0] = '\0';
+    else if ((size_t)n >= sizeof(raw))
+        raw[cordon_text_utf8_end(raw, sizeof(raw) - 1)] = '\0';
+    cordon_text_escape(err->message, sizeof(err->message), raw, strlen(raw), 0, NULL);
     return code;
 }
 

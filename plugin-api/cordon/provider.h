@@ -44,7 +44,7 @@ extern "C" {
 
 /* ABI version of these headers: major << 16 | minor. */
 #define CORDON_ABI_MAJOR 1
-#define CORDON_ABI_MINOR 1
+#define CORDON_ABI_MINOR 2
 #define CORDON_ABI_VERSION ((uint32_t)((CORDON_ABI_MAJOR << 16) | CORDON_ABI_MINOR))
 #define CORDON_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define CORDON_ABI_MINOR_OF(v) ((uint32_t)(v) & 0xffffu)
@@ -242,6 +242,35 @@ struct cordon_provider_v1 {
     int (*import_files)(struct cordon_resource *resource, const char *state_json,
                         const char *dest, const char *files_json, int data_fd,
                         struct cordon_error *err);
+
+    /* ---- ABI 1.2 ---- */
+
+    /* Optional. Write exactly the paths of paths_json (a JSON array of at
+     * most 256 paths relative to /workspace, e.g. ["output/r.txt"]) as a
+     * tar stream to tar_fd, each entry named by its path: a regular file
+     * with its bytes, a symlink as a symlink (never followed), a directory
+     * as an entry of its own without its contents; a path that does not
+     * exist is left out. Nothing else of the workspace is read. The run's
+     * collect step uses it, when set, to read only the declared outputs,
+     * and falls back to export_tar of "output" otherwise.
+     * cordon_tar_create_paths_fd (sdk/tar.h) implements it for a workspace
+     * reachable as a directory. */
+    int (*export_files)(struct cordon_resource *resource, const char *state_json,
+                        const char *paths_json, int tar_fd, struct cordon_error *err);
+
+    /* Optional. The host pids of the execution's boundary: its outermost
+     * processes, the ones that run or serve the sandbox's code and that
+     * every other process of it descends from, as the host's /proc numbers
+     * them (a container's init; for gVisor the sandbox process that runs
+     * the Sentry). ret_boundary_json is {"pids": [N, ...]}, 1 to 8 pids,
+     * allocated with host->alloc. The host takes no pid on trust: it reads
+     * each one's namespaces, seccomp mode, no_new_privs, capabilities and
+     * descendants from /proc itself, and a pid that does not belong to the
+     * sandbox it observed makes every check that needs it fail
+     * (docs/observation.md). Without it the host sees the sandbox from
+     * inside only, and a userspace kernel's axes stay false. */
+    int (*boundary)(struct cordon_resource *resource, const char *state_json,
+                    char **ret_boundary_json, struct cordon_error *err);
 };
 
 /* The size of struct cordon_provider_v1 at ABI 1.0: the host refuses a

@@ -24,12 +24,21 @@
 #include "sdk/archive-lazy.h"
 
 #include <cordon/sdk/path.h>
+#include <cordon/sdk/sandbox.h>
 #include <cordon/sdk/tar.h>
 #include "plugins/docker/docker.h"
 
 #define TAR_BLOCK 10240
 #define DATA_CHUNK (64u << 10)
+/*
+ * The bounds of an archive call. The daemon's archive process opens every
+ * file it copies, and an open can wait on what the sandbox holds (a file
+ * lease waits the kernel's lease-break time, 45 s): the seccomp profile
+ * refuses leases, and should anything else stall the stream, no byte
+ * moving for ARCHIVE_STALL_MS ends the call as well as the whole bound.
+ */
 #define ARCHIVE_TIMEOUT_MS 600000L
+#define ARCHIVE_STALL_MS 20000L
 #define EXPORT_SLACK (64ull << 20)       /* tar headers and padding over the file bytes */
 
 /* ---- spools and the archive API ------------------------------------------ */
@@ -48,6 +57,14 @@ int dk_spool_open(const struct cordon_resource *res, int *ret_fd, struct cordon_
     return 0;
 }
 
+int dk_archive_timeout(const char *what, struct cordon_error *err)
+{
+    return cordon_error_set(err, CORDON_E_TIMEOUT, 0,
+                            "%s: the daemon's archive moved no byte for %ld ms or took over "
+                            "%ld ms (the bounds of an archive call); something inside holds a "
+                            "file it needs", what, ARCHIVE_STALL_MS, ARCHIVE_TIMEOUT_MS);
+}
+
 int dk_archive_put(struct dk_conn *conn, const char *container_id, int fd, uint64_t len,
                    struct cordon_error *err)
 {
@@ -62,13 +79,16 @@ int dk_archive_put(struct dk_conn *conn, const char *container_id, int fd, uint6
     rq.upload_fd = fd;
     rq.upload_len = len;
     rq.timeout_ms = ARCHIVE_TIMEOUT_MS;
+    rq.stall_ms = ARCHIVE_STALL_MS;
     r = dk_conn_call(conn, &rq, &reply, err);
+    if (r == CORDON_E_TIMEOUT)
+        r = dk_archive_timeout("archive: write into the workspace", err);
     if (r == 0 && (reply.status < 200 || reply.status >= 300))
         r = dk_reply_error(&reply, "archive: write into the workspace", err);
     if (r == CORDON_E_NOT_FOUND)
         r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
-                             "archive: container %.12s is gone (terminated or expired)",
-                             container_id);
+                             "archive: container %.*s is gone (terminated or expired)",
+                             cordon_text_fit(container_id, 12), container_id);
     dk_reply_clear(&reply);
     return r;
 }
@@ -166,7 +186,8 @@ static int write_entry(struct archive *w, const char *name, mode_t type, mode_t 
         }
         if (n == 0 || n > size) {
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "tar entry \"%.300s\": the data does not match its size", name);
+                                 "tar entry \"%.*s\": the data does not match its size",
+                                 cordon_text_fit(name, 300), name);
             goto out;
         }
         if (archive_write_data(w, chunk, (size_t)n) != n) {
@@ -224,8 +245,8 @@ static int refuse_type(const char *name, mode_t type, struct cordon_error *err)
                        : type == AE_IFSOCK                  ? "sockets"
                                                             : "entries of this type";
 
-    return cordon_error_set(err, CORDON_E_UNSAFE, 0, "tar entry \"%.300s\": %s are not allowed",
-                            name, what);
+    return cordon_error_set(err, CORDON_E_UNSAFE, 0, "tar entry \"%.*s\": %s are not allowed",
+                            cordon_text_fit(name, 300), name, what);
 }
 
 /* ---- import ---------------------------------------------------------------- */
@@ -372,12 +393,15 @@ static int import_entry(struct importer *im, struct archive *rd, struct archive_
         full[strlen(full) - 1] = '\0';
     src = in_source(im, full);
     if (strlen(full) > CORDON_PATH_MAX) {
-        r = cordon_error_set(err, CORDON_E_LIMIT, 0, "tar entry \"%.300s\": path longer than %d "
-                             "bytes", name, CORDON_PATH_MAX);
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                             "tar entry \"%.*s\": path longer than %d "
+                             "bytes",
+                             cordon_text_fit(name, 300), name, CORDON_PATH_MAX);
     } else if (type == AE_IFLNK && src) {
         r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                             "tar entry \"%.300s\": symbolic links are not allowed under "
-                             "source/", name);
+                             "tar entry \"%.*s\": symbolic links are not allowed under "
+                             "source/",
+                             cordon_text_fit(name, 300), name);
     } else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
         r = refuse_type(name, type, err);
     } else {
@@ -482,8 +506,93 @@ struct exporter {
     const struct cordon_tar_limits *limits;
     struct archive *w;
     bool root_seen;
+    /* export_files: only these workspace-relative names, named so (NULL:
+     * everything below root, named relative to it). workspace_root: root is
+     * the daemon's "workspace" (names are relative to it), else root is a
+     * top-level name of the workspace (names are the daemon's own). */
+    char *const *only;
+    size_t n_only;
+    bool workspace_root;
     uint64_t entries, bytes;
+    /* Hardlinks seen, written as regular files once their targets are read. */
+    struct export_link *links;
+    size_t nlinks, links_cap;
 };
+
+/* A second name of a file: written with the content of target, its first
+ * name in the stream, as a regular file of its own. */
+struct export_link {
+    char *rel;                 /* the name to write, relative to the root */
+    char *target;              /* the target's normalised name in the daemon's stream */
+    mode_t perm;
+    uid_t uid;
+    gid_t gid;
+    bool done;
+};
+
+static void export_links_clear(struct exporter *ex)
+{
+    for (size_t i = 0; i < ex->nlinks; i++) {
+        free(ex->links[i].rel);
+        free(ex->links[i].target);
+    }
+    free(ex->links);
+    ex->links = NULL;
+    ex->nlinks = ex->links_cap = 0;
+}
+
+/* Remember the hardlink e (named rel), to be written in the second pass. */
+static int export_link_add(struct exporter *ex, struct archive_entry *e, const char *rel,
+                           struct cordon_error *err)
+{
+    const char *raw = archive_entry_hardlink(e);
+    struct export_link *l;
+    char *target = NULL;
+    int r;
+
+    if (raw == NULL)
+        raw = archive_entry_hardlink_utf8(e);
+    if (raw == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "export entry \"%.300s\": the hardlink target cannot be read", rel);
+    r = cordon_path_normalize_dir("export hardlink target", raw, &target, err);
+    if (r < 0)
+        return r;
+    /* Bounded: every link counted against the entry limit already. */
+    if (ex->nlinks == ex->links_cap) {
+        size_t cap = ex->links_cap != 0 ? ex->links_cap * 2 : 16;
+        struct export_link *grown = realloc(ex->links, cap * sizeof(*grown));
+
+        if (grown == NULL) {
+            free(target);
+            return dk_nomem(err, "export");
+        }
+        ex->links = grown;
+        ex->links_cap = cap;
+    }
+    l = &ex->links[ex->nlinks];
+    memset(l, 0, sizeof(*l));
+    l->rel = strdup(rel);
+    if (l->rel == NULL) {
+        free(target);
+        return dk_nomem(err, "export");
+    }
+    l->target = target;
+    l->perm = archive_entry_perm(e);
+    l->uid = archive_entry_uid(e);
+    l->gid = archive_entry_gid(e);
+    ex->nlinks++;
+    return 0;
+}
+
+/* Whether export_files asked for the workspace-relative name. */
+static bool wanted(const struct exporter *ex, const char *name)
+{
+    for (size_t i = 0; i < ex->n_only; i++)
+        if (strcmp(ex->only[i], name) == 0)
+            return true;
+    return false;
+}
 
 static int export_entry(struct exporter *ex, struct archive *rd, struct archive_entry *e,
                         char *chunk, struct cordon_error *err)
@@ -502,24 +611,36 @@ static int export_entry(struct exporter *ex, struct archive *rd, struct archive_
     if (strcmp(name, ex->root) == 0) {
         if (type != AE_IFDIR)
             r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                 "src: \"%.300s\" is %s in the workspace, not a directory", name,
+                                 "src: \"%.*s\" is %s in the workspace, not a directory",
+                                 cordon_text_fit(name, 300), name,
                                  type == AE_IFLNK ? "a symbolic link" : "not a directory");
         ex->root_seen = true;
+        /* export_files of a top-level directory itself: an entry of its own. */
+        if (r == 0 && ex->only != NULL && !ex->workspace_root && wanted(ex, name))
+            r = write_entry(ex->w, name, AE_IFDIR, archive_entry_perm(e), archive_entry_uid(e),
+                            archive_entry_gid(e), e, rd, chunk, err);
         goto out;
     }
     if (!cordon_path_is_under(name, ex->root))
         goto out;
     rel = name + ex->root_len + (ex->root_len > 0);
+    /* export_files: what was not asked for is neither counted nor read. */
+    if (ex->only != NULL) {
+        if (!ex->workspace_root)
+            rel = name;
+        if (!wanted(ex, rel))
+            goto out;
+    }
     if (++ex->entries > ex->limits->max_entries) {
         r = cordon_error_set(err, CORDON_E_LIMIT, 0,
                              "export: more than the limit of %" PRIu64 " entries",
                              ex->limits->max_entries);
         goto out;
     }
+    /* Every provider exports each name of a file as a regular file of its
+     * own: the content comes in the second pass, from the target's entry. */
     if (entry_is_hardlink(e)) {
-        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                             "export entry \"%.300s\": hardlinks are not exported (the files "
-                             "share one inode; copy one of them)", rel);
+        r = export_link_add(ex, e, rel, err);
         goto out;
     }
     if (type == AE_IFREG) {
@@ -527,8 +648,9 @@ static int export_entry(struct exporter *ex, struct archive *rd, struct archive_
 
         if (size < 0 || (uint64_t)size > ex->limits->max_bytes - ex->bytes) {
             r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                 "export entry \"%.300s\": the total passes the limit of %" PRIu64
-                                 " bytes", rel, ex->limits->max_bytes);
+                                 "export entry \"%.*s\": the total passes the limit of %" PRIu64
+                                 " bytes",
+                                 cordon_text_fit(rel, 300), rel, ex->limits->max_bytes);
             goto out;
         }
         ex->bytes += (uint64_t)size;
@@ -544,10 +666,172 @@ out:
     return r;
 }
 
-int dk_tar_export_filter(int in_fd, int out_fd, const char *root,
-                         const struct cordon_tar_limits *limits, struct cordon_error *err)
+/* The content of entry e, read from rd into a memfd (size bytes); rewound. */
+static int copy_data(struct archive *rd, const char *name, int64_t size, char *chunk, int *ret_fd,
+                     struct cordon_error *err)
 {
-    struct exporter ex = { .root = root, .root_len = strlen(root), .limits = limits };
+    int fd = memfd_create("cordon-docker-link", MFD_CLOEXEC), r = 0;
+
+    if (fd < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s", strerror(errno));
+    while (size > 0) {
+        la_ssize_t n = archive_read_data(rd, chunk, DATA_CHUNK);
+
+        if (n < 0) {
+            r = archive_fail(rd, "read data", err);
+            goto out;
+        }
+        if (n == 0 || n > size) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "tar entry \"%.300s\": the data does not match its size", name);
+            goto out;
+        }
+        for (la_ssize_t done = 0; done < n;) {
+            ssize_t w = write(fd, chunk + done, (size_t)(n - done));
+
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                r = cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s",
+                                     strerror(errno));
+                goto out;
+            }
+            done += w;
+        }
+        size -= n;
+    }
+    if (lseek(fd, 0, SEEK_SET) != 0)
+        r = cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s", strerror(errno));
+out:
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    *ret_fd = fd;
+    return 0;
+}
+
+/* One link written as a regular file: the target's header fields but the
+ * link's own name, mode and owners, then size bytes from data_fd. */
+static int write_link(struct exporter *ex, const struct export_link *l, struct archive_entry *from,
+                      int data_fd, int64_t size, char *chunk, struct cordon_error *err)
+{
+    struct archive_entry *e = archive_entry_new();
+    int r = 0;
+
+    if (e == NULL)
+        return dk_nomem(err, "tar stream");
+    if ((uint64_t)size > ex->limits->max_bytes - ex->bytes) {
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                             "export entry \"%.300s\": the total passes the limit of %" PRIu64
+                             " bytes", l->rel, ex->limits->max_bytes);
+        goto out;
+    }
+    ex->bytes += (uint64_t)size;
+    archive_entry_set_pathname(e, l->rel);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, l->perm & 0777);
+    archive_entry_set_uid(e, l->uid);
+    archive_entry_set_gid(e, l->gid);
+    if (archive_entry_mtime_is_set(from))
+        archive_entry_set_mtime(e, archive_entry_mtime(from), archive_entry_mtime_nsec(from));
+    else
+        archive_entry_set_mtime(e, time(NULL), 0);
+    archive_entry_set_size(e, size);
+    if (archive_write_header(ex->w, e) < ARCHIVE_WARN) {
+        r = archive_fail(ex->w, "write header", err);
+        goto out;
+    }
+    if (lseek(data_fd, 0, SEEK_SET) != 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s", strerror(errno));
+        goto out;
+    }
+    while (size > 0) {
+        ssize_t n = read(data_fd, chunk, size < DATA_CHUNK ? (size_t)size : DATA_CHUNK);
+
+        if (n <= 0) {
+            r = cordon_error_set(err, CORDON_E_IO, n < 0 ? errno : 0,
+                                 "export: memfd: %s", n < 0 ? strerror(errno) : "short read");
+            goto out;
+        }
+        if (archive_write_data(ex->w, chunk, (size_t)n) != n) {
+            r = archive_fail(ex->w, "write data", err);
+            goto out;
+        }
+        size -= n;
+    }
+out:
+    archive_entry_free(e);
+    return r;
+}
+
+/*
+ * The second pass, when the first saw hardlinks: read the stream again and,
+ * at each regular file that is a link's target, write every link to it as
+ * a regular file with its content. A tar names a link's target before the
+ * link, so every target is in the stream; one that is not is refused.
+ */
+static int export_links(struct exporter *ex, int in_fd, char *chunk, struct cordon_error *err)
+{
+    struct archive *rd = NULL;
+    struct archive_entry *e;
+    size_t left = ex->nlinks;
+    int r;
+
+    if (lseek(in_fd, 0, SEEK_SET) != 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "export: spool: %s", strerror(errno));
+    r = reader_open(in_fd, &rd, err);
+    while (r == 0 && left > 0) {
+        int ar = archive_read_next_header(rd, &e), data_fd = -1;
+        const char *raw;
+        char *name = NULL;
+
+        if (ar == ARCHIVE_EOF)
+            break;
+        if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
+            r = archive_fail(rd, "read header", err);
+            break;
+        }
+        raw = entry_name(e);
+        if (raw == NULL || archive_entry_filetype(e) != AE_IFREG || entry_is_hardlink(e) ||
+            cordon_path_normalize_dir("export entry", raw, &name, NULL) < 0) {
+            free(name);
+            continue;
+        }
+        for (size_t i = 0; r == 0 && i < ex->nlinks; i++) {
+            struct export_link *l = &ex->links[i];
+
+            if (l->done || strcmp(l->target, name) != 0)
+                continue;
+            if (data_fd < 0)
+                r = copy_data(rd, name, archive_entry_size(e), chunk, &data_fd, err);
+            if (r == 0)
+                r = write_link(ex, l, e, data_fd, archive_entry_size(e), chunk, err);
+            l->done = true;
+            left--;
+        }
+        if (data_fd >= 0)
+            close(data_fd);
+        free(name);
+    }
+    for (size_t i = 0; r == 0 && i < ex->nlinks; i++)
+        if (!ex->links[i].done)
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "export entry \"%.300s\": its hardlink target \"%.300s\" is not "
+                                 "a regular file of the archive", ex->links[i].rel,
+                                 ex->links[i].target);
+    if (rd != NULL)
+        archive_read_free(rd);
+    return r;
+}
+
+static int export_filter(int in_fd, int out_fd, const char *root,
+                         const struct cordon_tar_limits *limits, char *const *only, size_t n_only,
+                         struct cordon_error *err)
+{
+    struct exporter ex = { .root = root, .root_len = strlen(root), .limits = limits,
+                           .only = only, .n_only = n_only,
+                           .workspace_root = strcmp(root, "workspace") == 0 };
     struct archive *rd = NULL;
     struct archive_entry *e;
     char *chunk = malloc(DATA_CHUNK);
@@ -557,10 +841,12 @@ int dk_tar_export_filter(int in_fd, int out_fd, const char *root,
         r = dk_nomem(err, "export");
         goto out;
     }
-    r = reader_open(in_fd, &rd, err);
+    /* in_fd < 0: nothing to read, an empty stream (export_files of paths
+     * that are all missing). */
+    r = in_fd >= 0 ? reader_open(in_fd, &rd, err) : 0;
     if (r == 0)
         r = writer_open(out_fd, &ex.w, err);
-    while (r == 0) {
+    while (r == 0 && rd != NULL) {
         int ar = archive_read_next_header(rd, &e);
 
         if (ar == ARCHIVE_EOF)
@@ -571,10 +857,13 @@ int dk_tar_export_filter(int in_fd, int out_fd, const char *root,
         }
         r = export_entry(&ex, rd, e, chunk, err);
     }
-    if (r == 0 && !ex.root_seen)
+    if (r == 0 && !ex.root_seen && only == NULL)
         r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0, "src: \"%s\" is not in the workspace",
                              root);
+    if (r == 0 && ex.nlinks > 0)
+        r = export_links(&ex, in_fd, chunk, err);
 out:
+    export_links_clear(&ex);
     if (ex.w != NULL) {
         int c = writer_close(ex.w, r == 0, err);
 
@@ -587,6 +876,12 @@ out:
     return r;
 }
 
+int dk_tar_export_filter(int in_fd, int out_fd, const char *root,
+                         const struct cordon_tar_limits *limits, struct cordon_error *err)
+{
+    return export_filter(in_fd, out_fd, root, limits, NULL, 0, err);
+}
+
 /* ---- the provider's import_tar and export_tar ----------------------------------- */
 
 /* What both need first: the state, the normalised path, a spool. */
@@ -594,7 +889,7 @@ static int archive_begin(const struct cordon_resource *res, const char *state_js
                          const char *field, const char *rel, struct dk_state *st,
                          char **ret_norm, int *ret_spool, struct cordon_error *err)
 {
-    int r = dk_state_parse(state_json, true, st, err);
+    int r = dk_state_parse(res, state_json, true, st, err);
 
     if (r == 0)
         r = cordon_path_normalize_dir(field, rel != NULL ? rel : "", ret_norm, err);
@@ -607,6 +902,7 @@ int dk_import_tar(struct cordon_resource *res, const char *state_json, const cha
                   int tar_fd, struct cordon_error *err)
 {
     struct dk_import_policy policy = { 0 };
+    struct cordon_disk_split disk;
     struct dk_state st = { 0 };
     struct dk_conn *conn = NULL;
     char *norm = NULL;
@@ -625,7 +921,10 @@ int dk_import_tar(struct cordon_resource *res, const char *state_json, const cha
     policy.code_layout = st.code_layout;
     policy.uid = st.uid;
     policy.gid = st.gid;
-    policy.max_bytes = st.limits.disk_bytes;
+    /* The /workspace volume's share of disk_bytes: too big fails by its size. */
+    policy.max_bytes = cordon_disk_split(NULL, st.limits.disk_bytes, &disk, NULL) == 0
+                           ? disk.workspace_bytes
+                           : st.limits.disk_bytes;
     policy.max_entries = DK_TAR_ENTRIES_MAX;
     /* Checked whole before the daemon sees a byte of it. */
     r = dk_tar_import_filter(tar_fd, checked, spool, &policy, err);
@@ -650,24 +949,20 @@ out:
     return r;
 }
 
-int dk_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
-                  int tar_fd, struct cordon_error *err)
+/* The daemon's archive of norm (a normalised src) through the filter into
+ * tar_fd; only/n_only as for export_filter. */
+static int export_src(struct cordon_resource *res, const struct dk_state *st, const char *norm,
+                      int spool, int tar_fd, char *const *only, size_t n_only,
+                      struct cordon_error *err)
 {
     struct cordon_tar_limits limits = { 0 };
-    struct dk_state st = { 0 };
     struct dk_conn *conn = NULL;
     struct dk_reply reply = { 0 };
     struct dk_req rq;
-    char *norm = NULL, *path = NULL, *root = NULL;
+    char *path = NULL, *root = NULL;
     bool nested;
-    int spool = -1, r;
+    int r = 0;
 
-    if (res == NULL || tar_fd < 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "export_tar: resource and tar_fd required");
-    r = archive_begin(res, state_json, "src", src, &st, &norm, &spool, err);
-    if (r < 0)
-        goto out;
     /*
      * The daemon follows symlinks in every component of the path but the
      * last. A top-level name cannot be swapped for a link in layout "code"
@@ -688,7 +983,7 @@ int dk_export_tar(struct cordon_resource *res, const char *state_json, const cha
         if (asprintf(&where, DK_WORKSPACE "%s%s", nested || norm[0] == '\0' ? "" : "/",
                      nested ? "" : norm) >= 0)
             esc = dk_escape(where);
-        if (esc == NULL || asprintf(&path, "/containers/%s/archive?path=%s", st.container_id,
+        if (esc == NULL || asprintf(&path, "/containers/%s/archive?path=%s", st->container_id,
                                     esc) < 0)
             path = NULL;
         free(where);
@@ -698,39 +993,145 @@ int dk_export_tar(struct cordon_resource *res, const char *state_json, const cha
             goto out;
         }
     }
-    limits.max_bytes = st.limits.disk_bytes;
+    limits.max_bytes = st->limits.disk_bytes;
     limits.max_entries = DK_TAR_ENTRIES_MAX;
     r = dk_conn_open(&res->engine, &conn, err);
     if (r < 0)
         goto out;
     dk_req_init(&rq, "GET", path);
     rq.download_fd = spool;
-    rq.max_bytes = st.limits.disk_bytes > UINT64_MAX / 2 - EXPORT_SLACK
+    rq.max_bytes = st->limits.disk_bytes > UINT64_MAX / 2 - EXPORT_SLACK
                        ? UINT64_MAX
-                       : 2 * st.limits.disk_bytes + EXPORT_SLACK;
+                       : 2 * st->limits.disk_bytes + EXPORT_SLACK;
     rq.timeout_ms = ARCHIVE_TIMEOUT_MS;
+    rq.stall_ms = ARCHIVE_STALL_MS;
     r = dk_conn_call(conn, &rq, &reply, err);
-    if (r == 0 && reply.status == 404)
+    if (r == CORDON_E_TIMEOUT)
+        r = dk_archive_timeout(only != NULL ? "export_files" : "export_tar", err);
+    else if (r == 0 && reply.status == 404 && only != NULL)
+        r = 1; /* no such top-level directory: every path under it is missing */
+    else if (r == 0 && reply.status == 404)
         r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
                              "src: \"%s\" is not in the workspace (or the execution is gone)",
                              norm);
     else if (r == 0 && (reply.status < 200 || reply.status >= 300))
-        r = dk_reply_error(&reply, "export_tar", err);
+        r = dk_reply_error(&reply, only != NULL ? "export_files" : "export_tar", err);
+    if (r == 1) {
+        r = export_filter(-1, tar_fd, root, &limits, only, 0, err);
+        goto out;
+    }
     if (r < 0)
         goto out;
     if (lseek(spool, 0, SEEK_SET) != 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "export_tar: spool: %s", strerror(errno));
+        r = cordon_error_set(err, CORDON_E_IO, errno, "export: spool: %s", strerror(errno));
         goto out;
     }
-    r = dk_tar_export_filter(spool, tar_fd, root, &limits, err);
+    r = export_filter(spool, tar_fd, root, &limits, only, n_only, err);
 out:
-    if (spool >= 0)
-        close(spool);
     dk_reply_clear(&reply);
     dk_conn_close(conn);
     free(root);
     free(path);
+    return r;
+}
+
+int dk_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
+                  int tar_fd, struct cordon_error *err)
+{
+    struct dk_state st = { 0 };
+    char *norm = NULL;
+    int spool = -1, r;
+
+    if (res == NULL || tar_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "export_tar: resource and tar_fd required");
+    r = archive_begin(res, state_json, "src", src, &st, &norm, &spool, err);
+    if (r == 0)
+        r = export_src(res, &st, norm, spool, tar_fd, NULL, 0, err);
+    if (spool >= 0)
+        close(spool);
     free(norm);
+    dk_state_clear(&st);
+    return r;
+}
+
+/*
+ * export_files (ABI 1.2): the daemon's archive of the one top-level
+ * directory every path lies in (output/ for a run's collect step), or of the
+ * whole workspace when they lie in several, filtered down to the named
+ * paths: what else lies there is neither counted nor written. A path under
+ * a symbolic link is not in the daemon's archive (it does not descend into
+ * one) and is left out, as a missing path is.
+ */
+int dk_export_files(struct cordon_resource *res, const char *state_json, const char *paths_json,
+                    int tar_fd, struct cordon_error *err)
+{
+    struct dk_state st = { 0 };
+    cJSON *doc = NULL;
+    const cJSON *item;
+    char **only = NULL, *top = NULL, *norm = NULL;
+    size_t n = 0, top_len = 0;
+    int spool = -1, r;
+
+    if (res == NULL || tar_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "export_files: resource and tar_fd required");
+    doc = paths_json != NULL ? cJSON_ParseWithLength(paths_json, strnlen(paths_json, 1u << 20))
+                             : NULL;
+    if (!cJSON_IsArray(doc)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "paths: must be a JSON array of paths");
+        goto out;
+    }
+    if (cJSON_GetArraySize(doc) > CORDON_TAR_PATHS_MAX) {
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0, "paths: %d entries exceed the limit of %d",
+                             cJSON_GetArraySize(doc), CORDON_TAR_PATHS_MAX);
+        goto out;
+    }
+    only = calloc((size_t)cJSON_GetArraySize(doc) + 1, sizeof(*only));
+    if (only == NULL) {
+        r = dk_nomem(err, "export_files");
+        goto out;
+    }
+    cJSON_ArrayForEach(item, doc) {
+        char field[32];
+        size_t len;
+
+        snprintf(field, sizeof(field), "paths[%zu]", n);
+        if (!cJSON_IsString(item)) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a string", field);
+            goto out;
+        }
+        if ((r = cordon_path_normalize(field, item->valuestring, &only[n], err)) < 0)
+            goto out;
+        len = strcspn(only[n], "/");
+        if (n == 0) {
+            top = only[0];
+            top_len = len;
+        } else if (top != NULL && (len != top_len || strncmp(only[n], top, len) != 0)) {
+            top = NULL; /* several top-level names: the whole workspace */
+        }
+        n++;
+    }
+    if (n == 0) {
+        r = export_filter(-1, tar_fd, "workspace", &(struct cordon_tar_limits){ 0 }, only, 0, err);
+        goto out;
+    }
+    r = archive_begin(res, state_json, "paths", "", &st, &norm, &spool, err);
+    if (r == 0) {
+        char *src = top != NULL ? strndup(top, top_len) : strdup("");
+
+        r = src != NULL ? export_src(res, &st, src, spool, tar_fd, only, n, err)
+                        : dk_nomem(err, "export_files");
+        free(src);
+    }
+out:
+    for (size_t i = 0; only != NULL && i < n; i++)
+        free(only[i]);
+    free(only);
+    free(norm);
+    cJSON_Delete(doc);
+    if (spool >= 0)
+        close(spool);
     dk_state_clear(&st);
     return r;
 }

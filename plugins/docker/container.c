@@ -8,6 +8,10 @@
  * container with a read-only rootfs except into a volume, and only the
  * volume's mount options can say exec, uid, gid and mode. The volume goes
  * with the container (removed with v=1, and by AutoRemove).
+ *
+ * disk_bytes is one budget: /workspace, /tmp (HostConfig.Tmpfs) and
+ * /dev/shm (HostConfig.ShmSize) share it as cordon_disk_split says, and
+ * the read-back checks each size.
  */
 #include <errno.h>
 #include <math.h>
@@ -20,16 +24,17 @@
 
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
+#include <cordon/sdk/sandbox.h>
 #include "plugins/docker/docker.h"
 
 #define DK_SPEC_MAX (1u << 20)
 #define DK_STATE_MAX (1u << 20)
-#define DK_TMP_BYTES (64ull << 20)      /* /tmp: a small tmpfs */
 #define DK_MEMORY_MIN (6ull << 20)      /* the daemon's own minimum */
-#define DK_DISK_MIN (1ull << 20)
+#define DK_DISK_MIN CORDON_DISK_MIN_BYTES /* what the sandbox's tmpfs mounts can split */
 #define DK_CPUS_MIN 0.01
 #define DK_CPUS_MAX 1024.0
 #define DK_REMOVE_WAIT_MS 30000u
+#define DK_LIFETIME_MAX_MS (366ull * 24 * 3600 * 1000) /* cordon-init's --deadline-ms bound */
 
 static const char *const dk_limit_keys[] = {
     "cpus", "memory_bytes", "disk_bytes", "pids", "runtime_ms", "max_output_bytes",
@@ -102,13 +107,16 @@ static bool container_id_valid(const char *id)
     return id != NULL && id[i] == '\0';
 }
 
-int dk_state_parse(const char *json, bool full, struct dk_state *ret, struct cordon_error *err)
+int dk_state_parse(const struct cordon_resource *res, const char *json, bool full,
+                   struct dk_state *ret, struct cordon_error *err)
 {
     struct dk_state st = { 0 };
     const cJSON *item;
     uint64_t v;
     int r;
 
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "state: resource required");
     r = cordon_json_parse_object("state", json, DK_STATE_MAX, &st.doc, err);
     if (r < 0)
         goto out;
@@ -137,6 +145,22 @@ int dk_state_parse(const char *json, bool full, struct dk_state *ret, struct cor
     if (r < 0)
         goto out;
     st.gid = (gid_t)v;
+    /* A uid of the pool is the one this execution holds, never another's. */
+    if (cordon_uid_in_pool(st.uid) || cordon_uid_in_pool((uid_t)st.gid)) {
+        uid_t held = 0;
+
+        r = cordon_uid_held(NULL, res->host->host_instance_id, st.execution_id, &held, err);
+        if (r < 0)
+            goto out;
+        if (r == 0 || held != st.uid || (uid_t)st.gid != held) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "state.uid: %u:%u is not the uid execution %s holds in the "
+                                 "uid pool", (unsigned)st.uid, (unsigned)st.gid,
+                                 st.execution_id);
+            goto out;
+        }
+        r = 0;
+    }
     item = cJSON_GetObjectItemCaseSensitive(st.doc, "layout");
     if (!cJSON_IsString(item) ||
         (strcmp(item->valuestring, "code") != 0 && strcmp(item->valuestring, "host") != 0)) {
@@ -167,9 +191,12 @@ struct dk_spec {
     const char *image;
     bool pinned;
     struct dk_limits limits;
+    struct cordon_disk_split disk; /* limits.disk_bytes across /workspace, /tmp, /dev/shm */
     bool code_layout;
     const cJSON *environment;
     uint64_t expires_at_ms;
+    uid_t uid;                 /* who the execution runs as */
+    gid_t gid;
 };
 
 static int dk_spec_parse(const struct cordon_resource *res, const char *json, struct dk_spec *sp,
@@ -202,6 +229,8 @@ static int dk_spec_parse(const struct cordon_resource *res, const char *json, st
         return r;
     r = dk_limits_parse(cJSON_GetObjectItemCaseSensitive(sp->doc, "resources"), "resources",
                         &sp->limits, err);
+    if (r == 0)
+        r = cordon_disk_split("resources.disk_bytes", sp->limits.disk_bytes, &sp->disk, err);
     if (r < 0)
         return r;
     /* Only "none": anything else is refused, never quietly downgraded. */
@@ -271,6 +300,8 @@ static const char *const dk_denied_syscalls[] = {
 #define DK_CLONE_NEWUSER 0x10000000
 #define DK_ENOSYS 38
 #define DK_EPERM 1
+#define DK_F_SETLEASE 1024
+#define DK_CMD_MASK 4294967295.0
 
 /* "seccomp=<profile JSON>", the daemon's inline form; malloc'd. */
 static char *dk_seccomp_opt(void)
@@ -311,7 +342,29 @@ static char *dk_seccomp_opt(void)
               cJSON_AddItemToObject(rule, "names", cJSON_CreateStringArray(
                                                        (const char *const[]){ "clone3" }, 1)) &&
               cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") &&
-              cJSON_AddNumberToObject(rule, "errnoRet", DK_ENOSYS);
+              cJSON_AddNumberToObject(rule, "errnoRet", DK_ENOSYS) &&
+              /* A file lease makes the daemon's archive process wait the
+               * lease-break time on every open of the file: F_SETLEASE is
+               * refused, whatever the lease type. The kernel reads cmd as
+               * 32 bits, so only those are compared. */
+              (rule = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(calls, rule) &&
+              cJSON_AddItemToObject(rule, "names",
+                                    cJSON_CreateStringArray((const char *const[]){ "fcntl",
+                                                                                   "fcntl64" },
+                                                            2)) &&
+              cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") &&
+              cJSON_AddNumberToObject(rule, "errnoRet", DK_EPERM) &&
+              (arr = cJSON_AddArrayToObject(rule, "args")) != NULL &&
+              (arg = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(arr, arg) &&
+              cJSON_AddNumberToObject(arg, "index", 1) &&
+              cJSON_AddNumberToObject(arg, "value", DK_CMD_MASK) &&
+              cJSON_AddNumberToObject(arg, "valueTwo", DK_F_SETLEASE) &&
+              cJSON_AddStringToObject(arg, "op", "SCMP_CMP_MASKED_EQ") &&
+              /* Network "none" means no family reaches outside: AF_VSOCK
+               * (the hypervisor's host), AF_PACKET, netlink uevents (the
+               * host's device events) and every other family but the
+               * sdk's allow-list are refused. */
+              cordon_socket_rules_oci(calls, NULL) == 0;
 
     if (ok)
         text = cJSON_PrintUnformatted(p);
@@ -347,32 +400,45 @@ static void dk_workspace_options(const struct dk_spec *sp, uid_t uid, gid_t gid,
 {
     /* Layout "code": a root-owned root; "host": the sandbox user's. */
     snprintf(buf, size, "size=%llu,uid=%u,gid=%u,mode=0755,nosuid,nodev,exec",
-             (unsigned long long)sp->limits.disk_bytes, sp->code_layout ? 0u : (unsigned)uid,
+             (unsigned long long)sp->disk.workspace_bytes, sp->code_layout ? 0u : (unsigned)uid,
              sp->code_layout ? 0u : (unsigned)gid);
 }
 
-static char *dk_create_body(const struct cordon_resource *res, const struct dk_spec *sp,
-                            uint64_t lifetime_s, const char *seccomp)
+/* HostConfig.Tmpfs["/tmp"]; also what the read-back expects. */
+static void dk_tmp_options(const struct dk_spec *sp, char *buf, size_t size)
 {
-    char user[32], secs[32], tmp[160], ws[200];
-    cJSON *body = cJSON_CreateObject(), *hc, *arr, *mount, *vo, *dc, *opts;
+    snprintf(buf, size, "rw,nosuid,nodev,exec,size=%llu,mode=1777",
+             (unsigned long long)sp->disk.tmp_bytes);
+}
+
+static char *dk_create_body(const struct cordon_resource *res, const struct dk_spec *sp,
+                            uint64_t lifetime_ms, const char *seccomp)
+{
+    char user[32], ms[32], tmp[160], ws[200];
+    cJSON *body = cJSON_CreateObject(), *hc, *arr, *mount, *vo, *dc, *opts, *ul;
     const cJSON *e;
     char *text = NULL;
     bool ok;
 
-    snprintf(user, sizeof(user), "%u:%u", (unsigned)res->cfg.uid, (unsigned)res->cfg.gid);
-    snprintf(secs, sizeof(secs), "%llu", (unsigned long long)lifetime_s);
-    snprintf(tmp, sizeof(tmp), "rw,nosuid,nodev,exec,size=%llu,mode=1777",
-             (unsigned long long)(DK_TMP_BYTES < sp->limits.disk_bytes ? DK_TMP_BYTES
-                                                                       : sp->limits.disk_bytes));
-    dk_workspace_options(sp, res->cfg.uid, res->cfg.gid, ws, sizeof(ws));
+    snprintf(user, sizeof(user), "%u:%u", (unsigned)sp->uid, (unsigned)sp->gid);
+    snprintf(ms, sizeof(ms), "%llu", (unsigned long long)lifetime_ms);
+    dk_tmp_options(sp, tmp, sizeof(tmp));
+    dk_workspace_options(sp, sp->uid, sp->gid, ws, sizeof(ws));
     ok = body != NULL && cJSON_AddStringToObject(body, "Image", sp->image) &&
+         /*
+          * The first process is the host's cordon-init: PID 1 of the pid
+          * namespace reaps and holds the deadline. The kernel drops
+          * SIGKILL and SIGSTOP sent to a namespace's init from inside,
+          * and it makes itself non-dumpable against same-uid ptrace and
+          * /proc/1/mem, so nothing inside can stop the clock. When it
+          * exits at the deadline the container stops and AutoRemove
+          * removes it, whether or not a cordon command runs.
+          */
          (arr = cJSON_AddArrayToObject(body, "Entrypoint")) != NULL &&
-         cJSON_AddItemToArray(arr, cJSON_CreateString("")) &&
-         /* The first process holds the deadline; docker-init (Init) reaps. */
+         cJSON_AddItemToArray(arr, cJSON_CreateString(DK_INIT_IN_CONTAINER)) &&
          (arr = cJSON_AddArrayToObject(body, "Cmd")) != NULL &&
-         cJSON_AddItemToArray(arr, cJSON_CreateString("sleep")) &&
-         cJSON_AddItemToArray(arr, cJSON_CreateString(secs)) &&
+         cJSON_AddItemToArray(arr, cJSON_CreateString("--deadline-ms")) &&
+         cJSON_AddItemToArray(arr, cJSON_CreateString(ms)) &&
          cJSON_AddStringToObject(body, "User", user) &&
          cJSON_AddStringToObject(body, "WorkingDir", DK_WORKSPACE) &&
          cJSON_AddBoolToObject(body, "NetworkDisabled", true) &&
@@ -391,7 +457,7 @@ static char *dk_create_body(const struct cordon_resource *res, const struct dk_s
     }
     /* Every setting here has its read-back in dk_verify. */
     ok = ok && (hc = cJSON_AddObjectToObject(body, "HostConfig")) != NULL &&
-         cJSON_AddBoolToObject(hc, "AutoRemove", true) && cJSON_AddBoolToObject(hc, "Init", true) &&
+         cJSON_AddBoolToObject(hc, "AutoRemove", true) && cJSON_AddBoolToObject(hc, "Init", false) &&
          cJSON_AddBoolToObject(hc, "Privileged", false) &&
          cJSON_AddBoolToObject(hc, "ReadonlyRootfs", true) &&
          cJSON_AddStringToObject(hc, "NetworkMode", "none") &&
@@ -405,6 +471,15 @@ static char *dk_create_body(const struct cordon_resource *res, const struct dk_s
          cJSON_AddNumberToObject(hc, "Memory", (double)sp->limits.memory_bytes) &&
          cJSON_AddNumberToObject(hc, "MemorySwap", (double)sp->limits.memory_bytes) &&
          cJSON_AddNumberToObject(hc, "PidsLimit", (double)sp->limits.pids) &&
+         cJSON_AddNumberToObject(hc, "ShmSize", (double)sp->disk.shm_bytes) &&
+         /* No core dumps, set rather than inherited: it is the one rlimit
+          * the runtimes leave differently (runc the daemon's soft 0, runsc
+          * gVisor's unlimited), and a dump is the sandbox's memory written
+          * where the runtime chooses. */
+         (arr = cJSON_AddArrayToObject(hc, "Ulimits")) != NULL &&
+         (ul = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(arr, ul) &&
+         cJSON_AddStringToObject(ul, "Name", "core") && cJSON_AddNumberToObject(ul, "Soft", 0) &&
+         cJSON_AddNumberToObject(ul, "Hard", 0) &&
          (opts = cJSON_AddObjectToObject(hc, "Tmpfs")) != NULL &&
          cJSON_AddStringToObject(opts, "/tmp", tmp) &&
          (arr = cJSON_AddArrayToObject(hc, "Mounts")) != NULL &&
@@ -418,6 +493,11 @@ static char *dk_create_body(const struct cordon_resource *res, const struct dk_s
          (opts = cJSON_AddObjectToObject(dc, "Options")) != NULL &&
          cJSON_AddStringToObject(opts, "type", "tmpfs") &&
          cJSON_AddStringToObject(opts, "device", "tmpfs") && cJSON_AddStringToObject(opts, "o", ws) &&
+         (mount = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(arr, mount) &&
+         cJSON_AddStringToObject(mount, "Type", "bind") &&
+         cJSON_AddStringToObject(mount, "Source", res->init_path) &&
+         cJSON_AddStringToObject(mount, "Target", DK_INIT_IN_CONTAINER) &&
+         cJSON_AddBoolToObject(mount, "ReadOnly", true) &&
          (opts = cJSON_AddObjectToObject(hc, "LogConfig")) != NULL &&
          cJSON_AddStringToObject(opts, "Type", "none") &&
          (res->cfg.runtime == NULL || cJSON_AddStringToObject(hc, "Runtime", res->cfg.runtime));
@@ -468,12 +548,13 @@ static int dk_verify(const struct cordon_resource *res, const struct dk_spec *sp
     const char *tmp = cJSON_GetStringValue(
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(hc, "Tmpfs"), "/tmp"));
     const char *image = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(inspect, "Image"));
-    char user[32], ws[200], what[160] = "", got[200] = "";
+    char user[32], ws[200], tmp_want[160], what[160] = "", got[200] = "";
     double mem = (double)sp->limits.memory_bytes;
-    bool ws_ok = false;
+    bool ws_ok = false, init_ok = false, core_ok = false;
 
-    snprintf(user, sizeof(user), "%u:%u", (unsigned)res->cfg.uid, (unsigned)res->cfg.gid);
-    dk_workspace_options(sp, res->cfg.uid, res->cfg.gid, ws, sizeof(ws));
+    snprintf(user, sizeof(user), "%u:%u", (unsigned)sp->uid, (unsigned)sp->gid);
+    dk_workspace_options(sp, sp->uid, sp->gid, ws, sizeof(ws));
+    dk_tmp_options(sp, tmp_want, sizeof(tmp_want));
     cJSON_ArrayForEach(m, mounts) {
         const cJSON *dc = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(m, "VolumeOptions"), "DriverConfig");
@@ -482,7 +563,15 @@ static int dk_verify(const struct cordon_resource *res, const struct dk_spec *sp
         if (strcmp(hc_str(m, "Target"), DK_WORKSPACE) == 0 && strcmp(hc_str(o, "type"), "tmpfs") == 0 &&
             strcmp(hc_str(o, "o"), ws) == 0)
             ws_ok = true;
+        if (strcmp(hc_str(m, "Target"), DK_INIT_IN_CONTAINER) == 0 &&
+            strcmp(hc_str(m, "Type"), "bind") == 0 &&
+            strcmp(hc_str(m, "Source"), res->init_path) == 0 &&
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "ReadOnly")))
+            init_ok = true;
     }
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(hc, "Ulimits"))
+        if (strcmp(hc_str(m, "Name"), "core") == 0)
+            core_ok = hc_num(m, "Soft") == 0 && hc_num(m, "Hard") == 0;
 #define DK_REQUIRE(cond, name, ...)                                                   \
     do {                                                                              \
         if (!(cond) && what[0] == '\0') {                                             \
@@ -493,8 +582,9 @@ static int dk_verify(const struct cordon_resource *res, const struct dk_spec *sp
     DK_REQUIRE(cJSON_IsObject(hc) && cJSON_IsObject(config), "HostConfig", "no HostConfig");
     DK_REQUIRE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "AutoRemove")),
                "HostConfig.AutoRemove", "not true");
-    DK_REQUIRE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "Init")), "HostConfig.Init",
-               "not true");
+    /* docker-init would be PID 1 and the deadline's keeper one of its children. */
+    DK_REQUIRE(!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "Init")), "HostConfig.Init",
+               "true: docker-init would be PID 1, not cordon-init");
     DK_REQUIRE(!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "Privileged")),
                "HostConfig.Privileged", "true");
     DK_REQUIRE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "ReadonlyRootfs")),
@@ -510,6 +600,7 @@ static int dk_verify(const struct cordon_resource *res, const struct dk_spec *sp
                "%.0f, asked %.0f (equal to Memory: no swap)", hc_num(hc, "MemorySwap"), mem);
     DK_REQUIRE(hc_num(hc, "PidsLimit") == (double)sp->limits.pids, "HostConfig.PidsLimit",
                "%.0f, asked %llu", hc_num(hc, "PidsLimit"), (unsigned long long)sp->limits.pids);
+    DK_REQUIRE(core_ok, "HostConfig.Ulimits[core]", "not 0:0");
     DK_REQUIRE(list_has(cJSON_GetObjectItemCaseSensitive(hc, "CapDrop"), all),
                "HostConfig.CapDrop", "ALL is not dropped");
     DK_REQUIRE(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(hc, "CapAdd")) == 0,
@@ -521,12 +612,17 @@ static int dk_verify(const struct cordon_resource *res, const struct dk_spec *sp
                "HostConfig.SecurityOpt", "the seccomp profile is not cordon's");
     DK_REQUIRE(strcmp(hc_str(config, "User"), user) == 0, "Config.User", "\"%s\", asked \"%s\"",
                hc_str(config, "User"), user);
-    DK_REQUIRE(tmp != NULL && strstr(tmp, "size=") != NULL, "HostConfig.Tmpfs[/tmp]",
-               "no size");
+    /* The three writable tmpfs mounts share disk_bytes: each size as asked. */
+    DK_REQUIRE(tmp != NULL && strcmp(tmp, tmp_want) == 0, "HostConfig.Tmpfs[/tmp]",
+               "\"%s\", asked \"%s\"", tmp != NULL ? tmp : "none", tmp_want);
+    DK_REQUIRE(hc_num(hc, "ShmSize") == (double)sp->disk.shm_bytes, "HostConfig.ShmSize",
+               "%.0f, asked %llu", hc_num(hc, "ShmSize"), (unsigned long long)sp->disk.shm_bytes);
     DK_REQUIRE(ws_ok, "HostConfig.Mounts[/workspace]", "no tmpfs volume with \"%s\"", ws);
+    DK_REQUIRE(init_ok, "HostConfig.Mounts[" DK_INIT_IN_CONTAINER "]",
+               "no read-only bind of %s", res->init_path);
     DK_REQUIRE(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(hc, "Binds")) == 0 &&
                    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(hc, "Devices")) == 0 &&
-                   cJSON_GetArraySize(mounts) == 1,
+                   cJSON_GetArraySize(mounts) == 2,
                "HostConfig.Binds/Devices/Mounts", "host paths or devices are mounted");
     DK_REQUIRE(strcmp(hc_str(hc, "PidMode"), "host") != 0 &&
                    strcmp(hc_str(hc, "IpcMode"), "host") != 0 &&
@@ -536,8 +632,8 @@ static int dk_verify(const struct cordon_resource *res, const struct dk_spec *sp
     DK_REQUIRE(res->cfg.runtime == NULL || strcmp(hc_str(hc, "Runtime"), res->cfg.runtime) == 0,
                "HostConfig.Runtime", "\"%s\", asked \"%s\"", hc_str(hc, "Runtime"),
                res->cfg.runtime != NULL ? res->cfg.runtime : "");
-    DK_REQUIRE(strcmp(hc_str(inspect, "Path"), "sleep") == 0, "Path",
-               "\"%s\", not the deadline's sleep", hc_str(inspect, "Path"));
+    DK_REQUIRE(strcmp(hc_str(inspect, "Path"), DK_INIT_IN_CONTAINER) == 0, "Path",
+               "\"%s\", not " DK_INIT_IN_CONTAINER, hc_str(inspect, "Path"));
     /* A local id pins the image itself: the container must use exactly it. */
     DK_REQUIRE(strncmp(sp->image, "sha256:", 7) != 0 ||
                    (image != NULL && strcmp(image, sp->image) == 0),
@@ -567,24 +663,22 @@ static int dk_start_error(int r, struct cordon_error *err)
 
     if (err == NULL)
         return r;
-    if (strstr(err->message, "docker-init") != NULL)
-        snprintf(hint, sizeof(hint), " (Init: true needs the daemon's docker-init, from the tini "
-                                     "package on Debian; the provider never runs without it)");
-    else if (strstr(err->message, "\"sleep\"") != NULL)
-        snprintf(hint, sizeof(hint), " (the image must have sleep in PATH: it holds the "
-                                     "execution's deadline)");
+    if (strstr(err->message, DK_INIT_IN_CONTAINER) != NULL)
+        snprintf(hint, sizeof(hint), " (the host's cordon-init is bound read-only at "
+                                     DK_INIT_IN_CONTAINER " as the first process; the daemon "
+                                     "must see the host's file system)");
     if (hint[0] != '\0' && strlen(err->message) + strlen(hint) < sizeof(err->message))
         strcat(err->message, hint);
     return r;
 }
 
 /* The layout "code" directories, written through the archive API as root. */
-static int dk_put_layout(const struct cordon_resource *res, struct dk_conn *conn,
-                         const char *container_id, struct cordon_error *err)
+static int dk_put_layout(const struct cordon_resource *res, const struct dk_spec *sp,
+                         struct dk_conn *conn, const char *container_id, struct cordon_error *err)
 {
     const char *const paths[] = { "source", "build", "output", "logs" };
-    const uid_t uids[] = { 0, res->cfg.uid, res->cfg.uid, res->cfg.uid };
-    const gid_t gids[] = { 0, res->cfg.gid, res->cfg.gid, res->cfg.gid };
+    const uid_t uids[] = { 0, sp->uid, sp->uid, sp->uid };
+    const gid_t gids[] = { 0, sp->gid, sp->gid, sp->gid };
     const mode_t modes[] = { 0755, 0755, 0755, 0755 };
     off_t len;
     int fd = -1, r;
@@ -616,8 +710,8 @@ static char *dk_state_json(const struct cordon_resource *res, const struct dk_sp
         cJSON_AddStringToObject(st, "container_id", container_id) &&
         cJSON_AddStringToObject(st, "container_name", name) &&
         cJSON_AddStringToObject(st, "image", sp->image) &&
-        cJSON_AddNumberToObject(st, "uid", (double)res->cfg.uid) &&
-        cJSON_AddNumberToObject(st, "gid", (double)res->cfg.gid) &&
+        cJSON_AddNumberToObject(st, "uid", (double)sp->uid) &&
+        cJSON_AddNumberToObject(st, "gid", (double)sp->gid) &&
         cJSON_AddStringToObject(st, "layout", sp->code_layout ? "code" : "host") &&
         dk_limits_add(st, &sp->limits) &&
         cJSON_AddNumberToObject(st, "expires_at_ms", (double)sp->expires_at_ms) &&
@@ -638,6 +732,7 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
     cJSON *reply = NULL, *inspect = NULL;
     uint64_t now = cordon_now_wall_ms();
     long status = 0;
+    bool took_uid = false, reap = false;
     int r;
 
     if (res == NULL || ret_state_json == NULL)
@@ -646,10 +741,29 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
     r = dk_spec_parse(res, spec_json, &sp, err);
     if (r < 0)
         goto out;
+    sp.uid = res->cfg.uid;
+    sp.gid = res->cfg.gid;
+    if (sp.expires_at_ms - now > DK_LIFETIME_MAX_MS) {
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                             "expires_at_ms: %llu ms away, over the limit of %llu ms (366 days, "
+                             "what cordon-init holds)",
+                             (unsigned long long)(sp.expires_at_ms - now), DK_LIFETIME_MAX_MS);
+        goto out;
+    }
+    /* A uid of its own; held already means the id is in use. */
+    if (res->cfg.pooled) {
+        r = cordon_uid_take(NULL, res->host->host_instance_id, sp.execution_id, &sp.uid, err);
+        if (r == CORDON_E_EXISTS)
+            r = cordon_error_set(err, CORDON_E_EXISTS, 0,
+                                 "execution_id: \"%s\" already runs on this host",
+                                 sp.execution_id);
+        if (r < 0)
+            goto out;
+        took_uid = true;
+        sp.gid = (gid_t)sp.uid;
+    }
     seccomp = dk_seccomp_opt();
-    body = seccomp != NULL ? dk_create_body(res, &sp, (sp.expires_at_ms - now + 999) / 1000,
-                                            seccomp)
-                           : NULL;
+    body = seccomp != NULL ? dk_create_body(res, &sp, sp.expires_at_ms - now, seccomp) : NULL;
     if (body == NULL) {
         r = dk_nomem(err, "provision");
         goto out;
@@ -691,10 +805,11 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
     r = dk_api(conn, "POST", path, NULL, "provision: start", NULL, NULL, err);
     if (r < 0) {
         dk_start_error(r, err);
+        reap = true;
         goto fail;
     }
     if (sp.code_layout) {
-        r = dk_put_layout(res, conn, container_id, err);
+        r = dk_put_layout(res, &sp, conn, container_id, err);
         if (r < 0)
             goto fail;
     }
@@ -703,13 +818,29 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
         r = dk_nomem(err, "provision: state");
         goto fail;
     }
+    took_uid = false; /* the execution's now, given back by terminate */
     goto out;
 fail:
     /* Nothing half-made stays behind. */
     cordon_error_init(&ignored);
     dk_container_remove(conn, container_id, &ignored);
     dk_remove_labelled(conn, res, sp.execution_id, &ignored);
+    /* Not even what the daemon itself forgot (reap.c). */
+    if (reap) {
+        int killed = dk_runtime_reap(container_id, &ignored);
+        char note[200];
+
+        if (killed > 0)
+            snprintf(note, sizeof(note), " (the daemon left %d of the runtime's processes running; "
+                     "they were killed)", killed);
+        else if (killed < 0)
+            snprintf(note, sizeof(note), "; and %.150s", ignored.message);
+        if (killed != 0 && err != NULL && strlen(err->message) + strlen(note) < sizeof(err->message))
+            strcat(err->message, note);
+    }
 out:
+    if (r < 0 && took_uid)
+        cordon_uid_give_back(NULL, res->host->host_instance_id, sp.execution_id, NULL);
     free(state);
     free(body);
     free(seccomp);

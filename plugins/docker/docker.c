@@ -68,8 +68,8 @@ int dk_check_execution_id(const char *field, const char *id, struct cordon_error
 {
     if (!name_valid(id, DK_EXECUTION_ID_MAX))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: \"%.80s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}", field,
-                                id != NULL ? id : "");
+                                "%s: \"%.*s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}", field,
+                                cordon_text_fit(id != NULL ? id : "", 80), id != NULL ? id : "");
     return 0;
 }
 
@@ -94,8 +94,8 @@ int dk_env_object_check(const cJSON *obj, const char *field, struct cordon_error
                                     DK_ENV_MAX);
         if (!ok)
             return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s: name \"%.64s\" must match [A-Za-z_][A-Za-z0-9_]*", field,
-                                    name);
+                                    "%s: name \"%.*s\" must match [A-Za-z_][A-Za-z0-9_]*", field,
+                                    cordon_text_fit(name, 64), name);
         if (!cJSON_IsString(item) || strlen(item->valuestring) > DK_ENV_VALUE_MAX)
             return cordon_error_set(err, CORDON_E_INVALID, 0,
                                     "%s.%s: must be a string of at most %u bytes", field, name,
@@ -131,8 +131,9 @@ int dk_image_check(const char *field, const char *ref, bool allow_unpinned, bool
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
               c == '.' || c == '_' || c == '-' || c == '/' || c == ':' || c == '@'))
             return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s: \"%.80s\": character '%c' is not allowed in an image "
-                                    "reference", field, ref, c);
+                                    "%s: \"%.*s\": character '%c' is not allowed in an image "
+                                    "reference",
+                                    field, cordon_text_fit(ref, 80), ref, c);
     }
     at = strchr(ref, '@');
     /* A local image id, or a name pinned by its content digest. */
@@ -144,13 +145,15 @@ int dk_image_check(const char *field, const char *ref, bool allow_unpinned, bool
     }
     if (at != NULL || strncmp(ref, "sha256:", 7) == 0)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: \"%.80s\" is malformed: a digest is sha256: and 64 lowercase "
-                                "hex digits", field, ref);
+                                "%s: \"%.*s\" is malformed: a digest is sha256: and 64 lowercase "
+                                "hex digits",
+                                field, cordon_text_fit(ref, 80), ref);
     if (!allow_unpinned)
         return cordon_error_set(err, CORDON_E_DENIED, 0,
-                                "%s: \"%.80s\" is not pinned; use NAME@sha256:<64 hex> or a local "
+                                "%s: \"%.*s\" is not pinned; use NAME@sha256:<64 hex> or a local "
                                 "image id sha256:<64 hex> (or set \"allow_unpinned\": true in the "
-                                "provider config)", field, ref);
+                                "provider config)",
+                                field, cordon_text_fit(ref, 80), ref);
     *ret_pinned = false;
     return 0;
 }
@@ -178,7 +181,8 @@ static int dk_parse_user(const char *text, uid_t *ret_uid, gid_t *ret_gid,
         strchr(text, ':')[1] < '0' || strchr(text, ':')[1] > '9' || uid >= 0xffffffffull ||
         gid >= 0xffffffffull)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "config.user: \"%.64s\" must be \"UID:GID\" in decimal", text);
+                                "config.user: \"%.*s\" must be \"UID:GID\" in decimal",
+                                cordon_text_fit(text, 64), text);
     if (uid == 0 || gid == 0)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "config.user: \"%s\" refused: the sandbox user and group must not "
@@ -202,7 +206,7 @@ static int dk_config_parse(const char *json, struct dk_config *ret, struct cordo
     struct dk_config cfg = { .uid = DK_DEFAULT_UID, .gid = DK_DEFAULT_UID };
     char *socket = NULL;
     cJSON *doc = NULL, *item;
-    bool pinned;
+    bool pinned, user_set = false;
     int r;
 
     r = cordon_json_parse_object("config", json != NULL ? json : "{}", DK_CONFIG_MAX, &doc, err);
@@ -219,9 +223,11 @@ static int dk_config_parse(const char *json, struct dk_config *ret, struct cordo
             r = dk_config_string(item, &cfg.runtime, err);
             if (r == 0 && !name_valid(cfg.runtime, DK_RUNTIME_MAX))
                 r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                     "config.runtime: \"%.80s\" must match "
-                                     "[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", cfg.runtime);
+                                     "config.runtime: \"%.*s\" must match "
+                                     "[A-Za-z0-9][A-Za-z0-9_.-]{0,63}",
+                                     cordon_text_fit(cfg.runtime, 80), cfg.runtime);
         } else if (strcmp(key, "user") == 0) {
+            user_set = true; /* one user for all: they share its per-user limits */
             r = cJSON_IsString(item) ? dk_parse_user(item->valuestring, &cfg.uid, &cfg.gid, err)
                                      : cordon_error_set(err, CORDON_E_INVALID, 0,
                                                         "config.user: must be a string \"UID:GID\"");
@@ -236,8 +242,9 @@ static int dk_config_parse(const char *json, struct dk_config *ret, struct cordo
                 cfg.allow_unpinned = cJSON_IsTrue(item);
         } else {
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "config.%.64s: unknown key (known: allow_unpinned, image, "
-                                 "runtime, socket, user)", key);
+                                 "config.%.*s: unknown key (known: allow_unpinned, image, "
+                                 "runtime, socket, user)",
+                                 cordon_text_fit(key, 64), key);
         }
         if (r < 0)
             goto out;
@@ -252,6 +259,8 @@ static int dk_config_parse(const char *json, struct dk_config *ret, struct cordo
         if (r < 0)
             goto out;
     }
+    /* The pool is root's: a caller in the docker group keeps the fixed user. */
+    cfg.pooled = !user_set && geteuid() == 0;
     *ret = cfg;
     memset(&cfg, 0, sizeof(cfg));
 out:
@@ -386,6 +395,28 @@ static char *dk_spool_dir(const struct cordon_host_v1 *host)
     return strdup(tmp != NULL && tmp[0] == '/' ? tmp : "/tmp");
 }
 
+/*
+ * The host's cordon-init, made the container's first process: as PID 1 of
+ * the pid namespace it holds the deadline where nothing inside can stop it.
+ * The daemon is local (a unix socket), so the host's path is the daemon's.
+ */
+static int dk_check_init(const struct cordon_host_v1 *host, const char **ret,
+                         struct cordon_error *err)
+{
+    const char *init = CORDON_HOST_HAS(host, init_path) ? host->init_path : NULL;
+    struct stat st;
+
+    if (init == NULL || init[0] != '/')
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, 0,
+                                "init: the host names no absolute cordon-init path (CORDON_INIT)");
+    if (stat(init, &st) != 0 || !S_ISREG(st.st_mode) || access(init, X_OK) != 0)
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno,
+                                "init: %s is not an executable file (build cordon-init or set "
+                                "CORDON_INIT)", init);
+    *ret = init;
+    return 0;
+}
+
 /* Parse the config, reach the daemon, check runtime and configured image. */
 static int dk_resource_new(const struct cordon_host_v1 *host, const char *config_json,
                            struct cordon_resource **ret, struct cordon_error *err)
@@ -401,6 +432,8 @@ static int dk_resource_new(const struct cordon_host_v1 *host, const char *config
         return dk_nomem(err, "ensure");
     res->host = host;
     r = dk_config_parse(config_json, &res->cfg, err);
+    if (r == 0)
+        r = dk_check_init(host, &res->init_path, err);
     if (r < 0)
         goto out;
     r = dk_engine_init(&res->engine, res->cfg.socket, err);
@@ -527,22 +560,25 @@ static bool add_string_list(cJSON *obj, const char *key, const cJSON *src, bool 
 
 /* mechanism_facts: the daemon, the runtime, the image and our settings. */
 static cJSON *dk_mechanism_facts(const struct dk_config *cfg, const struct dk_engine *e,
-                                 const struct dk_daemon_facts *df, const char *image_id,
-                                 bool pinned)
+                                 const struct dk_daemon_facts *df, const char *init,
+                                 const char *image_id, bool pinned)
 {
     const cJSON *info = df->info;
     const char *def = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info,
                                                                              "DefaultRuntime"));
     const char *cg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info,
                                                                             "CgroupVersion"));
-    const char *init = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info,
-                                                                              "InitBinary"));
     cJSON *m = cJSON_CreateObject();
     char user[32];
     bool ok;
 
-    snprintf(user, sizeof(user), "%u:%u", (unsigned)cfg->uid, (unsigned)cfg->gid);
+    if (cfg->pooled)
+        snprintf(user, sizeof(user), "per-execution");
+    else
+        snprintf(user, sizeof(user), "%u:%u", (unsigned)cfg->uid, (unsigned)cfg->gid);
     ok = m != NULL && cJSON_AddStringToObject(m, "socket", cfg->socket) &&
+         (!cfg->pooled || (cJSON_AddNumberToObject(m, "uid_pool_base", CORDON_UID_BASE) &&
+                           cJSON_AddNumberToObject(m, "uid_pool_size", CORDON_UID_COUNT))) &&
          cJSON_AddStringToObject(m, "server_version", df->server) &&
          cJSON_AddStringToObject(m, "api_version", e->version) &&
          cJSON_AddStringToObject(m, "runtime", cfg->runtime != NULL ? cfg->runtime
@@ -554,7 +590,7 @@ static cJSON *dk_mechanism_facts(const struct dk_config *cfg, const struct dk_en
          cJSON_AddNumberToObject(m, "cgroup_version", cg != NULL ? atoi(cg) : 1) &&
          add_string_list(m, "security_options",
                          cJSON_GetObjectItemCaseSensitive(info, "SecurityOptions"), false) &&
-         cJSON_AddStringToObject(m, "init_binary", init != NULL ? init : "docker-init") &&
+         cJSON_AddStringToObject(m, "init_binary", init != NULL ? init : "") &&
          cJSON_AddStringToObject(m, "user", user) &&
          cJSON_AddStringToObject(m, "image", cfg->image != NULL ? cfg->image : "") &&
          cJSON_AddStringToObject(m, "image_id", image_id) &&
@@ -620,13 +656,16 @@ static int dk_probe(const struct cordon_host_v1 *host, const char *config_json, 
     struct cordon_error perr;
     char image_id[80] = "", reason[640], *observation = NULL, *mech_text = NULL, *facts = NULL;
     char *out = NULL;
+    const char *init = NULL;
     cJSON *mech = NULL;
+    struct cordon_error iperr;
     bool pinned = false;
     int r;
 
     if (host == NULL || ret_facts_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "probe: host and ret_facts_json required");
     cordon_error_init(&perr);
+    cordon_error_init(&iperr);
     /* A config we cannot parse is an error; a daemon we cannot use is facts. */
     r = dk_config_parse(config_json, &cfg, err);
     if (r < 0)
@@ -651,7 +690,8 @@ static int dk_probe(const struct cordon_host_v1 *host, const char *config_json, 
         }
     }
     /* What is known goes into the facts even when the provider is unavailable. */
-    mech = dk_mechanism_facts(&cfg, &e, &df, image_id, pinned);
+    dk_check_init(host, &init, &iperr);
+    mech = dk_mechanism_facts(&cfg, &e, &df, init, image_id, pinned);
     if (mech == NULL) {
         r = dk_nomem(err, "facts");
         goto out;
@@ -662,6 +702,10 @@ static int dk_probe(const struct cordon_host_v1 *host, const char *config_json, 
     }
     if (!df.limits_ok) {
         r = dk_unavailable(host, "limits_unsupported", df.detail, mech, &out, err);
+        goto out;
+    }
+    if (init == NULL) {
+        r = dk_unavailable(host, "init_missing", iperr.message, mech, &out, err);
         goto out;
     }
     if (cfg.image == NULL) {
@@ -736,6 +780,12 @@ out:
 
 /* ---- terminate and reclaim ------------------------------------------------ */
 
+static int dk_uid_give_back(const struct cordon_resource *res, const char *id,
+                            struct cordon_error *err)
+{
+    return res->cfg.pooled ? cordon_uid_give_back(NULL, res->host->host_instance_id, id, err) : 0;
+}
+
 /* Remove the container, then anything else labelled for the execution:
  * a container gone by AutoRemove is success, a volume it left is not. */
 static int dk_terminate(struct cordon_resource *res, const char *state_json,
@@ -748,7 +798,7 @@ static int dk_terminate(struct cordon_resource *res, const char *state_json,
     if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "terminate: resource required");
     /* Only the ids are needed: terminate works from every state. */
-    r = dk_state_parse(state_json, false, &st, err);
+    r = dk_state_parse(res, state_json, false, &st, err);
     if (r == 0)
         r = dk_conn_open(&res->engine, &conn, err);
     if (r == 0)
@@ -756,6 +806,9 @@ static int dk_terminate(struct cordon_resource *res, const char *state_json,
     /* What the container's removal may have missed (its volume). */
     if (r == 0)
         r = dk_remove_labelled(conn, res, st.execution_id, err);
+    /* Nothing runs as the execution's uid any more: it goes back. */
+    if (r == 0)
+        r = dk_uid_give_back(res, st.execution_id, err);
     dk_conn_close(conn);
     dk_state_clear(&st);
     return r;
@@ -774,6 +827,8 @@ static int dk_reclaim(struct cordon_resource *res, const char *execution_id,
         r = dk_conn_open(&res->engine, &conn, err);
     if (r == 0)
         r = dk_remove_labelled(conn, res, execution_id, err);
+    if (r == 0)
+        r = dk_uid_give_back(res, execution_id, err);
     dk_conn_close(conn);
     return r;
 }
@@ -798,6 +853,59 @@ static int dk_list_executions(struct cordon_resource *res, char **ret_ids_json,
     return r;
 }
 
+/*
+ * The boundary (provider.h): the container's init as the host numbers it,
+ * inspect's State.Pid. Under runc that is the container's first process
+ * (cordon-init), under runsc the sandbox process that runs gVisor's
+ * Sentry. The host checks the pid itself; a daemon in a pid namespace
+ * other than the host's would name a pid that the host's checks refuse.
+ */
+static int dk_boundary(struct cordon_resource *res, const char *state_json,
+                       char **ret_boundary_json, struct cordon_error *err)
+{
+    struct dk_state st = { 0 };
+    struct dk_conn *conn = NULL;
+    cJSON *inspect = NULL, *doc = NULL, *arr;
+    const cJSON *state, *pid;
+    char path[160];
+    int r;
+
+    if (res == NULL || ret_boundary_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "boundary: resource and ret_boundary_json required");
+    r = dk_state_parse(res, state_json, false, &st, err);
+    if (r == 0)
+        r = dk_conn_open(&res->engine, &conn, err);
+    if (r == 0) {
+        snprintf(path, sizeof(path), "/containers/%s/json", st.container_id);
+        r = dk_api(conn, "GET", path, NULL, "boundary: inspect", NULL, &inspect, err);
+    }
+    if (r < 0)
+        goto out;
+    state = cJSON_GetObjectItemCaseSensitive(inspect, "State");
+    pid = cJSON_GetObjectItemCaseSensitive(state, "Pid");
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(state, "Running")) || !cJSON_IsNumber(pid) ||
+        pid->valuedouble < 2 || pid->valuedouble > 0x7fffffff) {
+        r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
+                             "boundary: container %.12s does not run (State.Pid %.0f)",
+                             st.container_id, cJSON_IsNumber(pid) ? pid->valuedouble : 0.0);
+        goto out;
+    }
+    doc = cJSON_CreateObject();
+    arr = doc != NULL ? cJSON_AddArrayToObject(doc, "pids") : NULL;
+    if (arr == NULL || !cJSON_AddItemToArray(arr, cJSON_CreateNumber(pid->valuedouble))) {
+        r = dk_nomem(err, "boundary");
+        goto out;
+    }
+    r = cordon_json_print_host(res->host, doc, ret_boundary_json, err);
+out:
+    cJSON_Delete(doc);
+    cJSON_Delete(inspect);
+    dk_conn_close(conn);
+    dk_state_clear(&st);
+    return r;
+}
+
 /* ---- entry point ---------------------------------------------------------- */
 
 static const struct cordon_provider_v1 dk_provider = {
@@ -814,9 +922,11 @@ static const struct cordon_provider_v1 dk_provider = {
     .exec = dk_exec,
     .import_tar = dk_import_tar,
     .export_tar = dk_export_tar,
+    .export_files = dk_export_files,
     .terminate = dk_terminate,
     .reclaim = dk_reclaim,
     .list_executions = dk_list_executions,
+    .boundary = dk_boundary,
 };
 
 CORDON_PROVIDER_DEFINE(dk_provider)

@@ -7,6 +7,7 @@
  *   container.c  provision: the container spec, the layout, the read-back
  *   exec.c       exec through the exec API with the attached stream
  *   archive.c    import/export through the archive API, with tar checks
+ *   reap.c       what a failed start leaves of the runtime on the host
  *   docker.c     config, probe, ensure, terminate, reclaim, the vtable
  */
 #ifndef CORDON_PLUGIN_DOCKER_H
@@ -21,6 +22,7 @@
 #include <cordon/provider.h>
 #include <cordon/sdk/json.h>
 #include <cordon/sdk/tar.h>
+#include <cordon/sdk/uid.h>
 
 #define DK_ID "docker"
 #define DK_SOCKET_DEFAULT "/var/run/docker.sock"
@@ -30,6 +32,7 @@
 #define DK_LABEL_HOST "org.cordon.host"
 #define DK_LABEL_PROVIDER "org.cordon.provider"
 #define DK_WORKSPACE "/workspace"
+#define DK_INIT_IN_CONTAINER "/run/cordon-init" /* the host's cordon-init, bound read-only */
 #define DK_CONTAINER_ID_LEN 64u
 #define DK_EXECUTION_ID_MAX 64u
 #define DK_TAR_ENTRIES_MAX 100000u
@@ -73,6 +76,7 @@ struct dk_req {
     int download_fd;           /* >= 0: a 2xx body goes to it, at most max_bytes */
     uint64_t max_bytes;        /* bound of the body (0: DK_REPLY_MAX) */
     long timeout_ms;           /* 0: the default of 120 s */
+    long stall_ms;             /* > 0: give up when no byte moves for this long */
 };
 void dk_req_init(struct dk_req *rq, const char *method, const char *path);
 
@@ -134,8 +138,9 @@ struct dk_config {
     char socket[DK_SOCKET_MAX + 1];
     char *image;               /* NULL: none configured */
     char *runtime;             /* NULL: the daemon's default runtime */
-    uid_t uid;                 /* the sandbox user */
+    uid_t uid;                 /* the sandbox user (config.user) */
     gid_t gid;
+    bool pooled;               /* no config.user and root: a uid of the pool per execution */
     bool allow_unpinned;
 };
 
@@ -144,6 +149,7 @@ struct cordon_resource {
     struct dk_config cfg;
     struct dk_engine engine;
     char *spool_dir;           /* where import/export spool their streams */
+    const char *init_path;     /* the host's cordon-init (absolute), borrowed from host */
 };
 
 /* The six limits of a spec. */
@@ -181,7 +187,8 @@ int dk_env_object_check(const cJSON *obj, const char *field, struct cordon_error
 int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
                  struct cordon_error *err);
 /* full: every field; otherwise only the ids (terminate works from any state). */
-int dk_state_parse(const char *json, bool full, struct dk_state *ret, struct cordon_error *err);
+int dk_state_parse(const struct cordon_resource *res, const char *json, bool full,
+                   struct dk_state *ret, struct cordon_error *err);
 void dk_state_clear(struct dk_state *st);
 /* Remove the container (force, with its anonymous volumes) and wait until
  * the daemon no longer knows it; gone already is success. */
@@ -194,6 +201,16 @@ int dk_remove_labelled(struct dk_conn *conn, const struct cordon_resource *res,
  * JSON array (cJSON_Delete). */
 int dk_list_labelled(struct dk_conn *conn, const struct cordon_resource *res, cJSON **ret_ids,
                      struct cordon_error *err);
+
+/* ---- reap.c --------------------------------------------------------------- */
+
+/*
+ * After a failed start of container_id: wait a moment for the runtime's
+ * containerd shim of that container to go by itself, then SIGKILL it and
+ * every process below it. Returns how many processes were killed (0 when
+ * none was left), or CORDON_E_PROVIDER when some still ran 10 s later.
+ */
+int dk_runtime_reap(const char *container_id, struct cordon_error *err);
 
 /* ---- exec.c --------------------------------------------------------------- */
 
@@ -234,7 +251,8 @@ int dk_tar_import_filter(int in_fd, int checked_fd, int out_fd,
  * below root (a path inside the daemon's stream, which must be a directory
  * there: a symlink or file in its place is refused, its absence is
  * CORDON_E_NOT_FOUND), named relative to it. Only permission bits travel
- * (setuid/setgid stripped); hardlinks, devices, FIFOs and sockets are
+ * (setuid/setgid stripped); each hardlink is written as a regular file
+ * of its own with its target's content; devices, FIFOs and sockets are
  * refused; symlinks pass as links, never followed. Bounded by limits.
  */
 int dk_tar_export_filter(int in_fd, int out_fd, const char *root,
@@ -246,6 +264,8 @@ int dk_tar_dirs(int out_fd, const char *const *paths, const uid_t *uids, const g
 
 /* An anonymous read-write file in res->spool_dir (O_TMPFILE), for streams. */
 int dk_spool_open(const struct cordon_resource *res, int *ret_fd, struct cordon_error *err);
+/* CORDON_E_TIMEOUT for an archive call past its bounds, naming what and them. */
+int dk_archive_timeout(const char *what, struct cordon_error *err);
 /* PUT the tar in fd (from offset 0, len bytes) at /workspace, telling the
  * daemon never to replace a directory by a non-directory or the reverse. */
 int dk_archive_put(struct dk_conn *conn, const char *container_id, int fd, uint64_t len,
@@ -257,5 +277,8 @@ int dk_import_tar(struct cordon_resource *res, const char *state_json, const cha
                   int tar_fd, struct cordon_error *err);
 int dk_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
                   int tar_fd, struct cordon_error *err);
+/* export_files (ABI 1.2): only the named paths of the daemon's archive. */
+int dk_export_files(struct cordon_resource *res, const char *state_json, const char *paths_json,
+                    int tar_fd, struct cordon_error *err);
 
 #endif

@@ -60,8 +60,9 @@ int dk_engine_init(struct dk_engine *e, const char *socket, struct cordon_error 
 
     if (socket[0] != '/' || len > DK_SOCKET_MAX)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "config.socket: \"%.120s\" must be an absolute path of at most "
-                                "%u bytes", socket, DK_SOCKET_MAX);
+                                "config.socket: \"%.*s\" must be an absolute path of at most "
+                                "%u bytes",
+                                cordon_text_fit(socket, 120), socket, DK_SOCKET_MAX);
     for (size_t i = 0; i < len; i++)
         if ((unsigned char)socket[i] < 0x20 || socket[i] == 0x7f)
             return cordon_error_set(err, CORDON_E_INVALID, 0,
@@ -241,14 +242,21 @@ static size_t source_read(char *ptr, size_t size, size_t nmemb, void *arg)
 /* No HTTP answer at all: the daemon is down or went away mid-call. Either
  * way the message names the socket, which is what an operator checks. */
 static int transport_error(const struct dk_engine *e, CURL *curl, CURLcode rc, const char *what,
-                           struct cordon_error *err)
+                           const struct dk_req *rq, struct cordon_error *err)
 {
     long os_errno = 0;
 
     curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
+    if (rc == CURLE_OPERATION_TIMEDOUT && rq != NULL && rq->stall_ms > 0)
+        return cordon_error_set(err, CORDON_E_TIMEOUT, (int)os_errno,
+                                "%s: the daemon at %s did not finish within the bound of %ld ms, "
+                                "or moved no byte for %ld ms", what, e->socket,
+                                rq->timeout_ms > 0 ? rq->timeout_ms : DK_TIMEOUT_MS, rq->stall_ms);
     if (rc == CURLE_OPERATION_TIMEDOUT)
         return cordon_error_set(err, CORDON_E_TIMEOUT, (int)os_errno,
-                                "%s: the daemon at %s did not answer in time", what, e->socket);
+                                "%s: the daemon at %s did not answer within the bound of %ld ms",
+                                what, e->socket,
+                                rq != NULL && rq->timeout_ms > 0 ? rq->timeout_ms : DK_TIMEOUT_MS);
     if (rc == CURLE_COULDNT_CONNECT)
         return cordon_error_set(err, CORDON_E_UNAVAILABLE, (int)os_errno,
                                 "socket: cannot connect to the Docker daemon at %s (%s%s%s); is "
@@ -284,6 +292,12 @@ int dk_conn_call(struct dk_conn *conn, const struct dk_req *rq, struct dk_reply 
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, DK_CONNECT_TIMEOUT_MS);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, rq->timeout_ms > 0 ? rq->timeout_ms : DK_TIMEOUT_MS);
+    /* A stalled stream (the daemon's archive process waiting on a file)
+     * ends at the stall bound, not at the whole call's. */
+    if (rq->stall_ms > 0) {
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (rq->stall_ms + 999) / 1000);
+    }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_line);
@@ -326,29 +340,32 @@ int dk_conn_call(struct dk_conn *conn, const struct dk_req *rq, struct dk_reply 
     started = cordon_now_monotonic_ms();
     rc = curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &ret->status);
-    cordon_host_logf(conn->engine->host, CORDON_LOG_DEBUG, DK_ID, "%s %.120s: %ld in %llu ms",
-                     rq->method, rq->path, ret->status,
+    cordon_host_logf(conn->engine->host, CORDON_LOG_DEBUG, DK_ID, "%s %.*s: %ld in %llu ms",
+                     rq->method, cordon_text_fit(rq->path, 120), rq->path, ret->status,
                      (unsigned long long)(cordon_now_monotonic_ms() - started));
     if (sink.over) {
-        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                             "%s %.200s: the daemon's reply is longer than the limit of %llu "
-                             "bytes", rq->method, rq->path,
-                             (unsigned long long)(rq->download_fd >= 0 &&
-                                                          (ret->status < 200 || ret->status >= 300)
-                                                      ? DK_ERROR_BODY_MAX : sink.max));
+        r = cordon_error_set(
+            err, CORDON_E_LIMIT, 0,
+            "%s %.*s: the daemon's reply is longer than the limit of %llu "
+            "bytes",
+            rq->method, cordon_text_fit(rq->path, 200), rq->path,
+            (unsigned long long)(rq->download_fd >= 0 && (ret->status < 200 || ret->status >= 300)
+                                     ? DK_ERROR_BODY_MAX
+                                     : sink.max));
     } else if (sink.write_errno != 0) {
         r = cordon_error_set(err, sink.write_errno == ENOMEM ? CORDON_E_NOMEM : CORDON_E_IO,
-                             sink.write_errno, "%s %.200s: storing the reply: %s", rq->method,
-                             rq->path, strerror(sink.write_errno));
+                             sink.write_errno, "%s %.*s: storing the reply: %s", rq->method,
+                             cordon_text_fit(rq->path, 200), rq->path, strerror(sink.write_errno));
     } else if (source.read_errno != 0) {
-        r = cordon_error_set(err, CORDON_E_IO, source.read_errno,
-                             "%s %.200s: reading the upload: %s", rq->method, rq->path,
+        r = cordon_error_set(err, CORDON_E_IO, source.read_errno, "%s %.*s: reading the upload: %s",
+                             rq->method, cordon_text_fit(rq->path, 200), rq->path,
                              strerror(source.read_errno));
     } else if (rc != CURLE_OK) {
         char what[256];
 
-        snprintf(what, sizeof(what), "%s %.200s", rq->method, rq->path);
-        r = transport_error(conn->engine, c, rc, what, err);
+        snprintf(what, sizeof(what), "%s %.*s", rq->method, cordon_text_fit(rq->path, 200),
+                 rq->path);
+        r = transport_error(conn->engine, c, rc, what, rq, err);
     }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(headers);
@@ -680,7 +697,7 @@ int dk_stream_open(const struct dk_engine *e, const char *path, const char *body
     curl_easy_setopt(s.curl, CURLOPT_CONNECTTIMEOUT_MS, DK_CONNECT_TIMEOUT_MS);
     rc = curl_easy_perform(s.curl);
     if (rc != CURLE_OK) {
-        r = transport_error(e, s.curl, rc, "exec stream", err);
+        r = transport_error(e, s.curl, rc, "exec stream", NULL, err);
         goto out;
     }
     if (curl_easy_getinfo(s.curl, CURLINFO_ACTIVESOCKET, &sock) != CURLE_OK ||

@@ -679,6 +679,9 @@ static int start_failed(const struct pump *p, const char *argv0, struct cordon_e
                             n > 0 ? text : "the daemon gave no reason");
 }
 
+/* The daemon's exec inspect folds a death by signal N into ExitCode 128+N
+ * (containerd's shim does), so an exit 128+N may have been a signal: the
+ * result says so ("signal_folded") rather than guess either way. */
 static int dk_result(const struct cordon_host_v1 *host, const char *status, int code, int sig,
                      bool backstop, char **ret, struct cordon_error *err)
 {
@@ -688,6 +691,8 @@ static int dk_result(const struct cordon_host_v1 *host, const char *status, int 
 
     if (ok && strcmp(status, "exited") == 0)
         ok = cJSON_AddNumberToObject(doc, "exit_code", code) != NULL;
+    if (ok && strcmp(status, "exited") == 0 && code > 128 && code <= 128 + 64)
+        ok = cJSON_AddBoolToObject(doc, "signal_folded", true) != NULL;
     if (ok && sig != 0)
         ok = cJSON_AddNumberToObject(doc, "signal", sig) != NULL;
     if (ok && backstop)
@@ -719,7 +724,7 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
                                 "required", (size_t)CORDON_EXEC_IO_V1_0_SIZE);
     /* Attaching stdin costs a pipe and a half-close; /dev/null needs neither. */
     attach_stdin = !is_dev_null(io->stdin_fd);
-    r = dk_state_parse(state_json, true, &st, err);
+    r = dk_state_parse(res, state_json, true, &st, err);
     if (r == 0)
         r = dk_request_parse(&st, request_json, attach_stdin, &rq, err);
     if (r < 0)

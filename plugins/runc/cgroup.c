@@ -95,8 +95,9 @@ static int expect(int version, const char *ctrl, const char *id, const char *fil
                                 "without it", what, path, strerror(errno));
     if (strcmp(got, want) != 0)
         return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "%s: %s reads \"%.64s\", not the requested \"%s\"; refusing to "
-                                "run without the limit", what, path, got, want);
+                                "%s: %s reads \"%.*s\", not the requested \"%s\"; refusing to "
+                                "run without the limit",
+                                what, path, cordon_text_fit(got, 64), got, want);
     return 0;
 }
 

@@ -3,9 +3,11 @@
  *
  * A read-only root; a numeric non-root user; every capability set empty;
  * no_new_privs; new pid, mount, ipc, uts, net and cgroup namespaces; the
- * memory limit with swap equal to it, a CPU quota, a pids limit; a tmpfs
- * /workspace of disk_bytes (nosuid, nodev, exec) and a small /tmp; /dev with
- * the runtime's minimal devices; runc's masked and read-only /proc and /sys
+ * memory limit with swap equal to it, a CPU quota, a pids limit; the
+ * writable tmpfs mounts /workspace (nosuid, nodev, exec), /tmp and /dev/shm
+ * splitting disk_bytes between them (cordon_disk_split), so that all of
+ * them together hold at most disk_bytes; /dev with the runtime's minimal
+ * devices; runc's masked and read-only /proc and /sys
  * paths; our seccomp profile; and cordon-init as the first process,
  * bind-mounted read-only at /run/cordon-init on a tmpfs /run of its own, so
  * that the image needs neither a shell nor sleep, nor that path.
@@ -18,11 +20,11 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include <cordon/sdk/sandbox.h>
 #include "plugins/runc/runc.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 #define DEV_BYTES (64u << 10)
-#define SHM_BYTES (64u << 20)
 #define RUN_BYTES (1u << 20)
 #define NOFILE_MAX 1024
 
@@ -39,13 +41,45 @@ static const char *const namespaces[] = { "pid", "network", "ipc", "uts", "mount
 static const char *const cap_sets[] = { "bounding", "effective", "permitted", "inheritable",
                                         "ambient" };
 
-/* The process's rlimits: as many files as a toolchain needs, no core dumps.
- * exec.c applies the same table to the processes it starts itself. */
+/* The process's rlimits, every one of them: a limit left out would be
+ * inherited from whoever started the runtime or the provider (a caller's
+ * `ulimit -s unlimited` changes how the sandboxed process lays out its
+ * memory). As many files as a toolchain needs, no core dumps, the usual
+ * 8 MiB stack; memory, disk and time are bounded by the cgroup, the tmpfs
+ * and the host's clock, so their rlimits are unlimited. exec.c applies the
+ * same table to the processes it starts itself. Without CAP_SYS_RESOURCE
+ * a hard limit cannot be raised: runc__rlimit_value caps each one at the
+ * provider's own hard limit, which the caller may lower but not raise. */
 const struct runc_rlimit runc__rlimits[] = {
-    { RLIMIT_NOFILE, "RLIMIT_NOFILE", NOFILE_MAX },
+    { RLIMIT_CPU, "RLIMIT_CPU", RLIM_INFINITY },
+    { RLIMIT_FSIZE, "RLIMIT_FSIZE", RLIM_INFINITY },
+    { RLIMIT_DATA, "RLIMIT_DATA", RLIM_INFINITY },
+    { RLIMIT_STACK, "RLIMIT_STACK", 8u << 20 },
     { RLIMIT_CORE, "RLIMIT_CORE", 0 },
+    { RLIMIT_RSS, "RLIMIT_RSS", RLIM_INFINITY },
+    /* Counted per uid across the host: the pids cgroup is the bound. */
+    { RLIMIT_NPROC, "RLIMIT_NPROC", RLIM_INFINITY },
+    { RLIMIT_NOFILE, "RLIMIT_NOFILE", NOFILE_MAX },
+    { RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK", 64u << 10 },
+    { RLIMIT_AS, "RLIMIT_AS", RLIM_INFINITY },
+    { RLIMIT_LOCKS, "RLIMIT_LOCKS", RLIM_INFINITY },
+    { RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING", 16384 },
+    { RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE", 819200 },
+    { RLIMIT_NICE, "RLIMIT_NICE", 0 },
+    { RLIMIT_RTPRIO, "RLIMIT_RTPRIO", 0 },
+    { RLIMIT_RTTIME, "RLIMIT_RTTIME", RLIM_INFINITY },
     { 0, NULL, 0 },
 };
+
+uint64_t runc__rlimit_value(const struct runc_rlimit *l)
+{
+    struct rlimit own;
+
+    if (getrlimit(l->resource, &own) == 0 && own.rlim_max != RLIM_INFINITY &&
+        (uint64_t)own.rlim_max < l->value)
+        return (uint64_t)own.rlim_max;
+    return l->value;
+}
 
 void runc__cgroup_path(const char *execution_id, char *buf, size_t size)
 {
@@ -62,11 +96,6 @@ uint64_t runc__cpu_quota_us(double cpus)
     if (q > 1e12)
         return 1000000000000ull;
     return (uint64_t)q;
-}
-
-uint64_t runc__tmp_bytes(uint64_t disk_bytes)
-{
-    return disk_bytes < RUNC_TMP_MAX_BYTES ? disk_bytes : RUNC_TMP_MAX_BYTES;
 }
 
 static cJSON *strings(const char *const *list, size_t n)
@@ -111,7 +140,10 @@ static bool add_tmpfs(cJSON *mounts, const char *dest, const char *const *flags,
     return add_mount(mounts, dest, "tmpfs", "tmpfs", opts, k);
 }
 
-static bool add_mounts(cJSON *root, const struct runc_spec_in *in)
+/* /dev and /run are root's (0755): the sandbox user writes only into the
+ * three mounts that share disk_bytes. */
+static bool add_mounts(cJSON *root, const struct runc_spec_in *in,
+                       const struct cordon_disk_split *disk)
 {
     static const char *const proc[] = { "nosuid", "noexec", "nodev" };
     static const char *const dev[] = { "nosuid", "strictatime", "noexec" };
@@ -132,14 +164,13 @@ static bool add_mounts(cJSON *root, const struct runc_spec_in *in)
     return mounts != NULL && add_mount(mounts, "/proc", "proc", "proc", proc, COUNT(proc)) &&
            add_tmpfs(mounts, "/dev", dev, COUNT(dev), DEV_BYTES, "755", 0, 0) &&
            add_mount(mounts, "/dev/pts", "devpts", "devpts", pts, COUNT(pts)) &&
-           add_tmpfs(mounts, "/dev/shm", shm, COUNT(shm), SHM_BYTES, "1777", 0, 0) &&
+           add_tmpfs(mounts, "/dev/shm", shm, COUNT(shm), disk->shm_bytes, "1777", 0, 0) &&
            add_mount(mounts, "/dev/mqueue", "mqueue", "mqueue", mqueue, COUNT(mqueue)) &&
            add_mount(mounts, "/sys", "sysfs", "sysfs", sys, COUNT(sys)) &&
            add_mount(mounts, "/sys/fs/cgroup", "cgroup", "cgroup", cgroup, COUNT(cgroup)) &&
-           add_tmpfs(mounts, "/workspace", workspace, COUNT(workspace), in->limits->disk_bytes,
+           add_tmpfs(mounts, "/workspace", workspace, COUNT(workspace), disk->workspace_bytes,
                      "755", code ? 0 : in->uid, code ? 0 : in->gid) &&
-           add_tmpfs(mounts, "/tmp", tmp, COUNT(tmp), runc__tmp_bytes(in->limits->disk_bytes),
-                     "1777", 0, 0) &&
+           add_tmpfs(mounts, "/tmp", tmp, COUNT(tmp), disk->tmp_bytes, "1777", 0, 0) &&
            add_tmpfs(mounts, "/run", run, COUNT(run), RUN_BYTES, "755", 0, 0) &&
            add_mount(mounts, RUNC_INIT_IN_CONTAINER, "bind", in->init_path, init, COUNT(init));
 }
@@ -167,12 +198,17 @@ static bool add_process(cJSON *root, const struct runc_spec_in *in)
     for (size_t i = 0; i < COUNT(cap_sets); i++)
         if (cJSON_AddArrayToObject(caps, cap_sets[i]) == NULL)
             return false;
-    for (const struct runc_rlimit *l = runc__rlimits; l->name != NULL; l++)
+    for (const struct runc_rlimit *l = runc__rlimits; l->name != NULL; l++) {
+        char num[24];
+
+        /* Written exactly: a double would round RLIM_INFINITY (2^64-1). */
+        snprintf(num, sizeof(num), "%" PRIu64, runc__rlimit_value(l));
         if ((rl = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(rlimits, rl) ||
             cJSON_AddStringToObject(rl, "type", l->name) == NULL ||
-            cJSON_AddNumberToObject(rl, "hard", (double)l->value) == NULL ||
-            cJSON_AddNumberToObject(rl, "soft", (double)l->value) == NULL)
+            cJSON_AddRawToObject(rl, "hard", num) == NULL ||
+            cJSON_AddRawToObject(rl, "soft", num) == NULL)
             return false;
+    }
     return true;
 }
 
@@ -224,10 +260,13 @@ static bool add_linux(cJSON *root, const struct runc_spec_in *in, cJSON **seccom
 int runc__spec_build(const struct runc_spec_in *in, char **ret_json, struct cordon_error *err)
 {
     cJSON *root = cJSON_CreateObject(), *rootfs, *notes, *seccomp = NULL;
+    struct cordon_disk_split disk;
     char *text = NULL;
     int r;
 
-    r = runc__seccomp_profile(&seccomp, err);
+    r = cordon_disk_split("resources.disk_bytes", in->limits->disk_bytes, &disk, err);
+    if (r == 0)
+        r = runc__seccomp_profile(&seccomp, err);
     if (r < 0)
         goto out;
     /* Labels on the runtime's object: which execution, whose host. */
@@ -235,7 +274,8 @@ int runc__spec_build(const struct runc_spec_in *in, char **ret_json, struct cord
         !add_process(root, in) || (rootfs = cJSON_AddObjectToObject(root, "root")) == NULL ||
         cJSON_AddStringToObject(rootfs, "path", in->rootfs) == NULL ||
         cJSON_AddTrueToObject(rootfs, "readonly") == NULL ||
-        cJSON_AddStringToObject(root, "hostname", "cordon") == NULL || !add_mounts(root, in) ||
+        cJSON_AddStringToObject(root, "hostname", "cordon") == NULL ||
+        !add_mounts(root, in, &disk) ||
         (notes = cJSON_AddObjectToObject(root, "annotations")) == NULL ||
         cJSON_AddStringToObject(notes, "org.cordon.execution_id", in->execution_id) == NULL ||
         (in->host_instance_id != NULL &&

@@ -389,7 +389,8 @@ static void __attribute__((noreturn)) enter_exec(const struct runc_enter *e, con
     if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) < 0 && errno != ENOSYS)
         report_and_exit(rfd, ENTER_KEYRING, errno);
     for (const struct runc_rlimit *l = runc__rlimits; l->name != NULL; l++) {
-        struct rlimit rl = { (rlim_t)l->value, (rlim_t)l->value };
+        rlim_t v = (rlim_t)runc__rlimit_value(l);
+        struct rlimit rl = { v, v };
 
         if (setrlimit(l->resource, &rl) != 0)
             report_and_exit(rfd, ENTER_RLIMIT, errno);
@@ -608,6 +609,9 @@ int runc__destroy(const struct cordon_resource *res, const char *id, pid_t pid,
         r = cordon_error_set(err, e2.code, e2.os_errno, "%s", e2.message);
     if (cordon_fs_remove_tree_path(bundle, &e2) < 0 && r == 0)
         r = cordon_error_set(err, e2.code, e2.os_errno, "%s", e2.message);
+    /* Nothing runs as the execution's uid any more: it goes back. */
+    if (r == 0 && res->cfg.pooled)
+        r = cordon_uid_give_back(NULL, res->host->host_instance_id, id, err);
     if (pidfd >= 0)
         close(pidfd);
     free(state);

@@ -14,7 +14,8 @@
  *            --env.
  *
  * Either way the command runs under `cordon-init --exec` (its process
- * group ends with it), started by the sdk's runner in pass-through mode:
+ * group ends with it, and it dies of the command's signal), started by the
+ * sdk's runner in pass-through mode:
  * the host's stdout and stderr descriptors are the command's, and the host
  * bounds them. On cancel the container's init is killed, which ends the
  * whole execution.
@@ -35,6 +36,7 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/path.h>
+#include <cordon/sdk/relay.h>
 #include <cordon/sdk/runner.h>
 
 #include "plugins/runc/runc.h"
@@ -43,7 +45,7 @@
 #define ARGV_MAX 256u
 #define ARGS_TOTAL_MAX (1u << 20)      /* argv + env of one exec, below ARG_MAX */
 #define BACKSTOP_SLACK_MS 1000u        /* lets the host's own clock fire first */
-#define SIGNAL_EXIT_BASE 128           /* cordon-init --exec exits 128+N for a signal N */
+#define SIGNAL_EXIT_BASE 128           /* a runtime's exec exits 128+N for a signal N */
 #define PASSWD_MAX (1u << 20)          /* the image's /etc/passwd, read for HOME */
 
 /* A NULL-terminated string vector with its strings owned here. */
@@ -469,8 +471,10 @@ static int exec_log_error(const char *bundle, const char *log_name, struct cordo
     return r;
 }
 
+/* folded: the runtime reported an exit status 128+N that a signal N would
+ * also give, and nothing tells the two apart (see runc__exec). */
 static int exec_result(const struct cordon_host_v1 *host, const char *status, int code, int sig,
-                       bool backstop, char **ret, struct cordon_error *err)
+                       bool backstop, bool folded, char **ret, struct cordon_error *err)
 {
     cJSON *doc = cJSON_CreateObject();
     bool ok = doc != NULL && cJSON_AddStringToObject(doc, "status", status) != NULL;
@@ -482,13 +486,15 @@ static int exec_result(const struct cordon_host_v1 *host, const char *status, in
         ok = cJSON_AddNumberToObject(doc, "signal", sig) != NULL;
     if (ok && backstop)
         ok = cJSON_AddBoolToObject(doc, "backstop_timeout", true) != NULL;
+    if (ok && folded)
+        ok = cJSON_AddBoolToObject(doc, "signal_folded", true) != NULL;
     r = ok ? cordon_json_print_host(host, doc, ret, err) : runc__nomem(err, "result");
     cJSON_Delete(doc);
     return r;
 }
 
 /* The runtime's exec: its exit 255 with an error logged is the runtime's
- * failure; 128+N is a signal N (the runtime's and cordon-init's rule). */
+ * failure; 128+N is an exit 128+N or a signal N, which it does not say. */
 static int run_runtime(const struct cordon_resource *res, const struct runc_state *st,
                        const struct request *rq, struct cordon_runner_opts *opts,
                        struct cordon_exec_outcome *o, struct cordon_error *err)
@@ -558,10 +564,12 @@ int runc__exec(struct cordon_resource *res, const char *state_json, const char *
     struct request rq = { 0 };
     struct cordon_runner_opts opts;
     struct cordon_exec_outcome o = { 0 };
+    struct cordon_relay *relay = NULL;
     int code = 0, sig = 0;   /* how the command ended: exited with code, or signal sig */
+    bool folded = false;     /* code is 128+N from a runtime that folds signals */
     const char *kill_args[] = { "kill", "--all", NULL, "KILL", NULL };
     uint64_t now, timeout, oom_before;
-    int pidfd = -1, root_fd = -1, ws_fd = -1, null_fd = -1, r;
+    int pidfd = -1, root_fd = -1, ws_fd = -1, null_fd = -1, stdin_fd = -1, r;
 
     if (res == NULL || io == NULL || ret_result_json == NULL ||
         io->struct_size < CORDON_EXEC_IO_V1_0_SIZE)
@@ -594,17 +602,23 @@ int runc__exec(struct cordon_resource *res, const char *state_json, const char *
             goto out;
         }
     }
+    /* Both paths hand fd 0 into the container: a terminal or a directory
+     * would be a way out of it (/proc/self/fd/0/..), so it is relayed. */
+    if (io->stdin_fd >= 0 && (r = cordon_relay_open(io->stdin_fd, 0, &stdin_fd, &relay, err)) < 0)
+        goto out;
     oom_before = runc__cgroup_oom_kills(res->cgroup_version, st.id);
     cordon_runner_opts_init(&opts);
     opts.envp = envp;
     /* Pass-through: the sandbox writes into the host's fds. */
-    opts.stdin_fd = io->stdin_fd;
+    opts.stdin_fd = stdin_fd;
     opts.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : null_fd;
     opts.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_fd;
     opts.timeout_ms = timeout;
     opts.cancel_fd = io->cancel_fd;
     r = res->exec_setns ? run_entered(res, &st, pidfd, root_fd, &rq, &opts, &o, err)
                         : run_runtime(res, &st, &rq, &opts, &o, err);
+    cordon_relay_close(relay);   /* the command ended: so does its stdin */
+    relay = NULL;
     if (r < 0)
         goto out;
 
@@ -619,30 +633,35 @@ int runc__exec(struct cordon_resource *res, const char *state_json, const char *
                 runc__cmd_result_clear(&c);
         }
         r = o.status == CORDON_RUN_CANCELLED
-                ? exec_result(res->host, "cancelled", 0, 0, false, ret_result_json, err)
-                : exec_result(res->host, "signaled", 0, SIGKILL, true, ret_result_json, err);
+                ? exec_result(res->host, "cancelled", 0, 0, false, false, ret_result_json, err)
+                : exec_result(res->host, "signaled", 0, SIGKILL, true, false, ret_result_json,
+                              err);
         goto out;
     }
-    if (o.status == CORDON_RUN_EXITED && o.exit_code > SIGNAL_EXIT_BASE &&
-        o.exit_code <= SIGNAL_EXIT_BASE + 64)
-        sig = o.exit_code - SIGNAL_EXIT_BASE;
-    else if (o.status == CORDON_RUN_EXITED)
+    /* Entered, cordon-init is our own child: it exits with the command's
+     * code or dies of the command's signal, and waitpid tells which. The
+     * runtime's exec folds a signal N into an exit 128+N: that is reported
+     * as the exit it is, marked as possibly a signal. */
+    if (o.status == CORDON_RUN_EXITED) {
         code = o.exit_code;
-    else if (o.status == CORDON_RUN_SIGNALED && res->exec_setns)
-        sig = o.signal;   /* the relay died as cordon-init did */
-    else {
+        folded = !res->exec_setns && code > SIGNAL_EXIT_BASE && code <= SIGNAL_EXIT_BASE + 64;
+    } else if (o.status == CORDON_RUN_SIGNALED && res->exec_setns) {
+        sig = o.signal;
+    } else {
         r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "exec: %s ended with status %s "
                              "(signal %d)", res->exec_setns ? "the command" : res->runtime_name,
                              cordon_run_status_name(o.status), o.signal);
         goto out;
     }
-    if (sig == SIGKILL && runc__cgroup_oom_kills(res->cgroup_version, st.id) > oom_before)
-        r = exec_result(res->host, "oom", 0, SIGKILL, false, ret_result_json, err);
+    if ((sig == SIGKILL || (folded && code == SIGNAL_EXIT_BASE + SIGKILL)) &&
+        runc__cgroup_oom_kills(res->cgroup_version, st.id) > oom_before)
+        r = exec_result(res->host, "oom", 0, SIGKILL, false, false, ret_result_json, err);
     else if (sig != 0)
-        r = exec_result(res->host, "signaled", 0, sig, false, ret_result_json, err);
+        r = exec_result(res->host, "signaled", 0, sig, false, false, ret_result_json, err);
     else
-        r = exec_result(res->host, "exited", code, 0, false, ret_result_json, err);
+        r = exec_result(res->host, "exited", code, 0, false, folded, ret_result_json, err);
 out:
+    cordon_relay_close(relay);
     cordon_exec_outcome_clear(&o);
     if (null_fd >= 0)
         close(null_fd);

@@ -80,13 +80,15 @@ int runc__image_parse(const char *ref, bool allow_unpinned, struct runc_image *r
         at = strstr(at + 1, PIN);
     if (at == NULL && !allow_unpinned)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "image: \"%.200s\" is not pinned; use "
+                                "image: \"%.*s\" is not pinned; use "
                                 "/absolute/path/rootfs.tar@sha256:<64 hex> (the tarball's own "
-                                "digest) or set allow_unpinned", ref);
+                                "digest) or set allow_unpinned",
+                                cordon_text_fit(ref, 200), ref);
     if (at != NULL && !is_hex64(at + strlen(PIN)))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "image: \"%.200s\": the digest after @sha256: must be 64 "
-                                "lowercase hex digits", ref);
+                                "image: \"%.*s\": the digest after @sha256: must be 64 "
+                                "lowercase hex digits",
+                                cordon_text_fit(ref, 200), ref);
     img.tar_path = at != NULL ? strndup(ref, (size_t)(at - ref)) : strndup(ref, len);
     if (img.tar_path == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "image: out of memory");

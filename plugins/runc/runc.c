@@ -34,6 +34,7 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/observe.h>
 #include <cordon/sdk/path.h>
+#include <cordon/sdk/sandbox.h>
 #include <cordon/sdk/tar.h>
 
 #include "plugins/runc/runc.h"
@@ -89,8 +90,8 @@ int runc__check_id(const char *field, const char *id, struct cordon_error *err)
     }
     if (id == NULL || i == 0 || id[i] != '\0')
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: \"%.80s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}", field,
-                                id != NULL ? id : "");
+                                "%s: \"%.*s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}", field,
+                                cordon_text_fit(id != NULL ? id : "", 80), id != NULL ? id : "");
     return 0;
 }
 
@@ -124,8 +125,10 @@ int runc__mkdir_p(const char *field, const char *path, mode_t mode, struct cordo
     struct stat st;
 
     if (len >= sizeof(buf) || path[0] != '/')
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: \"%.200s\" is not an absolute "
-                                "path of at most %u bytes", field, path, RUNC_PATH_MAX);
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: \"%.*s\" is not an absolute "
+                                "path of at most %u bytes",
+                                field, cordon_text_fit(path, 200), path, RUNC_PATH_MAX);
     memcpy(buf, path, len + 1);
     for (size_t i = 1; i <= len; i++) {
         bool last = i == len;
@@ -171,7 +174,8 @@ static int parse_user(const char *text, uid_t *ret_uid, gid_t *ret_gid, struct c
     return 0;
 bad:
     return cordon_error_set(err, CORDON_E_INVALID, 0,
-                            "config.user: \"%.64s\" must be \"UID:GID\" in decimal", text);
+                            "config.user: \"%.*s\" must be \"UID:GID\" in decimal",
+                            cordon_text_fit(text, 64), text);
 }
 
 int runc__random_hex(char *buf, size_t bytes, struct cordon_error *err)
@@ -207,7 +211,7 @@ static int config_string(const cJSON *item, char **ret, struct cordon_error *err
 
 static int config_parse(const char *json, struct runc_config *ret, struct cordon_error *err)
 {
-    struct runc_config cfg = { .uid = DEFAULT_UID, .gid = DEFAULT_UID };
+    struct runc_config cfg = { .uid = DEFAULT_UID, .gid = DEFAULT_UID, .pooled = true };
     struct runc_image img = { 0 };
     cJSON *doc = NULL, *item;
     int r;
@@ -224,10 +228,13 @@ static int config_parse(const char *json, struct runc_config *ret, struct cordon
             r = config_string(item, &cfg.root, err);
         else if (strcmp(key, "image") == 0)
             r = config_string(item, &cfg.image, err);
-        else if (strcmp(key, "user") == 0)
+        else if (strcmp(key, "user") == 0) {
+            /* One user for every execution: they share its per-user limits. */
+            cfg.pooled = false;
             r = cJSON_IsString(item) ? parse_user(item->valuestring, &cfg.uid, &cfg.gid, err)
                                      : cordon_error_set(err, CORDON_E_INVALID, 0,
                                                         "config.user: must be \"UID:GID\"");
+        }
         else if (strcmp(key, "allow_unpinned") == 0 || strcmp(key, "allow_unsafe_local") == 0) {
             /* allow_unsafe_local is the host's consent to trusted-local; it
              * changes nothing here and is accepted for merged configs. */
@@ -238,8 +245,9 @@ static int config_parse(const char *json, struct runc_config *ret, struct cordon
                 cfg.allow_unpinned = cJSON_IsTrue(item);
         } else
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "config.%.64s: unknown key (known: runtime_path, root, image, "
-                                 "user, allow_unpinned, allow_unsafe_local)", key);
+                                 "config.%.*s: unknown key (known: runtime_path, root, image, "
+                                 "user, allow_unpinned, allow_unsafe_local)",
+                                 cordon_text_fit(key, 64), key);
         if (r < 0)
             goto out;
     }
@@ -350,8 +358,10 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
     }
     /* Bundle paths (base/bundles/<id>/...) must fit our fixed buffers. */
     if (strlen(res->base) > RUNC_PATH_MAX - 128) {
-        r = cordon_error_set(err, CORDON_E_LIMIT, 0, "state_dir: \"%.100s...\" is longer than "
-                             "%u bytes", sd, RUNC_PATH_MAX - 128 - 15);
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                             "state_dir: \"%.*s...\" is longer than "
+                             "%u bytes",
+                             cordon_text_fit(sd, 100), sd, RUNC_PATH_MAX - 128 - 15);
         goto out;
     }
     if ((r = check_init(host, err)) < 0 ||
@@ -414,6 +424,8 @@ static int limits_parse(const cJSON *obj, const char *field, struct runc_limits 
     uint64_t *ints[] = { &l.memory_bytes, &l.disk_bytes, &l.pids, &l.runtime_ms,
                          &l.max_output_bytes };
     const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(obj, "cpus");
+    struct cordon_disk_split disk;
+    char name[64];
     int r;
 
     if (!cJSON_IsObject(obj))
@@ -426,8 +438,6 @@ static int limits_parse(const cJSON *obj, const char *field, struct runc_limits 
                                 field);
     l.cpus = cpus->valuedouble;
     for (size_t i = 1; i < 6; i++) {
-        char name[64];
-
         snprintf(name, sizeof(name), "%s.%s", field, limit_keys[i]);
         r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(obj, limit_keys[i]), name, 1,
                            (uint64_t)CORDON_JSON_INT_MAX, ints[i - 1], err);
@@ -435,11 +445,14 @@ static int limits_parse(const cJSON *obj, const char *field, struct runc_limits 
             return r;
     }
     /* The kernel refuses a memory cgroup smaller than a few pages. */
-    if (l.memory_bytes < (4u << 20) || l.disk_bytes < 4096u)
+    if (l.memory_bytes < (4u << 20))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: memory_bytes must be at least 4 MiB and disk_bytes at least "
-                                "4096 (got %" PRIu64 ", %" PRIu64 ")", field, l.memory_bytes,
-                                l.disk_bytes);
+                                "%s.memory_bytes: must be at least 4 MiB (got %" PRIu64 ")", field,
+                                l.memory_bytes);
+    /* /workspace, /tmp and /dev/shm share disk_bytes: it must split. */
+    snprintf(name, sizeof(name), "%s.disk_bytes", field);
+    if ((r = cordon_disk_split(name, l.disk_bytes, &disk, err)) < 0)
+        return r;
     *ret = l;
     return 0;
 }
@@ -471,8 +484,8 @@ int runc__env_check(const cJSON *obj, const char *field, struct cordon_error *er
                                     RUNC_ENV_MAX);
         if (!env_name_valid(item->string))
             return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s: name \"%.64s\" must match [A-Za-z_][A-Za-z0-9_]*", field,
-                                    item->string);
+                                    "%s: name \"%.*s\" must match [A-Za-z_][A-Za-z0-9_]*", field,
+                                    cordon_text_fit(item->string, 64), item->string);
         if (!cJSON_IsString(item) || strlen(item->valuestring) > RUNC_ARG_BYTES_MAX)
             return cordon_error_set(err, CORDON_E_INVALID, 0,
                                     "%s.%s: must be a string of at most %u bytes", field,
@@ -530,9 +543,10 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
     item = cJSON_GetObjectItemCaseSensitive(st.doc, "root");
     if (item != NULL && (!cJSON_IsString(item) || strcmp(item->valuestring, res->cfg.root) != 0)) {
         r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                             "state.root: the execution lives under runtime root \"%.200s\", "
-                             "this config uses %s", cJSON_GetStringValue(item) ?: "?",
-                             res->cfg.root);
+                             "state.root: the execution lives under runtime root \"%.*s\", "
+                             "this config uses %s",
+                             cordon_text_fit(cJSON_GetStringValue(item) ?: "?", 200),
+                             cJSON_GetStringValue(item) ?: "?", res->cfg.root);
         goto out;
     }
     item = cJSON_GetObjectItemCaseSensitive(st.doc, "pid");
@@ -555,6 +569,21 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
     if (r < 0)
         goto out;
     st.gid = (gid_t)v;
+    /* A pooled uid is the one this execution holds, never another's. */
+    if (res->cfg.pooled) {
+        uid_t held = 0;
+
+        r = cordon_uid_held(NULL, res->host->host_instance_id, st.id, &held, err);
+        if (r < 0)
+            goto out;
+        if (r == 0 || held != st.uid || (uid_t)st.gid != held) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "state.uid: %u:%u is not the uid execution %s holds in the "
+                                 "uid pool", (unsigned)st.uid, (unsigned)st.gid, st.id);
+            goto out;
+        }
+        r = 0;
+    }
     item = cJSON_GetObjectItemCaseSensitive(st.doc, "layout");
     if (!cJSON_IsString(item) ||
         (strcmp(item->valuestring, "code") != 0 && strcmp(item->valuestring, "host") != 0)) {
@@ -601,7 +630,9 @@ static int read_pid_file(const char *bundle, pid_t *ret, struct cordon_error *er
         return r;
     v = strtol(text, &end, 10);
     r = v > 1 && v < 0x7fffffff && end != text
-            ? 0 : cordon_error_set(err, CORDON_E_PROVIDER, 0, "init.pid: \"%.20s\"", text);
+            ? 0
+            : cordon_error_set(err, CORDON_E_PROVIDER, 0, "init.pid: \"%.*s\"",
+                               cordon_text_fit(text, 20), text);
     if (r == 0)
         *ret = (pid_t)v;
     free(text);
@@ -616,6 +647,8 @@ struct prov {
     bool code;
     const cJSON *environment;
     uint64_t expires_at_ms;
+    uid_t uid;                   /* who the execution runs as */
+    gid_t gid;
 };
 
 static int spec_parse(const struct cordon_resource *res, const cJSON *spec, struct prov *ret,
@@ -704,8 +737,8 @@ static int state_build(const struct cordon_resource *res, const struct prov *p,
         cJSON_AddStringToObject(st, "runtime", res->runtime) == NULL ||
         cJSON_AddStringToObject(st, "root", res->cfg.root) == NULL ||
         cJSON_AddNumberToObject(st, "pid", (double)pid) == NULL ||
-        cJSON_AddNumberToObject(st, "uid", (double)res->cfg.uid) == NULL ||
-        cJSON_AddNumberToObject(st, "gid", (double)res->cfg.gid) == NULL ||
+        cJSON_AddNumberToObject(st, "uid", (double)p->uid) == NULL ||
+        cJSON_AddNumberToObject(st, "gid", (double)p->gid) == NULL ||
         cJSON_AddStringToObject(st, "layout", p->code ? "code" : "host") == NULL ||
         !limits_add(st, &p->limits) ||
         cJSON_AddNumberToObject(st, "expires_at_ms", (double)p->expires_at_ms) == NULL ||
@@ -732,7 +765,7 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
     uint64_t now;
     pid_t pid = 0;
     int pidfd = -1, root_fd = -1, ws_fd = -1, bfd = -1, r;
-    bool made_bundle = false, created = false;
+    bool made_bundle = false, created = false, took_uid = false;
 
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
@@ -770,12 +803,21 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
         goto out;
     }
     made_bundle = true;
+    /* The id is ours now: so is a uid of its own (or the one configured). */
+    p.uid = res->cfg.uid;
+    p.gid = res->cfg.gid;
+    if (res->cfg.pooled) {
+        if ((r = cordon_uid_take(NULL, res->host->host_instance_id, p.id, &p.uid, err)) < 0)
+            goto out;
+        took_uid = true;
+        p.gid = (gid_t)p.uid;
+    }
     in.execution_id = p.id;
     in.host_instance_id = res->host->host_instance_id;
     in.rootfs = rootfs;
     in.init_path = res->host->init_path;
-    in.uid = res->cfg.uid;
-    in.gid = res->cfg.gid;
+    in.uid = p.uid;
+    in.gid = p.gid;
     in.code_layout = p.code;
     in.limit_swap = res->memsw;
     in.limits = &p.limits;
@@ -828,14 +870,17 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
         goto out;
     if (p.code && ((r = runc__init_root(pidfd, pid, p.id, &root_fd, err)) < 0 ||
                    (r = runc__workspace_open(root_fd, &ws_fd, err)) < 0 ||
-                   (r = runc__workspace_layout(ws_fd, res->cfg.uid, res->cfg.gid, err)) < 0))
+                   (r = runc__workspace_layout(ws_fd, p.uid, p.gid, err)) < 0))
         goto out;
     r = state_build(res, &p, bundle, pid, digest, ret_state_json, err);
 out:
     if (r < 0 && created) {
-        runc__destroy(res, p.id, pid, NULL);
+        runc__destroy(res, p.id, pid, NULL); /* gives the uid back too */
         made_bundle = false;
+        took_uid = false;
     }
+    if (r < 0 && took_uid)
+        cordon_uid_give_back(NULL, res->host->host_instance_id, p.id, NULL);
     if (r < 0 && made_bundle)
         cordon_fs_remove_tree_path(bundle, NULL);
     runc__cmd_result_clear(&c);
@@ -871,6 +916,15 @@ static int runc_import_begin(struct cordon_resource *res, const char *state_json
     return 0;
 }
 
+/* The /workspace tmpfs's share of disk_bytes (config.c): the bound of an
+ * import, so that one too big fails by its size rather than halfway. */
+static uint64_t workspace_bytes(const struct runc_limits *l)
+{
+    struct cordon_disk_split d;
+
+    return cordon_disk_split(NULL, l->disk_bytes, &d, NULL) == 0 ? d.workspace_bytes : l->disk_bytes;
+}
+
 static int runc_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
                            int tar_fd, struct cordon_error *err)
 {
@@ -883,7 +937,7 @@ static int runc_import_tar(struct cordon_resource *res, const char *state_json, 
                                 "import_tar: resource and tar_fd required");
     r = runc_import_begin(res, state_json, &st, &ws_fd, &owner, err);
     if (r == 0)
-        r = cordon_tar_import_workspace(tar_fd, ws_fd, dest, &owner, st.limits.disk_bytes,
+        r = cordon_tar_import_workspace(tar_fd, ws_fd, dest, &owner, workspace_bytes(&st.limits),
                                         TAR_ENTRIES_MAX, err);
     if (ws_fd >= 0)
         close(ws_fd);
@@ -906,7 +960,7 @@ static int runc_import_files(struct cordon_resource *res, const char *state_json
     r = runc_import_begin(res, state_json, &st, &ws_fd, &owner, err);
     if (r == 0)
         r = cordon_files_import_workspace(files_json, data_fd, ws_fd, dest, &owner,
-                                          st.limits.disk_bytes, TAR_ENTRIES_MAX, err);
+                                          workspace_bytes(&st.limits), TAR_ENTRIES_MAX, err);
     if (ws_fd >= 0)
         close(ws_fd);
     runc__state_clear(&st);
@@ -939,6 +993,29 @@ out:
     return r;
 }
 
+/* export_files (ABI 1.2): only the named paths, whatever lies beside them. */
+static int runc_export_files(struct cordon_resource *res, const char *state_json,
+                             const char *paths_json, int tar_fd, struct cordon_error *err)
+{
+    struct runc_state st = { 0 };
+    struct cordon_tar_limits limits = { 0 };
+    int ws_fd = -1, r;
+
+    if (res == NULL || tar_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "export_files: resource and tar_fd required");
+    if ((r = runc__state_parse(res, state_json, true, &st, err)) == 0 &&
+        (r = runc__state_workspace(res, &st, &ws_fd, err)) == 0) {
+        limits.max_bytes = st.limits.disk_bytes;
+        limits.max_entries = TAR_ENTRIES_MAX;
+        r = cordon_tar_create_paths_fd(ws_fd, paths_json, tar_fd, &limits, NULL, err);
+    }
+    if (ws_fd >= 0)
+        close(ws_fd);
+    runc__state_clear(&st);
+    return r;
+}
+
 /* ---- terminate, reclaim, list ---------------------------------------------- */
 
 static int runc_terminate(struct cordon_resource *res, const char *state_json,
@@ -965,6 +1042,42 @@ static int runc_reclaim(struct cordon_resource *res, const char *execution_id,
     if (runc__check_id("execution_id", execution_id, err) < 0)
         return CORDON_E_INVALID;
     return runc__destroy(res, execution_id, 0, err);
+}
+
+/*
+ * The boundary (provider.h): the container's init, pinned first so that a
+ * recycled pid is never named (it must still be a member of the
+ * execution's cgroup). The host checks it against the observer's own
+ * namespaces.
+ */
+static int runc_boundary(struct cordon_resource *res, const char *state_json,
+                         char **ret_boundary_json, struct cordon_error *err)
+{
+    struct runc_state st = { 0 };
+    cJSON *doc = NULL, *arr;
+    int r, pidfd = -1;
+
+    if (res == NULL || ret_boundary_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "boundary: resource and ret_boundary_json required");
+    r = runc__state_parse(res, state_json, false, &st, err);
+    if (r == 0)
+        r = runc__init_pin(res, st.id, st.pid, &pidfd, err);
+    if (r < 0)
+        goto out;
+    doc = cJSON_CreateObject();
+    arr = doc != NULL ? cJSON_AddArrayToObject(doc, "pids") : NULL;
+    if (arr == NULL || !cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)st.pid))) {
+        r = runc__nomem(err, "boundary");
+        goto out;
+    }
+    r = cordon_json_print_host(res->host, doc, ret_boundary_json, err);
+out:
+    if (pidfd >= 0)
+        close(pidfd);
+    cJSON_Delete(doc);
+    runc__state_clear(&st);
+    return r;
 }
 
 static void add_unique(cJSON *ids, const char *id)
@@ -1098,8 +1211,14 @@ static char *mechanism_facts(const struct cordon_resource *res, const char *imag
     cJSON *m = cJSON_CreateObject();
     char user[32], *text = NULL;
 
-    snprintf(user, sizeof(user), "%u:%u", (unsigned)res->cfg.uid, (unsigned)res->cfg.gid);
+    if (res->cfg.pooled)
+        snprintf(user, sizeof(user), "per-execution");
+    else
+        snprintf(user, sizeof(user), "%u:%u", (unsigned)res->cfg.uid, (unsigned)res->cfg.gid);
     if (m != NULL && cJSON_AddStringToObject(m, "runtime", res->runtime_name) != NULL &&
+        (!res->cfg.pooled ||
+         (cJSON_AddNumberToObject(m, "uid_pool_base", CORDON_UID_BASE) != NULL &&
+          cJSON_AddNumberToObject(m, "uid_pool_size", CORDON_UID_COUNT) != NULL)) &&
         cJSON_AddStringToObject(m, "runtime_path", res->runtime) != NULL &&
         cJSON_AddStringToObject(m, "runtime_version", res->runtime_version) != NULL &&
         cJSON_AddStringToObject(m, "oci_spec_version", res->spec_version) != NULL &&
@@ -1228,10 +1347,12 @@ static const struct cordon_provider_v1 runc_provider = {
     .exec = runc__exec,
     .import_tar = runc_import_tar,
     .export_tar = runc_export_tar,
+    .export_files = runc_export_files,
     .terminate = runc_terminate,
     .reclaim = runc_reclaim,
     .list_executions = runc_list_executions,
     .import_files = runc_import_files,
+    .boundary = runc_boundary,
 };
 
 CORDON_PROVIDER_DEFINE(runc_provider)

@@ -19,13 +19,13 @@
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
 #include <cordon/sdk/json.h>
+#include <cordon/sdk/uid.h>
 
 #define RUNC_ID "runc"
 #define RUNC_INIT_IN_CONTAINER "/run/cordon-init"
 #define RUNC_CGROUP_PREFIX "/cordon-"   /* one top-level cgroup per execution: no shared parent left behind */
 #define RUNC_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 #define RUNC_CPU_PERIOD_US 100000u
-#define RUNC_TMP_MAX_BYTES (64ull << 20)   /* the /tmp tmpfs: min(disk_bytes, this) */
 
 /* The six limits of a spec, as carried in the state. */
 struct runc_limits {
@@ -53,8 +53,9 @@ struct runc_config {
     char *runtime_path;    /* as configured, or NULL */
     char *root;            /* the runtime's --root */
     char *image;           /* default image reference, or NULL */
-    uid_t uid;
+    uid_t uid;             /* config.user; with pooled, only the facts' fallback */
     gid_t gid;
+    bool pooled;           /* no config.user: each execution takes a uid of the pool */
     bool allow_unpinned;
 };
 
@@ -255,12 +256,11 @@ struct runc_rlimit {
     uint64_t value;
 };
 extern const struct runc_rlimit runc__rlimits[];
+/* l->value, or the calling process's hard limit when that is lower. */
+uint64_t runc__rlimit_value(const struct runc_rlimit *l);
 
 /* CPU quota in microseconds per RUNC_CPU_PERIOD_US for cpus (at least 1000). */
 uint64_t runc__cpu_quota_us(double cpus);
-
-/* Size of the /tmp tmpfs for a disk limit. */
-uint64_t runc__tmp_bytes(uint64_t disk_bytes);
 
 /* config.json as text (malloc'd). */
 int runc__spec_build(const struct runc_spec_in *in, char **ret_json, struct cordon_error *err);

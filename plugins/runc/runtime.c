@@ -168,7 +168,7 @@ void runc__cmd_message(const char *text, char *buf, size_t size)
             const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "msg"));
 
             if (msg != NULL)
-                snprintf(buf, size, "%.300s", msg);
+                snprintf(buf, size, "%.*s", cordon_text_fit(msg, 300), msg);
             cJSON_Delete(doc);
             best = NULL;
         } else if (n > 0) {
@@ -215,8 +215,8 @@ int runc__runtime_version(struct cordon_resource *res, struct cordon_error *err)
     if (r == 0 && sscanf(c.out, "%31s version %63s", res->runtime_name,
                          res->runtime_version) != 2)
         r = cordon_error_set(err, CORDON_E_UNAVAILABLE, 0,
-                             "runtime: %s --version printed \"%.80s\", not \"NAME version V\"",
-                             res->runtime, c.out);
+                             "runtime: %s --version printed \"%.*s\", not \"NAME version V\"",
+                             res->runtime, cordon_text_fit(c.out, 80), c.out);
     if (r == 0) {
         spec = strstr(c.out, "\nspec: ");
         if (spec == NULL || sscanf(spec, "\nspec: %31s", res->spec_version) != 1)

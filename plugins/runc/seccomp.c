@@ -10,13 +10,15 @@
  * kills a process that enters through another one (i386, x32), so the
  * numbers behind the names cannot be dodged.
  *
- * The rules are data (rules[] below), walked by two builders: the JSON
+ * The rules are data (rules[] below, then the sdk's socket-family
+ * allow-list, cordon/sdk/sandbox.h), walked by two builders: the JSON
  * profile the runtime compiles into the container's init, and the same
  * filter compiled here with libseccomp for processes the provider starts
  * in the container itself (exec.c): both go through the same library, in
  * the same order, so the two filters are the same program.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@
 
 #include <seccomp.h>
 
+#include <cordon/sdk/sandbox.h>
 #include "plugins/runc/runc.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -58,22 +61,10 @@ static const char *const denied[] = {
  * the filter cannot read, so it answers ENOSYS and libc falls back. */
 static const char *const clone_names[] = { "clone" };
 static const char *const clone3_names[] = { "clone3" };
-
-/* One rule of the profile: names refused with errno_ret; newuser limits
- * it to calls whose clone flags hold CLONE_NEWUSER. */
-struct rule {
-    const char *const *names;
-    size_t count;
-    int errno_ret;
-    bool newuser;
-    bool required;               /* the profile is refused if none resolves */
-};
-
-static const struct rule rules[] = {
-    { denied, COUNT(denied), EPERM, false, true },
-    { clone_names, COUNT(clone_names), EPERM, true, false },
-    { clone3_names, COUNT(clone3_names), ENOSYS, false, false },
-};
+/* A file lease makes every later open of the file by anyone, the host's
+ * export included, wait the kernel's lease-break time: F_SETLEASE is
+ * refused whatever the lease type. */
+static const char *const fcntl_names[] = { "fcntl", "fcntl64" };
 
 /* s390 passes clone's flags second. */
 #if defined(__s390__) || defined(__s390x__)
@@ -81,6 +72,32 @@ static const struct rule rules[] = {
 #else
 #define CLONE_FLAGS_ARG 0
 #endif
+#ifndef F_SETLEASE
+#define F_SETLEASE 1024
+#endif
+/* The kernel reads fcntl's cmd as 32 bits: compare only those, so that
+ * high bits set in the register cannot slip a lease past the rule. */
+#define CMD_MASK 0xffffffffull
+
+/* One rule of the profile: names refused with errno_ret; when masked,
+ * only calls whose argument arg has (value & mask) == match. */
+struct rule {
+    const char *const *names;
+    size_t count;
+    int errno_ret;
+    bool masked;
+    unsigned arg;
+    uint64_t mask, match;
+    bool required;               /* the profile is refused if none resolves */
+};
+
+static const struct rule rules[] = {
+    { denied, COUNT(denied), EPERM, false, 0, 0, 0, true },
+    { clone_names, COUNT(clone_names), EPERM, true, CLONE_FLAGS_ARG, CLONE_NEWUSER, CLONE_NEWUSER,
+      false },
+    { clone3_names, COUNT(clone3_names), ENOSYS, false, 0, 0, 0, false },
+    { fcntl_names, COUNT(fcntl_names), EPERM, true, 1, CMD_MASK, F_SETLEASE, true },
+};
 
 static int nomem(struct cordon_error *err)
 {
@@ -108,13 +125,14 @@ static cJSON *json_rule(const struct rule *ru)
         if (seccomp_syscall_resolve_name(ru->names[i]) >= 0 &&
             !cJSON_AddItemToArray(names, cJSON_CreateString(ru->names[i])))
             goto nomem;
-    if (!ru->newuser)
+    if (!ru->masked)
         return rule;
+    /* OCI's SCMP_CMP_MASKED_EQ: value is the mask, valueTwo the datum. */
     if ((args = cJSON_AddArrayToObject(rule, "args")) == NULL ||
         (arg = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(args, arg) ||
-        cJSON_AddNumberToObject(arg, "index", CLONE_FLAGS_ARG) == NULL ||
-        cJSON_AddNumberToObject(arg, "value", CLONE_NEWUSER) == NULL ||
-        cJSON_AddNumberToObject(arg, "valueTwo", CLONE_NEWUSER) == NULL ||
+        cJSON_AddNumberToObject(arg, "index", ru->arg) == NULL ||
+        cJSON_AddNumberToObject(arg, "value", (double)ru->mask) == NULL ||
+        cJSON_AddNumberToObject(arg, "valueTwo", (double)ru->match) == NULL ||
         cJSON_AddStringToObject(arg, "op", "SCMP_CMP_MASKED_EQ") == NULL)
         goto nomem;
     return rule;
@@ -135,6 +153,7 @@ int runc__seccomp_denied_count(void)
 int runc__seccomp_profile(cJSON **ret, struct cordon_error *err)
 {
     cJSON *profile = cJSON_CreateObject(), *syscalls, *rule;
+    int rc;
 
     if (profile == NULL ||
         cJSON_AddStringToObject(profile, "defaultAction", "SCMP_ACT_ALLOW") == NULL ||
@@ -157,6 +176,11 @@ int runc__seccomp_profile(cJSON **ret, struct cordon_error *err)
             cJSON_Delete(rule);
             goto nomem;
         }
+    }
+    /* Network "none" means no family reaches outside: the allow-list. */
+    if ((rc = cordon_socket_rules_oci(syscalls, err)) < 0) {
+        cJSON_Delete(profile);
+        return rc;
     }
     *ret = profile;
     return 0;
@@ -197,6 +221,45 @@ static int bpf_export(scmp_filter_ctx ctx, struct runc_bpf *ret, struct cordon_e
     return 0;
 }
 
+static enum scmp_compare scmp_op(enum cordon_seccomp_op op)
+{
+    switch (op) {
+    case CORDON_SECCOMP_EQ:
+        return SCMP_CMP_EQ;
+    case CORDON_SECCOMP_NE:
+        return SCMP_CMP_NE;
+    case CORDON_SECCOMP_GE:
+        return SCMP_CMP_GE;
+    }
+    return _SCMP_CMP_MIN;
+}
+
+/* The sdk's socket rules, as cordon_socket_rules_oci lists them for the
+ * runtime: socket, then socketpair, rule by rule. 0 or -errno. */
+static int socket_rules_add(scmp_filter_ctx ctx)
+{
+    static const char *const names[] = { "socket", "socketpair" };
+    struct cordon_socket_rule sr[CORDON_SOCKET_RULES_MAX];
+    size_t n = cordon_socket_rules(sr, COUNT(sr));
+    int rc = n > 0 ? 0 : -E2BIG;
+
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct scmp_arg_cmp cmp[CORDON_SOCKET_RULE_ARGS];
+
+        for (unsigned k = 0; k < sr[i].nargs; k++)
+            cmp[k] = (struct scmp_arg_cmp){ sr[i].args[k].index, scmp_op(sr[i].args[k].op),
+                                            sr[i].args[k].value, 0 };
+        for (size_t k = 0; k < (sr[i].socketpair ? 2u : 1u) && rc == 0; k++) {
+            int nr = seccomp_syscall_resolve_name(names[k]);
+
+            if (nr >= 0)
+                rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO((unsigned)sr[i].errno_ret), nr,
+                                            sr[i].nargs, cmp);
+        }
+    }
+    return rc;
+}
+
 /*
  * The filter the runtime builds from runc__seccomp_profile, built the way
  * it builds it: an allowing default, this architecture only (libseccomp
@@ -222,10 +285,10 @@ int runc__seccomp_bpf(struct runc_bpf *ret, struct cordon_error *err)
             if (nr < 0)
                 continue;
             kept++;
-            rc = ru->newuser
+            rc = ru->masked
                      ? seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)ru->errno_ret), nr, 1,
-                                        SCMP_CMP(CLONE_FLAGS_ARG, SCMP_CMP_MASKED_EQ,
-                                                 CLONE_NEWUSER, CLONE_NEWUSER))
+                                        SCMP_CMP(ru->arg, SCMP_CMP_MASKED_EQ, ru->mask,
+                                                 ru->match))
                      : seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)ru->errno_ret), nr, 0);
         }
         if (rc == 0 && kept == 0 && ru->required)
@@ -233,6 +296,8 @@ int runc__seccomp_bpf(struct runc_bpf *ret, struct cordon_error *err)
         if (r < 0)
             break;
     }
+    if (r == 0 && rc == 0)
+        rc = socket_rules_add(ctx);
     if (r == 0 && rc != 0)
         r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: building the filter: %s",
                              strerror(-rc));

@@ -46,8 +46,11 @@
 #include <cordon/sdk/json.h>
 #include <cordon/sdk/observe.h>
 #include <cordon/sdk/path.h>
+#include <cordon/sdk/relay.h>
 #include <cordon/sdk/runner.h>
 #include <cordon/sdk/tar.h>
+#include <cordon/sdk/sandbox.h>
+#include <cordon/sdk/uid.h>
 
 #define TL_ID "trusted-local"
 #define TL_ROOT_DEFAULT_PRIVILEGED "/run/cordon/trusted-local"
@@ -79,6 +82,7 @@ struct tl_config {
     bool seccomp;
     bool run_as_set;     /* "run_as" was given */
     bool switch_user;    /* euid 0: children switch to uid:gid */
+    bool pooled;         /* each execution takes a uid of its own from the pool */
     uid_t uid;           /* the sandbox user (the current user when not root) */
     gid_t gid;
     uid_t run_as_uid;    /* as configured, for the facts */
@@ -115,7 +119,7 @@ struct tl_state {
 
 /* What the child needs, prepared in the parent: the child may not allocate. */
 struct tl_child {
-    struct { int resource; rlim_t value; } limits[6];
+    struct { int resource; rlim_t value; } limits[7];
     int n_limits;
     bool switch_user;
     uid_t uid;
@@ -166,8 +170,8 @@ static int tl_check_id(const char *field, const char *id, struct cordon_error *e
 {
     if (!tl_id_valid(id))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: \"%.80s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}",
-                                field, id != NULL ? id : "");
+                                "%s: \"%.*s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}", field,
+                                cordon_text_fit(id != NULL ? id : "", 80), id != NULL ? id : "");
     return 0;
 }
 
@@ -229,7 +233,8 @@ static int tl_parse_run_as(const char *text, uid_t *ret_uid, gid_t *ret_gid,
     return 0;
 bad:
     return cordon_error_set(err, CORDON_E_INVALID, 0,
-                            "config.run_as: \"%.64s\" must be \"UID:GID\" in decimal", text);
+                            "config.run_as: \"%.*s\" must be \"UID:GID\" in decimal",
+                            cordon_text_fit(text, 64), text);
 }
 
 /* ---- config ------------------------------------------------------------- */
@@ -291,8 +296,9 @@ static int tl_config_parse(const struct cordon_host_v1 *host, const char *json,
             cfg.run_as_set = true;
         } else {
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "config.%.64s: unknown key (known: allow_unsafe_local, root, "
-                                 "run_as, seccomp)", key);
+                                 "config.%.*s: unknown key (known: allow_unsafe_local, root, "
+                                 "run_as, seccomp)",
+                                 cordon_text_fit(key, 64), key);
             goto out;
         }
     }
@@ -302,6 +308,9 @@ static int tl_config_parse(const struct cordon_host_v1 *host, const char *json,
     /* Only root can switch users; otherwise the sandbox is the current user. */
     cfg.switch_user = geteuid() == 0;
     cfg.uid = cfg.switch_user ? cfg.run_as_uid : geteuid();
+    /* As root and with no run_as, every execution runs as a uid of its own:
+     * per-user kernel limits and "kill every process of my uid" stay inside. */
+    cfg.pooled = cfg.switch_user && !cfg.run_as_set;
     cfg.gid = cfg.switch_user ? cfg.run_as_gid : getegid();
 
     if (root != NULL) {
@@ -398,6 +407,45 @@ static const char *const tl_denied_syscalls[] = {
     "acct", "open_by_handle_at", "name_to_handle_at",
 };
 
+static enum scmp_compare tl_scmp_op(enum cordon_seccomp_op op)
+{
+    switch (op) {
+    case CORDON_SECCOMP_EQ:
+        return SCMP_CMP_EQ;
+    case CORDON_SECCOMP_NE:
+        return SCMP_CMP_NE;
+    case CORDON_SECCOMP_GE:
+        return SCMP_CMP_GE;
+    }
+    return _SCMP_CMP_MIN;
+}
+
+/* cordon_socket_rules on socket, and on socketpair where a rule says so;
+ * 0 or -errno. */
+static int tl_socket_rules_add(scmp_filter_ctx ctx)
+{
+    static const char *const names[] = { "socket", "socketpair" };
+    struct cordon_socket_rule sr[CORDON_SOCKET_RULES_MAX];
+    size_t n = cordon_socket_rules(sr, sizeof(sr) / sizeof(sr[0]));
+    int rc = n > 0 ? 0 : -E2BIG;
+
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct scmp_arg_cmp cmp[CORDON_SOCKET_RULE_ARGS];
+
+        for (unsigned k = 0; k < sr[i].nargs; k++)
+            cmp[k] = (struct scmp_arg_cmp){ sr[i].args[k].index, tl_scmp_op(sr[i].args[k].op),
+                                            sr[i].args[k].value, 0 };
+        for (size_t k = 0; k < (sr[i].socketpair ? 2u : 1u) && rc == 0; k++) {
+            int nr = seccomp_syscall_resolve_name(names[k]);
+
+            if (nr >= 0)
+                rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO((unsigned)sr[i].errno_ret), nr,
+                                            sr[i].nargs, cmp);
+        }
+    }
+    return rc;
+}
+
 /*
  * Build the filter with libseccomp in the parent and keep the raw BPF, so
  * that the child needs only prctl(PR_SET_SECCOMP).
@@ -442,8 +490,26 @@ static int tl_seccomp_build(struct sock_fprog *ret, struct cordon_error *err)
         if (nr >= 0)
             rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
     }
+    /* A file lease would make the host's export wait the lease-break time
+     * (or fail): F_SETLEASE is refused, the low 32 bits of cmd compared, as
+     * the kernel reads them. */
+    for (i = 0; rc >= 0 && i < 2; i++) {
+        nr = seccomp_syscall_resolve_name(i == 0 ? "fcntl" : "fcntl64");
+        if (nr >= 0)
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                                  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffull, F_SETLEASE));
+    }
     if (rc < 0) {
-        r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: clone rules: %s",
+        r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: clone and fcntl rules: %s",
+                             strerror(-rc));
+        goto out;
+    }
+    /* The sdk's socket-family allow-list, as docker and runc have it. The
+     * host's network stays in reach (AF_INET, AF_INET6: nothing here is
+     * contained), but AF_VSOCK, AF_PACKET, netlink uevents and the rest are
+     * refused: cheap, and no program of the documented kind needs them. */
+    if ((rc = tl_socket_rules_add(ctx)) < 0) {
+        r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: socket rules: %s",
                              strerror(-rc));
         goto out;
     }
@@ -609,13 +675,16 @@ static bool tl_cwd_under(pid_t pid, const char *dir, size_t dlen)
 }
 
 /*
- * Kill, best effort, every process of the sandbox user whose working
- * directory lies in the execution area: what escaped the runner's
- * process-group kill with setsid() and stayed there. A process that moved
- * elsewhere is not found; the facts say process_contained false.
+ * Kill what escaped the runner's process-group kill with setsid(). With a
+ * uid of the pool, the uid is the execution's alone: every process of it,
+ * wherever it went. With a configured run_as shared by every execution,
+ * only those whose working directory lies in the execution area; one that
+ * moved elsewhere is not found (the facts say process_contained false).
  */
 static void tl_sweep(const char *dir, uid_t uid)
 {
+    bool own_uid = cordon_uid_in_pool(uid);
+
     size_t dlen = strlen(dir);
     int pass;
 
@@ -636,13 +705,15 @@ static void tl_sweep(const char *dir, uid_t uid)
             if (*end != '\0' || pid <= 0 || pid == (long)getpid())
                 continue;
             snprintf(path, sizeof(path), "/proc/%ld", pid);
-            if (stat(path, &st) != 0 || st.st_uid != uid || !tl_cwd_under((pid_t)pid, dir, dlen))
+            if (stat(path, &st) != 0 || st.st_uid != uid ||
+                (!own_uid && !tl_cwd_under((pid_t)pid, dir, dlen)))
                 continue;
             /* Pin the process, then look again: the pid may have been reused. */
             pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
             if (pidfd < 0)
                 continue;
-            if (tl_cwd_under((pid_t)pid, dir, dlen) &&
+            if ((own_uid ? stat(path, &st) == 0 && st.st_uid == uid
+                         : tl_cwd_under((pid_t)pid, dir, dlen)) &&
                 syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
                 killed++;
             close(pidfd);
@@ -719,8 +790,8 @@ static int tl_env_object_check(const cJSON *obj, const char *field, struct cordo
                                     TL_ENV_MAX);
         if (!tl_env_name_valid(item->string))
             return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s: name \"%.64s\" must match [A-Za-z_][A-Za-z0-9_]*", field,
-                                    item->string);
+                                    "%s: name \"%.*s\" must match [A-Za-z_][A-Za-z0-9_]*", field,
+                                    cordon_text_fit(item->string, 64), item->string);
         if (!cJSON_IsString(item) || strlen(item->valuestring) > TL_ARG_BYTES_MAX)
             return cordon_error_set(err, CORDON_E_INVALID, 0,
                                     "%s.%s: must be a string of at most %u bytes", field,
@@ -823,6 +894,21 @@ static int tl_state_parse(const struct cordon_resource *res, const char *json, b
         if (r < 0)
             goto out;
     }
+    /* A pooled uid is the one this execution holds, never another's. */
+    if (res->cfg.pooled) {
+        uid_t held = 0;
+
+        r = cordon_uid_held(NULL, res->host->host_instance_id, st.execution_id, &held, err);
+        if (r < 0)
+            goto out;
+        if (r == 0 || held != st.uid || (uid_t)st.gid != held) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "state.uid: %u:%u is not the uid execution %s holds in the "
+                                 "uid pool", (unsigned)st.uid, (unsigned)st.gid, st.execution_id);
+            goto out;
+        }
+        r = 0;
+    }
     /* The sandbox may be root only when nobody switches users. */
     if (res->cfg.switch_user && (st.uid == 0 || st.gid == 0)) {
         r = cordon_error_set(err, CORDON_E_INVALID, 0,
@@ -892,8 +978,13 @@ static char *tl_mechanism_facts(const struct tl_config *cfg, bool area_tmpfs)
     char run_as[32];
     char *text = NULL;
 
-    snprintf(run_as, sizeof(run_as), "%u:%u", (unsigned)cfg->uid, (unsigned)cfg->gid);
+    if (cfg->pooled)
+        snprintf(run_as, sizeof(run_as), "per-execution");
+    else
+        snprintf(run_as, sizeof(run_as), "%u:%u", (unsigned)cfg->uid, (unsigned)cfg->gid);
     if (obj != NULL && cJSON_AddNumberToObject(obj, "euid", (double)geteuid()) != NULL &&
+        (!cfg->pooled || (cJSON_AddNumberToObject(obj, "uid_pool_base", CORDON_UID_BASE) != NULL &&
+                          cJSON_AddNumberToObject(obj, "uid_pool_size", CORDON_UID_COUNT) != NULL)) &&
         cJSON_AddStringToObject(obj, "run_as", run_as) != NULL &&
         cJSON_AddBoolToObject(obj, "seccomp", cfg->seccomp) != NULL &&
         cJSON_AddStringToObject(obj, "root", cfg->root) != NULL &&
@@ -1106,11 +1197,12 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
 {
     cJSON *spec = NULL, *state = NULL, *item;
     struct tl_resources limits;
+    struct tl_config cfg;
     const char *id, *layout = "code";
     char *dir = NULL, *ws = NULL;
     uint64_t expires_at_ms, now = cordon_now_wall_ms();
     int root_fd = -1, dir_fd = -1, r;
-    bool created = false, code;
+    bool created = false, took_uid = false, code;
 
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
@@ -1200,6 +1292,13 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
         goto out;
     }
     created = true;
+    cfg = res->cfg;
+    if (cfg.pooled) {
+        if ((r = cordon_uid_take(NULL, res->host->host_instance_id, id, &cfg.uid, err)) < 0)
+            goto out;
+        took_uid = true;
+        cfg.gid = (gid_t)cfg.uid;
+    }
     tl_area_mount(dir, limits.disk_bytes);
     /* 0711: the sandbox user may pass through but not list or change it. */
     dir_fd = openat(root_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -1207,7 +1306,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
         r = cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", dir, strerror(errno));
         goto out;
     }
-    r = tl_make_workspace(dir_fd, &res->cfg, code, err);
+    r = tl_make_workspace(dir_fd, &cfg, code, err);
     if (r < 0)
         goto out;
     /* Whose execution this is, so that list_executions (cordon gc) never
@@ -1221,8 +1320,8 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
     if (state == NULL || cJSON_AddStringToObject(state, "execution_id", id) == NULL ||
         cJSON_AddStringToObject(state, "dir", dir) == NULL ||
         cJSON_AddStringToObject(state, "workspace", ws) == NULL ||
-        cJSON_AddNumberToObject(state, "uid", (double)res->cfg.uid) == NULL ||
-        cJSON_AddNumberToObject(state, "gid", (double)res->cfg.gid) == NULL ||
+        cJSON_AddNumberToObject(state, "uid", (double)cfg.uid) == NULL ||
+        cJSON_AddNumberToObject(state, "gid", (double)cfg.gid) == NULL ||
         cJSON_AddStringToObject(state, "layout", layout) == NULL ||
         !tl_resources_add(state, &limits) ||
         cJSON_AddNumberToObject(state, "expires_at_ms", (double)expires_at_ms) == NULL) {
@@ -1242,6 +1341,8 @@ out:
         tl_area_unmount(dir);
         cordon_fs_remove_tree(root_fd, id, NULL);
     }
+    if (r < 0 && took_uid)
+        cordon_uid_give_back(NULL, res->host->host_instance_id, id, NULL);
     if (root_fd >= 0)
         close(root_fd);
     cJSON_Delete(state);
@@ -1548,6 +1649,10 @@ static void tl_child_prepare(const struct cordon_resource *res, const struct tl_
     c->limits[c->n_limits++].value = 0;
     c->limits[c->n_limits].resource = RLIMIT_NOFILE;
     c->limits[c->n_limits++].value = 1024;
+    /* The usual stack, not the caller's: `ulimit -s unlimited` would
+     * change how the process lays out its memory. */
+    c->limits[c->n_limits].resource = RLIMIT_STACK;
+    c->limits[c->n_limits++].value = 8u << 20;
     c->switch_user = geteuid() == 0;
     /* RLIMIT_NPROC counts every process of the real uid: it is a pids
      * limit only for a dedicated sandbox uid, not for the current user. */
@@ -1605,8 +1710,9 @@ static int tl_exec(struct cordon_resource *res, const char *state_json, const ch
     struct tl_child child;
     struct cordon_runner_opts opts;
     struct cordon_exec_outcome outcome = { 0 };
+    struct cordon_relay *relay = NULL;
     uint64_t now, remaining, timeout;
-    int ws_fd = -1, null_out = -1, r;
+    int ws_fd = -1, null_out = -1, stdin_fd = -1, r;
     bool ran = false;
 
     if (res == NULL || io == NULL || ret_result_json == NULL ||
@@ -1645,12 +1751,15 @@ static int tl_exec(struct cordon_resource *res, const char *state_json, const ch
             goto out;
         }
     }
+    /* A terminal or a directory as stdin is relayed, never handed over. */
+    if (io->stdin_fd >= 0 && (r = cordon_relay_open(io->stdin_fd, 0, &stdin_fd, &relay, err)) < 0)
+        goto out;
     tl_child_prepare(res, &st, &child);
     cordon_runner_opts_init(&opts);
     opts.argv = rq.argv;
     opts.envp = (const char *const *)rq.env.entries;
     opts.cwd = rq.cwd;
-    opts.stdin_fd = io->stdin_fd;
+    opts.stdin_fd = stdin_fd;
     opts.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : null_out;
     opts.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_out;
     opts.timeout_ms = timeout;
@@ -1660,10 +1769,13 @@ static int tl_exec(struct cordon_resource *res, const char *state_json, const ch
     opts.child_setup_arg = &child;
     ran = true;
     r = cordon_runner_run(&opts, &outcome, err);
+    cordon_relay_close(relay);   /* the process ended: so does its stdin */
+    relay = NULL;
     if (r < 0)
         goto out;
     r = tl_result(res->host, &outcome, ret_result_json, err);
 out:
+    cordon_relay_close(relay);
     /* setsid() escapes the runner's group kill; look for what stayed. */
     if (ran)
         tl_sweep(st.dir, st.uid);
@@ -1767,14 +1879,50 @@ out:
     return r;
 }
 
+/* export_files (ABI 1.2): only the named paths, whatever lies beside them. */
+static int tl_export_files(struct cordon_resource *res, const char *state_json,
+                           const char *paths_json, int tar_fd, struct cordon_error *err)
+{
+    struct tl_state st = { 0 };
+    struct cordon_tar_limits limits = { 0 };
+    int ws_fd = -1, r;
+
+    if (res == NULL || tar_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "export_files: resource and tar_fd required");
+    r = tl_state_parse(res, state_json, true, &st, err);
+    if (r == 0)
+        r = tl_open_workspace(&st, &ws_fd, err);
+    if (r == 0) {
+        limits.max_bytes = st.res.disk_bytes;
+        limits.max_entries = TL_TAR_ENTRIES_MAX;
+        r = cordon_tar_create_paths_fd(ws_fd, paths_json, tar_fd, &limits, NULL, err);
+    }
+    if (ws_fd >= 0)
+        close(ws_fd);
+    tl_state_clear(&st);
+    return r;
+}
+
 /* ---- terminate and reclaim ---------------------------------------------- */
 
-/* Kill what is left in the area and remove it; missing is success. */
-static int tl_destroy(const char *dir, uid_t uid, struct cordon_error *err)
+/* Kill what is left in the area and remove it; missing is success. The
+ * execution's uid goes back to the pool only once nothing runs as it. */
+static int tl_destroy(const struct cordon_resource *res, const char *dir, const char *id,
+                      uid_t uid, struct cordon_error *err)
 {
+    const char *host = res->host->host_instance_id;
+    uid_t held;
+    int r;
+
+    if (cordon_uid_held(NULL, host, id, &held, NULL) == 1)
+        uid = held;
     tl_sweep(dir, uid);
     tl_area_unmount(dir);
-    return cordon_fs_remove_tree_path(dir, err);
+    r = cordon_fs_remove_tree_path(dir, err);
+    if (r == 0 && cordon_uid_in_pool(uid))
+        r = cordon_uid_give_back(NULL, host, id, err);
+    return r;
 }
 
 static int tl_terminate(struct cordon_resource *res, const char *state_json,
@@ -1794,7 +1942,7 @@ static int tl_terminate(struct cordon_resource *res, const char *state_json,
     if (r == 0) {
         cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 0,
                     0xfffffffeu, &uid, &ignored);
-        r = tl_destroy(st.dir, (uid_t)uid, err);
+        r = tl_destroy(res, st.dir, st.execution_id, (uid_t)uid, err);
     }
     tl_state_clear(&st);
     return r;
@@ -1812,7 +1960,7 @@ static int tl_reclaim(struct cordon_resource *res, const char *execution_id,
     if (r == 0)
         r = tl_paths(res, execution_id, &dir, NULL, err);
     if (r == 0)
-        r = tl_destroy(dir, res->cfg.uid, err);
+        r = tl_destroy(res, dir, execution_id, res->cfg.uid, err);
     free(dir);
     return r;
 }
@@ -1870,6 +2018,7 @@ static const struct cordon_provider_v1 tl_provider = {
     .exec = tl_exec,
     .import_tar = tl_import_tar,
     .export_tar = tl_export_tar,
+    .export_files = tl_export_files,
     .terminate = tl_terminate,
     .reclaim = tl_reclaim,
     .list_executions = tl_list_executions,

@@ -6,4 +6,14 @@
  * needle; -1 when /proc cannot be read. */
 int test_count_processes(const char *needle);
 
+/* A shell prefix that builds /tmp/ino in a sandbox with a C compiler: "hold" takes inotify instances until the
+ * per-user limit refuses, writes the count to /tmp/n and waits; "try" prints
+ * 1 when it gets one. */
+#define TEST_INOTIFY_PROGRAM                                                                         \
+    "printf '%s\\n' '#include <stdio.h>' '#include <string.h>' '#include <unistd.h>' "             \
+    "'#include <sys/inotify.h>' 'int main(int c, char **v) { int n = 0; FILE *f;' "             \
+    "'if (strcmp(v[1], \"try\") == 0) { printf(\"%d\\n\", inotify_init1(0) >= 0); return 0; }' "  \
+    "'while (inotify_init1(0) >= 0) n++; f = fopen(\"/tmp/n\", \"w\"); fprintf(f, \"%d\", n);' "    \
+    "'fclose(f); sleep(60); return 0; }' > /tmp/ino.c && cc -o /tmp/ino /tmp/ino.c && "
+
 #endif

@@ -114,6 +114,68 @@ static const char *status_field(const char *status, const char *name, char *buf,
     return NULL;
 }
 
+/* The observer's report from inside state (imported and run there). */
+static cJSON *report_inside(const char *state)
+{
+    const char *argv[] = { "./cordon-observe", NULL };
+    struct cordon_exec_outcome out;
+    char msg[600], *text;
+    cJSON *report;
+    int tar = contract_observer_tar();
+
+    cr_assert_eq(contract_import(state, "", tar, msg, sizeof(msg)), 0,
+                 "importing the observer failed: %s", msg);
+    close(tar);
+    cr_assert_eq(contract_exec(state, argv, NULL, &out, msg, sizeof(msg)), 0,
+                 "the provider could not run the observer: %s", msg);
+    text = contract_stream_text(&out.out);
+    cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0,
+              "the observer did not run (%s %d)", cordon_run_status_name(out.status),
+              out.exit_code);
+    report = cJSON_Parse(text);
+    cr_assert(cJSON_IsObject(report), "the observer's report is not JSON: %.200s", text);
+    free(text);
+    cordon_exec_outcome_clear(&out);
+    return report;
+}
+
+/* True when gVisor's Sentry answers the sandbox: its kernel log's first
+ * line, at time 0 (no process on the host's kernel can show it). */
+static bool answered_by_gvisor(const cJSON *report)
+{
+    const char *klog = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(report, "kernel"), "klog_first"));
+
+    return klog != NULL && klog[0] == '[' &&
+           strcmp(klog + 1 + strspn(klog + 1, " "), "0.000000] Starting gVisor...") == 0;
+}
+
+/*
+ * Under gVisor an attack that got an answer inside got it from the Sentry,
+ * not the host's kernel: it counts as stopped only where the suite's own
+ * observation, from outside on the boundary, shows that every check named
+ * held (docs/observation.md). Asserts; logs what it relied on.
+ */
+static void require_outside(const char *axis, const char *const *checks, const char *what)
+{
+    cJSON *observed = contract_observe();
+    const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(observed, "isolation"), "mechanism_kind"));
+
+    cr_assert(kind != NULL && strcmp(kind, "gvisor") == 0,
+              "%s inside, and the suite's observation saw kernel %s, not gVisor's", what,
+              kind != NULL ? kind : "none");
+    for (size_t i = 0; checks[i] != NULL; i++) {
+        const cJSON *c = contract_observed_check(observed, axis, checks[i]);
+
+        cr_assert(c != NULL && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "ok")),
+                  "%s inside gVisor, and from outside %s does not hold: %s", what, checks[i],
+                  c != NULL ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "detail")) : "not checked");
+    }
+    cr_log_info("%s inside gVisor's Sentry; from outside the boundary holds (%s...)", what, checks[0]);
+    cJSON_Delete(observed);
+}
+
 Test(contract, attack_privileges_are_not_held)
 {
     const char *id_argv[] = { "id", "-u", NULL };
@@ -143,61 +205,44 @@ Test(contract, attack_privileges_are_not_held)
               "no CapEff line in /proc/self/status inside");
     cr_expect(strtoull(capeff, NULL, 16) == 0,
               "privilege_escalation_blocked is claimed, but CapEff inside is %s", capeff);
-    cr_assert(status_field(text, "NoNewPrivs", nnp, sizeof(nnp)) != NULL,
-              "no NoNewPrivs line in /proc/self/status inside");
-    cr_expect_str_eq(nnp, "1",
-                     "privilege_escalation_blocked is claimed, but NoNewPrivs inside is %s", nnp);
+    if (status_field(text, "NoNewPrivs", nnp, sizeof(nnp)) != NULL) {
+        cr_expect_str_eq(nnp, "1",
+                         "privilege_escalation_blocked is claimed, but NoNewPrivs inside is %s", nnp);
+    } else {
+        /* gVisor's status has no such line: its kernel still answers
+         * prctl, and the Sentry's own confinement is seen from outside. */
+        static const char *const outside[] = { "boundary_verified", "boundary_no_new_privs",
+                                               "boundary_uid_not_root", "boundary_caps_not_host", NULL };
+        cJSON *report = report_inside(state);
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(report, "prctl"),
+                                                          "no_new_privs");
+
+        cr_assert(answered_by_gvisor(report), "no NoNewPrivs line in /proc/self/status inside");
+        cr_expect(cJSON_IsNumber(v) && v->valuedouble == 1,
+                  "privilege_escalation_blocked is claimed, but PR_GET_NO_NEW_PRIVS inside is not 1");
+        require_outside(CORDON_AXIS_PRIVESC_BLOCKED, outside, "no NoNewPrivs line in /proc/self/status");
+        cJSON_Delete(report);
+    }
     free(text);
     cordon_exec_outcome_clear(&out);
     cJSON_Delete(facts);
 }
 
-/* A tar stream holding the observer as "cordon-observe", mode 0755. */
-static int observer_tar(void)
-{
-    struct cordon_tar_writer *w = NULL;
-    struct cordon_error err;
-    struct stat st;
-    int fd, tar = contract_temp_fd();
-
-    fd = open(contract.observer_path, O_RDONLY | O_CLOEXEC);
-    cr_assert(fd >= 0, "open the observer %s: %s", contract.observer_path, strerror(errno));
-    cr_assert_eq(fstat(fd, &st), 0);
-    cordon_error_init(&err);
-    cr_assert_eq(cordon_tar_writer_open(tar, &w, &err), 0, "tar writer: %s", err.message);
-    cr_assert_eq(cordon_tar_writer_add_fd(w, "cordon-observe", fd, (uint64_t)st.st_size, 0755, &err),
-                 0, "tar writer: %s", err.message);
-    cr_assert_eq(cordon_tar_writer_close(w, &err), 0, "tar writer: %s", err.message);
-    close(fd);
-    cr_assert_eq(lseek(tar, 0, SEEK_SET), 0);
-    return tar;
-}
-
 Test(contract, attack_forbidden_syscalls_are_refused)
 {
     static const char *const forbidden[] = { "keyctl", "bpf", "mount", "unshare_user",
-                                              "io_uring_setup" };
-    const char *argv[] = { "./cordon-observe", NULL };
-    struct cordon_exec_outcome out;
-    char msg[600];
+                                              "io_uring_setup", "file_lease" };
+    static const char *const families[] = { "vsock", "packet", "xdp", "bluetooth", "can", "nfc",
+                                            "qipcrtr", "rds", "netlink_uevent" };
+    static const char *const outside[] = { "boundary_verified", "boundary_serves_syscalls",
+                                           "boundary_seccomp_filter", NULL };
     cJSON *facts = contract_require_claim(CORDON_AXIS_SYSCALLS_RESTRICTED);
     const char *state = contract_provision(NULL, "host");
     const cJSON *calls, *c;
+    char answered[160] = "";
     cJSON *report;
-    char *text;
-    int tar = observer_tar();
 
-    cr_assert_eq(contract_import(state, "", tar, msg, sizeof(msg)), 0,
-                 "importing the observer failed: %s", msg);
-    close(tar);
-    cr_assert_eq(contract_exec(state, argv, NULL, &out, msg, sizeof(msg)), 0,
-                 "the provider could not run the observer: %s", msg);
-    text = contract_stream_text(&out.out);
-    cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0,
-              "the observer did not run (%s %d)", cordon_run_status_name(out.status),
-              out.exit_code);
-    report = cJSON_Parse(text);
-    cr_assert(cJSON_IsObject(report), "the observer's report is not JSON: %.200s", text);
+    report = report_inside(state);
     calls = cJSON_GetObjectItemCaseSensitive(report, "syscalls");
     for (size_t i = 0; i < sizeof(forbidden) / sizeof(forbidden[0]); i++) {
         const char *result = NULL;
@@ -207,12 +252,41 @@ Test(contract, attack_forbidden_syscalls_are_refused)
                        forbidden[i]) == 0)
                 result = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "result"));
         }
+        /* A kernel call gVisor's Sentry answered never reached the host's
+         * kernel; a lease must be refused wherever it is taken. */
+        if (result != NULL && strcmp(forbidden[i], "file_lease") != 0 && answered_by_gvisor(report) &&
+            (strcmp(result, "ok") == 0 || strcmp(result, "reachable") == 0)) {
+            snprintf(answered + strlen(answered), sizeof(answered) - strlen(answered), "%s%s",
+                     answered[0] != '\0' ? ", " : "", forbidden[i]);
+            continue;
+        }
         cr_expect(result != NULL && strcmp(result, "refused") == 0,
                   "syscalls_restricted is claimed, but %s was %s inside", forbidden[i],
                   result != NULL ? result : "not reported");
     }
+    /* No family that reaches past the network namespace, no uevents. */
+    for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+        const cJSON *created = NULL;
+
+        /* gVisor's Sentry answers a uevent socket of its own, which hears
+         * nothing of the host: only the families that reach outside count. */
+        if (strcmp(families[i], "netlink_uevent") == 0 && answered_by_gvisor(report))
+            continue;
+
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(report, "sockets")) {
+            if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "name")) ?: "",
+                       families[i]) == 0)
+                created = cJSON_GetObjectItemCaseSensitive(c, "created");
+        }
+        cr_expect(cJSON_IsFalse(created), "syscalls_restricted is claimed, but a %s socket %s inside",
+                  families[i], created == NULL ? "was not reported" : "could be created");
+    }
+    if (answered[0] != '\0') {
+        char what[200];
+
+        snprintf(what, sizeof(what), "%s answered", answered);
+        require_outside(CORDON_AXIS_SYSCALLS_RESTRICTED, outside, what);
+    }
     cJSON_Delete(report);
-    free(text);
-    cordon_exec_outcome_clear(&out);
     cJSON_Delete(facts);
 }

@@ -1,7 +1,11 @@
 /*
- * cordon-contract: bad input is refused with a negative code and leaves
- * nothing behind. One table per operation: provision specs, exec requests,
- * tar entries.
+ * cordon-contract: bad input is refused with the code the ABI gives that
+ * input (docs/provider-abi.md, error codes: CORDON_E_INVALID for a
+ * malformed document, CORDON_E_UNSUPPORTED for a network mode the provider
+ * cannot honour, CORDON_E_UNSAFE for a refused path or tar entry) and
+ * leaves nothing behind; the same operation with good input still works,
+ * so that a provider that refuses everything does not pass. One table per
+ * operation: provision specs, exec requests, tar entries.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -27,6 +31,7 @@
 struct bad_spec {
     char name[64];
     char patch[256];     /* keys replace the good spec's; null deletes; "!" prefix: raw text */
+    int code;            /* the CORDON_E_* the ABI gives this input */
 };
 
 /* The good spec for id with patch applied; malloc'd. */
@@ -60,19 +65,19 @@ static char *patched_spec(const char *id, const char *patch)
 ParameterizedTestParameters(contract, bad_provision_spec_is_refused_and_leaves_nothing)
 {
     static struct bad_spec rows[] = {
-        { "network bridge", "{\"network\":{\"mode\":\"bridge\"}}" },
-        { "network host", "{\"network\":{\"mode\":\"host\"}}" },
-        { "network not an object", "{\"network\":\"none\"}" },
-        { "resources missing", "{\"resources\":null}" },
+        { "network bridge", "{\"network\":{\"mode\":\"bridge\"}}", CORDON_E_UNSUPPORTED },
+        { "network host", "{\"network\":{\"mode\":\"host\"}}", CORDON_E_UNSUPPORTED },
+        { "network not an object", "{\"network\":\"none\"}", CORDON_E_INVALID },
+        { "resources missing", "{\"resources\":null}", CORDON_E_INVALID },
         { "resources.pids missing",
           "{\"resources\":{\"cpus\":1,\"memory_bytes\":268435456,\"disk_bytes\":67108864,"
-          "\"runtime_ms\":60000,\"max_output_bytes\":1048576}}" },
+          "\"runtime_ms\":60000,\"max_output_bytes\":1048576}}", CORDON_E_INVALID },
         { "resources.memory_bytes missing",
           "{\"resources\":{\"cpus\":1,\"pids\":128,\"disk_bytes\":67108864,"
-          "\"runtime_ms\":60000,\"max_output_bytes\":1048576}}" },
-        { "resources not an object", "{\"resources\":\"small\"}" },
-        { "layout unknown", "{\"layout\":\"everything\"}" },
-        { "spec not JSON", "!{\"execution_id\": " },
+          "\"runtime_ms\":60000,\"max_output_bytes\":1048576}}", CORDON_E_INVALID },
+        { "resources not an object", "{\"resources\":\"small\"}", CORDON_E_INVALID },
+        { "layout unknown", "{\"layout\":\"everything\"}", CORDON_E_INVALID },
+        { "spec not JSON", "!{\"execution_id\": ", CORDON_E_INVALID },
     };
 
     return cr_make_param_array(struct bad_spec, rows, sizeof(rows) / sizeof(rows[0]));
@@ -92,6 +97,8 @@ ParameterizedTest(struct bad_spec *row, contract, bad_provision_spec_is_refused_
     cr_expect_lt(r, 0, "provision with %s was accepted", row->name);
     if (r == 0)
         return;
+    cr_expect_eq(r, row->code, "provision with %s was refused with %s, not %s (%s)", row->name,
+                 cordon_error_name(r), cordon_error_name(row->code), msg);
     cr_log_info("%s refused: %s", row->name, msg);
     /* Nothing remains: the id can be reclaimed and used again. */
     cordon_error_init(&err);
@@ -108,19 +115,24 @@ ParameterizedTest(struct bad_spec *row, contract, bad_provision_spec_is_refused_
 struct bad_request {
     char name[64];
     char request[256];
+    int code;            /* the CORDON_E_* the ABI gives this input */
 };
 
 ParameterizedTestParameters(contract, bad_exec_request_is_refused)
 {
     static struct bad_request rows[] = {
-        { "argv a string", "{\"argv\":\"id\",\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}" },
-        { "argv empty", "{\"argv\":[],\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}" },
+        { "argv a string", "{\"argv\":\"id\",\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}",
+          CORDON_E_INVALID },
+        { "argv empty", "{\"argv\":[],\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}",
+          CORDON_E_INVALID },
         { "argv holding a number", "{\"argv\":[\"id\",3],\"cwd\":\".\",\"env\":{},"
-                                   "\"timeout_ms\":5000}" },
-        { "argv missing", "{\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}" },
+                                   "\"timeout_ms\":5000}", CORDON_E_INVALID },
+        { "argv missing", "{\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}", CORDON_E_INVALID },
         { "cwd leaving the workspace", "{\"argv\":[\"touch\",\"escaped\"],\"cwd\":\"../..\","
-                                       "\"env\":{},\"timeout_ms\":5000}" },
-        { "request not JSON", "{\"argv\": [" },
+                                       "\"env\":{},\"timeout_ms\":5000}", CORDON_E_UNSAFE },
+        { "cwd absolute", "{\"argv\":[\"touch\",\"escaped\"],\"cwd\":\"/tmp\","
+                          "\"env\":{},\"timeout_ms\":5000}", CORDON_E_UNSAFE },
+        { "request not JSON", "{\"argv\": [", CORDON_E_INVALID },
     };
 
     return cr_make_param_array(struct bad_request, rows, sizeof(rows) / sizeof(rows[0]));
@@ -139,8 +151,18 @@ ParameterizedTest(struct bad_request *row, contract, bad_exec_request_is_refused
     r = contract_exec(state, NULL, &opts, &out, msg, sizeof(msg));
     cr_expect_lt(r, 0, "exec with %s was accepted (status %s, exit %d)", row->name,
                  cordon_run_status_name(out.status), out.exit_code);
-    if (r < 0)
+    if (r < 0) {
+        cr_expect_eq(r, row->code, "exec with %s was refused with %s, not %s (%s)", row->name,
+                     cordon_error_name(r), cordon_error_name(row->code), msg);
         cr_log_info("%s refused: %s", row->name, msg);
+    }
+    cordon_exec_outcome_clear(&out);
+    /* The refusal is about the request: the execution still runs a good
+     * one, so that an exec that fails everything cannot pass this. */
+    contract_sh(state, "exit 7", &out);
+    cr_expect(out.status == CORDON_RUN_EXITED && out.exit_code == 7,
+              "after refusing %s, exec of `sh -c 'exit 7'` ended %s %d, not exited 7", row->name,
+              cordon_run_status_name(out.status), out.exit_code);
     cordon_exec_outcome_clear(&out);
 }
 
@@ -274,8 +296,11 @@ ParameterizedTest(struct bad_tar *row, contract, unsafe_tar_entry_is_refused)
     r = contract_import(state, "in", tar, msg, sizeof(msg));
     close(tar);
     cr_expect_lt(r, 0, "import_tar accepted %s", row->name);
-    if (r < 0)
+    if (r < 0) {
+        cr_expect_eq(r, CORDON_E_UNSAFE, "import_tar refused %s with %s, not %s (%s)", row->name,
+                     cordon_error_name(r), cordon_error_name(CORDON_E_UNSAFE), msg);
         cr_log_info("%s refused: %s", row->name, msg);
+    }
     cr_expect(lstat(abs_path, &st) != 0 && errno == ENOENT,
               "import_tar of %s wrote %s on the host", row->name, abs_path);
     contract_sh(state, "test ! -e evil && test ! -e in/evil", &out);

@@ -22,25 +22,36 @@
 #define PROMPT_MS 10000u     /* generous: "returned promptly" */
 #define TEARDOWN_MS 2000u    /* processes must be gone within this after the return */
 
+/* The writer never stops by itself (`yes` forever): only the budget can
+ * end the exec, so a provider that waits for its program to finish, or
+ * ignores cancel_fd, cannot pass. */
 Test(contract, output_budget_stops_the_exec)
 {
-    const char *argv[] = { "sh", "-c", "yes x | head -c 5000000", NULL };
+    const char *argv[] = { "yes", NULL, NULL };
     struct contract_exec opts;
     struct cordon_exec_outcome out;
     const char *state = contract_provision(NULL, "code");
-    char msg[600];
-    uint64_t start, took;
+    char marker[64], msg[600];
+    uint64_t start, took, written;
 
+    contract_sleep_marker(marker, sizeof(marker));
+    argv[1] = marker;
     contract_exec_init(&opts);
     opts.output_budget = CONTRACT_MAX_OUTPUT_BYTES;
     start = cordon_now_monotonic_ms();
-    cr_assert_eq(contract_exec(state, argv, &opts, &out, msg, sizeof(msg)), 0, "exec failed: %s",
-                 msg);
+    cr_assert_eq(contract_exec(state, argv, &opts, &out, msg, sizeof(msg)), 0,
+                 "exec of an endless writer did not end by the output budget: %s", msg);
     took = cordon_now_monotonic_ms() - start;
+    written = out.out.total_bytes + out.err.total_bytes;
     cr_expect_eq(out.status, CORDON_RUN_OUTPUT_LIMIT, "status is %s, not output_limit",
                  cordon_run_status_name(out.status));
+    cr_expect_gt(written, CONTRACT_MAX_OUTPUT_BYTES,
+                 "the exec ended after %llu bytes, within the %llu-byte budget",
+                 (unsigned long long)written, (unsigned long long)CONTRACT_MAX_OUTPUT_BYTES);
     cr_expect_leq(took, PROMPT_MS, "the provider took %llu ms to return after the budget fired",
                   (unsigned long long)took);
+    cr_expect_eq(contract_wait_no_processes(marker, TEARDOWN_MS), 0,
+                 "the writer (yes %s) still runs on the host after the budget fired", marker);
     cordon_exec_outcome_clear(&out);
 }
 

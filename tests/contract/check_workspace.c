@@ -1,5 +1,6 @@
 /* cordon-contract: the workspace layout. Source stays read-only for the
- * sandboxed code, and exports never follow a link it planted. */
+ * sandboxed code, exports never follow a link it planted, and disk_bytes
+ * bounds everything the sandbox can store. */
 #include <archive_entry.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,8 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 
+#include <cordon/sdk/facts.h>
+#include "tests/common/fill.h"
 #include "tests/contract/contract.h"
 
 static const char original[] = "original source\n";
@@ -182,4 +185,128 @@ Test(contract, import_files_lands_like_import_tar)
               "the workspace should hold source/hello.txt and source/pkg/run.sh only, it holds [%s]",
               names);
     contract_tar_entries_free(entries, n);
+}
+
+/* export_files (ABI 1.2, optional): exactly the named paths, a link as a
+ * link, a missing name left out, nothing beside them (the run's collect
+ * step reads only declared outputs through it). */
+static int export_files(const char *state, const char *paths, int *ret_fd, char *msg, size_t size)
+{
+    struct cordon_error err;
+    int fd = contract_temp_fd(), r;
+
+    cordon_error_init(&err);
+    r = contract.vt.export_files(contract.resource, state, paths, fd, &err);
+    snprintf(msg, size, "%s: %s", cordon_error_name(r), err.message);
+    cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+    *ret_fd = fd;
+    return r;
+}
+
+Test(contract, export_files_reads_only_the_named_paths)
+{
+    struct contract_tar_entry *entries = NULL;
+    struct cordon_exec_outcome out;
+    bool file_seen = false, link_seen = false;
+    const char *state;
+    char msg[600];
+    int tar, n;
+
+    contract_load();
+    if (contract.vt.export_files == NULL)
+        contract_skip("the provider has no export_files (optional since ABI 1.2)");
+    state = contract_provision(NULL, "code");
+    contract_sh(state, "mkdir -p output/scratch && : > output/scratch/1 && : > output/scratch/2 && "
+                       "echo 42 > output/r.txt && ln -s /etc/passwd output/leak && "
+                       "mkfifo output/pipe", &out);
+    cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0,
+              "could not lay out output/ (%s %d)", cordon_run_status_name(out.status),
+              out.exit_code);
+    cr_assert_eq(export_files(state, "[\"output/r.txt\", \"output/leak\", \"output/none\"]", &tar,
+                              msg, sizeof(msg)), 0,
+                 "export_files of a file, a link and a missing name failed (a FIFO lies beside "
+                 "them): %s", msg);
+    n = contract_tar_list(tar, &entries);
+    close(tar);
+    cr_assert(n >= 0, "export_files did not write a tar stream");
+    for (int i = 0; i < n; i++) {
+        const struct contract_tar_entry *e = &entries[i];
+
+        if (strcmp(e->name, "output/r.txt") == 0) {
+            cr_expect(e->type == AE_IFREG && e->data != NULL && strcmp(e->data, "42\n") == 0,
+                      "output/r.txt is exported as type %o with other bytes", e->type);
+            file_seen = true;
+        } else if (strcmp(e->name, "output/leak") == 0) {
+            cr_expect_eq(e->type, AE_IFLNK, "output/leak is exported as type %o, not a symlink",
+                         e->type);
+            link_seen = true;
+        } else {
+            cr_expect_fail("export_files wrote %s, which was not asked for", e->name);
+        }
+    }
+    cr_expect(file_seen, "export_files left out output/r.txt");
+    cr_expect(link_seen, "export_files left out the symlink output/leak");
+    contract_tar_entries_free(entries, n);
+
+    cr_expect_lt(export_files(state, "[\"../escape\"]", &tar, msg, sizeof(msg)), 0,
+                 "export_files of ../escape was not refused");
+    close(tar);
+}
+
+/* Rounding of a tmpfs size up to a whole page, per mount: 64 KiB covers
+ * the largest pages Linux uses. */
+#define DISK_SLACK_PER_MOUNT (64u << 10)
+
+static bool list_has(const cJSON *list, const char *name)
+{
+    const cJSON *item;
+
+    cJSON_ArrayForEach(item, list)
+        if (cJSON_IsString(item) && strcmp(item->valuestring, name) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * disk_bytes is everything the sandbox can store: the sandboxed code
+ * writes zeros into every tmpfs it can write to (/workspace, /tmp,
+ * /dev/shm, whatever the provider mounts), keeping every file until all
+ * are full, and the total must stay within disk_bytes. A workspace of
+ * disk_bytes with a /tmp and a /dev/shm of their own on top would let
+ * --disk 64M store 192 MB, in the host's memory.
+ */
+Test(contract, disk_budget_covers_every_writable_tmpfs)
+{
+    cJSON *facts = contract_probe(CORDON_PROBE_FULL, NULL);
+    struct cordon_exec_outcome out;
+    const char *state;
+    long long total, mounts;
+    char *text;
+
+    if (!list_has(cJSON_GetObjectItemCaseSensitive(facts, "limits_enforced"), "disk_bytes")) {
+        cJSON_Delete(facts);
+        contract_skip("disk_bytes is not in limits_enforced: the provider promises no disk bound");
+    }
+    if (!contract_claims(facts, CORDON_AXIS_HOST_FS_RESTRICTED)) {
+        cJSON_Delete(facts);
+        contract_skip("host_filesystem_restricted is not claimed: the sandbox's tmpfs mounts are "
+                      "the host's, not the sandbox's to fill");
+    }
+    cJSON_Delete(facts);
+    state = contract_provision(NULL, "host");
+    contract_sh(state, TEST_FILL_TMPFS_SCRIPT, &out);
+    text = contract_stream_text(&out.out);
+    cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0,
+              "the fill script did not finish (%s %d): %s", cordon_run_status_name(out.status),
+              out.exit_code, text);
+    total = test_fill_value(text, "total");
+    mounts = test_fill_value(text, "mounts");
+    cr_assert(total >= 0 && mounts >= 0, "the fill script printed no total: %s", text);
+    cr_log_info("%lld bytes in %lld writable tmpfs mounts, disk_bytes %llu:\n%s", total, mounts,
+                (unsigned long long)CONTRACT_DISK_BYTES, text);
+    cr_expect_leq(total, (long long)(CONTRACT_DISK_BYTES + (uint64_t)mounts * DISK_SLACK_PER_MOUNT),
+                  "the sandbox stored %lld bytes in %lld tmpfs mounts with disk_bytes %llu: %s", total,
+                  mounts, (unsigned long long)CONTRACT_DISK_BYTES, text);
+    free(text);
+    cordon_exec_outcome_clear(&out);
 }

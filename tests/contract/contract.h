@@ -68,6 +68,7 @@ struct contract {
     char *states[CONTRACT_MAX_TRACKED];
     char *temp_dirs[CONTRACT_MAX_TRACKED];
     pid_t pids[CONTRACT_MAX_TRACKED];
+    char markers[CONTRACT_MAX_TRACKED][32]; /* host processes carrying one are killed */
 };
 
 extern struct contract contract;
@@ -92,6 +93,11 @@ bool contract_claims(const cJSON *facts, const char *axis);
 cJSON *contract_require_claim(const char *axis);
 /* Ensure the resource (assert); idempotent within a test. */
 void contract_ensure(void);
+/* The suite's own observation through the provider (cordon_observe_run
+ * with the suite's image; assert); parsed, cJSON_Delete. */
+cJSON *contract_observe(void);
+/* The check of that observation's isolation named check on axis, or NULL. */
+const cJSON *contract_observed_check(const cJSON *observation, const char *axis, const char *check);
 
 /* A provision spec with the suite's limits. id NULL: a fresh random id.
  * network_json NULL: {"mode":"none"}. Returns malloc'd JSON. */
@@ -159,12 +165,17 @@ struct contract_tar_entry {
 int contract_tar_list(int tar_fd, struct contract_tar_entry **ret);
 void contract_tar_entries_free(struct contract_tar_entry *entries, int n);
 
+/* A tar stream holding the observer as "cordon-observe", mode 0755, in a
+ * rewound temp file (close it). Asserts. */
+int contract_observer_tar(void);
 /* A fresh temp dir under $TMPDIR or /tmp with mode (tracked). */
 const char *contract_temp_dir(mode_t mode);
 /* n random bytes as lowercase hex into buf (size >= 2n+1). */
 void contract_random_hex(char *buf, size_t n);
 /* A unique argument for sleep ("1000." + random digits) that marks a
- * process tree in /proc. */
+ * process tree in /proc. Tracked: teardown kills every host process whose
+ * command line still carries it, so that a provider that leaks processes
+ * leaves nothing running after the test. */
 void contract_sleep_marker(char *buf, size_t size);
 /* Start a host process "sleep MARKER" (tracked, killed in teardown). */
 pid_t contract_spawn_sleeper(const char *marker);
@@ -172,5 +183,8 @@ pid_t contract_spawn_sleeper(const char *marker);
 int contract_count_processes(const char *needle);
 /* Wait up to ms for no host process to match needle; returns what is left. */
 int contract_wait_no_processes(const char *needle, unsigned ms);
+/* SIGKILL every host process whose command line contains needle; returns
+ * how many were signalled. */
+int contract_kill_processes(const char *needle);
 
 #endif

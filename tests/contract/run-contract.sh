@@ -18,6 +18,16 @@ if [ -n "${CORDON_DOCKER_IMAGE_TOOLCHAIN:-}" ]; then
 else
   echo "FAILED: CORDON_DOCKER_IMAGE_TOOLCHAIN is not set (run scripts/test-all.sh)"; status=1
 fi
+# The same provider under gVisor (runsc, registered by tests/mechanism/dockerd.sh):
+# every contract holds through the Sentry too.
+echo "== cordon-contract --provider docker.so (runtime runsc)"
+if [ -n "${CORDON_DOCKER_IMAGE_TOOLCHAIN:-}" ]; then
+  "$contract" --provider "$dir/docker.so" \
+    --config "{\"image\": \"$CORDON_DOCKER_IMAGE_TOOLCHAIN\", \"runtime\": \"runsc\"}" \
+    --image "$CORDON_DOCKER_IMAGE_TOOLCHAIN" || status=1
+else
+  echo "FAILED: CORDON_DOCKER_IMAGE_TOOLCHAIN is not set (run scripts/test-all.sh)"; status=1
+fi
 echo "== cordon-contract --provider runc.so"
 if [ -n "${CORDON_RUNC_IMAGE:-}" ]; then
   "$contract" --provider "$dir/runc.so" --config "{\"image\": \"$CORDON_RUNC_IMAGE\"}" \

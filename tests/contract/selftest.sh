@@ -1,6 +1,7 @@
 #!/bin/sh
 # Self-test of cordon-contract: the suite must fail a provider that lies
-# about its isolation, and pass an honest one.
+# about its isolation and one that leaves an execution's processes on the
+# host, and pass an honest one.
 #
 #   tests/contract/selftest.sh [BUILDDIR]
 #
@@ -17,16 +18,21 @@ contract=$builddir/cordon-contract
 observer=$builddir/cordon-observe
 honest=$builddir/.libs/trusted-local.so
 liar=$builddir/tests/fixtures/.libs/liar.so
+leaker=$builddir/tests/fixtures/.libs/leaker.so
+deaf=$builddir/tests/fixtures/.libs/deaf.so
+refuser=$builddir/tests/fixtures/.libs/refuser.so
 synthetic=$builddir/tests/fixtures/.libs/synthetic.so
 
 missing=
-for f in "$contract" "$observer" "$honest" "$liar" "$synthetic"; do
+for f in "$contract" "$observer" "$honest" "$liar" "$leaker" "$deaf" "$refuser" \
+         "$synthetic"; do
     [ -e "$f" ] || missing=yes
 done
 if [ -n "$missing" ]; then
     echo "selftest: building what is missing in $builddir"
     make -C "$builddir" cordon-contract cordon-observe trusted-local.la \
-        tests/fixtures/liar.la tests/fixtures/synthetic.la >/dev/null || exit 2
+        tests/fixtures/liar.la tests/fixtures/leaker.la \
+        tests/fixtures/deaf.la tests/fixtures/refuser.la tests/fixtures/synthetic.la >/dev/null || exit 2
 fi
 
 log=$(mktemp "${TMPDIR:-/tmp}/cordon-contract-selftest.XXXXXX") || exit 2
@@ -59,6 +65,35 @@ elif ! grep -q '\[FAIL\] contract::claims_hold_under_independent_observation' "$
     not_ok "liar.so failed (exit $rc), but not the claims check"
 else
     ok "liar.so fails the contract (exit $rc), the claims check among the failures"
+fi
+
+# The leaker forwards to trusted-local but its exec kills only the process
+# group and its terminate forgets processes: a setsid child outlives the
+# execution. The leaked-process check must be among the failures.
+run "$leaker"
+if [ "$rc" -eq 0 ]; then
+    not_ok "leaker.so passed the contract (exit 0)"
+elif ! grep -q '\[FAIL\] contract::terminate_leaves_no_detached_child_on_the_host' "$log"; then
+    not_ok "leaker.so failed (exit $rc), but not the leaked-process check"
+else
+    ok "leaker.so fails the contract (exit $rc), the leaked-process check among the failures"
+fi
+
+# One check each, for a fault only that check can see: an exec that waits
+# for its program and never watches cancel_fd cannot stop an endless
+# writer by the output budget; an exec that refuses every request must not
+# pass the bad-request table.
+run "$deaf" --filter 'contract/output_budget_stops_the_exec'
+if [ "$rc" -ne 0 ] && grep -q '\[FAIL\] contract::output_budget_stops_the_exec' "$log"; then
+    ok "deaf.so fails output_budget_stops_the_exec"
+else
+    not_ok "deaf.so (exit $rc) did not fail output_budget_stops_the_exec"
+fi
+run "$refuser" --filter 'contract/bad_exec_request_is_refused'
+if [ "$rc" -ne 0 ] && grep -q '\[FAIL\] contract::bad_exec_request_is_refused' "$log"; then
+    ok "refuser.so fails bad_exec_request_is_refused"
+else
+    not_ok "refuser.so (exit $rc) did not fail bad_exec_request_is_refused"
 fi
 
 # The honest provider passes.

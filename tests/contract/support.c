@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 #include <cordon/sdk/drive.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
+#include <cordon/sdk/observe.h>
 #include <cordon/sdk/tar.h>
 #include "tests/contract/contract.h"
 
@@ -111,6 +113,14 @@ void contract_teardown(void)
         while (waitpid(contract.pids[i], NULL, 0) < 0 && errno == EINTR)
             ;
         contract.pids[i] = 0;
+    }
+    /* What a leaking provider left on the host; never there otherwise. */
+    for (int i = 0; i < CONTRACT_MAX_TRACKED; i++) {
+        if (contract.markers[i][0] == '\0')
+            continue;
+        if (contract_kill_processes(contract.markers[i]) > 0)
+            cr_log_warn("teardown: killed host processes marked %s", contract.markers[i]);
+        contract.markers[i][0] = '\0';
     }
     if (contract.resource != NULL) {
         cordon_error_init(&err);
@@ -703,6 +713,13 @@ void contract_sleep_marker(char *buf, size_t size)
     contract_random_hex(hex, 6);
     n = strtoull(hex, NULL, 16);
     snprintf(buf, size, "1000.%015llu", n);
+    for (int i = 0; i < CONTRACT_MAX_TRACKED; i++) {
+        if (contract.markers[i][0] == '\0') {
+            snprintf(contract.markers[i], sizeof(contract.markers[i]), "%s", buf);
+            return;
+        }
+    }
+    cr_assert_fail("more than %d markers in one test", CONTRACT_MAX_TRACKED);
 }
 
 pid_t contract_spawn_sleeper(const char *marker)
@@ -757,4 +774,93 @@ int contract_wait_no_processes(const char *needle, unsigned ms)
         left = contract_count_processes(needle);
     }
     return left;
+}
+
+int contract_kill_processes(const char *needle)
+{
+    DIR *proc = opendir("/proc");
+    struct dirent *de;
+    int killed = 0;
+
+    if (proc == NULL)
+        return 0;
+    while ((de = readdir(proc)) != NULL) {
+        pid_t pid;
+        int pidfd;
+
+        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+            continue;
+        pid = (pid_t)atoi(de->d_name);
+        if (pid == getpid() || !cmdline_contains(pid, needle))
+            continue;
+        /* Pin the process, then look again: the pid may have been reused. */
+        pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd < 0)
+            continue;
+        if (cmdline_contains(pid, needle) &&
+            syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
+            killed++;
+        close(pidfd);
+    }
+    closedir(proc);
+    return killed;
+}
+
+/* A tar stream holding the observer as "cordon-observe", mode 0755. */
+cJSON *contract_observe(void)
+{
+    struct cordon_observe_opts opts;
+    struct cordon_error err;
+    char *text = NULL;
+    cJSON *observed;
+    int r;
+
+    contract_ensure();
+    memset(&opts, 0, sizeof(opts));
+    opts.struct_size = sizeof(opts);
+    opts.host = &contract.host;
+    opts.provider = &contract.vt;
+    opts.resource = contract.resource;
+    opts.image = contract.image;
+    cordon_error_init(&err);
+    r = cordon_observe_run(&opts, &text, &err);
+    cr_assert_eq(r, 0, "the suite's own observation through the provider failed (%s): %s",
+                 cordon_error_name(r), err.message);
+    observed = cJSON_Parse(text);
+    cr_assert(cJSON_IsObject(observed), "the observation is not JSON: %.200s", text);
+    free(text);
+    return observed;
+}
+
+const cJSON *contract_observed_check(const cJSON *observation, const char *axis, const char *check)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(
+                              cJSON_GetObjectItemCaseSensitive(observation, "isolation"), "checks")) {
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "axis")) ?: "", axis) == 0 &&
+            strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "check")) ?: "", check) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+int contract_observer_tar(void)
+{
+    struct cordon_tar_writer *w = NULL;
+    struct cordon_error err;
+    struct stat st;
+    int fd, tar = contract_temp_fd();
+
+    fd = open(contract.observer_path, O_RDONLY | O_CLOEXEC);
+    cr_assert(fd >= 0, "open the observer %s: %s", contract.observer_path, strerror(errno));
+    cr_assert_eq(fstat(fd, &st), 0);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_tar_writer_open(tar, &w, &err), 0, "tar writer: %s", err.message);
+    cr_assert_eq(cordon_tar_writer_add_fd(w, "cordon-observe", fd, (uint64_t)st.st_size, 0755, &err),
+                 0, "tar writer: %s", err.message);
+    cr_assert_eq(cordon_tar_writer_close(w, &err), 0, "tar writer: %s", err.message);
+    close(fd);
+    cr_assert_eq(lseek(tar, 0, SEEK_SET), 0);
+    return tar;
 }

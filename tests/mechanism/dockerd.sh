@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Start or stop the Docker daemon the docker mechanism tests need.
-#   dockerd.sh start   if the socket does not answer: install docker.io when
-#                      dockerd is missing, start dockerd with the test runtime
-#                      cordon-test-runc registered, wait up to 60 s for it
+#   dockerd.sh start   if the socket does not answer: install docker.io (and
+#                      runsc) when missing, start dockerd with the test
+#                      runtimes cordon-test-runc (runc) and runsc (gVisor,
+#                      with --network=none: without it, containers with
+#                      network none fail to start on this kind of host)
+#                      registered, wait up to 90 s for it
 #   dockerd.sh stop    stop the daemon this script started (none else), wait
 #                      for it to exit
 #   dockerd.sh status  exit 0 when the socket answers
@@ -43,10 +46,18 @@ start() {
   local runc
   runc=$(command -v runc || true)
   [ -n "$runc" ] || { echo "dockerd: no runc binary for the cordon-test-runc runtime" >&2; return 1; }
-  local attempt
+  if ! command -v runsc >/dev/null; then
+    echo "dockerd: runsc not installed; installing runsc" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q runsc >&2
+  fi
+  local runsc config attempt
+  runsc=$(command -v runsc)
+  config="${pidfile%.pid}.json"
+  printf '{"runtimes": {"cordon-test-runc": {"path": "%s"}, "runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}}}\n' \
+    "$runc" "$runsc" >"$config"
   for attempt in 1 2; do
     clear_stale
-    setsid dockerd --add-runtime "cordon-test-runc=$runc" >"$log" 2>&1 </dev/null &
+    setsid dockerd --config-file "$config" >"$log" 2>&1 </dev/null &
     echo $! >"$pidfile"
     for _ in $(seq 1 180); do
       answering && { echo "dockerd: started (pid $(cat "$pidfile"), log $log)"; return 0; }
@@ -99,7 +110,7 @@ stop() {
     echo "dockerd: pid $pid still runs after 30 s; sending SIGKILL" >&2
     kill -KILL "$pid" || true
   fi
-  rm -f "$pidfile"
+  rm -f "$pidfile" "${pidfile%.pid}.json"
   echo "dockerd: stopped (pid $pid)"
 }
 

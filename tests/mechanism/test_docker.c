@@ -7,6 +7,7 @@
  *   CORDON_DOCKER_IMAGE_TOOLCHAIN  sha256:<id> of the toolchain image (required)
  *   CORDON_DOCKER_PROVIDER         docker.so (default <builddir>/.libs/docker.so)
  *   CORDON_OBSERVER                cordon-observe (default <builddir>/cordon-observe)
+ *   CORDON_INIT                    cordon-init (default <builddir>/cordon-init)
  *   CORDON_BIN                     the cordon command (default <builddir>/cordon)
  *   CORDON_DOCKER_SOCKET           the daemon's socket (default /var/run/docker.sock)
  *   CORDON_DOCKER_STOP_DAEMON=1    let suite docker_daemon stop and restart the
@@ -51,6 +52,13 @@
 #include <cordon/sdk/drive.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
+#include <cordon/sdk/json.h>
+#include <cordon/sdk/uid.h>
+#include <cordon/text.h>
+
+#include "tests/common/fill.h"
+#include "tests/common/proc.h"
+#include "tests/common/sockets.h"
 
 #ifndef CORDON_BUILDDIR
 #define CORDON_BUILDDIR "."
@@ -59,7 +67,6 @@
 #define CORDON_SRCDIR "."
 #endif
 
-#define SANDBOX_UID 65532u
 #define MIB (1024.0 * 1024.0)
 #define MAX_TRACKED 8
 #define CMD_OUTPUT_MAX (1u << 20)
@@ -67,7 +74,7 @@
 static struct cordon_provider_v1 vt;
 static struct cordon_host_v1 host;
 static struct cordon_resource *res;
-static char provider_path[PATH_MAX], observer[PATH_MAX], host_id[48];
+static char provider_path[PATH_MAX], observer[PATH_MAX], init_bin[PATH_MAX], host_id[48];
 static char *tmp;                          /* state dir and scratch, removed in fini */
 static char *states[MAX_TRACKED];
 static char ids[MAX_TRACKED][48];
@@ -231,11 +238,13 @@ static void setup(void)
     cr_assert_not_null(realpath(env_or("CORDON_OBSERVER", CORDON_BUILDDIR "/cordon-observe"),
                                 observer),
                        "cordon-observe: %s (set CORDON_OBSERVER)", strerror(errno));
+    cr_assert_not_null(realpath(env_or("CORDON_INIT", CORDON_BUILDDIR "/cordon-init"), init_bin),
+                       "cordon-init: %s (set CORDON_INIT)", strerror(errno));
     random_hex(hex, 8);
     snprintf(host_id, sizeof(host_id), "cordon-docker-tests-%s", hex);
     cr_assert_eq(cordon_fs_mkdtemp(env_or("TMPDIR", "/tmp"), "cordon-docker-test.", &tmp, &err),
                  0, "%s", err.message);
-    cordon_host_table_init(&host, observer, NULL, host_id, tmp);
+    cordon_host_table_init(&host, observer, init_bin, host_id, tmp);
     cr_assert_eq(cordon_provider_load(provider_path, &host, &vt, &err), 0, "load: %s",
                  err.message);
 }
@@ -452,6 +461,17 @@ static void sh(const char *state, const char *script, struct cordon_exec_outcome
     cr_assert_eq(run(state, argv, &defaults, o), 0, "exec `%s`: %s", script, err.message);
 }
 
+/* The uid an execution runs as, from its state: one of the pool's. */
+static uid_t state_uid(const char *state)
+{
+    cJSON *doc = cJSON_Parse(state);
+    uid_t uid = (uid_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(doc, "uid"));
+
+    cJSON_Delete(doc);
+    cr_assert(cordon_uid_in_pool(uid), "state.uid %u is not in the uid pool", (unsigned)uid);
+    return uid;
+}
+
 static char *text_of(const struct cordon_stream_capture *s)
 {
     char *t = malloc(s->len + 1);
@@ -483,7 +503,8 @@ Test(docker, provision_applies_every_default_and_labels_the_container)
         cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(doc, 0), "Config"), "Labels");
     cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "ReadonlyRootfs")));
     cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "AutoRemove")));
-    cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "Init")));
+    cr_expect(!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "Init")),
+              "docker-init is PID 1: the deadline would be one of its children");
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hc, "NetworkMode")),
                      "none");
     cr_expect_eq(cJSON_GetObjectItemCaseSensitive(hc, "Memory")->valuedouble, small.memory_bytes);
@@ -491,9 +512,23 @@ Test(docker, provision_applies_every_default_and_labels_the_container)
                  small.memory_bytes, "MemorySwap differs from Memory: swap would be allowed");
     cr_expect_eq(cJSON_GetObjectItemCaseSensitive(hc, "PidsLimit")->valuedouble, small.pids);
     cr_expect_eq(cJSON_GetObjectItemCaseSensitive(hc, "NanoCpus")->valuedouble, 1e9);
+    /* 64 MiB of disk, split: /tmp an eighth, /dev/shm a sixteenth. */
+    cr_expect_eq(cJSON_GetObjectItemCaseSensitive(hc, "ShmSize")->valuedouble, 4 * MIB);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                         cJSON_GetObjectItemCaseSensitive(hc, "Tmpfs"), "/tmp")),
+                     "rw,nosuid,nodev,exec,size=8388608,mode=1777");
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetArrayItem(
                          cJSON_GetObjectItemCaseSensitive(hc, "CapDrop"), 0)), "ALL");
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(hc, "CapAdd")), 0);
+    {
+        /* No core dumps under any runtime: set, not the runtime's default. */
+        const cJSON *ul = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(hc, "Ulimits"), 0);
+
+        cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ul, "Name")), "core");
+        cr_expect(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ul, "Soft")) == 0 &&
+                      cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ul, "Hard")) == 0,
+                  "the core ulimit is not 0:0");
+    }
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(labels,
                                                                            "org.cordon.host")),
                      host_id);
@@ -507,17 +542,29 @@ Test(docker, provision_applies_every_default_and_labels_the_container)
               "tr '\\0' ' ' </proc/1/cmdline", &o);
     text = text_of(&o.out);
     cr_expect_eq(o.exit_code, 0, "the inspection failed: %s", text);
-    cr_expect(strncmp(text, "65532\n", 6) == 0, "the sandbox user is not 65532: %s", text);
+    {
+        unsigned uid = (unsigned)state_uid(state);
+        char want[64];
+
+        snprintf(want, sizeof(want), "%u\n", uid);
+        cr_expect(strncmp(text, want, strlen(want)) == 0, "the sandbox user is not %u: %s", uid,
+                  text);
+        for (int i = 0; i < 3; i++) {
+            static const char *const dirs[] = { "build", "output", "logs" };
+
+            snprintf(want, sizeof(want), "/workspace/%s %u 755\n", dirs[i], uid);
+            cr_expect(strstr(text, want) != NULL, "%s/: %s", dirs[i], text);
+        }
+    }
     cr_expect(strstr(text, "/workspace 0 755\n") != NULL, "workspace root: %s", text);
     cr_expect(strstr(text, "/workspace/source 0 755\n") != NULL, "source/: %s", text);
-    cr_expect(strstr(text, "/workspace/build 65532 755\n") != NULL, "build/: %s", text);
-    cr_expect(strstr(text, "/workspace/output 65532 755\n") != NULL, "output/: %s", text);
-    cr_expect(strstr(text, "/workspace/logs 65532 755\n") != NULL, "logs/: %s", text);
     cr_expect(strstr(text, " /workspace tmpfs rw,nosuid,nodev") != NULL &&
-                  strstr(text, "size=65536k") != NULL,
-              "/workspace is not a nosuid,nodev tmpfs of disk_bytes: %s", text);
+                  strstr(text, "size=53248k") != NULL,
+              "/workspace is not a nosuid,nodev tmpfs of disk_bytes less /tmp and /dev/shm: %s",
+              text);
     cr_expect(strstr(text, "noexec") == NULL, "a workspace or /tmp mount is noexec: %s", text);
-    cr_expect(strstr(text, "docker-init") != NULL, "pid 1 is not docker-init: %s", text);
+    cr_expect(strstr(text, "/run/cordon-init --deadline-ms ") != NULL,
+              "pid 1 is not cordon-init holding the deadline: %s", text);
     free(text);
     cordon_exec_outcome_clear(&o);
     snprintf(label, sizeof(label), "org.cordon.execution-id=%s", execution_of(state));
@@ -675,6 +722,40 @@ Test(docker, writing_past_disk_bytes_fails)
     cordon_exec_outcome_clear(&o);
 }
 
+/*
+ * disk_bytes is one budget: filling /workspace, /tmp and /dev/shm at once
+ * stores at most disk_bytes (64 MiB here), and almost all of it. They used
+ * to get 64 MiB each, docker's default /dev/shm included: 192 MiB in all.
+ */
+Test(docker, writable_tmpfs_mounts_share_disk_bytes)
+{
+    struct cordon_exec_outcome o;
+    const char *state;
+    long long total;
+    char *out;
+
+    need_daemon();
+    state = provision_with(minimal, "host", &small);
+    sh(state, TEST_FILL_TMPFS_SCRIPT "grep -E ' /(workspace|tmp|dev/shm) ' /proc/mounts", &o);
+    out = text_of(&o.out);
+    cr_assert_eq(o.exit_code, 0, "the fill script failed: %s", out);
+    total = test_fill_value(out, "total");
+    cr_expect(test_fill_has(out, "/workspace") && test_fill_has(out, "/tmp") &&
+                  test_fill_has(out, "/dev/shm"),
+              "a writable tmpfs was not filled: %s", out);
+    cr_expect_eq(test_fill_value(out, "mounts"), 3, "writable tmpfs mounts beyond the three: %s",
+                 out);
+    cr_expect_leq(total, (long long)small.disk_bytes,
+                  "the container stored %lld bytes with disk_bytes 64 MiB: %s", total, out);
+    cr_expect_geq(total, (long long)(63 * MIB), "only %lld bytes of the 64 MiB are usable: %s",
+                  total, out);
+    cr_expect(strstr(out, "size=53248k") != NULL && strstr(out, "size=8192k") != NULL &&
+                  strstr(out, "size=4096k") != NULL,
+              "the tmpfs sizes are not 52, 8 and 4 MiB: %s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+}
+
 Test(docker, output_flood_ends_with_output_limit_and_no_container_left)
 {
     const char *argv[] = { "head", "-c", "104857600", "/dev/zero", NULL };
@@ -783,6 +864,34 @@ Test(docker, only_loopback_exists_and_connecting_out_fails)
     close(lfd);
 }
 
+/*
+ * Network "none" means no family reaches outside: AF_VSOCK (this VM's
+ * hypervisor is one connect away), AF_PACKET, socketpair of a refused
+ * family and a family dressed up with high bits all get EAFNOSUPPORT, a
+ * netlink protocol other than NETLINK_ROUTE (uevents: the host's device
+ * events) EPROTONOSUPPORT. What ordinary programs use still works.
+ */
+Test(docker, socket_families_outside_the_allow_list_are_refused)
+{
+    struct cordon_exec_outcome o;
+    const char *state;
+    char *out, *errtext;
+
+    need_daemon();
+    state = provision_with(toolchain, "host", &small);
+    sh(state, TEST_SOCKETS_SCRIPT, &o);
+    out = text_of(&o.out);
+    errtext = text_of(&o.err);
+    cr_assert_eq(o.exit_code, 0, "the program did not run: %s %s", out, errtext);
+    cr_expect(strstr(out, TEST_SOCKETS_ALLOWED) != NULL, "an allowed family was refused: %s", out);
+    cr_expect(strstr(out, TEST_SOCKETS_REFUSED) != NULL,
+              "a family outside the allow-list was not refused as the kernel would: %s", out);
+    cr_expect(strstr(out, "\nifaces lo\n") != NULL, "the interface list is not lo alone: %s", out);
+    free(errtext);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+}
+
 Test(docker, host_canary_file_is_not_visible)
 {
     struct cordon_exec_outcome o;
@@ -884,6 +993,93 @@ Test(docker, export_of_a_nested_directory_follows_no_link)
     close(fd);
 }
 
+/* export_files names only what was asked for: 20,000 files and a FIFO
+ * beside a declared output change nothing; paths in several top-level
+ * directories, a path under a link (not followed: left out) and paths that
+ * are all missing work too. */
+Test(docker, export_files_reads_only_the_named_paths)
+{
+    struct cordon_exec_outcome o;
+    const char *state;
+    char *names;
+    int fd;
+
+    need_daemon();
+    state = provision_default("code");
+    sh(state, "mkdir output/scratch && cd output/scratch && seq 1 20000 | xargs touch && "
+              "cd .. && echo 42 > r.txt && mkfifo pipe && ln -s /etc etc && echo l > ../logs/l",
+       &o);
+    cr_assert_eq(o.exit_code, 0, "preparing the tree failed");
+    cordon_exec_outcome_clear(&o);
+    fd = memfd_create("export", MFD_CLOEXEC);
+    cr_assert_eq(vt.export_files(res, state, "[\"output/r.txt\", \"output/none\"]", fd, &err), 0,
+                 "export_files: %s", err.message);
+    names = tar_names(fd);
+    cr_expect_str_eq(names, "output/r.txt", "export_files wrote [%s]", names);
+    free(names);
+    close(fd);
+    fd = memfd_create("export", MFD_CLOEXEC);
+    cr_assert_eq(vt.export_files(res, state, "[\"logs/l\", \"output/r.txt\", \"output/etc/passwd\"]",
+                                 fd, &err), 0, "export_files: %s", err.message);
+    names = tar_names(fd);
+    cr_expect_str_eq(names, "logs/l output/r.txt", "export_files wrote [%s]", names);
+    free(names);
+    close(fd);
+    fd = memfd_create("export", MFD_CLOEXEC);
+    cr_assert_eq(vt.export_files(res, state, "[\"nothing/here\"]", fd, &err), 0,
+                 "export_files of a missing top-level directory: %s", err.message);
+    names = tar_names(fd);
+    cr_expect_str_eq(names, "", "export_files wrote [%s]", names);
+    free(names);
+    close(fd);
+    fd = memfd_create("export", MFD_CLOEXEC);
+    cr_expect_lt(vt.export_files(res, state, "[\"output/pipe\"]", fd, &err), 0,
+                 "export_files of a FIFO was not refused");
+    close(fd);
+}
+
+/* Strict UTF-8 without control characters: what a terminal shows as is. */
+static bool shows_safely(const char *s)
+{
+    if (!cordon_text_is_utf8(s, strlen(s)))
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return false;
+    return true;
+}
+
+/* The sandboxed program plants a FIFO in /workspace named with a title
+ * sequence, a screen clear and a byte that is not UTF-8; the daemon's
+ * archive of it is refused by name, escaped, and the message put into JSON
+ * the way the host puts it there is strict UTF-8. */
+Test(docker, hostile_fifo_name_is_escaped_in_the_refusal)
+{
+    struct cordon_exec_outcome o;
+    const char *state;
+    cJSON *doc = cJSON_CreateObject();
+    char *text;
+    int fd;
+
+    need_daemon();
+    state = provision_default("host");
+    sh(state, "mkdir d && mkfifo \"d/$(printf '\\033]0;pwned\\007\\033[2J\\377')\"", &o);
+    cr_assert_eq(o.exit_code, 0, "mkfifo failed");
+    cordon_exec_outcome_clear(&o);
+    fd = memfd_create("export", MFD_CLOEXEC);
+    cordon_error_init(&err);
+    cr_assert_lt(vt.export_tar(res, state, "d", fd, &err), 0, "a FIFO is refused");
+    close(fd);
+    cr_expect(shows_safely(err.message), "the refusal carries the raw name: %s", err.message);
+    cr_expect_not_null(strstr(err.message, "\\x1b]0;pwned\\x07\\x1b[2J\\xff"), "%s", err.message);
+    cr_assert_not_null(cordon_json_add_text(doc, "message", err.message));
+    text = cJSON_PrintUnformatted(doc);
+    cr_expect(cordon_text_is_utf8(text, strlen(text)), "%s", text);
+    cr_expect_null(strstr(text, "\\u001b"), "JSON carries ESC: %s", text);
+    free(text);
+    cJSON_Delete(doc);
+}
+
 /* ---- privilege escalation ----------------------------------------------------------- */
 
 /* A tar stream in a memfd holding one entry. */
@@ -908,6 +1104,161 @@ static int tar_with(const char *name, unsigned mode, const char *data)
     archive_write_free(a);
     cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
     return fd;
+}
+
+/* ---- nothing inside stops the clock or stalls the host ------------------------------ */
+
+static const struct limits brief = { 1, 256 * MIB, 64 * MIB, 128, 8000 };
+
+/*
+ * The deadline is held by PID 1 (cordon-init), which the kernel shields
+ * from SIGSTOP and SIGKILL sent from inside its namespace. Everything
+ * inside is stopped, then killed; the container must still be gone at
+ * its deadline with no cordon call in between: the init exits, the
+ * container stops and AutoRemove removes it.
+ */
+Test(docker, deadline_ends_the_container_when_everything_inside_is_stopped)
+{
+    static const char *const attack =
+        "sleep 1000 & kill -STOP -1; kill -STOP 1; "
+        "for p in /proc/[0-9]*; do p=${p#/proc/}; [ \"$p\" = $$ ] || kill -STOP $p; done; "
+        "grep '^State' /proc/1/status; "
+        "for p in /proc/[0-9]*; do p=${p#/proc/}; [ \"$p\" = $$ ] || kill -KILL $p; done; "
+        "grep '^State' /proc/1/status";
+    struct cordon_exec_outcome o;
+    char cid[80], *text;
+    const char *state;
+    uint64_t expires, gone = 0;
+
+    need_daemon();
+    expires = cordon_now_wall_ms() + (uint64_t)brief.runtime_ms;
+    state = provision_with(minimal, "host", &brief);
+    snprintf(cid, sizeof(cid), "%s", container_of(state));
+    sh(state, attack, &o);
+    text = text_of(&o.out);
+    cr_expect(strstr(text, "(stopped)") == NULL, "PID 1 was stopped from inside: %s", text);
+    free(text);
+    cordon_exec_outcome_clear(&o);
+    cr_assert(container_exists(cid), "the container ended before its deadline");
+    /* No cordon call from here on: only the daemon is looked at. */
+    while (cordon_now_wall_ms() < expires + 15000) {
+        if (!container_exists(cid)) {
+            gone = cordon_now_wall_ms();
+            break;
+        }
+        sleep_ms(250);
+    }
+    cr_expect(gone != 0, "the container outlived its deadline by 15 s after everything inside "
+                         "was stopped");
+    cr_expect(gone == 0 || gone + 1000 >= expires, "the container ended %llu ms before its deadline",
+              (unsigned long long)(expires - gone));
+}
+
+/*
+ * A program that takes write leases (ignoring SIGIO, so that only the
+ * lease-break time would end them) on a workspace file, through fcntl and
+ * through the raw syscall with high bits set in cmd, then leaves a child
+ * holding the descriptor. The profile refuses both; a checkpoint (export
+ * of the workspace), an export of the file's directory and terminate all
+ * finish well inside the kernel's 45 s lease-break time.
+ */
+static const char lease_c[] =
+    "#define _GNU_SOURCE\n"
+    "#include <errno.h>\n#include <fcntl.h>\n#include <signal.h>\n#include <stdio.h>\n"
+    "#include <stdlib.h>\n#include <sys/syscall.h>\n#include <unistd.h>\n"
+    "int main(int argc, char **argv) {\n"
+    "  int fd = open(argv[1], O_RDONLY), e1, e2;\n"
+    "  long r1, r2;\n"
+    "  signal(SIGIO, SIG_IGN);\n"
+    "  r1 = fcntl(fd, F_SETLEASE, F_WRLCK); e1 = r1 < 0 ? errno : 0;\n"
+    "  r2 = syscall(SYS_fcntl, fd, 0x100000000L | F_SETLEASE, (long)F_WRLCK);\n"
+    "  e2 = r2 < 0 ? errno : 0;\n"
+    "  printf(\"lease %ld %d raw %ld %d\\n\", r1, e1, r2, e2);\n"
+    "  fflush(stdout);\n"
+    "  if (fork() == 0) { setsid(); sleep(atoi(argv[2])); _exit(0); }\n"
+    "  return 0;\n"
+    "}\n";
+
+Test(docker, file_lease_is_refused_and_export_and_terminate_stay_bounded)
+{
+    struct cordon_exec_outcome o;
+    uint64_t t0;
+    char *text, *names;
+    const char *state;
+    int fd, r;
+
+    need_daemon();
+    state = provision_with(toolchain, "host", &small);
+    fd = tar_with("lease.c", 0644, lease_c);
+    cr_assert_eq(vt.import_tar(res, state, "", fd, &err), 0, "import: %s", err.message);
+    close(fd);
+    sh(state, "mkdir -p out && echo data > out/leased && cc -o lease lease.c && "
+              "./lease out/leased 300", &o);
+    text = text_of(&o.out);
+    cr_assert_eq(o.exit_code, 0, "the lease program did not run: %s", text);
+    cr_expect(strstr(text, "lease -1 1 raw -1 1") != NULL,
+              "a lease was not refused with EPERM both ways: %s", text);
+    free(text);
+    cordon_exec_outcome_clear(&o);
+
+    t0 = cordon_now_monotonic_ms();
+    fd = memfd_create("checkpoint", MFD_CLOEXEC);
+    r = vt.export_tar(res, state, "", fd, &err);
+    cr_expect_eq(r, 0, "checkpoint export: %s", err.message);
+    names = tar_names(fd);
+    cr_expect(strstr(names, "out/leased") != NULL, "the checkpoint holds [%s]", names);
+    free(names);
+    close(fd);
+    fd = memfd_create("collect", MFD_CLOEXEC);
+    r = vt.export_tar(res, state, "out", fd, &err);
+    cr_expect_eq(r, 0, "export of out: %s", err.message);
+    close(fd);
+    cr_expect_lt(cordon_now_monotonic_ms() - t0, 10000, "two exports took %llu ms",
+                 (unsigned long long)(cordon_now_monotonic_ms() - t0));
+    t0 = cordon_now_monotonic_ms();
+    cr_expect_eq(vt.terminate(res, state, &err), 0, "terminate: %s", err.message);
+    cr_expect_lt(cordon_now_monotonic_ms() - t0, 10000, "terminate took %llu ms",
+                 (unsigned long long)(cordon_now_monotonic_ms() - t0));
+}
+
+/*
+ * Hard links: every provider stores each name of a multiply-linked file
+ * as a regular file of its own, so a checkpoint restores both names with
+ * the content (as two files, no longer linked).
+ */
+Test(docker, checkpoint_of_a_hard_link_restores_both_files)
+{
+    struct cordon_exec_outcome o;
+    const char *first, *second;
+    char *text;
+    int fd;
+
+    need_daemon();
+    first = provision_default("host");
+    sh(first, "mkdir d && printf content > d/a && ln d/a d/b && ln d/a top", &o);
+    cr_assert_eq(o.exit_code, 0, "making the links failed");
+    cordon_exec_outcome_clear(&o);
+    fd = memfd_create("checkpoint", MFD_CLOEXEC);
+    cr_assert_eq(vt.export_tar(res, first, "", fd, &err), 0, "checkpoint export: %s",
+                 err.message);
+    cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+    second = provision_default("host");
+    cr_assert_eq(vt.import_tar(res, second, "", fd, &err), 0, "restore: %s", err.message);
+    close(fd);
+    sh(second, "cat d/a; echo; cat d/b; echo; cat top; echo; stat -c '%h %s' d/a d/b top", &o);
+    text = text_of(&o.out);
+    cr_expect_eq(o.exit_code, 0, "reading the restored files failed: %s", text);
+    cr_expect_str_eq(text, "content\ncontent\ncontent\n1 7\n1 7\n1 7\n",
+                     "the restored names differ: %s", text);
+    free(text);
+    cordon_exec_outcome_clear(&o);
+    /* An export of the directory alone carries both of its names too. */
+    fd = memfd_create("collect", MFD_CLOEXEC);
+    cr_assert_eq(vt.export_tar(res, first, "d", fd, &err), 0, "export of d: %s", err.message);
+    text = tar_names(fd);
+    cr_expect_str_eq(text, "a b", "export of d holds [%s]", text);
+    free(text);
+    close(fd);
 }
 
 Test(docker, setuid_file_through_the_archive_is_refused)
@@ -977,7 +1328,8 @@ Test(docker, setuid_root_binary_in_the_image_does_not_raise_euid)
     report = cJSON_Parse(text);
     cr_expect_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(report, "ids"),
                                                   "euid")->valuedouble,
-                 SANDBOX_UID, "a setuid-root binary ran with euid != 65532: %s", text);
+                 state_uid(state), "a setuid-root binary ran with another euid than the "
+                 "execution's: %s", text);
     cr_expect_eq(cJSON_GetObjectItemCaseSensitive(
                      cJSON_GetObjectItemCaseSensitive(report, "status"), "NoNewPrivs")->valuedouble,
                  1, "NoNewPrivs is not set: %s", text);
@@ -1099,7 +1451,13 @@ Test(docker, workspace_env_directories_belong_to_the_sandbox_user)
     opts.extra = ", \"workspace_env\": {\"GOCACHE\": \"build/cache/go\"}";
     cr_assert_eq(run(state, argv, &opts, &o), 0, "exec: %s", err.message);
     out = text_of(&o.out);
-    cr_expect_str_eq(out, "65532 755\n/workspace/build/cache/go\n", "GOCACHE: %s", out);
+    {
+        char want[96];
+
+        snprintf(want, sizeof(want), "%u 755\n/workspace/build/cache/go\n",
+                 (unsigned)state_uid(state));
+        cr_expect_str_eq(out, want, "GOCACHE: %s", out);
+    }
     free(out);
     cordon_exec_outcome_clear(&o);
 }
@@ -1420,4 +1778,38 @@ Test(docker_daemon, stopped_daemon_is_a_clear_error_and_reclaim_works_after_rest
     cr_expect_eq(vt.reclaim(res, id, &err), 0, "reclaim after the restart: %s", err.message);
     snprintf(label, sizeof(label), "org.cordon.execution-id=%s", id);
     cr_expect_eq(count_labelled(label), 0, "the execution's container survived reclaim");
+}
+
+/* ---- one uid per execution ------------------------------------------------------- */
+
+Test(docker, each_execution_has_a_uid_and_per_user_limits_of_its_own)
+{
+    struct cordon_exec_outcome o;
+    const char *a, *b;
+    char *out, want[64];
+    uid_t ua, ub;
+    int n = 0;
+
+    need_daemon();
+    a = provision_with(toolchain, "host", &small);
+    b = provision_with(toolchain, "host", &small);
+    ua = state_uid(a);
+    ub = state_uid(b);
+    cr_assert_neq(ua, ub, "two executions share uid %u", (unsigned)ua);
+    /* A holds every inotify instance its per-user limit allows, in the background... */
+    sh(a, TEST_INOTIFY_PROGRAM "setsid /tmp/ino hold </dev/null >/dev/null 2>/tmp/err & "
+          "for i in $(seq 200); do [ -s /tmp/n ] && break; sleep 0.05; done; "
+          "cat /tmp/n /tmp/err; echo; id -u", &o);
+    out = text_of(&o.out);
+    cordon_exec_outcome_clear(&o);
+    snprintf(want, sizeof(want), "\n%u\n", (unsigned)ua);
+    cr_assert(sscanf(out, "%d", &n) == 1 && n > 0 && strstr(out, want) != NULL, "A: %s", out);
+    free(out);
+    /* ...and B, another uid, still gets one. */
+    sh(b, TEST_INOTIFY_PROGRAM "/tmp/ino try; id -u", &o);
+    out = text_of(&o.out);
+    cordon_exec_outcome_clear(&o);
+    snprintf(want, sizeof(want), "1\n%u\n", (unsigned)ub);
+    cr_assert_str_eq(out, want, "B, while A held %d inotify instances: %s", n, out);
+    free(out);
 }

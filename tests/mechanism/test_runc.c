@@ -53,9 +53,14 @@
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
+#include <cordon/sdk/json.h>
 #include <cordon/sdk/runner.h>
+#include <cordon/sdk/uid.h>
+#include <cordon/text.h>
 
+#include "tests/common/fill.h"
 #include "tests/common/proc.h"
+#include "tests/common/sockets.h"
 
 #define ENV_SHARED "CORDON_RUNC_TEST_SHARED"   /* main -> workers */
 #define RUNTIME_ROOT "/run/cordon-runc"
@@ -259,7 +264,14 @@ static void setup(void)
     cr_assert_not_null(dl, "dlopen %s: %s", provider_so, dlerror());
     init = (cordon_provider_init_v1_fn)dlsym(dl, CORDON_PROVIDER_INIT_SYMBOL);
     cr_assert_not_null(init);
-    cordon_host_table_init(&host, observer, init_bin, "cordon-runc-tests", shared);
+    {
+        static char instance[40];
+
+        /* Of this process: the uid pool is the machine's (another run of the
+         * suite beside this one must not share owners). */
+        snprintf(instance, sizeof(instance), "cordon-runc-tests-%ld", (long)getpid());
+        cordon_host_table_init(&host, observer, init_bin, instance, shared);
+    }
     cr_assert_eq(init(&host, 0, &prov, &err), 0, "init: %s", err.message);
 }
 
@@ -402,6 +414,25 @@ static struct cordon_exec_outcome sh(const char *state, const char *script, char
     return o;
 }
 
+/* The uid an execution runs as, from its state: one of the pool's. */
+static uid_t state_uid(const char *state)
+{
+    cJSON *doc = cJSON_Parse(state);
+    uid_t uid = (uid_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(doc, "uid"));
+
+    cJSON_Delete(doc);
+    cr_assert(cordon_uid_in_pool(uid), "state.uid %u is not in the uid pool", (unsigned)uid);
+    return uid;
+}
+
+static bool uid_lock_exists(uid_t uid)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), CORDON_UID_DIR "/%u", (unsigned)uid);
+    return access(path, F_OK) == 0;
+}
+
 static char *stream_text(const struct cordon_stream_capture *s)
 {
     char *t = strndup(s->data != NULL ? s->data : "", s->len);
@@ -418,12 +449,16 @@ static cJSON *cli_run(const char *const *args)
     char provider_path[PATH_MAX + 32], obs_env[PATH_MAX + 32], init_env[PATH_MAX + 32];
     char config[PATH_MAX + 32], state_dir[PATH_MAX + 32], *out = NULL;
     const char *argv[32];
+    char inner_env[PATH_MAX + 32], probe_inner_env[PATH_MAX + 32];
     const char *envp[] = { provider_path, obs_env, init_env, "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-                           NULL };
+                           inner_env, probe_inner_env, NULL };
     const char *id;
     size_t n = 0;
     cJSON *doc;
 
+    /* Where the twoface fixture (linked beside runc.so) finds its inners. */
+    snprintf(inner_env, sizeof(inner_env), "CORDON_FIXTURE_INNER=%s", env_or("CORDON_FIXTURE_INNER", ""));
+    snprintf(probe_inner_env, sizeof(probe_inner_env), "CORDON_FIXTURE_PROBE_INNER=%s", provider_so);
     snprintf(provider_path, sizeof(provider_path), "CORDON_PROVIDER_PATH=%s/providers", shared);
     snprintf(obs_env, sizeof(obs_env), "CORDON_OBSERVER=%s", observer);
     snprintf(init_env, sizeof(init_env), "CORDON_INIT=%s", init_bin);
@@ -555,6 +590,40 @@ Test(runc, cli_output_flood_ends_with_output_limit_and_no_container)
     cr_assert_str_eq(str_at(doc, "status", NULL), "output_limit", "status %s (%s)",
                      str_at(doc, "status", NULL), str_at(doc, "error", "message"));
     assert_execution_gone(doc);
+    cJSON_Delete(doc);
+}
+
+/* twoface.so runs runc's own probe (an honest observation of a runc
+ * container) but every exec directly on the host: the host's own
+ * verification, through twoface's exec, must refuse it. */
+Test(runc, cli_refuses_a_provider_whose_probe_is_confined_but_not_its_exec)
+{
+    char bundle[PATH_MAX + 32], *path;
+    const char *args[] = { "--provider", "twoface", bundle, NULL };
+    const cJSON *rec, *skip, *facts;
+    cJSON *doc;
+
+    require_setup();
+    path = realpath(env_or("CORDON_FIXTURE_INNER", ""), NULL);
+    cr_assert_not_null(path, "CORDON_FIXTURE_INNER (trusted-local.so) is not set (make check sets it)");
+    free(path);
+    write_bundle("main.py", "print('ran on the host')\n", bundle, sizeof(bundle));
+    doc = cli_run(args);
+    cr_assert_str_eq(str_at(doc, "status", NULL), "blocked", "%s", str_at(doc, "stdout", NULL));
+    rec = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"),
+                                                              "probes"), 0);
+    skip = cJSON_GetObjectItemCaseSensitive(rec, "skip");
+    cr_assert_str_eq(str_at(skip, "reason", NULL), "claims_disproved", "%s", str_at(skip, "detail", NULL));
+    cr_expect(strstr(str_at(skip, "detail", NULL), "process_contained/pid_namespace") != NULL, "%s",
+              str_at(skip, "detail", NULL));
+    /* Its own probe really observed runc: the claim was honest about the
+     * probe's container, and only the host's look through exec differs. */
+    facts = cJSON_GetObjectItemCaseSensitive(rec, "facts");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(facts, "claimed_isolation"), CORDON_AXIS_PROCESS_CONTAINED)));
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(facts, "isolation"), CORDON_AXIS_PROCESS_CONTAINED)));
+    cr_expect_str_eq(str_at(cJSON_GetObjectItemCaseSensitive(facts, "mechanism_facts"), "runtime", NULL), "runc");
     cJSON_Delete(doc);
 }
 
@@ -725,6 +794,84 @@ Test(runc, writing_past_disk_bytes_fails)
     cr_assert(atoll(strstr(out, "size=") + 5) <= 8 * 1024 * 1024, "%s", out);
     cordon_exec_outcome_clear(&o);
     free(out);
+}
+
+/*
+ * disk_bytes is one budget: filling /workspace, /tmp and /dev/shm at once
+ * stores at most disk_bytes (64 MiB here), and almost all of it. Each used
+ * to get 64 MiB of its own: 192 MiB in all.
+ */
+Test(runc, writable_tmpfs_mounts_share_disk_bytes)
+{
+    const char *state;
+    char *out;
+    struct cordon_exec_outcome o;
+    long long total;
+
+    ensure();
+    state = provision(NULL);
+    o = sh(state, TEST_FILL_TMPFS_SCRIPT "grep -E ' /(workspace|tmp|dev/shm) ' /proc/mounts", &out);
+    cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "%s", out);
+    total = test_fill_value(out, "total");
+    cr_expect(test_fill_has(out, "/workspace") && test_fill_has(out, "/tmp") &&
+                  test_fill_has(out, "/dev/shm"),
+              "a writable tmpfs was not filled: %s", out);
+    cr_expect_eq(test_fill_value(out, "mounts"), 3, "writable tmpfs mounts beyond the three: %s",
+                 out);
+    cr_expect_leq(total, (long long)(64 * MIB), "the sandbox stored %lld bytes with disk_bytes 64 MiB: %s",
+                  total, out);
+    cr_expect_geq(total, (long long)(63 * MIB), "only %lld bytes of the 64 MiB are usable: %s", total,
+                  out);
+    /* The split itself: /tmp an eighth, /dev/shm a sixteenth, the rest the workspace's. */
+    cr_expect(strstr(out, " /workspace tmpfs ") != NULL && strstr(out, "size=53248k") != NULL &&
+                  strstr(out, "size=8192k") != NULL && strstr(out, "size=4096k") != NULL,
+              "the tmpfs sizes are not 52, 8 and 4 MiB: %s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+/* Strict UTF-8 without control characters: what a terminal shows as is. */
+static bool shows_safely(const char *s)
+{
+    if (!cordon_text_is_utf8(s, strlen(s)))
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return false;
+    return true;
+}
+
+/* The sandboxed program plants a FIFO in /workspace named with a title
+ * sequence, a screen clear, a fake "cordon: success" line and a byte that
+ * is not UTF-8. The export that refuses it names it escaped, and the
+ * message put into JSON the way the host puts it there is strict UTF-8. */
+Test(runc, hostile_fifo_name_is_escaped_in_the_refusal)
+{
+    const char *state;
+    struct cordon_exec_outcome o;
+    cJSON *doc = cJSON_CreateObject();
+    char *text;
+    int fd;
+
+    ensure();
+    state = provision(NULL);
+    o = sh(state, "mkfifo \"/workspace/$(printf '\\033]0;pwned\\007\\033[2J\\rcordon: success\\n\\377')\"",
+           NULL);
+    cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "mkfifo: %d %d", o.status, o.exit_code);
+    cordon_exec_outcome_clear(&o);
+    fd = memfd_create("out.tar", MFD_CLOEXEC);
+    cordon_error_init(&err);
+    cr_assert_lt(prov->export_tar(res, state, "", fd, &err), 0, "a FIFO is refused");
+    close(fd);
+    cr_expect(shows_safely(err.message), "the refusal carries the raw name: %s", err.message);
+    cr_expect_not_null(strstr(err.message, "\\x1b]0;pwned\\x07\\x1b[2J\\x0dcordon: success\\x0a\\xff"),
+                       "%s", err.message);
+    cr_assert_not_null(cordon_json_add_text(doc, "message", err.message));
+    text = cJSON_PrintUnformatted(doc);
+    cr_expect(cordon_text_is_utf8(text, strlen(text)), "%s", text);
+    cr_expect_null(strstr(text, "\\u001b"), "JSON carries ESC: %s", text);
+    free(text);
+    cJSON_Delete(doc);
 }
 
 /* ---- timeouts and teardown ------------------------------------------------------------ */
@@ -915,7 +1062,8 @@ Test(runc, setuid_binary_does_not_gain_root)
     o = sh(state, "ls -l /usr/local/bin/cordon-test-suid-id; cordon-test-suid-id -u", &out);
     unlink(suid);
     cr_assert(strstr(out, "rws") != NULL, "the planted program is not setuid: %s", out);
-    cr_assert(strstr(out, "\n65532") != NULL, "the setuid program ran as: %s", out);
+    snprintf(buf, sizeof(buf), "\n%u\n", (unsigned)state_uid(state));
+    cr_assert(strstr(out, buf) != NULL, "the setuid program ran as: %s (not %s)", out, buf + 1);
     cordon_exec_outcome_clear(&o);
     free(out);
 }
@@ -1003,6 +1151,157 @@ Test(runc, denied_syscalls_fail_with_eperm)
     cr_assert(strstr(out, "clone3 -1 38\n") != NULL, "clone3 did not answer ENOSYS: %s", out);
     cordon_exec_outcome_clear(&o);
     free(out);
+}
+
+/*
+ * Network "none" means no family reaches outside: AF_VSOCK (this VM's
+ * hypervisor is one connect away), AF_PACKET, socketpair of a refused
+ * family and a family dressed up with high bits all get EAFNOSUPPORT, a
+ * netlink protocol other than NETLINK_ROUTE EPROTONOSUPPORT. What ordinary
+ * programs use still works, netlink's interface list (lo only) included.
+ */
+Test(runc, socket_families_outside_the_allow_list_are_refused)
+{
+    const char *state;
+    char *out;
+    struct cordon_exec_outcome o;
+
+    ensure();
+    state = provision(NULL);
+    o = sh(state, "cd /workspace && " TEST_SOCKETS_SCRIPT, &out);
+    {
+        char *errtext = stream_text(&o.err);
+
+        cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "%s %s", out, errtext);
+        free(errtext);
+    }
+    cr_expect(strstr(out, TEST_SOCKETS_ALLOWED) != NULL, "an allowed family was refused: %s", out);
+    cr_expect(strstr(out, TEST_SOCKETS_REFUSED) != NULL,
+              "a family outside the allow-list was not refused as the kernel would: %s", out);
+    cr_expect(strstr(out, "\nifaces lo\n") != NULL, "the interface list is not lo alone: %s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+/*
+ * A program that takes write leases on a workspace file (SIGIO ignored, so
+ * that only the kernel's 45 s lease-break time would end them), through
+ * fcntl and through the raw syscall with high bits set in cmd, and leaves
+ * a child of its own session holding the descriptor. The profile refuses
+ * both; a checkpoint (export of the workspace), an export of the file's
+ * directory and terminate all finish well inside the lease-break time.
+ */
+Test(runc, file_lease_is_refused_and_export_and_terminate_stay_bounded)
+{
+    const char *state;
+    char *out;
+    struct cordon_exec_outcome o;
+    uint64_t t0;
+    int fd, r;
+
+    ensure();
+    state = provision(NULL);
+    o = sh(state,
+           "mkdir -p /workspace/out && echo data > /workspace/out/leased && "
+           "cat > /workspace/lease.c <<'EOF'\n"
+           "#define _GNU_SOURCE\n"
+           "#include <errno.h>\n#include <fcntl.h>\n#include <signal.h>\n#include <stdio.h>\n"
+           "#include <stdlib.h>\n#include <sys/syscall.h>\n#include <unistd.h>\n"
+           "int main(int argc, char **argv) {\n"
+           "  int fd = open(argv[1], O_RDONLY), e1, e2;\n"
+           "  long r1, r2;\n"
+           "  signal(SIGIO, SIG_IGN);\n"
+           "  r1 = fcntl(fd, F_SETLEASE, F_WRLCK); e1 = r1 < 0 ? errno : 0;\n"
+           "  r2 = syscall(SYS_fcntl, fd, 0x100000000L | F_SETLEASE, (long)F_WRLCK);\n"
+           "  e2 = r2 < 0 ? errno : 0;\n"
+           "  printf(\"lease %ld %d raw %ld %d\\n\", r1, e1, r2, e2);\n"
+           "  fflush(stdout);\n"
+           "  if (fork() == 0) { setsid(); sleep(atoi(argv[2])); _exit(0); }\n"
+           "  return 0;\n"
+           "}\n"
+           "EOF\n"
+           "cc -o /workspace/lease /workspace/lease.c && /workspace/lease /workspace/out/leased 300",
+           &out);
+    cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "the lease program: %s", out);
+    cr_expect(strstr(out, "lease -1 1 raw -1 1") != NULL,
+              "a lease was not refused with EPERM both ways: %s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+
+    t0 = cordon_now_monotonic_ms();
+    fd = memfd_create("checkpoint", MFD_CLOEXEC);
+    r = prov->export_tar(res, state, "", fd, &err);
+    cr_expect_eq(r, 0, "checkpoint export: %s", err.message);
+    close(fd);
+    fd = memfd_create("collect", MFD_CLOEXEC);
+    r = prov->export_tar(res, state, "out", fd, &err);
+    cr_expect_eq(r, 0, "export of out: %s", err.message);
+    close(fd);
+    cr_expect_lt(cordon_now_monotonic_ms() - t0, 10000, "two exports took %llu ms",
+                 (unsigned long long)(cordon_now_monotonic_ms() - t0));
+    t0 = cordon_now_monotonic_ms();
+    cr_expect_eq(prov->terminate(res, state, &err), 0, "terminate: %s", err.message);
+    cr_expect_lt(cordon_now_monotonic_ms() - t0, 10000, "terminate took %llu ms",
+                 (unsigned long long)(cordon_now_monotonic_ms() - t0));
+}
+
+/* The names of a tar stream in fd, "a b c" (rewound first; malloc'd). */
+static char *tar_names(int fd)
+{
+    struct archive *a = archive_read_new();
+    struct archive_entry *e;
+    char *names = calloc(1, 4096);
+    size_t len = 0;
+
+    cr_assert(a != NULL && names != NULL && lseek(fd, 0, SEEK_SET) == 0);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_empty(a);
+    cr_assert_eq(archive_read_open_fd(a, fd, 10240), ARCHIVE_OK);
+    while (archive_read_next_header(a, &e) == ARCHIVE_OK && len < 4000)
+        len += (size_t)snprintf(names + len, 4096 - len, "%s%s", len ? " " : "",
+                                archive_entry_pathname(e));
+    archive_read_free(a);
+    return names;
+}
+
+/*
+ * Hard links: every provider stores each name of a multiply-linked file
+ * as a regular file of its own, so a checkpoint restores both names with
+ * the content (as two files, no longer linked).
+ */
+Test(runc, checkpoint_of_a_hard_link_restores_both_files)
+{
+    const char *first, *second;
+    char *out;
+    struct cordon_exec_outcome o;
+    int fd;
+
+    ensure();
+    first = provision(NULL);
+    o = sh(first, "cd /workspace && mkdir d && printf content > d/a && ln d/a d/b && ln d/a top",
+           NULL);
+    cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "making the links failed");
+    cordon_exec_outcome_clear(&o);
+    fd = memfd_create("checkpoint", MFD_CLOEXEC);
+    cr_assert_eq(prov->export_tar(res, first, "", fd, &err), 0, "checkpoint export: %s",
+                 err.message);
+    cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+    second = provision(NULL);
+    cr_assert_eq(prov->import_tar(res, second, "", fd, &err), 0, "restore: %s", err.message);
+    close(fd);
+    o = sh(second, "cd /workspace && cat d/a; echo; cat d/b; echo; cat top; echo; "
+                   "stat -c '%h %s' d/a d/b top", &out);
+    cr_expect(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "reading back: %s", out);
+    cr_expect_str_eq(out, "content\ncontent\ncontent\n1 7\n1 7\n1 7\n",
+                     "the restored names differ: %s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+    fd = memfd_create("collect", MFD_CLOEXEC);
+    cr_assert_eq(prov->export_tar(res, first, "d", fd, &err), 0, "export of d: %s", err.message);
+    out = tar_names(fd);
+    cr_expect_str_eq(out, "a b", "export of d holds [%s]", out);
+    free(out);
+    close(fd);
 }
 
 /* ---- exec by entering the container (exec_path "setns") ------------------------------------ */
@@ -1149,7 +1448,11 @@ Test(runc, exec_confinement_equals_the_init)
         "setsid sleep 60 < /dev/null > /dev/null 2>&1 & "
         "cat /proc/self/status; "
         "for n in mnt pid net ipc uts cgroup user; do echo \"ns $(readlink /proc/self/ns/$n)\"; "
-        "done; echo \"fd1 $(readlink /proc/$$/fd/1)\"; ls /proc/$$/fd | tr '\\n' ' '; "
+        /* The shell's fds, listed by a child while the shell only waits:
+         * in a pipeline or a redirection of its own, the shell holds a
+         * pipe end or a saved fd for a moment. */
+        "done; echo \"fd1 $(readlink /proc/$$/fd/1)\"; "
+        "sh -c 'ls /proc/$PPID/fd | tr \"\\\\n\" \" \"'; "
         "echo; echo '--cgroup'; cat /proc/self/cgroup; echo '--init-cgroup'; cat /proc/1/cgroup; "
         "echo '--env'; env | sort";
     struct sock_filter *init_prog = calloc(FILTER_MAX, sizeof(*init_prog));
@@ -1622,6 +1925,11 @@ static char *make_shared(void)
         realpath(env_or("CORDON_RUNC_PROVIDER", ".libs/runc.so"), so) == NULL ||
         symlink(so, link) != 0)
         fprintf(stderr, "runc-tests: cannot link runc.so into %s\n", link_dir);
+    /* ...and the twoface fixture beside it (make check builds it). */
+    snprintf(link, sizeof(link), "%s/twoface.so", link_dir);
+    if (realpath(env_or("CORDON_TWOFACE_PROVIDER", "tests/fixtures/.libs/twoface.so"), so) == NULL ||
+        symlink(so, link) != 0)
+        fprintf(stderr, "runc-tests: cannot link twoface.so into %s\n", link_dir);
     snprintf(config, sizeof(config), "%s/cli-config.json", tmpl);
     f = fopen(config, "we");
     if (f != NULL) {
@@ -1661,4 +1969,57 @@ out:
     free(dir);
     criterion_finalize(tests);
     return rc;
+}
+
+/* ---- one uid per execution ------------------------------------------------------- */
+
+Test(runc, each_execution_has_a_uid_and_per_user_limits_of_its_own)
+{
+    const char *a, *b;
+    char *out = NULL, want[64], *forged;
+    struct cordon_exec_outcome o;
+    uid_t ua, ub;
+    cJSON *doc;
+    int n = 0;
+
+    ensure();
+    a = provision(NULL);
+    b = provision(NULL);
+    ua = state_uid(a);
+    ub = state_uid(b);
+    cr_assert_neq(ua, ub, "two executions share uid %u", (unsigned)ua);
+    cr_assert(uid_lock_exists(ua) && uid_lock_exists(ub));
+    /* A holds every inotify instance its per-user limit allows, in the background... */
+    o = sh(a, TEST_INOTIFY_PROGRAM "setsid /tmp/ino hold </dev/null >/dev/null 2>/tmp/err & "
+              "for i in $(seq 200); do [ -s /tmp/n ] && break; sleep 0.05; done; "
+              "cat /tmp/n /tmp/err; echo; id -u", &out);
+    cr_assert_eq(o.status, CORDON_RUN_EXITED);
+    cordon_exec_outcome_clear(&o);
+    snprintf(want, sizeof(want), "\n%u\n", (unsigned)ua);
+    cr_assert(sscanf(out, "%d", &n) == 1 && n > 0 && strstr(out, want) != NULL, "A: %s", out);
+    free(out);
+    /* ...and B, another uid, still gets one. */
+    o = sh(b, TEST_INOTIFY_PROGRAM "/tmp/ino try; id -u", &out);
+    cordon_exec_outcome_clear(&o);
+    snprintf(want, sizeof(want), "1\n%u\n", (unsigned)ub);
+    cr_assert_str_eq(out, want, "B, while A held %d inotify instances: %s", n, out);
+    free(out);
+    /* A state that names another execution's uid is refused. */
+    doc = cJSON_Parse(b);
+    cJSON_ReplaceItemInObject(doc, "uid", cJSON_CreateNumber((double)ua));
+    cJSON_ReplaceItemInObject(doc, "gid", cJSON_CreateNumber((double)ua));
+    forged = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    {
+        const char *argv[] = { "true", NULL };
+        struct cordon_exec_outcome f = { 0 };
+
+        cr_assert_lt(drive(forged, argv, 30000, 1u << 20, &f), 0);
+        cr_assert(strstr(err.message, "state.uid") != NULL, "%s", err.message);
+        cordon_exec_outcome_clear(&f);
+    }
+    free(forged);
+    /* terminate gives the uid back */
+    cr_assert_eq(prov->terminate(res, a, &err), 0, "%s", err.message);
+    cr_assert_not(uid_lock_exists(ua), "uid %u still taken after terminate", (unsigned)ua);
 }

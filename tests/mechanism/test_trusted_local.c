@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <signal.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -32,10 +33,13 @@
 #include <cordon/sdk/drive.h>
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/fs.h>
+#include <cordon/sdk/json.h>
+#include <cordon/text.h>
+#include <cordon/sdk/uid.h>
 
 #include "tests/common/proc.h"
+#include "tests/common/sockets.h"
 
-#define SANDBOX_UID 65532u
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 static const struct cordon_provider_v1 *prov;
@@ -46,6 +50,7 @@ static char observer[PATH_MAX];
 static char config[PATH_MAX + 128];
 static struct cordon_resource *res;
 static char *state;                /* the provisioned execution, terminated in fini */
+static char *other;                /* a second one, terminated in fini too */
 static struct cordon_error err;
 
 /* ---- host helpers (self-contained: this file links only the sdk) ---------- */
@@ -125,7 +130,14 @@ static void setup(void)
     host.free = free;
     host.observer_path = observer;
     host.init_path = NULL;
-    host.host_instance_id = "test";
+    /* Of this process: another run of this suite on the machine (the uid
+     * pool is the machine's) must not share its executions' owners. */
+    {
+        static char instance[32];
+
+        snprintf(instance, sizeof(instance), "test-%ld", (long)getpid());
+        host.host_instance_id = instance;
+    }
     host.state_dir = tmp;
     cr_assert_eq(init(&host, 0, &prov, &err), 0, "init: %s", err.message);
 }
@@ -139,7 +151,11 @@ static void teardown(void)
     cordon_error_init(&e);
     if (state != NULL)
         prov->terminate(res, state, &e);
+    if (other != NULL)
+        prov->terminate(res, other, &e);
     free(state);
+    free(other);
+    other = NULL;
     if (res != NULL)
         prov->release(res, &e);
     cordon_fs_remove_tree_path(tmp, NULL);
@@ -233,6 +249,20 @@ static int drive(const char *request_json, uint64_t timeout_ms, struct cordon_ex
     opts.retention_bytes = 64 * 1024;
     opts.output_budget = 1024 * 1024;
     return cordon_drive_exec(&opts, o, &err);
+}
+
+/* The uid the global execution runs as: as root, one of the pool's, taken
+ * for this execution alone; otherwise the caller's own. */
+static uid_t sandbox_uid(void)
+{
+    cJSON *doc = cJSON_Parse(state);
+    uid_t uid = (uid_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(doc, "uid"));
+
+    cJSON_Delete(doc);
+    if (!is_root())
+        return geteuid();
+    cr_assert(cordon_uid_in_pool(uid), "state.uid %u is not in the uid pool", (unsigned)uid);
+    return uid;
 }
 
 /* Run sh -c script in cwd; returns the exit code, -1000-signal when killed. */
@@ -370,7 +400,9 @@ Test(trusted_local, probe_reports_what_the_observer_sees)
                   "%s", facts);
         cr_assert(cJSON_IsTrue(facts_get(doc, "isolation", "syscalls_restricted")), "%s", facts);
         cr_assert_str_eq(facts_get(doc, "mechanism_facts", "run_as")->valuestring,
-                         "65532:65532");
+                         "per-execution");
+        cr_assert_eq(cJSON_GetNumberValue(facts_get(doc, "mechanism_facts", "uid_pool_base")),
+                     (double)CORDON_UID_BASE, "%s", facts);
     }
     /* The observation's execution is gone again: the root is empty. */
     cr_assert_eq(entries_in(root), 0);
@@ -566,7 +598,7 @@ Test(trusted_local, host_layout_belongs_to_the_sandbox_user)
     cr_assert_eq(sh("", "echo x > f && mkdir -p a/b && cat f", out, sizeof(out)), 0);
     cr_assert_str_eq(out, "x\n");
     cr_assert_eq(stat(exec_dir("hl", "/workspace/a/b"), &st), 0);
-    cr_assert_eq(st.st_uid, is_root() ? SANDBOX_UID : geteuid());
+    cr_assert_eq(st.st_uid, sandbox_uid());
 }
 
 Test(trusted_local, hardening_is_applied_in_the_child)
@@ -586,8 +618,12 @@ Test(trusted_local, hardening_is_applied_in_the_child)
         cr_expect_str_eq(out, cases[i].out, "%s", cases[i].script);
     }
     if (is_root()) {
+        char want[64];
+        uid_t uid = sandbox_uid();
+
+        snprintf(want, sizeof(want), "%u\n%u\n%u\n", (unsigned)uid, (unsigned)uid, (unsigned)uid);
         cr_assert_eq(sh("", "id -u; id -g; id -G", out, sizeof(out)), 0);
-        cr_assert_str_eq(out, "65532\n65532\n65532\n");
+        cr_assert_str_eq(out, want);
         cr_assert_eq(sh("", "grep ^CapBnd: /proc/self/status", out, sizeof(out)), 0);
         cr_assert_str_eq(out, "CapBnd:\t0000000000000000\n");
     }
@@ -608,6 +644,25 @@ Test(trusted_local, new_user_namespace_is_refused)
              "print(l.syscall(%ld, 0, 0, 0, 0, 0), ctypes.get_errno())'", (long)SYS_keyctl);
     cr_assert_eq(sh("", script, out, sizeof(out)), 0);
     cr_assert_str_eq(out, "-1 1\n");
+}
+
+/*
+ * Nothing here is contained (the host's network is in reach through
+ * AF_INET), but the filter still refuses the families the docker and runc
+ * sandboxes refuse: AF_VSOCK (this VM's hypervisor), AF_PACKET, a family
+ * with high bits set, socketpair of a refused family (EAFNOSUPPORT each),
+ * and netlink uevents (EPROTONOSUPPORT). What ordinary programs use works.
+ */
+Test(trusted_local, socket_families_outside_the_allow_list_are_refused)
+{
+    char out[1024];
+
+    provision("sockets", "host");
+    cr_assert_eq(sh("", TEST_SOCKETS_SCRIPT, out, sizeof(out)), 0, "%s", out);
+    cr_expect(strstr(out, TEST_SOCKETS_ALLOWED) != NULL, "an allowed family was refused: %s", out);
+    cr_expect(strstr(out, TEST_SOCKETS_REFUSED) != NULL,
+              "a family outside the allow-list was not refused as the kernel would: %s", out);
+    cr_expect(strstr(out, "\nifaces lo") != NULL, "netlink's interface list fails: %s", out);
 }
 
 Test(trusted_local, foreign_abi_syscall_kills_the_process)
@@ -657,7 +712,7 @@ Test(trusted_local, workspace_env_directories_are_created)
     cr_assert_eq(o.out.len, strlen(want));
     cr_assert_arr_eq(o.out.data, want, o.out.len);
     cr_assert_eq(stat(exec_dir("wenv", "/workspace/build/cache/go"), &st), 0);
-    cr_assert_eq(st.st_uid, is_root() ? SANDBOX_UID : geteuid());
+    cr_assert_eq(st.st_uid, sandbox_uid());
     cordon_exec_outcome_clear(&o);
     free(req);
 }
@@ -1017,6 +1072,43 @@ Test(trusted_local, import_refuses_dotdot)
     cr_assert(!exists(exec_dir("dotdot", "/workspace/x")));
 }
 
+/* Strict UTF-8 without control characters: what a terminal shows as is. */
+static bool shows_safely(const char *s)
+{
+    if (!cordon_text_is_utf8(s, strlen(s)))
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return false;
+    return true;
+}
+
+/* The sandboxed program plants a FIFO named with a title sequence, a
+ * screen clear and a byte that is not UTF-8 in its output root. The export
+ * that refuses it names it escaped, and the message put into JSON the way
+ * the host puts it there is strict UTF-8. */
+Test(trusted_local, hostile_fifo_name_is_escaped_in_the_refusal)
+{
+    cJSON *doc = cJSON_CreateObject();
+    char *text;
+    int fd;
+
+    provision("fifo-name", "code");
+    cr_assert_eq(sh("", "mkfifo \"output/$(printf '\\033]0;pwned\\007\\033[2J\\377')\"", NULL, 0), 0);
+    fd = memfd_create("out.tar", MFD_CLOEXEC);
+    cordon_error_init(&err);
+    cr_assert_lt(prov->export_tar(res, state, "output", fd, &err), 0, "a FIFO is refused");
+    close(fd);
+    cr_expect(shows_safely(err.message), "the refusal carries the raw name: %s", err.message);
+    cr_expect_not_null(strstr(err.message, "\\x1b]0;pwned\\x07\\x1b[2J\\xff"), "%s", err.message);
+    cr_assert_not_null(cordon_json_add_text(doc, "message", err.message));
+    text = cJSON_PrintUnformatted(doc);
+    cr_expect(cordon_text_is_utf8(text, strlen(text)), "%s", text);
+    cr_expect_null(strstr(text, "\\u001b"), "JSON carries ESC: %s", text);
+    free(text);
+    cJSON_Delete(doc);
+}
+
 Test(trusted_local, export_returns_what_was_written)
 {
     struct archive *a;
@@ -1049,4 +1141,174 @@ Test(trusted_local, export_returns_what_was_written)
     fd = memfd_create("out2.tar", MFD_CLOEXEC);
     cr_assert_lt(prov->export_tar(res, state, "../..", fd, &err), 0);
     close(fd);
+}
+
+/* ---- one uid per execution ------------------------------------------------- */
+
+/* The driver's return code for an exec of true with state st. */
+static int sh_in_rc(const char *st)
+{
+    const char *argv[] = { "true", NULL };
+    struct cordon_exec_outcome o = { 0 };
+    char *saved = state, *req = request("", argv, NULL);
+    int r;
+
+    state = (char *)st;
+    r = drive(req, 30000, &o);
+    state = saved;
+    free(req);
+    cordon_exec_outcome_clear(&o);
+    return r;
+}
+
+/* Run sh -c script in the execution whose state is st. */
+static int sh_in(const char *st, const char *script, char *out, size_t out_size)
+{
+    char *saved = state;
+    int code;
+
+    state = (char *)st;
+    code = sh("", script, out, out_size);
+    state = saved;
+    return code;
+}
+
+static bool lock_exists(uid_t uid)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), CORDON_UID_DIR "/%u", (unsigned)uid);
+    return exists(path);
+}
+
+Test(trusted_local, each_execution_has_a_uid_of_its_own)
+{
+    char a[32], b[32], want[32];
+    uid_t uid;
+
+    skip_unless_root("the uid pool is root's");
+    provision("uid-a", "host");
+    cr_assert_eq(prov->provision(res, spec_json("uid-b", "host", "none"), &other, &err), 0,
+                 "provision: %s", err.message);
+    cr_assert_eq(sh("", "id -u", a, sizeof(a)), 0);
+    cr_assert_eq(sh_in(other, "id -u", b, sizeof(b)), 0);
+    cr_assert_str_neq(a, b, "two executions share uid %s", a);
+    uid = sandbox_uid();
+    snprintf(want, sizeof(want), "%u\n", (unsigned)uid);
+    cr_assert_str_eq(a, want);
+    cr_assert(lock_exists(uid), "no lock for uid %u in " CORDON_UID_DIR, (unsigned)uid);
+    /* A state that names another execution's uid is refused. */
+    {
+        cJSON *doc = cJSON_Parse(other);
+        char *forged;
+
+        cJSON_ReplaceItemInObject(doc, "uid", cJSON_CreateNumber((double)uid));
+        cJSON_ReplaceItemInObject(doc, "gid", cJSON_CreateNumber((double)uid));
+        forged = cJSON_PrintUnformatted(doc);
+        cJSON_Delete(doc);
+        cr_assert_lt(sh_in_rc(forged), 0);
+        cr_assert(strstr(err.message, "state.uid") != NULL, "%s", err.message);
+        free(forged);
+    }
+    /* Terminate gives the uid back. */
+    cr_assert_eq(prov->terminate(res, other, &err), 0, "%s", err.message);
+    free(other);
+    other = NULL;
+    cr_assert_eq(prov->terminate(res, state, &err), 0, "%s", err.message);
+    cr_assert_not(lock_exists(uid), "uid %u still taken after terminate", (unsigned)uid);
+    free(state);
+    state = NULL;
+}
+
+/* An exec of sh -c script in the execution st, on a thread of its own. */
+struct side_exec {
+    const char *state, *script;
+    int rc;
+    struct cordon_exec_outcome o;
+    struct cordon_error e;
+};
+
+static void *side_exec_run(void *arg)
+{
+    struct side_exec *x = arg;
+    const char *argv[] = { "sh", "-c", x->script, NULL };
+    struct cordon_drive_opts opts;
+    char *req = request("", argv, NULL);
+
+    cordon_error_init(&x->e);
+    cordon_drive_opts_init(&opts);
+    opts.host = &host;
+    opts.provider = prov;
+    opts.resource = res;
+    opts.state_json = x->state;
+    opts.request_json = req;
+    opts.timeout_ms = 60000;
+    opts.retention_bytes = 64 * 1024;
+    opts.output_budget = 1024 * 1024;
+    x->rc = cordon_drive_exec(&opts, &x->o, &x->e);
+    free(req);
+    return NULL;
+}
+
+Test(trusted_local, one_execution_cannot_signal_or_starve_another)
+{
+    struct side_exec b = { 0 }, hog = { 0 };
+    pthread_t tb, th;
+
+    skip_unless_root("the uid pool is root's");
+    provision("sig-a", "host");
+    cr_assert_eq(prov->provision(res, spec_json("sig-b", "host", "none"), &other, &err), 0,
+                 "provision: %s", err.message);
+    /* A holds every inotify instance its per-user limit allows... */
+    hog.state = state;
+    hog.script = "exec python3 -c 'import ctypes,time\nl=ctypes.CDLL(None)\nfds=[]\n"
+                 "while l.inotify_init1(0) >= 0: fds.append(1)\nprint(len(fds), flush=True)\n"
+                 "time.sleep(4)'";
+    cr_assert_eq(pthread_create(&th, NULL, side_exec_run, &hog), 0);
+    /* ...B runs while A signals "every process of my uid"... */
+    b.state = other;
+    b.script = "sleep 2; python3 -c 'import ctypes;print(ctypes.CDLL(None).inotify_init1(0) >= 0)'";
+    cr_assert_eq(pthread_create(&tb, NULL, side_exec_run, &b), 0);
+    nanosleep(&(struct timespec){ 0, 700 * 1000 * 1000 }, NULL);
+    sh("", "kill -STOP -1; kill -KILL -1", NULL, 0);
+    pthread_join(tb, NULL);
+    pthread_join(th, NULL);
+    /* ...and B ends on its own, unstopped, and still gets an inotify instance. */
+    cr_assert_eq(b.rc, 0, "%s", b.e.message);
+    cr_assert_eq(b.o.status, CORDON_RUN_EXITED, "B was signalled (%d)", b.o.signal);
+    cr_assert_eq(b.o.exit_code, 0, "%.*s", (int)b.o.err.len, b.o.err.data);
+    cr_assert(b.o.out.len == 5 && memcmp(b.o.out.data, "True\n", 5) == 0,
+              "B got no inotify instance while A held its own limit: %.*s", (int)b.o.out.len,
+              b.o.out.data);
+    /* A really did reach its limit (the test proves nothing otherwise). */
+    cr_assert_eq(hog.rc, 0, "%s", hog.e.message);
+    cr_assert_gt(hog.o.out.len, 0, "the hog printed nothing: %.*s", (int)hog.o.err.len,
+                 hog.o.err.data);
+    cr_assert_gt(atoi(hog.o.out.data), 0);
+    cordon_exec_outcome_clear(&b.o);
+    cordon_exec_outcome_clear(&hog.o);
+    cr_assert_eq(prov->terminate(res, other, &err), 0, "%s", err.message);
+    free(other);
+    other = NULL;
+}
+
+Test(trusted_local, terminate_finds_a_process_that_left_the_area)
+{
+    char out[64];
+    int n = -1;
+
+    skip_unless_root("the uid pool is root's");
+    provision("away", "host");
+    /* Detached, and in a working directory outside the execution's area. */
+    cr_assert_eq(sh("", "cd / && setsid sleep 4242.5 </dev/null >/dev/null 2>&1 &", out,
+                    sizeof(out)), 0);
+    cr_assert_eq(prov->terminate(res, state, &err), 0, "%s", err.message);
+    free(state);
+    state = NULL;
+    for (int i = 0; i < 100 && n != 0; i++) {
+        n = test_count_processes("4242.5");
+        if (n != 0)
+            nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
+    }
+    cr_assert_eq(n, 0, "a detached process outside the area outlived terminate");
 }

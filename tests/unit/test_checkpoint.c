@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -372,7 +374,7 @@ static const struct {
     {TAMPER_MISSING_KEY, "manifest.json: metadata: missing", true},
     {TAMPER_VERSION_2, "manifest.json: version: must be 1", true},
     {TAMPER_RESOURCES_TYPE, "manifest.json: resources: must be a JSON object", true},
-    {TAMPER_RESOURCE_MEMBER, "resources.pids: must be a non-negative integer", true},
+    {TAMPER_RESOURCE_MEMBER, "resources.pids: must be a whole number >= 0", true},
     {TAMPER_DUPLICATE_KEY, "manifest.json: version: appears twice", true},
     {TAMPER_TRAILING_BYTES, "manifest.json: not valid JSON", true},
     {TAMPER_CREATED_AT, "created_at: must be an RFC 3339 UTC time", true},
@@ -653,6 +655,66 @@ Test(checkpoint, refuses_truncated_stream)
     cJSON_Delete(fields);
 }
 
+/* A manifest is data on disk: limits past the bounds of a provision request
+ * make it invalid, with the field and the bound named. One row per key and
+ * side. */
+static const struct {
+    const char *key;
+    double value;
+    const char *needle;
+} limit_cases[] = {
+    {"cpus", 0.001, "resources.cpus: 0.001 is below the minimum 0.01"},
+    {"cpus", 129, "resources.cpus: 129 exceeds the maximum 128"},
+    {"memory_bytes", 1048576, "resources.memory_bytes: 1 MiB (1048576) is below the minimum 16777216"},
+    {"memory_bytes", 549755813888.0 + 1024,
+     "resources.memory_bytes: 536870913 KiB (549755814912) exceeds the maximum 549755813888"},
+    {"disk_bytes", 4096, "resources.disk_bytes: 4 KiB (4096) is below the minimum 1048576"},
+    {"disk_bytes", 2199023255552.0, "resources.disk_bytes: 2 TiB (2199023255552) exceeds the maximum 1099511627776"},
+    {"pids", 7, "resources.pids: 7 is below the minimum 8"},
+    {"pids", 32769, "resources.pids: 32769 exceeds the maximum 32768"},
+    {"runtime_ms", 99, "resources.runtime_ms: 99 is below the minimum 100"},
+    {"runtime_ms", 86400001, "resources.runtime_ms: 86400001 exceeds the maximum 86400000"},
+    {"max_output_bytes", 1023, "resources.max_output_bytes: 1023 is below the minimum 1024"},
+    {"max_output_bytes", 67108865, "resources.max_output_bytes: 67108865 exceeds the maximum 67108864"},
+};
+
+ParameterizedTestParameters(checkpoint, open_refuses_limits_out_of_bounds)
+{
+    static size_t idx[sizeof(limit_cases) / sizeof(limit_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *at, checkpoint, open_refuses_limits_out_of_bounds)
+{
+    cJSON *m = NULL, *got = NULL;
+    struct cordon_error err;
+    char *id = write_good(&m), *dir = path_in(store, id), *mpath = path_in(dir, "manifest.json");
+    char *text;
+    int fd = -1;
+
+    cr_assert_not_null(cJSON_GetObjectItem(m, "resources"));
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(m, "resources"), limit_cases[*at].key,
+                              cJSON_CreateNumber(limit_cases[*at].value));
+    text = cJSON_Print(m);
+    spit(mpath, text, strlen(text));
+    cordon_error_init(&err);
+    cr_assert_eq(cordon__checkpoint_open(store, id, &got, &fd, &err), CORDON_E_CHECKPOINT_INVALID,
+                 "%s", err.message);
+    cr_expect(strstr(err.message, "manifest.json: ") != NULL, "\"%s\" names the manifest", err.message);
+    cr_expect(strstr(err.message, limit_cases[*at].needle) != NULL, "\"%s\" lacks \"%s\"",
+              err.message, limit_cases[*at].needle);
+    cr_expect_null(got);
+    cr_expect_eq(fd, -1);
+    cJSON_Delete(m);
+    free(text);
+    free(mpath);
+    free(dir);
+    free(id);
+}
+
 static const struct {
     const char *patch; /* merged over good fields; "-key" deletes key */
     const char *needle;
@@ -665,13 +727,13 @@ static const struct {
     {"{\"image\": 5}", "fields.image: must be null or a string"},
     {"{\"environment\": {\"A\": 1}}", "fields.environment.A: must be a string"},
     {"{\"network\": \"none\"}", "fields.network: must be a JSON object"},
-    {"{\"resources\": {\"cpus\": 1}}", "fields.resources.pids: missing"},
+    {"{\"resources\": {\"cpus\": 1}}", "fields.resources.memory_bytes: required"},
     {"{\"resources\": {\"cpus\": -1, \"pids\": 1, \"memory_bytes\": 1, \"disk_bytes\": 1, "
      "\"runtime_ms\": 1, \"max_output_bytes\": 1}}",
      "fields.resources.cpus: must be a positive number"},
     {"{\"resources\": {\"cpus\": 1, \"pids\": 1.5, \"memory_bytes\": 1, \"disk_bytes\": 1, "
      "\"runtime_ms\": 1, \"max_output_bytes\": 1}}",
-     "fields.resources.pids: must be a non-negative integer"},
+     "fields.resources.pids: must be a whole number >= 0"},
     {"{\"metadata\": [1]}", "fields.metadata: must be a JSON object"},
 };
 
@@ -792,4 +854,56 @@ Test(checkpoint, remove)
     cJSON_Delete(m);
     free(a);
     free(b);
+}
+
+/* What a checkpoint whose cordon was killed leaves (.tmp-ckpt-*, .rm-ckpt-*)
+ * goes once nobody holds it and it is old enough; a live writer's (locked)
+ * and a fresh one (its writer may be about to lock it) stay. */
+static void partial_dir(const char *name, time_t age)
+{
+    char *p = path_in(store, name), *f = NULL;
+    struct timespec t[2];
+
+    cr_assert_eq(mkdir(p, 0700), 0, "%s", p);
+    cr_assert(asprintf(&f, "%s/workspace.tar", p) > 0);
+    test_write_file(f, "half", 4);
+    t[0].tv_sec = t[1].tv_sec = time(NULL) - age;
+    t[0].tv_nsec = t[1].tv_nsec = 0;
+    cr_assert_eq(utimensat(AT_FDCWD, p, t, 0), 0);
+    free(f);
+    free(p);
+}
+
+Test(checkpoint, sweep_removes_what_a_killed_writer_left)
+{
+    struct cordon_error err;
+    char *good = write_good(NULL), *locked;
+    cJSON *removed = cJSON_CreateArray();
+    char *text;
+    int lfd;
+
+    partial_dir(".tmp-ckpt-0000000000000000000000dead", 3600);
+    partial_dir(".rm-ckpt-0000000000000000000000gone", 3600);
+    partial_dir(".tmp-ckpt-000000000000000000000fresh", 0);
+    partial_dir(".tmp-ckpt-00000000000000000000locked", 3600);
+    partial_dir(".tmp-other", 3600);
+    locked = path_in(store, ".tmp-ckpt-00000000000000000000locked");
+    lfd = open(locked, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cr_assert_geq(lfd, 0);
+    cr_assert_eq(flock(lfd, LOCK_EX), 0);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon__checkpoint_sweep(store, 10, removed, &err), 0, "%s", err.message);
+    text = cJSON_PrintUnformatted(removed);
+    cr_expect_eq(cJSON_GetArraySize(removed), 2, "%s", text);
+    cr_expect_neq(strstr(text, "\".tmp-ckpt-0000000000000000000000dead\""), NULL, "%s", text);
+    cr_expect_neq(strstr(text, "\".rm-ckpt-0000000000000000000000gone\""), NULL, "%s", text);
+    cr_expect_eq(store_entries(), 4, "the checkpoint, the fresh, the locked and the foreign stay");
+    close(lfd);
+    cJSON_Delete(removed);
+    free(text);
+    free(locked);
+    free(good);
+    cordon_error_init(&err);
+    cr_expect_eq(cordon__checkpoint_sweep("/nonexistent-store", 10, NULL, &err), 0, "%s",
+                 err.message);
 }

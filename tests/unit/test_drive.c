@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cordon/sdk/drive.h>
@@ -73,6 +74,16 @@ static int fake_exec(struct cordon_resource *resource, const char *state_json,
                                   io->struct_size == sizeof(*io) && io->stdin_fd >= 0 &&
                                   io->stdout_fd >= 0 && io->stderr_fd >= 0 && io->cancel_fd >= 0 &&
                                   strcmp(state_json, "{\"id\":\"x\"}") == 0);
+    if (strcmp(mode, "fd_link") == 0) {
+        /* what the provider was handed as stdin */
+        char path[64];
+
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", io->stdin_fd);
+        n = readlink(path, buf, sizeof(buf) - 1);
+        if (n < 0 || write_all(io->stdout_fd, buf, (size_t)n) < 0)
+            return cordon_error_set(err, CORDON_E_IO, errno, "fake: readlink");
+        return reply("{\"status\":\"exited\",\"exit_code\":0}", ret_result_json, err);
+    }
     if (strcmp(mode, "echo") == 0) {
         /* stdin to stdout, then a line on each stream */
         while ((n = read(io->stdin_fd, buf, sizeof(buf))) > 0)
@@ -192,6 +203,42 @@ Test(drive, stdin_fd_reaches_the_provider)
     cr_assert_neq(fcntl(fd, F_GETFD), -1, "the caller's stdin_fd was closed");
     close(fd);
     cordon_exec_outcome_clear(&res);
+    test_rmtree(dir);
+    free(dir);
+}
+
+/* The caller's stdin, whatever it is, never reaches the provider: a
+ * directory, a file and even the caller's own pipe arrive as a pipe of
+ * the drive's. */
+Test(drive, the_callers_stdin_is_relayed_through_a_pipe_of_its_own)
+{
+    char *dir = test_mkdtemp(), mine[64], *got;
+    struct cordon_drive_opts o;
+    struct cordon_exec_outcome res;
+    struct cordon_error err;
+    struct stat st;
+    int fds[3], p[2];
+
+    cr_assert_not_null(dir);
+    cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+    fds[0] = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    fds[1] = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    fds[2] = p[0];
+    cr_assert(fds[0] >= 0 && fds[1] >= 0 && fstat(p[0], &st) == 0);
+    snprintf(mine, sizeof(mine), "pipe:[%lu]", (unsigned long)st.st_ino);
+    for (int i = 0; i < 3; i++) {
+        opts_for(&o, "fd_link");
+        o.stdin_fd = fds[i];
+        cordon_error_init(&err);
+        cr_assert_eq(cordon_drive_exec(&o, &res, &err), 0, "%s", err.message);
+        got = strndup(res.out.data != NULL ? res.out.data : "", res.out.len);
+        cr_assert_not_null(got);
+        cr_expect(strncmp(got, "pipe:[", 6) == 0 && strcmp(got, mine) != 0,
+                  "stdin %d reached the provider as %s", i, got);
+        free(got);
+        cordon_exec_outcome_clear(&res);
+    }
+    close(fds[0]), close(fds[1]), close(p[0]), close(p[1]);
     test_rmtree(dir);
     free(dir);
 }
@@ -377,6 +424,12 @@ static const struct result_case result_cases[] = {
     { "{\"status\":\"oom\",\"signal\":9}", 0, CORDON_RUN_OOM, -1, 9 },
     { "{\"status\":\"oom\"}", 0, CORDON_RUN_OOM, -1, 0 },
     { "{\"status\":\"cancelled\"}", 0, CORDON_RUN_CANCELLED, -1, 0 },
+    /* an exit the mechanism may have folded from signal N: the exit, and N */
+    { "{\"status\":\"exited\",\"exit_code\":137,\"signal_folded\":true}", 0, CORDON_RUN_EXITED,
+      137, 9 },
+    /* not 129-192: nothing a signal folds into */
+    { "{\"status\":\"exited\",\"exit_code\":3,\"signal_folded\":true}", 0, CORDON_RUN_EXITED, 3,
+      0 },
     /* bad results: as many as good ones */
     { "not json", CORDON_E_PROVIDER, CORDON_RUN_HOST_ERROR, -1, 0 },
     { "{\"status\":\"weird\"}", CORDON_E_PROVIDER, CORDON_RUN_HOST_ERROR, -1, 0 },
@@ -387,11 +440,14 @@ static const struct result_case result_cases[] = {
     { "{\"status\":\"signaled\"}", CORDON_E_PROVIDER, CORDON_RUN_HOST_ERROR, -1, 0 },
     { "[\"exited\"]", CORDON_E_PROVIDER, CORDON_RUN_HOST_ERROR, -1, 0 },
     { "no_result", CORDON_E_PROVIDER, CORDON_RUN_HOST_ERROR, -1, 0 },
+    { "{\"status\":\"signaled\",\"signal\":65}", CORDON_E_PROVIDER, CORDON_RUN_HOST_ERROR, -1, 0 },
+    { "{\"status\":\"exited\",\"exit_code\":-1}", CORDON_E_PROVIDER, CORDON_RUN_HOST_ERROR, -1,
+      0 },
 };
 
 ParameterizedTestParameters(drive, result_json_is_mapped)
 {
-    static int idx[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 };
+    static int idx[] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17 };
     return cr_make_param_array(int, idx, sizeof(idx) / sizeof(idx[0]));
 }
 

@@ -10,13 +10,16 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <cordon/text.h>
 
 #include "core/record.h"
 #include "tests/unit/helpers.h"
 
 static const char base_request[] =
-    "{\"provider\":\"trusted-local\",\"allow_unsafe_local\":true,"
+    "{\"provider\":\"trusted-local\",\"allow_unsafe_local\":true,\"isolation\":\"none\","
     "\"resources\":{\"cpus\":1,\"memory_bytes\":268435456,\"disk_bytes\":67108864,\"pids\":128,"
     "\"runtime_ms\":60000,\"max_output_bytes\":1048576}}";
 
@@ -171,6 +174,13 @@ static struct refusal provision_refusals[] = {
       CORDON_E_INVALID, "absolute" },
     { "unknown workspace kind", "{\"workspace\":{\"kind\":\"bind\"}}", CORDON_E_INVALID, "workspace.kind" },
     { "no consent", "{\"allow_unsafe_local\":false}", CORDON_E_DENIED, "allow_unsafe_local" },
+    { "isolation word", "{\"isolation\":\"strict\"}", CORDON_E_INVALID, "isolation" },
+    { "trusted-local under isolation required", "{\"isolation\":\"required\"}", CORDON_E_PROVIDER_UNAVAILABLE,
+      "trusted_local" },
+    { "a provider the host disproves", "{\"provider\":\"pretender\",\"isolation\":\"none\"}",
+      CORDON_E_PROVIDER_UNAVAILABLE, "claims_disproved" },
+    { "the same under isolation required", "{\"provider\":\"pretender\",\"isolation\":\"required\"}",
+      CORDON_E_PROVIDER_UNAVAILABLE, "claims_disproved: the host observed false" },
 };
 
 ParameterizedTestParameters(hostflow, provision_refusals)
@@ -247,6 +257,35 @@ Test(hostflow, lifecycle_exec_terminate_twice)
     cr_assert_eq(cordon_ls_json(e.ctx, &out, NULL), 0);
     cr_expect_str_eq(out, "{\"executions\":[]}");
     free(out);
+    cJSON_Delete(p);
+    env_close(&e);
+}
+
+Test(hostflow, the_record_keeps_the_verdict_it_was_provisioned_under)
+{
+    struct env e;
+    cJSON *p, *ls, *item;
+    const cJSON *v;
+    char *out = NULL;
+
+    env_open(&e);
+    p = provision_ok(&e, "{\"execution_id\":\"verdict-1\"}");
+    v = cJSON_GetObjectItem(p, "verdict");
+    cr_assert_not_null(v, "provision says what it was provisioned under");
+    cr_expect_str_eq(str(v, "isolation_requested"), "none");
+    cr_expect_str_eq(str(v, "status"), "verified");
+    cr_expect_str_eq(str(v, "verified_by"), "cordon-host");
+    cr_expect_eq(strncmp(str(v, "observation_digest"), "sha256:", 7), 0);
+    cr_expect_str_eq(str(v, "safety_class"), "trusted_local");
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(v, "isolation"), "process_contained")));
+    cr_assert_eq(cordon_ls_json(e.ctx, &out, NULL), 0);
+    ls = cJSON_Parse(out);
+    free(out);
+    item = cJSON_GetArrayItem(cJSON_GetObjectItem(ls, "executions"), 0);
+    cr_assert_not_null(item);
+    cr_expect(cJSON_Compare(cJSON_GetObjectItem(item, "verdict"), v, true), "ls shows the same verdict");
+    cordon_terminate_json(e.ctx, "verdict-1", &(char *){ NULL }, NULL);
+    cJSON_Delete(ls);
     cJSON_Delete(p);
     env_close(&e);
 }
@@ -355,7 +394,11 @@ Test(hostflow, checkpoint_change_restore_shows_checkpointed_bytes)
     cr_expect_str_eq(str(cJSON_GetObjectItem(m, "metadata"), "reason"), "handoff");
     x = exec_argv(&e, "ck-1", "[\"-c\",\"echo v2 > d/f\"]", NULL);
     cJSON_Delete(x);
-    cr_assert_eq(cordon_restore_json(e.ctx, ckpt, "{\"execution_id\":\"ck-2\",\"allow_unsafe_local\":true}",
+    /* restore runs the same selection: trusted-local never passes "required" */
+    cr_expect_eq(cordon_restore_json(e.ctx, ckpt, "{\"execution_id\":\"ck-3\",\"allow_unsafe_local\":true}",
+                                     &out, NULL), CORDON_E_PROVIDER_UNAVAILABLE);
+    cr_assert_eq(cordon_restore_json(e.ctx, ckpt,
+                                     "{\"execution_id\":\"ck-2\",\"allow_unsafe_local\":true,\"isolation\":\"none\"}",
                                      &out, NULL), 0);
     r = cJSON_Parse(out);
     free(out);
@@ -375,6 +418,108 @@ Test(hostflow, checkpoint_change_restore_shows_checkpointed_bytes)
     cJSON_Delete(p);
     cJSON_Delete(m);
     cJSON_Delete(r);
+    env_close(&e);
+}
+
+/* Strict UTF-8 without control characters: what a terminal shows as is. */
+static bool shows_safely(const char *s)
+{
+    if (!cordon_text_is_utf8(s, strlen(s)))
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return false;
+    return true;
+}
+
+/* The sandboxed program names a FIFO in its workspace with escape
+ * sequences and a byte that is not UTF-8; the checkpoint that refuses it
+ * names it escaped. */
+Test(hostflow, checkpoint_names_a_hostile_fifo_escaped)
+{
+    struct env e;
+    struct cordon_error err;
+    cJSON *p, *x;
+    char *out = NULL;
+
+    env_open(&e);
+    p = provision_ok(&e, "{\"execution_id\":\"fifo-1\"}");
+    x = exec_argv(&e, "fifo-1",
+                  "[\"-c\",\"mkfifo \\\"$(printf '\\\\033]0;pwned\\\\007\\\\033[2J\\\\377')\\\"\"]", NULL);
+    cr_expect_eq(cJSON_GetObjectItem(x, "exit_code")->valueint, 0, "%s", cJSON_PrintUnformatted(x));
+    cJSON_Delete(x);
+    cordon_error_init(&err);
+    cr_expect_lt(cordon_checkpoint_json(e.ctx, "fifo-1", NULL, &out, &err), 0, "a FIFO is refused");
+    cr_expect(shows_safely(err.message), "the message carries the raw name: %s", err.message);
+    cr_expect_not_null(strstr(err.message, "\\x1b]0;pwned\\x07\\x1b[2J\\xff"), "%s", err.message);
+    cordon_terminate_json(e.ctx, "fifo-1", &(char *){ NULL }, NULL);
+    cJSON_Delete(p);
+    env_close(&e);
+}
+
+/* A checkpoint's manifest is data on disk: restore reads its limits with
+ * the bounds of a provision request and refuses one past them as
+ * checkpoint_invalid, before anything is provisioned. */
+static const struct {
+    const char *key;
+    double value;
+    const char *needle;
+} restore_limit_cases[] = {
+    {"cpus", 1000, "resources.cpus: 1000 exceeds the maximum 128"},
+    {"memory_bytes", 1099511627776.0, "resources.memory_bytes: 1 TiB (1099511627776) exceeds the maximum"},
+    {"disk_bytes", 512, "resources.disk_bytes: 512 is below the minimum 1048576"},
+    {"pids", 1000000, "resources.pids: 1000000 exceeds the maximum 32768"},
+    {"runtime_ms", 1, "resources.runtime_ms: 1 is below the minimum 100"},
+    {"max_output_bytes", 1073741824, "resources.max_output_bytes: 1 GiB (1073741824) exceeds the maximum"},
+};
+
+ParameterizedTestParameters(hostflow, restore_refuses_tampered_limits)
+{
+    static size_t idx[sizeof(restore_limit_cases) / sizeof(restore_limit_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *at, hostflow, restore_refuses_tampered_limits)
+{
+    struct env e;
+    struct cordon_error err;
+    cJSON *p, *m;
+    char *out = NULL, *text, path[1024], id[32], patch[64];
+    FILE *f;
+
+    /* The cases run side by side and an execution id holds a uid of the
+     * machine-wide pool: each case provisions an id of its own. */
+    snprintf(id, sizeof(id), "lim-%zu", *at);
+    snprintf(patch, sizeof(patch), "{\"execution_id\":\"%s\"}", id);
+    env_open(&e);
+    p = provision_ok(&e, patch);
+    cr_assert_eq(cordon_checkpoint_json(e.ctx, id, NULL, &out, NULL), 0);
+    m = cJSON_Parse(out);
+    free(out);
+    cr_assert_eq(cordon_terminate_json(e.ctx, id, &(char *){ NULL }, NULL), 0);
+    cr_assert_eq(record_count(&e), 0);
+    /* The tampered manifest, as someone with write access to the store left it. */
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(m, "resources"), restore_limit_cases[*at].key,
+                              cJSON_CreateNumber(restore_limit_cases[*at].value));
+    snprintf(path, sizeof(path), "%s/checkpoints/%s/manifest.json", e.state, str(m, "checkpoint_id"));
+    text = cJSON_Print(m);
+    cr_assert_not_null(f = fopen(path, "w"));
+    fputs(text, f);
+    fclose(f);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_restore_json(e.ctx, str(m, "checkpoint_id"),
+                                     "{\"execution_id\":\"lim-2\",\"allow_unsafe_local\":true}", &out, &err),
+                 CORDON_E_CHECKPOINT_INVALID, "%s", err.message);
+    cr_expect(strstr(err.message, restore_limit_cases[*at].needle) != NULL, "\"%s\" lacks \"%s\"",
+              err.message, restore_limit_cases[*at].needle);
+    cr_expect_eq(record_count(&e), 0, "a record was left");
+    cr_expect_not(area_exists(&e, "lim-2"), "an execution area was left");
+    free(text);
+    cJSON_Delete(m);
+    cJSON_Delete(p);
     env_close(&e);
 }
 
@@ -481,6 +626,21 @@ Test(hostflow, gc_keeps_live_and_reclaims_unrecorded)
     free(out);
     cr_expect_not(area_exists(&e, "orphan-1"));
     cr_expect(area_exists(&e, "live-1"));
+    /* A checkpoint whose cordon was killed mid-write left its directory. */
+    {
+        struct timespec old[2] = { { time(NULL) - 60, 0 }, { time(NULL) - 60, 0 } };
+
+        snprintf(path, sizeof(path), "%s/checkpoints", e.state);
+        mkdir(path, 0700);
+        snprintf(path, sizeof(path), "%s/checkpoints/.tmp-ckpt-killed", e.state);
+        cr_assert_eq(mkdir(path, 0700), 0);
+        cr_assert_eq(utimensat(AT_FDCWD, path, old, 0), 0);
+        cr_assert_eq(cordon_gc_json(e.ctx, &out, NULL), 0);
+        cr_expect_neq(strstr(out, "\"partial_checkpoints_removed\":[\".tmp-ckpt-killed\"]"), NULL,
+                      "%s", out);
+        cr_expect_neq(access(path, F_OK), 0, "gc left %s", path);
+        free(out);
+    }
     cordon_terminate_json(e.ctx, "live-1", &(char *){ NULL }, NULL);
     cJSON_Delete(p);
     env_close(&e);
@@ -562,4 +722,38 @@ Test(record, execution_ids)
         cr_expect(cordon__execution_id_valid(good[i]), "%s", good[i]);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         cr_expect_not(cordon__execution_id_valid(bad[i]), "%s", bad[i]);
+}
+
+/* A provider's list_executions reply is bounded, must be an array, and only
+ * ids of the execution-id grammar reach reclaim. */
+static char *gc_with_list_reply(const char *synthetic_config)
+{
+    struct cordon_ctx *ctx;
+    char config[1024], *state = NULL, *out = NULL;
+
+    snprintf(config, sizeof(config), "{\"provider_configs\":{\"synthetic\":%s}}", synthetic_config);
+    ctx = test_ctx_open(config, &state);
+    cr_assert_not_null(ctx);
+    cr_assert_eq(cordon_gc_json(ctx, &out, NULL), 0);
+    cordon_ctx_free(ctx);
+    test_rmtree(state);
+    free(state);
+    return out;
+}
+
+Test(hostflow, gc_bounds_what_list_executions_returns)
+{
+    char *out;
+
+    out = gc_with_list_reply("{\"list_reply_pad\": 9000000}");
+    cr_expect_neq(strstr(out, "\"provider_id\":\"synthetic\",\"message\":\"list_executions: the "
+                              "reply exceeds the limit of 8388608 bytes\""), NULL, "%s", out);
+    free(out);
+    out = gc_with_list_reply("{\"list_reply\": \"{\\\"a\\\": 1}\"}");
+    cr_expect_neq(strstr(out, "list_executions: the reply is not a JSON array"), NULL, "%s", out);
+    free(out);
+    out = gc_with_list_reply("{\"list_reply\": \"[\\\"../../etc\\\", \\\"\\\", 7, \\\"gone-1\\\"]\"}");
+    cr_expect_neq(strstr(out, "\"reclaimed\":[\"gone-1\"]"), NULL, "%s", out);
+    cr_expect_null(strstr(out, "../../etc"), "%s", out);
+    free(out);
 }

@@ -1,6 +1,7 @@
 /* Unit tests of sdk/observe.c (the comparison) and of the real cordon-observe. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,8 @@ static const char contained_report[] =
     "             {\"path\": \"/usr\", \"writable\": false, \"errno\": 30, \"errno_name\": \"EROFS\"},"
     "             {\"path\": \"/bin\", \"writable\": false, \"errno\": 30, \"errno_name\": \"EROFS\"}],"
     " \"fds\": [],"
-    " \"ids\": {\"uid\": 65532, \"euid\": 65532, \"gid\": 65532, \"egid\": 65532, \"groups\": 0},"
+    " \"ids\": {\"uid\": 65532, \"euid\": 65532, \"gid\": 65532, \"egid\": 65532, \"groups\": 0,"
+    "         \"uid_map\": \"         0     100000      65536\\n\"},"
     " \"status\": {\"NoNewPrivs\": 1, \"Seccomp\": 2, \"Seccomp_filters\": 1, \"CapInh\": \"0000000000000000\","
     "              \"CapPrm\": \"0000000000000000\", \"CapEff\": \"0000000000000000\","
     "              \"CapBnd\": \"0000000000000000\", \"CapAmb\": \"0000000000000000\", \"caps_text\": \"=\"},"
@@ -45,7 +47,18 @@ static const char contained_report[] =
     "               {\"name\": \"mount\", \"result\": \"refused\", \"errno\": 1, \"errno_name\": \"EPERM\"},"
     "               {\"name\": \"unshare_user\", \"result\": \"refused\", \"errno\": 1, \"errno_name\": \"EPERM\"},"
     "               {\"name\": \"io_uring_setup\", \"result\": \"refused\", \"errno\": 38,"
-    "                \"errno_name\": \"ENOSYS\"}],"
+    "                \"errno_name\": \"ENOSYS\"},"
+    "               {\"name\": \"file_lease\", \"result\": \"refused\", \"errno\": 1, \"errno_name\": \"EPERM\"}],"
+    " \"sockets\": [{\"name\": \"vsock\", \"family\": 40, \"protocol\": 0, \"created\": false, \"errno\": 97},"
+    "               {\"name\": \"packet\", \"family\": 17, \"protocol\": 0, \"created\": false, \"errno\": 97},"
+    "               {\"name\": \"xdp\", \"family\": 44, \"protocol\": 0, \"created\": false, \"errno\": 97},"
+    "               {\"name\": \"bluetooth\", \"family\": 31, \"protocol\": 0, \"created\": false, \"errno\": 97},"
+    "               {\"name\": \"can\", \"family\": 29, \"protocol\": 1, \"created\": false, \"errno\": 97},"
+    "               {\"name\": \"nfc\", \"family\": 39, \"protocol\": 1, \"created\": false, \"errno\": 97},"
+    "               {\"name\": \"qipcrtr\", \"family\": 42, \"protocol\": 0, \"created\": false, \"errno\": 97},"
+    "               {\"name\": \"rds\", \"family\": 21, \"protocol\": 0, \"created\": false, \"errno\": 97},"
+    "               {\"name\": \"netlink_uevent\", \"family\": 16, \"protocol\": 15, \"created\": false,"
+    "                \"errno\": 93}],"
     " \"net\": {\"interfaces\": [\"lo\"]},"
     " \"files\": {\"proc_kcore\": {\"readable\": false, \"errno\": 13},"
     "            \"sys_firmware\": {\"readable\": false, \"errno\": 0}},"
@@ -144,7 +157,7 @@ Test(observe, contained_report_gives_four_true_axes)
         cr_assert(cJSON_IsString(cJSON_GetObjectItem(c, "detail")));
         n++;
     }
-    cr_assert_eq(n, 23, "every check is listed (got %d)", n);
+    cr_assert_eq(n, 26, "every check is listed (got %d)", n);
     cr_assert_str_eq(cJSON_GetObjectItem(iso, "network_mode")->valuestring, "none");
     cJSON_Delete(iso);
 }
@@ -170,6 +183,7 @@ static struct flip_row flip_rows[] = {
     { "proc_kcore_not_readable", 1, "files.proc_kcore.readable", "true" },
     { "sys_firmware_not_readable", 1, "files.sys_firmware.readable", "true" },
     { "euid_not_root", 2, "ids.euid", "0" },
+    { "uid_not_host_root", 2, "ids.uid_map", "\"65532 0 1\\n\"" },
     { "no_new_privs", 2, "status.NoNewPrivs", "0" },
     { "cap_effective_empty", 2, "status.CapEff", "\"00000000a80425fb\"" },
     { "cap_permitted_empty", 2, "status.CapPrm", "\"0000000000000400\"" },
@@ -181,6 +195,11 @@ static struct flip_row flip_rows[] = {
     { "mount_refused", 3, "syscalls.2.result", "\"reachable\"" },
     { "unshare_user_refused", 3, "syscalls.3.result", "\"ok\"" },
     { "io_uring_setup_refused", 3, "syscalls.4.result", "\"untested\"" },
+    { "file_lease_refused", 3, "syscalls.5.result", "\"ok\"" },
+    { "file_lease_refused", 3, "syscalls.5.result", "\"reachable\"" },
+    { "socket_families_refused", 3, "sockets.0.created", "true" },
+    { "socket_families_refused", 3, "sockets.1.created", "true" },
+    { "socket_families_refused", 3, "sockets.8.created", "true" },
 };
 
 ParameterizedTestParameters(observe, one_failed_check_fails_its_axis_only)
@@ -226,12 +245,18 @@ static struct missing_row missing_rows[] = {
     { "writes", "root_not_writable rootfs_not_writable", "1" },
     { "fds", "no_inherited_fds", "1" },
     { "files", "proc_kcore_not_readable sys_firmware_not_readable", "1" },
-    { "ids", "euid_not_root", "2" },
+    { "ids", "euid_not_root uid_not_host_root", "2" },
+    { "ids.uid_map", "uid_not_host_root", "2" },
     { "status", "no_new_privs cap_effective_empty cap_permitted_empty cap_bounding_empty cap_ambient_empty "
                 "seccomp_filter", "23" },
     { "status.CapBnd", "cap_bounding_empty", "2" },
-    { "syscalls", "keyctl_refused bpf_refused mount_refused unshare_user_refused io_uring_setup_refused", "3" },
+    { "syscalls", "keyctl_refused bpf_refused mount_refused unshare_user_refused io_uring_setup_refused "
+                  "file_lease_refused", "3" },
     { "syscalls.4", "io_uring_setup_refused", "3" },
+    { "syscalls.5", "file_lease_refused", "3" },
+    { "sockets", "socket_families_refused", "3" },
+    { "sockets.3", "socket_families_refused", "3" },
+    { "sockets.8.created", "socket_families_refused", "3" },
 };
 
 ParameterizedTestParameters(observe, missing_field_is_not_reported)
@@ -281,18 +306,29 @@ Test(observe, report_about_another_canary_counts_as_not_reported)
 struct net_row {
     char interfaces[48]; /* "" deletes net */
     char net_ns[16];
+    char sockets[24];    /* "": as contained; "-": deleted; else the path of one set created */
     char want[8];
 };
 
 static struct net_row net_rows[] = {
-    { "[\"lo\"]", "4026532303", "none" },
-    { "[]", "4026532303", "none" },
-    { "[\"lo\"]", "4026531992", "none" },
-    { "[\"lo\", \"eth0\"]", "4026532303", "private" },
-    { "[\"lo\", \"eth0\"]", "4026531992", "host" },
-    { "[\"eth0\"]", "4026532303", "private" },
-    { "", "4026532303", "private" },
-    { "", "4026531992", "host" },
+    { "[\"lo\"]", "4026532303", "", "none" },
+    { "[]", "4026532303", "", "none" },
+    { "[\"lo\"]", "4026531992", "", "none" },
+    { "[\"lo\", \"eth0\"]", "4026532303", "", "private" },
+    { "[\"lo\", \"eth0\"]", "4026531992", "", "host" },
+    { "[\"eth0\"]", "4026532303", "", "private" },
+    { "", "4026532303", "", "private" },
+    { "", "4026531992", "", "host" },
+    /* Only lo, but a vsock socket reaches the hypervisor's host. */
+    { "[\"lo\"]", "4026532303", "sockets.0.created", "private" },
+    { "[\"lo\"]", "4026531992", "sockets.0.created", "host" },
+    { "[]", "4026532303", "sockets.1.created", "private" },
+    { "[\"lo\"]", "4026532303", "sockets.7.created", "private" },
+    /* A uevent socket hears the host's device events; it is no way out. */
+    { "[\"lo\"]", "4026532303", "sockets.8.created", "none" },
+    /* A report that does not say cannot be "none". */
+    { "[\"lo\"]", "4026532303", "-", "private" },
+    { "[\"lo\"]", "4026532303", "sockets.2", "private" },
 };
 
 ParameterizedTestParameters(observe, network_mode_derivation)
@@ -310,10 +346,16 @@ ParameterizedTest(struct net_row *row, observe, network_mode_derivation)
         json_set(root, "net.interfaces", row->interfaces);
     else
         json_set(root, "net", NULL);
+    if (strcmp(row->sockets, "-") == 0)
+        json_set(root, "sockets", NULL);
+    else if (strstr(row->sockets, ".created") != NULL)
+        json_set(root, row->sockets, "true");
+    else if (row->sockets[0] != '\0')
+        json_set(root, row->sockets, NULL);
     report = cJSON_PrintUnformatted(root);
     iso = compare_ok(report, host_view);
-    cr_assert_str_eq(cJSON_GetObjectItem(iso, "network_mode")->valuestring, row->want, "%s in ns %s",
-                     row->interfaces, row->net_ns);
+    cr_assert_str_eq(cJSON_GetObjectItem(iso, "network_mode")->valuestring, row->want, "%s in ns %s, %s",
+                     row->interfaces, row->net_ns, row->sockets);
     cJSON_Delete(iso);
     cJSON_Delete(root);
     free(report);
@@ -480,8 +522,36 @@ Test(observe, real_observer_sees_the_uncontained_host)
         cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(cf, "content_matches")), "%s", buf);
         cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(hp, "visible")), "%s", buf);
         cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(hp, "signalable")), "%s", buf);
-        cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(report, "syscalls")), 5);
+        cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(report, "syscalls")), 6);
+        /* Nothing refuses a lease on the host: the check can fail. */
+        cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(report, "syscalls"),
+                                                                5),
+                                             "name")->valuestring,
+                         "file_lease");
+        cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(report, "syscalls"),
+                                                                5),
+                                             "result")->valuestring,
+                         "ok", "%s", buf);
         cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(report, "writes")), 4);
+        /* Nothing refuses a family on the host either: each try says what it got. */
+        {
+            static const char *const tries[] = { "vsock", "packet", "xdp", "bluetooth", "can",
+                                                 "nfc", "qipcrtr", "rds", "netlink_uevent" };
+            const cJSON *sockets = cJSON_GetObjectItem(report, "sockets");
+
+            cr_assert_eq(cJSON_GetArraySize(sockets), 9, "%s", buf);
+            for (int i = 0; i < 9; i++) {
+                const cJSON *t = cJSON_GetArrayItem(sockets, i);
+
+                cr_assert_str_eq(cJSON_GetObjectItem(t, "name")->valuestring, tries[i]);
+                cr_assert(cJSON_IsBool(cJSON_GetObjectItem(t, "created")), "%s", buf);
+                cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(t, "created")) ==
+                              (cJSON_GetObjectItem(t, "errno")->valueint == 0), "%s", buf);
+            }
+            /* A netlink uevent socket is no privilege: the host makes one. */
+            cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(sockets, 8), "created")), "%s",
+                      buf);
+        }
     }
     /* Same namespaces as ours: the host compares and finds nothing contained. */
     snprintf(ns_path, sizeof(ns_path), "/proc/self/ns/pid");
@@ -793,5 +863,188 @@ ParameterizedTest(struct run_bad_row *row, observe, run_refuses_bad_options)
     cr_assert(strstr(err.message, row->want) != NULL, "message \"%s\" lacks \"%s\"", err.message, row->want);
     cr_assert_str_eq(json, "untouched");
     cr_assert_eq(fake_terminations, 0, "nothing was provisioned");
+    assert_no_children();
+}
+
+/* ---- the boundary, read from the host's /proc ------------------------------- */
+
+static char fake_answer[128];
+
+static int fake_boundary(struct cordon_resource *r, const char *state_json, char **ret_boundary_json,
+                         struct cordon_error *err)
+{
+    if (fake_answer[0] == '\0')
+        return cordon_error_set(err, CORDON_E_NOT_FOUND, 0, "no such execution (fake)");
+    *ret_boundary_json = strdup(fake_answer);
+    return 0;
+}
+
+/* The observation's host view and isolation, through a fake that names answer. */
+static cJSON *observe_naming(const char *answer, bool with_boundary)
+{
+    const char *observer = getenv("CORDON_OBSERVER");
+    struct cordon_provider_v1 p = fake_provider;
+    struct cordon_observe_opts opts = { .struct_size = sizeof(opts) };
+    struct cordon_host_v1 host;
+    struct cordon_error err;
+    char *json = NULL;
+    cJSON *res;
+
+    cr_assert(observer != NULL && observer[0] != '\0', "CORDON_OBSERVER is not set");
+    snprintf(fake_answer, sizeof(fake_answer), "%s", answer);
+    if (with_boundary)
+        p.boundary = fake_boundary;
+    host = fake_host(observer);
+    opts.host = &host;
+    opts.provider = &p;
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_observe_run(&opts, &json, &err), 0, "%s", err.message);
+    res = cJSON_Parse(json);
+    cr_assert_not_null(res);
+    free(json);
+    return res;
+}
+
+static const char *boundary_detail(const cJSON *res, const char *axis)
+{
+    const cJSON *c;
+
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(cJSON_GetObjectItem(res, "isolation"), "checks"))
+        if (strcmp(cJSON_GetObjectItem(c, "check")->valuestring, "boundary_verified") == 0 &&
+            strcmp(cJSON_GetObjectItem(c, "axis")->valuestring, axis) == 0) {
+            cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(c, "ok")));
+            return cJSON_GetObjectItem(c, "detail")->valuestring;
+        }
+    cr_assert_fail("no boundary_verified check on %s", axis);
+    return NULL;
+}
+
+Test(observe, named_boundary_is_read_from_proc_and_the_hosts_init_is_refused)
+{
+    cJSON *res = observe_naming("{\"pids\": [1]}", true);
+    const cJSON *view = cJSON_GetObjectItem(res, "host_view");
+    const cJSON *b = cJSON_GetObjectItem(view, "boundary");
+    const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "processes"), 0);
+    struct stat st;
+
+    cr_assert_str_eq(cJSON_GetObjectItem(b, "status")->valuestring, "reported");
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(p, "readable")));
+    cr_assert_eq(cJSON_GetObjectItem(p, "pid")->valuedouble, 1);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(p, "boundary")));
+    /* Where pid 1's namespaces can be read (not in every test host). */
+    if (stat("/proc/1/ns/mnt", &st) == 0)
+        cr_assert_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(view, "pid1_ns"), "mnt")->valuedouble,
+                     (double)st.st_ino);
+    cr_assert_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(view, "self"), "pid")->valuedouble, (double)getpid());
+    cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "isolation"), "mechanism_kind")->valuestring,
+                     "namespaces", "the observer ran on this host's kernel");
+    for (size_t i = 0; i < 4; i++)
+        cr_assert(strstr(boundary_detail(res, axes[i]), "the host's init") != NULL, "%s",
+                  boundary_detail(res, axes[i]));
+    cJSON_Delete(res);
+    assert_no_children();
+}
+
+Test(observe, named_boundary_in_a_mount_namespace_of_its_own_is_not_the_observers)
+{
+    char answer[64], ns_path[64];
+    int ready[2];
+    pid_t child;
+    cJSON *res;
+    const cJSON *procs, *p, *kid;
+    struct stat st;
+    char c;
+
+    /* A process (and its child) in a mount namespace of its own: a
+     * sandbox, but not the one the observer ran in. */
+    cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+    child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        if (unshare(CLONE_NEWNS) != 0)
+            _exit(1);
+        if (fork() == 0) {
+            close(ready[1]);
+            pause();
+            _exit(0);
+        }
+        close(ready[1]);
+        pause();
+        _exit(0);
+    }
+    close(ready[1]);
+    /* The grandchild closed its copy too: EOF once both are set up. */
+    cr_assert_eq(read(ready[0], &c, 1), 0);
+    close(ready[0]);
+    snprintf(answer, sizeof(answer), "{\"pids\": [%ld]}", (long)child);
+    res = observe_naming(answer, true);
+    procs = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "host_view"), "boundary"), "processes");
+    p = cJSON_GetArrayItem(procs, 0);
+    kid = cJSON_GetArrayItem(procs, 1);
+    snprintf(ns_path, sizeof(ns_path), "/proc/%ld/ns/mnt", (long)child);
+    cr_assert_eq(stat(ns_path, &st), 0);
+    cr_assert_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "ns"), "mnt")->valuedouble, (double)st.st_ino);
+    cr_assert_eq(cJSON_GetObjectItem(p, "seccomp")->valuedouble, 0);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(p, "uids")), 4);
+    cr_assert(cJSON_IsArray(cJSON_GetObjectItem(p, "tasks")));
+    /* Its child is found below it, rooted at it. */
+    cr_assert_not_null(kid, "the boundary's child is read too");
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(kid, "boundary")));
+    cr_assert_eq(cJSON_GetObjectItem(kid, "root")->valuedouble, (double)child);
+    cr_assert_eq(cJSON_GetObjectItem(kid, "parent")->valuedouble, (double)child);
+    for (size_t i = 0; i < 4; i++)
+        cr_assert(strstr(boundary_detail(res, axes[i]), "is in mnt namespace") != NULL, "%s",
+                  boundary_detail(res, axes[i]));
+    kill((pid_t)cJSON_GetObjectItem(kid, "pid")->valuedouble, SIGKILL);
+    cJSON_Delete(res);
+    reap(child, true);
+}
+
+struct answer_row {
+    char answer[64];
+    char says[64];
+};
+
+static struct answer_row answer_rows[] = {
+    { "{\"pids\": [0]}", "answer is refused: a pid is not a whole number" },
+    { "{\"pids\": [1.5]}", "answer is refused: a pid is not a whole number" },
+    { "{\"pids\": []}", "answer is refused: it is not a JSON object" },
+    { "{\"pids\": [2, 3, 4, 5, 6, 7, 8, 9, 10]}", "answer is refused: it is not a JSON object" },
+    { "[1]", "answer is refused" },
+    { "", "the provider's boundary failed: no such execution (fake)" },
+};
+
+ParameterizedTestParameters(observe, boundary_answer_that_is_not_pids_is_refused)
+{
+    return cr_make_param_array(struct answer_row, answer_rows, sizeof(answer_rows) / sizeof(answer_rows[0]));
+}
+
+ParameterizedTest(struct answer_row *row, observe, boundary_answer_that_is_not_pids_is_refused)
+{
+    cJSON *res = observe_naming(row->answer, true);
+    const cJSON *b = cJSON_GetObjectItem(cJSON_GetObjectItem(res, "host_view"), "boundary");
+
+    cr_assert_str_eq(cJSON_GetObjectItem(b, "status")->valuestring, "failed");
+    cr_assert(strstr(cJSON_GetObjectItem(b, "error")->valuestring, row->says) != NULL, "%s",
+              cJSON_GetObjectItem(b, "error")->valuestring);
+    for (size_t i = 0; i < 4; i++)
+        cr_assert(strstr(boundary_detail(res, axes[i]), row->says) != NULL);
+    cJSON_Delete(res);
+    assert_no_children();
+}
+
+Test(observe, provider_without_a_boundary_is_observed_from_inside_as_before)
+{
+    cJSON *res = observe_naming("", false);
+    const cJSON *b = cJSON_GetObjectItem(cJSON_GetObjectItem(res, "host_view"), "boundary");
+    const cJSON *iso = cJSON_GetObjectItem(res, "isolation");
+
+    cr_assert_str_eq(cJSON_GetObjectItem(b, "status")->valuestring, "unsupported");
+    cr_assert_null(find_check(iso, "boundary_verified"));
+    cr_assert_str_eq(cJSON_GetObjectItem(iso, "mechanism_kind")->valuestring, "namespaces");
+    /* The host's own boot id went to the observer, which saw the same. */
+    cr_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(res, "report"), "kernel"),
+                                         "kind")->valuestring, "host");
+    cJSON_Delete(res);
     assert_no_children();
 }

@@ -1,6 +1,7 @@
 /* Unit tests of the code-execution flow (core/run.c), end to end through
  * the real trusted-local provider on this host. */
 #include <criterion/criterion.h>
+#include <cordon/text.h>
 #include <criterion/parameterized.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -263,6 +264,34 @@ Test(run, declared_outputs_only_are_collected)
     env_close(&e);
 }
 
+/* Only the declared outputs are read: 20,000 scratch files and a FIFO left
+ * beside the declared result change nothing (they once failed collect at
+ * 4096 entries, and a FIFO anywhere in output/ refused the whole tree). */
+Test(run, undeclared_files_beside_an_output_change_nothing, .timeout = 120)
+{
+    struct env e;
+    cJSON *req;
+    const cJSON *outputs;
+
+    env_open(&e);
+    req = python_request(&e,
+                         "import os\n"
+                         "os.makedirs('../output/scratch')\n"
+                         "for i in range(20000):\n"
+                         "    open('../output/scratch/%d' % i, 'w').close()\n"
+                         "os.mkfifo('../output/pipe')\n"
+                         "open('../output/result.txt','w').write('42\\n')\n", true);
+    cJSON_AddItemToObject(req, "outputs", cJSON_CreateStringArray((const char *[]){ "result.txt" }, 1));
+    run(&e, req);
+    cr_expect_str_eq(str(e.result, "status"), "success", "%s", cJSON_PrintUnformatted(e.result));
+    outputs = cJSON_GetObjectItem(e.result, "outputs");
+    cr_assert_eq(cJSON_GetArraySize(outputs), 1);
+    cr_expect_str_eq(str(cJSON_GetArrayItem(outputs, 0), "path"), "output/result.txt");
+    cr_expect_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(outputs, 0), "bytes")->valueint, 3);
+    expect_no_residue(&e);
+    env_close(&e);
+}
+
 Test(run, symlinked_output_never_reads_the_host_file)
 {
     /* The Judge0 CVE-2024-28185 pattern: the program replaces its declared
@@ -292,6 +321,51 @@ Test(run, symlinked_output_never_reads_the_host_file)
     cr_expect_eq(fread(buf, 1, sizeof(buf) - 1, f), 10u);
     fclose(f);
     cr_expect_str_eq(buf, "TOP-SECRET", "the host file is unchanged");
+    expect_no_residue(&e);
+    env_close(&e);
+}
+
+/* Strict UTF-8 without control characters: what a terminal shows as is. */
+static bool shows_safely(const char *s)
+{
+    if (!cordon_text_is_utf8(s, strlen(s)))
+        return false;
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return false;
+    return true;
+}
+
+/* A declared output whose name sets the window title, clears the screen
+ * and is not UTF-8: the refusal names it escaped, in the diagnostics, the
+ * error and the events, and the result document is strict UTF-8. */
+Test(run, hostile_names_are_escaped_in_the_result)
+{
+    static const char name[] = "\x1b]0;pwned\x07\x1b[2J\xff.txt";
+    struct env e;
+    cJSON *req;
+    const cJSON *d;
+    char *text;
+    bool named = false;
+
+    env_open(&e);
+    req = python_request(&e, "print('never runs')\n", true);
+    cJSON_AddItemToObject(req, "outputs", cJSON_CreateStringArray((const char *[]){ name }, 1));
+    run(&e, req);
+    text = cJSON_PrintUnformatted(e.result);
+    cr_expect_str_eq(str(e.result, "status"), "blocked", "%s", text);
+    cr_expect(cordon_text_is_utf8(text, strlen(text)), "the result is strict UTF-8: %s", text);
+    cJSON_ArrayForEach(d, cJSON_GetObjectItem(e.result, "diagnostics")) {
+        const char *m = str(d, "message");
+        cr_expect(shows_safely(m), "diagnostic carries a control character: %s", m);
+        named = named || strstr(m, "\\x1b]0;pwned\\x07\\x1b[2J\\xff.txt") != NULL;
+    }
+    cr_expect(named, "a diagnostic names the output, escaped: %s", text);
+    cr_expect(shows_safely(str(cJSON_GetObjectItem(e.result, "error"), "message")));
+    cJSON_ArrayForEach(d, cJSON_GetObjectItem(cJSON_GetObjectItem(e.result, "meta"), "events"))
+        cr_expect(!cJSON_IsString(cJSON_GetObjectItem(d, "detail")) || shows_safely(str(d, "detail")),
+                  "event detail carries a control character: %s", str(d, "detail"));
+    free(text);
     expect_no_residue(&e);
     env_close(&e);
 }

@@ -28,6 +28,44 @@ static cJSON *facts(const char *axes, const char *safety, const char *python_ver
     return cJSON_Parse(text);
 }
 
+/*
+ * Selection's own logic is tested over verdicts given here, not observed:
+ * the synthetic provider runs on the host, so a real verification would
+ * disprove every axis it claims (tests/unit/test_verify.c tests that).
+ * config "test_verdict": "verified" (default: the claim as observed),
+ * "disproved" (process_contained seen false) or "unverified".
+ */
+static int given_verdict(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON *config, cJSON *facts,
+                         struct cordon_error *err)
+{
+    const cJSON *want = cJSON_GetObjectItem(config, "test_verdict");
+    const char *verdict = cJSON_IsString(want) ? want->valuestring : "verified";
+    cJSON *v = cJSON_CreateObject(), *iso = cJSON_GetObjectItem(facts, "isolation");
+
+    (void)ctx;
+    (void)p;
+    (void)err;
+    cJSON_AddItemToObject(facts, "claimed_isolation", cJSON_Duplicate(iso, true));
+    cJSON_AddStringToObject(v, "status", verdict);
+    if (strcmp(verdict, "disproved") == 0) {
+        cJSON *d = cJSON_CreateObject();
+
+        cJSON_AddStringToObject(d, "axis", "process_contained");
+        cJSON_AddStringToObject(d, "check", "pid_namespace");
+        cJSON_AddStringToObject(d, "detail", "the sandbox shares the host's namespace");
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(v, "disproved"), d);
+        cJSON_ReplaceItemInObject(iso, "process_contained", cJSON_CreateFalse());
+    } else if (strcmp(verdict, "unverified") == 0) {
+        cJSON_AddStringToObject(v, "reason", "provision failed: no image");
+        cJSON_ReplaceItemInObject(iso, "process_contained", cJSON_CreateFalse());
+        cJSON_ReplaceItemInObject(iso, "host_filesystem_restricted", cJSON_CreateFalse());
+        cJSON_ReplaceItemInObject(iso, "privilege_escalation_blocked", cJSON_CreateFalse());
+        cJSON_ReplaceItemInObject(iso, "syscalls_restricted", cJSON_CreateFalse());
+    }
+    cJSON_AddItemToObject(facts, "verification", v);
+    return 0;
+}
+
 /* One candidate of the synthetic provider with the given facts and flags. */
 static cJSON *candidate(cJSON *f, const char *flag)
 {
@@ -60,6 +98,7 @@ static int run_select(struct fixture *fx, cJSON *list, enum cordon__isolation is
     memset(fx, 0, sizeof(*fx));
     fx->ctx = test_ctx_open(NULL, &fx->state);
     cr_assert_not_null(fx->ctx);
+    fx->ctx->verify = given_verdict;
     cr_assert_eq(cordon__candidates_build(fx->ctx, "providers", list, NULL, &fx->cands, &fx->n, NULL), 0);
     cJSON_Delete(list);
     cordon_error_init(&fx->err);
@@ -252,6 +291,93 @@ Test(select, none_takes_the_first_usable_and_is_deterministic)
     free(tb);
     done(&a);
     done(&b);
+}
+
+/* The verdict a candidate gets: facts "1111", config test_verdict. */
+static cJSON *judged(const char *verdict)
+{
+    cJSON *c = candidate(facts("1111", "isolated", "3.11.2"), NULL);
+
+    cJSON_AddStringToObject(cJSON_GetObjectItem(c, "config"), "test_verdict", verdict);
+    return c;
+}
+
+Test(select, claims_disproved_is_skipped_at_every_isolation_level_naming_the_checks)
+{
+    static const enum cordon__isolation levels[] = { CORDON_ISOLATION_REQUIRED, CORDON_ISOLATION_PREFERRED,
+                                                     CORDON_ISOLATION_NONE };
+
+    for (size_t i = 0; i < 3; i++) {
+        struct fixture fx;
+        const cJSON *failed, *first;
+
+        cr_expect_eq(run_select(&fx, list_of(judged("disproved"), NULL, NULL), levels[i], NULL, NULL),
+                     CORDON_E_PROVIDER_UNAVAILABLE, "level %zu", i);
+        cr_expect_str_eq(skip_reason(&fx, 0), "claims_disproved", "level %zu", i);
+        failed = cJSON_GetObjectItem(skip_of(&fx, 0), "failed");
+        cr_assert_eq(cJSON_GetArraySize(failed), 1);
+        first = cJSON_GetArrayItem(failed, 0);
+        cr_expect_str_eq(cJSON_GetObjectItem(first, "axis")->valuestring, "process_contained");
+        cr_expect_str_eq(cJSON_GetObjectItem(first, "check")->valuestring, "pid_namespace");
+        cr_expect_not_null(cJSON_GetObjectItem(first, "detail"));
+        cr_expect(strstr(cJSON_GetObjectItem(skip_of(&fx, 0), "detail")->valuestring,
+                         "process_contained/pid_namespace") != NULL);
+        done(&fx);
+    }
+}
+
+Test(select, a_disproved_candidate_is_passed_over_for_the_next)
+{
+    struct fixture fx;
+
+    cr_assert_eq(run_select(&fx, list_of(judged("disproved"), judged("verified"), NULL),
+                            CORDON_ISOLATION_REQUIRED, NULL, NULL), 0, "%s", fx.err.message);
+    cr_expect_str_eq(skip_reason(&fx, 0), "claims_disproved");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(fx.probes, 1), "selected")));
+    cr_expect_not(fx.sel.unverified);
+    done(&fx);
+}
+
+Test(select, unverified_never_satisfies_required)
+{
+    struct fixture fx;
+
+    cr_expect_eq(run_select(&fx, list_of(judged("unverified"), NULL, NULL), CORDON_ISOLATION_REQUIRED, NULL,
+                            NULL), CORDON_E_PROVIDER_UNAVAILABLE);
+    cr_expect_str_eq(skip_reason(&fx, 0), "unverified");
+    cr_expect(strstr(cJSON_GetObjectItem(skip_of(&fx, 0), "detail")->valuestring, "no image") != NULL);
+    done(&fx);
+}
+
+Test(select, facts_without_a_verification_are_unverified)
+{
+    struct fixture fx;
+    cJSON *c = judged("verified");
+
+    /* A verdict word this host does not know counts as none. */
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(c, "config"), "test_verdict", cJSON_CreateString("trusted"));
+    cr_expect_eq(run_select(&fx, list_of(c, NULL, NULL), CORDON_ISOLATION_REQUIRED, NULL, NULL),
+                 CORDON_E_PROVIDER_UNAVAILABLE);
+    cr_expect_str_eq(skip_reason(&fx, 0), "unverified");
+    done(&fx);
+}
+
+Test(select, unverified_may_serve_preferred_and_none_and_says_so)
+{
+    static const enum cordon__isolation levels[] = { CORDON_ISOLATION_PREFERRED, CORDON_ISOLATION_NONE };
+
+    for (size_t i = 0; i < 2; i++) {
+        struct fixture fx;
+
+        cr_assert_eq(run_select(&fx, list_of(judged("unverified"), NULL, NULL), levels[i], NULL, NULL), 0,
+                     "%s", fx.err.message);
+        cr_expect(fx.sel.unverified);
+        cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(fx.probes, 0), "unverified")));
+        cr_expect(strstr(fx.sel.why, "unverified") != NULL, "%s", fx.sel.why);
+        /* Its claimed axes count for nothing: "preferred" fell back. */
+        cr_expect_eq(fx.sel.preference_fallback, levels[i] == CORDON_ISOLATION_PREFERRED);
+        done(&fx);
+    }
 }
 
 Test(select, isolation_words)

@@ -49,7 +49,10 @@ struct cordon_stream_capture {
 struct cordon_exec_outcome {
     enum cordon_run_status status;
     int exit_code;           /* valid for CORDON_RUN_EXITED, else -1 */
-    int signal;              /* valid for CORDON_RUN_SIGNALED (and the kill signal otherwise), else 0 */
+    int signal;              /* valid for CORDON_RUN_SIGNALED (and the kill signal otherwise), else 0;
+                              * with CORDON_RUN_EXITED, N when the provider marked the exit
+                              * 128+N "signal_folded": its mechanism reports a death by
+                              * signal N that way too, and cannot say which it was */
     uint64_t duration_ms;
     struct cordon_stream_capture out;
     struct cordon_stream_capture err;

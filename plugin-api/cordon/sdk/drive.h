@@ -27,7 +27,9 @@ struct cordon_drive_opts {
     struct cordon_resource *resource;            /* borrowed */
     const char *state_json;                      /* borrowed */
     const char *request_json;                    /* borrowed, the ABI's request_json */
-    int stdin_fd;                                /* -1: /dev/null */
+    int stdin_fd;                                /* borrowed; -1: /dev/null. Never handed to
+                                                  * the provider: relayed through a pipe of
+                                                  * the drive's, read only during the exec */
     uint64_t timeout_ms;                         /* 0 = none */
     size_t retention_bytes;                      /* per stream */
     uint64_t output_budget;                      /* combined; 0 = none */

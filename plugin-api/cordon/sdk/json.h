@@ -35,6 +35,25 @@ CORDON_EXTERN int cordon_json_print_host(const struct cordon_host_v1 *host, cons
 CORDON_EXTERN int cordon_json_u64(const cJSON *item, const char *field, uint64_t min,
                                   uint64_t max, uint64_t *ret, struct cordon_error *err);
 
+/*
+ * Add text that came from a sandbox or a provider (a message, a name, a
+ * reason) to obj under key, escaped with cordon_text_escape (cordon/text.h):
+ * printable strict UTF-8, at most CORDON_JSON_TEXT_MAX bytes. This is how
+ * such text enters a JSON document. Returns the new item, NULL when out of
+ * memory.
+ */
+#define CORDON_JSON_TEXT_MAX 4096
+CORDON_EXTERN cJSON *cordon_json_add_text(cJSON *obj, const char *key, const char *text);
+
+/*
+ * Make every string and key of doc strict UTF-8, at the last moment before
+ * the document is printed for someone else: one that is not is replaced by
+ * its escaped form (newlines and tabs kept). Text that is already UTF-8,
+ * such as program output with control characters in it, stays as it is:
+ * JSON escapes those itself. Returns the number of strings replaced.
+ */
+CORDON_EXTERN size_t cordon_json_sanitize(cJSON *doc);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,9 +8,12 @@
  * host's own view, asks each toolchain for its version inside the same
  * execution, and terminates the execution (also on failure).
  *
- * The host's view: the host's namespace inodes, a canary file with random
- * content in a fresh host directory, and a canary process (a pid the host
- * names). The observer reports: its namespace inodes, whether the canary
+ * The host's view: the host's namespace inodes and boot id, a canary file
+ * with random content in a fresh host directory, a canary process (a pid
+ * the host names), and, when the provider has the boundary operation (ABI
+ * 1.2), the processes it names read from the host's own /proc with
+ * everything below them. The observer reports: which kernel answered it
+ * (boot id, kernel log, uname), its namespace inodes, whether the canary
  * file is visible/readable, whether the canary pid is visible/signalable,
  * writes to / and the rootfs, inherited fds beyond stdio, uid/gid,
  * NoNewPrivs, effective/permitted/bounding capabilities, Seccomp mode and
@@ -36,6 +39,15 @@ struct cordon_observe_opts {
     const char *const *toolchains;               /* canonical ids to ask, NULL-terminated; NULL = none */
     const char *environment_json;                /* extra spec environment, NULL = {} */
     uint64_t timeout_ms;                         /* per exec; 0 = 20000 */
+    /* Appended fields: a caller built against an older header passes a
+     * smaller struct_size and gets the defaults. */
+    const char *observer_name;                   /* NULL: land .cordon/cordon-observe with import_tar;
+                                                    else land the observer as this one file at the
+                                                    workspace root ([a-z0-9._-], 1 to 64, no leading '.')
+                                                    through import_files when the provider has it, else
+                                                    import_tar, with 32 random bytes after its end, in an
+                                                    execution with an ordinary id (exec-<24 hex>), and run
+                                                    it as ./NAME */
 };
 
 /*
@@ -43,13 +55,17 @@ struct cordon_observe_opts {
  * {"observed_by": "cordon-observe",
  *  "isolation": {"process_contained": b, "host_filesystem_restricted": b,
  *                "privilege_escalation_blocked": b, "syscalls_restricted": b,
+ *                "mechanism_kind": "namespaces" | "gvisor" | "vm",
  *                "network_mode": same as "network",
  *                "checks": [{"axis", "check", "ok", "detail"}...]},
  *  "network": "none" | "host" | "private",
  *  "interfaces": [...],
  *  "toolchains": {"python": {"available": true, "version", "raw_version"},
  *                 "go": {"available": false, "reason"}, ...},
- *  "report": {raw observer report}}
+ *  "report": {raw observer report},
+ *  "host_view": {"ns", "canary_path", "canary_token", "host_pid", "uid_map",
+ *                "boot_id", "self", "pid1_ns", "boundary"}}
+ * (docs/observation.md describes every field.)
  */
 CORDON_EXTERN int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json,
                                      struct cordon_error *err);
@@ -57,8 +73,9 @@ CORDON_EXTERN int cordon_observe_run(const struct cordon_observe_opts *opts, cha
 /*
  * The pure half: compare an observer report with the host's view (both
  * JSON; the host view as written by cordon_observe_run) and produce the
- * isolation object with its checks. Each axis is true only if every check
- * behind it held. ret_isolation_json is malloc'd.
+ * isolation object with its checks. Which kernel answered (the host's own,
+ * gVisor's, another) decides which checks apply; each axis is true only if
+ * every check behind it held. ret_isolation_json is malloc'd.
  */
 CORDON_EXTERN int cordon_observe_compare(const char *report_json, const char *host_view_json,
                                          char **ret_isolation_json, struct cordon_error *err);

@@ -62,6 +62,25 @@ CORDON_EXTERN int cordon_tar_create_fd(int src_dirfd, const char *rel, int tar_f
                                        const struct cordon_tar_limits *limits,
                                        struct cordon_tar_stats *ret_stats, struct cordon_error *err);
 
+/*
+ * export_files (ABI 1.2) for providers whose workspace is reachable as a
+ * directory fd: write exactly the paths of paths_json (a JSON array of at
+ * most CORDON_TAR_PATHS_MAX relative paths, each normalised and checked
+ * before anything is written) beneath src_dirfd as a pax stream, each entry
+ * named by its path: a regular file with its bytes, a symbolic link as a
+ * link (never followed), a directory as an entry of its own without its
+ * contents. A path that does not exist, or whose parent is missing or not
+ * a directory, is left out; one with a symbolic link among its parents, or
+ * that is anything else (FIFO, device, socket), is refused. Nothing else of
+ * the tree is read, however many files lie beside the named ones. Bounded
+ * by limits as cordon_tar_create_fd.
+ */
+#define CORDON_TAR_PATHS_MAX 256
+CORDON_EXTERN int cordon_tar_create_paths_fd(int src_dirfd, const char *paths_json, int tar_fd,
+                                             const struct cordon_tar_limits *limits,
+                                             struct cordon_tar_stats *ret_stats,
+                                             struct cordon_error *err);
+
 /* Who owns what a provider imports into /workspace (DESIGN.md §7). */
 struct cordon_workspace_owner {
     bool code_layout;   /* layout "code": source/ and below stay root's and read-only */

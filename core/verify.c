@@ -1,0 +1,260 @@
+/* core: the host verifies every isolation claim itself (core/verify.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cordon/sdk/facts.h>
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/observe.h>
+#include "core/verify.h"
+
+static const char *const axes[] = {
+    CORDON_AXIS_PROCESS_CONTAINED, CORDON_AXIS_HOST_FS_RESTRICTED,
+    CORDON_AXIS_PRIVESC_BLOCKED, CORDON_AXIS_SYSCALLS_RESTRICTED,
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *cordon__verification_status(const cJSON *facts)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(facts, "verification");
+    const cJSON *status = cJSON_GetObjectItemCaseSensitive(v, "status");
+
+    if (cJSON_IsString(status) &&
+        (strcmp(status->valuestring, "verified") == 0 || strcmp(status->valuestring, "disproved") == 0))
+        return status->valuestring;
+    return "unverified";
+}
+
+static void replace(cJSON *obj, const char *key, cJSON *item)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+    cJSON_AddItemToObject(obj, key, item);
+}
+
+/*
+ * The host could not observe: every axis false (nothing the host saw holds
+ * it up), the claim kept beside, and the reason. Selection never lets such
+ * facts satisfy "isolation: required".
+ */
+static int mark_unverified(cJSON *facts, const cJSON *claim, const char *reason, struct cordon_error *err)
+{
+    cJSON *iso = cJSON_Duplicate(claim, true), *v = cJSON_CreateObject();
+
+    if (iso == NULL || v == NULL)
+        goto nomem;
+    for (size_t i = 0; i < COUNT(axes); i++)
+        replace(iso, axes[i], cJSON_CreateFalse());
+    cJSON_DeleteItemFromObjectCaseSensitive(iso, "checks");
+    /* Nothing was observed: no kernel either. */
+    cJSON_DeleteItemFromObjectCaseSensitive(iso, "mechanism_kind");
+    if (!cJSON_AddStringToObject(v, "status", "unverified") || !cJSON_AddNullToObject(v, "verified_by") ||
+        !cJSON_AddNullToObject(v, "observation_digest") || !cJSON_AddArrayToObject(v, "disproved") ||
+        !cJSON_AddStringToObject(v, "reason", reason))
+        goto nomem;
+    replace(facts, "isolation", iso);
+    replace(facts, "verified_by", cJSON_CreateNull());
+    replace(facts, "observation_digest", cJSON_CreateNull());
+    replace(facts, "verification", v);
+    return 0;
+nomem:
+    cJSON_Delete(iso);
+    cJSON_Delete(v);
+    return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "verify: out of memory");
+}
+
+static bool add_disproved(cJSON *list, const char *axis, const char *check, const char *detail)
+{
+    cJSON *d = cJSON_CreateObject();
+
+    if (d == NULL || !cJSON_AddItemToArray(list, d))
+        return cJSON_Delete(d), false;
+    return cJSON_AddStringToObject(d, "axis", axis) && cJSON_AddStringToObject(d, "check", check) &&
+           cJSON_AddStringToObject(d, "detail", detail);
+}
+
+/*
+ * Claim AND verdict. Every axis the provider claimed true and the host saw
+ * false is disproved, with each failed check behind it; so is a claimed
+ * network of "none" the host saw otherwise. Axes claimed false stay false
+ * whatever the host saw: a provider may promise less than it gives.
+ */
+static int merge(cJSON *facts, const cJSON *claim, const cJSON *observation, const char *digest,
+                 struct cordon_error *err)
+{
+    const cJSON *seen = cJSON_GetObjectItemCaseSensitive(observation, "isolation");
+    const cJSON *checks = cJSON_GetObjectItemCaseSensitive(seen, "checks");
+    const cJSON *net = cJSON_GetObjectItemCaseSensitive(observation, "network");
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(seen, "mechanism_kind");
+    const cJSON *claimed_net = cJSON_GetObjectItemCaseSensitive(facts, "network");
+    cJSON *iso = cJSON_Duplicate(claim, true), *v = cJSON_CreateObject(), *disproved;
+    const cJSON *c;
+    bool ok = iso != NULL && v != NULL && cJSON_IsString(net);
+
+    if (!ok)
+        goto nomem;
+    disproved = cJSON_AddArrayToObject(v, "disproved");
+    ok = disproved != NULL;
+    for (size_t i = 0; ok && i < COUNT(axes); i++) {
+        bool claimed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(claim, axes[i]));
+        bool observed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(seen, axes[i]));
+
+        replace(iso, axes[i], cJSON_CreateBool(claimed && observed));
+        if (!claimed || observed)
+            continue;
+        cJSON_ArrayForEach(c, checks) {
+            const cJSON *axis = cJSON_GetObjectItemCaseSensitive(c, "axis");
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "check");
+            const cJSON *detail = cJSON_GetObjectItemCaseSensitive(c, "detail");
+
+            if (!cJSON_IsString(axis) || strcmp(axis->valuestring, axes[i]) != 0 ||
+                !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c, "ok")))
+                continue;
+            ok = ok && add_disproved(disproved, axes[i], cJSON_IsString(name) ? name->valuestring : "?",
+                                     cJSON_IsString(detail) ? detail->valuestring : "");
+        }
+    }
+    if (ok && cJSON_IsString(claimed_net) && strcmp(claimed_net->valuestring, "none") == 0 &&
+        strcmp(net->valuestring, "none") != 0) {
+        char detail[128];
+
+        snprintf(detail, sizeof(detail), "network \"none\" claimed, the host observed \"%s\"", net->valuestring);
+        ok = add_disproved(disproved, "network", "network_none", detail);
+    }
+    if (!ok)
+        goto nomem;
+    replace(iso, "checks", checks != NULL ? cJSON_Duplicate(checks, true) : cJSON_CreateArray());
+    replace(iso, "network_mode", cJSON_CreateString(net->valuestring));
+    /* Which kernel answered is the host's finding too, never the claim's. */
+    replace(iso, "mechanism_kind", cJSON_CreateString(cJSON_IsString(kind) ? kind->valuestring : "namespaces"));
+    if (!cJSON_AddStringToObject(v, "status", cJSON_GetArraySize(disproved) > 0 ? "disproved" : "verified") ||
+        !cJSON_AddStringToObject(v, "verified_by", CORDON_VERIFIED_BY) ||
+        !cJSON_AddStringToObject(v, "observation_digest", digest) ||
+        !cJSON_AddStringToObject(v, "observed_network", net->valuestring))
+        goto nomem;
+    replace(facts, "isolation", iso);
+    replace(facts, "verified_by", cJSON_CreateString(CORDON_VERIFIED_BY));
+    replace(facts, "observation_digest", cJSON_CreateString(digest));
+    replace(facts, "verification", v);
+    return 0;
+nomem:
+    cJSON_Delete(iso);
+    cJSON_Delete(v);
+    return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "verify: out of memory");
+}
+
+/*
+ * One observation through p's own vtable, as a user's execution would get:
+ * ensure with the candidate's config, provision, import, exec, terminate,
+ * release. ret_observation is the observer's result (cordon_observe_run);
+ * on failure why says which step failed.
+ */
+static int observe(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON *config,
+                   char **ret_observation, char *why, size_t why_size)
+{
+    const cJSON *image = cJSON_GetObjectItemCaseSensitive(config, "image");
+    struct cordon_resource *res = NULL;
+    struct cordon_error perr;
+    char name[33], *text = NULL, *observation = NULL;
+    cJSON *cfg = cordon__json_merge(config, NULL);
+    int r;
+
+    /* The probe execution runs only the host's own observer, never code of
+     * a user: like reclaim, it needs no consent to run code unprotected,
+     * so a provider that asks for that consent binds for it too. */
+    if (cfg != NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(cfg, "allow_unsafe_local");
+        cJSON_AddBoolToObject(cfg, "allow_unsafe_local", true);
+        text = cJSON_PrintUnformatted(cfg);
+        cJSON_Delete(cfg);
+    }
+    cordon_error_init(&perr);
+    if (text == NULL) {
+        snprintf(why, why_size, "out of memory");
+        return CORDON_E_NOMEM;
+    }
+    r = p->vt.ensure(&ctx->host, text, &res, &perr);
+    free(text);
+    if (r != 0 || res == NULL) {
+        snprintf(why, why_size, "ensure failed: %s", perr.message[0] ? perr.message : "no resource");
+        return r < 0 ? r : CORDON_E_PROVIDER;
+    }
+    /* A name the provider cannot know in advance: whatever it does for
+     * "the observer" it must do for every program. */
+    r = cordon__random_hex(name, 8, &perr);
+    if (r == 0) {
+        struct cordon_observe_opts oo = {
+            .struct_size = sizeof(oo),
+            .host = &ctx->host,
+            .provider = &p->vt,
+            .resource = res,
+            .image = cJSON_IsString(image) ? image->valuestring : NULL,
+            .observer_name = name,
+        };
+
+        r = cordon_observe_run(&oo, &observation, &perr);
+    }
+    if (r < 0)
+        snprintf(why, why_size, "%s", perr.message);
+    cordon_error_init(&perr);
+    if (p->vt.release(res, &perr) != 0) {
+        /* As after a run: a resource that would not let go is never reused. */
+        p->quarantined = true;
+        if (r == 0)
+            snprintf(why, why_size, "release failed: %s", perr.message);
+        r = r < 0 ? r : CORDON_E_PROVIDER;
+    }
+    if (r < 0) {
+        free(observation);
+        return r;
+    }
+    *ret_observation = observation;
+    return 0;
+}
+
+int cordon__verify_facts(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON *config,
+                         cJSON *facts, struct cordon_error *err)
+{
+    const cJSON *iso = cJSON_GetObjectItemCaseSensitive(facts, "isolation");
+    cJSON *claim = NULL, *observation = NULL;
+    char why[sizeof(err->message)] = "", hex[65], digest[72], *text = NULL;
+    int r;
+
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "available")))
+        return 0;
+    claim = cJSON_IsObject(iso) ? cJSON_Duplicate(iso, true) : cJSON_CreateObject();
+    if (claim == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "verify: out of memory");
+    r = observe(ctx, p, config, &text, why, sizeof(why));
+    if (r == CORDON_E_NOMEM) {
+        r = cordon_error_set(err, r, ENOMEM, "verify: %s", why);
+        goto out;
+    }
+    if (r == 0) {
+        observation = cJSON_Parse(text);
+        if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(observation, "isolation"))) {
+            snprintf(why, sizeof(why), "the observation is not a JSON object with \"isolation\"");
+            r = CORDON_E_PROVIDER;
+        }
+    }
+    if (r < 0)
+        r = mark_unverified(facts, claim, why, err);
+    else {
+        /* The digest names exactly what the host saw (report, host view,
+         * checks), so that a record can be matched to its observation. */
+        cordon_sha256_hex(text, strlen(text), hex);
+        snprintf(digest, sizeof(digest), "sha256:%s", hex);
+        r = merge(facts, claim, observation, digest, err);
+    }
+    if (r == 0) {
+        cJSON_DeleteItemFromObjectCaseSensitive(facts, "claimed_isolation");
+        cJSON_AddItemToObject(facts, "claimed_isolation", claim);
+        claim = NULL;
+    }
+out:
+    cJSON_Delete(observation);
+    cJSON_Delete(claim);
+    free(text);
+    return r;
+}

@@ -1,0 +1,75 @@
+/*
+ * sdk: one host uid per execution.
+ *
+ * Per-user kernel limits (inotify instances and watches, POSIX message queue
+ * bytes, RLIMIT_NPROC, signals to "every process of my uid") are counted by
+ * the host uid a process runs as, across the whole machine. Sandboxes that
+ * share a uid share those limits, and one can exhaust them for all the
+ * others, or signal the others' processes where no pid namespace separates
+ * them. A provider that runs each execution as a uid of its own, taken from
+ * this pool, makes those limits per execution.
+ *
+ * The pool is CORDON_UID_COUNT uids from CORDON_UID_BASE (gid = uid), a range
+ * that no distribution gives to users or to subordinate-id maps. A uid is
+ * taken by creating a lock file named after it in the pool directory
+ * (default CORDON_UID_DIR), atomically (link(2) of a complete file), whose
+ * content is the owner: the execution id. Every cordon host and provider on
+ * the machine shares the directory, so two executions never hold the same
+ * uid at the same time. The directory is root's (0700): the pool is for
+ * providers that run as root; without root a provider keeps its own uid.
+ */
+#ifndef CORDON_SDK_UID_H
+#define CORDON_SDK_UID_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <cordon/provider.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CORDON_UID_BASE 0x70000000u  /* 1879048192 */
+#define CORDON_UID_COUNT 65536u
+#define CORDON_UID_DIR "/run/cordon/uids"
+
+/* The longest owner: a host instance id, ".", an execution id. */
+#define CORDON_UID_OWNER_MAX 200
+
+/* True when uid lies in the pool's range. */
+static inline bool cordon_uid_in_pool(uid_t uid)
+{
+    return uid >= CORDON_UID_BASE && uid - CORDON_UID_BASE < CORDON_UID_COUNT;
+}
+
+/*
+ * A uid is held by an execution: host (the host_instance_id of the host that
+ * made it, host->host_instance_id; NULL or "" for none) and id (its execution
+ * id), each 1..128 bytes of [A-Za-z0-9._-]. Execution ids are unique per
+ * host installation only, and two installations on one machine share the
+ * pool, so the lock's owner is "<host>.<id>" (the id alone without a host).
+ *
+ * Take a free uid of the pool for (host, id). dir: the pool directory (NULL: CORDON_UID_DIR), made 0700
+ * when missing. CORDON_E_EXISTS when owner holds a uid already (an id used
+ * twice must never share, or free, another execution's uid); CORDON_E_LIMIT
+ * when every uid is taken; CORDON_E_INVALID for a bad owner.
+ */
+CORDON_EXTERN int cordon_uid_take(const char *dir, const char *host, const char *id,
+                                  uid_t *ret_uid, struct cordon_error *err);
+
+/*
+ * Give back the uid that (host, id) holds (none held is success). Only a
+ * lock whose content is that owner is removed: a uid is never freed for
+ * someone else.
+ */
+CORDON_EXTERN int cordon_uid_give_back(const char *dir, const char *host, const char *id,
+                                       struct cordon_error *err);
+
+/* The uid (host, id) holds: 1 and *ret_uid set, 0 when none, < 0 on error. */
+CORDON_EXTERN int cordon_uid_held(const char *dir, const char *host, const char *id,
+                                  uid_t *ret_uid, struct cordon_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

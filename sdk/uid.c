@@ -1,0 +1,236 @@
+/* sdk: the per-execution uid pool (see cordon/sdk/uid.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cordon/sdk/uid.h>
+
+#define OWNER_MAX CORDON_UID_OWNER_MAX
+#define PART_MAX 128
+
+static int check_name(const char *what, const char *s, size_t max, struct cordon_error *err)
+{
+    size_t n = s != NULL ? strlen(s) : 0;
+
+    if (n == 0 || n > max)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be 1..%zu bytes", what, max);
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "%s: only [A-Za-z0-9._-] allowed (byte %zu)", what, i);
+    }
+    return 0;
+}
+
+/* "<host>.<id>", or id alone without a host: the content of the lock. */
+static int make_owner(char buf[OWNER_MAX + 1], const char *host, const char *id,
+                      struct cordon_error *err)
+{
+    bool with_host = host != NULL && host[0] != '\0';
+    int r;
+
+    if ((r = check_name("uid owner: execution id", id, PART_MAX, err)) < 0 ||
+        (with_host && (r = check_name("uid owner: host instance id", host, PART_MAX, err)) < 0))
+        return r;
+    snprintf(buf, OWNER_MAX + 1, "%s%s%s", with_host ? host : "", with_host ? "." : "", id);
+    return 0;
+}
+
+/* The pool directory, made when missing; it must be a real directory of ours. */
+static int open_pool(const char *dir, struct cordon_error *err)
+{
+    struct stat st;
+    int fd;
+
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        /* the parent (/run/cordon) may be missing too */
+        char parent[4096];
+        char *slash;
+
+        snprintf(parent, sizeof(parent), "%s", dir);
+        slash = strrchr(parent, '/');
+        if (errno != ENOENT || slash == NULL || slash == parent)
+            return cordon_error_set(err, CORDON_E_IO, errno, "uid pool %s: %s", dir, strerror(errno));
+        *slash = '\0';
+        if ((mkdir(parent, 0755) != 0 && errno != EEXIST) || (mkdir(dir, 0700) != 0 && errno != EEXIST))
+            return cordon_error_set(err, CORDON_E_IO, errno, "uid pool %s: %s", dir, strerror(errno));
+    }
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "uid pool %s: %s", dir, strerror(errno));
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+        close(fd);
+        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                "uid pool %s: must be a directory of uid %u, not writable by "
+                                "group or others", dir, (unsigned)geteuid());
+    }
+    return fd;
+}
+
+/* The owner written in lock file name, or "" when it cannot be read. */
+static void read_owner(int dfd, const char *name, char *buf, size_t cap)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    ssize_t n = -1;
+
+    if (fd >= 0) {
+        n = read(fd, buf, cap - 1);
+        close(fd);
+    }
+    buf[n > 0 ? (size_t)n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* A lock file's name as a uid of the pool, or 0 for anything else. */
+static uid_t name_uid(const char *name)
+{
+    char *end;
+    unsigned long v;
+
+    if (name[0] < '1' || name[0] > '9')
+        return 0;
+    errno = 0;
+    v = strtoul(name, &end, 10);
+    if (errno != 0 || *end != '\0' || v > UINT32_MAX || !cordon_uid_in_pool((uid_t)v))
+        return 0;
+    return (uid_t)v;
+}
+
+/* Find owner's lock: 1 with *ret_uid, 0 when none. remove: unlink it too. */
+static int find_owner(int dfd, const char *owner, bool remove, uid_t *ret_uid,
+                      struct cordon_error *err)
+{
+    int fd = dup(dfd), found = 0;
+    DIR *d;
+    struct dirent *de;
+    char text[OWNER_MAX + 2];
+
+    if (fd < 0 || (d = fdopendir(fd)) == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return cordon_error_set(err, CORDON_E_IO, errno, "uid pool: %s", strerror(errno));
+    }
+    while ((de = readdir(d)) != NULL) {
+        uid_t uid = name_uid(de->d_name);
+
+        if (uid == 0)
+            continue;
+        read_owner(dfd, de->d_name, text, sizeof(text));
+        if (strcmp(text, owner) != 0)
+            continue;
+        if (remove && unlinkat(dfd, de->d_name, 0) != 0 && errno != ENOENT) {
+            found = cordon_error_set(err, CORDON_E_IO, errno, "uid pool: removing %s: %s",
+                                     de->d_name, strerror(errno));
+            break;
+        }
+        if (ret_uid != NULL)
+            *ret_uid = uid;
+        found = 1;
+        if (!remove)
+            break;
+    }
+    closedir(d);
+    return found;
+}
+
+int cordon_uid_held(const char *dir, const char *host, const char *id, uid_t *ret_uid,
+                    struct cordon_error *err)
+{
+    char owner[OWNER_MAX + 1];
+    int dfd, r;
+
+    if ((r = make_owner(owner, host, id, err)) < 0)
+        return r;
+    if ((dfd = open_pool(dir != NULL ? dir : CORDON_UID_DIR, err)) < 0)
+        return dfd;
+    r = find_owner(dfd, owner, false, ret_uid, err);
+    close(dfd);
+    return r;
+}
+
+int cordon_uid_take(const char *dir, const char *host, const char *id, uid_t *ret_uid,
+                    struct cordon_error *err)
+{
+    char owner[OWNER_MAX + 1], tmp[64 + OWNER_MAX], name[16];
+    uint32_t h = 2166136261u;
+    int dfd, fd, r;
+    size_t len;
+
+    if (ret_uid == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "uid: ret_uid required");
+    if ((r = make_owner(owner, host, id, err)) < 0)
+        return r;
+    if ((dfd = open_pool(dir != NULL ? dir : CORDON_UID_DIR, err)) < 0)
+        return dfd;
+    r = find_owner(dfd, owner, false, NULL, err);
+    if (r == 1)
+        r = cordon_error_set(err, CORDON_E_EXISTS, 0,
+                             "uid pool: %s already holds a uid (one per execution)", id);
+    if (r != 0)
+        goto out;
+    /* The complete lock is written under a private name first, then linked
+     * to its uid's name: whoever sees the uid's name sees its owner. */
+    snprintf(tmp, sizeof(tmp), ".new-%s-%ld", owner, (long)getpid());
+    len = strlen(owner);
+    fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, owner, len) != (ssize_t)len || write(fd, "\n", 1) != 1) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "uid pool: writing a lock: %s",
+                             strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        unlinkat(dfd, tmp, 0);
+        goto out;
+    }
+    close(fd);
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)owner[i]) * 16777619u;
+    r = 1;
+    for (uint32_t k = 0; k < CORDON_UID_COUNT; k++) {
+        uid_t uid = CORDON_UID_BASE + (h + k) % CORDON_UID_COUNT;
+
+        snprintf(name, sizeof(name), "%u", (unsigned)uid);
+        if (linkat(dfd, tmp, dfd, name, 0) == 0) {
+            *ret_uid = uid;
+            r = 0;
+            break;
+        }
+        if (errno != EEXIST) {
+            r = cordon_error_set(err, CORDON_E_IO, errno, "uid pool: taking %s: %s", name,
+                                 strerror(errno));
+            break;
+        }
+    }
+    unlinkat(dfd, tmp, 0);
+    if (r == 1)
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                             "uid pool: all %u uids from %u are taken (one per live execution)",
+                             CORDON_UID_COUNT, CORDON_UID_BASE);
+out:
+    close(dfd);
+    return r;
+}
+
+int cordon_uid_give_back(const char *dir, const char *host, const char *id,
+                         struct cordon_error *err)
+{
+    char owner[OWNER_MAX + 1];
+    int dfd, r;
+
+    if ((r = make_owner(owner, host, id, err)) < 0)
+        return r;
+    if ((dfd = open_pool(dir != NULL ? dir : CORDON_UID_DIR, err)) < 0)
+        return dfd;
+    r = find_owner(dfd, owner, true, NULL, err);
+    close(dfd);
+    return r < 0 ? r : 0;
+}

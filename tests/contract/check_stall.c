@@ -1,0 +1,194 @@
+/*
+ * cordon-contract: nothing inside an execution stalls the host or stops
+ * its clock.
+ *
+ * A file lease held inside makes every other open of the file wait the
+ * kernel's lease-break time (45 s by default): a provider refuses leases,
+ * or its export and terminate do not wait on them. What holds the runtime
+ * deadline lives where the sandbox cannot stop it: an execution whose
+ * every visible process was sent SIGSTOP and SIGKILL from inside still
+ * ends at its deadline, with no call from the host.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+
+#include <cordon/sdk/facts.h>
+#include <cordon/sdk/host.h>
+#include "tests/contract/contract.h"
+
+/* Under the 45 s lease-break time: a call that waited for a lease fails it. */
+#define STALL_BOUND_MS 25000u
+#define LEASE_HOLD_S "40"
+#define DEADLINE_RUNTIME_MS 8000u
+#define DEADLINE_GRACE_MS 15000u
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* The holder's exec, on a thread of its own; it never asserts. */
+struct holder {
+    const char *state;
+    struct cordon_exec_outcome out;
+    char msg[600];
+    int r;
+};
+
+static void *holder_main(void *arg)
+{
+    static const char *const argv[] = { "./cordon-observe", "--hold-lease", "leased",
+                                        LEASE_HOLD_S, NULL };
+    struct holder *h = arg;
+    struct contract_exec opts;
+
+    contract_exec_init(&opts);
+    opts.timeout_ms = 60000;
+    h->r = contract_exec(h->state, argv, &opts, &h->out, h->msg, sizeof(h->msg));
+    return NULL;
+}
+
+Test(contract, attack_file_lease_stalls_neither_export_nor_terminate)
+{
+    static const char *const files[] = { "leased", "data\n", NULL };
+    struct holder h = { 0 };
+    char msg[600], *text;
+    pthread_t thread;
+    uint64_t t0, took;
+    int tar, r;
+
+    h.state = contract_provision(NULL, "host");
+    tar = contract_tar_of(files);
+    cr_assert_eq(contract_import(h.state, "", tar, msg, sizeof(msg)), 0, "import failed: %s", msg);
+    close(tar);
+    tar = contract_observer_tar();
+    cr_assert_eq(contract_import(h.state, "", tar, msg, sizeof(msg)), 0,
+                 "importing the observer failed: %s", msg);
+    close(tar);
+    /* A refused lease ends the holder at once; a granted one is held while
+     * the host reads the workspace. */
+    cr_assert_eq(pthread_create(&thread, NULL, holder_main, &h), 0);
+    sleep_ms(2000);
+
+    t0 = cordon_now_monotonic_ms();
+    r = contract_export(h.state, "", &tar, msg, sizeof(msg));
+    took = cordon_now_monotonic_ms() - t0;
+    if (r == 0)
+        close(tar);
+    else
+        cr_log_info("export_tar with a lease held inside failed (allowed, if quick): %s", msg);
+    cr_expect_lt(took, STALL_BOUND_MS,
+                 "export_tar of the workspace took %llu ms while a lease was taken inside (the "
+                 "bound is %u ms, under the kernel's lease-break time)",
+                 (unsigned long long)took, STALL_BOUND_MS);
+
+    t0 = cordon_now_monotonic_ms();
+    {
+        struct cordon_error err;
+
+        cordon_error_init(&err);
+        r = contract.vt.terminate(contract.resource, h.state, &err);
+        took = cordon_now_monotonic_ms() - t0;
+        cr_expect_eq(r, 0, "terminate with a lease held inside failed: %s", err.message);
+    }
+    cr_expect_lt(took, STALL_BOUND_MS, "terminate took %llu ms while a lease was taken inside",
+                 (unsigned long long)took);
+    pthread_join(thread, NULL);
+    text = contract_stream_text(&h.out.out);
+    cr_log_info("the lease holder said: %s (%s)", text, h.msg);
+    cr_expect(strncmp(text, "lease ", 6) == 0 || h.r != 0 || h.out.status != CORDON_RUN_EXITED,
+              "the holder did not run: %s %s", text, h.msg);
+    free(text);
+    cordon_exec_outcome_clear(&h.out);
+}
+
+/* The contract's spec with a short runtime and the deadline that goes with it. */
+static char *short_spec(uint64_t *ret_expires)
+{
+    char *text = contract_spec(NULL, "host", NULL), *out;
+    cJSON *spec = cJSON_Parse(text);
+    uint64_t expires = cordon_now_wall_ms() + DEADLINE_RUNTIME_MS;
+
+    cr_assert_not_null(spec);
+    free(text);
+    cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(
+                             cJSON_GetObjectItemCaseSensitive(spec, "resources"), "runtime_ms"),
+                         DEADLINE_RUNTIME_MS);
+    cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(spec, "expires_at_ms"), (double)expires);
+    out = cJSON_PrintUnformatted(spec);
+    cJSON_Delete(spec);
+    cr_assert_not_null(out);
+    *ret_expires = expires;
+    return out;
+}
+
+/*
+ * From inside: SIGSTOP to every process (kill -1, pid 1, and each pid in
+ * /proc but the shell itself), then SIGKILL to pid 1. Whatever holds the
+ * deadline is stopped if the sandbox can reach it; killing it instead would
+ * only end the execution early. A marked sleeper, stopped with the rest,
+ * must be gone from the host by the deadline (plus grace) without any call
+ * to the provider; only then is the execution looked at, and terminated
+ * for cleanup.
+ */
+Test(contract, attack_stopping_every_process_inside_does_not_stop_the_deadline)
+{
+    char marker[48], script[900], msg[600], *spec;
+    const char *state, *argv[] = { "true", NULL };
+    struct cordon_exec_outcome out;
+    cJSON *facts = contract_require_claim(CORDON_AXIS_PROCESS_CONTAINED);
+    uint64_t expires, now;
+    bool visible;
+    int r, left;
+
+    contract_sleep_marker(marker, sizeof(marker));
+    spec = short_spec(&expires);
+    r = contract_try_provision(spec, &state, msg, sizeof(msg));
+    free(spec);
+    cr_assert_eq(r, 0, "provision with runtime_ms %u failed: %s", DEADLINE_RUNTIME_MS, msg);
+    snprintf(script, sizeof(script),
+             "sleep %s </dev/null >/dev/null 2>&1 & m=$!; "
+             "kill -STOP -1; kill -STOP 1; "
+             "for p in /proc/[0-9]*; do p=${p#/proc/}; [ \"$p\" = $$ ] || kill -STOP $p; done; "
+             "kill -KILL 1; echo attacked $m",
+             marker);
+    contract_sh(state, script, &out);
+    cordon_exec_outcome_clear(&out);
+    visible = contract_count_processes(marker) > 0;
+    if (visible) {
+        now = cordon_now_wall_ms();
+        left = contract_wait_no_processes(
+            marker, (unsigned)(expires > now ? expires - now : 0) + DEADLINE_GRACE_MS);
+        cr_expect_eq(left, 0,
+                     "a stopped process of the execution outlived its deadline by %u ms: what "
+                     "holds the deadline can be stopped from inside",
+                     DEADLINE_GRACE_MS);
+        cr_expect_geq(cordon_now_wall_ms() + 1000, expires,
+                      "the execution ended %llu ms before its deadline",
+                      (unsigned long long)(expires - cordon_now_wall_ms()));
+    } else {
+        /* Processes inside are not host processes (a VM, gVisor): wait out
+         * the deadline, then the execution must be gone. */
+        cr_log_info("the sandbox's processes are not visible on the host; checking the "
+                    "execution itself after the deadline");
+        now = cordon_now_wall_ms();
+        if (expires + DEADLINE_GRACE_MS > now)
+            sleep_ms((unsigned)(expires + DEADLINE_GRACE_MS - now));
+    }
+    r = contract_exec(state, argv, NULL, &out, msg, sizeof(msg));
+    cr_expect(r != 0 || out.status != CORDON_RUN_EXITED || out.exit_code != 0,
+              "an exec %u ms after the deadline still ran", DEADLINE_GRACE_MS);
+    cordon_exec_outcome_clear(&out);
+    cJSON_Delete(facts);
+}

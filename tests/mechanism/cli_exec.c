@@ -1,0 +1,355 @@
+/* See cli_exec.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/runner.h>
+
+#include "tests/mechanism/cli_exec.h"
+
+#define CLI_TIMEOUT_MS 300000u
+#define ARGS_MAX 48
+#define LIVE_MAX 8
+
+/* Executions provisioned and not yet terminated, for cli_exec_cleanup. */
+static char *live[LIVE_MAX];
+
+int cli_exec_run(const struct cli_exec *c, const char *const *args, int stdin_fd, char **ret_out)
+{
+    const char *argv[ARGS_MAX], *envp[6];
+    struct cordon_runner_opts opts;
+    struct cordon_exec_outcome o = { 0 };
+    struct cordon_error e;
+    size_t n = 0, k = 0;
+    int code;
+
+    argv[n++] = c->bin;
+    argv[n++] = "--config";
+    argv[n++] = c->config;
+    argv[n++] = "--state-dir";
+    argv[n++] = c->state_dir;
+    for (size_t i = 0; args[i] != NULL; i++) {
+        cr_assert_lt(n, ARGS_MAX - 1);
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    for (size_t i = 0; i < 4; i++)
+        if (c->env[i][0] != '\0')
+            envp[k++] = c->env[i];
+    envp[k++] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+    envp[k] = NULL;
+    cordon_runner_opts_init(&opts);
+    opts.argv = argv;
+    opts.envp = envp;
+    opts.stdin_fd = stdin_fd;
+    opts.retention_bytes = 8u << 20;
+    opts.timeout_ms = CLI_TIMEOUT_MS;
+    cordon_error_init(&e);
+    cr_assert_eq(cordon_runner_run(&opts, &o, &e), 0, "%s: %s", argv[0], e.message);
+    code = o.status == CORDON_RUN_EXITED ? o.exit_code : -1;
+    if (ret_out != NULL) {
+        *ret_out = strndup(o.out.data != NULL ? o.out.data : "", o.out.len);
+        cr_assert_not_null(*ret_out);
+    }
+    cordon_exec_outcome_clear(&o);
+    return code;
+}
+
+char *cli_exec_provision(const struct cli_exec *c, const char *provider)
+{
+    const char *args[ARGS_MAX] = { "provision", "--provider", provider, "--cpus", "1",
+                                   "--memory", "256M", "--disk", "64M", "--pids", "128",
+                                   "--runtime", "120s", "--max-output", "1M", "--json" };
+    size_t n = 16;
+    char *out = NULL, *id;
+    cJSON *doc;
+
+    for (size_t i = 0; c->provision_args[i] != NULL; i++)
+        args[n++] = c->provision_args[i];
+    args[n] = NULL;
+    cli_exec_run(c, args, -1, &out);
+    doc = cJSON_Parse(out);
+    id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "execution_id"));
+    cr_assert_not_null(id, "cordon provision --provider %s printed no execution_id: %.800s",
+                       provider, out);
+    id = strdup(id);
+    cr_assert_not_null(id);
+    for (size_t i = 0; i < LIVE_MAX; i++)
+        if (live[i] == NULL) {
+            live[i] = strdup(id);
+            break;
+        }
+    cJSON_Delete(doc);
+    free(out);
+    return id;
+}
+
+cJSON *cli_exec_sh(const struct cli_exec *c, const char *id, const char *stdin_path, int stdin_fd,
+                   const char *script)
+{
+    const char *args[] = { "exec", id, "--json", "--stdin", stdin_path, "--", "sh", "-c", script,
+                           NULL };
+    char *out = NULL;
+    cJSON *doc;
+
+    if (stdin_path == NULL) {
+        /* no --stdin: shift the rest over it */
+        args[3] = "--";
+        args[4] = "sh";
+        args[5] = "-c";
+        args[6] = script;
+        args[7] = NULL;
+    }
+    cli_exec_run(c, args, stdin_fd, &out);
+    doc = cJSON_Parse(out);
+    cr_assert(cJSON_IsObject(doc), "cordon exec printed no JSON object: %.800s", out);
+    free(out);
+    return doc;
+}
+
+static int terminate(const struct cli_exec *c, const char *id)
+{
+    const char *args[] = { "terminate", id, NULL };
+    int rc = cli_exec_run(c, args, -1, NULL);
+
+    for (size_t i = 0; i < LIVE_MAX && rc == 0; i++)
+        if (live[i] != NULL && strcmp(live[i], id) == 0) {
+            free(live[i]);
+            live[i] = NULL;
+        }
+    return rc;
+}
+
+void cli_exec_terminate(const struct cli_exec *c, const char *id)
+{
+    cr_assert_eq(terminate(c, id), 0, "cordon terminate %s failed", id);
+}
+
+void cli_exec_cleanup(const struct cli_exec *c)
+{
+    for (size_t i = 0; i < LIVE_MAX; i++)
+        if (live[i] != NULL) {
+            char *id = live[i];
+
+            terminate(c, id);
+            free(id);
+            live[i] = NULL;
+        }
+}
+
+static const char *doc_str(const cJSON *doc, const char *key)
+{
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, key)) ?: "";
+}
+
+static int doc_int(const cJSON *doc, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
+
+    return cJSON_IsNumber(v) ? v->valueint : -1;
+}
+
+static void random_hex(char *buf, size_t bytes)
+{
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    unsigned char raw[32];
+
+    cr_assert(fd >= 0 && bytes <= sizeof(raw) && read(fd, raw, bytes) == (ssize_t)bytes);
+    close(fd);
+    for (size_t i = 0; i < bytes; i++)
+        sprintf(buf + 2 * i, "%02x", raw[i]);
+}
+
+/* What fd 0 is, and what it leads to, seen from inside. */
+static const char fd0_probe[] =
+    "echo \"link=$(readlink /proc/self/fd/0)\"; "
+    "if test -t 0; then echo FD0_IS_A_TERMINAL; fi; "
+    "if test -d /proc/self/fd/0; then echo FD0_IS_A_DIRECTORY; fi; "
+    "if ls /proc/self/fd/0/ >/dev/null 2>&1; then echo FD0_LISTS; fi; "
+    "if ls /proc/self/fd/0/../.. >/dev/null 2>&1; then echo FD0_PARENT_LISTS; fi; "
+    "cat /proc/self/fd/0/marker 2>/dev/null; exit 0";
+
+static void assert_fd0_is_a_pipe(const char *what, const cJSON *doc)
+{
+    const char *out = doc_str(doc, "stdout");
+
+    cr_assert_str_eq(doc_str(doc, "status"), "exited", "%s", cJSON_PrintUnformatted(doc));
+    cr_assert(strstr(out, "link=pipe:[") != NULL,
+              "cordon exec with %s as stdin: fd 0 inside is not a pipe:\n%s", what, out);
+    cr_assert_null(strstr(out, "FD0_"), "cordon exec with %s as stdin: fd 0 leads out:\n%s",
+                   what, out);
+}
+
+void cli_exec_check_stdin_directory(const struct cli_exec *c, const char *provider)
+{
+    char dir[] = "/tmp/cordon-cli-stdin.XXXXXX", path[64], secret[33];
+    char *id = cli_exec_provision(c, provider);
+    cJSON *doc;
+    int fd;
+
+    cr_assert_not_null(mkdtemp(dir));
+    random_hex(secret, 16);
+    snprintf(path, sizeof(path), "%s/marker", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    cr_assert(fd >= 0 && write(fd, secret, 32) == 32);
+    close(fd);
+    doc = cli_exec_sh(c, id, dir, -1, fd0_probe);
+    cordon_fs_remove_tree_path(dir, NULL);
+    cli_exec_terminate(c, id);
+    assert_fd0_is_a_pipe("a directory (--stdin DIR)", doc);
+    cr_assert_null(strstr(doc_str(doc, "stdout"), secret), "a host file was read through fd 0");
+    cJSON_Delete(doc);
+    free(id);
+}
+
+/*
+ * `cordon exec --stdin -` from a terminal: inside, fd 0 is a pipe; a
+ * setsid child that kept it reads nothing typed after cordon returned,
+ * and the line typed then is still there for the user's shell.
+ */
+void cli_exec_check_stdin_terminal(const struct cli_exec *c, const char *provider)
+{
+    char *id = cli_exec_provision(c, provider), secret[33], line[40], got[64];
+    struct pollfd pfd;
+    cJSON *doc;
+    ssize_t n;
+    int m, s;
+
+    m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    cr_assert_geq(m, 0);
+    cr_assert(grantpt(m) == 0 && unlockpt(m) == 0);
+    s = open(ptsname(m), O_RDWR | O_NOCTTY | O_CLOEXEC);
+    cr_assert_geq(s, 0);
+    doc = cli_exec_sh(c, id, "-", s, fd0_probe);
+    assert_fd0_is_a_pipe("a terminal (--stdin -)", doc);
+    cJSON_Delete(doc);
+    doc = cli_exec_sh(c, id, "-", s,
+                      "exec 3<&0; setsid sh -c 'IFS= read -r l <&3; echo \"got:$l\" > stolen' "
+                      ">/dev/null 2>&1 & sleep 0.3; exit 0");
+    cr_assert_str_eq(doc_str(doc, "status"), "exited");
+    cJSON_Delete(doc);
+    random_hex(secret, 16);
+    snprintf(line, sizeof(line), "%s\n", secret);
+    cr_assert_eq(write(m, line, strlen(line)), (ssize_t)strlen(line));
+    usleep(500 * 1000);
+    doc = cli_exec_sh(c, id, NULL, -1, "cat stolen 2>/dev/null; exit 0");
+    cli_exec_terminate(c, id);
+    cr_assert_null(strstr(doc_str(doc, "stdout"), secret),
+                   "a child left in the sandbox read the terminal: %s", doc_str(doc, "stdout"));
+    cJSON_Delete(doc);
+    pfd = (struct pollfd){ .fd = s, .events = POLLIN };
+    cr_assert_eq(poll(&pfd, 1, 2000), 1, "the line typed after the exec was taken");
+    n = read(s, got, sizeof(got) - 1);
+    cr_assert_gt(n, 0);
+    got[n] = '\0';
+    cr_assert_str_eq(got, line);
+    close(s);
+    close(m);
+    free(id);
+}
+
+/* signals_true: the provider knows a signal death (else it reports the
+ * fold, exited 128+N, as documented for its runtime path). */
+void cli_exec_check_exit_status(const struct cli_exec *c, const char *provider, bool signals_true)
+{
+    static const struct {
+        const char *script;
+        int code, sig;
+    } cases[] = {
+        { "exit 137", 137, 0 }, { "exit 143", 143, 0 },
+        { "kill -9 $$", -1, 9 }, { "kill -TERM $$", -1, 15 },
+    };
+    char *id = cli_exec_provision(c, provider);
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *args[] = { "exec", id, "--", "sh", "-c", cases[i].script, NULL };
+        cJSON *doc = cli_exec_sh(c, id, NULL, -1, cases[i].script);
+        const char *status = doc_str(doc, "status");
+        bool folded = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "signal_folded"));
+        int rc = cli_exec_run(c, args, -1, NULL);
+
+        if (cases[i].code >= 0 || !signals_true) {
+            int want = cases[i].code >= 0 ? cases[i].code : 128 + cases[i].sig;
+
+            cr_expect_str_eq(status, "exited", "'%s' is %s", cases[i].script, status);
+            cr_expect_eq(doc_int(doc, "exit_code"), want, "'%s' gave exit_code %d",
+                         cases[i].script, doc_int(doc, "exit_code"));
+            /* Where signals are known, an exit is never marked; where they are
+             * folded, every 128+N is, so that nobody takes it for certain. */
+            cr_expect_eq(folded, !signals_true, "'%s': signal_folded is %s", cases[i].script,
+                         folded ? "true" : "absent");
+        } else {
+            cr_expect_str_eq(status, "signaled", "'%s' is %s", cases[i].script, status);
+            cr_expect_eq(doc_int(doc, "signal"), cases[i].sig, "'%s' gave signal %d",
+                         cases[i].script, doc_int(doc, "signal"));
+        }
+        /* Either way the command's own exit status is the shell's 128+N. */
+        cr_expect_eq(rc, cases[i].code >= 0 ? cases[i].code : 128 + cases[i].sig,
+                     "cordon exec -- sh -c '%s' exited %d", cases[i].script, rc);
+        cJSON_Delete(doc);
+    }
+    cli_exec_terminate(c, id);
+    free(id);
+}
+
+/* The soft value of a /proc/self/limits row, as text. */
+static void limits_soft(const char *limits, const char *row, char *buf)
+{
+    const char *p = strstr(limits, row);
+
+    buf[0] = '\0';
+    if (p != NULL)
+        sscanf(p + strlen(row), " %31s", buf);
+}
+
+/*
+ * `ulimit -s unlimited; cordon exec ...`: the test raises its own soft
+ * limits (inherited by the cordon it starts) and reads the sandboxed
+ * process's.
+ */
+void cli_exec_check_rlimits(const struct cli_exec *c, const char *provider, const char *want_stack,
+                            const char *want_nofile)
+{
+    char *id = cli_exec_provision(c, provider), stack[32], nofile[32], callers_nofile[32];
+    struct rlimit rl;
+    bool stack_raised;
+    cJSON *doc;
+
+    cr_assert_eq(getrlimit(RLIMIT_STACK, &rl), 0);
+    rl.rlim_cur = rl.rlim_max;
+    cr_assert_eq(setrlimit(RLIMIT_STACK, &rl), 0);
+    stack_raised = rl.rlim_max == RLIM_INFINITY;
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    cr_assert_gt(rl.rlim_max, 2048, "the hard RLIMIT_NOFILE %llu leaves no odd value",
+                 (unsigned long long)rl.rlim_max);
+    rl.rlim_cur = rl.rlim_max - 7;
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    snprintf(callers_nofile, sizeof(callers_nofile), "%llu", (unsigned long long)rl.rlim_cur);
+    doc = cli_exec_sh(c, id, NULL, -1, "cat /proc/self/limits");
+    cli_exec_terminate(c, id);
+    cr_assert_str_eq(doc_str(doc, "status"), "exited");
+    limits_soft(doc_str(doc, "stdout"), "Max stack size", stack);
+    limits_soft(doc_str(doc, "stdout"), "Max open files", nofile);
+    if (stack_raised)
+        cr_assert_str_neq(stack, "unlimited", "the stack limit inside follows the caller's "
+                          "(unlimited):\n%s", doc_str(doc, "stdout"));
+    cr_assert_str_neq(nofile, callers_nofile, "the open-files limit follows the caller's (%s)",
+                      callers_nofile);
+    if (want_stack != NULL)
+        cr_assert_str_eq(stack, want_stack, "the stack limit inside is %s:\n%s", stack,
+                         doc_str(doc, "stdout"));
+    if (want_nofile != NULL)
+        cr_assert_str_eq(nofile, want_nofile, "open files inside: %s", nofile);
+    cJSON_Delete(doc);
+    free(id);
+}

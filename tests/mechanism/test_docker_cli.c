@@ -1,0 +1,93 @@
+/*
+ * docker through the cordon command: `cordon exec ID --stdin DIR`,
+ * `--stdin -` from a terminal, exit statuses and `ulimit -s unlimited;
+ * cordon exec`, against the real daemon and the minimal test image.
+ * Docker relays stdin through its attach stream and starts the process
+ * from the daemon, so the descriptor and the caller's rlimits never
+ * reach it; the exit status is the daemon's, which folds a signal N into
+ * 128+N (cordon-provider-docker(7)).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include <cordon/sdk/fs.h>
+
+#include "tests/mechanism/cli_exec.h"
+
+static struct cli_exec cli;
+static char tmp[PATH_MAX], image[200];
+
+static void setup(void)
+{
+    const char *bin = getenv("CORDON_BIN") ?: CORDON_BUILDDIR "/cordon";
+    const char *so = getenv("CORDON_DOCKER_PROVIDER") ?: CORDON_BUILDDIR "/.libs/docker.so";
+    const char *img = getenv("CORDON_DOCKER_IMAGE_MINIMAL");
+    char dir[PATH_MAX + 16], link[PATH_MAX + 48], real[PATH_MAX];
+    FILE *f;
+
+    memset(&cli, 0, sizeof(cli));
+    tmp[0] = '\0';
+    cr_assert(img != NULL && img[0] != '\0', "CORDON_DOCKER_IMAGE_MINIMAL is not set");
+    snprintf(image, sizeof(image), "%s", img);
+    snprintf(tmp, sizeof(tmp), "%s/cordon-docker-cli.XXXXXX", getenv("TMPDIR") ?: "/tmp");
+    cr_assert_not_null(mkdtemp(tmp));
+    cr_assert_not_null(realpath(bin, cli.bin), "%s: %s", bin, strerror(errno));
+    cr_assert_not_null(realpath(so, real), "%s: %s (set CORDON_DOCKER_PROVIDER)", so,
+                       strerror(errno));
+    /* The cordon command finds docker.so alone in this directory. */
+    snprintf(dir, sizeof(dir), "%s/providers", tmp);
+    snprintf(link, sizeof(link), "%s/docker.so", dir);
+    cr_assert(mkdir(dir, 0755) == 0 && symlink(real, link) == 0);
+    snprintf(cli.config, sizeof(cli.config), "%s/config.json", tmp);
+    f = fopen(cli.config, "we");
+    cr_assert_not_null(f);
+    fprintf(f, "{\"provider_configs\": {\"docker\": {\"image\": \"%s\"}}}\n", image);
+    fclose(f);
+    snprintf(cli.state_dir, sizeof(cli.state_dir), "%s/state", tmp);
+    snprintf(cli.env[0], sizeof(cli.env[0]), "CORDON_PROVIDER_PATH=%s", dir);
+    snprintf(cli.env[1], sizeof(cli.env[1]), "CORDON_OBSERVER=%s",
+             getenv("CORDON_OBSERVER") ?: CORDON_BUILDDIR "/cordon-observe");
+    /* The built cordon-init, never one an earlier install left in the helper dir. */
+    snprintf(cli.env[2], sizeof(cli.env[2]), "CORDON_INIT=%s",
+             getenv("CORDON_INIT") ?: CORDON_BUILDDIR "/cordon-init");
+    cli.provision_args[0] = "--image";
+    cli.provision_args[1] = image;
+}
+
+static void teardown(void)
+{
+    cli_exec_cleanup(&cli);
+    if (tmp[0] != '\0')
+        cordon_fs_remove_tree_path(tmp, NULL);
+    tmp[0] = '\0';
+}
+
+TestSuite(docker_cli, .init = setup, .fini = teardown, .timeout = 300);
+
+Test(docker_cli, exec_stdin_directory_is_not_handed_in)
+{
+    cli_exec_check_stdin_directory(&cli, "docker");
+}
+
+Test(docker_cli, exec_stdin_terminal_is_not_handed_in)
+{
+    cli_exec_check_stdin_terminal(&cli, "docker");
+}
+
+/* exit 137 is exited 137; kill -9 is exited 137 too: the daemon folds it. */
+Test(docker_cli, exec_exit_status_is_the_daemons_exit_code)
+{
+    cli_exec_check_exit_status(&cli, "docker", false);
+}
+
+Test(docker_cli, exec_does_not_inherit_the_callers_rlimits)
+{
+    cli_exec_check_rlimits(&cli, "docker", NULL, NULL);
+}

@@ -1,0 +1,191 @@
+/* Unit tests of sdk/uid.c: the per-execution uid pool, in a private directory. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/uid.h>
+
+static char dir[64];
+static char pool[80];
+static struct cordon_error err;
+
+static void setup(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/cordon-uid-test.XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(pool, sizeof(pool), "%s/uids", dir);
+    cordon_error_init(&err);
+}
+
+static void teardown(void)
+{
+    cordon_fs_remove_tree_path(dir, NULL);
+}
+
+TestSuite(uid, .init = setup, .fini = teardown);
+
+static size_t entries(void)
+{
+    char cmd[128];
+    FILE *p;
+    size_t n = 0;
+
+    snprintf(cmd, sizeof(cmd), "ls -A %s", pool);
+    p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    while (fgets(cmd, sizeof(cmd), p) != NULL)
+        n++;
+    pclose(p);
+    return n;
+}
+
+Test(uid, owners_get_distinct_uids_of_the_pool_and_never_two)
+{
+    uid_t a, b, again, held;
+
+    cr_assert_eq(cordon_uid_take(pool, NULL, "exec-a", &a, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_uid_take(pool, NULL, "exec-b", &b, &err), 0, "%s", err.message);
+    cr_assert(cordon_uid_in_pool(a) && cordon_uid_in_pool(b));
+    cr_assert_neq(a, b);
+    again = 0;
+    cr_assert_eq(cordon_uid_take(pool, NULL, "exec-a", &again, &err), CORDON_E_EXISTS);
+    cr_assert(strstr(err.message, "exec-a already holds a uid") != NULL, "%s", err.message);
+    cr_assert_eq(again, 0);
+    cr_assert_eq(cordon_uid_held(pool, NULL, "exec-b", &held, &err), 1);
+    cr_assert_eq(held, b);
+    cr_assert_eq(entries(), 2, "one lock file per owner, no temporary left");
+}
+
+Test(uid, give_back_frees_only_the_owners_uid)
+{
+    uid_t a, b, held;
+
+    cr_assert_eq(cordon_uid_take(pool, NULL, "exec-a", &a, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_uid_take(pool, NULL, "exec-b", &b, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_uid_give_back(pool, NULL, "exec-a", &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_uid_held(pool, NULL, "exec-a", &held, &err), 0);
+    cr_assert_eq(cordon_uid_held(pool, NULL, "exec-b", &held, &err), 1);
+    cr_assert_eq(held, b);
+    /* Giving back what is not held is success and touches nothing. */
+    cr_assert_eq(cordon_uid_give_back(pool, NULL, "exec-a", &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_uid_give_back(pool, NULL, "nobody", &err), 0, "%s", err.message);
+    cr_assert_eq(entries(), 1);
+}
+
+/* Execution ids are unique per host installation only: two hosts on one
+ * machine may both run an execution "job", and neither may take, see or
+ * free the other's uid. */
+Test(uid, two_hosts_with_one_execution_id_hold_two_uids)
+{
+    static const char h1[] = "0123456789abcdef0123456789abcdef";
+    static const char h2[] = "fedcba9876543210fedcba9876543210";
+    uid_t a, b, held;
+
+    cr_assert_eq(cordon_uid_take(pool, h1, "job", &a, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_uid_take(pool, h2, "job", &b, &err), 0, "%s", err.message);
+    cr_assert_neq(a, b);
+    cr_assert_eq(cordon_uid_held(pool, NULL, "job", &held, &err), 0, "the bare id holds nothing");
+    cr_assert_eq(cordon_uid_give_back(pool, h1, "job", &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_uid_held(pool, h1, "job", &held, &err), 0);
+    cr_assert_eq(cordon_uid_held(pool, h2, "job", &held, &err), 1);
+    cr_assert_eq(held, b);
+    cr_assert_eq(entries(), 1);
+}
+
+Test(uid, a_taken_uid_is_skipped)
+{
+    uid_t a, b;
+    char path[128];
+    FILE *f;
+
+    cr_assert_eq(cordon_uid_take(pool, NULL, "exec-a", &a, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_uid_give_back(pool, NULL, "exec-a", &err), 0, "%s", err.message);
+    /* Someone else holds the uid exec-a would get first. */
+    snprintf(path, sizeof(path), "%s/%u", pool, (unsigned)a);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("squatter\n", f);
+    fclose(f);
+    cr_assert_eq(cordon_uid_take(pool, NULL, "exec-a", &b, &err), 0, "%s", err.message);
+    cr_assert_neq(a, b);
+    cr_assert(cordon_uid_in_pool(b));
+}
+
+Test(uid, bad_owners_are_refused_and_leave_nothing)
+{
+    static const char *const bad[] = { "", "a/b", "../x", "a b", "a\nb" };
+    char long_owner[200];
+    uid_t u;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        cordon_error_init(&err);
+        cr_assert_eq(cordon_uid_take(pool, NULL, bad[i], &u, &err), CORDON_E_INVALID, "owner \"%s\"",
+                     bad[i]);
+        cr_assert(strstr(err.message, "uid owner: execution id") != NULL, "%s", err.message);
+    }
+    memset(long_owner, 'a', sizeof(long_owner) - 1);
+    long_owner[sizeof(long_owner) - 1] = '\0';
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_uid_take(pool, NULL, long_owner, &u, &err), CORDON_E_INVALID);
+    cr_assert(strstr(err.message, "1..128") != NULL, "%s", err.message);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_uid_take(pool, NULL, NULL, &u, &err), CORDON_E_INVALID);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_uid_take(pool, "a/b", "exec-a", &u, &err), CORDON_E_INVALID);
+    cr_assert(strstr(err.message, "uid owner: host instance id") != NULL, "%s", err.message);
+    cr_assert(access(pool, F_OK) != 0 || entries() == 0);
+}
+
+Test(uid, a_pool_others_can_write_is_refused)
+{
+    uid_t u;
+
+    cr_assert_eq(mkdir(pool, 0777), 0);
+    cr_assert_eq(chmod(pool, 0777), 0);
+    cr_assert_eq(cordon_uid_take(pool, NULL, "exec-a", &u, &err), CORDON_E_UNSAFE);
+    cr_assert(strstr(err.message, "not writable by group or others") != NULL, "%s", err.message);
+    cr_assert_eq(entries(), 0);
+}
+
+struct racer {
+    char owner[16];
+    uid_t uid;
+    int rc;
+};
+
+static void *race(void *arg)
+{
+    struct racer *r = arg;
+    struct cordon_error e;
+
+    cordon_error_init(&e);
+    r->rc = cordon_uid_take(pool, NULL, r->owner, &r->uid, &e);
+    return NULL;
+}
+
+Test(uid, concurrent_takers_never_share_a_uid)
+{
+    struct racer r[16];
+    pthread_t t[16];
+
+    for (int i = 0; i < 16; i++) {
+        snprintf(r[i].owner, sizeof(r[i].owner), "racer-%d", i);
+        cr_assert_eq(pthread_create(&t[i], NULL, race, &r[i]), 0);
+    }
+    for (int i = 0; i < 16; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < 16; i++) {
+        cr_assert_eq(r[i].rc, 0);
+        for (int j = 0; j < i; j++)
+            cr_assert_neq(r[i].uid, r[j].uid, "%s and %s share %u", r[i].owner, r[j].owner,
+                          (unsigned)r[i].uid);
+    }
+    cr_assert_eq(entries(), 16);
+}
