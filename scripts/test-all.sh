@@ -20,7 +20,14 @@ before_tmp=$(snapshot_tmp)
 # gVisor's processes (sandbox, gofer, a hung `runsc start`) and containerd
 # shims: a runsc container whose start failed once left all of them
 # running, unknown to the daemon. Those already running are not ours.
-snapshot_runtime() { pgrep -f '(^runsc|/runsc |containerd-shim)' 2>/dev/null | sort; }
+# Zombies are not counted: a shim or runsc that exited waits for this
+# machine's init to reap it, which can take seconds.
+snapshot_runtime() {
+  local p
+  for p in $(pgrep -f '(^runsc|/runsc |containerd-shim)' 2>/dev/null); do
+    case $(ps -o stat= -p "$p" 2>/dev/null) in Z*|'') ;; *) echo "$p" ;; esac
+  done | sort
+}
 before_runtime=$(snapshot_runtime)
 
 note "setup"

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <cordon/sdk/fs.h>
@@ -41,6 +42,29 @@ int test_write_file(const char *path, const void *buf, size_t len)
     n = write(fd, buf, len);
     close(fd);
     return n == (ssize_t)len ? 0 : -1;
+}
+
+int test_unmount_under(const char *dir, char *first, size_t len)
+{
+    FILE *f = fopen("/proc/self/mounts", "re");
+    char line[4096], point[4096];
+    size_t n = strlen(dir);
+    int count = 0;
+
+    if (len > 0)
+        first[0] = '\0';
+    if (f == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (sscanf(line, "%*s %4095s", point) != 1 || strncmp(point, dir, n) != 0 ||
+            (point[n] != '\0' && point[n] != '/'))
+            continue;
+        if (count++ == 0 && len > 0)
+            snprintf(first, len, "%s", point);
+        umount2(point, MNT_DETACH | UMOUNT_NOFOLLOW);
+    }
+    fclose(f);
+    return count;
 }
 
 struct cordon_ctx *test_ctx_open(const char *config_json, char **ret_state_dir)

@@ -13,6 +13,10 @@ char *test_mkdtemp(void);
 void test_rmtree(const char *path);
 /* Write len bytes to path (0644), creating it. Returns 0 or -1. */
 int test_write_file(const char *path, const void *buf, size_t len);
+/* Mounts of this mount namespace at or below dir: each is detached, and the
+ * first one's mount point goes to first (len bytes). Returns how many there
+ * were, so a test can fail for what it left behind instead of leaving it. */
+int test_unmount_under(const char *dir, char *first, size_t len);
 
 #endif
 
