@@ -45,7 +45,24 @@ trap 'bash tests/mechanism/dockerd.sh stop >/dev/null 2>&1 || true' EXIT
 # Rootfs tarballs from Debian packages (mmdebstrap), cached by recipe, and
 # imported into the daemon; every test pins them by digest.
 images=$(bash tests/images/build-images.sh) || { echo "building test images failed"; images=""; }
-docker_images=$(bash tests/images/build-images.sh --docker) || { echo "importing test images into docker failed"; docker_images=""; }
+# A daemon that died or a failed import is said with its cause, then the
+# daemon is started again and the import tried once more.
+docker_diagnose() {
+  echo "== docker: $1"
+  bash tests/mechanism/dockerd.sh status && echo "the daemon answers" || echo "the daemon does not answer"
+  pgrep -a dockerd || echo "no dockerd process"
+  df -h /var/lib/docker /var/cache 2>/dev/null || true
+  tail -n 40 "$CORDON_DOCKERD_LOG" 2>/dev/null || true
+}
+import_images() { bash tests/images/build-images.sh --docker 2>"$BUILD/image-import.err"; }
+if ! docker_images=$(import_images); then
+  cat "$BUILD/image-import.err"
+  docker_diagnose "importing test images failed; starting the daemon again"
+  bash tests/mechanism/dockerd.sh stop || true
+  bash tests/mechanism/dockerd.sh start || docker_diagnose "dockerd did not start again"
+  docker_images=$(import_images) ||
+    { cat "$BUILD/image-import.err"; docker_diagnose "importing test images failed twice"; docker_images=""; }
+fi
 echo "$docker_images"
 [ -n "$docker_images" ] && images=$docker_images
 field() { awk -v n="$1" -v c="$2" '$1 == n { print $c }' <<<"$images"; }

@@ -415,7 +415,7 @@ static char *dk_create_body(const struct cordon_resource *res, const struct dk_s
                             uint64_t lifetime_ms, const char *seccomp)
 {
     char user[32], ms[32], tmp[160], ws[200];
-    cJSON *body = cJSON_CreateObject(), *hc, *arr, *mount, *vo, *dc, *opts, *ul;
+    cJSON *body = cJSON_CreateObject(), *hc, *arr = NULL, *mount, *vo, *dc, *opts, *ul;
     const cJSON *e;
     char *text = NULL;
     bool ok;

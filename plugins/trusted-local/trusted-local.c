@@ -1198,7 +1198,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
     cJSON *spec = NULL, *state = NULL, *item;
     struct tl_resources limits;
     struct tl_config cfg;
-    const char *id, *layout = "code";
+    const char *id = NULL, *layout = "code";
     char *dir = NULL, *ws = NULL;
     uint64_t expires_at_ms, now = cordon_now_wall_ms();
     int root_fd = -1, dir_fd = -1, r;

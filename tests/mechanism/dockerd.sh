@@ -39,6 +39,16 @@ start() {
     echo "dockerd: $sock already answers"
     return 0
   fi
+  # A daemon someone else started (a package's init script, say) may still
+  # be coming up: removing its socket under it would leave nothing answering.
+  if pgrep -x dockerd >/dev/null && ! ours >/dev/null; then
+    echo "dockerd: a daemon not started here runs; waiting for it to answer" >&2
+    for _ in $(seq 1 60); do
+      answering && { echo "dockerd: $sock answers (a daemon not started here)"; return 0; }
+      pgrep -x dockerd >/dev/null || break
+      sleep 0.5
+    done
+  fi
   if ! command -v dockerd >/dev/null; then
     echo "dockerd: not installed; installing docker.io" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io >&2
@@ -55,18 +65,24 @@ start() {
   config="${pidfile%.pid}.json"
   printf '{"runtimes": {"cordon-test-runc": {"path": "%s"}, "runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}}}\n' \
     "$runc" "$runsc" >"$config"
+  # cordon's containers have network none: a second attempt starts the daemon
+  # without the bridge and iptables rules, so a host whose netfilter refuses
+  # them still gets a daemon.
+  local -a extra=()
   for attempt in 1 2; do
     clear_stale
-    setsid dockerd --config-file "$config" >"$log" 2>&1 </dev/null &
+    [ "$attempt" -eq 1 ] || extra=(--iptables=false --bridge=none)
+    setsid dockerd --config-file "$config" "${extra[@]}" >"$log" 2>&1 </dev/null &
     echo $! >"$pidfile"
     for _ in $(seq 1 180); do
       answering && { echo "dockerd: started (pid $(cat "$pidfile"), log $log)"; return 0; }
       ours >/dev/null || break
       sleep 0.5
     done
-    echo "dockerd: attempt $attempt: no answer on $sock within 90 s; the end of $log:" >&2
-    tail -n 20 "$log" >&2 || true
-    stop || true
+    echo "dockerd: attempt $attempt: exited, or no answer on $sock within 90 s; the end of $log:" >&2
+    tail -n 30 "$log" >&2 || true
+    stop >&2 || true
+    cp "$log" "$log.attempt$attempt" 2>/dev/null || true
   done
   return 1
 }
