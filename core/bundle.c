@@ -233,7 +233,8 @@ static int take_outputs(struct cordon__bundle *b, const char *const *outputs, si
             return r;
         b->n_outputs++;
     }
-    qsort(b->outputs, b->n_outputs, sizeof(*b->outputs), string_order);
+    if (b->n_outputs > 1)
+        qsort(b->outputs, b->n_outputs, sizeof(*b->outputs), string_order);
     return cordon_path_check_set("outputs", (const char *const *)b->outputs, b->n_outputs, err);
 }
 

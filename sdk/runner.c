@@ -31,6 +31,23 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/runner.h>
 
+/* AddressSanitizer keeps the shadow of a stack it did not make: a child
+ * stack mapped where an earlier one was would start with that one's stale
+ * redzones, and the child's first noreturn call reports them. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RUNNER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RUNNER_ASAN 1
+#endif
+#endif
+#ifdef RUNNER_ASAN
+#include <sanitizer/asan_interface.h>
+#define stack_fresh(p, n) __asan_unpoison_memory_region((p), (n))
+#else
+#define stack_fresh(p, n) ((void)(p), (void)(n))
+#endif
+
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 #define DRAIN_MS 200          /* reading on after the leader died */
 #define WAIT_POLL_MS 5        /* waitid polling when pidfd_open is missing */
@@ -592,6 +609,8 @@ int cordon_runner_run(const struct cordon_runner_opts *opts, struct cordon_exec_
     } else {
         stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+        if (stack != MAP_FAILED)
+            stack_fresh(stack, CHILD_STACK);
         r.pid = stack == MAP_FAILED ? -1
                                     : clone(child_exec, (char *)stack + CHILD_STACK,
                                             CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);

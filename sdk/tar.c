@@ -1623,10 +1623,12 @@ static void link_set_put(char **slots, size_t cap, char *name)
     slots[i] = name;
 }
 
-/* Add name (not yet in the set); the table stays at most half full. */
-static int link_set_add(struct link_set *s, const char *name, struct cordon_error *err)
+/* Add the first len bytes of name (not yet in the set); the table stays
+ * at most half full. */
+static int link_set_add_n(struct link_set *s, const char *name, size_t len,
+                          struct cordon_error *err)
 {
-    char *copy = strdup(name);
+    char *copy = strndup(name, len);
 
     if (copy == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
@@ -1648,6 +1650,19 @@ static int link_set_add(struct link_set *s, const char *name, struct cordon_erro
     link_set_put(s->slots, s->cap, copy);
     s->n++;
     return 0;
+}
+
+static int link_set_add(struct link_set *s, const char *name, struct cordon_error *err)
+{
+    return link_set_add_n(s, name, strlen(name), err);
+}
+
+/* Add unless already there. */
+static int link_set_ensure_n(struct link_set *s, const char *name, size_t len,
+                             struct cordon_error *err)
+{
+    return link_set_has(s, name, len, name_hash(name, len)) ? 0
+                                                            : link_set_add_n(s, name, len, err);
 }
 
 static void link_set_clear(struct link_set *s)
@@ -1682,8 +1697,54 @@ struct filter {
     gid_t gid;
     struct cordon_tar_stats stats;
     struct link_set links;
+    /* What extraction would find on disk: a directory (every explicit one
+     * and every parent it creates on the way) or a regular file. */
+    struct link_set dirs, files;
     char *chunk;
 };
+
+/*
+ * The rules extraction applies to what is already on disk, on the names
+ * alone, so that a filtered stream always extracts: no entry beneath a
+ * regular file, no directory where a file or link is, no file or link
+ * where a directory is. A regular file or link may replace a regular file
+ * (extraction replaces it too). Then the entry is recorded.
+ */
+static int filter_slots(struct filter *f, const char *name, mode_t type, struct cordon_error *err)
+{
+    size_t len = strlen(name);
+    uint64_t h = FNV_BASIS;
+    const char *why = NULL;
+    int r = 0;
+
+    if (len == 0)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        if (name[i] == '/' && link_set_has(&f->files, name, i, h)) {
+            return cordon_error_set(err, CORDON_E_EXISTS, ENOTDIR,
+                                    "tar entry \"%.*s\": \"%.*s\" is an earlier regular file, "
+                                    "not a directory",
+                                    cordon_text_fit(name, 300), name, (int)i, name);
+        }
+        h = (h ^ (unsigned char)name[i]) * FNV_PRIME;
+    }
+    if (type == AE_IFDIR && link_set_has(&f->files, name, len, h))
+        why = "regular file";
+    else if (type != AE_IFDIR && link_set_has(&f->dirs, name, len, h))
+        why = "directory";
+    if (why != NULL)
+        return cordon_error_set(err, CORDON_E_EXISTS, 0,
+                                "tar entry \"%.*s\": an earlier entry's %s is already there",
+                                cordon_text_fit(name, 300), name, why);
+    for (size_t i = 0; r == 0 && i < len; i++)
+        if (name[i] == '/')
+            r = link_set_ensure_n(&f->dirs, name, i, err);
+    if (r == 0 && type == AE_IFDIR)
+        r = link_set_ensure_n(&f->dirs, name, len, err);
+    if (r == 0 && type == AE_IFREG)
+        r = link_set_ensure_n(&f->files, name, len, err);
+    return r;
+}
 
 /* Copy the current entry's data, counted as it arrives like extraction does. */
 static int filter_data(struct filter *f, const char *name, uint64_t size,
@@ -1743,6 +1804,8 @@ static int filter_entry(struct filter *f, struct archive_entry *in, struct cordo
                              cordon_text_fit(name, 300), name);
         goto out;
     }
+    if ((r = filter_slots(f, name, type, err)) < 0)
+        goto out;
     if (type == AE_IFLNK && (r = link_set_add(&f->links, name, err)) < 0)
         goto out;
     out = archive_entry_new();
@@ -1841,6 +1904,8 @@ out:
     if (f.in != NULL)
         archive_read_free(f.in);
     link_set_clear(&f.links);
+    link_set_clear(&f.dirs);
+    link_set_clear(&f.files);
     free(f.chunk);
     return r;
 }
