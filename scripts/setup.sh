@@ -12,6 +12,7 @@ packages=(
   libcriterion-dev libcurl4-openssl-dev
   python3 nodejs golang-go g++ git
   docker.io tini runc runsc mmdebstrap curl
+  clang libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do

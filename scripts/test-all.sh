@@ -110,6 +110,18 @@ if [ $check_rc -ne 0 ]; then
   failed=$((failed + 1)); echo "check FAILED: make check exited $check_rc"
 fi
 
+note "fuzz: every libFuzzer target for 60 s (clang, ASan+UBSan, a tree of its own)"
+FUZZ_BUILD="$BUILD-fuzz" bash scripts/fuzz.sh -t 60 >"$BUILD/fuzz.out" 2>&1
+fuzz_rc=$?
+grep '^fuzz:' "$BUILD/fuzz.out" || tail -n 40 "$BUILD/fuzz.out"
+[ $fuzz_rc -eq 0 ] || { grep -A30 'FAILED' "$BUILD/fuzz.out" | head -n 60; }
+fp=$(sed -n 's/^fuzz: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$BUILD/fuzz.out")
+ff=$(sed -n 's/^fuzz: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$BUILD/fuzz.out")
+if [ -z "$fp" ] || [ "$fp" -lt 7 ]; then
+  failed=$((failed + 1)); echo "check FAILED: fuzz: not every target ran (exit $fuzz_rc)"
+fi
+passed=$((passed + ${fp:-0})); failed=$((failed + ${ff:-0}))
+
 note "make distcheck"
 check "make distcheck" bash -c "cd '$BUILD' && make -j$(nproc) distcheck >'$top/$BUILD/distcheck.out' 2>&1 || { tail -n 60 '$top/$BUILD/distcheck.out'; exit 1; }"
 

@@ -667,16 +667,41 @@ static long parse_head(const char *head, long long *ret_length)
     return status;
 }
 
+/*
+ * The daemon's answer to the upgrade: head holds head_len bytes, a NUL
+ * after them, and "\r\n\r\n" among them. 101 or 200 leaves *ret_rest at
+ * the first byte after the headers (the stream's first frames); any other
+ * status is the error its JSON body says, bounded by Content-Length and
+ * by what was read.
+ */
+static int stream_head(char *head, size_t head_len, char **ret_rest, struct cordon_error *err)
+{
+    struct dk_reply reply = { 0 };
+    char *end = strstr(head, "\r\n\r\n") + 4;
+    long long length;
+
+    reply.status = parse_head(head, &length);
+    if (reply.status == 101 || reply.status == 200) {
+        *ret_rest = end;
+        return 0;
+    }
+    /* An error reply carries its JSON body after the headers. */
+    reply.body = end;
+    reply.len = head_len - (size_t)(end - head);
+    if (length >= 0 && (unsigned long long)length < reply.len)
+        reply.len = (size_t)length;
+    end[reply.len] = '\0';
+    return dk_reply_error(&reply, "exec start", err);
+}
+
 int dk_stream_open(const struct dk_engine *e, const char *path, const char *body,
                    struct dk_stream *ret, struct cordon_error *err)
 {
     struct dk_stream s = { .fd = -1, .socket = e->socket };
-    struct dk_reply reply = { 0 };
     uint64_t deadline = cordon_now_monotonic_ms() + DK_STREAM_SETUP_MS;
     char *request = NULL, *head = NULL, *end;
     size_t head_len = 0, blen = strlen(body);
     curl_socket_t sock = CURL_SOCKET_BAD;
-    long long length;
     CURLcode rc;
     int r;
 
@@ -750,18 +775,9 @@ int dk_stream_open(const struct dk_engine *e, const char *path, const char *body
         }
         head_len += n;
     }
-    end += 4;
-    reply.status = parse_head(head, &length);
-    if (reply.status != 101 && reply.status != 200) {
-        /* An error reply carries its JSON body after the headers. */
-        reply.body = end;
-        reply.len = head_len - (size_t)(end - head);
-        if (length >= 0 && (size_t)length < reply.len)
-            reply.len = (size_t)length;
-        end[reply.len] = '\0';
-        r = dk_reply_error(&reply, "exec start", err);
+    r = stream_head(head, head_len, &end, err);
+    if (r < 0)
         goto out;
-    }
     /* The first frames may have come with the headers: keep them for recv. */
     s.pending_len = head_len - (size_t)(end - head);
     if (s.pending_len > 0) {
