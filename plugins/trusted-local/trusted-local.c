@@ -126,6 +126,7 @@ struct tl_child {
     gid_t gid;
     int cap_last;
     const struct sock_fprog *prog;
+    pid_t parent;   /* the cordon process that spawns the child */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -1618,6 +1619,15 @@ static int tl_child_setup(void *arg)
             return errno;
 #endif
     }
+    /* The process dies with the cordon that started it. Without this a
+     * kill -9 of cordon while the child was still being set up (as root)
+     * left a child that went on to exec as the sandbox uid after gc had
+     * swept that uid: it outlived gc. Set after the uid change, which
+     * clears it; a parent that died before is caught by getppid. */
+    if (syscall(SYS_prctl, PR_SET_PDEATHSIG, (unsigned long)SIGKILL, 0UL, 0UL, 0UL) != 0)
+        return errno;
+    if ((pid_t)syscall(SYS_getppid) != c->parent)
+        return ESRCH;
     /* Ambient and inheritable sets survive a uid change; empty them too. */
     if (syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0UL, 0UL, 0UL) != 0 &&
         errno != EINVAL)
@@ -1654,6 +1664,7 @@ static void tl_child_prepare(const struct cordon_resource *res, const struct tl_
     c->limits[c->n_limits].resource = RLIMIT_STACK;
     c->limits[c->n_limits++].value = 8u << 20;
     c->switch_user = geteuid() == 0;
+    c->parent = getpid();
     /* RLIMIT_NPROC counts every process of the real uid: it is a pids
      * limit only for a dedicated sandbox uid, not for the current user. */
     if (c->switch_user) {
