@@ -19,23 +19,11 @@ static void put(int dirfd, const char *name, const uint8_t *data, size_t size)
 
     if (fd < 0)
         abort();
-    for (size_t off = 0; off < size;) {
-        ssize_t n = write(fd, data + off, size - off);
-
-        if (n <= 0)
-            abort();
-        off += (size_t)n;
-    }
+    fuzz_write_all(fd, data, size);
     close(fd);
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    atexit(fuzz_tmp_cleanup);
-    return 0;
-}
+FUZZ_TMPDIR_CLEANUP
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -99,13 +99,7 @@ static void import_workspace(const uint8_t *data, size_t size, bool files, bool 
     free(dir);
 }
 
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    (void)argc;
-    (void)argv;
-    atexit(fuzz_tmp_cleanup);
-    return 0;
-}
+FUZZ_TMPDIR_CLEANUP
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

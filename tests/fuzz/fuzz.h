@@ -35,13 +35,9 @@ static inline char *fuzz_text(const uint8_t *data, size_t size)
     return s;
 }
 
-/* The bytes as a file read from offset 0, as a stream from a sandbox. */
-static inline int fuzz_memfd(const uint8_t *data, size_t size)
+/* All of data to fd; the harness has no way on without it. */
+static inline void fuzz_write_all(int fd, const uint8_t *data, size_t size)
 {
-    int fd = memfd_create("fuzz-input", MFD_CLOEXEC);
-
-    if (fd < 0)
-        abort();
     for (size_t off = 0; off < size;) {
         ssize_t n = write(fd, data + off, size - off);
 
@@ -49,6 +45,16 @@ static inline int fuzz_memfd(const uint8_t *data, size_t size)
             abort();
         off += (size_t)n;
     }
+}
+
+/* The bytes as a file read from offset 0, as a stream from a sandbox. */
+static inline int fuzz_memfd(const uint8_t *data, size_t size)
+{
+    int fd = memfd_create("fuzz-input", MFD_CLOEXEC);
+
+    if (fd < 0)
+        abort();
+    fuzz_write_all(fd, data, size);
     if (lseek(fd, 0, SEEK_SET) != 0)
         abort();
     return fd;
@@ -110,6 +116,16 @@ static inline void fuzz_tmp_cleanup(void)
     if (access(parent, F_OK) == 0)
         fuzz_rmtree(parent);
 }
+
+/* For a target that uses fuzz_tmpdir: the parent goes at exit. */
+#define FUZZ_TMPDIR_CLEANUP                                  \
+    int LLVMFuzzerInitialize(int *argc, char ***argv)        \
+    {                                                        \
+        (void)argc;                                          \
+        (void)argv;                                          \
+        atexit(fuzz_tmp_cleanup);                            \
+        return 0;                                            \
+    }
 
 
 
