@@ -21,6 +21,7 @@
 #define COPY_CHUNK (64u * 1024u)
 #define REMOVE_DEPTH_MAX 256
 #define REMOVE_PASSES_MAX 16
+#define REMOVE_MOVES_MAX 1000000
 #define TEMP_TRIES 16
 #define RESOLVE_SAFE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
 
@@ -708,11 +709,45 @@ out:
     return r;
 }
 
-static int remove_at(int pfd, const char *name, const char *top, unsigned depth,
+/*
+ * One removal. The tree may be nested deeper than we hold directory fds for
+ * (a sandbox can mkdir and chdir without end): a directory reached at
+ * REMOVE_DEPTH_MAX is moved up into the top directory under a fresh name
+ * and removed from there on a later pass, so any depth is removed with at
+ * most REMOVE_DEPTH_MAX fds open.
+ */
+struct remove {
+    const char *top;   /* the path the caller named, for messages */
+    int top_fd;        /* the directory being removed, once open */
+    unsigned long moved;
+};
+
+static int remove_at(struct remove *rm, int pfd, const char *name, unsigned depth,
                      struct cordon_error *err);
 
+/* Move the directory name (in pfd) into the top directory; 1 when moved. */
+static int remove_move_up(struct remove *rm, int pfd, const char *name, struct cordon_error *err)
+{
+    char fresh[48];
+
+    if (rm->moved >= REMOVE_MOVES_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "path \"%.*s\": directories nested deeper than %d, moved up "
+                                "more than %d times: the tree is still growing",
+                                cordon_text_fit(rm->top, 200), rm->top, REMOVE_DEPTH_MAX,
+                                REMOVE_MOVES_MAX);
+    for (int i = 0; i < TEMP_TRIES; i++) {
+        snprintf(fresh, sizeof(fresh), ".cordon-deep-%lu", rm->moved++);
+        if (renameat2(pfd, name, rm->top_fd, fresh, RENAME_NOREPLACE) == 0)
+            return 1;
+        if (errno != EEXIST && errno != ENOTEMPTY)
+            return fs_fail(err, errno, rm->top, "move a deep directory up");
+    }
+    return fs_fail(err, EEXIST, rm->top, "move a deep directory up");
+}
+
 /* Remove everything inside the open directory dir; *ret_removed counts entries gone. */
-static int remove_entries(DIR *dir, const char *top, unsigned depth, size_t *ret_removed,
+static int remove_entries(struct remove *rm, DIR *dir, unsigned depth, size_t *ret_removed,
                           struct cordon_error *err)
 {
     struct dirent *de;
@@ -733,18 +768,18 @@ static int remove_entries(DIR *dir, const char *top, unsigned depth, size_t *ret
             removed++;
             continue;
         }
-        r = remove_at(dirfd(dir), de->d_name, top, depth + 1, err);
+        r = remove_at(rm, dirfd(dir), de->d_name, depth + 1, err);
         if (r < 0)
             return r;
         removed++;
     }
     if (errno != 0)
-        return fs_fail(err, errno, top, "read directory");
+        return fs_fail(err, errno, rm->top, "read directory");
     *ret_removed = removed;
     return 0;
 }
 
-static int remove_at(int pfd, const char *name, const char *top, unsigned depth,
+static int remove_at(struct remove *rm, int pfd, const char *name, unsigned depth,
                      struct cordon_error *err)
 {
     DIR *dir = NULL;
@@ -752,16 +787,16 @@ static int remove_at(int pfd, const char *name, const char *top, unsigned depth,
     int fd = -1, r = 0;
 
     if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return errno == ENOENT ? 0 : fs_fail(err, errno, top, "stat");
+        return errno == ENOENT ? 0 : fs_fail(err, errno, rm->top, "stat");
     if (!S_ISDIR(st.st_mode)) {
         if (unlinkat(pfd, name, 0) < 0 && errno != ENOENT)
-            return fs_fail(err, errno, top, "remove");
+            return fs_fail(err, errno, rm->top, "remove");
         return 0;
     }
-    if (depth >= REMOVE_DEPTH_MAX)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "path \"%.*s\": directories nested more than %d deep",
-                                cordon_text_fit(top, 200), top, REMOVE_DEPTH_MAX);
+    if (depth >= REMOVE_DEPTH_MAX) {
+        r = remove_move_up(rm, pfd, name, err);
+        return r < 0 ? r : 0;
+    }
     fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0 && errno == EACCES) {
         /* A directory we may not read: make it ours to empty (never follows a link). */
@@ -773,34 +808,42 @@ static int remove_at(int pfd, const char *name, const char *top, unsigned depth,
     if (fd < 0) {
         if (errno == ENOENT)
             return 0;
-        return fs_fail(err, errno, top, "open directory");
+        return fs_fail(err, errno, rm->top, "open directory");
     }
     /* A read-only directory cannot lose its entries until it is writable. */
     if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700)
         fchmod(fd, (st.st_mode & 07777) | 0700);
     dir = fdopendir(fd);
     if (dir == NULL) {
-        r = fs_fail(err, errno, top, "open directory");
+        r = fs_fail(err, errno, rm->top, "open directory");
         close(fd);
         return r;
     }
-    /* Entries removed while reading may hide others from readdir: repeat
-     * while the last pass made progress. */
+    if (depth == 0)
+        rm->top_fd = fd;
+    /* Entries removed while reading may hide others from readdir, and deep
+     * directories moved up arrive during a pass: repeat while a pass made
+     * progress. Passes that only found what was moved up are not counted. */
     for (int pass = 0;; pass++) {
+        unsigned long moved = rm->moved;
         size_t removed = 0;
 
-        r = remove_entries(dir, top, depth, &removed, err);
+        r = remove_entries(rm, dir, depth, &removed, err);
         if (r < 0)
             goto out;
         if (unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
             break;
+        if (depth == 0 && rm->moved != moved)
+            pass = 0;
         if ((errno != ENOTEMPTY && errno != EEXIST) || removed == 0 ||
             pass + 1 >= REMOVE_PASSES_MAX) {
-            r = fs_fail(err, errno, top, "remove directory");
+            r = fs_fail(err, errno, rm->top, "remove directory");
             goto out;
         }
     }
 out:
+    if (depth == 0)
+        rm->top_fd = -1;
     closedir(dir);
     return r;
 }
@@ -824,7 +867,7 @@ int cordon_fs_remove_tree(int dirfd, const char *name, struct cordon_error *err)
         r = fs_fail(err, -pfd, name, "open parent directory");
         goto out;
     }
-    r = remove_at(pfd, base, name, 0, err);
+    r = remove_at(&(struct remove){ .top = name, .top_fd = -1 }, pfd, base, 0, err);
 out:
     if (pfd >= 0)
         close(pfd);
@@ -870,7 +913,7 @@ int cordon_fs_remove_tree_path(const char *path, struct cordon_error *err)
             r = fs_fail(err, errno, path, "open parent directory");
         goto out;
     }
-    r = remove_at(pfd, base, path, 0, err);
+    r = remove_at(&(struct remove){ .top = path, .top_fd = -1 }, pfd, base, 0, err);
 out:
     if (pfd >= 0)
         close(pfd);

@@ -110,6 +110,71 @@ Test(contract, terminate_is_idempotent_and_final)
     cordon_exec_outcome_clear(&out);
 }
 
+/*
+ * Code inside can mkdir and cd without end. Whatever it made in its
+ * workspace, terminate and reclaim remove: a tree nested 1,500 deep (six
+ * times what a walk that holds a directory fd per level may go down) must
+ * not make either fail or stay behind.
+ */
+#define DEEP_LEVELS 1500
+
+static void make_deep_tree(const char *state)
+{
+    char script[200];
+    struct cordon_exec_outcome out;
+
+    snprintf(script, sizeof(script),
+             "i=0; while [ $i -lt %d ]; do mkdir d && cd d || exit 1; i=$((i+1)); done; "
+             "echo x > leaf",
+             DEEP_LEVELS);
+    contract_sh(state, script, &out);
+    cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0,
+              "making a tree %d deep in the workspace failed (%s %d)", DEEP_LEVELS,
+              cordon_run_status_name(out.status), out.exit_code);
+    cordon_exec_outcome_clear(&out);
+}
+
+static bool listed(const char *id)
+{
+    struct cordon_error err;
+    char *ids = NULL, quoted[64];
+    bool found;
+
+    if (contract.vt.list_executions == NULL)
+        return false;
+    cordon_error_init(&err);
+    cr_assert_eq(contract.vt.list_executions(contract.resource, &ids, &err), 0,
+                 "list_executions failed: %s", err.message);
+    snprintf(quoted, sizeof(quoted), "\"%s\"", id);
+    found = ids != NULL && strstr(ids, quoted) != NULL;
+    contract.host.free(ids);
+    return found;
+}
+
+Test(contract, terminate_and_reclaim_remove_a_tree_nested_without_end)
+{
+    struct cordon_error err;
+    char id[48], other[48];
+    const char *state;
+
+    contract_new_id(id, sizeof(id));
+    state = contract_provision(id, "host");
+    make_deep_tree(state);
+    cordon_error_init(&err);
+    cr_expect_eq(contract.vt.terminate(contract.resource, state, &err), 0,
+                 "terminate of an execution with a tree %d deep failed: %s", DEEP_LEVELS,
+                 err.message);
+    cr_expect_not(listed(id), "after terminate, list_executions still holds %s", id);
+
+    contract_new_id(other, sizeof(other));
+    state = contract_provision(other, "host");
+    make_deep_tree(state);
+    cr_expect_eq(contract.vt.reclaim(contract.resource, other, &err), 0,
+                 "reclaim of an execution with a tree %d deep failed: %s", DEEP_LEVELS,
+                 err.message);
+    cr_expect_not(listed(other), "after reclaim, list_executions still holds %s", other);
+}
+
 /* How long processes may take to vanish from the host after terminate. */
 #define LEFTOVER_MS 2000u
 

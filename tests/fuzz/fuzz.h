@@ -11,13 +11,14 @@
 #define _GNU_SOURCE
 #endif
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <cordon/sdk/fs.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -70,22 +71,18 @@ static inline int fuzz_sink(void)
     return fd;
 }
 
-static inline int fuzz_rm_one(const char *path, const struct stat *st, int type,
-                              struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (type == FTW_DP)
-        return rmdir(path);
-    /* A read-only directory tree (layout "code") is removed all the same. */
-    return unlink(path);
-}
-
-/* Remove a tree the target made (never following a link it holds). */
+/*
+ * Remove a tree the target made, with the host's own removal: whatever an
+ * import can create (any depth, read-only directories), the host must be
+ * able to remove again, so a refusal here is a finding.
+ */
 static inline void fuzz_rmtree(const char *path)
 {
-    if (nftw(path, fuzz_rm_one, 32, FTW_DEPTH | FTW_PHYS) != 0) {
-        perror(path);
+    struct cordon_error err;
+
+    cordon_error_init(&err);
+    if (cordon_fs_remove_tree_path(path, &err) < 0) {
+        fprintf(stderr, "fuzz: removing %s: %s\n", path, err.message);
         abort();
     }
 }
