@@ -618,8 +618,9 @@ static int provision(struct cordon_ctx *ctx, struct spec *spec, int tar_fd, cJSO
     }
     if (r < 0)
         goto out;
-    cJSON_ReplaceItemInObjectCaseSensitive(rec->doc, "workspace", cJSON_Duplicate(ws, 1));
-    if (cJSON_GetObjectItemCaseSensitive(rec->doc, "workspace") == NULL)
+    if (cJSON_GetObjectItemCaseSensitive(rec->doc, "workspace") != NULL)
+        cJSON_ReplaceItemInObjectCaseSensitive(rec->doc, "workspace", cJSON_Duplicate(ws, 1));
+    else
         cJSON_AddItemToObject(rec->doc, "workspace", cJSON_Duplicate(ws, 1));
     if ((r = cordon__record_phase(rec, "ready", false, err)) < 0)
         goto out;

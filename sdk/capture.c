@@ -234,7 +234,9 @@ int cordon_capture_take(struct cordon_capture *capture, int stream,
                                 "capture: out of memory retaining stream %d", stream);
     /* head_len + tail_len <= retention, which fit in size_t when allocated */
     len = s->head_len + s->tail_len;
-    data = malloc(len ? len : 1);
+    /* One byte more for a NUL after the data: text readers may treat it
+     * as a string, binary ones use len (the data may hold NULs itself). */
+    data = malloc(len + 1);
     if (data == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, 0,
                                 "capture: out of memory (%zu bytes of stream %d)", len, stream);
@@ -247,6 +249,7 @@ int cordon_capture_take(struct cordon_capture *capture, int stream,
     if (s->tail_start > 0)
         memcpy(data + s->head_len + first, s->tail, s->tail_start);
 
+    data[len] = '\0';
     ret->data = data;
     ret->len = len;
     /* Only a gap between head and tail makes the split worth reporting. */

@@ -78,6 +78,9 @@ Test(capture, small_output_is_kept_whole)
     cr_assert_eq(out.dropped_bytes, 0);
     cr_assert_eq(err.len, 4);
     cr_assert_eq(memcmp(err.data, "oops", 4), 0);
+    /* A NUL follows the data, so a text reader may take it as a string. */
+    cr_assert_eq(out.data[out.len], '\0');
+    cr_assert_eq(err.data[err.len], '\0');
     free(out.data);
     free(err.data);
     cordon_capture_free(c);

@@ -111,6 +111,26 @@ static const char *str(const cJSON *o, const char *k)
     return cJSON_IsString(v) ? v->valuestring : "(missing)";
 }
 
+/* terminate(id), its answer not needed: its code. */
+static int terminate(const struct env *e, const char *id)
+{
+    char *out = NULL;
+    int r = cordon_terminate_json(e->ctx, id, &out, NULL);
+
+    free(out);
+    return r;
+}
+
+/* The exit status the command line gives an exec result document. */
+static int exit_status_of(const cJSON *x)
+{
+    char *text = cJSON_PrintUnformatted(x);
+    int status = cordon_exec_exit_status(text);
+
+    free(text);
+    return status;
+}
+
 static int record_count(const struct env *e)
 {
     char **ids = NULL;
@@ -244,7 +264,7 @@ Test(hostflow, lifecycle_exec_terminate_twice)
     cr_expect_eq(cJSON_GetObjectItem(x, "exit_code")->valueint, 7);
     cr_expect_eq(strncmp(str(x, "stdout"), "hi\n/", 4), 0, "%s", str(x, "stdout"));
     cr_expect_str_eq(str(x, "stderr"), "err\n");
-    cr_expect_eq(cordon_exec_exit_status(cJSON_PrintUnformatted(x)), 7);
+    cr_expect_eq(exit_status_of(x), 7);
     cJSON_Delete(x);
     /* the duplicate id is refused */
     {
@@ -291,7 +311,7 @@ Test(hostflow, the_record_keeps_the_verdict_it_was_provisioned_under)
     item = cJSON_GetArrayItem(cJSON_GetObjectItem(ls, "executions"), 0);
     cr_assert_not_null(item);
     cr_expect(cJSON_Compare(cJSON_GetObjectItem(item, "verdict"), v, true), "ls shows the same verdict");
-    cordon_terminate_json(e.ctx, "verdict-1", &(char *){ NULL }, NULL);
+    terminate(&e, "verdict-1");
     cJSON_Delete(ls);
     cJSON_Delete(p);
     env_close(&e);
@@ -307,7 +327,7 @@ Test(hostflow, output_overflow_destroys_the_execution)
     x = exec_argv(&e, "flood-1", "[\"-c\",\"head -c 5000000 /dev/zero\"]", NULL);
     cr_expect_str_eq(str(x, "status"), "output_limit");
     cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(x, "execution_terminated")));
-    cr_expect_eq(cordon_exec_exit_status(cJSON_PrintUnformatted(x)), 137);
+    cr_expect_eq(exit_status_of(x), 137);
     cr_expect_eq(record_count(&e), 0);
     cr_expect_not(area_exists(&e, "flood-1"));
     cJSON_Delete(x);
@@ -324,7 +344,7 @@ Test(hostflow, timeout_destroys_the_whole_tree)
     p = provision_ok(&e, "{\"execution_id\":\"slow-1\"}");
     x = exec_argv(&e, "slow-1", "[\"-c\",\"sleep 1000.4242 & sleep 1000.4242\"]", "\"timeout_ms\":500");
     cr_expect_str_eq(str(x, "status"), "timeout");
-    cr_expect_eq(cordon_exec_exit_status(cJSON_PrintUnformatted(x)), 124);
+    cr_expect_eq(exit_status_of(x), 124);
     cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(x, "execution_terminated")));
     usleep(100000);
     cr_expect_eq(test_count_processes("1000.4242"), 0);
@@ -344,7 +364,7 @@ Test(hostflow, exec_after_expiry_terminates_and_reports)
     usleep(400 * 1000);
     x = exec_argv(&e, "short-1", "[\"-c\",\"true\"]", NULL);
     cr_expect_str_eq(str(x, "status"), "expired");
-    cr_expect_eq(cordon_exec_exit_status(cJSON_PrintUnformatted(x)), 124);
+    cr_expect_eq(exit_status_of(x), 124);
     cr_expect_eq(record_count(&e), 0);
     cr_expect_not(area_exists(&e, "short-1"));
     cJSON_Delete(x);
@@ -376,7 +396,7 @@ Test(hostflow, exec_refuses_bad_requests)
     }
     cr_expect_eq(cordon_exec_json(e.ctx, "no-such", "{\"command\":\"true\"}", -1, -1, &(char *){ NULL }, NULL),
                  CORDON_E_NOT_FOUND);
-    cr_assert_eq(cordon_terminate_json(e.ctx, "bad-1", &(char *){ NULL }, NULL), 0);
+    cr_assert_eq(terminate(&e, "bad-1"), 0);
     cJSON_Delete(p);
     env_close(&e);
 }
@@ -419,8 +439,8 @@ Test(hostflow, checkpoint_change_restore_shows_checkpointed_bytes)
     cJSON_Delete(x);
     cr_expect_eq(cordon_restore_json(e.ctx, "ckpt-000000000000000000000000", "{}", &out, NULL),
                  CORDON_E_CHECKPOINT_NOT_FOUND);
-    cordon_terminate_json(e.ctx, "ck-1", &(char *){ NULL }, NULL);
-    cordon_terminate_json(e.ctx, restored, &(char *){ NULL }, NULL);
+    terminate(&e, "ck-1");
+    terminate(&e, restored);
     cr_expect_eq(record_count(&e), 0);
     cJSON_Delete(p);
     cJSON_Delete(m);
@@ -459,7 +479,7 @@ Test(hostflow, checkpoint_names_a_hostile_fifo_escaped)
     cr_expect_lt(cordon_checkpoint_json(e.ctx, "fifo-1", NULL, &out, &err), 0, "a FIFO is refused");
     cr_expect(shows_safely(err.message), "the message carries the raw name: %s", err.message);
     cr_expect_not_null(strstr(err.message, "\\x1b]0;pwned\\x07\\x1b[2J\\xff"), "%s", err.message);
-    cordon_terminate_json(e.ctx, "fifo-1", &(char *){ NULL }, NULL);
+    terminate(&e, "fifo-1");
     cJSON_Delete(p);
     env_close(&e);
 }
@@ -506,7 +526,7 @@ ParameterizedTest(size_t *at, hostflow, restore_refuses_tampered_limits)
     cr_assert_eq(cordon_checkpoint_json(e.ctx, id, NULL, &out, NULL), 0);
     m = cJSON_Parse(out);
     free(out);
-    cr_assert_eq(cordon_terminate_json(e.ctx, id, &(char *){ NULL }, NULL), 0);
+    cr_assert_eq(terminate(&e, id), 0);
     cr_assert_eq(record_count(&e), 0);
     /* The tampered manifest, as someone with write access to the store left it. */
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(m, "resources"), restore_limit_cases[*at].key,
@@ -568,7 +588,7 @@ Test(hostflow, checkpoint_waits_for_a_running_exec)
     free(out);
     cr_expect_gt(cJSON_GetObjectItem(cJSON_GetObjectItem(m, "workspace"), "bytes")->valuedouble, 4.0,
                  "late.txt, written at the end of the exec, is in the checkpoint");
-    cordon_terminate_json(e.ctx, "wait-1", &(char *){ NULL }, NULL);
+    terminate(&e, "wait-1");
     cJSON_Delete(m);
     cJSON_Delete(p);
     env_close(&e);
@@ -648,7 +668,7 @@ Test(hostflow, gc_keeps_live_and_reclaims_unrecorded)
         cr_expect_neq(access(path, F_OK), 0, "gc left %s", path);
         free(out);
     }
-    cordon_terminate_json(e.ctx, "live-1", &(char *){ NULL }, NULL);
+    terminate(&e, "live-1");
     cJSON_Delete(p);
     env_close(&e);
 }
@@ -676,7 +696,7 @@ Test(hostflow, git_workspace_at_a_revision)
     x = exec_argv(&e, "git-1", "[\"-c\",\"cat a.txt; ls -a | tr '\\\\n' ' '\"]", NULL);
     cr_expect_str_eq(str(x, "stdout"), "one\n. .. a.txt ", "the tree at v1, and no .git");
     cJSON_Delete(x);
-    cordon_terminate_json(e.ctx, "git-1", &(char *){ NULL }, NULL);
+    terminate(&e, "git-1");
     cJSON_Delete(p);
     /* a bad revision is a clear error and leaves nothing */
     snprintf(cmd, sizeof(cmd),

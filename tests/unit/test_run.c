@@ -20,6 +20,7 @@ struct env {
     char *ws;
     struct cordon_ctx *ctx;
     cJSON *result;
+    char *printed;   /* result_text's, freed with the env */
 };
 
 static void env_open(struct env *e)
@@ -33,12 +34,22 @@ static void env_open(struct env *e)
 
 static void env_close(struct env *e)
 {
+    free(e->printed);
     cJSON_Delete(e->result);
     cordon_ctx_free(e->ctx);
     test_rmtree(e->state);
     test_rmtree(e->ws);
     free(e->state);
     free(e->ws);
+}
+
+/* The result document as one line, owned by the env. */
+static const char *result_text(struct env *e)
+{
+    free(e->printed);
+    e->printed = cJSON_PrintUnformatted(e->result);
+    cr_assert_not_null(e->printed);
+    return e->printed;
 }
 
 /* A run request over trusted-local with one python file. */
@@ -106,7 +117,7 @@ Test(run, python_hello_through_trusted_local)
     env_open(&e);
     run(&e, python_request(&e, "import sys\nprint('hello from', sys.argv[0])\n", false));
     meta = cJSON_GetObjectItem(e.result, "meta");
-    cr_expect_str_eq(str(e.result, "status"), "success", "%s", cJSON_PrintUnformatted(e.result));
+    cr_expect_str_eq(str(e.result, "status"), "success", "%s", result_text(&e));
     cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(e.result, "ok")));
     cr_expect_eq(cJSON_GetObjectItem(e.result, "exit_code")->valueint, 0);
     cr_expect_str_eq(str(e.result, "stdout"), "hello from main.py\n");
@@ -140,7 +151,7 @@ Test(run, required_isolation_with_only_trusted_local_is_blocked)
     cr_assert_eq(cJSON_GetArraySize(probes), 1);
     skip = cJSON_GetObjectItem(cJSON_GetArrayItem(probes, 0), "skip");
     cr_expect_str_eq(str(skip, "reason"), "capability_mismatch");
-    cr_expect_str_eq(cordon_result_exit_status(cJSON_PrintUnformatted(e.result)) == 125 ? "125" : "other", "125");
+    cr_expect_str_eq(cordon_result_exit_status(result_text(&e)) == 125 ? "125" : "other", "125");
     expect_no_residue(&e);
     env_close(&e);
 }
@@ -190,7 +201,7 @@ ParameterizedTest(size_t *at, run, refuses_bad_requests_without_residue)
     cJSON_Delete(req);
     cJSON_Delete(patch);
     run(&e, merged);
-    cr_expect_str_eq(str(e.result, "status"), "blocked", "%s: %s", c->what, cJSON_PrintUnformatted(e.result));
+    cr_expect_str_eq(str(e.result, "status"), "blocked", "%s: %s", c->what, result_text(&e));
     message = str(cJSON_GetObjectItem(e.result, "error"), "message");
     cr_expect(strstr(message, c->needle) != NULL, "%s: \"%s\" lacks \"%s\"", c->what, message, c->needle);
     expect_no_residue(&e);
@@ -251,7 +262,7 @@ Test(run, declared_outputs_only_are_collected)
                          "open('../output/undeclared.txt','w').write('no')\n", true);
     cJSON_AddItemToObject(req, "outputs", cJSON_CreateStringArray((const char *[]){ "result.txt" }, 1));
     run(&e, req);
-    cr_expect_str_eq(str(e.result, "status"), "success", "%s", cJSON_PrintUnformatted(e.result));
+    cr_expect_str_eq(str(e.result, "status"), "success", "%s", result_text(&e));
     outputs = cJSON_GetObjectItem(e.result, "outputs");
     cr_assert_eq(cJSON_GetArraySize(outputs), 1);
     cr_expect_str_eq(str(cJSON_GetArrayItem(outputs, 0), "path"), "output/result.txt");
@@ -283,7 +294,7 @@ Test(run, undeclared_files_beside_an_output_change_nothing, .timeout = 120)
                          "open('../output/result.txt','w').write('42\\n')\n", true);
     cJSON_AddItemToObject(req, "outputs", cJSON_CreateStringArray((const char *[]){ "result.txt" }, 1));
     run(&e, req);
-    cr_expect_str_eq(str(e.result, "status"), "success", "%s", cJSON_PrintUnformatted(e.result));
+    cr_expect_str_eq(str(e.result, "status"), "success", "%s", result_text(&e));
     outputs = cJSON_GetObjectItem(e.result, "outputs");
     cr_assert_eq(cJSON_GetArraySize(outputs), 1);
     cr_expect_str_eq(str(cJSON_GetArrayItem(outputs, 0), "path"), "output/result.txt");
@@ -310,10 +321,10 @@ Test(run, symlinked_output_never_reads_the_host_file)
     req = python_request(&e, code, true);
     cJSON_AddItemToObject(req, "outputs", cJSON_CreateStringArray((const char *[]){ "result.txt" }, 1));
     run(&e, req);
-    cr_expect_str_eq(str(e.result, "status"), "error", "%s", cJSON_PrintUnformatted(e.result));
-    cr_expect_neq(strstr(cJSON_PrintUnformatted(e.result), "symbolic link"), NULL, "%s",
-                  cJSON_PrintUnformatted(e.result));
-    cr_expect_null(strstr(cJSON_PrintUnformatted(e.result), "TOP-SECRET"));
+    cr_expect_str_eq(str(e.result, "status"), "error", "%s", result_text(&e));
+    cr_expect_neq(strstr(result_text(&e), "symbolic link"), NULL, "%s",
+                  result_text(&e));
+    cr_expect_null(strstr(result_text(&e), "TOP-SECRET"));
     snprintf(path, sizeof(path), "%s/output/result.txt", e.ws);
     cr_expect_neq(lstat(path, &st), 0, "nothing was written into the output root");
     f = fopen(secret, "r");
@@ -345,14 +356,14 @@ Test(run, hostile_names_are_escaped_in_the_result)
     struct env e;
     cJSON *req;
     const cJSON *d;
-    char *text;
+    const char *text;
     bool named = false;
 
     env_open(&e);
     req = python_request(&e, "print('never runs')\n", true);
     cJSON_AddItemToObject(req, "outputs", cJSON_CreateStringArray((const char *[]){ name }, 1));
     run(&e, req);
-    text = cJSON_PrintUnformatted(e.result);
+    text = result_text(&e);
     cr_expect_str_eq(str(e.result, "status"), "blocked", "%s", text);
     cr_expect(cordon_text_is_utf8(text, strlen(text)), "the result is strict UTF-8: %s", text);
     cJSON_ArrayForEach(d, cJSON_GetObjectItem(e.result, "diagnostics")) {
@@ -365,7 +376,6 @@ Test(run, hostile_names_are_escaped_in_the_result)
     cJSON_ArrayForEach(d, cJSON_GetObjectItem(cJSON_GetObjectItem(e.result, "meta"), "events"))
         cr_expect(!cJSON_IsString(cJSON_GetObjectItem(d, "detail")) || shows_safely(str(d, "detail")),
                   "event detail carries a control character: %s", str(d, "detail"));
-    free(text);
     expect_no_residue(&e);
     env_close(&e);
 }
@@ -407,7 +417,7 @@ Test(run, timeout_leaves_no_process)
     cJSON_AddNumberToObject(req, "timeout_ms", 1000);
     run(&e, req);
     cr_expect_str_eq(str(e.result, "status"), "timeout");
-    cr_expect_eq(cordon_result_exit_status(cJSON_PrintUnformatted(e.result)), 124);
+    cr_expect_eq(cordon_result_exit_status(result_text(&e)), 124);
     usleep(100 * 1000);
     cr_expect_eq(test_count_processes("1000.271828"), 0, "the sleeper outlived the timeout");
     expect_no_residue(&e);
@@ -423,7 +433,7 @@ Test(run, nonzero_exit_is_an_error_with_the_code)
     cr_expect_str_eq(str(e.result, "status"), "error");
     cr_expect_eq(cJSON_GetObjectItem(e.result, "exit_code")->valueint, 3);
     cr_expect_str_eq(str(e.result, "stderr"), "bad\n");
-    cr_expect_eq(cordon_result_exit_status(cJSON_PrintUnformatted(e.result)), 3);
+    cr_expect_eq(cordon_result_exit_status(result_text(&e)), 3);
     env_close(&e);
 }
 
@@ -493,7 +503,7 @@ ParameterizedTest(size_t *at, run, four_languages, .timeout = 120)
                               cJSON_CreateString(c->entry));
     cJSON_AddNumberToObject(req, "timeout_ms", 110000);
     run(&e, req);
-    cr_expect_str_eq(str(e.result, "status"), "success", "%s: %s", c->language, cJSON_PrintUnformatted(e.result));
+    cr_expect_str_eq(str(e.result, "status"), "success", "%s: %s", c->language, result_text(&e));
     cr_expect_str_eq(str(e.result, "stdout"), "hello 2\n", "%s", c->language);
     expect_no_residue(&e);
     env_close(&e);

@@ -38,7 +38,7 @@ CORDON_EXTERN int cordon_run_status_parse(const char *name);
 
 /* What was retained of one stream. data is malloc'd (free with free()). */
 struct cordon_stream_capture {
-    char *data;              /* head, then (if truncated) tail; not NUL-terminated */
+    char *data;              /* head, then (if truncated) tail; a NUL follows, not counted in len */
     size_t len;              /* bytes in data */
     size_t head_len;         /* the first head_len bytes are the head; the rest is the tail */
     uint64_t total_bytes;    /* bytes the process wrote to the stream */
