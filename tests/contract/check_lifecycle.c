@@ -112,21 +112,20 @@ Test(contract, terminate_is_idempotent_and_final)
 
 /*
  * Code inside can mkdir and cd without end. Whatever it made in its
- * workspace, terminate and reclaim remove: a tree nested 1,500 deep (six
- * times what a walk that holds a directory fd per level may go down) must
- * not make either fail or stay behind.
+ * workspace, terminate and reclaim remove: a tree nested 1,200 deep (more
+ * than four times what a walk that holds a directory fd per level may go
+ * down) must not make either fail or stay behind. Three `mkdir -p` of 400
+ * levels each, so that it takes three processes, not 1,200.
  */
-#define DEEP_LEVELS 1500
+#define DEEP_LEVELS 1200
 
 static void make_deep_tree(const char *state)
 {
-    char script[200];
+    static const char script[] =
+        "p=d; i=1; while [ $i -lt 400 ]; do p=$p/d; i=$((i+1)); done; "
+        "mkdir -p $p && cd $p && mkdir -p $p && cd $p && mkdir -p $p && cd $p && echo x > leaf";
     struct cordon_exec_outcome out;
 
-    snprintf(script, sizeof(script),
-             "i=0; while [ $i -lt %d ]; do mkdir d && cd d || exit 1; i=$((i+1)); done; "
-             "echo x > leaf",
-             DEEP_LEVELS);
     contract_sh(state, script, &out);
     cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0,
               "making a tree %d deep in the workspace failed (%s %d)", DEEP_LEVELS,
