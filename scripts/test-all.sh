@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set everything up and run every test: unit (Criterion), provider mechanism
 # tests on the real host, the contract suite against each provider and its
-# self-test, make distcheck, and a leave-no-trace check. Ends with one line
+# self-test, the kill battery, the unit and contract suites again under
+# ASan+UBSan+LSan, every fuzz target, make distcheck, and a leave-no-trace
+# check. Ends with one line
 # "cordon: N passed, N failed" summing every Criterion suite and check.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -109,6 +111,20 @@ done
 if [ $check_rc -ne 0 ]; then
   failed=$((failed + 1)); echo "check FAILED: make check exited $check_rc"
 fi
+
+note "sanitizers: unit and contract suites in an ASan+UBSan+LSan build of their own"
+SAN_BUILD="$BUILD-asan" bash scripts/sanitize.sh >"$BUILD/sanitize.out" 2>&1
+san_rc=$?
+grep '^sanitize:' "$BUILD/sanitize.out" || tail -n 40 "$BUILD/sanitize.out"
+[ $san_rc -eq 0 ] || grep -v '^sanitize: [0-9]* passed' "$BUILD/sanitize.out" | head -n 120
+sp=$(sed -n 's/^sanitize: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$BUILD/sanitize.out")
+sf=$(sed -n 's/^sanitize: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$BUILD/sanitize.out")
+# The unit suite alone is over a thousand tests: fewer passing means a
+# suite did not run, which is no pass.
+if [ -z "$sp" ] || [ "$sp" -lt 1000 ]; then
+  failed=$((failed + 1)); echo "check FAILED: sanitizers: the suites did not all run (exit $san_rc)"
+fi
+passed=$((passed + ${sp:-0})); failed=$((failed + ${sf:-0}))
 
 note "fuzz: every libFuzzer target for 60 s (clang, ASan+UBSan, a tree of its own)"
 FUZZ_BUILD="$BUILD-fuzz" bash scripts/fuzz.sh -t 60 >"$BUILD/fuzz.out" 2>&1
