@@ -133,7 +133,7 @@ static cJSON *report_inside(const char *state)
               "the observer did not run (%s %d)", cordon_run_status_name(out.status),
               out.exit_code);
     report = cJSON_Parse(text);
-    cr_assert(cJSON_IsObject(report), "the observer's report is not JSON: %.200s", text);
+    cr_assert(cJSON_IsObject(report), "the observer's report is not JSON: %s", CONTRACT_CLIP(text));
     free(text);
     cordon_exec_outcome_clear(&out);
     return report;

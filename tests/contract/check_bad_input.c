@@ -5,7 +5,10 @@
  * cannot honour, CORDON_E_UNSAFE for a refused path or tar entry) and
  * leaves nothing behind; the same operation with good input still works,
  * so that a provider that refuses everything does not pass. One table per
- * operation: provision specs, exec requests, tar entries.
+ * operation: provision specs, exec requests, tar entries. Each row is a
+ * check of its own, named TABLE__ROW ("bad_exec_request_is_refused__argv_empty"),
+ * so that results, TAP and XML name the row that failed and --filter can
+ * pick one; "TABLE*" selects the whole table.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -18,21 +21,10 @@
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
-#include <criterion/parameterized.h>
 
 #include "tests/contract/contract.h"
 
-/* Table rows hold their strings by value: Criterion copies a row into a
- * worker that is a fresh exec of this program, where a pointer into the
- * parent's rodata points nowhere. */
-
 /* ---- provision ----------------------------------------------------------- */
-
-struct bad_spec {
-    char name[64];
-    char patch[256];     /* keys replace the good spec's; null deletes; "!" prefix: raw text */
-    int code;            /* the CORDON_E_* the ABI gives this input */
-};
 
 /* The good spec for id with patch applied; malloc'd. */
 static char *patched_spec(const char *id, const char *patch)
@@ -62,28 +54,10 @@ static char *patched_spec(const char *id, const char *patch)
     return text;
 }
 
-ParameterizedTestParameters(contract, bad_provision_spec_is_refused_and_leaves_nothing)
-{
-    static struct bad_spec rows[] = {
-        { "network bridge", "{\"network\":{\"mode\":\"bridge\"}}", CORDON_E_UNSUPPORTED },
-        { "network host", "{\"network\":{\"mode\":\"host\"}}", CORDON_E_UNSUPPORTED },
-        { "network not an object", "{\"network\":\"none\"}", CORDON_E_INVALID },
-        { "resources missing", "{\"resources\":null}", CORDON_E_INVALID },
-        { "resources.pids missing",
-          "{\"resources\":{\"cpus\":1,\"memory_bytes\":268435456,\"disk_bytes\":67108864,"
-          "\"runtime_ms\":60000,\"max_output_bytes\":1048576}}", CORDON_E_INVALID },
-        { "resources.memory_bytes missing",
-          "{\"resources\":{\"cpus\":1,\"pids\":128,\"disk_bytes\":67108864,"
-          "\"runtime_ms\":60000,\"max_output_bytes\":1048576}}", CORDON_E_INVALID },
-        { "resources not an object", "{\"resources\":\"small\"}", CORDON_E_INVALID },
-        { "layout unknown", "{\"layout\":\"everything\"}", CORDON_E_INVALID },
-        { "spec not JSON", "!{\"execution_id\": ", CORDON_E_INVALID },
-    };
-
-    return cr_make_param_array(struct bad_spec, rows, sizeof(rows) / sizeof(rows[0]));
-}
-
-ParameterizedTest(struct bad_spec *row, contract, bad_provision_spec_is_refused_and_leaves_nothing)
+/* name: the row as messages say it; patch: keys replace the good spec's,
+ * null deletes, a "!" prefix gives the raw text; code: the CORDON_E_* the
+ * ABI gives this input. */
+static void check_bad_spec(const char *name, const char *patch, int code)
 {
     struct cordon_error err;
     char id[48], msg[600], *spec;
@@ -91,54 +65,52 @@ ParameterizedTest(struct bad_spec *row, contract, bad_provision_spec_is_refused_
     int r;
 
     contract_new_id(id, sizeof(id));
-    spec = patched_spec(id, row->patch);
+    spec = patched_spec(id, patch);
     r = contract_try_provision(spec, &state, msg, sizeof(msg));
     free(spec);
-    cr_expect_lt(r, 0, "provision with %s was accepted", row->name);
+    cr_expect_lt(r, 0, "provision with %s was accepted", name);
     if (r == 0)
         return;
-    cr_expect_eq(r, row->code, "provision with %s was refused with %s, not %s (%s)", row->name,
-                 cordon_error_name(r), cordon_error_name(row->code), msg);
-    cr_log_info("%s refused: %s", row->name, msg);
+    cr_expect_eq(r, code, "provision with %s was refused with %s, not %s (%s)", name,
+                 cordon_error_name(r), cordon_error_name(code), msg);
+    cr_log_info("%s refused: %s", name, msg);
     /* Nothing remains: the id can be reclaimed and used again. */
     cordon_error_init(&err);
     cr_expect_eq(contract.vt.reclaim(contract.resource, id, &err), 0,
-                 "reclaim after a refused provision failed: %s", err.message);
+                 "reclaim after refusing a provision with %s failed: %s", name, err.message);
     spec = contract_spec(id, "host", NULL);
     r = contract_try_provision(spec, &state, msg, sizeof(msg));
     free(spec);
-    cr_expect_eq(r, 0, "provision with the refused spec's id failed afterwards: %s", msg);
+    cr_expect_eq(r, 0, "provision with the id of the spec with %s failed afterwards: %s", name,
+                 msg);
 }
+
+
+#define BAD_SPEC(label, name, patch, code)                                       \
+    Test(contract, bad_provision_spec_is_refused_and_leaves_nothing__##label) \
+    {                                                                            \
+        check_bad_spec(name, patch, code);                                       \
+    }
+
+BAD_SPEC(network_bridge, "network bridge", "{\"network\":{\"mode\":\"bridge\"}}", CORDON_E_UNSUPPORTED)
+BAD_SPEC(network_host, "network host", "{\"network\":{\"mode\":\"host\"}}", CORDON_E_UNSUPPORTED)
+BAD_SPEC(network_not_an_object, "network not an object", "{\"network\":\"none\"}", CORDON_E_INVALID)
+BAD_SPEC(resources_missing, "resources missing", "{\"resources\":null}", CORDON_E_INVALID)
+BAD_SPEC(pids_missing, "resources.pids missing",
+         "{\"resources\":{\"cpus\":1,\"memory_bytes\":268435456,\"disk_bytes\":67108864,"
+         "\"runtime_ms\":60000,\"max_output_bytes\":1048576}}", CORDON_E_INVALID)
+BAD_SPEC(memory_bytes_missing, "resources.memory_bytes missing",
+         "{\"resources\":{\"cpus\":1,\"pids\":128,\"disk_bytes\":67108864,"
+         "\"runtime_ms\":60000,\"max_output_bytes\":1048576}}", CORDON_E_INVALID)
+BAD_SPEC(resources_not_an_object, "resources not an object", "{\"resources\":\"small\"}", CORDON_E_INVALID)
+BAD_SPEC(layout_unknown, "layout unknown", "{\"layout\":\"everything\"}", CORDON_E_INVALID)
+BAD_SPEC(not_json, "spec not JSON", "!{\"execution_id\": ", CORDON_E_INVALID)
 
 /* ---- exec ---------------------------------------------------------------- */
 
-struct bad_request {
-    char name[64];
-    char request[256];
-    int code;            /* the CORDON_E_* the ABI gives this input */
-};
-
-ParameterizedTestParameters(contract, bad_exec_request_is_refused)
-{
-    static struct bad_request rows[] = {
-        { "argv a string", "{\"argv\":\"id\",\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}",
-          CORDON_E_INVALID },
-        { "argv empty", "{\"argv\":[],\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}",
-          CORDON_E_INVALID },
-        { "argv holding a number", "{\"argv\":[\"id\",3],\"cwd\":\".\",\"env\":{},"
-                                   "\"timeout_ms\":5000}", CORDON_E_INVALID },
-        { "argv missing", "{\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}", CORDON_E_INVALID },
-        { "cwd leaving the workspace", "{\"argv\":[\"touch\",\"escaped\"],\"cwd\":\"../..\","
-                                       "\"env\":{},\"timeout_ms\":5000}", CORDON_E_UNSAFE },
-        { "cwd absolute", "{\"argv\":[\"touch\",\"escaped\"],\"cwd\":\"/tmp\","
-                          "\"env\":{},\"timeout_ms\":5000}", CORDON_E_UNSAFE },
-        { "request not JSON", "{\"argv\": [", CORDON_E_INVALID },
-    };
-
-    return cr_make_param_array(struct bad_request, rows, sizeof(rows) / sizeof(rows[0]));
-}
-
-ParameterizedTest(struct bad_request *row, contract, bad_exec_request_is_refused)
+/* name: the row as messages say it; request: the exec request; code: the
+ * CORDON_E_* the ABI gives this input. */
+static void check_bad_request(const char *name, const char *request, int code)
 {
     struct contract_exec opts;
     struct cordon_exec_outcome out;
@@ -147,24 +119,47 @@ ParameterizedTest(struct bad_request *row, contract, bad_exec_request_is_refused
     int r;
 
     contract_exec_init(&opts);
-    opts.request_json = row->request;
+    opts.request_json = request;
     r = contract_exec(state, NULL, &opts, &out, msg, sizeof(msg));
-    cr_expect_lt(r, 0, "exec with %s was accepted (status %s, exit %d)", row->name,
+    cr_expect_lt(r, 0, "exec with %s was accepted (status %s, exit %d)", name,
                  cordon_run_status_name(out.status), out.exit_code);
     if (r < 0) {
-        cr_expect_eq(r, row->code, "exec with %s was refused with %s, not %s (%s)", row->name,
-                     cordon_error_name(r), cordon_error_name(row->code), msg);
-        cr_log_info("%s refused: %s", row->name, msg);
+        cr_expect_eq(r, code, "exec with %s was refused with %s, not %s (%s)", name,
+                     cordon_error_name(r), cordon_error_name(code), msg);
+        cr_log_info("%s refused: %s", name, msg);
     }
     cordon_exec_outcome_clear(&out);
     /* The refusal is about the request: the execution still runs a good
      * one, so that an exec that fails everything cannot pass this. */
     contract_sh(state, "exit 7", &out);
     cr_expect(out.status == CORDON_RUN_EXITED && out.exit_code == 7,
-              "after refusing %s, exec of `sh -c 'exit 7'` ended %s %d, not exited 7", row->name,
+              "after refusing %s, exec of `sh -c 'exit 7'` ended %s %d, not exited 7", name,
               cordon_run_status_name(out.status), out.exit_code);
     cordon_exec_outcome_clear(&out);
 }
+
+
+#define BAD_REQUEST(label, name, request, code)                 \
+    Test(contract, bad_exec_request_is_refused__##label)        \
+    {                                                           \
+        check_bad_request(name, request, code);                 \
+    }
+
+BAD_REQUEST(argv_a_string, "argv a string",
+            "{\"argv\":\"id\",\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}", CORDON_E_INVALID)
+BAD_REQUEST(argv_empty, "argv empty",
+            "{\"argv\":[],\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}", CORDON_E_INVALID)
+BAD_REQUEST(argv_holding_a_number, "argv holding a number",
+            "{\"argv\":[\"id\",3],\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}", CORDON_E_INVALID)
+BAD_REQUEST(argv_missing, "argv missing", "{\"cwd\":\".\",\"env\":{},\"timeout_ms\":5000}",
+            CORDON_E_INVALID)
+BAD_REQUEST(cwd_leaving_the_workspace, "cwd leaving the workspace",
+            "{\"argv\":[\"touch\",\"escaped\"],\"cwd\":\"../..\",\"env\":{},\"timeout_ms\":5000}",
+            CORDON_E_UNSAFE)
+BAD_REQUEST(cwd_absolute, "cwd absolute",
+            "{\"argv\":[\"touch\",\"escaped\"],\"cwd\":\"/tmp\",\"env\":{},\"timeout_ms\":5000}",
+            CORDON_E_UNSAFE)
+BAD_REQUEST(not_json, "request not JSON", "{\"argv\": [", CORDON_E_INVALID)
 
 /* ---- import_tar ---------------------------------------------------------- */
 
@@ -178,11 +173,6 @@ enum tar_attack {
     TAR_FIFO,
     TAR_DEVICE,
     TAR_SETUID,
-};
-
-struct bad_tar {
-    char name[64];
-    enum tar_attack attack;
 };
 
 static void tar_entry(struct archive *a, const char *path, unsigned type, unsigned perm,
@@ -260,24 +250,8 @@ static int hostile_tar(enum tar_attack attack, const char *abs_path)
     return fd;
 }
 
-ParameterizedTestParameters(contract, unsafe_tar_entry_is_refused)
-{
-    static struct bad_tar rows[] = {
-        { "an entry named ../evil", TAR_DOTDOT },
-        { "an entry named a/../../evil", TAR_DOTDOT_NESTED },
-        { "an absolute entry name", TAR_ABSOLUTE },
-        { "a symlink leaving the root (../../..)", TAR_SYMLINK_UP },
-        { "an absolute symlink (/etc)", TAR_SYMLINK_ABSOLUTE },
-        { "a hardlink to /etc/passwd", TAR_HARDLINK_OUT },
-        { "a FIFO", TAR_FIFO },
-        { "a character device", TAR_DEVICE },
-        { "a setuid file", TAR_SETUID },
-    };
-
-    return cr_make_param_array(struct bad_tar, rows, sizeof(rows) / sizeof(rows[0]));
-}
-
-ParameterizedTest(struct bad_tar *row, contract, unsafe_tar_entry_is_refused)
+/* name: the row as messages say it; attack: the hostile entry. */
+static void check_bad_tar(const char *name, enum tar_attack attack)
 {
     struct cordon_exec_outcome out;
     char abs_path[4096], msg[600];
@@ -289,22 +263,39 @@ ParameterizedTest(struct bad_tar *row, contract, unsafe_tar_entry_is_refused)
     /* Import below "in", so that one ".." too many lands in the workspace
      * root, where the suite can look. */
     contract_sh(state, "mkdir in", &out);
-    cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0, "mkdir in failed");
+    cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0,
+              "before importing %s: mkdir in failed", name);
     cordon_exec_outcome_clear(&out);
     snprintf(abs_path, sizeof(abs_path), "%s/evil", host_dir);
-    tar = hostile_tar(row->attack, abs_path);
+    tar = hostile_tar(attack, abs_path);
     r = contract_import(state, "in", tar, msg, sizeof(msg));
     close(tar);
-    cr_expect_lt(r, 0, "import_tar accepted %s", row->name);
+    cr_expect_lt(r, 0, "import_tar accepted %s", name);
     if (r < 0) {
-        cr_expect_eq(r, CORDON_E_UNSAFE, "import_tar refused %s with %s, not %s (%s)", row->name,
+        cr_expect_eq(r, CORDON_E_UNSAFE, "import_tar refused %s with %s, not %s (%s)", name,
                      cordon_error_name(r), cordon_error_name(CORDON_E_UNSAFE), msg);
-        cr_log_info("%s refused: %s", row->name, msg);
+        cr_log_info("%s refused: %s", name, msg);
     }
     cr_expect(lstat(abs_path, &st) != 0 && errno == ENOENT,
-              "import_tar of %s wrote %s on the host", row->name, abs_path);
+              "import_tar of %s wrote %s on the host", name, abs_path);
     contract_sh(state, "test ! -e evil && test ! -e in/evil", &out);
     cr_expect(out.status == CORDON_RUN_EXITED && out.exit_code == 0,
-              "import_tar of %s wrote outside its destination", row->name);
+              "import_tar of %s wrote outside its destination", name);
     cordon_exec_outcome_clear(&out);
 }
+
+#define BAD_TAR(label, name, attack)                     \
+    Test(contract, unsafe_tar_entry_is_refused__##label) \
+    {                                                    \
+        check_bad_tar(name, attack);                     \
+    }
+
+BAD_TAR(dotdot, "an entry named ../evil", TAR_DOTDOT)
+BAD_TAR(dotdot_nested, "an entry named a/../../evil", TAR_DOTDOT_NESTED)
+BAD_TAR(absolute, "an absolute entry name", TAR_ABSOLUTE)
+BAD_TAR(symlink_up, "a symlink leaving the root (../../..)", TAR_SYMLINK_UP)
+BAD_TAR(symlink_absolute, "an absolute symlink (/etc)", TAR_SYMLINK_ABSOLUTE)
+BAD_TAR(hardlink_out, "a hardlink to /etc/passwd", TAR_HARDLINK_OUT)
+BAD_TAR(fifo, "a FIFO", TAR_FIFO)
+BAD_TAR(device, "a character device", TAR_DEVICE)
+BAD_TAR(setuid, "a setuid file", TAR_SETUID)

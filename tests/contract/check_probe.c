@@ -203,7 +203,7 @@ Test(contract, claims_hold_under_independent_observation)
     cr_assert_eq(r, 0, "the suite's own observation through the provider failed (%s): %s",
                  cordon_error_name(r), err.message);
     observed = cJSON_Parse(text);
-    cr_assert(cJSON_IsObject(observed), "the observation is not JSON: %.200s", text);
+    cr_assert(cJSON_IsObject(observed), "the observation is not JSON: %s", CONTRACT_CLIP(text));
 
     /* Only claims are judged: an axis claimed false is honest. */
     for (size_t i = 0; i < sizeof(axes) / sizeof(axes[0]); i++) {

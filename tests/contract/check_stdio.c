@@ -23,7 +23,6 @@
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
-#include <criterion/parameterized.h>
 
 #include <cordon/sdk/host.h>
 #include "tests/contract/contract.h"
@@ -265,56 +264,53 @@ Test(contract, detached_child_cannot_read_the_terminal_after_exec)
 
 /* ---- the exit status ----------------------------------------------------------- */
 
-struct exit_case {
-    char script[48];
-    int exit_code;   /* >= 0: must be exited with this code */
-    int signal;      /* > 0: must be signaled with it (or a declared fold into 128+N) */
-};
-
-ParameterizedTestParameters(contract, exit_status_is_the_truth)
-{
-    static struct exit_case cases[] = {
-        { "exit 137", 137, 0 },
-        { "exit 143", 143, 0 },
-        { "exit 129", 129, 0 },
-        { "kill -9 $$", -1, SIGKILL },
-        { "kill -TERM $$", -1, SIGTERM },
-        { "kill -HUP $$", -1, SIGHUP },
-    };
-    return cr_make_param_array(struct exit_case, cases, sizeof(cases) / sizeof(cases[0]));
-}
-
 /*
  * A plain exit 128+N is an exit, never a signal. A death by signal N is
  * "signaled" N; a provider whose runtime folds it into an exit status
  * 128+N and that has no other way to learn the truth must say so
  * ("signal_folded": true) rather than present a guess as fact.
  */
-ParameterizedTest(struct exit_case *c, contract, exit_status_is_the_truth)
+static void check_exit_status(const char *script, int exit_code, int signal)
 {
     const char *state = contract_provision(NULL, "host");
     char *out = NULL;
-    cJSON *doc = raw_exec(state, c->script, -1, &out);
+    cJSON *doc = raw_exec(state, script, -1, &out);
     const char *status = result_status(doc);
     bool folded = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "signal_folded"));
 
-    if (c->exit_code >= 0) {
-        cr_expect_str_eq(status, "exited", "'%s' is reported as %s", c->script, status);
-        cr_expect_eq(result_int(doc, "exit_code"), c->exit_code, "'%s' gave exit_code %d",
-                     c->script, result_int(doc, "exit_code"));
+    if (exit_code >= 0) {
+        cr_expect_str_eq(status, "exited", "'%s' is reported as %s", script, status);
+        cr_expect_eq(result_int(doc, "exit_code"), exit_code, "'%s' gave exit_code %d",
+                     script, result_int(doc, "exit_code"));
     } else if (strcmp(status, "exited") == 0) {
         cr_expect(folded, "'%s' is reported as exited %d, not signaled %d, without "
-                  "\"signal_folded\"", c->script, result_int(doc, "exit_code"), c->signal);
-        cr_expect_eq(result_int(doc, "exit_code"), 128 + c->signal, "'%s' gave exit_code %d",
-                     c->script, result_int(doc, "exit_code"));
+                  "\"signal_folded\"", script, result_int(doc, "exit_code"), signal);
+        cr_expect_eq(result_int(doc, "exit_code"), 128 + signal, "'%s' gave exit_code %d",
+                     script, result_int(doc, "exit_code"));
     } else {
-        cr_expect_str_eq(status, "signaled", "'%s' is reported as %s", c->script, status);
-        cr_expect_eq(result_int(doc, "signal"), c->signal, "'%s' gave signal %d", c->script,
+        cr_expect_str_eq(status, "signaled", "'%s' is reported as %s", script, status);
+        cr_expect_eq(result_int(doc, "signal"), signal, "'%s' gave signal %d", script,
                      result_int(doc, "signal"));
     }
     cJSON_Delete(doc);
     free(out);
 }
+
+/* exit_code >= 0: must be exited with this code; signal > 0: must be
+ * signaled with it (or a declared fold into 128+N). One check per row,
+ * named exit_status_is_the_truth__ROW. */
+#define EXIT_CASE(label, script, exit_code, signal)       \
+    Test(contract, exit_status_is_the_truth__##label)     \
+    {                                                     \
+        check_exit_status(script, exit_code, signal);     \
+    }
+
+EXIT_CASE(exit_137, "exit 137", 137, 0)
+EXIT_CASE(exit_143, "exit 143", 143, 0)
+EXIT_CASE(exit_129, "exit 129", 129, 0)
+EXIT_CASE(sigkill, "kill -9 $$", -1, SIGKILL)
+EXIT_CASE(sigterm, "kill -TERM $$", -1, SIGTERM)
+EXIT_CASE(sighup, "kill -HUP $$", -1, SIGHUP)
 
 /* ---- rlimits ------------------------------------------------------------------- */
 

@@ -14,11 +14,45 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <criterion/hooks.h>
 
 #include <cordon/sdk/fs.h>
 #include "tests/contract/contract.h"
 
 TestSuite(contract, .init = contract_setup, .fini = contract_teardown, .timeout = 300);
+
+/* How many checks the run started: a filter that selects none is a
+ * failure, never a pass (a CI job with a typo would stay green). Criterion
+ * counts a check its filter left out as skipped, like one that skipped
+ * itself; only a started check fires PRE_INIT, in the runner process. */
+static size_t checks_started;
+
+ReportHook(PRE_INIT)(struct criterion_test *test)
+{
+    (void)test;
+    checks_started++;
+}
+
+/*
+ * --filter takes the names the suite prints: "contract::NAME" (results,
+ * TAP, XML), a bare NAME (--list) and Criterion's own "contract/NAME",
+ * each with Criterion's glob characters. Returns the Criterion argument,
+ * malloc'd.
+ */
+static char *filter_argument(const char *pattern)
+{
+    const char *sep = strstr(pattern, "::");
+    char *arg = NULL;
+    int n;
+
+    if (sep != NULL)
+        n = asprintf(&arg, "--filter=%.*s/%s", (int)(sep - pattern), pattern, sep + 2);
+    else if (strchr(pattern, '/') == NULL)
+        n = asprintf(&arg, "--filter=contract/%s", pattern);
+    else
+        n = asprintf(&arg, "--filter=%s", pattern);
+    return n < 0 ? NULL : arg;
+}
 
 static void usage(FILE *out)
 {
@@ -43,9 +77,14 @@ static void usage(FILE *out)
             "  --criterion-help   Criterion's own options\n"
             "  -h, --help         this text\n"
             "\n"
+            "  --filter PATTERN   run only the checks PATTERN names: a name as --list\n"
+            "                     shows it, as results show it (contract::NAME) or\n"
+            "                     Criterion's contract/NAME, with * ? [...] globs;\n"
+            "                     selecting no check is a failure (exit 1)\n"
+            "\n"
             "Criterion options pass through, e.g. --verbose, --tap[=FILE], --xml[=FILE],\n"
-            "--filter='contract/claims*', -j1, --list. Exit status 0 when every check\n"
-            "passed, 1 when one failed, 2 for a usage error.\n",
+            "-j1, --list. Exit status 0 when every selected check passed, 1 when one\n"
+            "failed or none was selected, 2 for a usage error.\n",
             CONTRACT_ENV_OBSERVER, CORDON_HELPERDIR "/cordon-observe", CONTRACT_ENV_INIT,
             CORDON_HELPERDIR "/cordon-init");
 }
@@ -156,7 +195,8 @@ CORDON_EXTERN int main(int argc, char **argv)
 {
     const char *provider = NULL, *config = NULL, *observer = NULL, *init = NULL, *image = NULL;
     struct criterion_test_set *tests;
-    char *shared = NULL;
+    char *shared = NULL, *filter = NULL;
+    const char *pattern = NULL;
     char **rest;
     int nrest = 1, rc;
     bool listing = false;
@@ -193,6 +233,21 @@ CORDON_EXTERN int main(int argc, char **argv)
             take_option(argc, argv, &i, "--init", &init) ||
             take_option(argc, argv, &i, "--image", &image))
             continue;
+        if (take_option(argc, argv, &i, "--filter", &pattern)) {
+            if (filter != NULL) {
+                fprintf(stderr, "cordon-contract: --filter given twice (one pattern; "
+                                "Criterion's globs can name several checks)\n");
+                rc = 2;
+                goto out;
+            }
+            filter = filter_argument(pattern);
+            if (filter == NULL) {
+                rc = 2;
+                goto out;
+            }
+            rest[nrest++] = filter;
+            continue;
+        }
         rest[nrest++] = argv[i];
     }
     rc = export_options(provider, config, observer, init, image, listing);
@@ -207,11 +262,20 @@ CORDON_EXTERN int main(int argc, char **argv)
                           "cordon-contract-run.", &shared, NULL) == 0)
         setenv("CORDON_CONTRACT_STATE_DIR", shared, 1);
     rc = criterion_run_all_tests(tests) ? 0 : 1;
+    if (checks_started == 0) {
+        if (pattern != NULL)
+            fprintf(stderr, "cordon-contract: --filter %s selects no check "
+                            "(cordon-contract --list names them)\n", pattern);
+        else
+            fprintf(stderr, "cordon-contract: no check ran\n");
+        rc = 1;
+    }
     if (shared != NULL)
         cordon_fs_remove_tree_path(shared, NULL);
     free(shared);
 out:
     criterion_finalize(tests);
+    free(filter);
     free(rest);
     return rc;
 }

@@ -133,6 +133,12 @@ int contract_exec(const char *state, const char *const *argv, const struct contr
 void contract_sh(const char *state, const char *script, struct cordon_exec_outcome *ret);
 /* A NUL-terminated copy of what was retained of a stream (free). */
 char *contract_stream_text(const struct cordon_stream_capture *stream);
+/* text for a failure message, at most about max bytes: cut after a whole
+ * word (never inside one or inside a character) and said to be cut, with
+ * how much was left out. Written into buf; returns buf. */
+const char *contract_clip(const char *text, size_t max, char *buf, size_t size);
+/* contract_clip to about 300 bytes, in a buffer of the caller's block. */
+#define CONTRACT_CLIP(text) contract_clip((text), 300, (char[400]){ 0 }, 400)
 
 /* A tar stream of the given files (path, content pairs; NULL-terminated)
  * in an anonymous temp file, rewound. Directories implied by the paths

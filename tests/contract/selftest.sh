@@ -36,7 +36,7 @@ if [ -n "$missing" ]; then
 fi
 
 log=$(mktemp "${TMPDIR:-/tmp}/cordon-contract-selftest.XXXXXX") || exit 2
-trap 'rm -f "$log"' EXIT INT TERM
+trap 'rm -f "$log" "$log.list" "$log.man"' EXIT INT TERM
 passed=0
 failed=0
 
@@ -89,8 +89,8 @@ if [ "$rc" -ne 0 ] && grep -q '\[FAIL\] contract::output_budget_stops_the_exec' 
 else
     not_ok "deaf.so (exit $rc) did not fail output_budget_stops_the_exec"
 fi
-run "$refuser" --filter 'contract/bad_exec_request_is_refused'
-if [ "$rc" -ne 0 ] && grep -q '\[FAIL\] contract::bad_exec_request_is_refused' "$log"; then
+run "$refuser" --filter 'bad_exec_request_is_refused*'
+if [ "$rc" -ne 0 ] && grep -q '\[FAIL\] contract::bad_exec_request_is_refused__' "$log"; then
     ok "refuser.so fails bad_exec_request_is_refused"
 else
     not_ok "refuser.so (exit $rc) did not fail bad_exec_request_is_refused"
@@ -119,6 +119,37 @@ else
     not_ok "synthetic.so fails with --allow-synthetic (exit $rc)"
 fi
 
-# The plain summary line of DESIGN.md §9, for the aggregating runner.
+# --filter takes the names the suite prints, and a filter that selects
+# nothing fails instead of passing.
+for name in contract::reclaim_of_unknown_id_succeeds reclaim_of_unknown_id_succeeds; do
+    run "$honest" --filter "$name"
+    if [ "$rc" -eq 0 ] && grep -q 'Tested: 1 | Passing: 1 ' "$log"; then
+        ok "--filter $name runs that one check"
+    else
+        not_ok "--filter $name (exit $rc) did not run exactly that check"
+    fi
+done
+run "$honest" --filter contract::no_such_check
+if [ "$rc" -eq 1 ] && grep -q 'selects no check' "$log"; then
+    ok "a filter that selects no check fails the run"
+else
+    not_ok "--filter contract::no_such_check exited $rc without saying it selects no check"
+fi
+
+# The man page describes exactly the checks --list shows.
+man=$(dirname "$0")/../../docs/man/cordon-contract.1
+"$contract" --list 2>/dev/null | sed -n 's/^[^a-z]*── //p' | sort >"$log.list"
+awk '/^\.SH CHECKS/ { c = 1; next } /^\.SH/ { c = 0 }
+     c && (prev == ".TP" || prev == ".TQ") && /^\.B / { print $2 } { prev = $0 }' "$man" |
+    sort >"$log.man"
+if [ -s "$log.list" ] && diff "$log.list" "$log.man" >"$log"; then
+    ok "cordon-contract(1) lists exactly the $(wc -l <"$log.list") checks --list shows"
+else
+    sed -i '1i < in --list only, > in the man page only' "$log"
+    not_ok "cordon-contract(1) and --list disagree"
+fi
+rm -f "$log.list" "$log.man"
+
+# The plain summary line, for the runner that sums every suite.
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -26,6 +26,7 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/observe.h>
 #include <cordon/sdk/tar.h>
+#include <cordon/text.h>
 #include "tests/contract/contract.h"
 
 #define EXEC_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -187,8 +188,8 @@ cJSON *contract_probe(uint32_t flags, char **ret_text)
     cr_assert(text != NULL, "probe (flags %u) returned 0 without facts", flags);
     /* Every check reads the parsed document; the text is kept for validation. */
     facts = cJSON_Parse(text);
-    cr_assert(cJSON_IsObject(facts), "probe (flags %u) facts are not a JSON object: %.300s", flags,
-              text);
+    cr_assert(cJSON_IsObject(facts), "probe (flags %u) facts are not a JSON object: %s", flags,
+              CONTRACT_CLIP(text));
     if (ret_text != NULL)
         *ret_text = text;
     else
@@ -652,6 +653,30 @@ void contract_tar_entries_free(struct contract_tar_entry *entries, int n)
     free(entries);
 }
 
+const char *contract_clip(const char *text, size_t max, char *buf, size_t size)
+{
+    size_t len, cut;
+
+    if (text == NULL)
+        text = "(null)";
+    len = strlen(text);
+    if (len <= max) {
+        snprintf(buf, size, "%s", text);
+        return buf;
+    }
+    /* Back to the last break in the second half; a text without one (a
+     * long token) is cut between characters. */
+    cut = (size_t)cordon_text_fit(text, max);
+    for (size_t i = cut; i > max / 2; i--) {
+        if (strchr(" \t\n,;:", text[i - 1]) != NULL) {
+            cut = i;
+            break;
+        }
+    }
+    snprintf(buf, size, "%.*s ... (%zu more bytes)", (int)cut, text, len - cut);
+    return buf;
+}
+
 const char *contract_temp_dir(mode_t mode)
 {
     struct cordon_error err;
@@ -827,7 +852,7 @@ cJSON *contract_observe(void)
     cr_assert_eq(r, 0, "the suite's own observation through the provider failed (%s): %s",
                  cordon_error_name(r), err.message);
     observed = cJSON_Parse(text);
-    cr_assert(cJSON_IsObject(observed), "the observation is not JSON: %.200s", text);
+    cr_assert(cJSON_IsObject(observed), "the observation is not JSON: %s", CONTRACT_CLIP(text));
     free(text);
     return observed;
 }
