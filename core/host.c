@@ -1,5 +1,6 @@
 /* core: the host context (state directory, instance id, services table). */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -148,7 +149,21 @@ static int load_instance_id(struct cordon_ctx *ctx, struct cordon_error *err)
         return cordon_error_set(err, CORDON_E_IO, errno, "state_dir: cannot open %s: %s",
                                 ctx->state_dir, strerror(errno));
     r = cordon_fs_read_file(dfd, "instance-id", 64, &buf, &len, NULL);
-    if (r == 0 && len >= 32) {
+    if (r == 0) {
+        /* What providers are promised: 32 lowercase hex digits (a newline
+         * after them, as an editor leaves it, is fine). */
+        bool hex = len == 32 || (len == 33 && buf[32] == '\n');
+
+        for (size_t i = 0; hex && i < 32; i++)
+            hex = (buf[i] >= '0' && buf[i] <= '9') || (buf[i] >= 'a' && buf[i] <= 'f');
+        if (!hex) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "state_dir: %s/instance-id is not 32 lowercase hex digits "
+                                 "(remove it and a new id is made; sandboxes labelled with "
+                                 "the old one are then no longer this host's)",
+                                 ctx->state_dir);
+            goto out;
+        }
         memcpy(ctx->instance_id, buf, 32);
         ctx->instance_id[32] = '\0';
         goto out;
@@ -230,6 +245,70 @@ static int load_config(struct cordon_ctx *ctx, const char *path, struct cordon_e
     return r;
 }
 
+/*
+ * The services table a provider receives lives for the life of the process,
+ * as provider.h promises: a provider may keep the pointer, or its strings,
+ * past the context that loaded it. One table per distinct set of paths and
+ * instance id, never freed (a process makes few: one per state directory).
+ */
+struct interned_host {
+    struct cordon_host_v1 host;
+    char *observer_path, *init_path, *instance_id, *state_dir;
+    struct interned_host *next;
+};
+
+static pthread_mutex_t interned_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct interned_host *interned;
+
+static bool same_text(const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static char *dup_text(const char *s, bool *ok)
+{
+    char *d = s != NULL ? strdup(s) : NULL;
+
+    *ok = *ok && (s == NULL || d != NULL);
+    return d;
+}
+
+static const struct cordon_host_v1 *host_table(const struct cordon_ctx *ctx)
+{
+    struct interned_host *h;
+    bool ok = true;
+
+    pthread_mutex_lock(&interned_lock);
+    for (h = interned; h != NULL; h = h->next)
+        if (same_text(h->observer_path, ctx->observer_path) &&
+            same_text(h->init_path, ctx->init_path) && same_text(h->instance_id, ctx->instance_id) &&
+            same_text(h->state_dir, ctx->state_dir))
+            goto out;
+    h = calloc(1, sizeof(*h));
+    if (h != NULL) {
+        h->observer_path = dup_text(ctx->observer_path, &ok);
+        h->init_path = dup_text(ctx->init_path, &ok);
+        h->instance_id = dup_text(ctx->instance_id, &ok);
+        h->state_dir = dup_text(ctx->state_dir, &ok);
+        if (!ok) {
+            free(h->observer_path);
+            free(h->init_path);
+            free(h->instance_id);
+            free(h->state_dir);
+            free(h);
+            h = NULL;
+            goto out;
+        }
+        cordon_host_table_init(&h->host, h->observer_path, h->init_path, h->instance_id,
+                               h->state_dir);
+        h->next = interned;
+        interned = h;
+    }
+out:
+    pthread_mutex_unlock(&interned_lock);
+    return h != NULL ? &h->host : NULL;
+}
+
 int cordon_ctx_new(const struct cordon_ctx_opts *opts, struct cordon_ctx **ret_ctx,
                    struct cordon_error *err)
 {
@@ -279,8 +358,11 @@ int cordon_ctx_new(const struct cordon_ctx_opts *opts, struct cordon_ctx **ret_c
     r = load_config(ctx, opts != NULL ? opts->config_path : NULL, err);
     if (r < 0)
         goto fail;
-    cordon_host_table_init(&ctx->host, ctx->observer_path, ctx->init_path, ctx->instance_id,
-                           ctx->state_dir);
+    ctx->host = host_table(ctx);
+    if (ctx->host == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "context: out of memory");
+        goto fail;
+    }
     *ret_ctx = ctx;
     return 0;
 fail:

@@ -80,7 +80,7 @@ static int bind(struct cordon_ctx *ctx, const char *provider_id, const cJSON *co
     if (text == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
     cordon_error_init(&perr);
-    r = ret->p->vt.ensure(&ctx->host, text, &ret->res, &perr);
+    r = ret->p->vt.ensure(ctx->host, text, &ret->res, &perr);
     free(text);
     if (r != 0) {
         ret->res = NULL;
@@ -645,7 +645,7 @@ out:
     unbind(&b);
     cordon__record_close(rec);
     if (state_text != NULL)
-        ctx->host.free(state_text);
+        ctx->host->free(state_text);
     free(text);
     cJSON_Delete(result);
     cJSON_Delete(state);
@@ -824,7 +824,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     if ((r = cordon__record_phase(rec, "exec", true, err)) < 0)
         goto out;
     cordon_drive_opts_init(&opts);
-    opts.host = &ctx->host;
+    opts.host = ctx->host;
     opts.provider = &b.p->vt;
     opts.resource = b.res;
     opts.state_json = state;
@@ -1325,7 +1325,7 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
             }
         }
         if (text != NULL)
-            ctx->host.free(text);
+            ctx->host->free(text);
         cJSON_ArrayForEach(id, list) {
             struct cordon__record *rec = NULL;
             struct cordon_error e2;

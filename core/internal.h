@@ -37,7 +37,10 @@ struct cordon_ctx {
     /* cordon__verify_facts; nothing in the library or the command changes
      * it (only unit tests of selection's own logic replace it). */
     cordon__verify_fn verify;
-    struct cordon_host_v1 host;
+    /* The services table providers get: interned for the life of the
+     * process (a provider may keep it), shared by every context with the
+     * same paths and instance id. */
+    const struct cordon_host_v1 *host;
     struct cordon__loaded **loaded; /* grows; pointers stay valid */
     size_t n_loaded;
 };

@@ -51,7 +51,7 @@ int cordon__loader_get(struct cordon_ctx *ctx, const char *id, struct cordon__lo
                              "provider %s: no %s.so in the provider path", id, id);
         goto fail;
     }
-    r = cordon_provider_load(entry->path, &ctx->host, &entry->vt, err);
+    r = cordon_provider_load(entry->path, ctx->host, &entry->vt, err);
     if (r < 0)
         goto fail;
     grown = realloc(ctx->loaded, (ctx->n_loaded + 1) * sizeof(*grown));

@@ -115,7 +115,7 @@ static int call_probe(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJ
     if (config_text == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
     cordon_error_init(&perr);
-    r = p->vt.probe(&ctx->host, config_text, flags, &facts_text, &perr);
+    r = p->vt.probe(ctx->host, config_text, flags, &facts_text, &perr);
     free(config_text);
     if (r != 0 || facts_text == NULL) {
         r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "%s",
@@ -139,7 +139,7 @@ static int call_probe(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJ
     }
 out:
     if (facts_text != NULL)
-        ctx->host.free(facts_text);
+        ctx->host->free(facts_text);
     return r;
 }
 

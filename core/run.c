@@ -459,7 +459,7 @@ static int step_ensure(struct run *run, struct cordon_error *err)
     int r;
 
     cordon_error_init(&perr);
-    r = config != NULL ? vt->ensure(&run->ctx->host, config, &run->resource, &perr) : CORDON_E_NOMEM;
+    r = config != NULL ? vt->ensure(run->ctx->host, config, &run->resource, &perr) : CORDON_E_NOMEM;
     free(config);
     if (r != 0) {
         run->resource = NULL;
@@ -590,7 +590,7 @@ static int step_run(struct run *run, struct cordon_error *err)
             return fail(run, "error", run->plan->steps[i].name, t, err);
         }
         cordon_drive_opts_init(&opts);
-        opts.host = &run->ctx->host;
+        opts.host = run->ctx->host;
         opts.provider = &run->sel.provider->vt;
         opts.resource = run->resource;
         opts.state_json = run->state;
@@ -754,7 +754,7 @@ static void teardown(struct run *run)
         } else {
             add_event(run, "terminate", t, true, NULL);
         }
-        run->ctx->host.free(run->state);
+        run->ctx->host->free(run->state);
         run->state = NULL;
     }
     if (run->resource != NULL) {

@@ -174,7 +174,7 @@ static int observe(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON
         snprintf(why, why_size, "out of memory");
         return CORDON_E_NOMEM;
     }
-    r = p->vt.ensure(&ctx->host, text, &res, &perr);
+    r = p->vt.ensure(ctx->host, text, &res, &perr);
     free(text);
     if (r != 0 || res == NULL) {
         snprintf(why, why_size, "ensure failed: %s", perr.message[0] ? perr.message : "no resource");
@@ -186,7 +186,7 @@ static int observe(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON
     if (r == 0) {
         struct cordon_observe_opts oo = {
             .struct_size = sizeof(oo),
-            .host = &ctx->host,
+            .host = ctx->host,
             .provider = &p->vt,
             .resource = res,
             .image = cJSON_IsString(image) ? image->valuestring : NULL,

@@ -81,6 +81,17 @@ note "unit, mechanism and contract suites (make check)"
 ( cd "$BUILD" && make -j"$(nproc)" check )
 check_rc=$?
 
+note "headers: what a provider author compiles, from the installed package"
+bash scripts/check-headers.sh --installed >"$BUILD/headers.out" 2>&1
+headers_rc=$?
+cat "$BUILD/headers.out"
+hp=$(sed -n 's/^headers: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$BUILD/headers.out")
+hf=$(sed -n 's/^headers: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$BUILD/headers.out")
+if [ -z "$hp" ] || [ "$hp" -lt 5 ] || [ $headers_rc -ne 0 ]; then
+  failed=$((failed + 1)); echo "check FAILED: headers: not every compile ran and passed (exit $headers_rc)"
+fi
+passed=$((passed + ${hp:-0})); failed=$((failed + ${hf:-0}))
+
 note "kill battery: SIGKILL cordon mid-operation, then gc (installed build)"
 # N=6 per provider keeps this to about two minutes; N=50 is the full battery.
 check "kill battery leaves nothing (seed 1, N=6 per provider)" bash scripts/kill-battery.sh -n 6 -s 1

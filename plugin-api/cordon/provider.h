@@ -66,9 +66,12 @@ enum cordon_log_level {
 };
 
 /*
- * Services the host offers a provider. Owned by the host, valid for the
- * life of the process. Append-only: test a member added after 1.0 with
- * CORDON_HOST_HAS(host, member) before touching it.
+ * Services the host offers a provider. Owned by the host and valid, with
+ * every string it points to, for the life of the process: the host never
+ * changes or frees a table it has passed. A process whose contexts differ
+ * in state_dir, paths or instance id passes one table per context, so use
+ * the table each probe and ensure receives. Append-only: test a member
+ * added after 1.0 with CORDON_HOST_HAS(host, member) before touching it.
  */
 struct cordon_host_v1 {
     uint32_t abi_version;   /* CORDON_ABI_VERSION of the host */
@@ -85,8 +88,9 @@ struct cordon_host_v1 {
     const char *observer_path;
     /* Absolute path of the static reaping init (cordon-init). */
     const char *init_path;
-    /* Identifies this host installation; providers label every sandbox
-     * object with it (org.cordon.host). */
+    /* Identifies this host installation: 32 lowercase hex digits, the
+     * same for as long as its state directory lives. Providers label every
+     * sandbox object with it (org.cordon.host). */
     const char *host_instance_id;
     /* The host's state directory; a provider may keep caches under
      * <state_dir>/providers/<provider_id>/ and nowhere else in it. */
@@ -121,7 +125,7 @@ struct cordon_exec_io {
     int cancel_fd;
 };
 
-/* Flags for cordon_provider_init_v1; none are defined in 1.0. */
+/* Flags for cordon_provider_init_v1; ABI 1 defines none. */
 #define CORDON_INIT_FLAGS_NONE 0u
 
 /* Flags for probe. Unknown flags are ignored by a provider. */
@@ -168,7 +172,8 @@ struct cordon_provider_v1 {
      * With CORDON_PROBE_AVAILABILITY the provider only re-checks that it
      * can be used now (daemon alive, runtime registered, image present) and
      * returns facts holding provider_id, available and reason; the host
-     * uses it right before ensure when it reuses cached full facts. */
+     * calls it right before ensure of the candidate it selected, every
+     * time (whether the full facts came from its cache or not). */
     int (*probe)(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
                  char **ret_facts_json, struct cordon_error *err);
 
@@ -295,9 +300,16 @@ CORDON_EXTERN int cordon_provider_init_v1(const struct cordon_host_v1 *host, uin
                                           struct cordon_error *err);
 
 /*
+ * The services table of the first init, for the provider's own use (valid
+ * for the life of the process). Defined by CORDON_PROVIDER_DEFINE.
+ */
+extern const struct cordon_host_v1 *cordon_provider_host;
+
+/*
  * Writes the entry point for a provider whose vtable is the static
- * struct cordon_provider_v1 `vtable`. The host's services table is kept in
- * cordon_provider_host for the provider's own use.
+ * struct cordon_provider_v1 `vtable`. The host calls it once for each
+ * context that loads the provider (a second context in one process calls
+ * it again); the first call's table is kept in cordon_provider_host.
  */
 #define CORDON_PROVIDER_DEFINE(vtable)                                          \
     const struct cordon_host_v1 *cordon_provider_host;                          \
@@ -314,7 +326,8 @@ CORDON_EXTERN int cordon_provider_init_v1(const struct cordon_host_v1 *host, uin
                                     "init: host speaks ABI major %u, provider %u", \
                                     (unsigned)CORDON_ABI_MAJOR_OF(host->abi_version), \
                                     (unsigned)CORDON_ABI_MAJOR);                \
-        cordon_provider_host = host;                                            \
+        if (cordon_provider_host == NULL)                                       \
+            cordon_provider_host = host;                                        \
         *ret_provider = &(vtable);                                              \
         return 0;                                                               \
     }

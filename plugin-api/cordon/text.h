@@ -107,8 +107,11 @@ static inline size_t cordon_text_utf8_end(const char *s, size_t len)
  * s is not NULL. */
 static inline int cordon_text_fit(const char *s, size_t max)
 {
-    size_t len = strnlen(s, max);
+    size_t len = 0;
 
+    /* strnlen, which strict ISO C (-std=c11) does not declare */
+    while (len < max && s[len] != '\0')
+        len++;
     if (len == max)
         len = cordon_text_utf8_end(s, len);
     return len > (size_t)INT32_MAX ? INT32_MAX : (int)len;
@@ -152,7 +155,10 @@ static inline size_t cordon_text_escape(char *dst, size_t dst_size, const char *
 
         if (n == 0) {
             /* Not UTF-8: show the one byte and resynchronise on the next. */
-            esc[0] = '\\', esc[1] = 'x', esc[2] = hex[s[i] >> 4], esc[3] = hex[s[i] & 15];
+            esc[0] = '\\';
+            esc[1] = 'x';
+            esc[2] = hex[s[i] >> 4];
+            esc[3] = hex[s[i] & 15];
             elen = 4;
             n = 1;
         } else if (!cordon_text_hidden(cp, flags)) {
@@ -163,10 +169,14 @@ static inline size_t cordon_text_escape(char *dst, size_t dst_size, const char *
             i += n;
             continue;
         } else if (cp < 0x80) {
-            esc[0] = '\\', esc[1] = 'x', esc[2] = hex[cp >> 4], esc[3] = hex[cp & 15];
+            esc[0] = '\\';
+            esc[1] = 'x';
+            esc[2] = hex[cp >> 4];
+            esc[3] = hex[cp & 15];
             elen = 4;
         } else {
-            esc[0] = '\\', esc[1] = 'u';
+            esc[0] = '\\';
+            esc[1] = 'u';
             for (int k = 0; k < 4; k++)
                 esc[2 + k] = hex[(cp >> (12 - 4 * k)) & 15];
             elen = 6;

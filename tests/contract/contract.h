@@ -34,8 +34,9 @@
 #define CONTRACT_ENV_ALLOW_SYNTHETIC "CORDON_CONTRACT_ALLOW_SYNTHETIC"
 #define CONTRACT_ENV_OBSERVER "CORDON_OBSERVER"
 
-/* The host instance id the suite labels everything with. */
-#define CONTRACT_HOST_INSTANCE "cordon-contract"
+/* The host instance id the suite labels everything with: 32 lowercase hex
+ * digits, the format a host passes ("cordon-contract" in ASCII, padded). */
+#define CONTRACT_HOST_INSTANCE "636f72646f6e2d636f6e747261637400"
 
 /* Limits of every execution the suite provisions. */
 #define CONTRACT_CPUS 1

@@ -164,3 +164,74 @@ ParameterizedTest(size_t *at, loader, provider_ids)
     struct id_case *c = &provider_ids_cases[*at];
     cr_expect_eq(cordon_provider_id_valid(c->id), c->valid, "\"%s\"", c->id);
 }
+
+/* provider.h: the services table, and every string in it, is valid for
+ * the life of the process; a provider may keep it past its context. */
+Test(loader, host_table_outlives_its_context)
+{
+    char *a = test_mkdtemp(), *b = test_mkdtemp();
+    struct cordon_ctx_opts oa = { sizeof(oa), a, NULL, NULL, false };
+    struct cordon_ctx_opts ob = { sizeof(ob), b, NULL, NULL, false };
+    struct cordon_ctx *c1 = NULL, *c2 = NULL, *c3 = NULL;
+    const struct cordon_host_v1 *kept;
+    char *state = NULL;
+
+    cr_assert_eq(cordon_ctx_new(&oa, &c1, NULL), 0);
+    kept = c1->host;
+    state = strdup(kept->state_dir);
+    cr_assert_not_null(state);
+    cordon_ctx_free(c1);
+    /* Another context over the same state directory shares the table. */
+    cr_assert_eq(cordon_ctx_new(&oa, &c2, NULL), 0);
+    cr_expect_eq(c2->host, kept, "a second context with the same paths got another table");
+    cordon_ctx_free(c2);
+    /* One over another directory gets its own; the kept one is unchanged. */
+    cr_assert_eq(cordon_ctx_new(&ob, &c3, NULL), 0);
+    cr_expect_neq(c3->host, kept);
+    cr_expect_str_neq(c3->host->state_dir, kept->state_dir);
+    cordon_ctx_free(c3);
+    cr_expect_str_eq(kept->state_dir, state, "the kept table changed after its context went");
+    cr_expect_eq(kept->struct_size, sizeof(struct cordon_host_v1));
+    cr_expect_not_null(kept->alloc);
+    free(state);
+    test_rmtree(a);
+    test_rmtree(b);
+    free(a);
+    free(b);
+}
+
+/* The instance id providers are promised is 32 lowercase hex digits: a
+ * state directory holding anything else is refused, naming the file. */
+Test(loader, instance_id_that_is_not_hex_is_refused)
+{
+    static const char *const bad[] = { "not-an-id-at-all-not-an-id-at-al",
+                                       "0123456789ABCDEF0123456789ABCDEF",
+                                       "0123456789abcdef0123456789abcdef0" };
+    char *state = test_mkdtemp(), path[512];
+    struct cordon_ctx_opts opts = { sizeof(opts), state, NULL, NULL, false };
+    struct cordon_ctx *ctx = NULL;
+    struct cordon_error err;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/instance-id", state);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fputs(bad[i], f);
+        fclose(f);
+        cordon_error_init(&err);
+        cr_expect_eq(cordon_ctx_new(&opts, &ctx, &err), CORDON_E_INVALID, "%s accepted", bad[i]);
+        cr_expect(strstr(err.message, "instance-id is not 32 lowercase hex digits") != NULL, "%s",
+                  err.message);
+    }
+    /* With a newline after it, as an editor leaves it, an id is fine. */
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("0123456789abcdef0123456789abcdef\n", f);
+    fclose(f);
+    cr_assert_eq(cordon_ctx_new(&opts, &ctx, &err), 0, "%s", err.message);
+    cr_expect_str_eq(ctx->host->host_instance_id, "0123456789abcdef0123456789abcdef");
+    cordon_ctx_free(ctx);
+    test_rmtree(state);
+    free(state);
+}

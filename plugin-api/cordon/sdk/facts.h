@@ -59,13 +59,18 @@ CORDON_EXTERN bool cordon_safety_class_valid(const char *safety_class);
  */
 struct cordon_facts_parts {
     uint32_t struct_size;
+#if UINTPTR_MAX > 0xffffffffu
+    uint32_t padding_0;                     /* the layout's own gap, named; leave 0 */
+#endif
     const char *provider_id;
     const char *const *supported_kinds;     /* NULL-terminated */
     bool available;
+    char padding_1[sizeof(void *) - sizeof(bool)];
     const char *reason;                     /* "ready" or why not */
     const char *safety_class;
     const char *mechanism;                  /* "container", "host_process", ... */
     bool rootfs_read_only;
+    char padding_2[sizeof(void *) - sizeof(bool)];
     const char *const *workspace_access_modes; /* NULL-terminated */
     const char *const *limits_enforced;     /* NULL-terminated */
     const char *observation_json;           /* from cordon_observe_run; NULL when unavailable */

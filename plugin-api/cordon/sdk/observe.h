@@ -32,6 +32,9 @@ extern "C" {
 
 struct cordon_observe_opts {
     uint32_t struct_size;                        /* sizeof(struct cordon_observe_opts) */
+#if UINTPTR_MAX > 0xffffffffu
+    uint32_t padding_0;                          /* the layout's own gap, named; leave 0 */
+#endif
     const struct cordon_host_v1 *host;           /* observer_path comes from here */
     const struct cordon_provider_v1 *provider;
     struct cordon_resource *resource;

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# What a provider author compiles, compiled the way they would:
+#   - every public header together with CORDON_PROVIDER_DEFINE, under
+#     clang -Weverything -Werror, gcc -Wall -Wextra -Wpedantic -Werror
+#     -std=c11, and (the headers alone) as C++ under g++ -Wall -Wextra -Werror;
+#   - the skeleton of docs/provider-authoring.md (its first C block) under
+#     gcc and clang -Wall -Wextra -Werror.
+#   scripts/check-headers.sh [--installed]
+# Headers come from plugin-api/, or with --installed from the installed
+# package (pkg-config cordon). Prints one line per compile and ends with
+# "headers: N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+if [ "${1:-}" = "--installed" ]; then
+  cflags=$(PKG_CONFIG_PATH=${PKG_CONFIG_PATH:-/usr/local/lib/pkgconfig} pkg-config --cflags cordon) ||
+    { echo "headers: pkg-config finds no cordon"; echo "headers: 0 passed, 1 failed"; exit 1; }
+else
+  cflags="-I$top/plugin-api"
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/cordon-headers.XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+
+{
+  for h in plugin-api/cordon/*.h plugin-api/cordon/sdk/*.h; do
+    echo "#include <cordon/${h#plugin-api/cordon/}>"
+  done
+  echo 'static const struct cordon_provider_v1 vt = { .abi_version = CORDON_ABI_VERSION,'
+  echo '                                              .struct_size = sizeof(struct cordon_provider_v1) };'
+  echo 'CORDON_PROVIDER_DEFINE(vt)'
+} >"$work/all.c"
+grep '^#include' "$work/all.c" >"$work/all.cc"
+awk '/^## 3\. A skeleton/ { s = 1 } s && /^```c$/ { c = 1; next } c && /^```$/ { exit } c { print }' \
+  docs/provider-authoring.md >"$work/skeleton.c"
+
+try() { # name, then the compiler command
+  local name=$1; shift
+  if "$@" >"$work/out" 2>&1; then
+    passed=$((passed + 1)); echo "headers: ok: $name"
+  else
+    failed=$((failed + 1)); echo "headers: FAILED: $name"; head -n 30 "$work/out"
+  fi
+}
+command -v clang >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q clang >/dev/null
+[ -s "$work/skeleton.c" ] || { failed=$((failed + 1)); echo "headers: FAILED: no skeleton found in docs/provider-authoring.md"; }
+# shellcheck disable=SC2086
+try "every header and CORDON_PROVIDER_DEFINE, clang -Weverything" \
+  clang -Weverything -Werror $cflags -c "$work/all.c" -o "$work/a.o"
+try "every header and CORDON_PROVIDER_DEFINE, gcc -std=c11 -Wpedantic" \
+  gcc -std=c11 -Wall -Wextra -Wpedantic -Werror $cflags -c "$work/all.c" -o "$work/a.o"
+try "every header as C++" \
+  g++ -Wall -Wextra -Werror $cflags -fsyntax-only "$work/all.cc"
+try "the authoring guide's skeleton, gcc -Wall -Wextra" \
+  gcc -Wall -Wextra -Werror $cflags -c "$work/skeleton.c" -o "$work/s.o"
+try "the authoring guide's skeleton, clang -Wall -Wextra" \
+  clang -Wall -Wextra -Werror $cflags -c "$work/skeleton.c" -o "$work/s.o"
+echo "headers: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
