@@ -10,7 +10,11 @@
  *   - file descriptors (stdio of a sandboxed process, tar streams).
  * No cJSON, libarchive or libgit2 type ever crosses this boundary.
  *
- * Compatibility rules (see docs/provider-abi.md):
+ * The documents named in these headers (provider-abi.md, provider-authoring.md,
+ * json.md, observation.md) are installed in cordon's documentation directory
+ * (share/doc/cordon).
+ *
+ * Compatibility rules (see provider-abi.md):
  *   - Every struct that crosses starts with abi_version and struct_size.
  *   - Within a major, structs only grow at the end; nothing is reordered,
  *     no signature changes. An optional slot that is NULL means unsupported.
@@ -132,10 +136,10 @@ struct cordon_exec_io {
  * The provider's vtable. Lives in the provider's static storage; the host
  * copies it into a zeroed local of its own size and never writes to it.
  *
- * JSON documents (schemas in docs/provider-abi.md):
+ * JSON documents (schemas in provider-abi.md §7):
  *   config_json   provider config object (candidate config merged over the
  *                 base config); "{}" when none.
- *   facts         probe facts, DESIGN.md §6.
+ *   facts         probe facts, json.md §3.
  *   spec_json     {"execution_id", "image", "resources": {cpus,
  *                 memory_bytes, disk_bytes, pids, runtime_ms,
  *                 max_output_bytes}, "network": {"mode": "none"},
@@ -267,7 +271,7 @@ struct cordon_provider_v1 {
      * each one's namespaces, seccomp mode, no_new_privs, capabilities and
      * descendants from /proc itself, and a pid that does not belong to the
      * sandbox it observed makes every check that needs it fail
-     * (docs/observation.md). Without it the host sees the sandbox from
+     * (observation.md). Without it the host sees the sandbox from
      * inside only, and a userspace kernel's axes stay false. */
     int (*boundary)(struct cordon_resource *resource, const char *state_json,
                     char **ret_boundary_json, struct cordon_error *err);
