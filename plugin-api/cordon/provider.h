@@ -92,8 +92,8 @@ struct cordon_host_v1 {
     /* Identifies this host installation; providers label every sandbox
      * object with it (org.cordon.host). */
     const char *host_instance_id;
-    /* The host's state directory, absolute, shared by every host process of
-     * this installation. A provider keeps its files (caches, per-execution
+    /* The host's state directory, absolute; other host processes may use it
+     * at the same time. A provider keeps its files (caches, per-execution
      * files named by execution id, removed by terminate and reclaim) under
      * <state_dir>/providers/<provider_id>/, which it creates, and nowhere
      * else in it (provider-authoring.md §4.5). */
