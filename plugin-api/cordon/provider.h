@@ -87,7 +87,8 @@ struct cordon_host_v1 {
 
     /* Absolute path of the static observer program (cordon-observe). */
     const char *observer_path;
-    /* Absolute path of the static reaping init (cordon-init). */
+    /* Absolute path of the static reaping init (cordon-init; its two forms,
+     * --deadline-ms and --exec: provider-authoring.md §4.6). */
     const char *init_path;
     /* Identifies this host installation; providers label every sandbox
      * object with it (org.cordon.host). */
