@@ -1,6 +1,6 @@
 /*
  * Checkpoint and restore throughput against tar(1), measured in the same
- * run on the same tree (DESIGN.md §4.2; target: at least 0.7 of tar).
+ * run on the same tree (target: at least 0.7 of tar's throughput; bench/README.md).
  *
  *   checkpoint-bench --dir DIR [--mib N] [--rounds N] [--json FILE]
  *

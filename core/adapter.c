@@ -1,4 +1,4 @@
-/* core: the per-language argv plans of DESIGN.md §4.1. */
+/* core: the per-language argv plans (the adapters of cordon(1) run). */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -12,7 +12,7 @@
 /* Where a build step leaves the program, relative to the step's cwd. */
 #define ADAPTER_APP "../build/app"
 
-/* One row of the table in DESIGN.md §4.1. */
+/* One row of the adapter table below. */
 struct adapter {
     const char *language;
     const char *toolchain;

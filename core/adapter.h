@@ -1,6 +1,6 @@
 /*
  * core: language adapters. An adapter turns a bundle and the execution's
- * limits into a fixed argv plan (DESIGN.md §4.1): the model never supplies
+ * limits into a fixed argv plan (cordon(1), run): the model never supplies
  * a command, only the bundle's files and args.
  */
 #ifndef CORDON_CORE_ADAPTER_H

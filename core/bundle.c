@@ -456,7 +456,7 @@ static cJSON *string_array(char *const *strings, size_t n)
     return array;
 }
 
-/* The object the digest is taken over (DESIGN.md §3). */
+/* The object the digest is taken over (json.md §5). */
 static cJSON *digest_document(const struct cordon__bundle *b)
 {
     cJSON *doc = cJSON_CreateObject();

@@ -1,7 +1,7 @@
 /*
  * core: bundles, the immutable unit of code that a run executes: source
  * bytes, language, entrypoint, argv, declared outputs and toolchain floor,
- * named by a sha256 digest over their canonical JSON (DESIGN.md §3, §8).
+ * named by a sha256 digest over their canonical JSON (json.md §5).
  */
 #ifndef CORDON_CORE_BUNDLE_H
 #define CORDON_CORE_BUNDLE_H
@@ -12,7 +12,7 @@
 #include <cjson/cJSON.h>
 #include <cordon/error.h>
 
-/* Bounds on everything a bundle or a request carries (DESIGN.md §8). */
+/* Bounds on everything a bundle or a request carries (json.md §5). */
 #define CORDON_BUNDLE_MAX_FILES 1024
 #define CORDON_BUNDLE_MAX_FILE_BYTES (16ull << 20)
 #define CORDON_BUNDLE_MAX_BYTES (64ull << 20)

@@ -1,4 +1,4 @@
-/* core: the checkpoint store (DESIGN.md §4.2, §8). */
+/* core: the checkpoint store (json.md §9, §10). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -393,7 +393,8 @@ static int write_workspace(int dirfd, int tar_in_fd, uint64_t max_bytes, uint64_
         return cordon_error_set(err, CORDON_E_IO, errno, "checkpoint: create workspace.tar: %s",
                                 strerror(errno));
     cordon_error_init(&in);
-    /* Safe relative symlinks are part of a workspace; everything else of §8 is refused. */
+    /* Safe relative symlinks are part of a workspace; every other entry
+     * that cordon/sdk/tar.h lists is refused. */
     r = cordon_tar_filter_fd(tar_in_fd, fd, &limits, CORDON_TAR_ALLOW_SYMLINKS, &stats, ret_sha,
                              &in);
     if (r < 0) {

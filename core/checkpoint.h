@@ -1,5 +1,5 @@
 /*
- * core: the checkpoint store (DESIGN.md §4.2, §8). A checkpoint is the
+ * core: the checkpoint store (json.md §9, §10). A checkpoint is the
  * bytes of an execution's /workspace as a checked tar stream plus a
  * versioned manifest, nothing else (no processes, memory or credentials):
  *

@@ -1,6 +1,6 @@
 /*
- * core: git workspaces (DESIGN.md §4.2 "workspace": {"git": repository,
- * revision}). A revision of a local repository is read with libgit2 and
+ * core: git workspaces (json.md §7 "workspace": {"kind": "git",
+ * "repository", "revision"}). A revision of a local repository is read with libgit2 and
  * written as a tar stream that the provider imports into /workspace: the
  * files of the commit's tree and nothing else (no .git, no worktree, no
  * checkout on disk, no filters, hooks or LFS: blob bytes as stored).

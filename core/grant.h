@@ -1,6 +1,6 @@
 /*
- * core: task-workspace grants (DESIGN.md §3, §4.1 steps grant, land,
- * collect, close). The task workspace issues a grant for one call: a fresh
+ * core: task-workspace grants (the steps grant, land, collect and close of
+ * json.md §6.1). The task workspace issues a grant for one call: a fresh
  * area <ws>/.cordon/grants/<id>/ with source/, build/, logs/, and the output
  * root <ws>/output/ that collected outputs land in. Executions never see the
  * task workspace itself in snapshot mode.

@@ -1,5 +1,5 @@
 /* core: the execution-host lifecycle — provision, exec, checkpoint,
- * restore, terminate, reclaim, ls, gc (DESIGN.md §4.2). */
+ * restore, terminate, reclaim, ls, gc (json.md §7-§11). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>

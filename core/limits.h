@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 #include <cordon/error.h>
 
-/* The resources object of a provision spec (DESIGN.md §4.2). */
+/* The resources object of a provision spec (json.md §7). */
 struct cordon__limits {
     double cpus;                /* fractional cpus, > 0 */
     uint64_t memory_bytes;

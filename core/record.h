@@ -1,5 +1,5 @@
 /*
- * core: execution records (DESIGN.md §4.2). One directory per execution,
+ * core: execution records (json.md §12). One directory per execution,
  * <state_dir>/executions/<id>/ (0700), holding record.json (0600, written
  * atomically: temporary file, fsync, rename). mkdir is the duplicate-id
  * check; flock on the directory serialises exec, checkpoint and terminate

@@ -1,5 +1,5 @@
 /*
- * core: the code-execution flow (DESIGN.md §4.1): grant, select, ensure,
+ * core: the code-execution flow (json.md §6.1): grant, select, ensure,
  * provision, land, run, collect, terminate, release, close — each step
  * recorded in meta.events, the grant closed whatever failed.
  */

@@ -1,5 +1,5 @@
 /*
- * core: deterministic provider selection (DESIGN.md §6). Candidates are
+ * core: deterministic provider selection (json.md §6.2). Candidates are
  * taken in order; each is loaded and probed and either kept or skipped
  * with one structured reason; the chosen one is re-probed for availability
  * right before ensure.

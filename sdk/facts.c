@@ -1,4 +1,4 @@
-/* sdk: probe facts (DESIGN.md §6): composing, validating, versions. */
+/* sdk: probe facts (json.md §3): composing, validating, versions. */
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* sdk: tar streams on libarchive with the checks of DESIGN.md §8. */
+/* sdk: tar streams on libarchive with the checks listed in cordon/sdk/tar.h. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -623,7 +623,7 @@ static int apply_dirs(struct extract *x, struct cordon_error *err)
 }
 
 /*
- * The checks of DESIGN.md §8 on one header, shared by extraction and
+ * The checks of cordon/sdk/tar.h on one header, shared by extraction and
  * cordon_tar_filter_fd so that both refuse exactly the same streams: the
  * entry count, the name (normalised into *ret_name, freed by the caller),
  * hardlinks, setuid/setgid, the type, symlink targets and the size the

@@ -11,7 +11,7 @@
 #include <cjson/cJSON.h>
 #include <cordon/cordon.h>
 
-/* Exit statuses of the command (DESIGN.md §8). */
+/* Exit statuses of the command (EXIT STATUS in cordon(1)). */
 /* A usage error: an unknown, abbreviated, misplaced or valueless option, a
  * missing or extra operand. */
 #define CLI_EXIT_USAGE 2

@@ -3,7 +3,7 @@
  *
  * Integrators link it and speak JSON: a request object in, a result object
  * out, the same documents `cordon ... --request FILE --json` reads and
- * prints (docs/cordon.1, docs/json.md).
+ * prints (cordon(1), json.md).
  */
 #ifndef CORDON_CORDON_H
 #define CORDON_CORDON_H
@@ -50,7 +50,7 @@ CORDON_EXTERN int cordon_probe_json(struct cordon_ctx *ctx, const char *const *i
                                     struct cordon_error *err);
 
 /*
- * The code-execution flow (DESIGN.md §4.1): grant, select, ensure,
+ * The code-execution flow (json.md §5, §6): grant, select, ensure,
  * provision, land, run, collect, terminate, release, close. Returns 0
  * whenever a result document was produced — also for a refused request
  * ("status": "blocked") or a failing program — and a negative code only
@@ -66,9 +66,9 @@ CORDON_EXTERN int cordon_run_json(struct cordon_ctx *ctx, const char *request_js
 CORDON_EXTERN int cordon_result_exit_status(const char *result_json);
 
 /*
- * The execution-host lifecycle (DESIGN.md §4.2). Every call returns 0 with
+ * The execution-host lifecycle (json.md §7-§11). Every call returns 0 with
  * a result document in *ret_json (malloc'd), or a negative code with err
- * filled and nothing left behind. Documents: docs/json.md.
+ * filled and nothing left behind. Documents: json.md.
  */
 
 /* {"provider", "provider_config", "allow_unsafe_local", "allow_unpinned",

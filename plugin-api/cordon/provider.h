@@ -10,7 +10,11 @@
  *   - file descriptors (stdio of a sandboxed process, tar streams).
  * No cJSON, libarchive or libgit2 type ever crosses this boundary.
  *
- * Compatibility rules (see docs/provider-abi.md):
+ * The documents named in these headers (provider-abi.md, provider-authoring.md,
+ * json.md, observation.md) are installed in cordon's documentation directory
+ * (share/doc/cordon).
+ *
+ * Compatibility rules (see provider-abi.md):
  *   - Every struct that crosses starts with abi_version and struct_size.
  *   - Within a major, structs only grow at the end; nothing is reordered,
  *     no signature changes. An optional slot that is NULL means unsupported.
@@ -86,14 +90,18 @@ struct cordon_host_v1 {
 
     /* Absolute path of the static observer program (cordon-observe). */
     const char *observer_path;
-    /* Absolute path of the static reaping init (cordon-init). */
+    /* Absolute path of the static reaping init (cordon-init; its two forms,
+     * --deadline-ms and --exec: provider-authoring.md §4.6). */
     const char *init_path;
     /* Identifies this host installation: 32 lowercase hex digits, the
      * same for as long as its state directory lives. Providers label every
      * sandbox object with it (org.cordon.host). */
     const char *host_instance_id;
-    /* The host's state directory; a provider may keep caches under
-     * <state_dir>/providers/<provider_id>/ and nowhere else in it. */
+    /* The host's state directory, absolute; other host processes may use it
+     * at the same time. A provider keeps its files (caches, per-execution
+     * files named by execution id, removed by terminate and reclaim) under
+     * <state_dir>/providers/<provider_id>/, which it creates, and nowhere
+     * else in it (provider-authoring.md §4.5). */
     const char *state_dir;
 };
 
@@ -136,10 +144,10 @@ struct cordon_exec_io {
  * The provider's vtable. Lives in the provider's static storage; the host
  * copies it into a zeroed local of its own size and never writes to it.
  *
- * JSON documents (schemas in docs/provider-abi.md):
+ * JSON documents (schemas in provider-abi.md §7):
  *   config_json   provider config object (candidate config merged over the
  *                 base config); "{}" when none.
- *   facts         probe facts, DESIGN.md §6.
+ *   facts         probe facts, json.md §3.
  *   spec_json     {"execution_id", "image", "resources": {cpus,
  *                 memory_bytes, disk_bytes, pids, runtime_ms,
  *                 max_output_bytes}, "network": {"mode": "none"},
@@ -272,7 +280,7 @@ struct cordon_provider_v1 {
      * each one's namespaces, seccomp mode, no_new_privs, capabilities and
      * descendants from /proc itself, and a pid that does not belong to the
      * sandbox it observed makes every check that needs it fail
-     * (docs/observation.md). Without it the host sees the sandbox from
+     * (observation.md). Without it the host sees the sandbox from
      * inside only, and a userspace kernel's axes stay false. */
     int (*boundary)(struct cordon_resource *resource, const char *state_json,
                     char **ret_boundary_json, struct cordon_error *err);

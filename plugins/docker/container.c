@@ -1,7 +1,8 @@
 /*
  * docker: provisioning one execution as one container, with every default
- * of DESIGN.md §7, read back after creation and refused when the daemon did
- * not apply any of it (fail closed); and removing containers again.
+ * of THE SANDBOX in cordon-provider-docker(7), read back after creation and
+ * refused when the daemon did not apply any of it (fail closed); and
+ * removing containers again.
  *
  * /workspace is an anonymous local volume of type tmpfs rather than a
  * HostConfig.Tmpfs mount: the archive API refuses to write into a
@@ -270,10 +271,10 @@ static int dk_spec_parse(const struct cordon_resource *res, const char *json, st
 /* ---- the container -------------------------------------------------------- */
 
 /*
- * The seccomp profile (DESIGN.md §7): every call allowed but what sandboxed
- * code has no business making. The daemon's default profile lets
- * io_uring through on some versions, and a profile cannot be stacked on
- * it, so this one stands alone. Another ABI (i386, x32) is not listed and
+ * The seccomp profile (cordon-provider-docker(7)): every call allowed but
+ * what sandboxed code has no business making. The daemon's default profile
+ * lets io_uring through on some versions, and a profile cannot be stacked
+ * on it, so this one stands alone. Another ABI (i386, x32) is not listed and
  * so hits the filter's bad-architecture action instead of slipping past
  * the numbers below.
  */

@@ -1,5 +1,5 @@
 /*
- * docker: the Docker provider (DESIGN.md §7), over the Engine API.
+ * docker: the Docker provider (cordon-provider-docker(7)), over the Engine API.
  *
  * This file holds the config, the probe, the resource, terminate and
  * reclaim, and the vtable; provisioning, exec and the archive calls live in
@@ -377,7 +377,7 @@ static char *dk_spool_dir(const struct cordon_host_v1 *host)
     const char *tmp = getenv("TMPDIR");
     char *dir = NULL;
 
-    /* DESIGN.md: a provider keeps files under <state_dir>/providers/<id>/ only. */
+    /* A provider keeps files under <state_dir>/providers/<id>/ only (provider.h). */
     if (sd != NULL && sd[0] == '/' && asprintf(&dir, "%s/providers/" DK_ID "/spool", sd) >= 0) {
         char *p = dir;
 

@@ -1,5 +1,6 @@
 /*
- * runc provider: the OCI config.json of one execution (DESIGN.md §7).
+ * runc provider: the OCI config.json of one execution (SANDBOX in
+ * cordon-provider-runc(7)).
  *
  * A read-only root; a numeric non-root user; every capability set empty;
  * no_new_privs; new pid, mount, ipc, uts, net and cgroup namespaces; the

@@ -1,5 +1,5 @@
 /*
- * runc: the isolated provider that needs no daemon (DESIGN.md §7).
+ * runc: the isolated provider that needs no daemon (cordon-provider-runc(7)).
  *
  * Drives an OCI runtime binary (runc; crun or runsc by runtime_path)
  * through its command line with a root directory of its own (runtime.c),

@@ -267,8 +267,8 @@ int runc__spec_build(const struct runc_spec_in *in, char **ret_json, struct cord
 
 /* ---- seccomp.c ------------------------------------------------------------- */
 
-/* The OCI linux.seccomp object of DESIGN.md §7 for the running
- * architecture (names it lacks are left out). *ret is a new cJSON object. */
+/* The OCI linux.seccomp object ("Seccomp profile" in cordon-provider-runc(7))
+ * for the running architecture (names it lacks are left out). *ret is a new cJSON object. */
 int runc__seccomp_profile(cJSON **ret, struct cordon_error *err);
 
 /* For the facts: how many syscalls the profile refuses outright on this

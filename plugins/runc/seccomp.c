@@ -1,6 +1,7 @@
 /*
  * runc provider: the seccomp profile we ship, as the OCI linux.seccomp
- * object that the runtime compiles (DESIGN.md §7).
+ * object that the runtime compiles ("Seccomp profile" in
+ * cordon-provider-runc(7)).
  *
  * A deny-list over an allowing default, in the spirit of Docker's default
  * profile: what sandboxed code has no business calling is answered with

@@ -1,5 +1,6 @@
 /*
- * trusted-local: explicit, unprotected host execution (DESIGN.md §7).
+ * trusted-local: explicit, unprotected host execution
+ * (cordon-provider-trusted-local(7)).
  *
  * Runs argv directly on the host, in a per-execution directory beneath a
  * root, with best-effort hardening in the child: rlimits, the bounding set
@@ -398,7 +399,8 @@ static int tl_root_prepare(const struct tl_config *cfg, struct cordon_error *err
 
 /* ---- seccomp ------------------------------------------------------------ */
 
-/* What sandboxed code has no business calling (DESIGN.md §7). */
+/* What sandboxed code has no business calling: the kernel keyring, bpf,
+ * mounts, modules, kexec, ptrace, io_uring, namespaces and a few more. */
 static const char *const tl_denied_syscalls[] = {
     "keyctl", "add_key", "request_key", "bpf", "mount", "umount2", "pivot_root", "chroot",
     "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",

@@ -482,7 +482,7 @@ static char *text_of(const struct cordon_stream_capture *s)
     return t;
 }
 
-/* ---- the defaults of DESIGN.md §7 -------------------------------------------------- */
+/* ---- the defaults of THE SANDBOX in cordon-provider-docker(7) --------------------- */
 
 Test(docker, provision_applies_every_default_and_labels_the_container)
 {

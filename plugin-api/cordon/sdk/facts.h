@@ -1,5 +1,5 @@
 /*
- * sdk: probe facts (DESIGN.md §6): building them, validating them, and
+ * sdk: probe facts (json.md §3): building them, validating them, and
  * normalising tool versions.
  */
 #ifndef CORDON_SDK_FACTS_H

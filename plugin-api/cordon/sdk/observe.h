@@ -68,7 +68,7 @@ struct cordon_observe_opts {
  *  "report": {raw observer report},
  *  "host_view": {"ns", "canary_path", "canary_token", "host_pid", "uid_map",
  *                "boot_id", "self", "pid1_ns", "boundary"}}
- * (docs/observation.md describes every field.)
+ * (observation.md describes every field.)
  */
 CORDON_EXTERN int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json,
                                      struct cordon_error *err);

@@ -1,5 +1,5 @@
 /*
- * sdk: tar streams with the safety checks of DESIGN.md §8, on libarchive.
+ * sdk: tar streams with safety checks, on libarchive.
  *
  * Reading refuses: absolute names, ".." components, hardlinks, symlinks
  * whose target is absolute or leaves the root (or any symlink without
@@ -81,7 +81,8 @@ CORDON_EXTERN int cordon_tar_create_paths_fd(int src_dirfd, const char *paths_js
                                              struct cordon_tar_stats *ret_stats,
                                              struct cordon_error *err);
 
-/* Who owns what a provider imports into /workspace (DESIGN.md §7). */
+/* Who owns what a provider imports into /workspace (the layouts of
+ * provider-abi.md §6.5). */
 struct cordon_workspace_owner {
     bool code_layout;   /* layout "code": source/ and below stay root's and read-only */
     bool set_owner;     /* chown entries (false: leave them to the caller's uid) */
