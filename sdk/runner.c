@@ -56,6 +56,8 @@
 #define CHILD_STACK (256u << 10) /* the child's own stack until it execs */
 /* cordon_runner_opts before fork_child was appended. */
 #define RUNNER_OPTS_V1_SIZE (offsetof(struct cordon_runner_opts, child_setup_arg) + sizeof(void *))
+/* With fork_child, before pass_fds was appended. */
+#define RUNNER_OPTS_V2_SIZE offsetof(struct cordon_runner_opts, pass_fds)
 
 /* What the child reports through the CLOEXEC pipe when it cannot exec. */
 enum child_step { STEP_FDS = 1, STEP_CHDIR = 2, STEP_SETUP = 3, STEP_EXEC = 4 };
@@ -74,6 +76,8 @@ struct child_plan {
     const char *cwd;
     int fds[3];               /* become 0, 1 and 2 */
     int report_fd;
+    int keep[CORDON_RUNNER_PASS_FDS_MAX + 1]; /* report_fd and pass_fds, ascending */
+    size_t n_keep;
     long max_fd;              /* bound of the close loop when close_range is missing */
     cordon_runner_child_fn setup;
     void *setup_arg;
@@ -141,19 +145,32 @@ static int raise_fd(int fd)
     return fd >= 0 && fd < 3 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : fd;
 }
 
-static void close_all_but(int keep, long max_fd)
+/* Close every fd above 2 but those of keep (ascending, each >= 3). */
+static void close_all_but(const int *keep, size_t n_keep, long max_fd)
 {
+    unsigned from = 3;
+    size_t k = 0;
+
 #ifdef SYS_close_range
     bool ok = true;
 
-    if (keep > 3 && syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u) != 0)
-        ok = false;
-    if (ok && syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) == 0)
+    for (k = 0; k < n_keep && ok; k++) {
+        if ((unsigned)keep[k] > from && syscall(SYS_close_range, from, (unsigned)keep[k] - 1, 0u) != 0)
+            ok = false;
+        from = (unsigned)keep[k] + 1;
+    }
+    if (ok && syscall(SYS_close_range, from, ~0u, 0u) == 0)
         return;
 #endif
-    for (long fd = 3; fd < max_fd; fd++)
-        if (fd != keep)
-            close((int)fd);
+    k = 0;
+    for (long fd = 3; fd < max_fd; fd++) {
+        while (k < n_keep && keep[k] < fd)
+            k++;
+        if (k < n_keep && keep[k] == fd)
+            continue;
+        close((int)fd);
+    }
+    (void)from;
 }
 
 static int __attribute__((noreturn)) child_exec(void *arg)
@@ -184,7 +201,27 @@ static int __attribute__((noreturn)) child_exec(void *arg)
     for (int i = 0; i < 3; i++)
         if (dup2(fds[i], i) < 0)
             child_fail(report, STEP_FDS, errno);
-    close_all_but(report, p->max_fd);
+    /* report may have moved (raise_fd): keep where it is now. */
+    {
+        int keep[CORDON_RUNNER_PASS_FDS_MAX + 1];
+        size_t n = 0;
+
+        for (size_t i = 0; i < p->n_keep; i++) {
+            int fd = p->keep[i] == p->report_fd ? report : p->keep[i];
+
+            /* insertion keeps the list ascending; n is at most 65 */
+            size_t j = n++;
+            while (j > 0 && keep[j - 1] > fd) {
+                keep[j] = keep[j - 1];
+                j--;
+            }
+            keep[j] = fd;
+        }
+        close_all_but(keep, n, p->max_fd);
+    }
+    for (size_t i = 0; i < p->n_keep; i++)
+        if (p->keep[i] != p->report_fd && fcntl(p->keep[i], F_SETFD, 0) < 0)
+            child_fail(report, STEP_FDS, errno);
     if (p->cwd != NULL && chdir(p->cwd) < 0)
         child_fail(report, STEP_CHDIR, errno);
     if (p->setup != NULL && (e = p->setup(p->setup_arg)) != 0)
@@ -271,10 +308,35 @@ static int validate(const struct cordon_runner_opts *o, struct cordon_exec_outco
 {
     if (o == NULL || ret == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "runner: opts and ret must be set");
-    if (o->struct_size != sizeof(*o) && o->struct_size != RUNNER_OPTS_V1_SIZE)
+    if (o->struct_size != sizeof(*o) && o->struct_size != RUNNER_OPTS_V1_SIZE &&
+        o->struct_size != RUNNER_OPTS_V2_SIZE)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "opts.struct_size: %u, expected %zu (cordon_runner_opts_init)",
                                 o->struct_size, sizeof(*o));
+    if (o->struct_size == sizeof(*o)) {
+        if (o->n_pass_fds > CORDON_RUNNER_PASS_FDS_MAX)
+            return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                    "pass_fds: %zu fds, more than the limit of %d",
+                                    o->n_pass_fds, CORDON_RUNNER_PASS_FDS_MAX);
+        if (o->n_pass_fds > 0 && o->pass_fds == NULL)
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "pass_fds: NULL with n_pass_fds %zu", o->n_pass_fds);
+        for (size_t i = 0; i < o->n_pass_fds; i++) {
+            int fd = o->pass_fds[i];
+
+            if (fd < 3)
+                return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                        "pass_fds[%zu]: %d, must be 3 or more (0-2 are stdio)",
+                                        i, fd);
+            if (fcntl(fd, F_GETFD) < 0)
+                return cordon_error_set(err, CORDON_E_INVALID, errno,
+                                        "pass_fds[%zu]: %d is not an open fd", i, fd);
+            for (size_t j = 0; j < i; j++)
+                if (o->pass_fds[j] == fd)
+                    return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                            "pass_fds[%zu]: %d is given twice", i, fd);
+        }
+    }
     if (o->argv == NULL || o->argv[0] == NULL || o->argv[0][0] == '\0')
         return cordon_error_set(err, CORDON_E_INVALID, 0, "argv: must hold a non-empty argv[0]");
     if (o->stdin_fd >= 0 && o->stdin_data != NULL)
@@ -587,6 +649,10 @@ int cordon_runner_run(const struct cordon_runner_opts *opts, struct cordon_exec_
         .setup = opts->child_setup,
         .setup_arg = opts->child_setup_arg,
     };
+    plan.keep[plan.n_keep++] = report_p[1];
+    if (opts->struct_size == sizeof(*opts))
+        for (size_t i = 0; i < opts->n_pass_fds; i++)
+            plan.keep[plan.n_keep++] = opts->pass_fds[i];
 
     /* SIGPIPE stays blocked in this thread for the run (EPIPE instead);
      * around clone every signal is, so no handler runs in the child. */

@@ -530,6 +530,78 @@ Test(runner, child_has_only_fds_0_1_2)
     close(leak);
 }
 
+/* pass_fds: the chosen fds reach the child at their numbers (readable,
+ * not close-on-exec there), and nothing else above 2 does. */
+Test(runner, pass_fds_reach_the_child_at_their_numbers)
+{
+    char script[256];
+    const char *argv[] = { "/bin/sh", "-c", script, NULL };
+    struct cordon_runner_opts o;
+    struct cordon_exec_outcome res;
+    int p[2], leak = open("/dev/null", O_RDONLY), pass[2];
+
+    cr_assert_geq(leak, 3);
+    cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+    cr_assert_eq(write(p[1], "seccomp bpf\n", 12), 12);
+    close(p[1]);
+    /* At numbers a shell keeps alone, above the leak. */
+    pass[0] = fcntl(p[0], F_DUPFD_CLOEXEC, 40);
+    pass[1] = fcntl(leak, F_DUPFD_CLOEXEC, 47);
+    cr_assert(pass[0] == 40 && pass[1] == 47);
+    close(p[0]);
+    /* dash redirects only fds 0-9: cat opens the inherited fd by name. */
+    snprintf(script, sizeof(script), "cat /dev/fd/40; ls -1 /proc/$$/fd | tr '\\n' ' '");
+    opts_for(&o, argv);
+    o.pass_fds = pass;
+    o.n_pass_fds = 2;
+    run_ok(&o, &res);
+    assert_stream(&res.out, "seccomp bpf\n0 1 2 40 47 ");
+    cordon_exec_outcome_clear(&res);
+    /* In the caller they stay close-on-exec. */
+    cr_expect_eq(fcntl(pass[0], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+    close(pass[0]);
+    close(pass[1]);
+    close(leak);
+}
+
+Test(runner, pass_fds_refusals_name_the_entry)
+{
+    static const char *const argv[] = { "/bin/true", NULL };
+    struct cordon_runner_opts o;
+    struct cordon_exec_outcome res;
+    struct cordon_error err;
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC), stdio[] = { 2 }, closed[] = { 900 },
+        twice[] = { fd, fd }, many[CORDON_RUNNER_PASS_FDS_MAX + 1];
+
+    cr_assert_geq(fd, 3);
+    for (size_t i = 0; i < sizeof(many) / sizeof(many[0]); i++)
+        many[i] = fd;
+    struct {
+        const int *fds;
+        size_t n;
+        int code;
+        const char *needle;
+    } cases[] = {
+        { stdio, 1, CORDON_E_INVALID, "pass_fds[0]: 2, must be 3 or more" },
+        { closed, 1, CORDON_E_INVALID, "pass_fds[0]: 900 is not an open fd" },
+        { twice, 2, CORDON_E_INVALID, "pass_fds[1]: " },
+        { many, CORDON_RUNNER_PASS_FDS_MAX + 1, CORDON_E_LIMIT, "more than the limit of 64" },
+        { NULL, 1, CORDON_E_INVALID, "pass_fds: NULL" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        opts_for(&o, argv);
+        o.pass_fds = cases[i].fds;
+        o.n_pass_fds = cases[i].n;
+        cordon_error_init(&err);
+        cr_expect_eq(cordon_runner_run(&o, &res, &err), cases[i].code, "case %zu: %s", i,
+                     err.message);
+        cr_expect(strstr(err.message, cases[i].needle) != NULL, "case %zu: %s", i, err.message);
+        cordon_exec_outcome_clear(&res);
+    }
+    assert_no_children();
+    close(fd);
+}
+
 /* ---- timeout, limits, cancel ------------------------------------------------ */
 
 Test(runner, timeout_kills_the_whole_tree)

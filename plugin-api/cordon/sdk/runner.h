@@ -54,7 +54,16 @@ struct cordon_runner_opts {
      * uses or changes what the memory carries (PR_SET_DUMPABLE, the argv
      * area). false: vfork semantics (faster: no page tables copied). */
     bool fork_child;
+    /* Appended: fds the child inherits at the same numbers, close-on-exec
+     * cleared in the child only (a seccomp program for `bwrap --seccomp
+     * FD`, say). Each >= 3, open, no number twice, at most
+     * CORDON_RUNNER_PASS_FDS_MAX; borrowed. Every other fd above 2 is
+     * closed in the child, as before. */
+    const int *pass_fds;
+    size_t n_pass_fds;
 };
+
+#define CORDON_RUNNER_PASS_FDS_MAX 64
 
 /* Initialise opts with every fd -1 and nothing set. */
 CORDON_EXTERN void cordon_runner_opts_init(struct cordon_runner_opts *opts);
