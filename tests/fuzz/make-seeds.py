@@ -99,6 +99,10 @@ def tar_seeds():
     huge = bytearray(tar([("big", F, "", 0o644)]))
     huge[124:136] = b"77777777777\0"
     put("fuzz-tar", "huge-size", bytes([2]) + bytes(huge))
+    # A file 1,500 directories deep (one 3,000-byte pax name): more than
+    # the host's removal holds fds for, which it must remove all the same
+    # (the 10-minute run found the harness's own cleanup failing on one).
+    put("fuzz-tar", "deep-tree", bytes([4]) + tar([("d/" * 1500 + "f", F, "x", 0o644)]))
 
 
 def c_strings(path):
