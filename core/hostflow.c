@@ -65,8 +65,8 @@ static void rfc3339(uint64_t ms, char *buf, size_t len)
 
 /* --- binding -------------------------------------------------------------- */
 
-static int bind(struct cordon_ctx *ctx, const char *provider_id, const cJSON *config,
-                struct bound *ret, struct cordon_error *err)
+static int bind_provider(struct cordon_ctx *ctx, const char *provider_id, const cJSON *config,
+                         struct bound *ret, struct cordon_error *err)
 {
     struct cordon_error perr;
     char *text;
@@ -90,7 +90,7 @@ static int bind(struct cordon_ctx *ctx, const char *provider_id, const cJSON *co
     return 0;
 }
 
-static void unbind(struct bound *b)
+static void unbind_provider(struct bound *b)
 {
     struct cordon_error perr;
 
@@ -109,7 +109,7 @@ static int bind_record(struct cordon_ctx *ctx, const struct cordon__record *rec,
 
     if (!cJSON_IsString(id))
         return cordon_error_set(err, CORDON_E_IO, 0, "record %s: no provider_id", rec->id);
-    return bind(ctx, id->valuestring, cJSON_GetObjectItemCaseSensitive(rec->doc, "provider_config"),
+    return bind_provider(ctx, id->valuestring, cJSON_GetObjectItemCaseSensitive(rec->doc, "provider_config"),
                 ret, err);
 }
 
@@ -555,7 +555,7 @@ static int provision(struct cordon_ctx *ctx, struct spec *spec, int tar_fd, cJSO
     r = cordon__record_create(ctx, spec->id, doc, &rec, err);
     if (r < 0)
         goto out;
-    r = bind(ctx, spec->provider, spec->config, &b, err);
+    r = bind_provider(ctx, spec->provider, spec->config, &b, err);
     if (r < 0)
         goto out;
     pspec = cJSON_CreateObject();
@@ -642,7 +642,7 @@ out:
         cordon__record_remove(ctx, rec, NULL);
     }
     cJSON_Delete(git.out.submodules);
-    unbind(&b);
+    unbind_provider(&b);
     cordon__record_close(rec);
     if (state_text != NULL)
         ctx->host->free(state_text);
@@ -885,7 +885,7 @@ out:
         strcmp(cJSON_GetObjectItemCaseSensitive(rec->doc, "phase")->valuestring, "exec") == 0)
         cordon__record_phase(rec, "ready", false, NULL);
     cordon_exec_outcome_clear(&out);
-    unbind(&b);
+    unbind_provider(&b);
     cordon__record_close(rec);
     cJSON_Delete(result);
     cJSON_Delete(preq);
@@ -1003,7 +1003,7 @@ int cordon_checkpoint_json(struct cordon_ctx *ctx, const char *execution_id, con
     r = done_json(manifest, ret_json, err);
     manifest = NULL;
 out:
-    unbind(&b);
+    unbind_provider(&b);
     cordon__record_close(rec);
     cJSON_Delete(manifest);
     cJSON_Delete(fields);
@@ -1104,7 +1104,7 @@ int cordon_terminate_json(struct cordon_ctx *ctx, const char *execution_id, char
         r = bind_record(ctx, rec, &b, err);
     if (r == 0)
         r = destroy(ctx, rec, &b, err);
-    unbind(&b);
+    unbind_provider(&b);
     cordon__record_close(rec);
     if (r < 0) {
         cJSON_Delete(result);
@@ -1127,7 +1127,7 @@ static int reclaim_with(struct cordon_ctx *ctx, const char *provider_id, const c
      * lets trusted-local bind for the cleanup. */
     cJSON_DeleteItemFromObjectCaseSensitive(cfg, "allow_unsafe_local");
     cJSON_AddBoolToObject(cfg, "allow_unsafe_local", true);
-    r = bind(ctx, provider_id, cfg, &b, err);
+    r = bind_provider(ctx, provider_id, cfg, &b, err);
     cJSON_Delete(cfg);
     if (r < 0)
         return r;
@@ -1136,7 +1136,7 @@ static int reclaim_with(struct cordon_ctx *ctx, const char *provider_id, const c
     if (r != 0)
         r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "reclaim %s with %s: %s", id,
                              provider_id, perr.message);
-    unbind(&b);
+    unbind_provider(&b);
     return r;
 }
 
@@ -1281,7 +1281,7 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
             cordon_json_add_text(e, "message", perr.message);
             cJSON_AddItemToArray(errors, e);
         }
-        unbind(&b);
+        unbind_provider(&b);
         cordon__record_close(rec);
     }
     /* Sandboxes of this host that no record names (a crash before the
@@ -1300,7 +1300,7 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
             continue;
         cfg = cordon__json_merge(cordon__base_config(ctx, providers[p]), NULL);
         cJSON_AddBoolToObject(cfg, "allow_unsafe_local", true);
-        if (bind(ctx, providers[p], cfg, &b, &perr) == 0 &&
+        if (bind_provider(ctx, providers[p], cfg, &b, &perr) == 0 &&
             lp->vt.list_executions(b.res, &text, &perr) == 0 && text != NULL) {
             /* The provider's reply is bounded like everything it returns. */
             if (strnlen(text, GC_LIST_MAX + 1) > GC_LIST_MAX)
@@ -1345,7 +1345,7 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         }
         cJSON_Delete(list);
         cJSON_Delete(cfg);
-        unbind(&b);
+        unbind_provider(&b);
     }
     cordon__loader_list_free(providers, n_providers);
     for (size_t i = 0; i < n; i++)
