@@ -1287,7 +1287,8 @@ int main(int argc, char **argv)
         return idle(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "--hold-lease") == 0)
         return hold_lease(argv[2], argv[3]);
-    for (int i = 1; i < argc; i++) {
+    /* Every option takes a value: they come in pairs. */
+    for (int i = 1; i < argc; i += 2) {
         const char *arg = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -1315,7 +1316,6 @@ int main(int argc, char **argv)
         } else {
             return usage("unknown option");
         }
-        i++;
     }
     if ((o.canary_path == NULL) != (o.canary_token == NULL))
         return usage("--canary-path and --canary-token go together");

@@ -89,8 +89,9 @@ static void print_human(const cJSON *result, bool quiet)
     }
     if (quiet)
         return;
-    snprintf(exit_part, sizeof(exit_part), cJSON_IsNumber(code) ? " (exit %d)" : "",
-             cJSON_IsNumber(code) ? code->valueint : 0);
+    exit_part[0] = '\0';
+    if (cJSON_IsNumber(code))
+        snprintf(exit_part, sizeof(exit_part), " (exit %d)", code->valueint);
     if (cJSON_IsString(provider)) {
         cli_say("%s%s under %s [%s] in %.0f ms", status->valuestring, exit_part, provider->valuestring,
                 cJSON_IsString(safety) ? safety->valuestring : "?",

@@ -71,7 +71,7 @@ void cli_program_output(FILE *f, const char *bytes, size_t len)
 }
 
 /* fmt formatted into buf (size bytes), cut between characters when long. */
-static void format_cut(char *buf, size_t size, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static void format_cut(char *buf, size_t size, const char *fmt, va_list ap)
 {
     int n = vsnprintf(buf, size, fmt, ap);
 
