@@ -263,6 +263,12 @@ static int validate_spec(struct cordon_ctx *ctx, const cJSON *req, struct spec *
             if (!cJSON_IsString(rev) || rev->valuestring[0] == '\0' || strlen(rev->valuestring) > 256)
                 return cordon_error_set(err, CORDON_E_INVALID, 0,
                                         "workspace.revision: required, at most 256 bytes");
+#ifndef HAVE_LIBGIT2
+            /* Configured --without-libgit2: there is no cordon-git-export to
+             * read the repository; refused before anything is provisioned. */
+            return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                                    "workspace.kind: \"git\": this cordon was built without libgit2");
+#endif
         } else if (strcmp(kind->valuestring, "empty") != 0 || repo != NULL || rev != NULL) {
             return cordon_error_set(err, CORDON_E_INVALID, 0,
                                     "workspace.kind: \"%.*s\" is not \"empty\" or \"git\"",

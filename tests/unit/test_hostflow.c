@@ -673,6 +673,7 @@ Test(hostflow, gc_keeps_live_and_reclaims_unrecorded)
     env_close(&e);
 }
 
+#ifdef HAVE_LIBGIT2
 Test(hostflow, git_workspace_at_a_revision)
 {
     struct env e;
@@ -714,6 +715,27 @@ Test(hostflow, git_workspace_at_a_revision)
     cr_expect_not(area_exists(&e, "git-2"));
     env_close(&e);
 }
+#else
+/* Built --without-libgit2: a well-formed git workspace is refused, naming the field. */
+Test(hostflow, git_workspace_unsupported_without_libgit2)
+{
+    struct env e;
+    char *req, *out = NULL;
+    struct cordon_error err;
+
+    env_open(&e);
+    req = request("{\"execution_id\":\"git-1\",\"workspace\":{\"kind\":\"git\",\"repository\":\"/nonexistent\","
+                  "\"revision\":\"main\"}}");
+    cordon_error_init(&err);
+    cr_expect_eq(cordon_provision_json(e.ctx, req, &out, &err), CORDON_E_UNSUPPORTED);
+    cr_expect_neq(strstr(err.message, "workspace.kind"), NULL, "%s", err.message);
+    cr_expect_neq(strstr(err.message, "without libgit2"), NULL, "%s", err.message);
+    cr_expect_null(out);
+    cr_expect_eq(record_count(&e), 0);
+    free(req);
+    env_close(&e);
+}
+#endif
 
 Test(record, lock_and_duplicates)
 {
