@@ -93,3 +93,13 @@ struct cordon_ctx *test_ctx_open(const char *config_json, char **ret_state_dir)
     *ret_state_dir = state;
     return ctx;
 }
+
+int test_count_open_fds(void)
+{
+    int n = 0;
+
+    for (int fd = 0; fd < 1024; fd++)
+        if (fcntl(fd, F_GETFD) != -1)
+            n++;
+    return n;
+}

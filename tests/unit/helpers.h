@@ -17,6 +17,8 @@ int test_write_file(const char *path, const void *buf, size_t len);
  * first one's mount point goes to first (len bytes). Returns how many there
  * were, so a test can fail for what it left behind instead of leaving it. */
 int test_unmount_under(const char *dir, char *first, size_t len);
+/* How many of the fds 0-1023 are open, to compare before and after. */
+int test_count_open_fds(void);
 
 #endif
 

@@ -379,23 +379,13 @@ Test(drive, unknown_provider_code_reads_as_provider_error)
     cordon_exec_outcome_clear(&res);
 }
 
-static int count_open_fds(void)
-{
-    int n = 0;
-
-    for (int fd = 0; fd < 1024; fd++)
-        if (fcntl(fd, F_GETFD) != -1)
-            n++;
-    return n;
-}
-
 Test(drive, no_fd_is_leaked)
 {
     static const char *const modes[] = { "echo", "error", "not json", "wait_cancel" };
     struct cordon_drive_opts o;
     struct cordon_exec_outcome res;
     struct cordon_error err;
-    int before = count_open_fds();
+    int before = test_count_open_fds();
 
     for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
         opts_for(&o, modes[i]);
@@ -403,7 +393,7 @@ Test(drive, no_fd_is_leaked)
         cordon_drive_exec(&o, &res, &err);
         cordon_exec_outcome_clear(&res);
     }
-    cr_assert_eq(count_open_fds(), before);
+    cr_assert_eq(test_count_open_fds(), before);
 }
 
 /* ---- result JSON mapping ---------------------------------------------------- */

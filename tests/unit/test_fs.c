@@ -633,18 +633,6 @@ Test(fs, remove_tree_refuses_bad_names)
     assert_outside_untouched();
 }
 
-static int count_open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-
-    cr_assert_not_null(d);
-    while (readdir(d) != NULL)
-        n++;
-    closedir(d);
-    return n;
-}
-
 /* A sandbox can mkdir and chdir without end: a tree deeper than the walk
  * holds fds for, and longer than PATH_MAX, is removed all the same. */
 Test(fs, remove_tree_removes_any_depth)
@@ -668,11 +656,11 @@ Test(fs, remove_tree_removes_any_depth)
         cur = next;
     }
     close(cur);
-    fds = count_open_fds();
+    fds = test_count_open_fds();
     cordon_error_init(&err);
     cr_assert_eq(cordon_fs_remove_tree(infd, "dd", &err), 0, "%s", err.message);
     cr_assert_not(exists_at(infd, "dd"));
-    cr_assert_eq(count_open_fds(), fds, "the removal leaked a directory fd");
+    cr_assert_eq(test_count_open_fds(), fds, "the removal leaked a directory fd");
     assert_outside_untouched();
 }
 

@@ -829,16 +829,6 @@ Test(runner, pass_through_on_both_streams_still_times_out)
     close(fd);
 }
 
-static int count_open_fds(void)
-{
-    int n = 0;
-
-    for (int fd = 0; fd < 1024; fd++)
-        if (fcntl(fd, F_GETFD) != -1)
-            n++;
-    return n;
-}
-
 Test(runner, no_fd_is_leaked_on_any_path)
 {
     static const char *const ok[] = { "/bin/echo", "x", NULL };
@@ -847,7 +837,7 @@ Test(runner, no_fd_is_leaked_on_any_path)
     struct cordon_runner_opts o;
     struct cordon_exec_outcome res;
     struct cordon_error err;
-    int before = count_open_fds();
+    int before = test_count_open_fds();
 
     for (int round = 0; round < 2; round++) {
         opts_for(&o, ok);
@@ -869,6 +859,6 @@ Test(runner, no_fd_is_leaked_on_any_path)
         o.child_setup = setup_fails_eperm;
         cr_assert_lt(cordon_runner_run(&o, &res, &err), 0);
     }
-    cr_assert_eq(count_open_fds(), before);
+    cr_assert_eq(test_count_open_fds(), before);
     assert_no_children();
 }
