@@ -4,9 +4,10 @@ Run by scripts/python-check.sh with Debian's python3 against an installed
 build; the unittest module only, no pip packages. trusted-local runs need
 root (its sandbox users) and consent; the runc tests need root and
 $CORDON_RUNC_IMAGE (a rootfs tar@sha256:digest with python3, as the
-mechanism suites use). Run directly it ends with "python: N passed, N
+mechanism suites use). Run directly it ends with "tests: N passed, N
 failed"; a skipped test counts as failed there, with its reason printed.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -309,13 +310,52 @@ class Runc(StateDir):
         self.assertFalse(self.c.terminate("py-runc-1")["already_gone"])
 
 
+ADAPTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                       "python-adapter")
+
+
+@unittest.skipUnless(ROOT and RUNC_IMAGE, "runc needs root and $CORDON_RUNC_IMAGE (tar@sha256:digest)")
+class Adapter(unittest.TestCase):
+    """examples/python-adapter: the agent tool, end to end under runc."""
+
+    def setUp(self):
+        sys.path.insert(0, ADAPTER)
+        import cordon_tool
+        self.state = tempfile.mkdtemp(prefix="cordon-pytest.")
+        self.tool = cordon_tool.CodeExecutionTool(image=RUNC_IMAGE, providers=["runc"],
+                                                  state_dir=self.state)
+        self.spec = cordon_tool.TOOL_SPEC
+
+    def tearDown(self):
+        self.tool.close()
+        sys.path.remove(ADAPTER)
+        shutil.rmtree(self.state, ignore_errors=True)
+
+    def test_a_tool_call_returns_streams_exit_and_outputs(self):
+        code = ("import sys\nopen('../output/a.txt','w').write('A')\n"
+                "open('../output/b.bin','wb').write(b'\\x00')\nprint('out')\nsys.exit(2)\n")
+        reply = json.loads(self.tool.handle_tool_call(json.dumps({"code": code,
+                                                                  "outputs": ["a.txt", "b.bin", "c"]})))
+        self.assertEqual((reply["status"], reply["exit_code"], reply["stdout"]), ("error", 2, "out\n"))
+        self.assertEqual(reply["provider"], "runc")
+        self.assertEqual(reply["outputs"], {"a.txt": "A", "b.bin": {"base64": "AA==", "bytes": 1}, "c": None})
+
+    def test_a_refused_call_tells_the_model_why(self):
+        reply = json.loads(self.tool.handle_tool_call(json.dumps({"code": "1", "outputs": ["/etc/x"]})))
+        self.assertEqual(reply["status"], "blocked")
+        self.assertEqual(reply["error"]["code"], "unsafe_path")
+        reply = json.loads(self.tool.handle_tool_call("[]"))
+        self.assertEqual(reply["error"]["code"], "invalid_input")
+        self.assertEqual(self.spec["parameters"]["required"], ["code"])
+
+
 def main():
     suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
     res = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
     for test, reason in res.skipped:
         print("skipped (counted as failed): %s: %s" % (test.id(), reason))
     failed = len(res.failures) + len(res.errors) + len(res.skipped) + len(res.unexpectedSuccesses)
-    print("python: %d passed, %d failed" % (res.testsRun - failed, failed))
+    print("tests: %d passed, %d failed" % (res.testsRun - failed, failed))
     return 1 if failed else 0
 
 
