@@ -727,6 +727,11 @@ static int step_collect(struct run *run, struct cordon_error *err)
         else
             r = vt->export_files(run->resource, run->state, paths, fd, &perr);
         lim.max_entries = run->bundle->n_outputs;
+        /* Inline, staging lives in the call's own workspace (often memory):
+         * unpack no more than the inline total plus one file, so that
+         * grant_collect still names the inline limit an output passed. */
+        if (run->inline_outputs)
+            lim.max_bytes = CORDON_GRANT_INLINE_MAX_TOTAL_BYTES + CORDON_GRANT_INLINE_MAX_FILE_BYTES;
     } else {
         r = vt->export_tar(run->resource, run->state, "output", fd, &perr);
     }
