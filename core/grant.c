@@ -556,9 +556,14 @@ out:
 }
 
 /* First pass of collect: every declared output is a bounded regular file or missing. */
-static int check_outputs(int staging_dirfd, const struct cordon__bundle *b, bool *missing,
-                         struct cordon_error *err)
+static int check_outputs(int staging_dirfd, const struct cordon__bundle *b, bool inline_data,
+                         bool *missing, struct cordon_error *err)
 {
+    uint64_t max_file = inline_data ? CORDON_GRANT_INLINE_MAX_FILE_BYTES : CORDON_GRANT_MAX_FILE_BYTES;
+    uint64_t max_total = inline_data ? CORDON_GRANT_INLINE_MAX_TOTAL_BYTES : CORDON_GRANT_MAX_TOTAL_BYTES;
+    /* Inline, the limit is named for what it is and how to lift it. */
+    const char *kind = inline_data ? "inline " : "";
+    const char *hint = inline_data ? " (give a \"workspace\" to collect larger outputs)" : "";
     uint64_t total = 0;
 
     for (size_t i = 0; i < b->n_outputs; i++) {
@@ -583,17 +588,18 @@ static int check_outputs(int staging_dirfd, const struct cordon__bundle *b, bool
             return cordon_error_set(err, CORDON_E_UNSAFE, 0,
                                     "outputs: %.*s is a %s, not a regular file (refused)",
                                     cordon_text_fit(p, 200), p, type_name(st.st_mode));
-        if ((uint64_t)st.st_size > CORDON_GRANT_MAX_FILE_BYTES)
+        if ((uint64_t)st.st_size > max_file)
             return cordon_error_set(
                 err, CORDON_E_LIMIT, 0,
-                "outputs: %.*s is %" PRIu64 " bytes, exceeds the per-file limit of %llu",
-                cordon_text_fit(p, 200), p, (uint64_t)st.st_size, CORDON_GRANT_MAX_FILE_BYTES);
+                "outputs: %.*s is %" PRIu64 " bytes, exceeds the %sper-file limit of %" PRIu64 "%s",
+                cordon_text_fit(p, 200), p, (uint64_t)st.st_size, kind, max_file, hint);
         total += (uint64_t)st.st_size;
-        if (total > CORDON_GRANT_MAX_TOTAL_BYTES)
+        if (total > max_total)
             return cordon_error_set(
                 err, CORDON_E_LIMIT, 0,
-                "outputs: %" PRIu64 " bytes in total (at %.*s) exceeds the limit of %llu", total,
-                cordon_text_fit(p, 200), p, CORDON_GRANT_MAX_TOTAL_BYTES);
+                "outputs: %" PRIu64 " bytes in total (at %.*s) exceeds the %slimit of %" PRIu64 "%s",
+                total, cordon_text_fit(p, 200), p, inline_data ? "inline total " : "", max_total,
+                hint);
     }
     return 0;
 }
@@ -628,9 +634,11 @@ out:
 }
 
 int cordon__grant_collect(struct cordon__grant *g, int staging_dirfd,
-                          const struct cordon__bundle *b, cJSON **ret_outputs,
+                          const struct cordon__bundle *b, bool inline_data, cJSON **ret_outputs,
                           struct cordon_error *err)
 {
+    uint64_t max_file = inline_data ? CORDON_GRANT_INLINE_MAX_FILE_BYTES : CORDON_GRANT_MAX_FILE_BYTES;
+    uint64_t max_total = inline_data ? CORDON_GRANT_INLINE_MAX_TOTAL_BYTES : CORDON_GRANT_MAX_TOTAL_BYTES;
     char (*hex)[65] = NULL;
     uint64_t *bytes = NULL, copied = 0;
     bool *missing = NULL, ok = true;
@@ -649,7 +657,7 @@ int cordon__grant_collect(struct cordon__grant *g, int staging_dirfd,
         r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "outputs: out of memory");
         goto out;
     }
-    if ((r = check_outputs(staging_dirfd, b, missing, err)) < 0)
+    if ((r = check_outputs(staging_dirfd, b, inline_data, missing, err)) < 0)
         goto out;
     /* Copy everything aside first, so a refusal leaves output/ as it was. */
     if ((r = cordon_fs_remove_tree(g->area_fd, COLLECT_DIR, err)) < 0)
@@ -660,7 +668,7 @@ int cordon__grant_collect(struct cordon__grant *g, int staging_dirfd,
         goto out;
     }
     for (size_t i = 0; i < b->n_outputs; i++) {
-        uint64_t left = CORDON_GRANT_MAX_TOTAL_BYTES - copied;
+        uint64_t left = max_total - copied;
 
         if (missing[i])
             continue;
@@ -672,7 +680,7 @@ int cordon__grant_collect(struct cordon__grant *g, int staging_dirfd,
         }
         /* The file may have grown since check_outputs: the copy is bounded again. */
         if ((r = cordon_fs_copy_beneath(staging_dirfd, b->outputs[i], g->area_fd, rel,
-                                        left < CORDON_GRANT_MAX_FILE_BYTES ? left : CORDON_GRANT_MAX_FILE_BYTES,
+                                        left < max_file ? left : max_file,
                                         0644, hex[i], &bytes[i], err)) < 0)
             goto out;
         copied += bytes[i];
@@ -694,12 +702,14 @@ int cordon__grant_collect(struct cordon__grant *g, int staging_dirfd,
         if (ok && missing[i]) {
             ok = cJSON_AddTrueToObject(o, "missing") != NULL;
         } else if (ok) {
-            ok = asprintf(&host, "%s/%s", g->workspace, path) >= 0;
-            if (!ok)
-                host = NULL;
-            ok = ok && cJSON_AddStringToObject(o, "sha256", hex[i]) != NULL &&
-                 cJSON_AddNumberToObject(o, "bytes", (double)bytes[i]) != NULL &&
-                 cJSON_AddStringToObject(o, "host_path", host) != NULL;
+            ok = cJSON_AddStringToObject(o, "sha256", hex[i]) != NULL &&
+                 cJSON_AddNumberToObject(o, "bytes", (double)bytes[i]) != NULL;
+            if (ok && !inline_data) {
+                ok = asprintf(&host, "%s/%s", g->workspace, path) >= 0;
+                if (!ok)
+                    host = NULL;
+                ok = ok && cJSON_AddStringToObject(o, "host_path", host) != NULL;
+            }
         }
         free(path);
         free(host);

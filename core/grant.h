@@ -27,6 +27,13 @@ enum cordon__grant_mode {
 #define CORDON_GRANT_MAX_FILE_BYTES (16ull << 20)
 #define CORDON_GRANT_MAX_TOTAL_BYTES (64ull << 20)
 
+/* Bounds of outputs returned inline in the result document, when the run
+ * has no task workspace of the caller's to collect into (json.md §6). The
+ * result carries them as text or base64, so they are kept well below the
+ * document's own bound. */
+#define CORDON_GRANT_INLINE_MAX_FILE_BYTES (4ull << 20)
+#define CORDON_GRANT_INLINE_MAX_TOTAL_BYTES (16ull << 20)
+
 /* An open grant. Owns its strings and fds; closed with cordon__grant_close,
  * freed with cordon__grant_free. */
 struct cordon__grant {
@@ -101,9 +108,13 @@ int cordon__grant_source_files(struct cordon__grant *g, int data_fd, char **ret_
  * *ret_outputs (caller frees with cJSON_Delete) is an array, one entry per
  * declared output in b->outputs order:
  *   {"path": "output/<p>", "sha256": "<hex>", "bytes": N, "host_path": "<ws>/output/<p>"}
+ * With inline_data the task workspace is the call's own and goes away: the
+ * bounds are CORDON_GRANT_INLINE_MAX_FILE_BYTES and
+ * CORDON_GRANT_INLINE_MAX_TOTAL_BYTES instead, and entries have no
+ * "host_path" (the caller reads the files from g->output_fd).
  */
 int cordon__grant_collect(struct cordon__grant *g, int staging_dirfd,
-                          const struct cordon__bundle *b, cJSON **ret_outputs,
+                          const struct cordon__bundle *b, bool inline_data, cJSON **ret_outputs,
                           struct cordon_error *err);
 
 /*

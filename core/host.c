@@ -391,3 +391,8 @@ void cordon_ctx_free(struct cordon_ctx *ctx)
     free(ctx->git_export_path);
     free(ctx);
 }
+
+void cordon_free(void *p)
+{
+    free(p);
+}

@@ -42,6 +42,7 @@ struct run {
     size_t retention;
     enum cordon__isolation isolation;
     char *task_workspace;          /* a temporary task workspace we made, removed at the end */
+    bool inline_outputs;           /* no caller's workspace: outputs go into the result */
     struct cordon__grant *grant;
     struct cordon__selection sel;
     struct cordon_resource *resource;
@@ -366,12 +367,9 @@ static int step_grant(struct run *run, const cJSON *request, struct cordon_error
     int r;
 
     if (!cJSON_IsString(ws)) {
-        if (run->bundle->n_outputs > 0)
-            return fail(run, "blocked", "grant", t,
-                        (cordon_error_set(err, CORDON_E_INVALID, 0,
-                                          "workspace: declared outputs need a task workspace to be "
-                                          "collected into"), err));
-        /* No task workspace: a private one for this call, removed at the end. */
+        /* No task workspace: a private one for this call, removed at the
+         * end; declared outputs come back inline in the result. */
+        run->inline_outputs = true;
         r = cordon_fs_mkdtemp(scratch_parent(run->ctx), "cordon-run-", &run->task_workspace, err);
         if (r < 0)
             return fail(run, "error", "grant", t, err);
@@ -659,6 +657,47 @@ static char *declared_paths(const struct cordon__bundle *b)
     return text;
 }
 
+/*
+ * Without a task workspace of the caller's, each collected output is read
+ * back from the call's own output root (cordon placed it there a moment
+ * ago, bounded by the inline limits) into its entry: "encoding" "utf-8"
+ * with the text in "data" when the bytes are strict UTF-8 without NUL,
+ * else "base64" with the bytes in standard base64.
+ */
+static int inline_data(const struct cordon__grant *g, cJSON *outputs, struct cordon_error *err)
+{
+    cJSON *o;
+
+    cJSON_ArrayForEach(o, outputs) {
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(o, "path");
+        char *buf = NULL, *b64 = NULL;
+        size_t len = 0;
+        bool text;
+        int r;
+
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "missing")))
+            continue;
+        /* "output/<p>" names <p> beneath the output root */
+        r = cordon_fs_read_file(g->output_fd, path->valuestring + strlen("output/"),
+                                CORDON_GRANT_INLINE_MAX_FILE_BYTES, &buf, &len, err);
+        if (r < 0)
+            return r;
+        text = cordon_text_is_utf8(buf, len) && memchr(buf, '\0', len) == NULL;
+        if (!text && (b64 = base64_encode((const unsigned char *)buf, len)) == NULL) {
+            free(buf);
+            return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "outputs: out of memory");
+        }
+        cJSON_AddStringToObject(o, "encoding", text ? "utf-8" : "base64");
+        if (cJSON_AddStringToObject(o, "data", text ? buf : b64) == NULL)
+            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "outputs: out of memory");
+        free(buf);
+        free(b64);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
 static int step_collect(struct run *run, struct cordon_error *err)
 {
     const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
@@ -688,6 +727,11 @@ static int step_collect(struct run *run, struct cordon_error *err)
         else
             r = vt->export_files(run->resource, run->state, paths, fd, &perr);
         lim.max_entries = run->bundle->n_outputs;
+        /* Inline, staging lives in the call's own workspace (often memory):
+         * unpack no more than the inline total plus one file, so that
+         * grant_collect still names the inline limit an output passed. */
+        if (run->inline_outputs)
+            lim.max_bytes = CORDON_GRANT_INLINE_MAX_TOTAL_BYTES + CORDON_GRANT_INLINE_MAX_FILE_BYTES;
     } else {
         r = vt->export_tar(run->resource, run->state, "output", fd, &perr);
     }
@@ -719,7 +763,10 @@ static int step_collect(struct run *run, struct cordon_error *err)
         }
     }
     if (r == 0)
-        r = cordon__grant_collect(run->grant, staging, run->bundle, &outputs, err);
+        r = cordon__grant_collect(run->grant, staging, run->bundle, run->inline_outputs, &outputs,
+                                  err);
+    if (r == 0 && run->inline_outputs)
+        r = inline_data(run->grant, outputs, err);
 out:
     free(paths);
     if (fd >= 0)

@@ -28,7 +28,9 @@ fi
 [ -x configure ] || ./autogen.sh
 mkdir -p "$BUILD"
 cd "$BUILD"
-[ -f Makefile ] || ../configure --prefix="$PREFIX" --enable-werror
+# Debian's python3, not whichever python3 comes first in PATH: the binding
+# goes where that interpreter reads it (configure.ac).
+[ -f Makefile ] || ../configure --prefix="$PREFIX" --enable-werror PYTHON="${PYTHON:-/usr/bin/python3}"
 make -j"$(nproc)"
 make install >/dev/null
 ldconfig

@@ -102,6 +102,12 @@ if [ $headers_rc -ne 0 ]; then
 fi
 add_summary headers "$BUILD/headers.out" 5 "not every compile ran (exit $headers_rc)"
 
+note "python: the installed binding under trusted-local and runc (Debian's python3)"
+BUILD="$BUILD" bash scripts/python-check.sh >"$BUILD/python.out" 2>&1
+python_rc=$?
+tail -n 60 "$BUILD/python.out"
+add_summary python "$BUILD/python.out" 31 "not every test ran (exit $python_rc)"
+
 note "kill battery: SIGKILL cordon mid-operation, then gc (installed build)"
 # N=6 per provider keeps this to about two minutes; N=50 is the full battery.
 check "kill battery leaves nothing (seed 1, N=6 per provider)" bash scripts/kill-battery.sh -n 6 -s 1

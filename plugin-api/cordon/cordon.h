@@ -36,6 +36,11 @@ CORDON_EXTERN int cordon_ctx_new(const struct cordon_ctx_opts *opts, struct cord
                                  struct cordon_error *err);
 CORDON_EXTERN void cordon_ctx_free(struct cordon_ctx *ctx);
 
+/* Free a document (char *) that a cordon_*_json call returned. The same as
+ * free(3) in C; a binding that cannot be sure it shares libcordon's
+ * allocator (ctypes, another runtime) frees with this. NULL is fine. */
+CORDON_EXTERN void cordon_free(void *p);
+
 /* {"providers": [{"provider_id", "path", "loaded", "version", "kinds",
  * "error"}]} for every provider .so on the search path. Loads them all. */
 CORDON_EXTERN int cordon_providers_json(struct cordon_ctx *ctx, char **ret_json,

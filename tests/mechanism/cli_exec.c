@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -352,4 +353,115 @@ void cli_exec_check_rlimits(const struct cli_exec *c, const char *provider, cons
         cr_assert_str_eq(nofile, want_nofile, "open files inside: %s", nofile);
     cJSON_Delete(doc);
     free(id);
+}
+
+/* cordon run --request - --json with a one-file python bundle writing
+ * code's outputs; returns the result and the command's exit code. */
+static cJSON *inline_run(const struct cli_exec *c, const char *provider, const char *isolation,
+                         const char *code, const char *outputs_json, int *ret_code)
+{
+    cJSON *req = cJSON_CreateObject(), *f = cJSON_CreateObject(), *doc;
+    char *text, *out = NULL;
+    int fd;
+
+    cJSON_AddStringToObject(req, "language", "python");
+    cJSON_AddStringToObject(req, "entrypoint", "main.py");
+    cJSON_AddStringToObject(f, "path", "main.py");
+    cJSON_AddStringToObject(f, "content", code);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "files"), f);
+    cJSON_AddItemToObject(req, "outputs", cJSON_Parse(outputs_json));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "providers"), cJSON_CreateString(provider));
+    cJSON_AddStringToObject(req, "isolation", isolation);
+    text = cJSON_PrintUnformatted(req);
+    cJSON_Delete(req);
+    cr_assert_not_null(text);
+    fd = memfd_create("cordon-inline-request", MFD_CLOEXEC);
+    cr_assert(fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text) &&
+              lseek(fd, 0, SEEK_SET) == 0);
+    free(text);
+    *ret_code = cli_exec_run(c, (const char *const[]){ "run", "--request", "-", "--json", NULL }, fd,
+                             &out);
+    close(fd);
+    doc = cJSON_Parse(out);
+    cr_assert_not_null(doc, "cordon run printed no JSON: %s", out);
+    free(out);
+    return doc;
+}
+
+static const cJSON *output_at(const cJSON *doc, int i)
+{
+    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "outputs"), i);
+}
+
+void cli_exec_check_inline_outputs(const struct cli_exec *c, const char *provider,
+                                   const char *isolation)
+{
+    static const struct {
+        const char *what, *code, *outputs, *error, *needle;
+    } refused[] = {
+        { "over the per-file limit", "open('../output/big.txt','w').write('a' * ((4 << 20) + 1))\n",
+          "[\"big.txt\"]", "limit_exceeded",
+          "outputs: big.txt is 4194305 bytes, exceeds the inline per-file limit of 4194304" },
+        { "over the total limit",
+          "for i in range(5):\n    open('../output/f%d.txt' % i,'w').write('a' * (7 << 19))\n",
+          "[\"f0.txt\",\"f1.txt\",\"f2.txt\",\"f3.txt\",\"f4.txt\"]", "limit_exceeded",
+          "exceeds the inline total limit of 16777216" },
+        { "far over the total limit",
+          "for i in range(6):\n    open('../output/f%d.txt' % i,'w').write('a' * (31 << 17))\n",
+          "[\"f0.txt\",\"f1.txt\",\"f2.txt\",\"f3.txt\",\"f4.txt\",\"f5.txt\"]", "limit_exceeded",
+          "more than the limit of 20971520 bytes" },
+        { "a symbolic link out of the sandbox",
+          "import os\nos.symlink('/etc/passwd', '../output/link.txt')\n", "[\"link.txt\"]",
+          "unsafe_path", "symbolic link" },
+        { "a relative symbolic link",
+          "import os\nos.symlink('../../../../../../etc/passwd', '../output/link.txt')\n",
+          "[\"link.txt\"]", "unsafe_path", "symbolic link" },
+        { "a directory", "import os\nos.makedirs('../output/d/e')\n", "[\"d\"]", "unsafe_path",
+          "not a regular file" },
+    };
+    const cJSON *o;
+    cJSON *doc;
+    char *text;
+    int code;
+
+    doc = inline_run(c, provider, isolation,
+                     "open('../output/report.txt','w').write('h\\u00e9llo\\n')\n"
+                     "open('../output/blob.bin','wb').write(bytes([0, 255, 1]))\n",
+                     "[\"report.txt\", \"blob.bin\", \"absent.txt\"]", &code);
+    text = cJSON_PrintUnformatted(doc);
+    cr_assert_str_eq(doc_str(doc, "status"), "success", "%s: %.2000s", provider, text);
+    cr_expect_eq(code, 0);
+    /* sorted: absent.txt, blob.bin, report.txt */
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "outputs")), 3, "%s", text);
+    o = output_at(doc, 0);
+    cr_expect_str_eq(doc_str(o, "path"), "output/absent.txt", "%s", text);
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "missing")), "%s", text);
+    o = output_at(doc, 1);
+    cr_expect_str_eq(doc_str(o, "encoding"), "base64", "%s", text);
+    cr_expect_str_eq(doc_str(o, "data"), "AP8B", "%s", text);
+    cr_expect_eq(doc_int(o, "bytes"), 3);
+    o = output_at(doc, 2);
+    cr_expect_str_eq(doc_str(o, "encoding"), "utf-8", "%s", text);
+    cr_expect_str_eq(doc_str(o, "data"), "h\xc3\xa9llo\n", "%s", text);
+    cr_expect_null(cJSON_GetObjectItemCaseSensitive(o, "host_path"), "%s", text);
+    free(text);
+    cJSON_Delete(doc);
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        const cJSON *error;
+
+        doc = inline_run(c, provider, isolation, refused[i].code, refused[i].outputs, &code);
+        text = cJSON_PrintUnformatted(doc);
+        error = cJSON_GetObjectItemCaseSensitive(doc, "error");
+        cr_expect_str_eq(doc_str(doc, "status"), "error", "%s: %.2000s", refused[i].what, text);
+        cr_expect_eq(code, 125, "%s: a program that exited 0 but whose outputs were refused",
+                     refused[i].what);
+        cr_expect_str_eq(doc_str(error, "code"), refused[i].error, "%s: %.2000s", refused[i].what, text);
+        cr_expect(strstr(doc_str(error, "message"), refused[i].needle) != NULL, "%s: \"%s\" lacks \"%s\"",
+                  refused[i].what, doc_str(error, "message"), refused[i].needle);
+        cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "outputs")), 0, "%s",
+                     refused[i].what);
+        cr_expect_null(strstr(text, "root:"), "%s: a host file's content in the result", refused[i].what);
+        free(text);
+        cJSON_Delete(doc);
+    }
 }

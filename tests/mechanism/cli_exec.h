@@ -48,4 +48,11 @@ void cli_exec_check_exit_status(const struct cli_exec *c, const char *provider, 
 void cli_exec_check_rlimits(const struct cli_exec *c, const char *provider, const char *want_stack,
                             const char *want_nofile);
 
+/* `cordon run --request - --json` without a workspace, under provider at
+ * isolation: declared outputs come back inline (text, base64, missing),
+ * and one over a bound, a symbolic link or a directory fails the collect
+ * step with the field and the limit named. */
+void cli_exec_check_inline_outputs(const struct cli_exec *c, const char *provider,
+                                   const char *isolation);
+
 #endif

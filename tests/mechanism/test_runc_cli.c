@@ -119,3 +119,8 @@ Test(runc_cli, exec_through_the_runtime_does_not_inherit_the_callers_rlimits)
     use_the_runtime_path();
     cli_exec_check_rlimits(&cli, "runc", "8388608", "1024");
 }
+
+Test(runc_cli, run_without_a_workspace_returns_outputs_inline)
+{
+    cli_exec_check_inline_outputs(&cli, "runc", "required");
+}

@@ -84,3 +84,8 @@ Test(trusted_local_cli, exec_does_not_inherit_the_callers_rlimits)
 {
     cli_exec_check_rlimits(&cli, "trusted-local", "8388608", "1024");
 }
+
+Test(trusted_local_cli, run_without_a_workspace_returns_outputs_inline)
+{
+    cli_exec_check_inline_outputs(&cli, "trusted-local", "none");
+}

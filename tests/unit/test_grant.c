@@ -301,7 +301,7 @@ static cJSON *collect(struct cordon__grant *g, const char *bundle_json, int expe
     int sfd = staging_fd();
 
     cordon_error_init(err);
-    cr_assert_eq(cordon__grant_collect(g, sfd, b, &outputs, err), expected, "%s", err->message);
+    cr_assert_eq(cordon__grant_collect(g, sfd, b, false, &outputs, err), expected, "%s", err->message);
     if (expected != 0)
         cr_assert_null(outputs);
     close(sfd);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/run.h"
+#include "core/grant.h"
 #include "tests/unit/helpers.h"
 
 struct env {
@@ -574,4 +575,171 @@ Test(run, a_run_without_outputs_never_loads_libarchive, .timeout = 60)
     test_rmtree(dir);
     free(state);
     free(dir);
+}
+
+/* --- outputs inline, without a task workspace --------------------------- */
+
+/* A run without "workspace" whose program writes `code` and declares outputs. */
+static const cJSON *inline_run(struct env *e, const char *code, const char *const *outputs, int n)
+{
+    cJSON *req = python_request(e, code, false);
+
+    cJSON_AddItemToObject(req, "outputs", cJSON_CreateStringArray(outputs, n));
+    run(e, req);
+    return cJSON_GetObjectItem(e->result, "outputs");
+}
+
+Test(run, inline_text_output_comes_back_in_the_result)
+{
+    static const char *const outs[] = { "report.txt", "sub/more.txt" };
+    const cJSON *outputs, *o;
+    struct env e;
+
+    env_open(&e);
+    outputs = inline_run(&e,
+                         "import os\nos.makedirs('../output/sub')\n"
+                         "open('../output/report.txt','w').write('h\\u00e9llo\\n')\n"
+                         "open('../output/sub/more.txt','w').write('')\n",
+                         outs, 2);
+    cr_expect_str_eq(str(e.result, "status"), "success", "%s", result_text(&e));
+    cr_assert_eq(cJSON_GetArraySize(outputs), 2, "%s", result_text(&e));
+    o = cJSON_GetArrayItem(outputs, 0);
+    cr_expect_str_eq(str(o, "path"), "output/report.txt");
+    cr_expect_str_eq(str(o, "encoding"), "utf-8");
+    cr_expect_str_eq(str(o, "data"), "h\xc3\xa9llo\n");
+    cr_expect_eq(cJSON_GetObjectItem(o, "bytes")->valueint, 7);
+    cr_expect_str_eq(str(o, "sha256"), "b95becd154aa095f76c4ca47a5aeb8350d6dfcb838404edfc9dae06628de938d");
+    cr_expect_null(cJSON_GetObjectItem(o, "host_path"), "a private workspace has no host path to give");
+    o = cJSON_GetArrayItem(outputs, 1);
+    cr_expect_str_eq(str(o, "path"), "output/sub/more.txt");
+    cr_expect_str_eq(str(o, "encoding"), "utf-8");
+    cr_expect_str_eq(str(o, "data"), "");
+    cr_expect_eq(cJSON_GetObjectItem(o, "bytes")->valueint, 0);
+    cr_expect_str_eq(str(o, "sha256"), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    expect_no_residue(&e);
+    env_close(&e);
+}
+
+Test(run, inline_binary_output_is_base64)
+{
+    static const char *const outs[] = { "blob.bin", "nul.txt" };
+    const cJSON *outputs, *o;
+    struct env e;
+
+    env_open(&e);
+    outputs = inline_run(&e,
+                         "open('../output/blob.bin','wb').write(bytes(range(256)))\n"
+                         "open('../output/nul.txt','wb').write(b'a\\x00b')\n",
+                         outs, 2);
+    cr_expect_str_eq(str(e.result, "status"), "success", "%s", result_text(&e));
+    cr_assert_eq(cJSON_GetArraySize(outputs), 2, "%s", result_text(&e));
+    o = cJSON_GetArrayItem(outputs, 0);
+    cr_expect_str_eq(str(o, "encoding"), "base64");
+    cr_expect_eq(cJSON_GetObjectItem(o, "bytes")->valueint, 256);
+    cr_expect_eq(strncmp(str(o, "data"), "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8g", 44), 0, "%s",
+                 str(o, "data"));
+    cr_expect_eq(strlen(str(o, "data")), 344u, "256 bytes are 344 base64 characters");
+    /* NUL is valid UTF-8 but not text: the exact bytes, as for the streams */
+    o = cJSON_GetArrayItem(outputs, 1);
+    cr_expect_str_eq(str(o, "encoding"), "base64");
+    cr_expect_str_eq(str(o, "data"), "YQBi");
+    expect_no_residue(&e);
+    env_close(&e);
+}
+
+Test(run, inline_missing_output_is_reported_missing)
+{
+    static const char *const outs[] = { "absent.txt", "here.txt" };
+    const cJSON *outputs, *o;
+    struct env e;
+
+    env_open(&e);
+    outputs = inline_run(&e, "open('../output/here.txt','w').write('x')\n", outs, 2);
+    cr_expect_str_eq(str(e.result, "status"), "success", "%s", result_text(&e));
+    cr_assert_eq(cJSON_GetArraySize(outputs), 2);
+    o = cJSON_GetArrayItem(outputs, 0);
+    cr_expect_str_eq(str(o, "path"), "output/absent.txt");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(o, "missing")));
+    cr_expect_null(cJSON_GetObjectItem(o, "data"));
+    cr_expect_null(cJSON_GetObjectItem(o, "encoding"));
+    cr_expect_str_eq(str(cJSON_GetArrayItem(outputs, 1), "data"), "x");
+    expect_no_residue(&e);
+    env_close(&e);
+}
+
+/* A file of exactly the inline per-file limit is returned whole. */
+Test(run, inline_output_at_the_per_file_limit_is_whole, .timeout = 60)
+{
+    static const char *const outs[] = { "full.txt" };
+    const cJSON *outputs;
+    struct env e;
+
+    env_open(&e);
+    outputs = inline_run(&e, "open('../output/full.txt','w').write('a' * (4 << 20))\n", outs, 1);
+    cr_expect_str_eq(str(e.result, "status"), "success", "%.300s", result_text(&e));
+    cr_expect_eq(strlen(str(cJSON_GetArrayItem(outputs, 0), "data")), (size_t)CORDON_GRANT_INLINE_MAX_FILE_BYTES);
+    env_close(&e);
+}
+
+struct inline_refusal {
+    const char *what;
+    const char *code;      /* the program */
+    const char *outputs;   /* JSON array of declared outputs */
+    const char *error;     /* the error code's name */
+    const char *needle;    /* in the error message */
+};
+
+static struct inline_refusal inline_refusals_cases[] = {
+    { "over the per-file limit", "open('../output/big.txt','w').write('a' * ((4 << 20) + 1))\n",
+      "[\"big.txt\"]", "limit_exceeded",
+      "outputs: big.txt is 4194305 bytes, exceeds the inline per-file limit of 4194304 (give a "
+      "\"workspace\" to collect larger outputs)" },
+    { "over the total limit",
+      "for i in range(5):\n    open('../output/f%d.txt' % i,'w').write('a' * (7 << 19))\n",
+      "[\"f0.txt\",\"f1.txt\",\"f2.txt\",\"f3.txt\",\"f4.txt\"]", "limit_exceeded",
+      "outputs: 18350080 bytes in total (at f4.txt) exceeds the inline total limit of 16777216" },
+    { "far over the total limit: the unpacking stops",
+      "for i in range(6):\n    open('../output/f%d.txt' % i,'w').write('a' * (31 << 17))\n",
+      "[\"f0.txt\",\"f1.txt\",\"f2.txt\",\"f3.txt\",\"f4.txt\",\"f5.txt\"]", "limit_exceeded",
+      "bring the total to more than the limit of 20971520 bytes" },
+    { "a symbolic link out of the sandbox", "import os\nos.symlink('/etc/passwd', '../output/link.txt')\n",
+      "[\"link.txt\"]", "unsafe_path", "symbolic link to an absolute path" },
+    { "a symbolic link to a file beside it",
+      "import os\nopen('../output/real.txt','w').write('x')\nos.symlink('real.txt', '../output/link.txt')\n",
+      "[\"link.txt\"]", "unsafe_path", "outputs: link.txt is a symbolic link, not a regular file (refused)" },
+    { "a directory", "import os\nos.makedirs('../output/d/e')\nopen('../output/d/e/f','w').write('x')\n",
+      "[\"d\"]", "unsafe_path", "not a regular file" },
+};
+
+ParameterizedTestParameters(run, inline_refusals)
+{
+    static size_t idx[sizeof(inline_refusals_cases) / sizeof(inline_refusals_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+/* A refused output fails the collect step: status error, nothing inline,
+ * nothing read through a link, no residue. */
+ParameterizedTest(size_t *at, run, inline_refusals, .timeout = 60)
+{
+    struct inline_refusal *c = &inline_refusals_cases[*at];
+    const cJSON *error;
+    struct env e;
+    cJSON *req;
+
+    env_open(&e);
+    req = python_request(&e, c->code, false);
+    cJSON_AddItemToObject(req, "outputs", cJSON_Parse(c->outputs));
+    run(&e, req);
+    cr_expect_str_eq(str(e.result, "status"), "error", "%s: %.400s", c->what, result_text(&e));
+    error = cJSON_GetObjectItem(e.result, "error");
+    cr_expect_str_eq(str(error, "code"), c->error, "%s", c->what);
+    cr_expect(strstr(str(error, "message"), c->needle) != NULL, "%s: \"%s\" lacks \"%s\"", c->what,
+              str(error, "message"), c->needle);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(e.result, "outputs")), 0, "%s", c->what);
+    cr_expect_null(strstr(result_text(&e), "root:"), "%s: no host file content", c->what);
+    expect_no_residue(&e);
+    env_close(&e);
 }

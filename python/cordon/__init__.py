@@ -1,0 +1,402 @@
+"""cordon: run untrusted code in a sandbox that proves what it isolates.
+
+A pure-Python binding over libcordon's JSON API (<cordon/cordon.h>) through
+ctypes: each call builds the request document of docs/json.md, hands it to
+the library and returns the document the library produced, parsed. Nothing
+is compiled on the user's side.
+
+    import cordon
+    r = cordon.run(files={"main.py": "print(6 * 7)"}, image="...")
+    r.stdout            # '42\\n'
+
+Failures raise cordon.Error (a subclass per code: InvalidInput, NotFound,
+...) with .code (an ErrorCode: .name "CORDON_E_INVALID", int value -2),
+.code_name ("invalid_input") and .message. See docs/python.md.
+
+Threads: every call releases the GIL while libcordon works. A Cordon
+object runs one call at a time (it holds a lock); different Cordon objects
+may be used from different threads at once. The module-level functions use
+one default Cordon per thread.
+"""
+import base64
+import ctypes
+import json
+import os
+import threading
+
+from . import _lib
+from .errors import (
+    AbiMismatch, AlreadyExists, Busy, Cancelled, CheckpointInvalid, CheckpointNotFound, Denied,
+    Error, ErrorCode, InvalidInput, IOFailure, LimitExceeded, NotFound, OutOfMemory,
+    ProviderError, ProviderUnavailable, Timeout, UnsafePath, Unavailable, Unsupported, error_for,
+)
+
+__all__ = [
+    "Cordon", "Result", "Error", "ErrorCode", "run", "provision", "exec", "checkpoint", "restore",
+    "terminate", "reclaim", "ls", "gc", "providers", "probe",
+    "AbiMismatch", "AlreadyExists", "Busy", "Cancelled", "CheckpointInvalid", "CheckpointNotFound",
+    "Denied", "InvalidInput", "IOFailure", "LimitExceeded", "NotFound", "OutOfMemory",
+    "ProviderError", "ProviderUnavailable", "Timeout", "UnsafePath", "Unavailable", "Unsupported",
+]
+
+_LIB = _lib.load()
+#: Where the library was loaded from.
+library = _LIB._name
+
+
+def _c(text):
+    """A str/bytes/PathLike as the char * libcordon takes (None stays NULL)."""
+    if text is None:
+        return None
+    if isinstance(text, bytes):
+        return text
+    return os.fsencode(text) if isinstance(text, os.PathLike) else str(text).encode("utf-8")
+
+
+def _doc(obj):
+    return json.dumps(obj, ensure_ascii=False).encode("utf-8")
+
+
+class Result(dict):
+    """The run result document (docs/json.md section 6), a dict, with
+    shortcuts for what a caller reads most."""
+
+    @property
+    def ok(self):
+        return bool(self.get("ok"))
+
+    @property
+    def status(self):
+        return self.get("status")
+
+    @property
+    def exit_code(self):
+        return self.get("exit_code")
+
+    @property
+    def stdout(self):
+        return self.get("stdout", "")
+
+    @property
+    def stderr(self):
+        return self.get("stderr", "")
+
+    @property
+    def stdout_bytes(self):
+        """The retained stdout bytes exactly (stdout_base64 when not UTF-8)."""
+        return _stream_bytes(self, "stdout")
+
+    @property
+    def stderr_bytes(self):
+        return _stream_bytes(self, "stderr")
+
+    @property
+    def outputs(self):
+        return self.get("outputs", [])
+
+    def output(self, path):
+        """The bytes of declared output path ("report.txt" or
+        "output/report.txt") returned inline, or None when it is missing.
+        KeyError when it was not declared or not returned inline."""
+        want = path if path.startswith("output/") else "output/" + path
+        for o in self.outputs:
+            if o.get("path") != want:
+                continue
+            if o.get("missing"):
+                return None
+            if "data" not in o:
+                raise KeyError("%s: collected into %s, not inline" % (path, o.get("host_path")))
+            if o.get("encoding") == "base64":
+                return base64.b64decode(o["data"])
+            return o["data"].encode("utf-8")
+        raise KeyError("%s: not a declared output of this run" % path)
+
+
+def _stream_bytes(doc, name):
+    if name + "_base64" in doc:
+        return base64.b64decode(doc[name + "_base64"])
+    return doc.get(name, "").encode("utf-8")
+
+
+def _files(files):
+    """{path: str | bytes | {"content"|"content_base64"|"data", "executable"}}
+    or the JSON list form, as the request's "files"."""
+    if not isinstance(files, dict):
+        return list(files)
+    out = []
+    for path, v in files.items():
+        f = {"path": os.fspath(path)}
+        if isinstance(v, dict):
+            v = dict(v)
+            data = v.pop("data", None)
+            if data is not None:
+                v.update(_content(data))
+            f.update(v)
+        else:
+            f.update(_content(v))
+        out.append(f)
+    return out
+
+
+def _content(v):
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return {"content_base64": base64.b64encode(bytes(v)).decode("ascii")}
+    return {"content": v}
+
+
+def _put(req, **keys):
+    for k, v in keys.items():
+        if v is not None:
+            req[k] = v
+    return req
+
+
+class _Stdin:
+    """stdin for exec: None (/dev/null), an fd, a file object, or bytes/str
+    (written to an anonymous file that cordon reads)."""
+
+    def __init__(self, stdin):
+        self.fd, self._own = -1, None
+        if stdin is None:
+            return
+        if isinstance(stdin, int):
+            self.fd = stdin
+        elif hasattr(stdin, "fileno"):
+            self.fd = stdin.fileno()
+        else:
+            data = stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin)
+            self._own = os.memfd_create("cordon-stdin", os.MFD_CLOEXEC)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._own, view):]
+            os.lseek(self._own, 0, os.SEEK_SET)
+            self.fd = self._own
+
+    def close(self):
+        if self._own is not None:
+            os.close(self._own)
+            self._own = None
+
+
+class Cordon:
+    """A libcordon host context (struct cordon_ctx): a state directory, the
+    provider search path, the providers it loaded.
+
+    state_dir: None for $CORDON_STATE_DIR, else /var/lib/cordon (root) or
+    ~/.local/state/cordon; config: a JSON configuration file (cordon(1));
+    observer: the cordon-observe to use (None: the installed one);
+    fresh: bypass the probe cache. Close it with close() or a with block.
+    """
+
+    def __init__(self, state_dir=None, config=None, observer=None, fresh=False):
+        self._lock = threading.Lock()
+        self._ctx = ctypes.c_void_p()
+        opts = _lib.CtxOpts(ctypes.sizeof(_lib.CtxOpts), _c(state_dir), _c(config), _c(observer),
+                            bool(fresh))
+        err = _err()
+        r = _LIB.cordon_ctx_new(ctypes.byref(opts), ctypes.byref(self._ctx), ctypes.byref(err))
+        if r < 0:
+            self._ctx = ctypes.c_void_p()
+            raise _error(r, err)
+
+    def close(self):
+        with self._lock:
+            if self._ctx:
+                _LIB.cordon_ctx_free(self._ctx)
+                self._ctx = ctypes.c_void_p()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _call(self, fn, *args):
+        """fn(ctx, *args, &out, &err): the parsed document, the returned
+        buffer freed with cordon_free whatever happens."""
+        out, err = ctypes.c_void_p(), _err()
+        with self._lock:
+            if not self._ctx:
+                raise InvalidInput("this Cordon is closed", ErrorCode.CORDON_E_INVALID)
+            r = fn(self._ctx, *args, ctypes.byref(out), ctypes.byref(err))
+        try:
+            if r < 0:
+                raise _error(r, err)
+            text = ctypes.string_at(out.value) if out.value else b""
+        finally:
+            if out.value:
+                _LIB.cordon_free(out)
+        return json.loads(text.decode("utf-8"))
+
+    # --- the code-execution flow -------------------------------------------
+
+    def run(self, files, language=None, entry=None, args=None, outputs=None, isolation="required",
+            providers=None, allow_unsafe_local=None, limits=None, timeout_ms=None, workspace=None,
+            inputs=None, image=None, environment=None, toolchain=None):
+        """Run a bundle (cordon_run_json; docs/json.md sections 5 and 6).
+
+        files: {path: text | bytes | {"data": ..., "executable": True}} or
+        the request's list form. entry: the entrypoint path. outputs:
+        declared outputs, relative to output/; without workspace they come
+        back inline (Result.output). isolation: "required" (default),
+        "preferred" or "none". Returns a Result whatever the program did
+        (status success, error, timeout, output_limit, oom, cancelled);
+        raises Error when the run was refused ("status": "blocked": a bad
+        request, no usable provider), with the result in err.result.
+        """
+        req = _put({"files": _files(files)}, language=language, entrypoint=entry,
+                   args=list(args) if args is not None else None,
+                   outputs=list(outputs) if outputs is not None else None, isolation=isolation,
+                   providers=list(providers) if providers is not None else None,
+                   allow_unsafe_local=allow_unsafe_local, limits=limits, timeout_ms=timeout_ms,
+                   workspace=os.fspath(workspace) if workspace is not None else None,
+                   inputs=[os.fspath(i) for i in inputs] if inputs is not None else None,
+                   image=image, environment=environment, toolchain=toolchain)
+        result = Result(self._call(_LIB.cordon_run_json, _doc(req)))
+        if result.get("status") == "blocked":
+            first = result.get("error") or (result.get("diagnostics") or [{}])[0]
+            raise error_for(first.get("code", "provider_error"),
+                            first.get("message", "the run was refused"), result=result)
+        return result
+
+    # --- the execution-host lifecycle --------------------------------------
+
+    def provision(self, provider, resources, image=None, workspace=None, network=None,
+                  environment=None, metadata=None, execution_id=None, isolation=None,
+                  allow_unsafe_local=None, allow_unpinned=None, provider_config=None):
+        """Create a long-lived execution (cordon provision; json.md section 7).
+        resources: all six limits. Returns the provision result."""
+        req = _put({"provider": provider, "resources": resources}, image=image,
+                   workspace=workspace, network=network, environment=environment,
+                   metadata=metadata, execution_id=execution_id, isolation=isolation,
+                   allow_unsafe_local=allow_unsafe_local, allow_unpinned=allow_unpinned,
+                   provider_config=provider_config)
+        return self._call(_LIB.cordon_provision_json, _doc(req))
+
+    def exec(self, execution_id, command, args=None, cwd=None, environment=None, timeout_ms=None,
+             stdin=None, cancel_fd=None):
+        """Run a command in an execution (cordon exec; json.md section 8).
+        stdin: None, bytes, str, an fd or a file object; cancel_fd: an fd
+        whose becoming readable cancels the exec (destroying the
+        execution). Returns the exec result: its "status" says how the
+        command ended; Error only when the mechanism failed."""
+        req = _put({"command": command}, args=list(args) if args is not None else None, cwd=cwd,
+                   environment=environment, timeout_ms=timeout_ms)
+        fd = _Stdin(stdin)
+        try:
+            return self._call(_LIB.cordon_exec_json, _c(execution_id), _doc(req), fd.fd,
+                              -1 if cancel_fd is None else int(cancel_fd))
+        finally:
+            fd.close()
+
+    def checkpoint(self, execution_id, metadata=None):
+        """Save an execution's /workspace; returns the manifest (section 9)."""
+        return self._call(_LIB.cordon_checkpoint_json, _c(execution_id),
+                          _doc(metadata) if metadata is not None else None)
+
+    def restore(self, checkpoint_id, provider=None, provider_config=None, image=None,
+                execution_id=None, allow_unsafe_local=None, allow_unpinned=None, isolation=None):
+        """A new execution from a checkpoint (section 10)."""
+        req = _put({}, provider=provider, provider_config=provider_config, image=image,
+                   execution_id=execution_id, allow_unsafe_local=allow_unsafe_local,
+                   allow_unpinned=allow_unpinned, isolation=isolation)
+        return self._call(_LIB.cordon_restore_json, _c(checkpoint_id), _doc(req))
+
+    def terminate(self, execution_id):
+        """Destroy an execution; idempotent ("already_gone": true)."""
+        return self._call(_LIB.cordon_terminate_json, _c(execution_id))
+
+    def reclaim(self, execution_id, provider=None):
+        """Destroy whatever a provider holds for execution_id, record or not."""
+        return self._call(_LIB.cordon_reclaim_json, _c(execution_id), _c(provider))
+
+    def ls(self):
+        """{"executions": [...]}"""
+        return self._call(_LIB.cordon_ls_json)
+
+    def gc(self):
+        """Reclaim expired, crashed and unrecorded executions."""
+        return self._call(_LIB.cordon_gc_json)
+
+    def providers(self):
+        """{"providers": [...]} for every provider .so on the search path."""
+        return self._call(_LIB.cordon_providers_json)
+
+    def probe(self, ids=None, config=None):
+        """Probe the named providers (all when ids is None): {"probes": [...]}."""
+        arr = None
+        if ids:
+            arr = (ctypes.c_char_p * (len(ids) + 1))(*[_c(i) for i in ids], None)
+        return self._call(_LIB.cordon_probe_json, arr, _doc(config) if config is not None else None)
+
+
+def _err():
+    e = _lib.CordonErrorStruct()
+    e.struct_size = ctypes.sizeof(e)
+    return e
+
+
+def _error(r, err):
+    code = err.code if err.code < 0 else r
+    return error_for(code, err.message.decode("utf-8", "replace"), err.os_errno)
+
+
+_local = threading.local()
+
+
+def _default():
+    c = getattr(_local, "cordon", None)
+    if c is None:
+        c = _local.cordon = Cordon()
+    return c
+
+
+def run(files, **kwargs):
+    """Cordon.run on this thread's default context."""
+    return _default().run(files, **kwargs)
+
+
+def provision(provider, resources, **kwargs):
+    return _default().provision(provider, resources, **kwargs)
+
+
+def exec(execution_id, command, **kwargs):  # noqa: A001 (the cordon verb)
+    return _default().exec(execution_id, command, **kwargs)
+
+
+def checkpoint(execution_id, metadata=None):
+    return _default().checkpoint(execution_id, metadata)
+
+
+def restore(checkpoint_id, **kwargs):
+    return _default().restore(checkpoint_id, **kwargs)
+
+
+def terminate(execution_id):
+    return _default().terminate(execution_id)
+
+
+def reclaim(execution_id, provider=None):
+    return _default().reclaim(execution_id, provider)
+
+
+def ls():
+    return _default().ls()
+
+
+def gc():
+    return _default().gc()
+
+
+def providers():
+    return _default().providers()
+
+
+def probe(ids=None, config=None):
+    return _default().probe(ids, config)

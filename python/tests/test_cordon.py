@@ -1,0 +1,363 @@
+"""Tests of the Python binding (python/cordon) against a real libcordon.
+
+Run by scripts/python-check.sh with Debian's python3 against an installed
+build; the unittest module only, no pip packages. trusted-local runs need
+root (its sandbox users) and consent; the runc tests need root and
+$CORDON_RUNC_IMAGE (a rootfs tar@sha256:digest with python3, as the
+mechanism suites use). Run directly it ends with "tests: N passed, N
+failed"; a skipped test counts as failed there, with its reason printed.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+
+import cordon
+
+RUNC_IMAGE = os.environ.get("CORDON_RUNC_IMAGE", "")
+ROOT = os.geteuid() == 0
+LIMITS = {"cpus": 1, "memory_bytes": 256 << 20, "disk_bytes": 64 << 20, "pids": 128,
+          "runtime_ms": 120000, "max_output_bytes": 1 << 20}
+TL = {"providers": ["trusted-local"], "allow_unsafe_local": True, "isolation": "none"}
+
+
+class StateDir(unittest.TestCase):
+    """Each test gets a Cordon over a state directory of its own, removed after."""
+
+    def setUp(self):
+        self.state = tempfile.mkdtemp(prefix="cordon-pytest.")
+        self.c = cordon.Cordon(state_dir=self.state)
+
+    def tearDown(self):
+        for e in self.c.ls()["executions"]:
+            self.c.terminate(e["execution_id"])
+        self.c.close()
+        shutil.rmtree(self.state, ignore_errors=True)
+
+
+def python_import(env, code="import cordon"):
+    """python3 -c code in a child with env over ours: (returncode, stderr)."""
+    p = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env),
+                       capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stderr
+
+
+class Loading(unittest.TestCase):
+    def test_missing_library_is_a_clear_import_error(self):
+        rc, err = python_import({"CORDON_LIBRARY": "/nonexistent/libcordon.so.0"})
+        self.assertNotEqual(rc, 0)
+        self.assertIn("ImportError: cordon: cannot load libcordon", err)
+        self.assertIn("/nonexistent/libcordon.so.0", err)
+        self.assertIn("CORDON_LIBRARY", err)
+
+    def test_a_library_that_is_not_libcordon_is_refused(self):
+        rc, err = python_import({"CORDON_LIBRARY": "libc.so.6"})
+        self.assertNotEqual(rc, 0)
+        self.assertIn("not libcordon", err)
+
+    def test_loaded_by_its_soname_from_the_installed_libdir(self):
+        self.assertRegex(os.path.basename(cordon.library), r"^libcordon\.so\.[0-9]+$")
+        build = getattr(cordon._lib, "_build", None)
+        if build is not None and "CORDON_LIBRARY" not in os.environ:
+            self.assertEqual(cordon.library, os.path.join(build.LIBDIR, build.SONAME))
+
+
+class Errors(StateDir):
+    """Every refusal is an exception whose code is cordon's."""
+
+    def assert_error(self, cm, cls, number, name, needle):
+        e = cm.exception
+        self.assertIsInstance(e, cordon.Error)
+        self.assertIsInstance(e, cls)
+        self.assertEqual(int(e.code), number)
+        self.assertEqual(e.code.name, name)
+        self.assertIn(needle, e.message)
+        self.assertIn(name, str(e))
+
+    def test_bad_run_request_raises_invalid_input_with_the_result(self):
+        with self.assertRaises(cordon.InvalidInput) as cm:
+            self.c.run(files={"main.py": "print(1)"}, limits={"gpus": 1}, **TL)
+        self.assert_error(cm, cordon.InvalidInput, -2, "CORDON_E_INVALID", "limits.gpus")
+        self.assertEqual(cm.exception.code_name, "invalid_input")
+        self.assertEqual(cm.exception.result.status, "blocked")
+
+    def test_bad_output_path_is_refused(self):
+        with self.assertRaises(cordon.Error) as cm:
+            self.c.run(files={"main.py": "print(1)"}, outputs=["../../etc/passwd"], **TL)
+        self.assertIn("outputs", cm.exception.message)
+
+    def test_a_credential_variable_is_denied(self):
+        with self.assertRaises(cordon.Denied) as cm:
+            self.c.run(files={"main.py": "print(1)"}, environment={"OPENAI_API_KEY": "x"}, **TL)
+        self.assert_error(cm, cordon.Denied, -10, "CORDON_E_DENIED", "OPENAI_API_KEY")
+
+    def test_required_isolation_never_takes_trusted_local(self):
+        with self.assertRaises(cordon.ProviderUnavailable) as cm:
+            self.c.run(files={"main.py": "print(1)"}, providers=["trusted-local"],
+                       allow_unsafe_local=True, isolation="required")
+        self.assert_error(cm, cordon.ProviderUnavailable, -15, "CORDON_E_PROVIDER_UNAVAILABLE",
+                          "none of 1 candidate")
+        skip = cm.exception.result["meta"]["probes"][0]["skip"]
+        self.assertEqual(skip["reason"], "capability_mismatch")
+
+    def test_exec_in_no_such_execution_is_not_found(self):
+        with self.assertRaises(cordon.NotFound) as cm:
+            self.c.exec("no-such-1", "true")
+        self.assert_error(cm, cordon.NotFound, -6, "CORDON_E_NOT_FOUND", "no-such-1")
+
+    def test_provision_without_every_limit_is_invalid(self):
+        with self.assertRaises(cordon.InvalidInput) as cm:
+            self.c.provision("trusted-local", {"cpus": 1})
+        self.assertIn("resources.", cm.exception.message)
+
+    def test_restore_of_a_bad_checkpoint_id_is_invalid(self):
+        with self.assertRaises(cordon.InvalidInput) as cm:
+            self.c.restore("bad")
+        self.assertIn("checkpoint_id", cm.exception.message)
+
+    def test_a_relative_state_dir_is_refused_by_the_context(self):
+        with self.assertRaises(cordon.InvalidInput) as cm:
+            cordon.Cordon(state_dir="relative")
+        self.assert_error(cm, cordon.InvalidInput, -2, "CORDON_E_INVALID", "state_dir")
+
+    def test_a_closed_context_refuses_calls(self):
+        c = cordon.Cordon(state_dir=self.state)
+        c.close()
+        with self.assertRaises(cordon.InvalidInput):
+            c.ls()
+
+    def test_unknown_codes_read_as_provider_error(self):
+        e = cordon.errors.error_for(-99, "x")
+        self.assertIsInstance(e, cordon.ProviderError)
+        self.assertEqual(e.code, cordon.ErrorCode.CORDON_E_PROVIDER)
+        self.assertIsInstance(cordon.errors.error_for("checkpoint_not_found", "x"),
+                              cordon.CheckpointNotFound)
+
+
+@unittest.skipUnless(ROOT, "trusted-local runs each execution as a user of its own: needs root")
+class TrustedLocal(StateDir):
+    def test_run_returns_the_program_output(self):
+        r = self.c.run(files={"main.py": "import sys\nprint('hi', sys.argv[1:])\n"}, args=["a"], **TL)
+        self.assertTrue(r.ok, r)
+        self.assertEqual(r.status, "success")
+        self.assertEqual(r.exit_code, 0)
+        self.assertEqual(r.stdout, "hi ['a']\n")
+        self.assertEqual(r["meta"]["provider_id"], "trusted-local")
+
+    def test_a_failing_program_is_a_result_not_an_exception(self):
+        r = self.c.run(files={"main.py": "import sys\nsys.stderr.write('bad\\n')\nsys.exit(3)\n"}, **TL)
+        self.assertFalse(r.ok)
+        self.assertEqual((r.status, r.exit_code, r.stderr), ("error", 3, "bad\n"))
+
+    def test_binary_stdout_keeps_its_bytes(self):
+        r = self.c.run(files={"main.py": "import sys\nsys.stdout.buffer.write(b'\\xff\\x00ok')\n"}, **TL)
+        self.assertEqual(r.stdout_bytes, b"\xff\x00ok")
+
+    def test_outputs_come_back_inline_without_a_workspace(self):
+        code = ("open('../output/r.txt','w').write('caf\\u00e9\\n')\n"
+                "open('../output/b.bin','wb').write(bytes(range(256)))\n")
+        r = self.c.run(files={"main.py": code}, outputs=["r.txt", "b.bin", "none.txt"], **TL)
+        self.assertTrue(r.ok, r)
+        self.assertEqual(r.output("r.txt"), "café\n".encode())
+        self.assertEqual(r.output("output/b.bin"), bytes(range(256)))
+        self.assertIsNone(r.output("none.txt"))
+        enc = {o["path"]: o.get("encoding") for o in r.outputs}
+        self.assertEqual(enc, {"output/r.txt": "utf-8", "output/b.bin": "base64", "output/none.txt": None})
+        with self.assertRaises(KeyError):
+            r.output("undeclared.txt")
+
+    def test_an_output_over_the_inline_bound_fails_collect(self):
+        r = self.c.run(files={"main.py": "open('../output/big','w').write('a' * ((4 << 20) + 1))\n"},
+                       outputs=["big"], **TL)
+        self.assertEqual(r.status, "error")
+        self.assertEqual(r["error"]["code"], "limit_exceeded")
+        self.assertIn("inline per-file limit of 4194304", r["error"]["message"])
+        self.assertEqual(r.outputs, [])
+
+    def test_a_workspace_still_collects_to_the_host(self):
+        ws = tempfile.mkdtemp(prefix="cordon-pytest-ws.")
+        try:
+            r = self.c.run(files={"main.py": "open('../output/r.txt','w').write('x')\n"},
+                           outputs=["r.txt"], workspace=ws, **TL)
+            self.assertTrue(r.ok, r)
+            self.assertEqual(r.outputs[0]["host_path"], os.path.join(os.path.realpath(ws), "output/r.txt"))
+            with open(os.path.join(ws, "output/r.txt")) as f:
+                self.assertEqual(f.read(), "x")
+            with self.assertRaises(KeyError):
+                r.output("r.txt")
+        finally:
+            shutil.rmtree(ws)
+
+    def test_files_as_bytes_and_executable(self):
+        r = self.c.run(files={"main.py": b"import os\nprint(os.access('run.sh', os.X_OK))\n",
+                              "run.sh": {"data": "#!/bin/sh\n", "executable": True}}, entry="main.py",
+                       language="python", **TL)
+        self.assertEqual(r.stdout, "True\n", r)
+
+    def test_lifecycle_provision_exec_checkpoint_restore_terminate(self):
+        p = self.c.provision("trusted-local", LIMITS, allow_unsafe_local=True, isolation="none",
+                             execution_id="py-life-1", metadata={"by": "python"})
+        self.assertEqual(p["execution_id"], "py-life-1")
+        x = self.c.exec("py-life-1", "sh", args=["-c", "cat > note.txt; cat note.txt"], stdin=b"kept\n")
+        self.assertEqual((x["status"], x["exit_code"], x["stdout"]), ("exited", 0, "kept\n"))
+        x = self.c.exec("py-life-1", "sh", args=["-c", "exit 4"])
+        self.assertEqual((x["status"], x["exit_code"], x["ok"]), ("exited", 4, False))
+        ck = self.c.checkpoint("py-life-1", {"why": "test"})
+        self.assertRegex(ck["checkpoint_id"], r"^ckpt-[0-9a-f]{24}$")
+        self.assertEqual(ck["metadata"], {"why": "test"})
+        rs = self.c.restore(ck["checkpoint_id"], execution_id="py-life-2", allow_unsafe_local=True,
+                            isolation="none")
+        self.assertEqual(rs["restored_from"], ck["checkpoint_id"])
+        x = self.c.exec("py-life-2", "cat", args=["note.txt"])
+        self.assertEqual(x["stdout"], "kept\n")
+        ids = sorted(e["execution_id"] for e in self.c.ls()["executions"])
+        self.assertEqual(ids, ["py-life-1", "py-life-2"])
+        self.assertFalse(self.c.terminate("py-life-1")["already_gone"])
+        self.assertTrue(self.c.terminate("py-life-1")["already_gone"])
+        self.c.terminate("py-life-2")
+        self.assertEqual(self.c.ls()["executions"], [])
+        self.assertTrue(self.c.gc()["ok"])
+        with self.assertRaises(cordon.AlreadyExists):
+            self.c.provision("trusted-local", LIMITS, allow_unsafe_local=True, isolation="none",
+                             execution_id="py-life-3")
+            self.c.provision("trusted-local", LIMITS, allow_unsafe_local=True, isolation="none",
+                             execution_id="py-life-3")
+
+    def test_exec_stdin_from_a_file_object(self):
+        self.c.provision("trusted-local", LIMITS, allow_unsafe_local=True, isolation="none",
+                         execution_id="py-stdin-1")
+        with tempfile.TemporaryFile() as f:
+            f.write(b"from a file\n")
+            f.seek(0)
+            x = self.c.exec("py-stdin-1", "cat", stdin=f)
+        self.assertEqual(x["stdout"], "from a file\n")
+
+    def test_two_threads_run_at_once_on_contexts_of_their_own(self):
+        results, errors = [], []
+
+        def one(n):
+            try:
+                with cordon.Cordon(state_dir=self.state) as c:
+                    results.append(c.run(files={"main.py": "import time\ntime.sleep(0.5)\nprint(%d)\n" % n},
+                                         **TL).stdout)
+            except Exception as e:  # reported below, not lost in the thread
+                errors.append(e)
+
+        threads = [threading.Thread(target=one, args=(n,)) for n in (1, 2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(sorted(results), ["1\n", "2\n"])
+
+    def test_module_functions_use_a_default_context_per_thread(self):
+        out = {}
+
+        def body():
+            os.environ["CORDON_STATE_DIR"] = self.state
+            try:
+                out["r"] = cordon.run(files={"main.py": "print('default')"}, **TL)
+                out["ls"] = cordon.ls()
+            except Exception as e:
+                out["e"] = e
+            finally:
+                del os.environ["CORDON_STATE_DIR"]
+
+        t = threading.Thread(target=body)
+        t.start()
+        t.join()
+        self.assertNotIn("e", out)
+        self.assertEqual(out["r"].stdout, "default\n")
+        self.assertEqual(out["ls"], {"executions": []})
+
+
+@unittest.skipUnless(ROOT and RUNC_IMAGE, "runc needs root and $CORDON_RUNC_IMAGE (tar@sha256:digest)")
+class Runc(StateDir):
+    def test_run_with_isolation_required_under_runc(self):
+        r = self.c.run(files={"main.py": "import os, sys\nprint(sys.version_info[0], os.getuid() != 0)\n"},
+                       providers=["runc"], image=RUNC_IMAGE, isolation="required")
+        self.assertTrue(r.ok, r)
+        self.assertEqual(r.stdout, "3 True\n")
+        self.assertEqual(r["meta"]["provider_id"], "runc")
+        self.assertEqual(r["meta"]["provider_facts"]["safety_class"], "isolated")
+
+    def test_inline_outputs_under_runc(self):
+        code = ("open('../output/t.txt','w').write('ok\\n')\n"
+                "open('../output/b.bin','wb').write(b'\\x00\\xff')\n")
+        r = self.c.run(files={"main.py": code}, outputs=["t.txt", "b.bin"], providers=["runc"],
+                       image=RUNC_IMAGE)
+        self.assertTrue(r.ok, r)
+        self.assertEqual(r.output("t.txt"), b"ok\n")
+        self.assertEqual(r.output("b.bin"), b"\x00\xff")
+
+    def test_a_symlink_output_is_never_followed_under_runc(self):
+        code = "import os\nos.symlink('/etc/passwd', '../output/p')\n"
+        r = self.c.run(files={"main.py": code}, outputs=["p"], providers=["runc"], image=RUNC_IMAGE)
+        self.assertEqual(r.status, "error")
+        self.assertEqual(r["error"]["code"], "unsafe_path")
+        self.assertNotIn("root:", str(r))
+
+    def test_exec_in_a_runc_execution(self):
+        self.c.provision("runc", LIMITS, image=RUNC_IMAGE, execution_id="py-runc-1")
+        x = self.c.exec("py-runc-1", "python3", args=["-c", "import sys; print(sys.stdin.read()[::-1])"],
+                        stdin="olleh")
+        self.assertEqual((x["status"], x["stdout"]), ("exited", "hello\n"))
+        self.assertFalse(self.c.terminate("py-runc-1")["already_gone"])
+
+
+ADAPTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                       "python-adapter")
+
+
+@unittest.skipUnless(ROOT and RUNC_IMAGE, "runc needs root and $CORDON_RUNC_IMAGE (tar@sha256:digest)")
+class Adapter(unittest.TestCase):
+    """examples/python-adapter: the agent tool, end to end under runc."""
+
+    def setUp(self):
+        sys.path.insert(0, ADAPTER)
+        import cordon_tool
+        self.state = tempfile.mkdtemp(prefix="cordon-pytest.")
+        self.tool = cordon_tool.CodeExecutionTool(image=RUNC_IMAGE, providers=["runc"],
+                                                  state_dir=self.state)
+        self.spec = cordon_tool.TOOL_SPEC
+
+    def tearDown(self):
+        self.tool.close()
+        sys.path.remove(ADAPTER)
+        shutil.rmtree(self.state, ignore_errors=True)
+
+    def test_a_tool_call_returns_streams_exit_and_outputs(self):
+        code = ("import sys\nopen('../output/a.txt','w').write('A')\n"
+                "open('../output/b.bin','wb').write(b'\\x00')\nprint('out')\nsys.exit(2)\n")
+        reply = json.loads(self.tool.handle_tool_call(json.dumps({"code": code,
+                                                                  "outputs": ["a.txt", "b.bin", "c"]})))
+        self.assertEqual((reply["status"], reply["exit_code"], reply["stdout"]), ("error", 2, "out\n"))
+        self.assertEqual(reply["provider"], "runc")
+        self.assertEqual(reply["outputs"], {"a.txt": "A", "b.bin": {"base64": "AA==", "bytes": 1}, "c": None})
+
+    def test_a_refused_call_tells_the_model_why(self):
+        reply = json.loads(self.tool.handle_tool_call(json.dumps({"code": "1", "outputs": ["/etc/x"]})))
+        self.assertEqual(reply["status"], "blocked")
+        self.assertEqual(reply["error"]["code"], "unsafe_path")
+        reply = json.loads(self.tool.handle_tool_call("[]"))
+        self.assertEqual(reply["error"]["code"], "invalid_input")
+        self.assertEqual(self.spec["parameters"]["required"], ["code"])
+
+
+def main():
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    res = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+    for test, reason in res.skipped:
+        print("skipped (counted as failed): %s: %s" % (test.id(), reason))
+    failed = len(res.failures) + len(res.errors) + len(res.skipped) + len(res.unexpectedSuccesses)
+    print("tests: %d passed, %d failed" % (res.testsRun - failed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
