@@ -116,7 +116,7 @@ static bool env_set_number(cJSON *env, const char *name, const char *prefix, uin
 
 /* The environment: fixed values, those that follow the limits, and the
  * language's switches. */
-static bool fill_env(struct cordon__plan *p, const struct cordon__limits *limits)
+static bool fill_env(struct cordon__plan *p, const struct cordon_limits *limits)
 {
     /* Toolchains size their worker pools from the cpu count; the pids and
      * memory limits must agree with them. */
@@ -148,11 +148,11 @@ static bool fill_env(struct cordon__plan *p, const struct cordon__limits *limits
     return ok;
 }
 
-int cordon__adapter_plan(const struct cordon__bundle *b, const struct cordon__limits *limits,
+int cordon__adapter_plan(const struct cordon__bundle *b, const struct cordon_limits *limits,
                          struct cordon__plan **ret, struct cordon_error *err)
 {
     static const char *const no_head[] = { NULL };
-    const struct cordon__limits defaults = {
+    const struct cordon_limits defaults = {
         .cpus = CORDON_RUN_DEFAULT_CPUS,
         .memory_bytes = CORDON_RUN_DEFAULT_MEMORY,
         .disk_bytes = CORDON_RUN_DEFAULT_DISK,

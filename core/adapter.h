@@ -50,7 +50,7 @@ struct cordon__plan {
  * An unknown language is CORDON_E_UNSUPPORTED. *ret is freed with
  * cordon__plan_free.
  */
-int cordon__adapter_plan(const struct cordon__bundle *b, const struct cordon__limits *limits,
+int cordon__adapter_plan(const struct cordon__bundle *b, const struct cordon_limits *limits,
                          struct cordon__plan **ret, struct cordon_error *err);
 
 /* Free a plan; NULL is fine. */

@@ -218,11 +218,11 @@ static bool value_ok(const char *key, enum key_kind kind, const cJSON *v, char *
     case K_RESOURCES: {
         /* The manifest is data on disk: its limits meet the bounds of a
          * provision request, checked by the same function. */
-        struct cordon__limits limits;
+        struct cordon_limits limits;
         struct cordon_error in;
 
         cordon_error_init(&in);
-        if (cordon__limits_from_json(v, &limits, &in) < 0) {
+        if (cordon_limits_from_json(v, "resources", &limits, &in) < 0) {
             snprintf(why, why_len, "%s", in.message);
             return false;
         }

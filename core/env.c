@@ -10,10 +10,10 @@ bool cordon__env_name_is_credential(const char *name)
      * that API_KEY, ApiKey, api-key and API__KEY all read "apikey". */
     static const char *const words[] = { "token", "secret", "password", "passwd", "apikey",
                                          "accesskey", "privatekey", "credential" };
-    char folded[CORDON_ENV_MAX_NAME + 1];
+    char folded[CORDON_ENV_NAME_MAX + 1];
     size_t n = 0;
 
-    for (const char *p = name; *p != '\0' && n < CORDON_ENV_MAX_NAME; p++)
+    for (const char *p = name; *p != '\0' && n < CORDON_ENV_NAME_MAX; p++)
         if (isalnum((unsigned char)*p))
             folded[n++] = (char)tolower((unsigned char)*p);
     folded[n] = '\0';
@@ -21,16 +21,6 @@ bool cordon__env_name_is_credential(const char *name)
         if (strstr(folded, words[i]) != NULL)
             return true;
     return false;
-}
-
-static bool name_valid(const char *name)
-{
-    if (!(isalpha((unsigned char)name[0]) || name[0] == '_'))
-        return false;
-    for (const char *p = name + 1; *p != '\0'; p++)
-        if (!(isalnum((unsigned char)*p) || *p == '_'))
-            return false;
-    return true;
 }
 
 int cordon__env_validate(const char *field, const cJSON *env, struct cordon_error *err)
@@ -43,14 +33,14 @@ int cordon__env_validate(const char *field, const cJSON *env, struct cordon_erro
     if (!cJSON_IsObject(env))
         return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be an object of NAME: value", field);
     cJSON_ArrayForEach(v, env) {
-        if (++n > CORDON_ENV_MAX_ENTRIES)
+        if (++n > CORDON_ENV_MAX)
             return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: more than %d entries", field,
-                                    CORDON_ENV_MAX_ENTRIES);
-        if (strlen(v->string) > CORDON_ENV_MAX_NAME || !name_valid(v->string))
+                                    CORDON_ENV_MAX);
+        if (!cordon_env_name_valid(v->string))
             return cordon_error_set(
                 err, CORDON_E_INVALID, 0,
                 "%s: name \"%.*s\" must match [A-Za-z_][A-Za-z0-9_]* (at most %d bytes)", field,
-                cordon_text_fit(v->string, 64), v->string, CORDON_ENV_MAX_NAME);
+                cordon_text_fit(v->string, 64), v->string, CORDON_ENV_NAME_MAX);
         if (cordon__env_name_is_credential(v->string))
             return cordon_error_set(err, CORDON_E_DENIED, 0,
                                     "%s.%s: looks like a credential (token, secret, password, API key, "

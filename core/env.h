@@ -11,16 +11,15 @@
 #include <stdbool.h>
 #include <cjson/cJSON.h>
 #include <cordon/error.h>
+#include <cordon/sdk/bounds.h>
 
-#define CORDON_ENV_MAX_ENTRIES 128
-#define CORDON_ENV_MAX_NAME 256
 #define CORDON_ENV_MAX_VALUE (32u << 10)
 
 /* True when name looks like it holds a credential. */
 bool cordon__env_name_is_credential(const char *name);
 
 /* Validate an environment object (NULL is fine: no variables): at most
- * CORDON_ENV_MAX_ENTRIES string values, names well-formed and not
+ * CORDON_ENV_MAX string values, names well-formed and not
  * credential-looking, values without NUL and bounded. field names the
  * object in messages ("environment"). */
 int cordon__env_validate(const char *field, const cJSON *env, struct cordon_error *err);

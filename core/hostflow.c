@@ -28,9 +28,7 @@
 #include "core/select.h"
 
 #define METADATA_MAX_BYTES (16u << 10)
-#define EXEC_MAX_ARGS 256
 #define EXEC_MAX_ARG_BYTES (128u << 10)
-#define WORKSPACE_MAX_ENTRIES 1000000ull
 
 /* A bound provider for one call: loaded, ensured, released at the end. */
 struct bound {
@@ -148,7 +146,7 @@ struct spec {
     cJSON *config;           /* owned */
     const cJSON *image;
     const cJSON *workspace;
-    struct cordon__limits limits;
+    struct cordon_limits limits;
     const cJSON *environment;
     const cJSON *metadata;
     char id[65];
@@ -222,7 +220,7 @@ static int validate_spec(struct cordon_ctx *ctx, const cJSON *req, struct spec *
     if ((r = cordon__isolation_parse("isolation", cJSON_GetObjectItemCaseSensitive(req, "isolation"),
                                      &ret->isolation, err)) < 0)
         return r;
-    if ((r = cordon__limits_from_json(cJSON_GetObjectItemCaseSensitive(req, "resources"), &ret->limits, err)) < 0)
+    if ((r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(req, "resources"), "resources", &ret->limits, err)) < 0)
         return r;
     /* Network: "none" only; anything else is refused, never downgraded. */
     v = cJSON_GetObjectItemCaseSensitive(req, "network");
@@ -291,9 +289,8 @@ static int validate_spec(struct cordon_ctx *ctx, const cJSON *req, struct spec *
     }
     v = cJSON_GetObjectItemCaseSensitive(req, "execution_id");
     if (v != NULL) {
-        if (!cJSON_IsString(v) || !cordon__execution_id_valid(v->valuestring))
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "execution_id: must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
+        if ((r = cordon_execution_id_check("execution_id", cJSON_GetStringValue(v), err)) < 0)
+            return r;
         snprintf(ret->id, sizeof(ret->id), "%s", v->valuestring);
     } else {
         char hex[25];
@@ -312,19 +309,6 @@ static int validate_spec(struct cordon_ctx *ctx, const cJSON *req, struct spec *
     ret->config = cordon__json_merge(cordon__base_config(ctx, ret->provider), over);
     cJSON_Delete(over);
     return ret->config != NULL ? 0 : cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-}
-
-static cJSON *resources_json(const struct cordon__limits *l)
-{
-    cJSON *o = cJSON_CreateObject();
-
-    cJSON_AddNumberToObject(o, "cpus", l->cpus);
-    cJSON_AddNumberToObject(o, "memory_bytes", (double)l->memory_bytes);
-    cJSON_AddNumberToObject(o, "disk_bytes", (double)l->disk_bytes);
-    cJSON_AddNumberToObject(o, "pids", (double)l->pids);
-    cJSON_AddNumberToObject(o, "runtime_ms", (double)l->runtime_ms);
-    cJSON_AddNumberToObject(o, "max_output_bytes", (double)l->max_output_bytes);
-    return o;
 }
 
 /* --- streaming a tar between a producer and a consumer ------------------------ */
@@ -407,7 +391,7 @@ static int git_produce(void *arg, int fd, struct cordon_error *err)
     int r;
 
     snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)job->max_bytes);
-    snprintf(entries, sizeof(entries), "%llu", (unsigned long long)WORKSPACE_MAX_ENTRIES);
+    snprintf(entries, sizeof(entries), "%llu", (unsigned long long)CORDON_TAR_ENTRIES_MAX);
     cordon_runner_opts_init(&opts);
     opts.argv = argv;
     opts.envp = envp;
@@ -545,7 +529,7 @@ static int provision(struct cordon_ctx *ctx, struct spec *spec, int tar_fd, cJSO
     cJSON_AddStringToObject(doc, "provider_id", spec->provider);
     cJSON_AddItemToObject(doc, "provider_config", cJSON_Duplicate(spec->config, 1));
     cJSON_AddItemToObject(doc, "image", spec->image != NULL ? cJSON_Duplicate(spec->image, 1) : cJSON_CreateNull());
-    cJSON_AddItemToObject(doc, "resources", resources_json(&spec->limits));
+    cJSON_AddItemToObject(doc, "resources", cordon_limits_to_json(&spec->limits));
     cJSON_AddStringToObject(cJSON_AddObjectToObject(doc, "network"), "mode", "none");
     cJSON_AddItemToObject(doc, "environment", spec->environment != NULL ? cJSON_Duplicate(spec->environment, 1)
                                                                        : cJSON_CreateObject());
@@ -567,7 +551,7 @@ static int provision(struct cordon_ctx *ctx, struct spec *spec, int tar_fd, cJSO
     pspec = cJSON_CreateObject();
     cJSON_AddStringToObject(pspec, "execution_id", spec->id);
     cJSON_AddItemToObject(pspec, "image", spec->image != NULL ? cJSON_Duplicate(spec->image, 1) : cJSON_CreateNull());
-    cJSON_AddItemToObject(pspec, "resources", resources_json(&spec->limits));
+    cJSON_AddItemToObject(pspec, "resources", cordon_limits_to_json(&spec->limits));
     cJSON_AddStringToObject(cJSON_AddObjectToObject(pspec, "network"), "mode", "none");
     cJSON_AddItemToObject(pspec, "environment", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(doc, "environment"), 1));
     cJSON_AddStringToObject(pspec, "layout", "host");
@@ -718,9 +702,9 @@ static int exec_request(const cJSON *req, uint64_t left_ms, cJSON **ret, uint64_
     if (args != NULL && !cJSON_IsArray(args))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "args: must be an array of strings (one argv entry each), not a shell string");
-    if (cJSON_GetArraySize(args) + 1 > EXEC_MAX_ARGS)
+    if (cJSON_GetArraySize(args) + 1 > CORDON_ARGV_MAX)
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "args: %d entries exceed the limit of %d",
-                                cJSON_GetArraySize(args) + 1, EXEC_MAX_ARGS);
+                                cJSON_GetArraySize(args) + 1, CORDON_ARGV_MAX);
     cJSON_ArrayForEach(a, args) {
         if (!cJSON_IsString(a))
             return cordon_error_set(err, CORDON_E_INVALID, 0, "args: every entry must be a string");
@@ -993,7 +977,7 @@ int cordon_checkpoint_json(struct cordon_ctx *ctx, const char *execution_id, con
     job.state = state;
     r = pump_start(&pump, export_produce, &job, &rfd, err);
     if (r == 0) {
-        r = cordon__checkpoint_write(store, rfd, fields, disk, WORKSPACE_MAX_ENTRIES, &manifest, err);
+        r = cordon__checkpoint_write(store, rfd, fields, disk, CORDON_TAR_ENTRIES_MAX, &manifest, err);
         close(rfd);
         r = pump_join(&pump, r, err);
         if (r < 0 && manifest != NULL) {
@@ -1155,9 +1139,8 @@ int cordon_reclaim_json(struct cordon_ctx *ctx, const char *execution_id, const 
     size_t n = 0;
     int r;
 
-    if (!cordon__execution_id_valid(execution_id))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "execution_id: must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}");
+    if ((r = cordon_execution_id_check("execution_id", execution_id, err)) < 0)
+        return r;
     r = cordon__record_open(ctx, execution_id, false, &rec, NULL);
     result = cJSON_CreateObject();
     cJSON_AddStringToObject(result, "execution_id", execution_id);
@@ -1338,7 +1321,7 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
             bool recorded;
 
             /* Only ids of the execution-id grammar reach a record or reclaim. */
-            if (!cJSON_IsString(id) || !cordon__execution_id_valid(id->valuestring) ||
+            if (!cJSON_IsString(id) || !cordon_execution_id_valid(id->valuestring) ||
                 cordon__run_owner_alive(id->valuestring))
                 continue;
             cordon_error_init(&e2);

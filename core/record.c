@@ -15,24 +15,6 @@
 #define RECORD_FILE "record.json"
 #define RECORD_MAX_BYTES (1u << 20)
 
-bool cordon__execution_id_valid(const char *id)
-{
-    size_t len;
-
-    if (id == NULL || id[0] == '\0')
-        return false;
-    len = strlen(id);
-    if (len > 64)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = id[i];
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-')))
-            return false;
-    }
-    return true;
-}
-
 /* <state_dir>/executions, created 0700 on first use. */
 static int executions_dir(struct cordon_ctx *ctx, int *ret_fd, struct cordon_error *err)
 {
@@ -54,12 +36,7 @@ static int executions_dir(struct cordon_ctx *ctx, int *ret_fd, struct cordon_err
 
 static int check_id(const char *id, struct cordon_error *err)
 {
-    if (!cordon__execution_id_valid(id))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "execution_id: \"%.*s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}",
-                                cordon_text_fit(id != NULL ? id : "(null)", 80),
-                                id != NULL ? id : "(null)");
-    return 0;
+    return cordon_execution_id_check("execution_id", id, err);
 }
 
 static struct cordon__record *record_new(const char *id, int dir_fd)
@@ -240,7 +217,7 @@ int cordon__record_list(struct cordon_ctx *ctx, char ***ret_ids, size_t *ret_n,
         return cordon_error_set(err, CORDON_E_IO, errno, "state_dir: %s", strerror(errno));
     }
     while ((de = readdir(dir)) != NULL) {
-        if (!cordon__execution_id_valid(de->d_name))
+        if (!cordon_execution_id_valid(de->d_name))
             continue;
         if (n == cap) {
             char **grown = realloc(ids, (cap = cap ? cap * 2 : 16) * sizeof(*ids));

@@ -11,12 +11,12 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <cordon/sdk/bounds.h>
 #include "core/internal.h"
 
 #define CORDON_RECORD_VERSION 1
 
-/* [A-Za-z0-9][A-Za-z0-9_.-]{0,63} */
-bool cordon__execution_id_valid(const char *id);
+/* Execution ids: cordon_execution_id_valid (cordon/sdk/bounds.h). */
 
 struct cordon__record {
     char id[65];

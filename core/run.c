@@ -36,7 +36,7 @@ struct run {
     struct cordon__bundle *own_bundle;
     const struct cordon__bundle *bundle;
     struct cordon__plan *plan;
-    struct cordon__limits limits;
+    struct cordon_limits limits;
     const cJSON *environment;      /* the caller's variables (borrowed from the request) */
     uint64_t timeout_ms;
     size_t retention;
@@ -259,7 +259,7 @@ static int read_limits(struct run *run, const cJSON *request, struct cordon_erro
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "timeout_ms: %llu must be between 1 and %llu",
                                 (unsigned long long)timeout, CORDON_LIMIT_RUNTIME_MAX);
-    run->limits = (struct cordon__limits){ CORDON_RUN_DEFAULT_CPUS, CORDON_RUN_DEFAULT_MEMORY,
+    run->limits = (struct cordon_limits){ CORDON_RUN_DEFAULT_CPUS, CORDON_RUN_DEFAULT_MEMORY,
                                            CORDON_RUN_DEFAULT_DISK, CORDON_RUN_DEFAULT_PIDS,
                                            timeout + CORDON_RUN_RUNTIME_SLACK_MS,
                                            CORDON_RUN_DEFAULT_OUTPUT };
@@ -286,7 +286,7 @@ static int read_limits(struct run *run, const cJSON *request, struct cordon_erro
         (r = read_u64(limits, "max_output_bytes", "limits", &run->limits.max_output_bytes, err)) < 0 ||
         (r = read_u64(limits, "retention_bytes", "limits", &retention, err)) < 0)
         return r;
-    r = cordon__limits_validate(&run->limits, err);
+    r = cordon_limits_validate("resources", &run->limits, err);
     if (r < 0)
         return r;
     if (runtime_given && timeout > run->limits.runtime_ms)

@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 
 #define FACTS_MAX_BYTES (1024u * 1024u)
@@ -31,9 +32,6 @@ static const char *const safety_classes[] = {
 };
 static const char *const network_modes[] = { "none", "private", "host" };
 static const char *const access_modes[] = { "snapshot", "read_only", "read_write" };
-static const char *const limit_names[] = {
-    "cpus", "memory_bytes", "disk_bytes", "pids", "runtime_ms", "max_output_bytes",
-};
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -513,7 +511,7 @@ static int validate_tree(const cJSON *facts, struct cordon_error *err)
         return rc;
     if ((rc = check_toolchains(facts, err)) < 0)
         return rc;
-    if ((rc = check_string_list(facts, "limits_enforced", false, limit_names, COUNT(limit_names), NULL,
+    if ((rc = check_string_list(facts, "limits_enforced", false, cordon_limit_keys, CORDON_LIMIT_KEYS_COUNT, NULL,
                                 err)) < 0)
         return rc;
     item = cJSON_GetObjectItemCaseSensitive(facts, "mechanism_facts");

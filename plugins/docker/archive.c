@@ -925,7 +925,7 @@ int dk_import_tar(struct cordon_resource *res, const char *state_json, const cha
     policy.max_bytes = cordon_disk_split(NULL, st.limits.disk_bytes, &disk, NULL) == 0
                            ? disk.workspace_bytes
                            : st.limits.disk_bytes;
-    policy.max_entries = DK_TAR_ENTRIES_MAX;
+    policy.max_entries = CORDON_TAR_ENTRIES_MAX;
     /* Checked whole before the daemon sees a byte of it. */
     r = dk_tar_import_filter(tar_fd, checked, spool, &policy, err);
     if (r < 0)
@@ -994,7 +994,7 @@ static int export_src(struct cordon_resource *res, const struct dk_state *st, co
         }
     }
     limits.max_bytes = st->limits.disk_bytes;
-    limits.max_entries = DK_TAR_ENTRIES_MAX;
+    limits.max_entries = CORDON_TAR_ENTRIES_MAX;
     r = dk_conn_open(&res->engine, &conn, err);
     if (r < 0)
         goto out;

@@ -28,66 +28,19 @@
 #include <cordon/sdk/sandbox.h>
 #include "plugins/docker/docker.h"
 
-#define DK_SPEC_MAX (1u << 20)
-#define DK_STATE_MAX (1u << 20)
-#define DK_MEMORY_MIN (6ull << 20)      /* the daemon's own minimum */
-#define DK_DISK_MIN CORDON_DISK_MIN_BYTES /* what the sandbox's tmpfs mounts can split */
-#define DK_CPUS_MIN 0.01
-#define DK_CPUS_MAX 1024.0
 #define DK_REMOVE_WAIT_MS 30000u
 #define DK_LIFETIME_MAX_MS (366ull * 24 * 3600 * 1000) /* cordon-init's --deadline-ms bound */
 
-static const char *const dk_limit_keys[] = {
-    "cpus", "memory_bytes", "disk_bytes", "pids", "runtime_ms", "max_output_bytes",
-};
-
 /* ---- spec and state -------------------------------------------------------- */
 
-static int dk_limits_parse(const cJSON *obj, const char *field, struct dk_limits *ret,
-                           struct cordon_error *err)
+static bool dk_limits_add(cJSON *parent, const struct cordon_limits *l)
 {
-    struct dk_limits l = { 0 };
-    uint64_t *ints[5] = { &l.memory_bytes, &l.disk_bytes, &l.pids, &l.runtime_ms,
-                          &l.max_output_bytes };
-    const uint64_t mins[5] = { DK_MEMORY_MIN, DK_DISK_MIN, 1, 1, 1 };
-    const cJSON *cpus;
-    int r;
+    cJSON *obj = cordon_limits_to_json(l);
 
-    if (!cJSON_IsObject(obj))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: must be an object with cpus, memory_bytes, disk_bytes, pids, "
-                                "runtime_ms, max_output_bytes", field);
-    /* The daemon's own bounds, checked here so that the message is ours. */
-    cpus = cJSON_GetObjectItemCaseSensitive(obj, "cpus");
-    if (!cJSON_IsNumber(cpus) || !isfinite(cpus->valuedouble) ||
-        cpus->valuedouble < DK_CPUS_MIN || cpus->valuedouble > DK_CPUS_MAX)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s.cpus: must be a number from %.2f to %.0f", field, DK_CPUS_MIN,
-                                DK_CPUS_MAX);
-    l.cpus = cpus->valuedouble;
-    for (size_t i = 1; i < 6; i++) {
-        char name[64];
-
-        snprintf(name, sizeof(name), "%s.%s", field, dk_limit_keys[i]);
-        r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(obj, dk_limit_keys[i]), name,
-                        mins[i - 1], (uint64_t)CORDON_JSON_INT_MAX, ints[i - 1], err);
-        if (r < 0)
-            return r;
-    }
-    *ret = l;
-    return 0;
-}
-
-static bool dk_limits_add(cJSON *parent, const struct dk_limits *l)
-{
-    cJSON *obj = cJSON_AddObjectToObject(parent, "resources");
-    double v[6] = { l->cpus, (double)l->memory_bytes, (double)l->disk_bytes, (double)l->pids,
-                    (double)l->runtime_ms, (double)l->max_output_bytes };
-
-    for (size_t i = 0; obj != NULL && i < 6; i++)
-        if (cJSON_AddNumberToObject(obj, dk_limit_keys[i], v[i]) == NULL)
-            return false;
-    return obj != NULL;
+    if (obj != NULL && cJSON_AddItemToObject(parent, "resources", obj))
+        return true;
+    cJSON_Delete(obj);
+    return false;
 }
 
 void dk_state_clear(struct dk_state *st)
@@ -118,7 +71,7 @@ int dk_state_parse(const struct cordon_resource *res, const char *json, bool ful
 
     if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "state: resource required");
-    r = cordon_json_parse_object("state", json, DK_STATE_MAX, &st.doc, err);
+    r = cordon_json_parse_object("state", json, CORDON_STATE_MAX, &st.doc, err);
     if (r < 0)
         goto out;
     st.execution_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc,
@@ -169,7 +122,7 @@ int dk_state_parse(const struct cordon_resource *res, const char *json, bool ful
         goto out;
     }
     st.code_layout = strcmp(item->valuestring, "code") == 0;
-    r = dk_limits_parse(cJSON_GetObjectItemCaseSensitive(st.doc, "resources"), "state.resources",
+    r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(st.doc, "resources"), "state.resources",
                         &st.limits, err);
     if (r < 0)
         goto out;
@@ -191,7 +144,7 @@ struct dk_spec {
     const char *execution_id;
     const char *image;
     bool pinned;
-    struct dk_limits limits;
+    struct cordon_limits limits;
     struct cordon_disk_split disk; /* limits.disk_bytes across /workspace, /tmp, /dev/shm */
     bool code_layout;
     const cJSON *environment;
@@ -207,7 +160,7 @@ static int dk_spec_parse(const struct cordon_resource *res, const char *json, st
     const cJSON *item;
     int r;
 
-    r = cordon_json_parse_object("spec", json, DK_SPEC_MAX, &sp->doc, err);
+    r = cordon_json_parse_object("spec", json, CORDON_SPEC_MAX, &sp->doc, err);
     if (r < 0)
         return r;
     sp->execution_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sp->doc,
@@ -228,7 +181,7 @@ static int dk_spec_parse(const struct cordon_resource *res, const char *json, st
     r = dk_image_check("image", sp->image, res->cfg.allow_unpinned, &sp->pinned, err);
     if (r < 0)
         return r;
-    r = dk_limits_parse(cJSON_GetObjectItemCaseSensitive(sp->doc, "resources"), "resources",
+    r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(sp->doc, "resources"), "resources",
                         &sp->limits, err);
     if (r == 0)
         r = cordon_disk_split("resources.disk_bytes", sp->limits.disk_bytes, &sp->disk, err);
@@ -254,7 +207,7 @@ static int dk_spec_parse(const struct cordon_resource *res, const char *json, st
     sp->code_layout = item == NULL || strcmp(item->valuestring, "code") == 0;
     item = cJSON_GetObjectItemCaseSensitive(sp->doc, "environment");
     if (item != NULL && !cJSON_IsNull(item)) {
-        r = dk_env_object_check(item, "environment", err);
+        r = cordon_env_object_check(item, "environment", err);
         if (r < 0)
             return r;
         sp->environment = item;

@@ -21,15 +21,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/observe.h>
 #include "plugins/docker/docker.h"
 
 #define DK_CONFIG_MAX (64u << 10)
-#define DK_ENV_MAX 128u
-#define DK_ENV_NAME_MAX 255u
-#define DK_ENV_VALUE_MAX (128u << 10)
 #define DK_RUNTIME_MAX 64u
 
 static const struct cordon_provider_v1 dk_provider;
@@ -37,8 +35,6 @@ static const struct cordon_provider_v1 dk_provider;
 static const char *const dk_kinds[] = { "code_execution", NULL };
 static const char *const dk_access_modes[] = { "snapshot", NULL };
 static const char *const dk_toolchains[] = { "python", "node", "go", "c++", NULL };
-static const char *const dk_limits_enforced[] = { "cpus", "memory_bytes", "disk_bytes", "pids",
-                                                  "runtime_ms", "max_output_bytes", NULL };
 
 /* ---- helpers shared by the provider's files ------------------------------ */
 
@@ -66,42 +62,7 @@ static bool name_valid(const char *s, size_t max)
 
 int dk_check_execution_id(const char *field, const char *id, struct cordon_error *err)
 {
-    if (!name_valid(id, DK_EXECUTION_ID_MAX))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: \"%.*s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}", field,
-                                cordon_text_fit(id != NULL ? id : "", 80), id != NULL ? id : "");
-    return 0;
-}
-
-int dk_env_object_check(const cJSON *obj, const char *field, struct cordon_error *err)
-{
-    const cJSON *item;
-    size_t n = 0;
-
-    if (!cJSON_IsObject(obj))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be an object of strings",
-                                field);
-    cJSON_ArrayForEach(item, obj) {
-        const char *name = item->string;
-        size_t len = strlen(name);
-        bool ok = len > 0 && len <= DK_ENV_NAME_MAX && !(name[0] >= '0' && name[0] <= '9');
-
-        for (size_t i = 0; ok && i < len; i++)
-            ok = (name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= 'a' && name[i] <= 'z') ||
-                 (name[i] >= '0' && name[i] <= '9') || name[i] == '_';
-        if (++n > DK_ENV_MAX)
-            return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: more than %u entries", field,
-                                    DK_ENV_MAX);
-        if (!ok)
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s: name \"%.*s\" must match [A-Za-z_][A-Za-z0-9_]*", field,
-                                    cordon_text_fit(name, 64), name);
-        if (!cJSON_IsString(item) || strlen(item->valuestring) > DK_ENV_VALUE_MAX)
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s.%s: must be a string of at most %u bytes", field, name,
-                                    DK_ENV_VALUE_MAX);
-    }
-    return 0;
+    return cordon_execution_id_check(field, id, err);
 }
 
 /* True for exactly 64 lowercase hex digits. */
@@ -751,7 +712,7 @@ static int dk_probe(const struct cordon_host_v1 *host, const char *config_json, 
             .mechanism = "container",
             .rootfs_read_only = true,
             .workspace_access_modes = dk_access_modes,
-            .limits_enforced = dk_limits_enforced,
+            .limits_enforced = cordon_limit_keys,
             .observation_json = observation,
             .mechanism_facts_json = mech_text,
         };

@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/json.h>
 #include <cordon/sdk/tar.h>
 #include <cordon/sdk/uid.h>
@@ -34,8 +35,6 @@
 #define DK_WORKSPACE "/workspace"
 #define DK_INIT_IN_CONTAINER "/run/cordon-init" /* the host's cordon-init, bound read-only */
 #define DK_CONTAINER_ID_LEN 64u
-#define DK_EXECUTION_ID_MAX 64u
-#define DK_TAR_ENTRIES_MAX 100000u
 #define DK_REPLY_MAX (4u << 20)         /* a buffered API reply (inspect, info, lists) */
 
 /* ---- engine.c: the Engine API ------------------------------------------- */
@@ -152,12 +151,6 @@ struct cordon_resource {
     const char *init_path;     /* the host's cordon-init (absolute), borrowed from host */
 };
 
-/* The six limits of a spec. */
-struct dk_limits {
-    double cpus;
-    uint64_t memory_bytes, disk_bytes, pids, runtime_ms, max_output_bytes;
-};
-
 /* One execution's state, parsed back from the state JSON provision wrote. */
 struct dk_state {
     cJSON *doc;                /* owns the strings below */
@@ -166,7 +159,7 @@ struct dk_state {
     uid_t uid;
     gid_t gid;
     bool code_layout;
-    struct dk_limits limits;
+    struct cordon_limits limits;
     uint64_t expires_at_ms;
 };
 
@@ -178,8 +171,6 @@ int dk_check_execution_id(const char *field, const char *id, struct cordon_error
  * any other reference when allow_unpinned. */
 int dk_image_check(const char *field, const char *ref, bool allow_unpinned, bool *ret_pinned,
                    struct cordon_error *err);
-/* An object of at most 128 strings under names [A-Za-z_][A-Za-z0-9_]*. */
-int dk_env_object_check(const cJSON *obj, const char *field, struct cordon_error *err);
 
 /* ---- container.c: provision and state ------------------------------------- */
 

@@ -29,10 +29,6 @@
 #include <cordon/sdk/path.h>
 #include "plugins/docker/docker.h"
 
-#define DK_REQUEST_MAX (4u << 20)
-#define DK_ARGV_MAX 256u
-#define DK_ARG_BYTES_MAX (128u << 10)     /* the kernel's MAX_ARG_STRLEN */
-#define DK_ARGS_TOTAL_MAX (2u << 20)      /* argv + env together, below ARG_MAX */
 #define DK_BACKSTOP_SLACK_MS 1000u        /* lets the host's own clock fire first */
 #define DK_RECV_CHUNK (64u << 10)
 #define DK_WRITE_CHUNK 4096u              /* PIPE_BUF: never blocks after POLLOUT */
@@ -133,10 +129,10 @@ static int argv_check(const cJSON *argv, size_t *total, struct cordon_error *err
         len = strlen(a->valuestring);
         if (n == 0 && len == 0)
             return cordon_error_set(err, CORDON_E_INVALID, 0, "argv[0]: must not be empty");
-        if (++n > DK_ARGV_MAX || len > DK_ARG_BYTES_MAX)
+        if (++n > CORDON_ARGV_MAX || len > CORDON_ARG_BYTES_MAX)
             return cordon_error_set(err, CORDON_E_LIMIT, 0,
                                     "argv: at most %u arguments of at most %u bytes each",
-                                    DK_ARGV_MAX, DK_ARG_BYTES_MAX);
+                                    CORDON_ARGV_MAX, CORDON_ARG_BYTES_MAX);
         *total += len + 1;
     }
     return 0;
@@ -152,7 +148,7 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
     size_t total = 0;
     int r;
 
-    r = cordon_json_parse_object("request", json, DK_REQUEST_MAX, &rq->doc, err);
+    r = cordon_json_parse_object("request", json, CORDON_REQUEST_MAX, &rq->doc, err);
     if (r < 0)
         return r;
     argv = cJSON_GetObjectItemCaseSensitive(rq->doc, "argv");
@@ -183,7 +179,7 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
         return dk_nomem(err, "env");
     env = cJSON_GetObjectItemCaseSensitive(rq->doc, "env");
     if (env != NULL && !cJSON_IsNull(env)) {
-        r = dk_env_object_check(env, "env", err);
+        r = cordon_env_object_check(env, "env", err);
         if (r < 0)
             goto out;
         cJSON_ArrayForEach(item, env)
@@ -191,7 +187,7 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
     }
     wenv = cJSON_GetObjectItemCaseSensitive(rq->doc, "workspace_env");
     if (wenv != NULL && !cJSON_IsNull(wenv)) {
-        r = dk_env_object_check(wenv, "workspace_env", err);
+        r = cordon_env_object_check(wenv, "workspace_env", err);
         if (r < 0)
             goto out;
         cJSON_ArrayForEach(item, wenv) {
@@ -252,10 +248,10 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
         }
         free(kv);
     }
-    if (total > DK_ARGS_TOTAL_MAX)
+    if (total > CORDON_ARGS_TOTAL_MAX)
         r = cordon_error_set(err, CORDON_E_LIMIT, 0,
                              "argv and env: %zu bytes together, more than the limit of %u", total,
-                             DK_ARGS_TOTAL_MAX);
+                             CORDON_ARGS_TOTAL_MAX);
 out:
     free(norm);
     cJSON_Delete(merged);

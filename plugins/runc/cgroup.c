@@ -126,7 +126,7 @@ bool runc__cgroup_holds(int version, const char *execution_id, pid_t pid)
 }
 
 int runc__cgroup_verify(int version, const char *execution_id, pid_t pid,
-                        const struct runc_limits *limits, bool swap, struct cordon_error *err)
+                        const struct cordon_limits *limits, bool swap, struct cordon_error *err)
 {
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
     /* The kernel keeps memory limits in whole pages, rounded down. */

@@ -216,7 +216,7 @@ static bool add_process(cJSON *root, const struct runc_spec_in *in)
 static bool add_resources(cJSON *linux_obj, const struct runc_spec_in *in)
 {
     cJSON *res = cJSON_AddObjectToObject(linux_obj, "resources"), *devices, *deny, *o;
-    const struct runc_limits *l = in->limits;
+    const struct cordon_limits *l = in->limits;
 
     /* Deny every device; the runtime adds its minimal set (null, zero, ...). */
     if (res == NULL || (devices = cJSON_AddArrayToObject(res, "devices")) == NULL ||

@@ -41,9 +41,6 @@
 
 #include "plugins/runc/runc.h"
 
-#define REQUEST_MAX (4u << 20)
-#define ARGV_MAX 256u
-#define ARGS_TOTAL_MAX (1u << 20)      /* argv + env of one exec, below ARG_MAX */
 #define BACKSTOP_SLACK_MS 1000u        /* lets the host's own clock fire first */
 #define SIGNAL_EXIT_BASE 128           /* a runtime's exec exits 128+N for a signal N */
 #define PASSWD_MAX (1u << 20)          /* the image's /etc/passwd, read for HOME */
@@ -67,9 +64,9 @@ static int xargv_add(struct xargv *a, const char *s, struct cordon_error *err)
     char *copy;
 
     a->bytes += strlen(s) + 1;
-    if (a->bytes > ARGS_TOTAL_MAX)
+    if (a->bytes > CORDON_ARGS_TOTAL_MAX)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "exec: argv and environment exceed %u bytes", ARGS_TOTAL_MAX);
+                                "exec: argv and environment exceed %u bytes", CORDON_ARGS_TOTAL_MAX);
     if (a->n + 2 > a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 64;
         char **grown = reallocarray(a->v, cap, sizeof(*grown));
@@ -198,10 +195,10 @@ static int request_workspace_env(const struct runc_state *st, int ws_fd, const c
                                  struct xargv *a, struct cordon_error *err)
 {
     const cJSON *item;
-    int r = runc__env_check(wenv, "workspace_env", err);
+    int r = cordon_env_object_check(wenv, "workspace_env", err);
 
     cJSON_ArrayForEach(item, wenv) {
-        char field[RUNC_ENV_NAME_MAX + 32], *norm = NULL, *value = NULL;
+        char field[CORDON_ENV_NAME_MAX + 32], *norm = NULL, *value = NULL;
         int dfd;
 
         if (r < 0)
@@ -235,23 +232,23 @@ static int request_parse(const struct runc_state *st, int root_fd, int ws_fd, co
     size_t n;
     int fd, r;
 
-    if ((r = cordon_json_parse_object("request", json, REQUEST_MAX, &rq.doc, err)) < 0)
+    if ((r = cordon_json_parse_object("request", json, CORDON_REQUEST_MAX, &rq.doc, err)) < 0)
         goto out;
     rq.argv = cJSON_GetObjectItemCaseSensitive(rq.doc, "argv");
     n = cJSON_IsArray(rq.argv) ? (size_t)cJSON_GetArraySize(rq.argv) : 0;
-    if (n == 0 || n > ARGV_MAX) {
+    if (n == 0 || n > CORDON_ARGV_MAX) {
         r = cordon_error_set(err, n == 0 ? CORDON_E_INVALID : CORDON_E_LIMIT, 0,
-                             "argv: must be an array of 1 to %u strings", ARGV_MAX);
+                             "argv: must be an array of 1 to %u strings", CORDON_ARGV_MAX);
         goto out;
     }
     n = 0;
     cJSON_ArrayForEach(item, rq.argv) {
         size_t len = cJSON_IsString(item) ? strlen(item->valuestring) : 0;
 
-        if (!cJSON_IsString(item) || len > RUNC_ARG_BYTES_MAX || (n == 0 && len == 0)) {
+        if (!cJSON_IsString(item) || len > CORDON_ARG_BYTES_MAX || (n == 0 && len == 0)) {
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
                                  "argv[%zu]: must be a string of at most %u bytes (argv[0] "
-                                 "non-empty)", n, RUNC_ARG_BYTES_MAX);
+                                 "non-empty)", n, CORDON_ARG_BYTES_MAX);
             goto out;
         }
         n++;
@@ -284,7 +281,7 @@ static int request_parse(const struct runc_state *st, int root_fd, int ws_fd, co
     /* The spec's environment, then the request's, then workspace paths. */
     env = cJSON_GetObjectItemCaseSensitive(rq.doc, "env");
     if (env != NULL && !cJSON_IsNull(env))
-        r = runc__env_check(env, "env", err);
+        r = cordon_env_object_check(env, "env", err);
     else
         env = NULL;
     envs[0] = st->environment;

@@ -42,16 +42,8 @@
 #define ROOT_DEFAULT "/run/cordon-runc"
 #define DEFAULT_UID 65532u
 #define CONFIG_MAX (64u << 10)
-#define SPEC_MAX (1u << 20)
-#define STATE_MAX (1u << 20)
-#define TAR_ENTRIES_MAX 100000u
 
 static const struct cordon_provider_v1 runc_provider;
-
-/* The six limits in the order of the spec. */
-static const char *const limit_keys[] = {
-    "cpus", "memory_bytes", "disk_bytes", "pids", "runtime_ms", "max_output_bytes",
-};
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -60,39 +52,10 @@ int runc__nomem(struct cordon_error *err, const char *what)
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
 }
 
-static bool env_name_valid(const char *name)
-{
-    size_t len = name != NULL ? strlen(name) : 0;
-
-    if (len == 0 || len > RUNC_ENV_NAME_MAX)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = name[i];
-        bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-
-        if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
-            return false;
-    }
-    return true;
-}
-
 /* [A-Za-z0-9][A-Za-z0-9_.-]{0,63}: one path component, and a runtime id. */
 int runc__check_id(const char *field, const char *id, struct cordon_error *err)
 {
-    size_t i;
-
-    for (i = 0; id != NULL && id[i] != '\0' && i < 64; i++) {
-        char c = id[i];
-        bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-
-        if (!(alnum || (i > 0 && (c == '_' || c == '.' || c == '-'))))
-            break;
-    }
-    if (id == NULL || i == 0 || id[i] != '\0')
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: \"%.*s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}", field,
-                                cordon_text_fit(id != NULL ? id : "", 80), id != NULL ? id : "");
-    return 0;
+    return cordon_execution_id_check(field, id, err);
 }
 
 int runc__check_abs_path(const char *field, const char *path, struct cordon_error *err)
@@ -417,38 +380,17 @@ static int runc_release(struct cordon_resource *res, struct cordon_error *err)
 
 /* ---- spec and state ------------------------------------------------------ */
 
-static int limits_parse(const cJSON *obj, const char *field, struct runc_limits *ret,
+/* The six limits (the sdk's bounds), and a disk_bytes that splits. */
+static int limits_parse(const cJSON *obj, const char *field, struct cordon_limits *ret,
                         struct cordon_error *err)
 {
-    struct runc_limits l = { 0 };
-    uint64_t *ints[] = { &l.memory_bytes, &l.disk_bytes, &l.pids, &l.runtime_ms,
-                         &l.max_output_bytes };
-    const cJSON *cpus = cJSON_GetObjectItemCaseSensitive(obj, "cpus");
+    struct cordon_limits l;
     struct cordon_disk_split disk;
     char name[64];
-    int r;
+    int r = cordon_limits_from_json(obj, field, &l, err);
 
-    if (!cJSON_IsObject(obj))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: must be an object with cpus, memory_bytes, disk_bytes, "
-                                "pids, runtime_ms, max_output_bytes", field);
-    if (!cJSON_IsNumber(cpus) || !isfinite(cpus->valuedouble) || cpus->valuedouble <= 0 ||
-        cpus->valuedouble > 4096)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s.cpus: must be a number in (0, 4096]",
-                                field);
-    l.cpus = cpus->valuedouble;
-    for (size_t i = 1; i < 6; i++) {
-        snprintf(name, sizeof(name), "%s.%s", field, limit_keys[i]);
-        r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(obj, limit_keys[i]), name, 1,
-                           (uint64_t)CORDON_JSON_INT_MAX, ints[i - 1], err);
-        if (r < 0)
-            return r;
-    }
-    /* The kernel refuses a memory cgroup smaller than a few pages. */
-    if (l.memory_bytes < (4u << 20))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s.memory_bytes: must be at least 4 MiB (got %" PRIu64 ")", field,
-                                l.memory_bytes);
+    if (r < 0)
+        return r;
     /* /workspace, /tmp and /dev/shm share disk_bytes: it must split. */
     snprintf(name, sizeof(name), "%s.disk_bytes", field);
     if ((r = cordon_disk_split(name, l.disk_bytes, &disk, err)) < 0)
@@ -457,41 +399,14 @@ static int limits_parse(const cJSON *obj, const char *field, struct runc_limits 
     return 0;
 }
 
-static bool limits_add(cJSON *parent, const struct runc_limits *l)
+static bool limits_add(cJSON *parent, const struct cordon_limits *l)
 {
-    cJSON *obj = cJSON_AddObjectToObject(parent, "resources");
-    double v[6] = { l->cpus, (double)l->memory_bytes, (double)l->disk_bytes, (double)l->pids,
-                    (double)l->runtime_ms, (double)l->max_output_bytes };
+    cJSON *obj = cordon_limits_to_json(l);
 
-    for (size_t i = 0; obj != NULL && i < 6; i++)
-        if (cJSON_AddNumberToObject(obj, limit_keys[i], v[i]) == NULL)
-            return false;
-    return obj != NULL;
-}
-
-/* At most RUNC_ENV_MAX string values under valid names. */
-int runc__env_check(const cJSON *obj, const char *field, struct cordon_error *err)
-{
-    const cJSON *item;
-    size_t n = 0;
-
-    if (!cJSON_IsObject(obj))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be an object of strings",
-                                field);
-    cJSON_ArrayForEach(item, obj) {
-        if (++n > RUNC_ENV_MAX)
-            return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: more than %u entries", field,
-                                    RUNC_ENV_MAX);
-        if (!env_name_valid(item->string))
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s: name \"%.*s\" must match [A-Za-z_][A-Za-z0-9_]*", field,
-                                    cordon_text_fit(item->string, 64), item->string);
-        if (!cJSON_IsString(item) || strlen(item->valuestring) > RUNC_ARG_BYTES_MAX)
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s.%s: must be a string of at most %u bytes", field,
-                                    item->string, RUNC_ARG_BYTES_MAX);
-    }
-    return 0;
+    if (obj != NULL && cJSON_AddItemToObject(parent, "resources", obj))
+        return true;
+    cJSON_Delete(obj);
+    return false;
 }
 
 char *runc__bundle_path(const struct cordon_resource *res, const char *id)
@@ -521,7 +436,7 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
     uint64_t v;
     int r;
 
-    r = cordon_json_parse_object("state", json, STATE_MAX, &st.doc, err);
+    r = cordon_json_parse_object("state", json, CORDON_STATE_MAX, &st.doc, err);
     if (r < 0)
         goto out;
     st.id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id"));
@@ -603,7 +518,7 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
         goto out;
     st.environment = cJSON_GetObjectItemCaseSensitive(st.doc, "environment");
     if (st.environment != NULL &&
-        (r = runc__env_check(st.environment, "state.environment", err)) < 0)
+        (r = cordon_env_object_check(st.environment, "state.environment", err)) < 0)
         goto out;
 done:
     *ret = st;
@@ -643,7 +558,7 @@ static int read_pid_file(const char *bundle, pid_t *ret, struct cordon_error *er
 struct prov {
     const char *id;
     const char *image;           /* spec's, else the config's, else NULL */
-    struct runc_limits limits;
+    struct cordon_limits limits;
     bool code;
     const cJSON *environment;
     uint64_t expires_at_ms;
@@ -686,7 +601,7 @@ static int spec_parse(const struct cordon_resource *res, const cJSON *spec, stru
     p.code = item == NULL || item->valuestring[0] == 'c';
     item = cJSON_GetObjectItemCaseSensitive(spec, "environment");
     if (item != NULL && !cJSON_IsNull(item)) {
-        if ((r = runc__env_check(item, "environment", err)) < 0)
+        if ((r = cordon_env_object_check(item, "environment", err)) < 0)
             return r;
         p.environment = item;
     }
@@ -770,7 +685,7 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "provision: resource and ret_state_json required");
-    if ((r = cordon_json_parse_object("spec", spec_json, SPEC_MAX, &spec, err)) < 0 ||
+    if ((r = cordon_json_parse_object("spec", spec_json, CORDON_SPEC_MAX, &spec, err)) < 0 ||
         (r = spec_parse(res, spec, &p, err)) < 0)
         goto out;
     /* A first use of the image may take seconds: the clock is read after. */
@@ -918,7 +833,7 @@ static int runc_import_begin(struct cordon_resource *res, const char *state_json
 
 /* The /workspace tmpfs's share of disk_bytes (config.c): the bound of an
  * import, so that one too big fails by its size rather than halfway. */
-static uint64_t workspace_bytes(const struct runc_limits *l)
+static uint64_t workspace_bytes(const struct cordon_limits *l)
 {
     struct cordon_disk_split d;
 
@@ -938,7 +853,7 @@ static int runc_import_tar(struct cordon_resource *res, const char *state_json, 
     r = runc_import_begin(res, state_json, &st, &ws_fd, &owner, err);
     if (r == 0)
         r = cordon_tar_import_workspace(tar_fd, ws_fd, dest, &owner, workspace_bytes(&st.limits),
-                                        TAR_ENTRIES_MAX, err);
+                                        CORDON_TAR_ENTRIES_MAX, err);
     if (ws_fd >= 0)
         close(ws_fd);
     runc__state_clear(&st);
@@ -960,7 +875,7 @@ static int runc_import_files(struct cordon_resource *res, const char *state_json
     r = runc_import_begin(res, state_json, &st, &ws_fd, &owner, err);
     if (r == 0)
         r = cordon_files_import_workspace(files_json, data_fd, ws_fd, dest, &owner,
-                                          workspace_bytes(&st.limits), TAR_ENTRIES_MAX, err);
+                                          workspace_bytes(&st.limits), CORDON_TAR_ENTRIES_MAX, err);
     if (ws_fd >= 0)
         close(ws_fd);
     runc__state_clear(&st);
@@ -983,7 +898,7 @@ static int runc_export_tar(struct cordon_resource *res, const char *state_json, 
         (r = runc__state_workspace(res, &st, &ws_fd, err)) < 0)
         goto out;
     limits.max_bytes = st.limits.disk_bytes;
-    limits.max_entries = TAR_ENTRIES_MAX;
+    limits.max_entries = CORDON_TAR_ENTRIES_MAX;
     r = cordon_tar_create_fd(ws_fd, norm, tar_fd, &limits, NULL, err);
 out:
     if (ws_fd >= 0)
@@ -1007,7 +922,7 @@ static int runc_export_files(struct cordon_resource *res, const char *state_json
     if ((r = runc__state_parse(res, state_json, true, &st, err)) == 0 &&
         (r = runc__state_workspace(res, &st, &ws_fd, err)) == 0) {
         limits.max_bytes = st.limits.disk_bytes;
-        limits.max_entries = TAR_ENTRIES_MAX;
+        limits.max_entries = CORDON_TAR_ENTRIES_MAX;
         r = cordon_tar_create_paths_fd(ws_fd, paths_json, tar_fd, &limits, NULL, err);
     }
     if (ws_fd >= 0)
@@ -1142,8 +1057,6 @@ static int runc_list_executions(struct cordon_resource *res, char **ret_ids_json
 static const char *const runc_kinds[] = { "code_execution", NULL };
 static const char *const access_modes[] = { "snapshot", NULL };
 static const char *const probe_toolchains[] = { "python", "node", "go", "c++", NULL };
-static const char *const limits_enforced[] = { "cpus", "memory_bytes", "disk_bytes", "pids",
-                                               "runtime_ms", "max_output_bytes", NULL };
 
 static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
                              struct cordon_error *err)
@@ -1158,7 +1071,7 @@ static int facts_unavailable(const struct cordon_host_v1 *host, const char *reas
         .mechanism = "container",
         .rootfs_read_only = true,
         .workspace_access_modes = access_modes,
-        .limits_enforced = limits_enforced,
+        .limits_enforced = cordon_limit_keys,
     };
     char *facts = NULL;
     int r = cordon_facts_compose(&parts, &facts, err);
@@ -1308,7 +1221,7 @@ static int runc_probe(const struct cordon_host_v1 *host, const char *config_json
             .mechanism = "container",
             .rootfs_read_only = true,
             .workspace_access_modes = access_modes,
-            .limits_enforced = limits_enforced,
+            .limits_enforced = cordon_limit_keys,
             .observation_json = observation,
             .mechanism_facts_json = mech,
         };

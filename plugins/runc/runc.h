@@ -18,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/json.h>
 #include <cordon/sdk/uid.h>
 
@@ -26,12 +27,6 @@
 #define RUNC_CGROUP_PREFIX "/cordon-"   /* one top-level cgroup per execution: no shared parent left behind */
 #define RUNC_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 #define RUNC_CPU_PERIOD_US 100000u
-
-/* The six limits of a spec, as carried in the state. */
-struct runc_limits {
-    double cpus;
-    uint64_t memory_bytes, disk_bytes, pids, runtime_ms, max_output_bytes;
-};
 
 /* A parsed image reference: "/abs/rootfs.tar@sha256:<64 hex>", or the bare
  * path when unpinned references are allowed (digest then computed). */
@@ -43,9 +38,6 @@ struct runc_image {
 
 #define RUNC_RUNTIME_ENV_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define RUNC_PATH_MAX 1024u                   /* host paths we build: state dir, bundle */
-#define RUNC_ENV_MAX 128u                     /* entries per environment object */
-#define RUNC_ENV_NAME_MAX 255u
-#define RUNC_ARG_BYTES_MAX (128u << 10)       /* the kernel's MAX_ARG_STRLEN */
 #define RUNC_LOG_MAX (64u << 10)              /* what we read of the runtime's messages */
 
 /* The parsed provider config. */
@@ -89,7 +81,7 @@ struct runc_state {
     uid_t uid;
     gid_t gid;
     bool code_layout;
-    struct runc_limits limits;
+    struct cordon_limits limits;
     uint64_t expires_at_ms;
     const cJSON *environment;    /* object of strings or NULL */
 };
@@ -101,8 +93,6 @@ int runc__nomem(struct cordon_error *err, const char *what);
 int runc__check_id(const char *field, const char *id, struct cordon_error *err);
 /* bytes random bytes as hex into buf (2 * bytes + 1, bytes <= 16). */
 int runc__random_hex(char *buf, size_t bytes, struct cordon_error *err);
-/* At most RUNC_ENV_MAX strings under names [A-Za-z_][A-Za-z0-9_]*. */
-int runc__env_check(const cJSON *obj, const char *field, struct cordon_error *err);
 
 /* An absolute, clean path: no "//", "." or ".." component, no trailing
  * '/', no control characters, at most RUNC_PATH_MAX bytes, not "/". */
@@ -242,7 +232,7 @@ struct runc_spec_in {
     gid_t gid;
     bool code_layout;                /* /workspace root-owned (true) or the user's */
     bool limit_swap;                 /* memory.swap = memory.limit (needs memsw) */
-    const struct runc_limits *limits;
+    const struct cordon_limits *limits;
     uint64_t init_deadline_ms;       /* cordon-init --deadline-ms */
 };
 
@@ -320,7 +310,7 @@ bool runc__cgroup_has_memsw(int version);
  * that pid is a member; CORDON_E_UNSAFE naming the first limit that is
  * missing or differs. */
 int runc__cgroup_verify(int version, const char *execution_id, pid_t pid,
-                        const struct runc_limits *limits, bool swap, struct cordon_error *err);
+                        const struct cordon_limits *limits, bool swap, struct cordon_error *err);
 
 /* The cgroup's count of OOM kills (0 when it cannot be read). */
 uint64_t runc__cgroup_oom_kills(int version, const char *execution_id);

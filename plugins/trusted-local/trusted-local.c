@@ -41,6 +41,7 @@
 #include <cjson/cJSON.h>
 
 #include <cordon/provider.h>
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
@@ -60,15 +61,6 @@
 #define TL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
 #define TL_CONFIG_MAX (64u << 10)
-#define TL_SPEC_MAX (1u << 20)
-#define TL_STATE_MAX (1u << 20)
-#define TL_REQUEST_MAX (4u << 20)
-#define TL_ARGV_MAX 256u
-#define TL_ARG_BYTES_MAX (128u << 10)     /* the kernel's MAX_ARG_STRLEN */
-#define TL_ARGS_TOTAL_MAX (2u << 20)      /* argv + envp together, below ARG_MAX */
-#define TL_ENV_MAX 128u                   /* per object: spec env, env, workspace_env */
-#define TL_ENV_NAME_MAX 255u
-#define TL_TAR_ENTRIES_MAX 100000u
 #define TL_SWEEP_PASSES 8
 #define TL_BACKSTOP_SLACK_MS 1000u          /* lets the host's own clock fire first */
 #define TL_HOST_MARK "host-instance"         /* in <root>/<id>/: whose execution */
@@ -98,12 +90,6 @@ struct cordon_resource {
     int cap_last;
 };
 
-/* The six limits of a spec, as carried in the state. */
-struct tl_resources {
-    double cpus;
-    uint64_t memory_bytes, disk_bytes, pids, runtime_ms, max_output_bytes;
-};
-
 /* One execution's state, parsed back from the state JSON. */
 struct tl_state {
     cJSON *doc;                 /* owns the strings below */
@@ -113,7 +99,7 @@ struct tl_state {
     uid_t uid;
     gid_t gid;
     bool code_layout;
-    struct tl_resources res;
+    struct cordon_limits res;
     uint64_t expires_at_ms;
     const cJSON *environment;   /* object of strings, or NULL */
 };
@@ -137,44 +123,9 @@ static int tl_nomem(struct cordon_error *err, const char *what)
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
 }
 
-static bool tl_env_name_valid(const char *name)
-{
-    size_t i;
-
-    if (name == NULL || name[0] == '\0' || strlen(name) > TL_ENV_NAME_MAX)
-        return false;
-    for (i = 0; name[i] != '\0'; i++) {
-        char c = name[i];
-        bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-        if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
-            return false;
-    }
-    return true;
-}
-
-/* [A-Za-z0-9][A-Za-z0-9_.-]{0,63}: safe as one path component. */
-static bool tl_id_valid(const char *id)
-{
-    size_t i;
-
-    if (id == NULL || id[0] == '\0')
-        return false;
-    for (i = 0; id[i] != '\0'; i++) {
-        char c = id[i];
-        bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-        if (i >= 64 || !(alnum || (i > 0 && (c == '_' || c == '.' || c == '-'))))
-            return false;
-    }
-    return true;
-}
-
 static int tl_check_id(const char *field, const char *id, struct cordon_error *err)
 {
-    if (!tl_id_valid(id))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: \"%.*s\" must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}", field,
-                                cordon_text_fit(id != NULL ? id : "", 80), id != NULL ? id : "");
-    return 0;
+    return cordon_execution_id_check(field, id, err);
 }
 
 /* An absolute, clean directory path: no "." or ".." component, no "//",
@@ -729,78 +680,15 @@ static void tl_sweep(const char *dir, uid_t uid)
 
 /* ---- spec and state ----------------------------------------------------- */
 
-static const char *const tl_resource_keys[] = {
-    "cpus", "memory_bytes", "disk_bytes", "pids", "runtime_ms", "max_output_bytes",
-};
-
-static int tl_resources_parse(const cJSON *obj, const char *field, struct tl_resources *ret,
-                              struct cordon_error *err)
-{
-    struct tl_resources res = { 0 };
-    uint64_t *ints[5] = { &res.memory_bytes, &res.disk_bytes, &res.pids, &res.runtime_ms,
-                          &res.max_output_bytes };
-    const cJSON *cpus;
-    size_t i;
-    int r;
-
-    if (!cJSON_IsObject(obj))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: must be an object with cpus, memory_bytes, disk_bytes, "
-                                "pids, runtime_ms, max_output_bytes", field);
-    cpus = cJSON_GetObjectItemCaseSensitive(obj, "cpus");
-    if (!cJSON_IsNumber(cpus) || !isfinite(cpus->valuedouble) || cpus->valuedouble <= 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s.cpus: must be a number > 0", field);
-    res.cpus = cpus->valuedouble;
-    for (i = 1; i < 6; i++) {
-        char name[64];
-
-        snprintf(name, sizeof(name), "%s.%s", field, tl_resource_keys[i]);
-        r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(obj, tl_resource_keys[i]), name, 1,
-                        (uint64_t)CORDON_JSON_INT_MAX, ints[i - 1], err);
-        if (r < 0)
-            return r;
-    }
-    *ret = res;
-    return 0;
-}
-
 /* Add the limits to parent as the object "resources"; false when out of memory. */
-static bool tl_resources_add(cJSON *parent, const struct tl_resources *res)
+static bool tl_resources_add(cJSON *parent, const struct cordon_limits *res)
 {
-    cJSON *obj = cJSON_AddObjectToObject(parent, "resources");
-    double v[6] = { res->cpus, (double)res->memory_bytes, (double)res->disk_bytes,
-                    (double)res->pids, (double)res->runtime_ms, (double)res->max_output_bytes };
-    size_t i;
+    cJSON *obj = cordon_limits_to_json(res);
 
-    for (i = 0; obj != NULL && i < 6; i++)
-        if (cJSON_AddNumberToObject(obj, tl_resource_keys[i], v[i]) == NULL)
-            return false;
-    return obj != NULL;
-}
-
-/* An object of at most TL_ENV_MAX string values under valid names. */
-static int tl_env_object_check(const cJSON *obj, const char *field, struct cordon_error *err)
-{
-    const cJSON *item;
-    size_t n = 0;
-
-    if (!cJSON_IsObject(obj))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be an object of strings",
-                                field);
-    cJSON_ArrayForEach(item, obj) {
-        if (++n > TL_ENV_MAX)
-            return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: more than %u entries", field,
-                                    TL_ENV_MAX);
-        if (!tl_env_name_valid(item->string))
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s: name \"%.*s\" must match [A-Za-z_][A-Za-z0-9_]*", field,
-                                    cordon_text_fit(item->string, 64), item->string);
-        if (!cJSON_IsString(item) || strlen(item->valuestring) > TL_ARG_BYTES_MAX)
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s.%s: must be a string of at most %u bytes", field,
-                                    item->string, TL_ARG_BYTES_MAX);
-    }
-    return 0;
+    if (obj != NULL && cJSON_AddItemToObject(parent, "resources", obj))
+        return true;
+    cJSON_Delete(obj);
+    return false;
 }
 
 static void tl_state_clear(struct tl_state *st)
@@ -845,7 +733,7 @@ static int tl_state_parse(const struct cordon_resource *res, const char *json, b
     uint64_t v;
     int r;
 
-    r = cordon_json_parse_object("state", json, TL_STATE_MAX, &st.doc, err);
+    r = cordon_json_parse_object("state", json, CORDON_STATE_MAX, &st.doc, err);
     if (r < 0)
         goto out;
     item = cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id");
@@ -883,7 +771,7 @@ static int tl_state_parse(const struct cordon_resource *res, const char *json, b
         goto out;
     }
     st.code_layout = strcmp(item->valuestring, "code") == 0;
-    r = tl_resources_parse(cJSON_GetObjectItemCaseSensitive(st.doc, "resources"),
+    r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(st.doc, "resources"),
                            "state.resources", &st.res, err);
     if (r < 0)
         goto out;
@@ -893,7 +781,7 @@ static int tl_state_parse(const struct cordon_resource *res, const char *json, b
         goto out;
     st.environment = cJSON_GetObjectItemCaseSensitive(st.doc, "environment");
     if (st.environment != NULL) {
-        r = tl_env_object_check(st.environment, "state.environment", err);
+        r = cordon_env_object_check(st.environment, "state.environment", err);
         if (r < 0)
             goto out;
     }
@@ -1199,7 +1087,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
                         struct cordon_error *err)
 {
     cJSON *spec = NULL, *state = NULL, *item;
-    struct tl_resources limits;
+    struct cordon_limits limits;
     struct tl_config cfg;
     const char *id = NULL, *layout = "code";
     char *dir = NULL, *ws = NULL;
@@ -1210,7 +1098,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "provision: resource and ret_state_json required");
-    r = cordon_json_parse_object("spec", spec_json, TL_SPEC_MAX, &spec, err);
+    r = cordon_json_parse_object("spec", spec_json, CORDON_SPEC_MAX, &spec, err);
     if (r < 0)
         goto out;
 
@@ -1226,7 +1114,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
                              "image: " TL_ID " runs on the host and takes no image");
         goto out;
     }
-    r = tl_resources_parse(cJSON_GetObjectItemCaseSensitive(spec, "resources"), "resources",
+    r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(spec, "resources"), "resources",
                            &limits, err);
     if (r < 0)
         goto out;
@@ -1262,7 +1150,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
     code = strcmp(layout, "code") == 0;
     item = cJSON_GetObjectItemCaseSensitive(spec, "environment");
     if (item != NULL && !cJSON_IsNull(item)) {
-        r = tl_env_object_check(item, "environment", err);
+        r = cordon_env_object_check(item, "environment", err);
         if (r < 0)
             goto out;
     }
@@ -1383,10 +1271,10 @@ static int tl_env_set(struct tl_env *env, const char *name, const char *value,
     if (asprintf(&entry, "%s=%s", name, value) < 0)
         return tl_nomem(err, "env");
     env->bytes += strlen(entry) + 1;
-    if (env->bytes > TL_ARGS_TOTAL_MAX) {
+    if (env->bytes > CORDON_ARGS_TOTAL_MAX) {
         free(entry);
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "env: argv and environment exceed %u bytes", TL_ARGS_TOTAL_MAX);
+                                "env: argv and environment exceed %u bytes", CORDON_ARGS_TOTAL_MAX);
     }
     for (i = 0; i < env->n; i++)
         if (strncmp(env->entries[i], name, nlen) == 0 && env->entries[i][nlen] == '=') {
@@ -1452,14 +1340,14 @@ static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *js
     size_t n, i = 0, bytes = 0;
     int fd = -1, r;
 
-    r = cordon_json_parse_object("request", json, TL_REQUEST_MAX, &rq.doc, err);
+    r = cordon_json_parse_object("request", json, CORDON_REQUEST_MAX, &rq.doc, err);
     if (r < 0)
         goto out;
     argv = cJSON_GetObjectItemCaseSensitive(rq.doc, "argv");
     n = cJSON_IsArray(argv) ? (size_t)cJSON_GetArraySize(argv) : 0;
-    if (n == 0 || n > TL_ARGV_MAX) {
+    if (n == 0 || n > CORDON_ARGV_MAX) {
         r = cordon_error_set(err, n == 0 ? CORDON_E_INVALID : CORDON_E_LIMIT, 0,
-                             "argv: must be an array of 1 to %u strings", TL_ARGV_MAX);
+                             "argv: must be an array of 1 to %u strings", CORDON_ARGV_MAX);
         goto out;
     }
     rq.argv = calloc(n + 1, sizeof(*rq.argv));
@@ -1471,19 +1359,19 @@ static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *js
     cJSON_ArrayForEach(item, argv) {
         size_t len = cJSON_IsString(item) ? strlen(item->valuestring) : 0;
 
-        if (!cJSON_IsString(item) || len > TL_ARG_BYTES_MAX || (i == 0 && len == 0)) {
+        if (!cJSON_IsString(item) || len > CORDON_ARG_BYTES_MAX || (i == 0 && len == 0)) {
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
                                  "argv[%zu]: must be a string of at most %u bytes (argv[0] "
-                                 "non-empty)", i, TL_ARG_BYTES_MAX);
+                                 "non-empty)", i, CORDON_ARG_BYTES_MAX);
             goto out;
         }
         bytes += len + 1;
         rq.argv[i++] = item->valuestring;
     }
     rq.env.bytes = bytes;
-    if (bytes > TL_ARGS_TOTAL_MAX) {
+    if (bytes > CORDON_ARGS_TOTAL_MAX) {
         r = cordon_error_set(err, CORDON_E_LIMIT, 0, "argv: more than %u bytes",
-                             TL_ARGS_TOTAL_MAX);
+                             CORDON_ARGS_TOTAL_MAX);
         goto out;
     }
 
@@ -1523,7 +1411,7 @@ static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *js
         goto out;
     item = cJSON_GetObjectItemCaseSensitive(rq.doc, "env");
     if (item != NULL && !cJSON_IsNull(item)) {
-        r = tl_env_object_check(item, "env", err);
+        r = cordon_env_object_check(item, "env", err);
         if (r == 0)
             r = tl_env_add_object(&rq.env, item, err);
         if (r < 0)
@@ -1531,11 +1419,11 @@ static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *js
     }
     wenv = cJSON_GetObjectItemCaseSensitive(rq.doc, "workspace_env");
     if (wenv != NULL && !cJSON_IsNull(wenv)) {
-        r = tl_env_object_check(wenv, "workspace_env", err);
+        r = cordon_env_object_check(wenv, "workspace_env", err);
         if (r < 0)
             goto out;
         cJSON_ArrayForEach(item, wenv) {
-            char field[TL_ENV_NAME_MAX + 32], *value = NULL;
+            char field[CORDON_ENV_NAME_MAX + 32], *value = NULL;
             int dfd = -1;
             bool in_source;
 
@@ -1833,7 +1721,7 @@ static int tl_import_tar(struct cordon_resource *res, const char *state_json, co
     r = tl_import_begin(res, state_json, &st, &ws_fd, &owner, err);
     if (r == 0)
         r = cordon_tar_import_workspace(tar_fd, ws_fd, dest, &owner, st.res.disk_bytes,
-                                        TL_TAR_ENTRIES_MAX, err);
+                                        CORDON_TAR_ENTRIES_MAX, err);
     if (ws_fd >= 0)
         close(ws_fd);
     tl_state_clear(&st);
@@ -1854,7 +1742,7 @@ static int tl_import_files(struct cordon_resource *res, const char *state_json, 
     r = tl_import_begin(res, state_json, &st, &ws_fd, &owner, err);
     if (r == 0)
         r = cordon_files_import_workspace(files_json, data_fd, ws_fd, dest, &owner,
-                                          st.res.disk_bytes, TL_TAR_ENTRIES_MAX, err);
+                                          st.res.disk_bytes, CORDON_TAR_ENTRIES_MAX, err);
     if (ws_fd >= 0)
         close(ws_fd);
     tl_state_clear(&st);
@@ -1882,7 +1770,7 @@ static int tl_export_tar(struct cordon_resource *res, const char *state_json, co
     if (r < 0)
         goto out;
     limits.max_bytes = st.res.disk_bytes;
-    limits.max_entries = TL_TAR_ENTRIES_MAX;
+    limits.max_entries = CORDON_TAR_ENTRIES_MAX;
     r = cordon_tar_create_fd(ws_fd, norm, tar_fd, &limits, NULL, err);
 out:
     if (ws_fd >= 0)
@@ -1908,7 +1796,7 @@ static int tl_export_files(struct cordon_resource *res, const char *state_json,
         r = tl_open_workspace(&st, &ws_fd, err);
     if (r == 0) {
         limits.max_bytes = st.res.disk_bytes;
-        limits.max_entries = TL_TAR_ENTRIES_MAX;
+        limits.max_entries = CORDON_TAR_ENTRIES_MAX;
         r = cordon_tar_create_paths_fd(ws_fd, paths_json, tar_fd, &limits, NULL, err);
     }
     if (ws_fd >= 0)

@@ -45,10 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     r = cordon__checkpoint_open(store, ID, &manifest, &tar, &err);
     fuzz_check_refusal(r, &err);
     if (r == 0) {
-        struct cordon__limits lim;
+        struct cordon_limits lim;
 
         cordon_error_init(&err);
-        r = cordon__limits_from_json(cJSON_GetObjectItemCaseSensitive(manifest, "resources"),
+        r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(manifest, "resources"), "resources",
                                      &lim, &err);
         fuzz_check_refusal(r, &err);
         close(tar);

@@ -24,13 +24,13 @@ static void json_doc(unsigned sel, const char *text)
         return;
     cordon_error_init(&err);
     if (sel == 2) {
-        struct cordon__limits lim;
+        struct cordon_limits lim;
 
-        r = cordon__limits_from_json(doc, &lim, &err);
+        r = cordon_limits_from_json(doc, "resources", &lim, &err);
         fuzz_check_refusal(r, &err);
         if (r == 0) {
             cordon_error_init(&err);
-            fuzz_check_refusal(cordon__limits_validate(&lim, &err), &err);
+            fuzz_check_refusal(cordon_limits_validate("resources", &lim, &err), &err);
         }
     } else if (sel == 3) {
         enum cordon__isolation iso;

@@ -152,7 +152,7 @@ ParameterizedTest(size_t *index, adapter, env_follows_limits)
 {
     const struct env_case *c = &env_follows_limits_cases[*index];
     struct cordon__bundle *b = bundle_of("{\"files\":[{\"path\":\"main.go\",\"content\":\"\"}]}");
-    struct cordon__limits limits = {
+    struct cordon_limits limits = {
         .cpus = c->cpus, .memory_bytes = c->memory, .disk_bytes = 1ull << 30, .pids = 256,
         .runtime_ms = 10000, .max_output_bytes = 1 << 20,
     };

@@ -64,7 +64,7 @@ Test(env, too_many_entries)
     cJSON *env = cJSON_CreateObject();
     struct cordon_error err;
 
-    for (int i = 0; i <= CORDON_ENV_MAX_ENTRIES; i++) {
+    for (int i = 0; i <= CORDON_ENV_MAX; i++) {
         char name[16];
         snprintf(name, sizeof(name), "V%d", i);
         cJSON_AddStringToObject(env, name, "x");

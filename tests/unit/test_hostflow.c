@@ -768,9 +768,9 @@ Test(record, execution_ids)
                                        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" };
 
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-        cr_expect(cordon__execution_id_valid(good[i]), "%s", good[i]);
+        cr_expect(cordon_execution_id_valid(good[i]), "%s", good[i]);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        cr_expect_not(cordon__execution_id_valid(bad[i]), "%s", bad[i]);
+        cr_expect_not(cordon_execution_id_valid(bad[i]), "%s", bad[i]);
 }
 
 /* A provider's list_executions reply is bounded, must be an array, and only

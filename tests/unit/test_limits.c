@@ -137,9 +137,9 @@ ParameterizedTest(size_t *index, limits, parse_duration)
     }
 }
 
-static struct cordon__limits good_limits(void)
+static struct cordon_limits good_limits(void)
 {
-    struct cordon__limits l = {
+    struct cordon_limits l = {
         .cpus = 1.5,
         .memory_bytes = 512ull << 20,
         .disk_bytes = 256ull << 20,
@@ -152,25 +152,25 @@ static struct cordon__limits good_limits(void)
 
 Test(limits, validate_accepts_defaults_and_bounds)
 {
-    struct cordon__limits l = good_limits();
+    struct cordon_limits l = good_limits();
     struct cordon_error err;
 
     cordon_error_init(&err);
-    cr_assert_eq(cordon__limits_validate(&l, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_limits_validate("resources", &l, &err), 0, "%s", err.message);
     l.cpus = CORDON_LIMIT_CPUS_MIN;
     l.memory_bytes = CORDON_LIMIT_MEMORY_MIN;
     l.disk_bytes = CORDON_LIMIT_DISK_MIN;
     l.pids = CORDON_LIMIT_PIDS_MIN;
     l.runtime_ms = CORDON_LIMIT_RUNTIME_MIN;
     l.max_output_bytes = CORDON_LIMIT_OUTPUT_MIN;
-    cr_assert_eq(cordon__limits_validate(&l, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_limits_validate("resources", &l, &err), 0, "%s", err.message);
     l.cpus = CORDON_LIMIT_CPUS_MAX;
     l.memory_bytes = CORDON_LIMIT_MEMORY_MAX;
     l.disk_bytes = CORDON_LIMIT_DISK_MAX;
     l.pids = CORDON_LIMIT_PIDS_MAX;
     l.runtime_ms = CORDON_LIMIT_RUNTIME_MAX;
     l.max_output_bytes = CORDON_LIMIT_OUTPUT_MAX;
-    cr_assert_eq(cordon__limits_validate(&l, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_limits_validate("resources", &l, &err), 0, "%s", err.message);
 }
 
 struct bound_case {
@@ -208,7 +208,7 @@ ParameterizedTestParameters(limits, validate_refuses_out_of_bounds)
 ParameterizedTest(size_t *index, limits, validate_refuses_out_of_bounds)
 {
     const struct bound_case *c = &validate_refuses_out_of_bounds_cases[*index];
-    struct cordon__limits l = good_limits();
+    struct cordon_limits l = good_limits();
     struct cordon_error err;
 
     switch (c->field) {
@@ -220,7 +220,7 @@ ParameterizedTest(size_t *index, limits, validate_refuses_out_of_bounds)
     default: l.max_output_bytes = c->value; break;
     }
     cordon_error_init(&err);
-    cr_assert_eq(cordon__limits_validate(&l, &err), CORDON_E_LIMIT);
+    cr_assert_eq(cordon_limits_validate("resources", &l, &err), CORDON_E_LIMIT);
     cr_assert_str_eq(err.message, c->message);
 }
 
@@ -229,5 +229,5 @@ Test(limits, validate_refuses_null)
     struct cordon_error err;
 
     cordon_error_init(&err);
-    cr_assert_eq(cordon__limits_validate(NULL, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon_limits_validate("resources", NULL, &err), CORDON_E_INVALID);
 }
