@@ -16,7 +16,8 @@
  * SOCK_SEQPACKET pair the host made). The agent answers on the reply socket
  * with struct cordon_agent_reply messages: STARTED (value: the pid inside),
  * then one of EXITED (value: the code) or SIGNALED (value: the signal); or
- * REFUSED (value: an errno) and nothing else. The host closing its end of
+ * REFUSED (value: an errno) and nothing else. A command that cannot enter
+ * its cwd sends CWD_FAILED (value: the errno) from the child before it ends. The host closing its end of
  * the reply socket is cancel: the agent kills the command's process group.
  */
 #ifndef CORDON_AGENT_PROTO_H
@@ -51,6 +52,7 @@ enum cordon_agent_kind {
     CORDON_AGENT_EXITED = 2,
     CORDON_AGENT_SIGNALED = 3,
     CORDON_AGENT_REFUSED = 4,
+    CORDON_AGENT_CWD_FAILED = 5,     /* value: chdir's errno; EXITED 126 follows */
 };
 
 struct cordon_agent_reply {

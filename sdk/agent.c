@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,7 @@
 #define SYS_pidfd_getfd 438
 #endif
 
+#define OPEN_WAIT_MS 2000u   /* for a runtime's init to become cordon-init */
 #define SEND_TIMEOUT_S 5      /* a full queue that long: the agent is not serving */
 
 static uint64_t mono_ms(void)
@@ -36,6 +39,34 @@ static uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* Whether the process of pidfd runs cordon-init now: its comm, which only
+ * the process itself can change (and cordon-init never does). */
+static bool is_cordon_init(int pidfd)
+{
+    char path[64], text[256], *at;
+    long pid = 0;
+    int fd;
+    ssize_t n;
+
+    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return false;
+    text[n] = '\0';
+    at = strstr(text, "\nPid:");
+    if (at == NULL || (pid = strtol(at + 5, NULL, 10)) <= 0)
+        return false;
+    snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    return n > 0 && strncmp(text, "cordon-init\n", (size_t)n) == 0;
+}
+
 int cordon_agent_open(int pidfd, int *ret_fd, struct cordon_error *err)
 {
     struct timeval tv = { SEND_TIMEOUT_S, 0 };
@@ -44,8 +75,21 @@ int cordon_agent_open(int pidfd, int *ret_fd, struct cordon_error *err)
 
     if (pidfd < 0 || ret_fd == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "agent: pidfd and ret_fd required");
-    /* Needs ptrace rights over the agent (PTRACE_MODE_ATTACH_REALCREDS). */
-    fd = (int)syscall(SYS_pidfd_getfd, pidfd, CORDON_AGENT_FD_HOST, 0);
+    /* Needs ptrace rights over the agent (PTRACE_MODE_ATTACH_REALCREDS).
+     * A runtime's `run --detach` may return before its init has exec'd
+     * cordon-init: no fd 4 yet (EBADF) is waited for, on the pidfd (which
+     * also says when the process ended instead), for OPEN_WAIT_MS. */
+    for (unsigned waited = 0;; waited += 2) {
+        struct pollfd p = { pidfd, POLLIN, 0 };
+        bool is_init = is_cordon_init(pidfd);
+
+        /* The runtime's own init holds sockets at low numbers too: only
+         * once the process is cordon-init is its fd 4 the agent's. */
+        errno = EBADF;
+        fd = is_init ? (int)syscall(SYS_pidfd_getfd, pidfd, CORDON_AGENT_FD_HOST, 0) : -1;
+        if (fd >= 0 || errno != EBADF || waited >= OPEN_WAIT_MS || poll(&p, 1, 2) != 0)
+            break;
+    }
     if (fd < 0)
         return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno,
                                 "agent: cannot take fd %d of the agent: %s", CORDON_AGENT_FD_HOST,
@@ -222,6 +266,12 @@ int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_agent_cmd *cmd
                 continue;
             if (rep.kind == CORDON_AGENT_REFUSED) {
                 r = refused(rep.value, err);
+                goto out;
+            }
+            if (rep.kind == CORDON_AGENT_CWD_FAILED) {
+                r = cordon_error_set(err, CORDON_E_PROVIDER, rep.value,
+                                     "agent: entering the working directory %.200s failed: %s",
+                                     cmd->cwd, strerror(rep.value));
                 goto out;
             }
             if (rep.kind == CORDON_AGENT_EXITED && rep.value >= 0 && rep.value <= 255) {

@@ -129,14 +129,17 @@ static void child_run(const int *fds, const char *cwd)
     for (int i = 0; i < 3; i++)
         if (dup2(fds[i], i) < 0)
             _exit(126);
-    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
-        for (int fd = 3; fd < 1024; fd++)
-            close(fd);
+    /* Entered as the sandbox's user: a directory it cannot enter fails
+     * here, and the host hears why before the exit. */
     if (chdir(cwd) != 0) {
         e = errno;
+        reply_send(fds[3], CORDON_AGENT_CWD_FAILED, e);
         dprintf(2, "cordon-init: cannot enter %s: %s\n", cwd, strerror(e));
         _exit(126);
     }
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
     environ = envp_buf;
     execvp(argv_buf[0], argv_buf);
     e = errno;

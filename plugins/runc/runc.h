@@ -56,6 +56,7 @@ struct runc_config {
     uid_t uid;             /* config.user; with pooled, only the facts' fallback */
     gid_t gid;
     bool pooled;           /* no config.user: each execution takes a uid of the pool */
+    bool no_agent;         /* config.exec_agent false: exec never uses the resident agent */
     bool allow_unpinned;
 };
 
@@ -92,6 +93,7 @@ struct runc_state {
     struct runc_limits limits;
     uint64_t expires_at_ms;
     const cJSON *environment;    /* object of strings or NULL */
+    bool agent;                  /* the init is cordon-init --agent: exec goes through it */
 };
 
 /* ---- runc.c: shared helpers -------------------------------------------------- */
@@ -226,6 +228,10 @@ int runc__workspace_layout(int ws_fd, uid_t uid, gid_t gid, struct cordon_error 
 
 /* ---- exec.c ------------------------------------------------------------------ */
 
+/* Whether provision starts the resident agent: only where exec enters the
+ * container's namespaces itself (runc, crun), and the config allows it. */
+bool runc__agent_wanted(const struct cordon_resource *res);
+
 /* The vtable's exec. */
 int runc__exec(struct cordon_resource *res, const char *state_json, const char *request_json,
                const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err);
@@ -244,6 +250,7 @@ struct runc_spec_in {
     bool limit_swap;                 /* memory.swap = memory.limit (needs memsw) */
     const struct runc_limits *limits;
     uint64_t init_deadline_ms;       /* cordon-init --deadline-ms */
+    bool agent;                      /* and --agent */
 };
 
 /* The cgroupsPath of an execution: RUNC_CGROUP_PREFIX "<id>" into buf. */

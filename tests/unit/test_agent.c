@@ -146,8 +146,10 @@ Test(agent, not_found_and_bad_cwd)
     cr_assert_eq(agent_run(&a, missing, path_env, "/", -1, 10000, &o, out, &err), 0);
     cr_expect_eq(o.status, CORDON_RUN_EXITED);
     cr_expect_eq(o.exit_code, 127);
-    cr_assert_eq(agent_run(&a, t, path_env, "/no/such/dir", -1, 10000, &o, out, &err), 0);
-    cr_expect_eq(o.exit_code, 126);
+    cr_assert_eq(agent_run(&a, t, path_env, "/no/such/dir", -1, 10000, &o, out, &err),
+                 CORDON_E_PROVIDER);
+    cr_expect(strstr(err.message, "working directory") != NULL &&
+              strstr(err.message, "No such file") != NULL, "%s", err.message);
     agent_stop(&a);
 }
 

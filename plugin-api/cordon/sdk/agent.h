@@ -23,7 +23,9 @@ extern "C" {
 
 /* The host's copy of the agent's channel, taken from pidfd (borrowed: a
  * pidfd of the agent, which the caller has checked is the execution's
- * init). *ret_fd is close-on-exec, owned by the caller (close(2)).
+ * init). *ret_fd is close-on-exec, owned by the caller (close(2)). Waits
+ * up to 2 s for a process that has not yet become the agent (a runtime's
+ * init before its execve of cordon-init).
  * CORDON_E_UNAVAILABLE when the process holds no agent channel (started
  * without --agent, or not cordon-init at all). */
 CORDON_EXTERN int cordon_agent_open(int pidfd, int *ret_fd, struct cordon_error *err);
@@ -53,7 +55,9 @@ CORDON_EXTERN bool cordon_agent_fits(const struct cordon_agent_cmd *cmd);
  * "not found", 126 "cannot execute", as a shell says). Errors:
  * CORDON_E_LIMIT (does not fit, see cordon_agent_fits; or the agent runs
  * too many commands), CORDON_E_INVALID (the agent refused the message),
- * CORDON_E_UNAVAILABLE (the agent died: the sandbox has ended with it).
+ * CORDON_E_UNAVAILABLE (the agent died: the sandbox has ended with it),
+ * CORDON_E_PROVIDER naming the working directory when the command could
+ * not enter cwd.
  * ret is cleared first; release it with cordon_exec_outcome_clear.
  */
 CORDON_EXTERN int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_agent_cmd *cmd,
