@@ -371,8 +371,8 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
     }
     if ((r = check_init(host, err)) < 0 ||
         (r = runc__runtime_find(&res->cfg, &res->runtime, err)) < 0 ||
-        (r = runc__runtime_version(res, err)) < 0 || (r = root_prepare(&res->cfg, err)) < 0 ||
-        (r = runc__mkdir_p("state_dir", res->base, 0700, err)) < 0)
+        (r = runc__mkdir_p("state_dir", res->base, 0700, err)) < 0 ||
+        (r = runc__runtime_version(res, err)) < 0 || (r = root_prepare(&res->cfg, err)) < 0)
         goto out;
     res->cgroup_version = runc__cgroup_version();
     res->memsw = runc__cgroup_has_memsw(res->cgroup_version);

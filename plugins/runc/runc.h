@@ -136,7 +136,8 @@ void runc__cmd_result_clear(struct runc_cmd_result *c);
 bool runc__executable(const char *path);
 /* runtime_path, else /usr/bin/runc, the host's PATH, the sbin fallbacks. */
 int runc__runtime_find(const struct runc_config *cfg, char **ret, struct cordon_error *err);
-/* Fill res->runtime_name, runtime_version, spec_version from --version. */
+/* Fill res->runtime_name, runtime_version, spec_version from --version
+ * (cached in <base>/runtime-version for the same binary; base must exist). */
 int runc__runtime_version(struct cordon_resource *res, struct cordon_error *err);
 /* runtime --root R --log-format json ARGS... (NULL-terminated, at most
  * 10); 0 when it ran: read ret->exit_code. */
