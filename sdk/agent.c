@@ -39,32 +39,34 @@ static uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The first size - 1 bytes of a small /proc file, NUL-terminated; its length or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
+
+    if (fd >= 0)
+        close(fd);
+    if (n >= 0)
+        buf[n] = '\0';
+    return n;
+}
+
 /* Whether the process of pidfd runs cordon-init now: its comm, which only
  * the process itself can change (and cordon-init never does). */
 static bool is_cordon_init(int pidfd)
 {
     char path[64], text[256], *at;
-    long pid = 0;
-    int fd;
+    long pid;
     ssize_t n;
 
     snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return false;
-    text[n] = '\0';
-    at = strstr(text, "\nPid:");
-    if (at == NULL || (pid = strtol(at + 5, NULL, 10)) <= 0)
+    if (read_small(path, text, sizeof(text)) <= 0 || (at = strstr(text, "\nPid:")) == NULL ||
+        (pid = strtol(at + 5, NULL, 10)) <= 0)
         return false;
     snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    return n > 0 && strncmp(text, "cordon-init\n", (size_t)n) == 0;
+    n = read_small(path, text, sizeof(text));
+    return n > 0 && strcmp(text, "cordon-init\n") == 0;
 }
 
 int cordon_agent_open(int pidfd, int *ret_fd, struct cordon_error *err)
