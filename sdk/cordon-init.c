@@ -2,7 +2,7 @@
  * cordon-init: the first process of a container sandbox. Linked statically
  * so that it runs in any rootfs, even one without a shell or sleep.
  *
- *   cordon-init --deadline-ms N
+ *   cordon-init --deadline-ms N [--agent]
  *   cordon-init --exec PROGRAM [ARG...]
  *
  * As PID 1 of the container's pid namespace it reaps every orphan (the
@@ -15,6 +15,15 @@
  *
  * Exit status: 0 after a signal asked it to stop, 124 when the deadline
  * passed, 2 for a usage error.
+ *
+ * --agent makes it also the sandbox's resident agent (sdk/agent-proto.h,
+ * docs/decisions.md): before anything else runs it holds a SOCK_SEQPACKET
+ * socketpair at fds 3 and 4, which only the host can copy (pidfd_getfd:
+ * this process is not dumpable, nothing inside has CAP_SYS_PTRACE), and
+ * starts the commands the host sends on it, each with this process's own
+ * confinement, each as the leader of its own process group, reporting how
+ * each ended. Reaping and the deadline stay first: one poll loop serves
+ * the socket, the signals and the clock.
  *
  * --exec wraps one command that the host runs in the sandbox: PROGRAM
  * (looked up in PATH) runs as the leader of a new process group; when it
@@ -36,11 +45,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "sdk/agent-proto.h"
 
 #define DEADLINE_MAX_MS (366ull * 24 * 3600 * 1000) /* a year: anything longer is a typo */
 #define EXIT_DEADLINE 124
@@ -57,7 +72,7 @@ static uint64_t now_ms(void)
 static int usage(const char *why)
 {
     fprintf(stderr,
-            "cordon-init: %s\nusage: cordon-init --deadline-ms N (1..%llu)\n"
+            "cordon-init: %s\nusage: cordon-init --deadline-ms N (1..%llu) [--agent]\n"
             "       cordon-init --exec PROGRAM [ARG...]\n",
             why, (unsigned long long)DEADLINE_MAX_MS);
     return EXIT_USAGE;
@@ -157,18 +172,38 @@ static int run_leader(char **argv)
     return end_as(status);
 }
 
+/* --agent: close what the runtime left above stderr, then the pair lands
+ * at 3 (served) and 4 (the host's copy comes from here). */
+static bool agent_pair(void)
+{
+    int sv[2];
+
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return false;
+    return sv[0] == CORDON_AGENT_FD_SERVE && sv[1] == CORDON_AGENT_FD_HOST;
+}
+
 int main(int argc, char **argv)
 {
     sigset_t set;
     uint64_t deadline_ms, end;
+    bool agent;
 
     if (argc >= 3 && strcmp(argv[1], "--exec") == 0 && argv[2][0] != '\0')
         return run_leader(argv + 2);
-    if (argc != 3 || strcmp(argv[1], "--deadline-ms") != 0)
-        return usage("expected --deadline-ms N or --exec PROGRAM [ARG...]");
+    agent = argc == 4 && strcmp(argv[3], "--agent") == 0;
+    if ((argc != 3 && !agent) || strcmp(argv[1], "--deadline-ms") != 0)
+        return usage("expected --deadline-ms N [--agent] or --exec PROGRAM [ARG...]");
     if (!parse_ms(argv[2], &deadline_ms))
         return usage("--deadline-ms wants a whole number of milliseconds");
     end = now_ms() + deadline_ms;
+    /* The pair first, at fds 3 and 4, before the runtime's stderr goes:
+     * whatever else the runtime left open is not ours to keep. */
+    if (agent && !agent_pair())
+        return usage("--agent: cannot make the socketpair at fds 3 and 4");
 
     /* PID 1 of a namespace reaps by nature; anywhere else ask for it. */
     if (getpid() != 1)
@@ -186,6 +221,8 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGHUP);
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
         return EXIT_USAGE;
+    if (agent)
+        return cordon__init_agent(end, &set);
     for (;;) {
         uint64_t now = now_ms(), left;
         struct timespec ts;

@@ -181,14 +181,14 @@ static bool add_process(cJSON *root, const struct runc_spec_in *in)
     static const char *const path_env[] = { "PATH=" RUNC_DEFAULT_PATH };
     cJSON *p = cJSON_AddObjectToObject(root, "process"), *user, *caps, *rlimits, *rl;
     char deadline[24];
-    const char *args[] = { RUNC_INIT_IN_CONTAINER, "--deadline-ms", deadline };
+    const char *args[] = { RUNC_INIT_IN_CONTAINER, "--deadline-ms", deadline, "--agent" };
 
     snprintf(deadline, sizeof(deadline), "%" PRIu64, in->init_deadline_ms);
     if (p == NULL || cJSON_AddFalseToObject(p, "terminal") == NULL ||
         (user = cJSON_AddObjectToObject(p, "user")) == NULL ||
         cJSON_AddNumberToObject(user, "uid", (double)in->uid) == NULL ||
         cJSON_AddNumberToObject(user, "gid", (double)in->gid) == NULL ||
-        !cJSON_AddItemToObject(p, "args", strings(args, COUNT(args))) ||
+        !cJSON_AddItemToObject(p, "args", strings(args, COUNT(args) - (in->agent ? 0 : 1))) ||
         !cJSON_AddItemToObject(p, "env", strings(path_env, COUNT(path_env))) ||
         cJSON_AddStringToObject(p, "cwd", "/") == NULL ||
         (caps = cJSON_AddObjectToObject(p, "capabilities")) == NULL ||

@@ -33,6 +33,7 @@
 
 #include <linux/openat2.h>
 
+#include <cordon/sdk/agent.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/path.h>
@@ -552,6 +553,62 @@ out:
     return r;
 }
 
+bool runc__agent_wanted(const struct cordon_resource *res)
+{
+    return res->exec_setns && !res->cfg.no_agent;
+}
+
+/* Through the resident agent (cordon/sdk/agent.h): the container's init
+ * forks the command itself, with its own confinement, which is what
+ * run_entered applies by hand (user, no capabilities, no_new_privs,
+ * rlimits, seccomp, cgroups, namespaces): no runtime, no setns. The same
+ * argv, environment and cwd as run_entered. *ret_used false (and 0) when
+ * the request does not fit one agent message: the caller then enters the
+ * container as before. */
+static int run_agent(const struct runc_state *st, int pidfd, int root_fd,
+                     const struct request *rq, const struct cordon_runner_opts *opts,
+                     struct cordon_exec_outcome *o, bool *ret_used, struct cordon_error *err)
+{
+    const char *argv[ARGV_MAX + 1];
+    struct xargv envp = { 0 };
+    struct cordon_agent_cmd cmd;
+    const cJSON *item;
+    size_t n = 0;
+    int agent_fd = -1, null_fd = -1, r;
+
+    *ret_used = false;
+    cJSON_ArrayForEach(item, rq->argv)
+        argv[n++] = item->valuestring;      /* request_parse bounds n by ARGV_MAX */
+    argv[n] = NULL;
+    if ((r = enter_env(root_fd, st->uid, rq, &envp, err)) < 0)
+        goto out;
+    cmd = (struct cordon_agent_cmd){ argv, (const char *const *)envp.v, rq->cwd,
+                                     opts->stdin_fd, opts->stdout_fd, opts->stderr_fd };
+    if (!cordon_agent_fits(&cmd))
+        goto out;
+    /* Provisioned with the agent, the channel must be there: a process
+     * without it is no longer the sandbox's init (fails closed, below). */
+    *ret_used = true;
+    if ((r = cordon_agent_open(pidfd, &agent_fd, err)) < 0)
+        goto out;
+    if (cmd.stdin_fd < 0) {
+        null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null_fd < 0) {
+            r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
+            goto out;
+        }
+        cmd.stdin_fd = null_fd;
+    }
+    r = cordon_agent_run(agent_fd, pidfd, &cmd, opts->cancel_fd, opts->timeout_ms, o, err);
+out:
+    if (agent_fd >= 0)
+        close(agent_fd);
+    if (null_fd >= 0)
+        close(null_fd);
+    xargv_clear(&envp);
+    return r;
+}
+
 int runc__exec(struct cordon_resource *res, const char *state_json, const char *request_json,
                const struct cordon_exec_io *io, char **ret_result_json,
                struct cordon_error *err)
@@ -564,6 +621,7 @@ int runc__exec(struct cordon_resource *res, const char *state_json, const char *
     struct cordon_relay *relay = NULL;
     int code = 0, sig = 0;   /* how the command ended: exited with code, or signal sig */
     bool folded = false;     /* code is 128+N from a runtime that folds signals */
+    bool used_agent = false;
     const char *kill_args[] = { "kill", "--all", NULL, "KILL", NULL };
     uint64_t now, timeout, oom_before;
     int pidfd = -1, root_fd = -1, ws_fd = -1, null_fd = -1, stdin_fd = -1, r;
@@ -612,8 +670,18 @@ int runc__exec(struct cordon_resource *res, const char *state_json, const char *
     opts.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_fd;
     opts.timeout_ms = timeout;
     opts.cancel_fd = io->cancel_fd;
-    r = res->exec_setns ? run_entered(res, &st, pidfd, root_fd, &rq, &opts, &o, err)
-                        : run_runtime(res, &st, &rq, &opts, &o, err);
+    if (st.agent && res->exec_setns)
+        r = run_agent(&st, pidfd, root_fd, &rq, &opts, &o, &used_agent, err);
+    if (r == 0 && !used_agent)
+        r = res->exec_setns ? run_entered(res, &st, pidfd, root_fd, &rq, &opts, &o, err)
+                            : run_runtime(res, &st, &rq, &opts, &o, err);
+    if (r == CORDON_E_UNAVAILABLE && used_agent) {
+        /* The agent is the container's init: its death ended the sandbox.
+         * Fail closed: whatever is left of the execution goes now. */
+        runc__init_kill(pidfd);      /* reaps it when it is our child */
+        runc__destroy(res, st.id, st.pid, NULL);
+        goto out;
+    }
     cordon_relay_close(relay);   /* the command ended: so does its stdin */
     relay = NULL;
     if (r < 0)

@@ -198,7 +198,12 @@ static int config_parse(const char *json, struct runc_config *ret, struct cordon
                                      : cordon_error_set(err, CORDON_E_INVALID, 0,
                                                         "config.user: must be \"UID:GID\"");
         }
-        else if (strcmp(key, "allow_unpinned") == 0 || strcmp(key, "allow_unsafe_local") == 0) {
+        else if (strcmp(key, "exec_agent") == 0) {
+            if (!cJSON_IsBool(item))
+                r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                     "config.exec_agent: must be true or false");
+            cfg.no_agent = cJSON_IsFalse(item);
+        } else if (strcmp(key, "allow_unpinned") == 0 || strcmp(key, "allow_unsafe_local") == 0) {
             /* allow_unsafe_local is the host's consent to trusted-local; it
              * changes nothing here and is accepted for merged configs. */
             if (!cJSON_IsBool(item))
@@ -209,7 +214,7 @@ static int config_parse(const char *json, struct runc_config *ret, struct cordon
         } else
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
                                  "config.%.*s: unknown key (known: runtime_path, root, image, "
-                                 "user, allow_unpinned, allow_unsafe_local)",
+                                 "user, exec_agent, allow_unpinned, allow_unsafe_local)",
                                  cordon_text_fit(key, 64), key);
         if (r < 0)
             goto out;
@@ -329,8 +334,8 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
     }
     if ((r = check_init(host, err)) < 0 ||
         (r = runc__runtime_find(&res->cfg, &res->runtime, err)) < 0 ||
-        (r = runc__runtime_version(res, err)) < 0 || (r = root_prepare(&res->cfg, err)) < 0 ||
-        (r = runc__mkdir_p("state_dir", res->base, 0700, err)) < 0)
+        (r = runc__mkdir_p("state_dir", res->base, 0700, err)) < 0 ||
+        (r = runc__runtime_version(res, err)) < 0 || (r = root_prepare(&res->cfg, err)) < 0)
         goto out;
     res->cgroup_version = runc__cgroup_version();
     res->memsw = runc__cgroup_has_memsw(res->cgroup_version);
@@ -520,6 +525,8 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
     if (st.environment != NULL &&
         (r = cordon_env_object_check(st.environment, "state.environment", err)) < 0)
         goto out;
+    /* Written by provision when the init was started with --agent. */
+    st.agent = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.doc, "agent"));
 done:
     *ret = st;
     memset(&st, 0, sizeof(st));
@@ -658,6 +665,7 @@ static int state_build(const struct cordon_resource *res, const struct prov *p,
         !limits_add(st, &p->limits) ||
         cJSON_AddNumberToObject(st, "expires_at_ms", (double)p->expires_at_ms) == NULL ||
         cJSON_AddStringToObject(st, "rootfs_digest", digest) == NULL ||
+        (runc__agent_wanted(res) && cJSON_AddTrueToObject(st, "agent") == NULL) ||
         (p->environment != NULL &&
          !cJSON_AddItemToObject(st, "environment", cJSON_Duplicate(p->environment, true)))) {
         cJSON_Delete(st);
@@ -737,6 +745,7 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
     in.limit_swap = res->memsw;
     in.limits = &p.limits;
     in.init_deadline_ms = p.expires_at_ms - now;
+    in.agent = runc__agent_wanted(res);
     bfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (bfd < 0) {
         r = cordon_error_set(err, CORDON_E_IO, errno, "bundle %s: %s", bundle, strerror(errno));
@@ -1150,7 +1159,8 @@ static char *mechanism_facts(const struct cordon_resource *res, const char *imag
                                 runc__seccomp_denied_count()) != NULL &&
         cJSON_AddStringToObject(m, "seccomp_clone3", "ENOSYS") != NULL &&
         cJSON_AddStringToObject(m, "loopback", "up") != NULL &&
-        cJSON_AddStringToObject(m, "exec_path", res->exec_setns ? "setns" : "runtime") != NULL &&
+        cJSON_AddStringToObject(m, "exec_path", runc__agent_wanted(res) ? "agent"
+                                                : res->exec_setns ? "setns" : "runtime") != NULL &&
         cJSON_AddStringToObject(m, "init", RUNC_INIT_IN_CONTAINER) != NULL)
         text = cJSON_PrintUnformatted(m);
     cJSON_Delete(m);

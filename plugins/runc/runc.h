@@ -48,6 +48,7 @@ struct runc_config {
     uid_t uid;             /* config.user; with pooled, only the facts' fallback */
     gid_t gid;
     bool pooled;           /* no config.user: each execution takes a uid of the pool */
+    bool no_agent;         /* config.exec_agent false: exec never uses the resident agent */
     bool allow_unpinned;
 };
 
@@ -84,6 +85,7 @@ struct runc_state {
     struct cordon_limits limits;
     uint64_t expires_at_ms;
     const cJSON *environment;    /* object of strings or NULL */
+    bool agent;                  /* the init is cordon-init --agent: exec goes through it */
 };
 
 /* ---- runc.c: shared helpers -------------------------------------------------- */
@@ -124,7 +126,8 @@ void runc__cmd_result_clear(struct runc_cmd_result *c);
 bool runc__executable(const char *path);
 /* runtime_path, else /usr/bin/runc, the host's PATH, the sbin fallbacks. */
 int runc__runtime_find(const struct runc_config *cfg, char **ret, struct cordon_error *err);
-/* Fill res->runtime_name, runtime_version, spec_version from --version. */
+/* Fill res->runtime_name, runtime_version, spec_version from --version
+ * (cached in <base>/runtime-version for the same binary; base must exist). */
 int runc__runtime_version(struct cordon_resource *res, struct cordon_error *err);
 /* runtime --root R --log-format json ARGS... (NULL-terminated, at most
  * 10); 0 when it ran: read ret->exit_code. */
@@ -216,6 +219,10 @@ int runc__workspace_layout(int ws_fd, uid_t uid, gid_t gid, struct cordon_error 
 
 /* ---- exec.c ------------------------------------------------------------------ */
 
+/* Whether provision starts the resident agent: only where exec enters the
+ * container's namespaces itself (runc, crun), and the config allows it. */
+bool runc__agent_wanted(const struct cordon_resource *res);
+
 /* The vtable's exec. */
 int runc__exec(struct cordon_resource *res, const char *state_json, const char *request_json,
                const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err);
@@ -234,6 +241,7 @@ struct runc_spec_in {
     bool limit_swap;                 /* memory.swap = memory.limit (needs memsw) */
     const struct cordon_limits *limits;
     uint64_t init_deadline_ms;       /* cordon-init --deadline-ms */
+    bool agent;                      /* and --agent */
 };
 
 /* The cgroupsPath of an execution: RUNC_CGROUP_PREFIX "<id>" into buf. */

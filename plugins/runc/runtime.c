@@ -5,6 +5,9 @@
  * failure (--log-format json).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cordon/sdk/fs.h>
 #include <cordon/sdk/runner.h>
 
 #include "plugins/runc/runc.h"
@@ -202,12 +206,66 @@ int runc__runtime_cmd(const struct cordon_resource *res, const char *const *args
 }
 
 /* "runc version 1.1.5+ds1\ncommit: ...\nspec: 1.0.2-dev" -> the pieces. */
-int runc__runtime_version(struct cordon_resource *res, struct cordon_error *err)
+/* The binary's identity as the version cache keys it: a replaced or
+ * rewritten binary changes its inode, size or ctime. */
+static bool binary_key(const char *path, char *buf, size_t size)
+{
+    struct stat st;
+
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    snprintf(buf, size, "%ju %ju %jd %jd.%09ld %jd.%09ld %s\n", (uintmax_t)st.st_dev,
+             (uintmax_t)st.st_ino, (intmax_t)st.st_size, (intmax_t)st.st_mtim.tv_sec,
+             st.st_mtim.tv_nsec, (intmax_t)st.st_ctim.tv_sec, st.st_ctim.tv_nsec, path);
+    return true;
+}
+
+/*
+ * `runtime --version`, from <base>/runtime-version when that was written
+ * for the same binary (binary_key): starting the runtime (a Go program)
+ * costs 10-40 ms, and every exec's ensure needs its name and version. The
+ * cache is root's (base is 0700) and a miss runs the binary as before.
+ */
+static int version_text(const struct cordon_resource *res, struct runc_cmd_result *ret,
+                        struct cordon_error *err)
 {
     const char *argv[] = { res->runtime, "--version", NULL };
+    char key[RUNC_PATH_MAX + 160], *text = NULL;
+    size_t len, klen;
+    bool keyed = binary_key(res->runtime, key, sizeof(key));
+    int dfd = keyed ? open(res->base, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1, r;
+
+    klen = strlen(key);
+    if (dfd >= 0 &&
+        cordon_fs_read_file(dfd, "runtime-version", CMD_OUT_MAX, &text, &len, NULL) == 0 &&
+        len > klen && memcmp(text, key, klen) == 0) {
+        memset(ret, 0, sizeof(*ret));
+        ret->out = strdup(text + klen);
+        ret->errtext = strdup("");
+        free(text);
+        close(dfd);
+        if (ret->out == NULL || ret->errtext == NULL) {
+            runc__cmd_result_clear(ret);
+            return runc__nomem(err, "runtime --version");
+        }
+        return 0;
+    }
+    free(text);
+    r = cmd_run(argv, ret, err);
+    if (r == 0 && ret->exit_code == 0 && dfd >= 0 && asprintf(&text, "%s%s", key, ret->out) > 0) {
+        (void)cordon_fs_write_atomic(dfd, "runtime-version", text, strlen(text), 0600, NULL);
+        free(text);
+    }
+    if (dfd >= 0)
+        close(dfd);
+    return r;
+}
+
+int runc__runtime_version(struct cordon_resource *res, struct cordon_error *err)
+{
     struct runc_cmd_result c;
     const char *spec;
-    int r = cmd_run(argv, &c, err);
+    int r = version_text(res, &c, err);
 
     if (r == 0 && c.exit_code != 0)
         r = cordon_error_set(err, CORDON_E_UNAVAILABLE, 0, "runtime: %s --version exited %d",

@@ -300,6 +300,15 @@ static void ensure(void)
     ensure_with(config);
 }
 
+/* Without the resident agent: exec enters the container itself. */
+static void ensure_setns(void)
+{
+    char config[PATH_MAX + 128];
+
+    snprintf(config, sizeof(config), "{\"image\": \"%s\", \"exec_agent\": false}", image);
+    ensure_with(config);
+}
+
 struct limits {
     double memory_mib, disk_mib;
     int pids;
@@ -659,7 +668,7 @@ Test(runc, probe_observes_all_axes_and_the_toolchains)
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(mech, "image_pinned")));
     cr_assert_str_eq(str_at(mech, "loopback", NULL), "up");
     /* runc is entered by the provider itself, never through `runc exec`. */
-    cr_assert_str_eq(str_at(mech, "exec_path", NULL), "setns");
+    cr_assert_str_eq(str_at(mech, "exec_path", NULL), "agent");
     cJSON_Delete(doc);
     free(facts);
 }
@@ -1662,7 +1671,7 @@ Test(runc, exec_relay_stays_outside_and_shows_no_host_argv)
     pthread_t t;
     int n = 0;
 
-    ensure();
+    ensure_setns();
     job.state = provision(id);
     init = state_pid(job.state);
     cr_assert_eq(pthread_create(&t, NULL, exec_thread, &job), 0);
@@ -2030,4 +2039,204 @@ Test(runc, each_execution_has_a_uid_and_per_user_limits_of_its_own)
     /* terminate gives the uid back */
     cr_assert_eq(prov->terminate(res, a, &err), 0, "%s", err.message);
     cr_assert_not(uid_lock_exists(ua), "uid %u still taken after terminate", (unsigned)ua);
+}
+
+/* ---- the resident agent (exec_path "agent") ------------------------------------------------ */
+
+/*
+ * Code inside the sandbox tries every way to the agent's channel: open
+ * /proc/1/fd/N, pidfd_open(1) + pidfd_getfd for fds 0..255, ptrace of PID
+ * 1 (attach and seize), process_vm_readv of it, every unix socket listed
+ * in /proc/net/unix (abstract names and paths), and kill -9 1. None may
+ * reach anything, and the agent must serve the next exec. The same program
+ * first opens a fd of its own (dumpable) child through /proc: the
+ * technique works where the kernel allows it, so a failure on PID 1 is the
+ * agent's protection. (ptrace, process_vm_readv and pidfd_getfd are also
+ * refused by the seccomp profile: a second wall, not the one tested by
+ * /proc/1/fd.)
+ */
+static const char hostile_c[] =
+    "#define _GNU_SOURCE\n"
+    "#include <errno.h>\n#include <fcntl.h>\n#include <signal.h>\n#include <stdio.h>\n"
+    "#include <stddef.h>\n#include <string.h>\n#include <sys/ptrace.h>\n#include <sys/socket.h>\n"
+    "#include <sys/syscall.h>\n#include <sys/uio.h>\n#include <sys/un.h>\n"
+    "#include <sys/wait.h>\n#include <unistd.h>\n"
+    "static int reached;\n"
+    "static void hit(const char *what, long n) { printf(\"REACHED %s %ld\\n\", what, n); reached++; }\n"
+    "int main(void) {\n"
+    "    char path[128], line[512], buf[16];\n"
+    "    int p[2], self = -1;\n"
+    "    /* control: our own child's fd is reachable */\n"
+    "    if (pipe(p) == 0) {\n"
+    "        pid_t c = fork();\n"
+    "        if (c == 0) { pause(); _exit(0); }\n"
+    "        snprintf(path, sizeof(path), \"/proc/%d/fd/%d\", (int)c, p[0]);\n"
+    "        self = open(path, O_RDONLY);\n"
+    "        printf(\"control %s\\n\", self >= 0 ? \"ok\" : strerror(errno));\n"
+    "        kill(c, SIGKILL); waitpid(c, NULL, 0);\n"
+    "    }\n"
+    "    for (int i = 0; i < 256; i++) {\n"
+    "        snprintf(path, sizeof(path), \"/proc/1/fd/%d\", i);\n"
+    "        int fd = open(path, O_RDWR);\n"
+    "        if (fd >= 0) hit(path, i);\n"
+    "    }\n"
+    "    int pf = (int)syscall(SYS_pidfd_open, 1, 0);\n"
+    "    printf(\"pidfd_open(1): %d\\n\", pf);\n"
+    "    for (int i = 0; pf >= 0 && i < 256; i++)\n"
+    "        if (syscall(SYS_pidfd_getfd, pf, i, 0) >= 0) hit(\"pidfd_getfd\", i);\n"
+    "    if (ptrace(PTRACE_ATTACH, 1, 0, 0) == 0) hit(\"ptrace attach\", 1);\n"
+    "    if (ptrace(PTRACE_SEIZE, 1, 0, 0) == 0) hit(\"ptrace seize\", 1);\n"
+    "    { struct iovec l = { buf, sizeof(buf) }, r = { (void *)0x400000, sizeof(buf) };\n"
+    "      if (process_vm_readv(1, &l, 1, &r, 1, 0) >= 0) hit(\"process_vm_readv\", 1); }\n"
+    "    FILE *f = fopen(\"/proc/net/unix\", \"r\");\n"
+    "    int listed = 0;\n"
+    "    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {\n"
+    "        char name[300] = \"\";\n"
+    "        if (sscanf(line, \"%*s %*s %*s %*s %*s %*s %*s %299s\", name) != 1) continue;\n"
+    "        listed++;\n"
+    "        struct sockaddr_un a = { .sun_family = AF_UNIX };\n"
+    "        size_t n = strlen(name);\n"
+    "        if (n >= sizeof(a.sun_path)) continue;\n"
+    "        memcpy(a.sun_path, name, n);\n"
+    "        if (name[0] == '@') a.sun_path[0] = '\\0';\n"
+    "        int types[] = { SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM };\n"
+    "        for (int t = 0; t < 3; t++) {\n"
+    "            int s = socket(AF_UNIX, types[t], 0);\n"
+    "            if (s >= 0 && connect(s, (struct sockaddr *)&a,\n"
+    "                                  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) == 0)\n"
+    "                hit(name, t);\n"
+    "            if (s >= 0) close(s);\n"
+    "        }\n"
+    "    }\n"
+    "    printf(\"named sockets listed: %d\\n\", listed);\n"
+    "    kill(1, SIGKILL);\n"
+    "    usleep(100000);\n"
+    "    printf(\"reached %d\\n\", reached);\n"
+    "    return reached != 0 || self < 0;\n"
+    "}\n";
+
+Test(runc, code_inside_cannot_reach_the_agents_channel)
+{
+    const char *state;
+    char path[PATH_MAX], *out = NULL, *errtext;
+    struct cordon_exec_outcome o;
+    pid_t init;
+
+    ensure();
+    state = provision(NULL);
+    init = state_pid(state);
+    cr_assert(strstr(state, "\"agent\":true") != NULL, "not provisioned with the agent: %s", state);
+    snprintf(path, sizeof(path), "/proc/%d/root/workspace/hostile.c", (int)init);
+    {
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+        cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+        cr_assert_eq(write(fd, hostile_c, strlen(hostile_c)), (ssize_t)strlen(hostile_c));
+        close(fd);
+    }
+    o = sh(state, "cc -o /tmp/hostile /workspace/hostile.c && /tmp/hostile", &out);
+    errtext = stream_text(&o.err);
+    cr_assert(strstr(out, "control ok") != NULL,
+              "pidfd_getfd of the program's own child failed, the test proves nothing: %s %s",
+              out, errtext);
+    cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "status %s exit %d: %s %s",
+              cordon_run_status_name(o.status), o.exit_code, out, errtext);
+    cr_assert(strstr(out, "reached 0") != NULL, "%s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+    free(errtext);
+    /* The agent is the same process and still serves. */
+    cr_assert_eq(kill(init, 0), 0, "the agent (pid %d) is gone", (int)init);
+    o = sh(state, "echo still", &out);
+    cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0 && strcmp(out, "still\n") == 0,
+              "%s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+/* The agent killed from the host in the middle of an exec: a typed error,
+ * and nothing of the execution left (the provider destroyed it). */
+Test(runc, killed_agent_fails_the_exec_closed)
+{
+    struct exec_job job = { 0 };
+    char id[40], path[PATH_MAX];
+    pthread_t t;
+    pid_t init, inside[4];
+    int n = 0;
+
+    ensure();
+    job.state = provision(id);
+    init = state_pid(job.state);
+    cr_assert_eq(pthread_create(&t, NULL, exec_thread, &job), 0);
+    /* Once the sleep runs beside the init (asserted after the join). */
+    snprintf(path, sizeof(path), "/sys/fs/cgroup/pids/cordon-%s/cgroup.procs", id);
+    for (int i = 0; i < 500 && n < 1; i++) {
+        char *procs;
+
+        nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+        if ((procs = read_text(path)) == NULL)
+            break;
+        free(procs);
+        n = container_pids(id, init, inside, 4);
+    }
+    kill(init, SIGKILL);
+    pthread_join(t, NULL);
+    cr_assert_eq(n, 1, "the command did not start (%d processes besides the init): rc %d %s", n,
+                 job.rc, err.message);
+    cr_assert_eq(job.rc, CORDON_E_UNAVAILABLE, "rc %d status %s signal %d after %llu ms: %s",
+                 job.rc, cordon_run_status_name(job.o.status), job.o.signal,
+                 (unsigned long long)job.o.duration_ms, err.message);
+    cr_assert(strstr(err.message, "agent") != NULL, "%s", err.message);
+    cordon_exec_outcome_clear(&job.o);
+    cr_assert_not(runtime_knows(id), "the runtime still knows %s", id);
+    cr_assert_eq(cgroups_left(id), 0, "cgroups of %s remain", id);
+    /* Its parent (not this process) reaps it: wait for that. */
+    snprintf(path, sizeof(path), "/proc/%d", (int)init);
+    for (int i = 0; i < 100 && exists(path); i++)
+        nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
+    if (exists(path)) {
+        char stat_path[PATH_MAX], *stat;
+
+        snprintf(stat_path, sizeof(stat_path), "%s/stat", path);
+        stat = read_text(stat_path);
+        cr_assert_fail("the init %d is still there: %s", (int)init, stat ? stat : "?");
+    }
+}
+
+/* The same results through the agent and through setns, side by side. */
+Test(runc, agent_and_setns_give_the_same_results)
+{
+    static const char *const scripts[] = {
+        "echo out; echo err >&2; exit 3", "kill -TERM $$", "kill -KILL $$",
+        "echo $CORDON_TEST $HOME; pwd; [ \"$(id -u)\" -ne 0 ] && echo not root", "exit 137",
+    };
+    char *results[2][sizeof(scripts) / sizeof(scripts[0])];
+
+    for (int pass = 0; pass < 2; pass++) {
+        const char *state;
+
+        if (pass == 0)
+            ensure();
+        else
+            ensure_setns();
+        state = provision(NULL);
+        for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+            char *out = NULL, *errtext;
+            struct cordon_exec_outcome o = sh(state, scripts[i], &out);
+
+            errtext = stream_text(&o.err);
+            cr_assert(asprintf(&results[pass][i], "%s %d %d [%s] [%s]",
+                               cordon_run_status_name(o.status), o.exit_code, o.signal, out,
+                               errtext) > 0);
+            cordon_exec_outcome_clear(&o);
+            free(out);
+            free(errtext);
+        }
+    }
+    for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+        cr_expect_str_eq(results[0][i], results[1][i], "%s: agent %s, setns %s", scripts[i],
+                         results[0][i], results[1][i]);
+        free(results[0][i]);
+        free(results[1][i]);
+    }
 }

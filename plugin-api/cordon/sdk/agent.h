@@ -1,0 +1,70 @@
+/*
+ * sdk: the host's side of a sandbox's resident agent (`cordon-init
+ * --deadline-ms N --agent`, the init of a container execution). The agent
+ * holds a SOCK_SEQPACKET socketpair that nothing inside the sandbox can
+ * reach; the host takes its own copy of one end with pidfd_getfd (which
+ * needs ptrace rights over the agent: root on the host has them, code in
+ * the sandbox does not) and sends one message per command: argv, env,
+ * cwd, and the command's stdio descriptors themselves (SCM_RIGHTS, no
+ * copy), plus a reply socket on which the agent reports how the command
+ * ended. The design is in docs/decisions.md ("The resident agent").
+ */
+#ifndef CORDON_SDK_AGENT_H
+#define CORDON_SDK_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <cordon/provider.h>
+#include <cordon/sdk/capture.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The host's copy of the agent's channel, taken from pidfd (borrowed: a
+ * pidfd of the agent, which the caller has checked is the execution's
+ * init). *ret_fd is close-on-exec, owned by the caller (close(2)). Waits
+ * up to 2 s for a process that has not yet become the agent (a runtime's
+ * init before its execve of cordon-init).
+ * CORDON_E_UNAVAILABLE when the process holds no agent channel (started
+ * without --agent, or not cordon-init at all). */
+CORDON_EXTERN int cordon_agent_open(int pidfd, int *ret_fd, struct cordon_error *err);
+
+/* One command for the agent; every pointer and fd is borrowed. */
+struct cordon_agent_cmd {
+    const char *const *argv;     /* NULL-terminated, argv[0] non-empty; searched in envp's PATH */
+    const char *const *envp;     /* "NAME=VALUE", NULL-terminated; NULL: empty */
+    const char *cwd;             /* absolute, inside the sandbox */
+    int stdin_fd;                /* all three >= 0: handed to the command as they are */
+    int stdout_fd;
+    int stderr_fd;
+};
+
+/* True when cmd fits in one agent message (at most 256 arguments, 512
+ * variables and 160 KiB in all); when it does not, use the mechanism's
+ * own exec. */
+CORDON_EXTERN bool cordon_agent_fits(const struct cordon_agent_cmd *cmd);
+
+/*
+ * Run cmd through the agent (agent_fd from cordon_agent_open) and wait for
+ * its end. pidfd: the agent's (borrowed), watched so that its death is
+ * seen at once. cancel_fd (-1: none) readable, or timeout_ms (0: none)
+ * passed: the agent kills the command's process group, and ret->status is
+ * CORDON_RUN_CANCELLED or CORDON_RUN_TIMEOUT. Otherwise CORDON_RUN_EXITED
+ * or CORDON_RUN_SIGNALED as the command ended (the command's exit 127 is
+ * "not found", 126 "cannot execute", as a shell says). Errors:
+ * CORDON_E_LIMIT (does not fit, see cordon_agent_fits; or the agent runs
+ * too many commands), CORDON_E_INVALID (the agent refused the message),
+ * CORDON_E_UNAVAILABLE (the agent died: the sandbox has ended with it),
+ * CORDON_E_PROVIDER naming the working directory when the command could
+ * not enter cwd.
+ * ret is cleared first; release it with cordon_exec_outcome_clear.
+ */
+CORDON_EXTERN int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_agent_cmd *cmd,
+                                   int cancel_fd, uint64_t timeout_ms,
+                                   struct cordon_exec_outcome *ret, struct cordon_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

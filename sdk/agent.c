@@ -1,0 +1,310 @@
+/*
+ * sdk: the host's client of the resident agent (cordon/sdk/agent.h; the
+ * wire format is sdk/agent-proto.h, shared with cordon-init).
+ *
+ * The reply socket is ours: the agent holds the other end, so it reads EOF
+ * when the agent is gone, and the agent sees our close as cancel. The
+ * agent's pidfd is watched beside it so that a dead agent is reported at
+ * once, even when its death left our request unread in its queue.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cordon/sdk/agent.h>
+
+#include "sdk/agent-proto.h"
+
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
+#define OPEN_WAIT_MS 2000u   /* for a runtime's init to become cordon-init */
+#define SEND_TIMEOUT_S 5      /* a full queue that long: the agent is not serving */
+
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* The first size - 1 bytes of a small /proc file, NUL-terminated; its length or -1. */
+static ssize_t read_small(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
+
+    if (fd >= 0)
+        close(fd);
+    if (n >= 0)
+        buf[n] = '\0';
+    return n;
+}
+
+/* Whether the process of pidfd runs cordon-init now: its comm, which only
+ * the process itself can change (and cordon-init never does). */
+static bool is_cordon_init(int pidfd)
+{
+    char path[64], text[256], *at;
+    long pid;
+    ssize_t n;
+
+    snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+    if (read_small(path, text, sizeof(text)) <= 0 || (at = strstr(text, "\nPid:")) == NULL ||
+        (pid = strtol(at + 5, NULL, 10)) <= 0)
+        return false;
+    snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+    n = read_small(path, text, sizeof(text));
+    return n > 0 && strcmp(text, "cordon-init\n") == 0;
+}
+
+int cordon_agent_open(int pidfd, int *ret_fd, struct cordon_error *err)
+{
+    struct timeval tv = { SEND_TIMEOUT_S, 0 };
+    int fd, type = 0, domain = 0;
+    socklen_t len = sizeof(type), dlen = sizeof(domain);
+
+    if (pidfd < 0 || ret_fd == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "agent: pidfd and ret_fd required");
+    /* Needs ptrace rights over the agent (PTRACE_MODE_ATTACH_REALCREDS).
+     * A runtime's `run --detach` may return before its init has exec'd
+     * cordon-init: no fd 4 yet (EBADF) is waited for, on the pidfd (which
+     * also says when the process ended instead), for OPEN_WAIT_MS. */
+    for (unsigned waited = 0;; waited += 2) {
+        struct pollfd p = { pidfd, POLLIN, 0 };
+        bool is_init = is_cordon_init(pidfd);
+
+        /* The runtime's own init holds sockets at low numbers too: only
+         * once the process is cordon-init is its fd 4 the agent's. */
+        errno = EBADF;
+        fd = is_init ? (int)syscall(SYS_pidfd_getfd, pidfd, CORDON_AGENT_FD_HOST, 0) : -1;
+        if (fd >= 0 || errno != EBADF || waited >= OPEN_WAIT_MS || poll(&p, 1, 2) != 0)
+            break;
+    }
+    if (fd < 0)
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno,
+                                "agent: cannot take fd %d of the agent: %s", CORDON_AGENT_FD_HOST,
+                                strerror(errno));
+    /* pidfd_getfd sets close-on-exec; a fd 4 that is not the pair is not an agent. */
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_SEQPACKET ||
+        getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) != 0 || domain != AF_UNIX) {
+        close(fd);
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, 0,
+                                "agent: fd %d of the process is not an agent's channel",
+                                CORDON_AGENT_FD_HOST);
+    }
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    *ret_fd = fd;
+    return 0;
+}
+
+static size_t count(const char *const *v)
+{
+    size_t n = 0;
+
+    while (v != NULL && v[n] != NULL)
+        n++;
+    return n;
+}
+
+/* The message's size, or 0 when cmd does not fit one. */
+static size_t message_size(const struct cordon_agent_cmd *cmd)
+{
+    size_t argc = count(cmd->argv), envc = count(cmd->envp);
+    size_t total = sizeof(struct cordon_agent_request) + strnlen(cmd->cwd, CORDON_AGENT_MSG_MAX) + 1;
+
+    if (argc == 0 || argc > CORDON_AGENT_ARGV_MAX || envc > CORDON_AGENT_ENV_MAX)
+        return 0;
+    /* Each string is bounded before it is added: no sum can wrap. */
+    for (size_t i = 0; i < argc + envc && total <= CORDON_AGENT_MSG_MAX; i++) {
+        const char *s = i < argc ? cmd->argv[i] : cmd->envp[i - argc];
+
+        total += strnlen(s, CORDON_AGENT_MSG_MAX) + 1;
+    }
+    return total <= CORDON_AGENT_MSG_MAX ? total : 0;
+}
+
+bool cordon_agent_fits(const struct cordon_agent_cmd *cmd)
+{
+    return cmd != NULL && cmd->argv != NULL && cmd->cwd != NULL && message_size(cmd) != 0;
+}
+
+/* One message: the header, the strings, and the four descriptors. */
+static int request_send(int agent_fd, const struct cordon_agent_cmd *cmd, size_t size,
+                        int reply_end, struct cordon_error *err)
+{
+    struct cordon_agent_request h = { CORDON_AGENT_MAGIC, CORDON_AGENT_VERSION,
+                                      (uint32_t)count(cmd->argv), (uint32_t)count(cmd->envp) };
+    int fds[CORDON_AGENT_NFDS] = { cmd->stdin_fd, cmd->stdout_fd, cmd->stderr_fd, reply_end };
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(fds))];
+    } c;
+    char *buf = malloc(size), *p;
+    struct iovec iov;
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
+                         .msg_controllen = sizeof(c.buf) };
+    struct cmsghdr *cm;
+    ssize_t n;
+
+    if (buf == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "agent: out of memory");
+    memcpy(buf, &h, sizeof(h));
+    p = buf + sizeof(h);
+    p = stpcpy(p, cmd->cwd) + 1;
+    for (size_t i = 0; i < h.argc; i++)
+        p = stpcpy(p, cmd->argv[i]) + 1;
+    for (size_t i = 0; i < h.envc; i++)
+        p = stpcpy(p, cmd->envp[i]) + 1;
+    iov.iov_base = buf;
+    iov.iov_len = size;
+    memset(c.buf, 0, sizeof(c.buf));
+    cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(fds));
+    memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+    do
+        n = sendmsg(agent_fd, &mh, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    free(buf);
+    if (n == (ssize_t)size)
+        return 0;
+    if (n < 0 && (errno == EPIPE || errno == ECONNREFUSED || errno == ECONNRESET))
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno,
+                                "agent: the sandbox's agent is gone (%s)", strerror(errno));
+    return cordon_error_set(err, n < 0 && errno == EAGAIN ? CORDON_E_TIMEOUT : CORDON_E_IO,
+                            n < 0 ? errno : 0, "agent: cannot send the request: %s",
+                            n < 0 ? strerror(errno) : "short send");
+}
+
+static int refused(int value, struct cordon_error *err)
+{
+    if (value == EAGAIN)
+        return cordon_error_set(err, CORDON_E_LIMIT, EAGAIN,
+                                "agent: already runs %u commands", CORDON_AGENT_RUNNING_MAX);
+    return cordon_error_set(err, value == EINVAL ? CORDON_E_INVALID : CORDON_E_PROVIDER, value,
+                            "agent: refused the command: %s", strerror(value));
+}
+
+static int agent_died(struct cordon_error *err)
+{
+    return cordon_error_set(err, CORDON_E_UNAVAILABLE, 0,
+                            "agent: the sandbox's agent (its init) died: the sandbox has ended");
+}
+
+int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_agent_cmd *cmd, int cancel_fd,
+                     uint64_t timeout_ms, struct cordon_exec_outcome *ret,
+                     struct cordon_error *err)
+{
+    uint64_t start = mono_ms(), now;
+    size_t size;
+    int pair[2] = { -1, -1 }, r;
+
+    if (ret == NULL || agent_fd < 0 || pidfd < 0 || cmd == NULL || cmd->argv == NULL ||
+        cmd->argv[0] == NULL || cmd->argv[0][0] == '\0' || cmd->cwd == NULL ||
+        cmd->cwd[0] != '/' || cmd->stdin_fd < 0 || cmd->stdout_fd < 0 || cmd->stderr_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "agent: agent_fd, pidfd, argv[0], an absolute cwd and three "
+                                "stdio fds required");
+    memset(ret, 0, sizeof(*ret));
+    ret->exit_code = -1;
+    if ((size = message_size(cmd)) == 0)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "agent: the command exceeds one message (%u arguments, %u "
+                                "variables, %u bytes)", CORDON_AGENT_ARGV_MAX,
+                                CORDON_AGENT_ENV_MAX, CORDON_AGENT_MSG_MAX);
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "agent: socketpair: %s",
+                                strerror(errno));
+    r = request_send(agent_fd, cmd, size, pair[1], err);
+    close(pair[1]);
+    if (r < 0)
+        goto out;
+    for (;;) {
+        struct pollfd p[3] = { { pair[0], POLLIN, 0 }, { pidfd, POLLIN, 0 },
+                               { cancel_fd, POLLIN, 0 } };
+        struct cordon_agent_reply rep;
+        int wait_ms = -1;
+        ssize_t n;
+
+        now = mono_ms();
+        if (timeout_ms != 0) {
+            if (now - start >= timeout_ms) {
+                ret->status = CORDON_RUN_TIMEOUT;
+                ret->signal = SIGKILL;
+                break;
+            }
+            wait_ms = (int)(timeout_ms - (now - start) > 60000 ? 60000
+                                                                : timeout_ms - (now - start));
+        }
+        if (poll(p, cancel_fd >= 0 ? 3 : 2, wait_ms) < 0) {
+            if (errno == EINTR)
+                continue;
+            r = cordon_error_set(err, CORDON_E_IO, errno, "agent: poll: %s", strerror(errno));
+            goto out;
+        }
+        /* The reply first: an end already reported wins over a death after it. */
+        if (p[0].revents != 0) {
+            n = recv(pair[0], &rep, sizeof(rep), MSG_DONTWAIT);
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                continue;
+            if (n != (ssize_t)sizeof(rep) || rep.magic != CORDON_AGENT_MAGIC) {
+                r = agent_died(err);
+                goto out;
+            }
+            if (rep.kind == CORDON_AGENT_STARTED)
+                continue;
+            if (rep.kind == CORDON_AGENT_REFUSED) {
+                r = refused(rep.value, err);
+                goto out;
+            }
+            if (rep.kind == CORDON_AGENT_CWD_FAILED) {
+                r = cordon_error_set(err, CORDON_E_PROVIDER, rep.value,
+                                     "agent: entering the working directory %.200s failed: %s",
+                                     cmd->cwd, strerror(rep.value));
+                goto out;
+            }
+            if (rep.kind == CORDON_AGENT_EXITED && rep.value >= 0 && rep.value <= 255) {
+                ret->status = CORDON_RUN_EXITED;
+                ret->exit_code = rep.value;
+            } else if (rep.kind == CORDON_AGENT_SIGNALED && rep.value > 0 && rep.value < 65) {
+                ret->status = CORDON_RUN_SIGNALED;
+                ret->signal = rep.value;
+            } else {
+                r = cordon_error_set(err, CORDON_E_PROVIDER, 0,
+                                     "agent: reply kind %u value %d makes no sense",
+                                     (unsigned)rep.kind, (int)rep.value);
+                goto out;
+            }
+            break;
+        }
+        if (p[1].revents != 0) {
+            r = agent_died(err);
+            goto out;
+        }
+        if (cancel_fd >= 0 && p[2].revents != 0) {
+            ret->status = CORDON_RUN_CANCELLED;
+            ret->signal = SIGKILL;
+            break;
+        }
+    }
+    ret->duration_ms = mono_ms() - start;
+    r = 0;
+out:
+    /* Closing our end is cancel for a command still running. */
+    if (pair[0] >= 0)
+        close(pair[0]);
+    return r;
+}

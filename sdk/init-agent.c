@@ -1,0 +1,291 @@
+/*
+ * cordon-init --agent: the serving loop of the resident agent (the wire
+ * format is sdk/agent-proto.h, the design docs/decisions.md).
+ *
+ * Only the host can write to the socket (it copies fd 4 with pidfd_getfd,
+ * which needs ptrace rights over this non-dumpable process), yet every
+ * message is checked as if it were hostile: a wrong size, a missing or
+ * extra descriptor, a string that does not end where the message ends, and
+ * the message is dropped with its descriptors closed. Nothing here blocks:
+ * one poll waits on the signals (a signalfd), the socket, the reply
+ * sockets of the commands running and the deadline, and every send is
+ * MSG_DONTWAIT, so that no host can stall the reaping or the clock.
+ *
+ * A command is forked from this process and inherits exactly its
+ * confinement (namespaces, cgroup, seccomp filter, capabilities, uid,
+ * no_new_privs, rlimits): nothing is set up, so nothing can be widened.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sdk/agent-proto.h"
+
+#define EXIT_DEADLINE 124
+#define FDS_ROOM 8u                  /* descriptors one message may carry before CTRUNC */
+
+extern char **environ;
+
+/* A command started and not yet reaped; reply -1 once cancelled. */
+struct running {
+    pid_t pid;
+    int reply;
+};
+
+static struct running running[CORDON_AGENT_RUNNING_MAX];
+static size_t n_running;
+/* One message, parsed in place: argv and envp point into it. */
+static char msg[CORDON_AGENT_MSG_MAX + 1];
+static char *argv_buf[CORDON_AGENT_ARGV_MAX + 1];
+static char *envp_buf[CORDON_AGENT_ENV_MAX + 1];
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Never waits: a host that stopped reading loses the reply, not PID 1. */
+static void reply_send(int fd, uint32_t kind, int32_t value)
+{
+    struct cordon_agent_reply r = { CORDON_AGENT_MAGIC, kind, value, 0 };
+
+    (void)send(fd, &r, sizeof(r), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+static void close_all(const int *fds, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+}
+
+/* cwd, argv and envp of msg[0..len), pointing into msg; false unless it
+ * is exactly a header and argc + envc + 1 NUL-terminated strings. */
+static bool request_parse(size_t len, const char **ret_cwd)
+{
+    struct cordon_agent_request h;
+    size_t off = sizeof(h), want;
+    const char *cwd = NULL;
+
+    if (len < sizeof(h))
+        return false;
+    memcpy(&h, msg, sizeof(h));
+    if (h.magic != CORDON_AGENT_MAGIC || h.version != CORDON_AGENT_VERSION || h.argc < 1 ||
+        h.argc > CORDON_AGENT_ARGV_MAX || h.envc > CORDON_AGENT_ENV_MAX)
+        return false;
+    want = 1 + (size_t)h.argc + h.envc;
+    for (size_t i = 0; i < want; i++) {
+        char *s, *nul;
+
+        if (off >= len)
+            return false;
+        s = msg + off;
+        nul = memchr(s, '\0', len - off);
+        if (nul == NULL)
+            return false;
+        if (i == 0)
+            cwd = s;
+        else if (i <= h.argc)
+            argv_buf[i - 1] = s;
+        else if (s[0] == '=' || strchr(s, '=') == NULL)
+            return false;
+        else
+            envp_buf[i - 1 - h.argc] = s;
+        off = (size_t)(nul - msg) + 1;
+    }
+    if (off != len || cwd[0] != '/' || argv_buf[0][0] == '\0')
+        return false;
+    argv_buf[h.argc] = NULL;
+    envp_buf[h.envc] = NULL;
+    *ret_cwd = cwd;
+    return true;
+}
+
+/* The forked child: a group of its own, the host's stdio, nothing else
+ * open, then the program. The mask blocked for the signalfd is lifted. */
+static void child_run(const int *fds, const char *cwd)
+{
+    sigset_t none;
+    int e;
+
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setpgid(0, 0);
+    /* Received fds are above 4 (0-2 /dev/null, 3-4 the pair): no clash. */
+    for (int i = 0; i < 3; i++)
+        if (dup2(fds[i], i) < 0)
+            _exit(126);
+    /* Entered as the sandbox's user: a directory it cannot enter fails
+     * here, and the host hears why before the exit. */
+    if (chdir(cwd) != 0) {
+        e = errno;
+        reply_send(fds[3], CORDON_AGENT_CWD_FAILED, e);
+        dprintf(2, "cordon-init: cannot enter %s: %s\n", cwd, strerror(e));
+        _exit(126);
+    }
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
+    environ = envp_buf;
+    execvp(argv_buf[0], argv_buf);
+    e = errno;
+    dprintf(2, "cordon-init: cannot execute %s: %s\n", argv_buf[0], strerror(e));
+    _exit(e == ENOENT ? 127 : 126);
+}
+
+static bool is_seqpacket(int fd)
+{
+    int type = 0;
+    socklen_t len = sizeof(type);
+
+    return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_SEQPACKET;
+}
+
+/* Read one message and start its command, or drop it. */
+static void serve_one(int sock)
+{
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int) * FDS_ROOM)];
+    } c;
+    struct iovec iov = { msg, sizeof(msg) };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
+                         .msg_controllen = sizeof(c.buf) };
+    int fds[FDS_ROOM], reply = -1;
+    size_t nfds = 0;
+    const char *cwd = NULL;
+    ssize_t len = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    pid_t pid;
+
+    if (len < 0)
+        return;
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+        size_t n;
+
+        if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS ||
+            cm->cmsg_len < CMSG_LEN(0))
+            continue;
+        n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < n && nfds < FDS_ROOM; i++)
+            memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+    }
+    if (nfds == CORDON_AGENT_NFDS && is_seqpacket(fds[3]))
+        reply = fds[3];
+    if (reply < 0 || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
+        (size_t)len > CORDON_AGENT_MSG_MAX || !request_parse((size_t)len, &cwd)) {
+        if (reply >= 0)
+            reply_send(reply, CORDON_AGENT_REFUSED, EINVAL);
+        close_all(fds, nfds);
+        return;
+    }
+    if (n_running == CORDON_AGENT_RUNNING_MAX) {
+        reply_send(reply, CORDON_AGENT_REFUSED, EAGAIN);
+        close_all(fds, nfds);
+        return;
+    }
+    pid = fork();
+    if (pid == 0)
+        child_run(fds, cwd);
+    if (pid < 0) {
+        reply_send(reply, CORDON_AGENT_REFUSED, errno);
+        close_all(fds, nfds);
+        return;
+    }
+    /* Both sides set the group, so that a kill of it never misses. */
+    setpgid(pid, pid);
+    close_all(fds, 3);
+    running[n_running].pid = pid;
+    running[n_running].reply = reply;
+    n_running++;
+    reply_send(reply, CORDON_AGENT_STARTED, pid);
+}
+
+/* Collect every child that ended; a command's leader takes its group with
+ * it (as --exec does) and its end is reported. */
+static void reap(void)
+{
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+
+        if (pid < 0 && errno == EINTR)
+            continue;
+        if (pid <= 0)
+            return;
+        for (size_t i = 0; i < n_running; i++) {
+            if (running[i].pid != pid)
+                continue;
+            kill(-pid, SIGKILL);
+            if (running[i].reply >= 0) {
+                if (WIFSIGNALED(status))
+                    reply_send(running[i].reply, CORDON_AGENT_SIGNALED, WTERMSIG(status));
+                else
+                    reply_send(running[i].reply, CORDON_AGENT_EXITED, WEXITSTATUS(status));
+                close(running[i].reply);
+            }
+            running[i] = running[--n_running];
+            break;
+        }
+    }
+}
+
+int cordon__init_agent(uint64_t end_ms, const sigset_t *stop)
+{
+    struct pollfd p[2 + CORDON_AGENT_RUNNING_MAX];
+    size_t owner[2 + CORDON_AGENT_RUNNING_MAX];
+    int sfd = signalfd(-1, stop, SFD_CLOEXEC | SFD_NONBLOCK);
+
+    if (sfd < 0)
+        return 2;
+    for (;;) {
+        uint64_t now, left;
+        struct signalfd_siginfo si;
+        size_t k = 2;
+
+        reap();
+        now = now_ms();
+        if (now >= end_ms)
+            return EXIT_DEADLINE;
+        left = end_ms - now;
+        p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+        p[1] = (struct pollfd){ .fd = CORDON_AGENT_FD_SERVE, .events = POLLIN };
+        for (size_t i = 0; i < n_running; i++) {
+            if (running[i].reply < 0)
+                continue;
+            p[k] = (struct pollfd){ .fd = running[i].reply, .events = POLLIN };
+            owner[k++] = i;
+        }
+        if (poll(p, (nfds_t)k, left > INT_MAX ? INT_MAX : (int)left) < 0)
+            continue;
+        while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+            if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP)
+                return 0;
+        /* The host closed (or wrote to) a reply socket: cancel. The
+         * leader is reaped, unreported, at the top of the loop. */
+        for (size_t j = 2; j < k; j++) {
+            struct running *r = &running[owner[j]];
+
+            if (p[j].revents == 0)
+                continue;
+            kill(-r->pid, SIGKILL);
+            close(r->reply);
+            r->reply = -1;
+        }
+        if (p[1].revents & POLLIN)
+            serve_one(CORDON_AGENT_FD_SERVE);
+    }
+}

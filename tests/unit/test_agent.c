@@ -1,0 +1,354 @@
+/*
+ * The resident agent driven directly: cordon-init --deadline-ms N --agent
+ * started here (outside any sandbox: it is then a subreaper, not PID 1)
+ * and the sdk's client (cordon/sdk/agent.h) talking to it. Results must
+ * match what the runner gives for the same commands; hostile messages on
+ * its channel must leave it serving; its death must be a typed error.
+ * pidfd_getfd of the non-dumpable agent needs CAP_SYS_PTRACE: as a
+ * non-root user the tests skip, saying so.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cordon/sdk/agent.h>
+
+#include "sdk/agent-proto.h"
+
+struct agent {
+    pid_t pid;
+    int pidfd;
+    int fd;          /* the host's copy of the channel */
+    int null_fd;
+};
+
+static void agent_start(struct agent *a)
+{
+    const char *init = getenv("CORDON_INIT");
+    struct cordon_error err = { 0 };
+
+    if (init == NULL)
+        cr_skip_test("CORDON_INIT is not set (make check sets it)");
+    if (geteuid() != 0)
+        cr_skip_test("pidfd_getfd of a non-dumpable agent needs root (CAP_SYS_PTRACE)");
+    a->pid = fork();
+    cr_assert_geq(a->pid, 0);
+    if (a->pid == 0) {
+        execl(init, init, "--deadline-ms", "60000", "--agent", (char *)NULL);
+        _exit(127);
+    }
+    a->pidfd = (int)syscall(SYS_pidfd_open, a->pid, 0);
+    cr_assert_geq(a->pidfd, 0);
+    /* The pair exists before the agent serves: retry until it is there. */
+    for (int i = 0; i < 200; i++) {
+        if (cordon_agent_open(a->pidfd, &a->fd, &err) == 0)
+            break;
+        a->fd = -1;
+        usleep(5000);
+    }
+    cr_assert_geq(a->fd, 0, "cordon_agent_open: %s", err.message);
+    a->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    cr_assert_geq(a->null_fd, 0);
+}
+
+static void agent_stop(struct agent *a)
+{
+    int status;
+
+    close(a->fd);
+    close(a->null_fd);
+    kill(a->pid, SIGTERM);
+    cr_assert_eq(waitpid(a->pid, &status, 0), a->pid);
+    close(a->pidfd);
+}
+
+/* Run argv with stdout into a pipe; *out gets what it wrote (<= 255 bytes). */
+static int agent_run(struct agent *a, const char *const *argv, const char *const *envp,
+                     const char *cwd, int cancel_fd, uint64_t timeout_ms,
+                     struct cordon_exec_outcome *o, char *out, struct cordon_error *err)
+{
+    int p[2], r;
+    struct cordon_agent_cmd cmd = { argv, envp, cwd, a->null_fd, -1, a->null_fd };
+    ssize_t n, got = 0;
+
+    cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+    cmd.stdout_fd = p[1];
+    r = cordon_agent_run(a->fd, a->pidfd, &cmd, cancel_fd, timeout_ms, o, err);
+    close(p[1]);
+    while ((n = read(p[0], out + got, 255 - (size_t)got)) > 0)
+        got += n;
+    out[got] = '\0';
+    close(p[0]);
+    return r;
+}
+
+static const char *const path_env[] = { "PATH=/usr/bin:/bin", NULL };
+
+Test(agent, exit_codes_signals_and_output)
+{
+    static const struct {
+        const char *script;
+        enum cordon_run_status status;
+        int value;
+        const char *out;
+    } rows[] = {
+        { "true", CORDON_RUN_EXITED, 0, "" },
+        { "exit 7", CORDON_RUN_EXITED, 7, "" },
+        { "exit 137", CORDON_RUN_EXITED, 137, "" },
+        { "echo hi; kill -TERM $$", CORDON_RUN_SIGNALED, SIGTERM, "hi\n" },
+        { "kill -KILL $$", CORDON_RUN_SIGNALED, SIGKILL, "" },
+        { "echo \"$FOO\"; pwd", CORDON_RUN_EXITED, 0, "bar\n/tmp\n" },
+        /* A background child holding stdout dies with the group. */
+        { "sleep 30 & echo started", CORDON_RUN_EXITED, 0, "started\n" },
+    };
+    static const char *const env[] = { "PATH=/usr/bin:/bin", "FOO=bar", NULL };
+    struct agent a;
+
+    agent_start(&a);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        const char *argv[] = { "sh", "-c", rows[i].script, NULL };
+        struct cordon_exec_outcome o;
+        struct cordon_error err = { 0 };
+        char out[256];
+
+        cr_assert_eq(agent_run(&a, argv, env, "/tmp", -1, 10000, &o, out, &err), 0, "%s: %s",
+                     rows[i].script, err.message);
+        cr_expect_eq(o.status, rows[i].status, "%s: status %d", rows[i].script, o.status);
+        if (rows[i].status == CORDON_RUN_EXITED)
+            cr_expect_eq(o.exit_code, rows[i].value, "%s: exit %d", rows[i].script, o.exit_code);
+        else
+            cr_expect_eq(o.signal, rows[i].value, "%s: signal %d", rows[i].script, o.signal);
+        cr_expect_str_eq(out, rows[i].out, "%s", rows[i].script);
+        cordon_exec_outcome_clear(&o);
+    }
+    agent_stop(&a);
+}
+
+Test(agent, not_found_and_bad_cwd)
+{
+    const char *missing[] = { "no-such-program-here", NULL }, *t[] = { "true", NULL };
+    struct cordon_exec_outcome o;
+    struct cordon_error err = { 0 };
+    struct agent a;
+    char out[256];
+
+    agent_start(&a);
+    cr_assert_eq(agent_run(&a, missing, path_env, "/", -1, 10000, &o, out, &err), 0);
+    cr_expect_eq(o.status, CORDON_RUN_EXITED);
+    cr_expect_eq(o.exit_code, 127);
+    cr_assert_eq(agent_run(&a, t, path_env, "/no/such/dir", -1, 10000, &o, out, &err),
+                 CORDON_E_PROVIDER);
+    cr_expect(strstr(err.message, "working directory") != NULL &&
+              strstr(err.message, "No such file") != NULL, "%s", err.message);
+    agent_stop(&a);
+}
+
+/* Cancel and timeout end the command's whole group, and the agent serves on. */
+Test(agent, cancel_and_timeout_kill_the_group)
+{
+    const char *argv[] = { "sh", "-c", "sleep 30 & exec sleep 30", NULL }, *t[] = { "true", NULL };
+    struct cordon_exec_outcome o;
+    struct cordon_error err = { 0 };
+    struct agent a;
+    struct timespec t0, t1;
+    char out[256];
+    int cancel = eventfd(0, EFD_CLOEXEC);
+
+    agent_start(&a);
+    cr_assert_eq(eventfd_write(cancel, 1), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cr_assert_eq(agent_run(&a, argv, path_env, "/", cancel, 0, &o, out, &err), 0, "%s",
+                 err.message);
+    cr_expect_eq(o.status, CORDON_RUN_CANCELLED);
+    cr_assert_eq(agent_run(&a, argv, path_env, "/", -1, 100, &o, out, &err), 0, "%s",
+                 err.message);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cr_expect_eq(o.status, CORDON_RUN_TIMEOUT);
+    /* The pipe read to EOF above: nothing of either group still held stdout. */
+    cr_expect_lt(t1.tv_sec - t0.tv_sec, 5);
+    cr_assert_eq(agent_run(&a, t, path_env, "/", -1, 10000, &o, out, &err), 0, "%s",
+                 err.message);
+    cr_expect_eq(o.status, CORDON_RUN_EXITED);
+    close(cancel);
+    agent_stop(&a);
+}
+
+/* Raw messages on the channel: one row per way a message can be wrong. */
+static void send_raw(int fd, const void *buf, size_t len, const int *fds, size_t nfds)
+{
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int) * 8)];
+    } c;
+    struct iovec iov = { (void *)buf, len };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+    if (nfds > 0) {
+        struct cmsghdr *cm;
+
+        memset(c.buf, 0, sizeof(c.buf));
+        mh.msg_control = c.buf;
+        mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+    }
+    (void)sendmsg(fd, &mh, MSG_NOSIGNAL);
+}
+
+Test(agent, garbage_messages_leave_it_serving)
+{
+    struct agent a;
+    struct cordon_agent_request h = { CORDON_AGENT_MAGIC, CORDON_AGENT_VERSION, 1, 0 };
+    static char big[CORDON_AGENT_MSG_MAX + 4096];
+    char buf[256];
+    const char *t[] = { "true", NULL };
+    struct cordon_exec_outcome o;
+    struct cordon_error err = { 0 };
+    int rp[2], fds[8];
+    struct cordon_agent_reply rep;
+
+    agent_start(&a);
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rp), 0);
+    for (int i = 0; i < 8; i++)
+        fds[i] = i < 3 ? a.null_fd : rp[1];
+    /* Nothing, bytes without fds, a header alone, fds without a header. */
+    send_raw(a.fd, "", 0, NULL, 0);
+    send_raw(a.fd, "garbage", 7, NULL, 0);
+    send_raw(a.fd, &h, sizeof(h), NULL, 0);
+    send_raw(a.fd, "x", 1, fds, 4);
+    /* Too few and too many fds with a valid request. */
+    memcpy(buf, &h, sizeof(h));
+    memcpy(buf + sizeof(h), "/\0true", 7);
+    send_raw(a.fd, buf, sizeof(h) + 7, fds, 3);
+    send_raw(a.fd, buf, sizeof(h) + 7, fds, 8);
+    /* Wrong magic, version, counts; strings short or unterminated or too many. */
+    {
+        struct cordon_agent_request bad[] = {
+            { 0xdeadbeef, CORDON_AGENT_VERSION, 1, 0 }, { CORDON_AGENT_MAGIC, 99, 1, 0 },
+            { CORDON_AGENT_MAGIC, CORDON_AGENT_VERSION, 0, 0 },
+            { CORDON_AGENT_MAGIC, CORDON_AGENT_VERSION, 100000, 0 },
+            { CORDON_AGENT_MAGIC, CORDON_AGENT_VERSION, 1, 100000 },
+            { CORDON_AGENT_MAGIC, CORDON_AGENT_VERSION, 2, 0 },
+            { CORDON_AGENT_MAGIC, CORDON_AGENT_VERSION, 1, 1 },
+        };
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            memcpy(buf, &bad[i], sizeof(h));
+            send_raw(a.fd, buf, sizeof(h) + 7, fds, 4);
+            cr_assert_eq(recv(rp[0], &rep, sizeof(rep), 0), (ssize_t)sizeof(rep), "row %zu", i);
+            cr_expect_eq(rep.kind, CORDON_AGENT_REFUSED, "row %zu", i);
+            cr_expect_eq(rep.value, EINVAL, "row %zu", i);
+        }
+        memcpy(buf, &h, sizeof(h));
+        send_raw(a.fd, buf, sizeof(h) + 6, fds, 4);           /* "true" without its NUL */
+        send_raw(a.fd, buf, sizeof(h) + 2, fds, 4);           /* cwd only */
+        memcpy(buf + sizeof(h), "rel\0true", 9);              /* relative cwd */
+        send_raw(a.fd, buf, sizeof(h) + 9, fds, 4);
+        memcpy(buf + sizeof(h), "/\0true\0extra", 13);        /* bytes after the last string */
+        send_raw(a.fd, buf, sizeof(h) + 13, fds, 4);
+        for (int i = 0; i < 4; i++) {
+            cr_assert_eq(recv(rp[0], &rep, sizeof(rep), 0), (ssize_t)sizeof(rep));
+            cr_expect_eq(rep.kind, CORDON_AGENT_REFUSED);
+        }
+    }
+    /* Oversized: more than the agent reads (truncated), if the socket takes it. */
+    {
+        int sz = (int)sizeof(big) * 2;
+
+        setsockopt(a.fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+        memset(big, 'a', sizeof(big));
+        memcpy(big, &h, sizeof(h));
+        big[sizeof(big) - 1] = '\0';
+        send_raw(a.fd, big, sizeof(big), fds, 4);
+    }
+    /* The reply socket given as stdin: not a pipe, yet just a fd. A
+     * non-socket as the reply: dropped without a reply. */
+    fds[3] = a.null_fd;
+    memcpy(buf, &h, sizeof(h));
+    memcpy(buf + sizeof(h), "/\0true", 7);
+    send_raw(a.fd, buf, sizeof(h) + 7, fds, 4);
+    cr_expect_eq(kill(a.pid, 0), 0, "the agent died of the garbage");
+    /* And it still serves. */
+    cr_assert_eq(agent_run(&a, t, path_env, "/", -1, 10000, &o, buf, &err), 0, "%s", err.message);
+    cr_expect_eq(o.status, CORDON_RUN_EXITED);
+    cr_expect_eq(o.exit_code, 0);
+    close(rp[0]);
+    close(rp[1]);
+    agent_stop(&a);
+}
+
+/* Killing the agent mid-command: a typed error, not a hang or a result. */
+Test(agent, killed_agent_is_a_typed_error)
+{
+    const char *argv[] = { "sleep", "3", NULL };
+    struct cordon_exec_outcome o;
+    struct cordon_error err = { 0 };
+    struct agent a;
+    char out[256];
+    pid_t killer;
+    int status;
+
+    agent_start(&a);
+    killer = fork();
+    if (killer == 0) {
+        usleep(200000);
+        kill(a.pid, SIGKILL);
+        _exit(0);
+    }
+    cr_expect_eq(agent_run(&a, argv, path_env, "/", -1, 10000, &o, out, &err),
+                 CORDON_E_UNAVAILABLE, "%s", err.message);
+    cr_expect(strstr(err.message, "died") != NULL, "%s", err.message);
+    waitpid(killer, &status, 0);
+    waitpid(a.pid, &status, 0);
+    /* With no pid namespace here the sleep it started outlives it (in a
+     * sandbox the kernel kills it with PID 1): it ends by itself. */
+    close(a.fd);
+    close(a.null_fd);
+    close(a.pidfd);
+}
+
+Test(agent, a_process_without_the_channel_is_refused)
+{
+    struct cordon_error err = { 0 };
+    pid_t pid;
+    int pidfd, fd = -1, status;
+
+    if (geteuid() != 0)
+        cr_skip_test("pidfd_getfd needs root here");
+    pid = fork();
+    if (pid == 0) {
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    usleep(50000);
+    cr_expect_eq(cordon_agent_open(pidfd, &fd, &err), CORDON_E_UNAVAILABLE);
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    close(pidfd);
+}
+
+Test(agent, fits_bounds_the_message)
+{
+    static char huge[CORDON_AGENT_MSG_MAX];
+    const char *small[] = { "true", NULL }, *big[] = { "echo", huge, NULL };
+    struct cordon_agent_cmd cmd = { small, NULL, "/", 0, 1, 2 };
+
+    cr_expect(cordon_agent_fits(&cmd));
+    memset(huge, 'x', sizeof(huge) - 1);
+    cmd.argv = big;
+    cr_expect_not(cordon_agent_fits(&cmd));
+}
