@@ -569,7 +569,7 @@ static int run_agent(const struct runc_state *st, int pidfd, int root_fd,
                      const struct request *rq, const struct cordon_runner_opts *opts,
                      struct cordon_exec_outcome *o, bool *ret_used, struct cordon_error *err)
 {
-    const char *argv[ARGV_MAX + 1];
+    const char *argv[CORDON_ARGV_MAX + 1];
     struct xargv envp = { 0 };
     struct cordon_agent_cmd cmd;
     const cJSON *item;
@@ -578,7 +578,7 @@ static int run_agent(const struct runc_state *st, int pidfd, int root_fd,
 
     *ret_used = false;
     cJSON_ArrayForEach(item, rq->argv)
-        argv[n++] = item->valuestring;      /* request_parse bounds n by ARGV_MAX */
+        argv[n++] = item->valuestring;      /* request_parse bounds n by CORDON_ARGV_MAX */
     argv[n] = NULL;
     if ((r = enter_env(root_fd, st->uid, rq, &envp, err)) < 0)
         goto out;
