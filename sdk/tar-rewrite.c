@@ -283,22 +283,19 @@ static bool in_source(const struct importer *im, const char *full)
 
 /* The owner of an entry at full: root under source/ in layout "code",
  * else the policy's user, or the stream's own without set_owner. */
-static uid_t entry_uid(const struct importer *im, bool src, struct archive_entry *e)
+static void entry_owner(const struct importer *im, bool src, struct archive_entry *e,
+                        uid_t *ret_uid, gid_t *ret_gid)
 {
-    if (src)
-        return 0;
-    if (im->owner->set_owner || e == NULL)
-        return im->owner->uid;
-    return (uid_t)archive_entry_uid(e);
-}
-
-static gid_t entry_gid(const struct importer *im, bool src, struct archive_entry *e)
-{
-    if (src)
-        return 0;
-    if (im->owner->set_owner || e == NULL)
-        return im->owner->gid;
-    return (gid_t)archive_entry_gid(e);
+    if (src) {
+        *ret_uid = 0;
+        *ret_gid = 0;
+    } else if (im->owner->set_owner || e == NULL) {
+        *ret_uid = im->owner->uid;
+        *ret_gid = im->owner->gid;
+    } else {
+        *ret_uid = (uid_t)archive_entry_uid(e);
+        *ret_gid = (gid_t)archive_entry_gid(e);
+    }
 }
 
 static int importer_dir(struct importer *im, const char *full, mode_t perm,
@@ -306,12 +303,15 @@ static int importer_dir(struct importer *im, const char *full, mode_t perm,
 {
     bool src = in_source(im, full);
     char *copy = strdup(full);
+    uid_t uid;
+    gid_t gid;
     int r;
 
     if (copy == NULL)
         return nomem(err, "tar stream");
-    r = write_entry(im->w, full, AE_IFDIR, src ? perm & ~(mode_t)0222 : perm, entry_uid(im, src, from),
-                    entry_gid(im, src, from), from, NULL, NULL, err);
+    entry_owner(im, src, from, &uid, &gid);
+    r = write_entry(im->w, full, AE_IFDIR, src ? perm & ~(mode_t)0222 : perm, uid, gid, from, NULL,
+                    NULL, err);
     if (r < 0) {
         free(copy);
         return r;
@@ -370,13 +370,17 @@ static int import_entry(struct importer *im, struct archive *rd, struct archive_
     } else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
         r = refuse_type(name, type, err);
     } else {
+        uid_t uid;
+        gid_t gid;
+
         /* The way to it first, each directory an entry of its own. */
+        entry_owner(im, src, e, &uid, &gid);
         r = importer_parents(im, full, err);
         if (r == 0 && type == AE_IFDIR)
             r = importer_dir(im, full, perm, e, err);
         else if (r == 0)
-            r = write_entry(im->w, full, type, src ? perm & ~(mode_t)0222 : perm,
-                            entry_uid(im, src, e), entry_gid(im, src, e), e, rd, chunk, err);
+            r = write_entry(im->w, full, type, src ? perm & ~(mode_t)0222 : perm, uid, gid, e, rd,
+                            chunk, err);
     }
     free(full);
     return r;
