@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include <cordon/provider.h>
-#include <cordon/sdk/abi.h>
-#include <cordon/sdk/drive.h>
+#include "core/abi.h"
+#include "sdk/drive.h"
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/tar.h>
 

@@ -31,8 +31,8 @@
 
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
-#include <cordon/sdk/abi.h>
-#include <cordon/sdk/drive.h>
+#include "core/abi.h"
+#include "sdk/drive.h"
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/runner.h>

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cordon/sdk/abi.h>
+#include "core/abi.h"
 #include "core/config.h"
 #include "core/loader.h"
 

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cordon/sdk/abi.h>
+#include "core/abi.h"
 #include "core/verify.h"
 #include <cordon/sdk/fs.h>
 #include "core/internal.h"

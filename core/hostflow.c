@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include <cordon/sdk/capture.h>
-#include <cordon/sdk/drive.h>
+#include "sdk/drive.h"
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>

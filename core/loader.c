@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <cordon/sdk/abi.h>
+#include "core/abi.h"
 #include "core/loader.h"
 
 char *cordon__loader_find(const struct cordon_ctx *ctx, const char *id)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cordon/sdk/facts.h>
+#include "sdk/facts-validate.h"
 #include <cordon/sdk/fs.h>
 #include "core/canonical.h"
 #include "core/probe_cache.h"

@@ -13,7 +13,7 @@
 #include <linux/magic.h>
 #include <unistd.h>
 
-#include <cordon/sdk/drive.h>
+#include "sdk/drive.h"
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>

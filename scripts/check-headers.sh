@@ -4,19 +4,35 @@
 #     clang -Weverything -Werror, gcc -Wall -Wextra -Wpedantic -Werror
 #     -std=c11, and (the headers alone) as C++ under g++ -Wall -Wextra -Werror;
 #   - the skeleton of docs/provider-authoring.md (its first C block) under
-#     gcc and clang -Wall -Wextra -Werror.
-#   scripts/check-headers.sh [--installed]
+#     gcc and clang -Wall -Wextra -Werror;
+#   - with --exports DIR: what libcordon-sdk.so and libcordon.so in DIR (a
+#     build tree's .libs, or the installed libdir) export. Each defined
+#     dynamic symbol must be declared CORDON_EXTERN in an installed header
+#     (libcordon-sdk: cordon/sdk/*.h, libcordon: cordon/cordon.h), and none
+#     may be a cordon__ internal.
+#   scripts/check-headers.sh [--installed] [--exports DIR]
 # Headers come from plugin-api/, or with --installed from the installed
-# package (pkg-config cordon). Prints one line per compile and ends with
+# package (pkg-config cordon). Prints one line per check and ends with
 # "headers: N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
-if [ "${1:-}" = "--installed" ]; then
+installed=0 exports=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --installed) installed=1 ;;
+    --exports) exports=${2:?--exports needs a directory}; shift ;;
+    *) echo "usage: $0 [--installed] [--exports DIR]" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ "$installed" = 1 ]; then
   cflags=$(PKG_CONFIG_PATH=${PKG_CONFIG_PATH:-/usr/local/lib/pkgconfig} pkg-config --cflags cordon) ||
     { echo "headers: pkg-config finds no cordon"; echo "headers: 0 passed, 1 failed"; exit 1; }
+  hdrdir=$(printf '%s\n' $cflags | sed -n 's/^-I//p' | head -n 1)/cordon
 else
   cflags="-I$top/plugin-api"
+  hdrdir=$top/plugin-api/cordon
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/cordon-headers.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
@@ -55,5 +71,30 @@ try "the authoring guide's skeleton, gcc -Wall -Wextra" \
   gcc -Wall -Wextra -Werror $cflags -c "$work/skeleton.c" -o "$work/s.o"
 try "the authoring guide's skeleton, clang -Wall -Wextra" \
   clang -Wall -Wextra -Werror $cflags -c "$work/skeleton.c" -o "$work/s.o"
+
+# The names declared for export: CORDON_EXTERN ... name( in the headers given.
+declared() {
+  sed -n 's/^CORDON_EXTERN[^(]*[ *]\([a-z_][a-z0-9_]*\)(.*/\1/p' "$@" | sort -u
+}
+# Every defined dynamic symbol of lib (version nodes aside) is in the list.
+check_exports() { # name, library, header...
+  local name=$1 lib=$2; shift 2
+  if [ ! -e "$lib" ]; then
+    failed=$((failed + 1)); echo "headers: FAILED: $name: no $lib"; return
+  fi
+  declared "$@" >"$work/declared"
+  nm -D --defined-only "$lib" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | sort -u >"$work/exported"
+  comm -23 "$work/exported" "$work/declared" >"$work/stray"
+  if [ -s "$work/stray" ]; then
+    failed=$((failed + 1))
+    echo "headers: FAILED: $name: exported but declared in no installed header:"; sed 's/^/  /' "$work/stray"
+  else
+    passed=$((passed + 1)); echo "headers: ok: $name: $(wc -l <"$work/exported") symbols, each in an installed header"
+  fi
+}
+if [ -n "$exports" ]; then
+  check_exports "libcordon-sdk exports" "$exports/libcordon-sdk.so" "$hdrdir"/sdk/*.h
+  check_exports "libcordon exports" "$exports/libcordon.so" "$hdrdir/cordon.h"
+fi
 echo "headers: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -93,8 +93,8 @@ note "unit, mechanism and contract suites (make check)"
 ( cd "$BUILD" && make -j"$(nproc)" check )
 check_rc=$?
 
-note "headers: what a provider author compiles, from the installed package"
-bash scripts/check-headers.sh --installed >"$BUILD/headers.out" 2>&1
+note "headers: what a provider author compiles, from the installed package; what the libraries export"
+bash scripts/check-headers.sh --installed --exports "$BUILD/.libs" >"$BUILD/headers.out" 2>&1
 headers_rc=$?
 cat "$BUILD/headers.out"
 if [ $headers_rc -ne 0 ]; then

@@ -19,7 +19,7 @@
 
 #include <cjson/cJSON.h>
 
-#include <cordon/sdk/drive.h>
+#include "sdk/drive.h"
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/relay.h>
 

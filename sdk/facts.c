@@ -9,6 +9,8 @@
 #include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 
+#include "sdk/facts-validate.h"
+
 #define FACTS_MAX_BYTES (1024u * 1024u)
 #define FACTS_MAX_LIST 64
 #define VERSION_MAX_LEN 64

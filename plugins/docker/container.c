@@ -639,7 +639,7 @@ static int dk_put_layout(const struct cordon_resource *res, const struct dk_spec
 
     r = dk_spool_open(res, &fd, err);
     if (r == 0)
-        r = dk_tar_dirs(fd, paths, uids, gids, modes, 4, err);
+        r = cordon_tar_dirs_fd(fd, paths, uids, gids, modes, 4, err);
     if (r < 0)
         goto out;
     len = lseek(fd, 0, SEEK_END);

@@ -212,46 +212,6 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
 
 /* ---- archive.c -------------------------------------------------------------- */
 
-/* How an import's entries are owned: everything by the sandbox user, except
- * (layout "code") what lies under source/, which is root's and read-only. */
-struct dk_import_policy {
-    const char *prefix;        /* the normalised destination, "" for the root */
-    bool code_layout;
-    uid_t uid;
-    gid_t gid;
-    uint64_t max_bytes;        /* sum of regular files' sizes */
-    uint64_t max_entries;
-};
-
-/*
- * Rewrite a tar stream read from in_fd for the daemon into out_fd. First
- * the sdk's own check (cordon_tar_filter_fd, the rules of every extraction:
- * no absolute names or "..", no hardlinks, no symlink that is absolute or
- * leaves the destination and none at all inside source/, no devices, FIFOs,
- * sockets or setuid/setgid bits, the byte and entry limits) writes a clean
- * stream into checked_fd (a spool); then every entry gets the prefix and
- * its owners, and every directory on the way gets an explicit entry before
- * what it holds, so that the daemon (told noOverwriteDirNonDir) refuses
- * rather than follows a symlink the sandbox planted where a directory
- * should be.
- */
-int dk_tar_import_filter(int in_fd, int checked_fd, int out_fd,
-                         const struct dk_import_policy *policy, struct cordon_error *err);
-/*
- * Rewrite the daemon's archive into out_fd for the host: only the entries
- * below root (a path inside the daemon's stream, which must be a directory
- * there: a symlink or file in its place is refused, its absence is
- * CORDON_E_NOT_FOUND), named relative to it. Only permission bits travel
- * (setuid/setgid stripped); each hardlink is written as a regular file
- * of its own with its target's content; devices, FIFOs and sockets are
- * refused; symlinks pass as links, never followed. Bounded by limits.
- */
-int dk_tar_export_filter(int in_fd, int out_fd, const char *root,
-                         const struct cordon_tar_limits *limits, struct cordon_error *err);
-/* A tar stream of directories (each path's parents must come first) with
- * the given owner and mode. */
-int dk_tar_dirs(int out_fd, const char *const *paths, const uid_t *uids, const gid_t *gids,
-                const mode_t *modes, size_t n, struct cordon_error *err);
 
 /* An anonymous read-write file in res->spool_dir (O_TMPFILE), for streams. */
 int dk_spool_open(const struct cordon_resource *res, int *ret_fd, struct cordon_error *err);

@@ -307,7 +307,7 @@ static int dk_make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
     }
     r = dk_spool_open(res, &fd, err);
     if (r == 0)
-        r = dk_tar_dirs(fd, (const char *const *)rq->dirs, uids, gids, modes, rq->ndirs, err);
+        r = cordon_tar_dirs_fd(fd, (const char *const *)rq->dirs, uids, gids, modes, rq->ndirs, err);
     if (r < 0)
         goto out;
     len = lseek(fd, 0, SEEK_END);

@@ -7,8 +7,9 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 
-#include <cordon/sdk/abi.h>
+#include "core/abi.h"
 #include <cordon/sdk/facts.h>
+#include "sdk/facts-validate.h"
 #include <cordon/sdk/observe.h>
 #include "tests/contract/contract.h"
 

@@ -20,8 +20,8 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 
-#include <cordon/sdk/abi.h>
-#include <cordon/sdk/drive.h>
+#include "core/abi.h"
+#include "sdk/drive.h"
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/observe.h>

@@ -98,35 +98,40 @@ static void request(const uint8_t *data, size_t size)
     free(json);
 }
 
+/* docker.so's import: the sdk's filter with the workspace-owner policy,
+ * as dk_import_tar calls it. */
 static void import_filter(const uint8_t *data, size_t size)
 {
-    struct dk_import_policy policy = { .prefix = size > 0 && data[0] & 1 ? "output/x" : "",
-                                       .code_layout = size > 0 && data[0] & 2,
-                                       .uid = 100000, .gid = 100000,
-                                       .max_bytes = 1 << 20, .max_entries = 512 };
+    const struct cordon_workspace_owner owner = { .code_layout = size > 0 && data[0] & 2,
+                                                  .set_owner = true,
+                                                  .uid = 100000, .gid = 100000 };
+    const char *dest = size > 0 && data[0] & 1 ? "output/x" : "";
     struct cordon_error err;
     int in = fuzz_memfd(data, size), checked = fuzz_sink(), out = fuzz_sink(), r;
 
     cordon_error_init(&err);
-    r = dk_tar_import_filter(in, checked, out, &policy, &err);
+    r = cordon_tar_filter_workspace_fd(in, checked, out, dest, &owner, 1 << 20, 512, &err);
     fuzz_check_refusal(r, &err);
     close(in);
     close(checked);
     close(out);
 }
 
+/* docker.so's export: the sdk's rewrite of the daemon's archive of root. */
 static void export_filter(const uint8_t *data, size_t size)
 {
-    const struct cordon_tar_limits limits = { .max_bytes = 1 << 20, .max_entries = 512 };
     const uint8_t *nul = memchr(data, '\0', size);
     size_t rlen = nul != NULL ? (size_t)(nul - data) : 0;
     char *root = fuzz_text(data, rlen);
+    struct cordon_tar_export ex = { .struct_size = sizeof(ex), .max_bytes = 1 << 20,
+                                    .max_entries = 512 };
     struct cordon_error err;
     int in, out = fuzz_sink(), r;
 
     in = nul != NULL ? fuzz_memfd(nul + 1, size - rlen - 1) : fuzz_memfd(data, size);
+    ex.root = root[0] != '\0' ? root : "workspace";
     cordon_error_init(&err);
-    r = dk_tar_export_filter(in, out, root[0] != '\0' ? root : "workspace", &limits, &err);
+    r = cordon_tar_export_rewrite_fd(in, out, &ex, &err);
     fuzz_check_refusal(r, &err);
     close(in);
     close(out);

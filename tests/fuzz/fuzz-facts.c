@@ -8,6 +8,7 @@
 #include "fuzz.h"
 
 #include <cordon/sdk/facts.h>
+#include "sdk/facts-validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 #include <cordon/sdk/observe.h>
+#include "sdk/compare.h"
 
 static const char *const axes[] = { "process_contained", "host_filesystem_restricted",
                                     "privilege_escalation_blocked", "syscalls_restricted" };

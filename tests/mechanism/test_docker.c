@@ -48,8 +48,8 @@
 #include <criterion/parameterized.h>
 
 #include <cordon/provider.h>
-#include <cordon/sdk/abi.h>
-#include <cordon/sdk/drive.h>
+#include "core/abi.h"
+#include "sdk/drive.h"
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>

@@ -37,8 +37,8 @@
 #include <criterion/logging.h>
 
 #include <cordon/provider.h>
-#include <cordon/sdk/abi.h>
-#include <cordon/sdk/drive.h>
+#include "core/abi.h"
+#include "sdk/drive.h"
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>

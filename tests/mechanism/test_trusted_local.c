@@ -30,8 +30,9 @@
 #include <criterion/parameterized.h>
 
 #include <cordon/provider.h>
-#include <cordon/sdk/drive.h>
+#include "sdk/drive.h"
 #include <cordon/sdk/facts.h>
+#include "sdk/facts-validate.h"
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/json.h>
 #include <cordon/text.h>

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cordon/sdk/drive.h>
+#include "sdk/drive.h"
 #include <cordon/sdk/host.h>
 #include "tests/unit/helpers.h"
 

@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 
 #include <cordon/sdk/facts.h>
+#include "sdk/facts-validate.h"
 
 /* ---- version normalisation ------------------------------------------------ */
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cordon/sdk/abi.h>
+#include "core/abi.h"
 #include "core/loader.h"
 #include "tests/unit/helpers.h"
 

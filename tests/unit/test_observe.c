@@ -16,8 +16,10 @@
 #include <cjson/cJSON.h>
 
 #include <cordon/sdk/facts.h>
+#include "sdk/facts-validate.h"
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/observe.h>
+#include "sdk/compare.h"
 #include <cordon/sdk/runner.h>
 #include <cordon/sdk/tar.h>
 #include "tests/unit/helpers.h"
@@ -837,7 +839,7 @@ static struct run_bad_row run_bad_rows[] = {
     { "cordon-observe", "", "", "host.observer_path must be an absolute path" },
     { "/bin/true", "python3", "", "toolchains[0]: \"python3\" is not a canonical id" },
     { "/bin/true", "cpp", "", "toolchains[0]: \"cpp\" is not a canonical id" },
-    { "/bin/true", "", "[1]", "environment_json is not a JSON object" },
+    { "/bin/true", "", "[1]", "environment_json: must be a JSON object" },
     { "/nonexistent/cordon-observe", "", "", "canary process" },
 };
 

@@ -16,6 +16,7 @@
 
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/observe.h>
+#include "sdk/compare.h"
 
 /* What cordon-observe prints inside gVisor under docker's settings. */
 static const char gvisor_report[] =

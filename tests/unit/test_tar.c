@@ -1619,3 +1619,142 @@ Test(tar, files_do_not_follow_links)
                               "evil", "build", 1 << 20, 16, &err), 0);
     assert_nothing_outside("files through a link");
 }
+
+/* ---- rewriting for an archive API (cordon_tar_filter_workspace_fd) ------ */
+
+/* The entries of the stream in <root>/name, "name:t:uid:mode" joined by ' '
+ * (a directory's name as the writer stored it, with its '/'). */
+static char *owner_listing(const char *name)
+{
+    struct archive_entry *entry;
+    struct archive *a = archive_read_new();
+    char *out = calloc(1, 4096);
+    int tfd = openat(rootfd, name, O_RDONLY | O_CLOEXEC);
+
+    cr_assert_not_null(out);
+    cr_assert_geq(tfd, 0);
+    archive_read_support_format_tar(a);
+    cr_assert_eq(archive_read_open_fd(a, tfd, 10240), ARCHIVE_OK);
+    while (archive_read_next_header(a, &entry) == ARCHIVE_OK) {
+        unsigned t = archive_entry_filetype(entry);
+
+        snprintf(out + strlen(out), 4096 - strlen(out), "%s%s:%c:%ld:%o", out[0] ? " " : "",
+                 archive_entry_pathname(entry),
+                 t == AE_IFREG ? 'f' : t == AE_IFDIR ? 'd' : t == AE_IFLNK ? 'l' : '?',
+                 (long)archive_entry_uid(entry), (unsigned)archive_entry_perm(entry));
+    }
+    archive_read_free(a);
+    close(tfd);
+    return out;
+}
+
+static int workspace_filter(const struct tent *es, size_t n, const char *dest, bool code_layout,
+                            struct cordon_error *err)
+{
+    const struct cordon_workspace_owner owner = { .code_layout = code_layout, .set_owner = true,
+                                                  .uid = 1000, .gid = 1000 };
+    int in = build_tar(es, n, 0);
+    int checked = openat(rootfd, "checked.tar", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int out = openat(rootfd, "w.tar", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), r;
+
+    cr_assert_geq(checked, 0);
+    cr_assert_geq(out, 0);
+    cordon_error_init(err);
+    r = cordon_tar_filter_workspace_fd(in, checked, out, dest, &owner, 1 << 20, 64, err);
+    close(in);
+    close(checked);
+    close(out);
+    return r;
+}
+
+/* Each directory on the way is an entry of its own, before what it holds;
+ * source/ is root's and read-only in layout "code", the rest the user's. */
+Test(tar, workspace_filter_writes_parents_and_owners)
+{
+    const struct tent es[] = {
+        { T_FILE, "source/main.py", NULL, 0644, "print(1)", 0 },
+        { T_DIR, "out/", NULL, 0750, NULL, 0 },
+        { T_FILE, "out/deep/r.txt", NULL, 0600, "r", 0 },
+    };
+    struct cordon_error err;
+    char *got;
+
+    cr_assert_eq(workspace_filter(es, 3, "", true, &err), 0, "%s", err.message);
+    got = owner_listing("w.tar");
+    cr_expect_str_eq(got, "source/:d:0:555 source/main.py:f:0:444 out/:d:1000:750 "
+                          "out/deep/:d:1000:755 out/deep/r.txt:f:1000:600");
+    free(got);
+    /* Under a destination: dest and its parents first, even for no entry. */
+    cr_assert_eq(workspace_filter(es, 0, "build/x", true, &err), 0, "%s", err.message);
+    got = owner_listing("w.tar");
+    cr_expect_str_eq(got, "build/:d:1000:755 build/x/:d:1000:755");
+    free(got);
+}
+
+Test(tar, workspace_filter_refuses_links_under_source_and_hostile_entries)
+{
+    const struct tent link_in_source[] = { { T_LINK, "source/l", "main.py", 0, NULL, 0 } };
+    const struct tent link_elsewhere[] = { { T_LINK, "out/l", "r.txt", 0, NULL, 0 } };
+    const struct tent escape[] = { { T_FILE, "../x", NULL, 0, "x", 0 } };
+    struct cordon_error err;
+
+    cr_expect_eq(workspace_filter(link_in_source, 1, "", true, &err), CORDON_E_UNSAFE);
+    cr_expect(strstr(err.message, "source/l") != NULL, "%s", err.message);
+    cr_expect_eq(workspace_filter(link_in_source, 1, "", false, &err), 0, "%s", err.message);
+    cr_expect_eq(workspace_filter(link_elsewhere, 1, "", true, &err), 0, "%s", err.message);
+    cr_expect_eq(workspace_filter(link_elsewhere, 1, "source", true, &err), CORDON_E_UNSAFE);
+    cr_expect_neq(workspace_filter(escape, 1, "", false, &err), 0);
+    cordon_error_init(&err);
+    cr_expect_eq(cordon_tar_filter_workspace_fd(0, 1, 2, "", NULL, 0, 0, &err), CORDON_E_INVALID);
+}
+
+/* ---- cordon_tar_export_rewrite_fd ---------------------------------------- */
+
+static int export_rewrite(const struct tent *es, size_t n, const struct cordon_tar_export *ex,
+                          struct cordon_error *err)
+{
+    int in = build_tar(es, n, 0);
+    int out = openat(rootfd, "e.tar", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), r;
+
+    cr_assert_geq(out, 0);
+    cordon_error_init(err);
+    r = cordon_tar_export_rewrite_fd(in, out, ex, err);
+    close(in);
+    close(out);
+    return r;
+}
+
+Test(tar, export_rewrite_renames_narrows_and_copies_hardlinks)
+{
+    const struct tent es[] = {
+        { T_DIR, "workspace/", NULL, 0755, NULL, 0 },
+        { T_FILE, "workspace/a", NULL, 04755, "hi", 0 },
+        { T_HARD, "workspace/b", "workspace/a", 0644, NULL, 0 },
+        { T_FILE, "other/z", NULL, 0644, "z", 0 },
+    };
+    const char *const only[] = { "b" };
+    struct cordon_tar_export ex = { .struct_size = sizeof(ex), .root = "workspace",
+                                    .max_bytes = 1 << 20, .max_entries = 64 };
+    struct cordon_error err;
+    char *got;
+
+    cr_assert_eq(export_rewrite(es, 4, &ex, &err), 0, "%s", err.message);
+    got = owner_listing("e.tar");
+    /* setuid stripped; the link a regular file of its own, after its target */
+    cr_expect_str_eq(got, "a:f:0:755 b:f:0:644");
+    free(got);
+    ex.paths = only;
+    ex.n_paths = 1;
+    ex.paths_from_root = true;
+    cr_assert_eq(export_rewrite(es, 4, &ex, &err), 0, "%s", err.message);
+    got = owner_listing("e.tar");
+    cr_expect_str_eq(got, "b:f:0:644");
+    free(got);
+    ex.paths = NULL;
+    ex.n_paths = 0;
+    ex.root = "missing";
+    cr_expect_eq(export_rewrite(es, 4, &ex, &err), CORDON_E_NOT_FOUND);
+    ex.root = "workspace";
+    ex.max_bytes = 3;   /* "hi" and its copy are four bytes */
+    cr_expect_eq(export_rewrite(es, 4, &ex, &err), CORDON_E_LIMIT);
+}

@@ -38,21 +38,6 @@ CORDON_EXTERN int cordon_version_normalize(const char *tool, const char *raw, ch
 CORDON_EXTERN int cordon_version_compare(const char *a, const char *b);
 
 /*
- * Validate a facts document: required keys and types (provider_id,
- * available, reason, supported_kinds, observed_by, safety_class from the
- * fixed list, isolation as an object with the four boolean axes — a string
- * label is refused with a message saying so —, network, languages,
- * toolchains keyed by canonical ids with normalised versions,
- * limits_enforced, mechanism_facts). Unavailable facts need only
- * provider_id, available and reason.
- */
-CORDON_EXTERN int cordon_facts_validate(const char *facts_json, struct cordon_error *err);
-
-/* True when safety_class is one of isolated, namespace, host_policy,
- * filesystem_only, trusted_local. */
-CORDON_EXTERN bool cordon_safety_class_valid(const char *safety_class);
-
-/*
  * Compose a facts document for a provider from its own parts and an
  * observation (the JSON of cordon_observe_run). Every argument is
  * borrowed; mechanism_facts_json may be NULL ("{}"). ret_json is malloc'd.

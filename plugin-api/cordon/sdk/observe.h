@@ -68,20 +68,11 @@ struct cordon_observe_opts {
  *  "report": {raw observer report},
  *  "host_view": {"ns", "canary_path", "canary_token", "host_pid", "uid_map",
  *                "boot_id", "self", "pid1_ns", "boundary"}}
- * (observation.md describes every field.)
+ * (observation.md describes every field.) The comparison behind
+ * "isolation" is the host's (sdk/compare.c), not part of this header.
  */
 CORDON_EXTERN int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json,
                                      struct cordon_error *err);
-
-/*
- * The pure half: compare an observer report with the host's view (both
- * JSON; the host view as written by cordon_observe_run) and produce the
- * isolation object with its checks. Which kernel answered (the host's own,
- * gVisor's, another) decides which checks apply; each axis is true only if
- * every check behind it held. ret_isolation_json is malloc'd.
- */
-CORDON_EXTERN int cordon_observe_compare(const char *report_json, const char *host_view_json,
-                                         char **ret_isolation_json, struct cordon_error *err);
 
 #ifdef __cplusplus
 }

@@ -156,6 +156,75 @@ CORDON_EXTERN int cordon_tar_filter_fd(int in_fd, int out_fd,
                                        struct cordon_tar_stats *ret_stats,
                                        char ret_sha256_hex[65], struct cordon_error *err);
 
+/*
+ * import_tar for providers whose mechanism writes the stream itself, as
+ * root (the Docker Engine's archive API): the workspace-owner policy
+ * applied to a stream rather than to a directory. in_fd is checked whole
+ * with cordon_tar_filter_fd (the rules of extraction, max_bytes and
+ * max_entries) into checked_fd, a seekable spool the caller made, before
+ * anything is written to out_fd; then every entry is written again to
+ * out_fd as a pax stream: named dest/NAME (dest normalised, "" for the
+ * workspace root; no longer than CORDON_PATH_MAX), each directory on the
+ * way (and dest itself, even for an empty stream) an entry of its own
+ * written once before anything inside it (so that a mechanism told not to
+ * overwrite a directory with a non-directory refuses, rather than
+ * follows, a symlink the sandbox planted where a directory should be),
+ * and owned as
+ * cordon_tar_import_workspace owns what it extracts: at or below source/
+ * in layout "code" root's with the write bits stripped and no symlinks at
+ * all; elsewhere owner->uid/gid (set_owner false: the stream's own, for
+ * the entries that have one), safe symlinks kept. Only the type,
+ * permission bits, owners, mtime, link target and data travel. After a
+ * refusal out_fd holds a cut-off stream that the caller discards. No fd is
+ * closed.
+ */
+CORDON_EXTERN int cordon_tar_filter_workspace_fd(int in_fd, int checked_fd, int out_fd,
+                                                 const char *dest,
+                                                 const struct cordon_workspace_owner *owner,
+                                                 uint64_t max_bytes, uint64_t max_entries,
+                                                 struct cordon_error *err);
+
+/* Write n directory entries to out_fd as a pax stream: paths[i] (normalised,
+ * relative) with modes[i] (permission bits), uids[i] and gids[i], in the
+ * order given (parents first). For a mechanism that creates directories
+ * only through an archive. */
+CORDON_EXTERN int cordon_tar_dirs_fd(int out_fd, const char *const *paths, const uid_t *uids,
+                                     const gid_t *gids, const mode_t *modes, size_t n,
+                                     struct cordon_error *err);
+
+/* What cordon_tar_export_rewrite_fd keeps of a mechanism's archive. */
+struct cordon_tar_export {
+    uint32_t struct_size;       /* sizeof(struct cordon_tar_export) */
+    const char *root;           /* normalised name of the directory the archive is of: its
+                                   entries are at or under it, and it must be a directory */
+    const char *const *paths;   /* NULL: every entry under root, named relative to it; else only
+                                   the entries named here (normalised), by the names below */
+    size_t n_paths;
+    bool paths_from_root;       /* with paths: names are relative to root (else they are the
+                                   archive's own names, root itself one of them) */
+    uint64_t max_bytes;         /* sum of regular files' sizes, link copies included */
+    uint64_t max_entries;       /* entries kept; unlike cordon_tar_limits, 0 admits none */
+};
+
+/*
+ * export_tar and export_files for the same kind of provider: rewrite the
+ * mechanism's archive of opts->root, read from in_fd (seekable: hardlinks
+ * take a second pass; -1 for an empty archive, as when every path asked
+ * for is missing), into a pax stream on out_fd for the host. Only the
+ * entries opts keeps, renamed as it says; only permission bits travel
+ * (setuid/setgid stripped); each hardlink is written as a regular file of
+ * its own with its target's content (a target not in the archive is
+ * refused); devices, FIFOs and sockets are refused; symlinks pass as
+ * links, never followed (the host's extraction judges their targets).
+ * Without paths, root missing from the archive is CORDON_E_NOT_FOUND and
+ * root not a directory CORDON_E_UNSAFE. Bounded by max_bytes and
+ * max_entries; what was not asked for is neither counted nor read. No fd
+ * is closed.
+ */
+CORDON_EXTERN int cordon_tar_export_rewrite_fd(int in_fd, int out_fd,
+                                               const struct cordon_tar_export *opts,
+                                               struct cordon_error *err);
+
 #ifdef __cplusplus
 }
 #endif

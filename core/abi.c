@@ -1,4 +1,4 @@
-/* sdk: loading provider shared objects and checking their vtables. */
+/* core: loading provider shared objects and checking their vtables. */
 #include <errno.h>
 #include <ltdl.h>
 #include <pthread.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cordon/sdk/abi.h>
+#include "core/abi.h"
 
 bool cordon_provider_id_valid(const char *id)
 {

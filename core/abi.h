@@ -1,10 +1,12 @@
 /*
- * sdk: loading a provider shared object and checking its vtable exactly as
- * the host does. Shared by libcordon's loader and by cordon-contract, so
- * that a provider that passes the contract suite loads in the host.
+ * core (internal): loading a provider shared object and checking its vtable
+ * exactly as the host does. Shared by libcordon's loader and by
+ * cordon-contract, so that a provider that passes the contract suite loads
+ * in the host. Host-only: no provider needs it, so it is not part of the
+ * installed sdk headers.
  */
-#ifndef CORDON_SDK_ABI_H
-#define CORDON_SDK_ABI_H
+#ifndef CORDON_CORE_ABI_H
+#define CORDON_CORE_ABI_H
 
 #include <stdbool.h>
 #include <cordon/provider.h>
@@ -16,12 +18,12 @@ extern "C" {
 #define CORDON_PROVIDER_ID_MAX 64
 
 /* True for [a-z0-9][a-z0-9-]{0,63}. */
-CORDON_EXTERN bool cordon_provider_id_valid(const char *id);
+bool cordon_provider_id_valid(const char *id);
 
 /* The provider id a path implies: its basename without ".so". ret_id must
  * hold CORDON_PROVIDER_ID_MAX + 1 bytes. CORDON_E_INVALID when the name is
  * not a valid id. */
-CORDON_EXTERN int cordon_provider_id_from_path(const char *path, char *ret_id,
+int cordon_provider_id_from_path(const char *path, char *ret_id,
                                                struct cordon_error *err);
 
 /*
@@ -32,7 +34,7 @@ CORDON_EXTERN int cordon_provider_id_from_path(const char *path, char *ret_id,
  * version and supported_kinds present, every required operation set.
  * Each refusal is CORDON_E_ABI with a one-line message.
  */
-CORDON_EXTERN int cordon_provider_check(const struct cordon_provider_v1 *provider,
+int cordon_provider_check(const struct cordon_provider_v1 *provider,
                                         const char *expected_id,
                                         struct cordon_provider_v1 *ret_copy,
                                         struct cordon_error *err);
@@ -45,14 +47,14 @@ CORDON_EXTERN int cordon_provider_check(const struct cordon_provider_v1 *provide
  * entry point (with a hint when a newer major's entry point is there), a
  * failing init and a bad vtable are each a one-line error.
  */
-CORDON_EXTERN int cordon_provider_load(const char *abs_path, const struct cordon_host_v1 *host,
+int cordon_provider_load(const char *abs_path, const struct cordon_host_v1 *host,
                                        struct cordon_provider_v1 *ret_copy,
                                        struct cordon_error *err);
 
 /* Fill a host services table with malloc/free, a stderr logger that
  * prints only when CORDON_DEBUG is set, and the given strings (borrowed:
  * they must outlive the table). */
-CORDON_EXTERN void cordon_host_table_init(struct cordon_host_v1 *host, const char *observer_path,
+void cordon_host_table_init(struct cordon_host_v1 *host, const char *observer_path,
                                           const char *init_path, const char *host_instance_id,
                                           const char *state_dir);
 

@@ -7,6 +7,10 @@
  * readable on timeout, budget overflow or the caller's cancel. The
  * provider reports exit code, signal or OOM; this call turns the two views
  * into one typed status. Core and the sdk's observation both use it.
+ *
+ * sdk (internal): the host's side of an exec, not a provider's; it is
+ * built into libcordon-sdk for cordon_observe_run and into libcordon, and
+ * exported by neither.
  */
 #ifndef CORDON_SDK_DRIVE_H
 #define CORDON_SDK_DRIVE_H
@@ -36,12 +40,12 @@ struct cordon_drive_opts {
     int cancel_fd;                               /* caller's cancel, -1 = none */
 };
 
-CORDON_EXTERN void cordon_drive_opts_init(struct cordon_drive_opts *opts);
+void cordon_drive_opts_init(struct cordon_drive_opts *opts);
 
 /* Returns 0 when the provider ran the exec (read ret->status), or the
  * provider's negative code with its error copied into err (ret->status is
  * then CORDON_RUN_HOST_ERROR). Release ret with cordon_exec_outcome_clear. */
-CORDON_EXTERN int cordon_drive_exec(const struct cordon_drive_opts *opts,
+int cordon_drive_exec(const struct cordon_drive_opts *opts,
                                     struct cordon_exec_outcome *ret, struct cordon_error *err);
 
 #ifdef __cplusplus

@@ -1,0 +1,865 @@
+/*
+ * sdk: rewriting tar streams for a mechanism that writes them itself, as
+ * root (cordon/sdk/tar.h: cordon_tar_filter_workspace_fd,
+ * cordon_tar_export_rewrite_fd, cordon_tar_dirs_fd).
+ *
+ * Import: the stream is checked whole by cordon_tar_filter_fd first, then
+ * every entry is written again under the destination with the owners of
+ * the workspace-owner policy, each directory on the way an entry of its
+ * own, so that what the mechanism writes as root belongs to the sandbox
+ * user (or, under source/ in layout "code", stays root's and read-only).
+ * Export: the mechanism's archive of a directory is renamed relative to
+ * it, narrowed to the paths asked for, and every hardlink becomes a
+ * regular file of its own. Each entry is a fresh header: nothing of the
+ * source's travels unless named here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sdk/archive-lazy.h"
+
+#include <cordon/sdk/path.h>
+#include <cordon/sdk/tar.h>
+
+#define TAR_BLOCK 10240
+#define DATA_CHUNK (64u << 10)
+
+static int nomem(struct cordon_error *err, const char *what)
+{
+    return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
+}
+
+/* ---- writing entries ------------------------------------------------------ */
+
+static int archive_fail(struct archive *a, const char *what, struct cordon_error *err)
+{
+    const char *msg = archive_error_string(a);
+    int e = archive_errno(a);
+
+    /* libarchive reports format errors with EILSEQ or -1; real errnos come from the fd. */
+    return cordon_error_set(err, e > 0 && e != EILSEQ && e != EINVAL ? CORDON_E_IO
+                                                                      : CORDON_E_INVALID,
+                            e > 0 ? e : 0, "tar stream: %s: %s", what,
+                            msg != NULL ? msg : "unknown error");
+}
+
+/* pax, like the sdk's writer: long names and numeric owners survive. */
+static int writer_open(int fd, struct archive **ret, struct cordon_error *err)
+{
+    struct archive *w;
+    int r = cordon__archive_load(err);
+
+    if (r < 0)
+        return r;
+    w = archive_write_new();
+    if (w == NULL)
+        return nomem(err, "tar stream");
+    if (archive_write_set_format_pax_restricted(w) != ARCHIVE_OK ||
+        archive_write_set_bytes_in_last_block(w, 1) != ARCHIVE_OK ||
+        archive_write_open_fd(w, fd) != ARCHIVE_OK) {
+        r = archive_fail(w, "open writer", err);
+        archive_write_free(w);
+        return r;
+    }
+    *ret = w;
+    return 0;
+}
+
+/* Finish with the end blocks when ok; otherwise leave the stream cut off,
+ * so that it cannot pass for a complete one. */
+static int writer_close(struct archive *w, bool ok, struct cordon_error *err)
+{
+    int r = 0;
+
+    if (w == NULL)
+        return 0;
+    if (!ok)
+        archive_write_fail(w);
+    if (archive_write_close(w) != ARCHIVE_OK && ok)
+        r = archive_fail(w, "finish", err);
+    archive_write_free(w);
+    return r;
+}
+
+/* A header of type and owner/mode, then (for a file) size bytes from rd. */
+static int write_entry(struct archive *w, const char *name, mode_t type, mode_t perm, uid_t uid,
+                       gid_t gid, struct archive_entry *from, struct archive *rd, char *chunk,
+                       struct cordon_error *err)
+{
+    struct archive_entry *e = archive_entry_new();
+    int64_t size = from != NULL && type == AE_IFREG ? archive_entry_size(from) : 0;
+    int r = 0;
+
+    if (e == NULL)
+        return nomem(err, "tar stream");
+    /* A fresh entry: nothing of the source's header travels unless named
+     * here (no xattrs, no ACLs, no setuid bits, no user names). */
+    archive_entry_set_pathname(e, name);
+    archive_entry_set_filetype(e, type);
+    archive_entry_set_perm(e, perm & 0777);
+    archive_entry_set_uid(e, uid);
+    archive_entry_set_gid(e, gid);
+    /* Entries made up here (directories on the way) are stamped now. */
+    if (from != NULL && archive_entry_mtime_is_set(from))
+        archive_entry_set_mtime(e, archive_entry_mtime(from), archive_entry_mtime_nsec(from));
+    else
+        archive_entry_set_mtime(e, time(NULL), 0);
+    if (type == AE_IFLNK)
+        archive_entry_set_symlink(e, archive_entry_symlink(from));
+    if (type == AE_IFREG)
+        archive_entry_set_size(e, size);
+    if (archive_write_header(w, e) < ARCHIVE_WARN) {
+        r = archive_fail(w, "write header", err);
+        goto out;
+    }
+    /* Exactly the size the header promised, or the stream is broken. */
+    while (size > 0) {
+        la_ssize_t n = archive_read_data(rd, chunk, DATA_CHUNK);
+
+        if (n < 0) {
+            r = archive_fail(rd, "read data", err);
+            goto out;
+        }
+        if (n == 0 || n > size) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "tar entry \"%.*s\": the data does not match its size",
+                                 cordon_text_fit(name, 300), name);
+            goto out;
+        }
+        if (archive_write_data(w, chunk, (size_t)n) != n) {
+            r = archive_fail(w, "write data", err);
+            goto out;
+        }
+        size -= n;
+    }
+out:
+    archive_entry_free(e);
+    return r;
+}
+
+static int reader_open(int fd, struct archive **ret, struct cordon_error *err)
+{
+    struct archive *a;
+    int r = cordon__archive_load(err);
+
+    if (r < 0)
+        return r;
+    a = archive_read_new();
+    if (a == NULL)
+        return nomem(err, "tar stream");
+    /* Plain tar only (ustar, pax, GNU); no compression; empty is no entries. */
+    if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
+        archive_read_support_format_empty(a) != ARCHIVE_OK ||
+        archive_read_support_filter_none(a) != ARCHIVE_OK ||
+        archive_read_open_fd(a, fd, TAR_BLOCK) != ARCHIVE_OK) {
+        r = archive_fail(a, "open", err);
+        archive_read_free(a);
+        return r;
+    }
+    *ret = a;
+    return 0;
+}
+
+/* The entry's name, whatever form the stream stored it in. */
+static const char *entry_name(struct archive_entry *e)
+{
+    const char *raw = archive_entry_pathname(e);
+
+    return raw != NULL ? raw : archive_entry_pathname_utf8(e);
+}
+
+static bool entry_is_hardlink(struct archive_entry *e)
+{
+    return archive_entry_hardlink(e) != NULL || archive_entry_hardlink_utf8(e) != NULL ||
+           archive_entry_hardlink_w(e) != NULL;
+}
+
+static int refuse_type(const char *name, mode_t type, struct cordon_error *err)
+{
+    const char *what = type == AE_IFCHR || type == AE_IFBLK ? "device nodes"
+                       : type == AE_IFIFO                   ? "FIFOs"
+                       : type == AE_IFSOCK                  ? "sockets"
+                                                            : "entries of this type";
+
+    return cordon_error_set(err, CORDON_E_UNSAFE, 0, "tar entry \"%.*s\": %s are not allowed",
+                            cordon_text_fit(name, 300), name, what);
+}
+
+/* ---- import ---------------------------------------------------------------- */
+
+/* The directories an import wrote, so that each is written once, before
+ * anything inside it (open addressing; bounded by the entry limit). */
+struct dir_set {
+    char **slots;
+    size_t cap, used;
+};
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    for (; *s != '\0'; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static bool dir_set_has(const struct dir_set *set, const char *path)
+{
+    for (size_t i = set->cap ? fnv1a(path) & (set->cap - 1) : 0; set->cap != 0;
+         i = (i + 1) & (set->cap - 1)) {
+        if (set->slots[i] == NULL)
+            return false;
+        if (strcmp(set->slots[i], path) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Takes path (malloc'd) in every case. */
+static int dir_set_add(struct dir_set *set, char *path, struct cordon_error *err)
+{
+    size_t i;
+
+    if (2 * (set->used + 1) > set->cap) {
+        struct dir_set grown = { .cap = set->cap ? 2 * set->cap : 64 };
+
+        grown.slots = calloc(grown.cap, sizeof(*grown.slots));
+        if (grown.slots == NULL) {
+            free(path);
+            return nomem(err, "tar stream");
+        }
+        for (i = 0; i < set->cap; i++) {
+            size_t j;
+
+            if (set->slots[i] == NULL)
+                continue;
+            for (j = fnv1a(set->slots[i]) & (grown.cap - 1); grown.slots[j] != NULL;
+                 j = (j + 1) & (grown.cap - 1))
+                ;
+            grown.slots[j] = set->slots[i];
+        }
+        free(set->slots);
+        set->slots = grown.slots;
+        set->cap = grown.cap;
+    }
+    for (i = fnv1a(path) & (set->cap - 1); set->slots[i] != NULL; i = (i + 1) & (set->cap - 1))
+        if (strcmp(set->slots[i], path) == 0) {
+            free(path);
+            return 0;
+        }
+    set->slots[i] = path;
+    set->used++;
+    return 0;
+}
+
+static void dir_set_clear(struct dir_set *set)
+{
+    for (size_t i = 0; i < set->cap; i++)
+        free(set->slots[i]);
+    free(set->slots);
+    memset(set, 0, sizeof(*set));
+}
+
+struct importer {
+    const char *prefix;
+    const struct cordon_workspace_owner *owner;
+    struct archive *w;
+    struct dir_set dirs;
+    uint64_t entries, bytes;
+};
+
+static bool in_source(const struct importer *im, const char *full)
+{
+    return im->owner->code_layout && cordon_path_is_under(full, "source");
+}
+
+/* The owner of an entry at full: root under source/ in layout "code",
+ * else the policy's user, or the stream's own without set_owner. */
+static void entry_owner(const struct importer *im, bool src, struct archive_entry *e,
+                        uid_t *ret_uid, gid_t *ret_gid)
+{
+    if (src) {
+        *ret_uid = 0;
+        *ret_gid = 0;
+    } else if (im->owner->set_owner || e == NULL) {
+        *ret_uid = im->owner->uid;
+        *ret_gid = im->owner->gid;
+    } else {
+        *ret_uid = (uid_t)archive_entry_uid(e);
+        *ret_gid = (gid_t)archive_entry_gid(e);
+    }
+}
+
+static int importer_dir(struct importer *im, const char *full, mode_t perm,
+                        struct archive_entry *from, struct cordon_error *err)
+{
+    bool src = in_source(im, full);
+    char *copy = strdup(full);
+    uid_t uid;
+    gid_t gid;
+    int r;
+
+    if (copy == NULL)
+        return nomem(err, "tar stream");
+    entry_owner(im, src, from, &uid, &gid);
+    r = write_entry(im->w, full, AE_IFDIR, src ? perm & ~(mode_t)0222 : perm, uid, gid, from, NULL,
+                    NULL, err);
+    if (r < 0) {
+        free(copy);
+        return r;
+    }
+    return dir_set_add(&im->dirs, copy, err);
+}
+
+/* Write every ancestor directory of full not written yet. */
+static int importer_parents(struct importer *im, const char *full, struct cordon_error *err)
+{
+    char *path = strdup(full), *slash;
+    int r = 0;
+
+    if (path == NULL)
+        return nomem(err, "tar stream");
+    for (slash = strchr(path, '/'); slash != NULL && r == 0; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        if (!dir_set_has(&im->dirs, path))
+            r = importer_dir(im, path, 0755, NULL, err);
+        *slash = '/';
+    }
+    free(path);
+    return r;
+}
+
+/* One entry of a stream the sdk's filter already checked (names normalised,
+ * only files, directories and safe symlinks): place it and give it owners. */
+static int import_entry(struct importer *im, struct archive *rd, struct archive_entry *e,
+                        char *chunk, struct cordon_error *err)
+{
+    const char *name = entry_name(e);
+    mode_t type = archive_entry_filetype(e), perm = archive_entry_perm(e);
+    char *full = NULL;
+    bool src;
+    int r;
+
+    /* The destination's own entry: it exists already (written first). */
+    if (name == NULL || name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "./") == 0)
+        return 0;
+    if (asprintf(&full, "%s%s%s", im->prefix, im->prefix[0] ? "/" : "", name) < 0)
+        return nomem(err, "tar stream");
+    /* A trailing slash (directories) would make two names for one path. */
+    if (full[0] != '\0' && full[strlen(full) - 1] == '/')
+        full[strlen(full) - 1] = '\0';
+    src = in_source(im, full);
+    if (strlen(full) > CORDON_PATH_MAX) {
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                             "tar entry \"%.*s\": path longer than %d "
+                             "bytes",
+                             cordon_text_fit(name, 300), name, CORDON_PATH_MAX);
+    } else if (type == AE_IFLNK && src) {
+        r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                             "tar entry \"%.*s\": symbolic links are not allowed under "
+                             "source/",
+                             cordon_text_fit(name, 300), name);
+    } else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
+        r = refuse_type(name, type, err);
+    } else {
+        uid_t uid;
+        gid_t gid;
+
+        /* The way to it first, each directory an entry of its own. */
+        entry_owner(im, src, e, &uid, &gid);
+        r = importer_parents(im, full, err);
+        if (r == 0 && type == AE_IFDIR)
+            r = importer_dir(im, full, perm, e, err);
+        else if (r == 0)
+            r = write_entry(im->w, full, type, src ? perm & ~(mode_t)0222 : perm, uid, gid, e, rd,
+                            chunk, err);
+    }
+    free(full);
+    return r;
+}
+
+int cordon_tar_filter_workspace_fd(int in_fd, int checked_fd, int out_fd, const char *dest,
+                                   const struct cordon_workspace_owner *owner, uint64_t max_bytes,
+                                   uint64_t max_entries, struct cordon_error *err)
+{
+    struct cordon_tar_limits limits = { .max_bytes = max_bytes, .max_entries = max_entries };
+    struct importer im = { .prefix = dest, .owner = owner };
+    struct archive *rd = NULL;
+    struct archive_entry *e;
+    char *chunk = malloc(DATA_CHUNK);
+    unsigned flags = CORDON_TAR_ALLOW_SYMLINKS;
+    int r;
+
+    if (in_fd < 0 || checked_fd < 0 || out_fd < 0 || dest == NULL || owner == NULL) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                             "tar stream: three fds, dest and owner are required");
+        goto out;
+    }
+    if (chunk == NULL) {
+        r = nomem(err, "tar stream");
+        goto out;
+    }
+    /* The checks are the sdk's, the same as every extraction's; a
+     * destination inside source/ admits no symlink at all. */
+    if (owner->code_layout && cordon_path_is_under(dest, "source"))
+        flags = 0;
+    r = cordon_tar_filter_fd(in_fd, checked_fd, &limits, flags, NULL, NULL, err);
+    if (r == 0 && lseek(checked_fd, 0, SEEK_SET) != 0)
+        r = cordon_error_set(err, CORDON_E_IO, errno, "tar stream: spool: %s", strerror(errno));
+    if (r == 0)
+        r = reader_open(checked_fd, &rd, err);
+    if (r == 0)
+        r = writer_open(out_fd, &im.w, err);
+    if (r < 0)
+        goto out;
+    /* The destination exists after an import, even of an empty stream. */
+    if (dest[0] != '\0') {
+        r = importer_parents(&im, dest, err);
+        if (r == 0)
+            r = importer_dir(&im, dest, 0755, NULL, err);
+        if (r < 0)
+            goto out;
+    }
+    for (;;) {
+        int ar = archive_read_next_header(rd, &e);
+
+        if (ar == ARCHIVE_EOF)
+            break;
+        if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
+            r = archive_fail(rd, "read header", err);
+            goto out;
+        }
+        r = import_entry(&im, rd, e, chunk, err);
+        if (r < 0)
+            goto out;
+    }
+out:
+    if (im.w != NULL) {
+        int c = writer_close(im.w, r == 0, err);
+
+        if (r == 0)
+            r = c;
+    }
+    if (rd != NULL)
+        archive_read_free(rd);
+    dir_set_clear(&im.dirs);
+    free(chunk);
+    return r;
+}
+
+int cordon_tar_dirs_fd(int out_fd, const char *const *paths, const uid_t *uids, const gid_t *gids,
+                const mode_t *modes, size_t n, struct cordon_error *err)
+{
+    struct archive *w = NULL;
+    int r;
+
+    if (out_fd < 0 || (n > 0 && (paths == NULL || uids == NULL || gids == NULL || modes == NULL)))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: an fd and n of each are required");
+    r = writer_open(out_fd, &w, err);
+    for (size_t i = 0; r == 0 && i < n; i++)
+        r = write_entry(w, paths[i], AE_IFDIR, modes[i], uids[i], gids[i], NULL, NULL, NULL, err);
+    if (w != NULL) {
+        int c = writer_close(w, r == 0, err);
+
+        if (r == 0)
+            r = c;
+    }
+    return r;
+}
+
+/* ---- export ---------------------------------------------------------------- */
+
+struct exporter {
+    const char *root;
+    size_t root_len;
+    const struct cordon_tar_limits *limits;
+    struct archive *w;
+    bool root_seen;
+    /* export_files: only these workspace-relative names, named so (NULL:
+     * everything below root, named relative to it). workspace_root: root is
+     * the daemon's "workspace" (names are relative to it), else root is a
+     * top-level name of the workspace (names are the daemon's own). */
+    const char *const *only;
+    size_t n_only;
+    bool workspace_root;
+    uint64_t entries, bytes;
+    /* Hardlinks seen, written as regular files once their targets are read. */
+    struct export_link *links;
+    size_t nlinks, links_cap;
+};
+
+/* A second name of a file: written with the content of target, its first
+ * name in the stream, as a regular file of its own. */
+struct export_link {
+    char *rel;                 /* the name to write, relative to the root */
+    char *target;              /* the target's normalised name in the daemon's stream */
+    mode_t perm;
+    uid_t uid;
+    gid_t gid;
+    bool done;
+};
+
+static void export_links_clear(struct exporter *ex)
+{
+    for (size_t i = 0; i < ex->nlinks; i++) {
+        free(ex->links[i].rel);
+        free(ex->links[i].target);
+    }
+    free(ex->links);
+    ex->links = NULL;
+    ex->nlinks = ex->links_cap = 0;
+}
+
+/* Remember the hardlink e (named rel), to be written in the second pass. */
+static int export_link_add(struct exporter *ex, struct archive_entry *e, const char *rel,
+                           struct cordon_error *err)
+{
+    const char *raw = archive_entry_hardlink(e);
+    struct export_link *l;
+    char *target = NULL;
+    int r;
+
+    if (raw == NULL)
+        raw = archive_entry_hardlink_utf8(e);
+    if (raw == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "export entry \"%.300s\": the hardlink target cannot be read", rel);
+    r = cordon_path_normalize_dir("export hardlink target", raw, &target, err);
+    if (r < 0)
+        return r;
+    /* Bounded: every link counted against the entry limit already. */
+    if (ex->nlinks == ex->links_cap) {
+        size_t cap = ex->links_cap != 0 ? ex->links_cap * 2 : 16;
+        struct export_link *grown = realloc(ex->links, cap * sizeof(*grown));
+
+        if (grown == NULL) {
+            free(target);
+            return nomem(err, "export");
+        }
+        ex->links = grown;
+        ex->links_cap = cap;
+    }
+    l = &ex->links[ex->nlinks];
+    memset(l, 0, sizeof(*l));
+    l->rel = strdup(rel);
+    if (l->rel == NULL) {
+        free(target);
+        return nomem(err, "export");
+    }
+    l->target = target;
+    l->perm = archive_entry_perm(e);
+    l->uid = archive_entry_uid(e);
+    l->gid = archive_entry_gid(e);
+    ex->nlinks++;
+    return 0;
+}
+
+/* Whether export_files asked for the workspace-relative name. */
+static bool wanted(const struct exporter *ex, const char *name)
+{
+    for (size_t i = 0; i < ex->n_only; i++)
+        if (strcmp(ex->only[i], name) == 0)
+            return true;
+    return false;
+}
+
+static int export_entry(struct exporter *ex, struct archive *rd, struct archive_entry *e,
+                        char *chunk, struct cordon_error *err)
+{
+    const char *raw = entry_name(e), *rel;
+    mode_t type = archive_entry_filetype(e);
+    char *name = NULL;
+    int r;
+
+    if (raw == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "export: an entry's name cannot be read");
+    r = cordon_path_normalize_dir("export entry", raw, &name, err);
+    if (r < 0)
+        return r;
+    /* The daemon names entries after the directory asked for: strip it. */
+    if (strcmp(name, ex->root) == 0) {
+        if (type != AE_IFDIR)
+            r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
+                                 "src: \"%.*s\" is %s in the workspace, not a directory",
+                                 cordon_text_fit(name, 300), name,
+                                 type == AE_IFLNK ? "a symbolic link" : "not a directory");
+        ex->root_seen = true;
+        /* export_files of a top-level directory itself: an entry of its own. */
+        if (r == 0 && ex->only != NULL && !ex->workspace_root && wanted(ex, name))
+            r = write_entry(ex->w, name, AE_IFDIR, archive_entry_perm(e), archive_entry_uid(e),
+                            archive_entry_gid(e), e, rd, chunk, err);
+        goto out;
+    }
+    if (!cordon_path_is_under(name, ex->root))
+        goto out;
+    rel = name + ex->root_len + (ex->root_len > 0);
+    /* export_files: what was not asked for is neither counted nor read. */
+    if (ex->only != NULL) {
+        if (!ex->workspace_root)
+            rel = name;
+        if (!wanted(ex, rel))
+            goto out;
+    }
+    if (++ex->entries > ex->limits->max_entries) {
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                             "export: more than the limit of %" PRIu64 " entries",
+                             ex->limits->max_entries);
+        goto out;
+    }
+    /* Every provider exports each name of a file as a regular file of its
+     * own: the content comes in the second pass, from the target's entry. */
+    if (entry_is_hardlink(e)) {
+        r = export_link_add(ex, e, rel, err);
+        goto out;
+    }
+    if (type == AE_IFREG) {
+        int64_t size = archive_entry_size(e);
+
+        if (size < 0 || (uint64_t)size > ex->limits->max_bytes - ex->bytes) {
+            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                 "export entry \"%.*s\": the total passes the limit of %" PRIu64
+                                 " bytes",
+                                 cordon_text_fit(rel, 300), rel, ex->limits->max_bytes);
+            goto out;
+        }
+        ex->bytes += (uint64_t)size;
+    } else if (type != AE_IFDIR && type != AE_IFLNK) {
+        r = refuse_type(rel, type, err);
+        goto out;
+    }
+    /* Only permission bits travel: setuid and friends would be refused on the way in. */
+    r = write_entry(ex->w, rel, type, archive_entry_perm(e), archive_entry_uid(e),
+                    archive_entry_gid(e), e, rd, chunk, err);
+out:
+    free(name);
+    return r;
+}
+
+/* The content of entry e, read from rd into a memfd (size bytes); rewound. */
+static int copy_data(struct archive *rd, const char *name, int64_t size, char *chunk, int *ret_fd,
+                     struct cordon_error *err)
+{
+    int fd = memfd_create("cordon-docker-link", MFD_CLOEXEC), r = 0;
+
+    if (fd < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s", strerror(errno));
+    while (size > 0) {
+        la_ssize_t n = archive_read_data(rd, chunk, DATA_CHUNK);
+
+        if (n < 0) {
+            r = archive_fail(rd, "read data", err);
+            goto out;
+        }
+        if (n == 0 || n > size) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "tar entry \"%.300s\": the data does not match its size", name);
+            goto out;
+        }
+        for (la_ssize_t done = 0; done < n;) {
+            ssize_t w = write(fd, chunk + done, (size_t)(n - done));
+
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                r = cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s",
+                                     strerror(errno));
+                goto out;
+            }
+            done += w;
+        }
+        size -= n;
+    }
+    if (lseek(fd, 0, SEEK_SET) != 0)
+        r = cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s", strerror(errno));
+out:
+    if (r < 0) {
+        close(fd);
+        return r;
+    }
+    *ret_fd = fd;
+    return 0;
+}
+
+/* One link written as a regular file: the target's header fields but the
+ * link's own name, mode and owners, then size bytes from data_fd. */
+static int write_link(struct exporter *ex, const struct export_link *l, struct archive_entry *from,
+                      int data_fd, int64_t size, char *chunk, struct cordon_error *err)
+{
+    struct archive_entry *e = archive_entry_new();
+    int r = 0;
+
+    if (e == NULL)
+        return nomem(err, "tar stream");
+    if ((uint64_t)size > ex->limits->max_bytes - ex->bytes) {
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                             "export entry \"%.300s\": the total passes the limit of %" PRIu64
+                             " bytes", l->rel, ex->limits->max_bytes);
+        goto out;
+    }
+    ex->bytes += (uint64_t)size;
+    archive_entry_set_pathname(e, l->rel);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, l->perm & 0777);
+    archive_entry_set_uid(e, l->uid);
+    archive_entry_set_gid(e, l->gid);
+    if (archive_entry_mtime_is_set(from))
+        archive_entry_set_mtime(e, archive_entry_mtime(from), archive_entry_mtime_nsec(from));
+    else
+        archive_entry_set_mtime(e, time(NULL), 0);
+    archive_entry_set_size(e, size);
+    if (archive_write_header(ex->w, e) < ARCHIVE_WARN) {
+        r = archive_fail(ex->w, "write header", err);
+        goto out;
+    }
+    if (lseek(data_fd, 0, SEEK_SET) != 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s", strerror(errno));
+        goto out;
+    }
+    while (size > 0) {
+        ssize_t n = read(data_fd, chunk, size < DATA_CHUNK ? (size_t)size : DATA_CHUNK);
+
+        if (n <= 0) {
+            r = cordon_error_set(err, CORDON_E_IO, n < 0 ? errno : 0,
+                                 "export: memfd: %s", n < 0 ? strerror(errno) : "short read");
+            goto out;
+        }
+        if (archive_write_data(ex->w, chunk, (size_t)n) != n) {
+            r = archive_fail(ex->w, "write data", err);
+            goto out;
+        }
+        size -= n;
+    }
+out:
+    archive_entry_free(e);
+    return r;
+}
+
+/*
+ * The second pass, when the first saw hardlinks: read the stream again and,
+ * at each regular file that is a link's target, write every link to it as
+ * a regular file with its content. A tar names a link's target before the
+ * link, so every target is in the stream; one that is not is refused.
+ */
+static int export_links(struct exporter *ex, int in_fd, char *chunk, struct cordon_error *err)
+{
+    struct archive *rd = NULL;
+    struct archive_entry *e;
+    size_t left = ex->nlinks;
+    int r;
+
+    if (lseek(in_fd, 0, SEEK_SET) != 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "export: spool: %s", strerror(errno));
+    r = reader_open(in_fd, &rd, err);
+    while (r == 0 && left > 0) {
+        int ar = archive_read_next_header(rd, &e), data_fd = -1;
+        const char *raw;
+        char *name = NULL;
+
+        if (ar == ARCHIVE_EOF)
+            break;
+        if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
+            r = archive_fail(rd, "read header", err);
+            break;
+        }
+        raw = entry_name(e);
+        if (raw == NULL || archive_entry_filetype(e) != AE_IFREG || entry_is_hardlink(e) ||
+            cordon_path_normalize_dir("export entry", raw, &name, NULL) < 0) {
+            free(name);
+            continue;
+        }
+        for (size_t i = 0; r == 0 && i < ex->nlinks; i++) {
+            struct export_link *l = &ex->links[i];
+
+            if (l->done || strcmp(l->target, name) != 0)
+                continue;
+            if (data_fd < 0)
+                r = copy_data(rd, name, archive_entry_size(e), chunk, &data_fd, err);
+            if (r == 0)
+                r = write_link(ex, l, e, data_fd, archive_entry_size(e), chunk, err);
+            l->done = true;
+            left--;
+        }
+        if (data_fd >= 0)
+            close(data_fd);
+        free(name);
+    }
+    for (size_t i = 0; r == 0 && i < ex->nlinks; i++)
+        if (!ex->links[i].done)
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "export entry \"%.300s\": its hardlink target \"%.300s\" is not "
+                                 "a regular file of the archive", ex->links[i].rel,
+                                 ex->links[i].target);
+    if (rd != NULL)
+        archive_read_free(rd);
+    return r;
+}
+
+int cordon_tar_export_rewrite_fd(int in_fd, int out_fd, const struct cordon_tar_export *opts,
+                                 struct cordon_error *err)
+{
+    struct cordon_tar_limits limits = { 0 };
+    struct exporter ex = { .limits = &limits };
+    struct archive *rd = NULL;
+    struct archive_entry *e;
+    char *chunk = malloc(DATA_CHUNK);
+    int r;
+
+    if (out_fd < 0 || opts == NULL || opts->struct_size < sizeof(*opts) || opts->root == NULL ||
+        (opts->paths == NULL && opts->n_paths > 0)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                             "export: out_fd and options with a root are required");
+        goto out;
+    }
+    ex.root = opts->root;
+    ex.root_len = strlen(opts->root);
+    ex.only = opts->paths;
+    ex.n_only = opts->paths != NULL ? opts->n_paths : 0;
+    ex.workspace_root = opts->paths_from_root;
+    limits.max_bytes = opts->max_bytes;
+    limits.max_entries = opts->max_entries;
+    if (chunk == NULL) {
+        r = nomem(err, "export");
+        goto out;
+    }
+    /* in_fd < 0: nothing to read, an empty stream (export_files of paths
+     * that are all missing). */
+    r = in_fd >= 0 ? reader_open(in_fd, &rd, err) : 0;
+    if (r == 0)
+        r = writer_open(out_fd, &ex.w, err);
+    while (r == 0 && rd != NULL) {
+        int ar = archive_read_next_header(rd, &e);
+
+        if (ar == ARCHIVE_EOF)
+            break;
+        if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
+            r = archive_fail(rd, "read header", err);
+            break;
+        }
+        r = export_entry(&ex, rd, e, chunk, err);
+    }
+    if (r == 0 && !ex.root_seen && ex.only == NULL)
+        r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0, "src: \"%s\" is not in the workspace",
+                             ex.root);
+    if (r == 0 && ex.nlinks > 0)
+        r = export_links(&ex, in_fd, chunk, err);
+out:
+    export_links_clear(&ex);
+    if (ex.w != NULL) {
+        int c = writer_close(ex.w, r == 0, err);
+
+        if (r == 0)
+            r = c;
+    }
+    if (rd != NULL)
+        archive_read_free(rd);
+    free(chunk);
+    return r;
+}
