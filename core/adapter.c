@@ -214,26 +214,31 @@ out:
     return r;
 }
 
-cJSON *cordon__plan_step_request(const struct cordon__plan *p, size_t step, uint64_t timeout_ms)
+int cordon__plan_step_request(const struct cordon__plan *p, size_t step, uint64_t timeout_ms,
+                              struct cordon_exec_request *ret, struct cordon_error *err)
 {
     /* Every member is a copy: the request outlives or crosses threads apart from the plan. */
+    struct cordon_exec_request rq;
     const struct cordon__step *s;
-    cJSON *req, *argv;
-    bool ok;
+    int r = 0;
 
-    if (p == NULL || step >= p->n_steps || (req = cJSON_CreateObject()) == NULL)
-        return NULL;
+    if (p == NULL || step >= p->n_steps || ret == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "plan: no step %zu", step);
     s = &p->steps[step];
-    ok = (argv = cJSON_AddArrayToObject(req, "argv")) != NULL;
-    for (size_t i = 0; ok && i < s->argc; i++)
-        ok = cJSON_AddItemToArray(argv, cJSON_CreateString(s->argv[i]));
-    ok = ok && cJSON_AddStringToObject(req, "cwd", s->cwd) != NULL &&
-         cJSON_AddItemToObject(req, "env", cJSON_Duplicate(p->env, true)) &&
-         cJSON_AddItemToObject(req, "workspace_env", cJSON_Duplicate(p->workspace_env, true)) &&
-         cJSON_AddNumberToObject(req, "timeout_ms", (double)timeout_ms) != NULL;
-    if (!ok) {
-        cJSON_Delete(req);
-        return NULL;
+    cordon_exec_request_init(&rq);
+    for (size_t i = 0; r == 0 && i < s->argc; i++)
+        r = cordon_exec_request_add_arg(&rq, s->argv[i], err);
+    if (r == 0 && (rq.cwd = strdup(s->cwd)) == NULL)
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "plan: out of memory");
+    if (r == 0)
+        r = cordon_env_from_json(p->env, "env", &rq.env, err);
+    if (r == 0)
+        r = cordon_env_from_json(p->workspace_env, "workspace_env", &rq.workspace_env, err);
+    rq.timeout_ms = timeout_ms;
+    if (r < 0) {
+        cordon_exec_request_clear(&rq);
+        return r;
     }
-    return req;
+    *ret = rq;
+    return 0;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include <cordon/error.h>
+#include <cordon/sdk/request.h>
 #include "core/bundle.h"
 #include "core/limits.h"
 
@@ -57,11 +58,13 @@ int cordon__adapter_plan(const struct cordon__bundle *b, const struct cordon_lim
 void cordon__plan_free(struct cordon__plan *p);
 
 /*
- * The ABI request_json object of step number step (caller frees with
- * cJSON_Delete): {"argv": [...], "cwd": "source", "env": {...},
- * "workspace_env": {...}, "timeout_ms": timeout_ms}. NULL when step is out
- * of range or memory ran out.
+ * The exec request of step number step into *ret (as after
+ * cordon_exec_request_init; the caller clears it): the step's argv and
+ * cwd ("source"), the plan's env and workspace_env, timeout_ms. Every
+ * member is a copy. CORDON_E_INVALID when step is out of range, else what
+ * the request's bounds refuse (cordon/sdk/request.h).
  */
-cJSON *cordon__plan_step_request(const struct cordon__plan *p, size_t step, uint64_t timeout_ms);
+int cordon__plan_step_request(const struct cordon__plan *p, size_t step, uint64_t timeout_ms,
+                              struct cordon_exec_request *ret, struct cordon_error *err);
 
 #endif

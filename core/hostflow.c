@@ -16,6 +16,7 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
 #include <cordon/sdk/path.h>
+#include <cordon/sdk/request.h>
 #include <cordon/sdk/runner.h>
 #include "core/checkpoint.h"
 #include "core/config.h"
@@ -677,8 +678,8 @@ static bool expired(const struct cordon__record *rec, uint64_t *ret_left_ms)
     return at <= now;
 }
 
-/* Build the provider request from the caller's exec request. */
-static int exec_request(const cJSON *req, uint64_t left_ms, cJSON **ret, uint64_t *ret_timeout,
+/* Build the provider request text (malloc'd) from the caller's exec request. */
+static int exec_request(const cJSON *req, uint64_t left_ms, char **ret, uint64_t *ret_timeout,
                         struct cordon_error *err)
 {
     static const char *const keys[] = { "command", "args", "cwd", "environment", "timeout_ms" };
@@ -688,7 +689,7 @@ static int exec_request(const cJSON *req, uint64_t left_ms, cJSON **ret, uint64_
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(req, "environment");
     const cJSON *timeout = cJSON_GetObjectItemCaseSensitive(req, "timeout_ms");
     const cJSON *a;
-    cJSON *out, *argv;
+    struct cordon_exec_request prq;
     char *norm = NULL;
     size_t bytes = 0;
     int r;
@@ -740,21 +741,25 @@ static int exec_request(const cJSON *req, uint64_t left_ms, cJSON **ret, uint64_
         if ((r = cordon_path_normalize_dir("cwd", c, &norm, err)) < 0)
             return r;
     }
-    out = cJSON_CreateObject();
-    argv = cJSON_AddArrayToObject(out, "argv");
-    cJSON_AddItemToArray(argv, cJSON_CreateString(cmd->valuestring));
-    cJSON_ArrayForEach(a, args)
-        cJSON_AddItemToArray(argv, cJSON_CreateString(a->valuestring));
-    cJSON_AddStringToObject(out, "cwd", norm != NULL ? norm : "");
-    free(norm);
-    cJSON_AddItemToObject(out, "env", env != NULL ? cJSON_Duplicate(env, 1) : cJSON_CreateObject());
-    if (cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(out, "env"), "PATH") == NULL)
-        cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(out, "env"), "PATH",
-                                "/usr/local/bin:/usr/bin:/bin");
-    cJSON_AddObjectToObject(out, "workspace_env");
-    cJSON_AddNumberToObject(out, "timeout_ms", (double)*ret_timeout);
-    *ret = out;
-    return 0;
+    /* The provider reads it with cordon_exec_request_parse: built as that
+     * struct, printed by the one writer, which refuses what it would. */
+    cordon_exec_request_init(&prq);
+    prq.cwd = norm != NULL ? norm : strdup("");
+    prq.timeout_ms = *ret_timeout;
+    r = prq.cwd != NULL ? cordon_exec_request_add_arg(&prq, cmd->valuestring, err)
+                        : cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    cJSON_ArrayForEach(a, args) {
+        if (r == 0)
+            r = cordon_exec_request_add_arg(&prq, a->valuestring, err);
+    }
+    if (r == 0)
+        r = cordon_env_from_json(env, "environment", &prq.env, err);
+    if (r == 0 && cordon_env_get(&prq.env, "PATH") == NULL)
+        r = cordon_env_set(&prq.env, "PATH", "/usr/local/bin:/usr/bin:/bin", err);
+    if (r == 0)
+        r = cordon_exec_request_print(&prq, ret, err);
+    cordon_exec_request_clear(&prq);
+    return r;
 }
 
 int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const char *request_json,
@@ -764,7 +769,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     struct bound b = { NULL, NULL };
     struct cordon_exec_outcome out;
     struct cordon_drive_opts opts;
-    cJSON *req = NULL, *preq = NULL, *result = NULL;
+    cJSON *req = NULL, *result = NULL;
     const cJSON *res;
     char *state = NULL, *ptext = NULL;
     uint64_t left = 0, timeout = 0, budget;
@@ -776,9 +781,10 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     if (r < 0)
         return r;
     /* Validate what we can before taking the lock. */
-    r = exec_request(req, UINT64_MAX, &preq, &timeout, err);
-    cJSON_Delete(preq);
-    preq = NULL;
+    /* No execution lives longer than the runtime bound. */
+    r = exec_request(req, CORDON_LIMIT_RUNTIME_MAX, &ptext, &timeout, err);
+    free(ptext);
+    ptext = NULL;
     if (r < 0)
         goto out;
     r = cordon__record_open(ctx, execution_id, false, &rec, err);
@@ -801,10 +807,9 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
         cordon__result_add_stream(result, "stderr", "", 0, 0, 0);
         goto done;
     }
-    if ((r = exec_request(req, left, &preq, &timeout, err)) < 0)
+    if ((r = exec_request(req, left, &ptext, &timeout, err)) < 0)
         goto out;
     state = record_state(rec);
-    ptext = cJSON_PrintUnformatted(preq);
     res = cJSON_GetObjectItemCaseSensitive(rec->doc, "resources");
     budget = (uint64_t)cJSON_GetObjectItemCaseSensitive(res, "max_output_bytes")->valuedouble;
     if (state == NULL || ptext == NULL) {
@@ -878,7 +883,6 @@ out:
     unbind_provider(&b);
     cordon__record_close(rec);
     cJSON_Delete(result);
-    cJSON_Delete(preq);
     cJSON_Delete(req);
     free(state);
     free(ptext);

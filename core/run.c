@@ -571,22 +571,23 @@ static int step_run(struct run *run, struct cordon_error *err)
     for (size_t i = 0; i < run->plan->n_steps; i++) {
         uint64_t t = cordon_now_monotonic_ms(), left = deadline > t ? deadline - t : 1;
         struct cordon_drive_opts opts;
-        cJSON *req = cordon__plan_step_request(run->plan, i, left), *env, *v;
-        char *text, detail[160];
+        struct cordon_exec_request req;
+        const cJSON *v;
+        char *text = NULL, detail[160];
 
+        cordon_exec_request_init(&req);
+        r = cordon__plan_step_request(run->plan, i, left, &req, err);
         /* The caller's variables join the adapter's; the adapter's win. */
-        env = cJSON_GetObjectItemCaseSensitive(req, "env");
-        cJSON_ArrayForEach(v, run->environment)
-            if (cJSON_IsObject(env) && cJSON_GetObjectItemCaseSensitive(env, v->string) == NULL)
-                cJSON_AddStringToObject(env, v->string, v->valuestring);
-        text = req != NULL ? cJSON_PrintUnformatted(req) : NULL;
-
-        cJSON_Delete(req);
-        cordon_exec_outcome_clear(&out);
-        if (text == NULL) {
-            cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-            return fail(run, "error", run->plan->steps[i].name, t, err);
+        cJSON_ArrayForEach(v, run->environment) {
+            if (r == 0 && cordon_env_get(&req.env, v->string) == NULL)
+                r = cordon_env_set(&req.env, v->string, v->valuestring, err);
         }
+        if (r == 0)
+            r = cordon_exec_request_print(&req, &text, err);
+        cordon_exec_request_clear(&req);
+        cordon_exec_outcome_clear(&out);
+        if (r < 0)
+            return fail(run, "error", run->plan->steps[i].name, t, err);
         cordon_drive_opts_init(&opts);
         opts.host = run->ctx->host;
         opts.provider = &run->sel.provider->vt;

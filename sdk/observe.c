@@ -27,6 +27,7 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
 #include <cordon/sdk/observe.h>
+#include <cordon/sdk/request.h>
 #include <cordon/sdk/tar.h>
 
 #include "sdk/boundary.h"
@@ -476,22 +477,19 @@ out:
 
 static char *exec_request(const char *const *argv, uint64_t timeout_ms)
 {
-    cJSON *req = cJSON_CreateObject(), *arr, *env;
+    struct cordon_exec_request rq;
     char *text = NULL;
+    int r = 0;
 
-    if (req == NULL || (arr = cJSON_AddArrayToObject(req, "argv")) == NULL)
-        goto out;
-    for (size_t i = 0; argv[i] != NULL; i++)
-        if (!cJSON_AddItemToArray(arr, cJSON_CreateString(argv[i])))
-            goto out;
-    if (!cJSON_AddStringToObject(req, "cwd", "") || (env = cJSON_AddObjectToObject(req, "env")) == NULL ||
-        !cJSON_AddStringToObject(env, "PATH", OBSERVE_PATH_ENV) ||
-        cJSON_AddObjectToObject(req, "workspace_env") == NULL ||
-        !cJSON_AddNumberToObject(req, "timeout_ms", (double)timeout_ms))
-        goto out;
-    text = cJSON_PrintUnformatted(req);
-out:
-    cJSON_Delete(req);
+    cordon_exec_request_init(&rq);
+    for (size_t i = 0; r == 0 && argv[i] != NULL; i++)
+        r = cordon_exec_request_add_arg(&rq, argv[i], NULL);
+    rq.cwd = strdup("");
+    rq.timeout_ms = timeout_ms;
+    if (r == 0 && rq.cwd != NULL && cordon_env_set(&rq.env, "PATH", OBSERVE_PATH_ENV, NULL) == 0 &&
+        cordon_exec_request_print(&rq, &text, NULL) < 0)
+        text = NULL;
+    cordon_exec_request_clear(&rq);
     return text;
 }
 

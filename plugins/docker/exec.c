@@ -27,6 +27,7 @@
 
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/path.h>
+#include <cordon/sdk/request.h>
 #include "plugins/docker/docker.h"
 
 #define DK_BACKSTOP_SLACK_MS 1000u        /* lets the host's own clock fire first */
@@ -41,7 +42,7 @@
 static const char start_failure[] = "OCI runtime exec failed";
 
 struct dk_request {
-    cJSON *doc;
+    struct cordon_exec_request req;   /* the request as read */
     cJSON *body;               /* the exec create body being built */
     char *workdir;
     char **dirs;               /* workspace_env directories to create, parents first */
@@ -52,7 +53,7 @@ struct dk_request {
 
 static void dk_request_clear(struct dk_request *rq)
 {
-    cJSON_Delete(rq->doc);
+    cordon_exec_request_clear(&rq->req);
     cJSON_Delete(rq->body);
     free(rq->workdir);
     for (size_t i = 0; i < rq->ndirs; i++)
@@ -112,114 +113,50 @@ static int add_dirs(struct dk_request *rq, const char *norm, struct cordon_error
     return r;
 }
 
-/* argv: 1..256 strings, the first non-empty, bounded in total. */
-static int argv_check(const cJSON *argv, size_t *total, struct cordon_error *err)
-{
-    const cJSON *a;
-    size_t n = 0;
-
-    if (!cJSON_IsArray(argv) || cJSON_GetArraySize(argv) < 1)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "argv: must be a non-empty array of strings");
-    cJSON_ArrayForEach(a, argv) {
-        size_t len;
-
-        if (!cJSON_IsString(a))
-            return cordon_error_set(err, CORDON_E_INVALID, 0, "argv[%zu]: must be a string", n);
-        len = strlen(a->valuestring);
-        if (n == 0 && len == 0)
-            return cordon_error_set(err, CORDON_E_INVALID, 0, "argv[0]: must not be empty");
-        if (++n > CORDON_ARGV_MAX || len > CORDON_ARG_BYTES_MAX)
-            return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                    "argv: at most %u arguments of at most %u bytes each",
-                                    CORDON_ARGV_MAX, CORDON_ARG_BYTES_MAX);
-        *total += len + 1;
-    }
-    return 0;
-}
-
 /* The request as provider.h describes it, turned into an exec create body. */
 static int dk_request_parse(const struct dk_state *st, const char *json, bool attach_stdin,
                             struct dk_request *rq, struct cordon_error *err)
 {
-    const cJSON *argv, *item, *env, *wenv;
-    cJSON *merged = NULL, *arr;
-    char user[32], *norm = NULL;
+    struct cordon_env merged = { 0 };
+    cJSON *arr, *cmd;
+    char user[32];
     size_t total = 0;
     int r;
 
-    r = cordon_json_parse_object("request", json, CORDON_REQUEST_MAX, &rq->doc, err);
+    cordon_exec_request_init(&rq->req);
+    r = cordon_exec_request_parse(json, &rq->req, err);
     if (r < 0)
         return r;
-    argv = cJSON_GetObjectItemCaseSensitive(rq->doc, "argv");
-    r = argv_check(argv, &total, err);
-    if (r < 0)
-        return r;
-    item = cJSON_GetObjectItemCaseSensitive(rq->doc, "cwd");
-    if (item != NULL && !cJSON_IsNull(item) && !cJSON_IsString(item))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "cwd: must be a string");
-    r = cordon_path_normalize_dir("cwd", cJSON_IsString(item) ? item->valuestring : "", &norm,
-                                  err);
-    if (r < 0)
-        return r;
-    rq->workdir = workspace_path(norm);
-    free(norm);
-    norm = NULL;
+    for (size_t i = 0; i < rq->req.argc; i++)
+        total += strlen(rq->req.argv[i]) + 1;
+    rq->workdir = workspace_path(rq->req.cwd);
     if (rq->workdir == NULL)
         return dk_nomem(err, "cwd");
-    item = cJSON_GetObjectItemCaseSensitive(rq->doc, "timeout_ms");
-    if (item != NULL && !cJSON_IsNull(item)) {
-        r = cordon_json_u64(item, "timeout_ms", 0, (uint64_t)CORDON_JSON_INT_MAX, &rq->timeout_ms, err);
-        if (r < 0)
-            return r;
-    }
-    /* env, then workspace_env over it: one object of names. */
-    merged = cJSON_CreateObject();
-    if (merged == NULL)
-        return dk_nomem(err, "env");
-    env = cJSON_GetObjectItemCaseSensitive(rq->doc, "env");
-    if (env != NULL && !cJSON_IsNull(env)) {
-        r = cordon_env_object_check(env, "env", err);
-        if (r < 0)
-            goto out;
-        cJSON_ArrayForEach(item, env)
-            cJSON_AddStringToObject(merged, item->string, item->valuestring);
-    }
-    wenv = cJSON_GetObjectItemCaseSensitive(rq->doc, "workspace_env");
-    if (wenv != NULL && !cJSON_IsNull(wenv)) {
-        r = cordon_env_object_check(wenv, "workspace_env", err);
-        if (r < 0)
-            goto out;
-        cJSON_ArrayForEach(item, wenv) {
-            char field[300], *value;
+    rq->timeout_ms = rq->req.timeout_ms;
+    /* env, then workspace_env over it: one set of names. */
+    for (size_t i = 0; r == 0 && i < rq->req.env.n; i++)
+        r = cordon_env_set(&merged, rq->req.env.vars[i].name, rq->req.env.vars[i].value, err);
+    for (size_t i = 0; r == 0 && i < rq->req.workspace_env.n; i++) {
+        const struct cordon_env_var *v = &rq->req.workspace_env.vars[i];
+        char *value;
 
-            snprintf(field, sizeof(field), "workspace_env.%s", item->string);
-            free(norm);
-            norm = NULL;
-            r = cordon_path_normalize_dir(field, item->valuestring, &norm, err);
-            if (r < 0)
-                goto out;
-            /* Never create sandbox-owned directories inside read-only source/. */
-            if (st->code_layout && cordon_path_is_under(norm, "source")) {
-                free(rq->must_exist);
-                rq->must_exist = strdup(norm);
-                r = rq->must_exist != NULL ? 0 : dk_nomem(err, field);
-            } else if (norm[0] != '\0') {
-                r = add_dirs(rq, norm, err);
-            }
-            value = workspace_path(norm);
-            if (r == 0 && value == NULL)
-                r = dk_nomem(err, field);
-            if (r == 0) {
-                cJSON_DeleteItemFromObjectCaseSensitive(merged, item->string);
-                if (cJSON_AddStringToObject(merged, item->string, value) == NULL)
-                    r = dk_nomem(err, field);
-            }
-            free(value);
-            if (r < 0)
-                goto out;
+        /* Never create sandbox-owned directories inside read-only source/. */
+        if (st->code_layout && cordon_path_is_under(v->value, "source")) {
+            free(rq->must_exist);
+            rq->must_exist = strdup(v->value);
+            r = rq->must_exist != NULL ? 0 : dk_nomem(err, "workspace_env");
+        } else if (v->value[0] != '\0') {
+            r = add_dirs(rq, v->value, err);
         }
+        value = r == 0 ? workspace_path(v->value) : NULL;
+        if (r == 0 && value == NULL)
+            r = dk_nomem(err, "workspace_env");
+        if (r == 0)
+            r = cordon_env_set(&merged, v->name, value, err);
+        free(value);
     }
+    if (r < 0)
+        goto out;
     /* The user is named again although the container has it: an exec must
      * never run as anybody else, whatever the image's config says. */
     snprintf(user, sizeof(user), "%u:%u", (unsigned)st->uid, (unsigned)st->gid);
@@ -231,16 +168,22 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
         !cJSON_AddBoolToObject(rq->body, "Privileged", false) ||
         !cJSON_AddStringToObject(rq->body, "User", user) ||
         !cJSON_AddStringToObject(rq->body, "WorkingDir", rq->workdir) ||
-        !cJSON_AddItemToObject(rq->body, "Cmd", cJSON_Duplicate(argv, true)) ||
+        (cmd = cJSON_AddArrayToObject(rq->body, "Cmd")) == NULL ||
         (arr = cJSON_AddArrayToObject(rq->body, "Env")) == NULL) {
         r = dk_nomem(err, "exec");
         goto out;
     }
-    cJSON_ArrayForEach(item, merged) {
+    for (size_t i = 0; i < rq->req.argc; i++) {
+        if (!cJSON_AddItemToArray(cmd, cJSON_CreateString(rq->req.argv[i]))) {
+            r = dk_nomem(err, "argv");
+            goto out;
+        }
+    }
+    for (size_t i = 0; i < merged.n; i++) {
         char *kv = NULL;
 
-        total += strlen(item->string) + strlen(item->valuestring) + 2;
-        if (asprintf(&kv, "%s=%s", item->string, item->valuestring) < 0 ||
+        total += strlen(merged.vars[i].name) + strlen(merged.vars[i].value) + 2;
+        if (asprintf(&kv, "%s=%s", merged.vars[i].name, merged.vars[i].value) < 0 ||
             !cJSON_AddItemToArray(arr, cJSON_CreateString(kv))) {
             free(kv);
             r = dk_nomem(err, "env");
@@ -253,8 +196,7 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
                              "argv and env: %zu bytes together, more than the limit of %u", total,
                              CORDON_ARGS_TOTAL_MAX);
 out:
-    free(norm);
-    cJSON_Delete(merged);
+    cordon_env_clear(&merged);
     return r;
 }
 
@@ -801,8 +743,7 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
     /* Pid 0: the runtime never started the process; what we held back is
      * the daemon's reason, not the program's output. */
     if (pid == 0) {
-        r = start_failed(p, cJSON_GetStringValue(cJSON_GetArrayItem(
-                                cJSON_GetObjectItemCaseSensitive(rq.doc, "argv"), 0)), err);
+        r = start_failed(p, rq.req.argv[0], err);
         goto out;
     }
     if (p->holding) {

@@ -38,6 +38,7 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/relay.h>
+#include <cordon/sdk/request.h>
 #include <cordon/sdk/runner.h>
 
 #include "plugins/runc/runc.h"
@@ -111,17 +112,13 @@ static size_t env_find(const struct xargv *a, const char *pair)
 }
 
 /* The value PATH will have inside: the last PATH of the objects given. */
-static const char *final_path(const cJSON *const *objs, size_t n)
+static const char *final_path(const cJSON *spec_env, const struct cordon_env *env)
 {
-    const char *path = RUNC_DEFAULT_PATH;
+    const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec_env, "PATH"));
 
-    for (size_t i = 0; i < n; i++) {
-        const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(objs[i], "PATH"));
-
-        if (v != NULL)
-            path = v;
-    }
-    return path;
+    if (cordon_env_get(env, "PATH") != NULL)
+        path = cordon_env_get(env, "PATH");
+    return path != NULL ? path : RUNC_DEFAULT_PATH;
 }
 
 /* Whether path names an executable regular file inside the container,
@@ -174,10 +171,9 @@ static int program_check(int root_fd, const char *argv0, const char *cwd, const 
                             "PATH=%.200s)", argv0, path);
 }
 
-/* The parts of a request. */
+/* A request as read (the sdk's), and what exec makes of it here. */
 struct request {
-    cJSON *doc;
-    const cJSON *argv;       /* borrowed from doc */
+    struct cordon_exec_request req;
     struct xargv env;        /* NAME=VALUE after config.json's PATH, in order; a later name wins */
     char *cwd;               /* absolute inside the container */
     uint64_t timeout_ms;
@@ -185,41 +181,36 @@ struct request {
 
 static void request_clear(struct request *rq)
 {
-    cJSON_Delete(rq->doc);
+    cordon_exec_request_clear(&rq->req);
     xargv_clear(&rq->env);
     free(rq->cwd);
     memset(rq, 0, sizeof(*rq));
 }
 
 /* workspace_env: each name gets /workspace/<rel>, created when missing. */
-static int request_workspace_env(const struct runc_state *st, int ws_fd, const cJSON *wenv,
-                                 struct xargv *a, struct cordon_error *err)
+static int request_workspace_env(const struct runc_state *st, int ws_fd,
+                                 const struct cordon_env *wenv, struct xargv *a,
+                                 struct cordon_error *err)
 {
-    const cJSON *item;
-    int r = cordon_env_object_check(wenv, "workspace_env", err);
+    int r = 0;
 
-    cJSON_ArrayForEach(item, wenv) {
-        char field[CORDON_ENV_NAME_MAX + 32], *norm = NULL, *value = NULL;
+    for (size_t i = 0; r == 0 && i < wenv->n; i++) {
+        const struct cordon_env_var *v = &wenv->vars[i];
+        char field[CORDON_ENV_NAME_MAX + 32], *value = NULL;
         int dfd;
 
-        if (r < 0)
-            break;
-        snprintf(field, sizeof(field), "workspace_env.%s", item->string);
-        r = cordon_path_normalize_dir(field, item->valuestring, &norm, err);
+        snprintf(field, sizeof(field), "workspace_env.%s", v->name);
         /* Never create the user's directories inside read-only source/. */
-        if (r == 0)
-            r = cordon_fs_walk_dirs(ws_fd, field, norm, true,
-                              !(st->code_layout && cordon_path_is_under(norm, "source")), st->uid,
-                              st->gid, &dfd, err);
+        r = cordon_fs_walk_dirs(ws_fd, field, v->value, true,
+                                !(st->code_layout && cordon_path_is_under(v->value, "source")),
+                                st->uid, st->gid, &dfd, err);
         if (r == 0) {
             close(dfd);
-            if (asprintf(&value, "/workspace%s%s", norm[0] ? "/" : "", norm) < 0)
+            if (asprintf(&value, "/workspace%s%s", v->value[0] ? "/" : "", v->value) < 0)
                 value = NULL;
-            r = value != NULL ? xargv_pair(a, item->string, value, err)
-                              : runc__nomem(err, field);
+            r = value != NULL ? xargv_pair(a, v->name, value, err) : runc__nomem(err, field);
         }
         free(value);
-        free(norm);
     }
     return r;
 }
@@ -228,85 +219,41 @@ static int request_parse(const struct runc_state *st, int root_fd, int ws_fd, co
                          struct request *ret, struct cordon_error *err)
 {
     struct request rq = { 0 };
-    const cJSON *item, *env = NULL, *wenv, *envs[2];
-    char *norm = NULL;
-    size_t n;
+    const cJSON *e;
     int fd, r;
 
-    if ((r = cordon_json_parse_object("request", json, CORDON_REQUEST_MAX, &rq.doc, err)) < 0)
+    cordon_exec_request_init(&rq.req);
+    if ((r = cordon_exec_request_parse(json, &rq.req, err)) < 0)
         goto out;
-    rq.argv = cJSON_GetObjectItemCaseSensitive(rq.doc, "argv");
-    n = cJSON_IsArray(rq.argv) ? (size_t)cJSON_GetArraySize(rq.argv) : 0;
-    if (n == 0 || n > CORDON_ARGV_MAX) {
-        r = cordon_error_set(err, n == 0 ? CORDON_E_INVALID : CORDON_E_LIMIT, 0,
-                             "argv: must be an array of 1 to %u strings", CORDON_ARGV_MAX);
-        goto out;
-    }
-    n = 0;
-    cJSON_ArrayForEach(item, rq.argv) {
-        size_t len = cJSON_IsString(item) ? strlen(item->valuestring) : 0;
-
-        if (!cJSON_IsString(item) || len > CORDON_ARG_BYTES_MAX || (n == 0 && len == 0)) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "argv[%zu]: must be a string of at most %u bytes (argv[0] "
-                                 "non-empty)", n, CORDON_ARG_BYTES_MAX);
-            goto out;
-        }
-        n++;
-    }
-
     /* cwd must already be a directory inside the workspace. */
-    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "cwd");
-    if (item != NULL && !cJSON_IsNull(item) && !cJSON_IsString(item)) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0, "cwd: must be a relative path");
-        goto out;
-    }
-    r = cordon_path_normalize_dir("cwd", cJSON_IsString(item) ? item->valuestring : "", &norm,
-                                  err);
-    if (r == 0)
-        r = cordon_fs_walk_dirs(ws_fd, "cwd", norm, false, false, 0, 0, &fd, err);
+    r = cordon_fs_walk_dirs(ws_fd, "cwd", rq.req.cwd, false, false, 0, 0, &fd, err);
     if (r < 0)
         goto out;
     close(fd);
-    if (asprintf(&rq.cwd, "/workspace%s%s", norm[0] ? "/" : "", norm) < 0) {
+    if (asprintf(&rq.cwd, "/workspace%s%s", rq.req.cwd[0] ? "/" : "", rq.req.cwd) < 0) {
         rq.cwd = NULL;
         r = runc__nomem(err, "cwd");
         goto out;
     }
-    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "timeout_ms");
-    if (item != NULL && !cJSON_IsNull(item) &&
-        (r = cordon_json_u64(item, "timeout_ms", 0, (uint64_t)CORDON_JSON_INT_MAX, &rq.timeout_ms,
-                            err)) < 0)
-        goto out;
+    rq.timeout_ms = rq.req.timeout_ms;
 
     /* The spec's environment, then the request's, then workspace paths. */
-    env = cJSON_GetObjectItemCaseSensitive(rq.doc, "env");
-    if (env != NULL && !cJSON_IsNull(env))
-        r = cordon_env_object_check(env, "env", err);
-    else
-        env = NULL;
-    envs[0] = st->environment;
-    envs[1] = env;
-    for (size_t k = 0; k < 2 && r == 0; k++) {
-        const cJSON *e;
-
-        cJSON_ArrayForEach(e, envs[k]) {
-            if ((r = xargv_pair(&rq.env, e->string, e->valuestring, err)) < 0)
-                break;
-        }
+    cJSON_ArrayForEach(e, st->environment) {
+        if ((r = xargv_pair(&rq.env, e->string, e->valuestring, err)) < 0)
+            goto out;
     }
-    wenv = cJSON_GetObjectItemCaseSensitive(rq.doc, "workspace_env");
-    if (r == 0 && wenv != NULL && !cJSON_IsNull(wenv))
-        r = request_workspace_env(st, ws_fd, wenv, &rq.env, err);
+    for (size_t i = 0; r == 0 && i < rq.req.env.n; i++)
+        r = xargv_pair(&rq.env, rq.req.env.vars[i].name, rq.req.env.vars[i].value, err);
     if (r == 0)
-        r = program_check(root_fd, cJSON_GetArrayItem(rq.argv, 0)->valuestring, rq.cwd,
-                          final_path(envs, 2), err);
+        r = request_workspace_env(st, ws_fd, &rq.req.workspace_env, &rq.env, err);
+    if (r == 0)
+        r = program_check(root_fd, rq.req.argv[0], rq.cwd, final_path(st->environment, &rq.req.env),
+                          err);
     if (r < 0)
         goto out;
     *ret = rq;
     memset(&rq, 0, sizeof(rq));
 out:
-    free(norm);
     request_clear(&rq);
     return r;
 }
@@ -316,15 +263,12 @@ out:
  * exec open on its output. */
 static int init_argv(const struct request *rq, struct xargv *a, struct cordon_error *err)
 {
-    const cJSON *item;
     int r = xargv_add(a, RUNC_INIT_IN_CONTAINER, err);
 
     if (r == 0)
         r = xargv_add(a, "--exec", err);
-    cJSON_ArrayForEach(item, rq->argv) {
-        if (r == 0)
-            r = xargv_add(a, item->valuestring, err);
-    }
+    for (size_t i = 0; r == 0 && i < rq->req.argc; i++)
+        r = xargv_add(a, rq->req.argv[i], err);
     return r;
 }
 

@@ -49,6 +49,7 @@
 #include <cordon/sdk/observe.h>
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/relay.h>
+#include <cordon/sdk/request.h>
 #include <cordon/sdk/runner.h>
 #include <cordon/sdk/tar.h>
 #include <cordon/sdk/sandbox.h>
@@ -1312,10 +1313,9 @@ static int tl_env_add_object(struct tl_env *env, const cJSON *obj, struct cordon
     return r;
 }
 
-/* The parts of a request, borrowed from its JSON document. */
+/* A request as read (the sdk's), and what exec makes of it here. */
 struct tl_request {
-    cJSON *doc;
-    const char **argv;      /* malloc'd array, strings in doc */
+    struct cordon_exec_request req;
     char *cwd;              /* absolute, malloc'd */
     uint64_t timeout_ms;    /* 0 = none */
     struct tl_env env;
@@ -1323,8 +1323,7 @@ struct tl_request {
 
 static void tl_request_clear(struct tl_request *rq)
 {
-    cJSON_Delete(rq->doc);
-    free(rq->argv);
+    cordon_exec_request_clear(&rq->req);
     free(rq->cwd);
     tl_env_clear(&rq->env);
     memset(rq, 0, sizeof(*rq));
@@ -1334,128 +1333,59 @@ static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *js
                             struct tl_request *ret, struct cordon_error *err)
 {
     struct tl_request rq = { 0 };
-    const cJSON *argv, *item, *wenv;
-    const char *cwd = "";
-    char *norm = NULL;
-    size_t n, i = 0, bytes = 0;
     int fd = -1, r;
 
-    r = cordon_json_parse_object("request", json, CORDON_REQUEST_MAX, &rq.doc, err);
+    cordon_exec_request_init(&rq.req);
+    r = cordon_exec_request_parse(json, &rq.req, err);
     if (r < 0)
         goto out;
-    argv = cJSON_GetObjectItemCaseSensitive(rq.doc, "argv");
-    n = cJSON_IsArray(argv) ? (size_t)cJSON_GetArraySize(argv) : 0;
-    if (n == 0 || n > CORDON_ARGV_MAX) {
-        r = cordon_error_set(err, n == 0 ? CORDON_E_INVALID : CORDON_E_LIMIT, 0,
-                             "argv: must be an array of 1 to %u strings", CORDON_ARGV_MAX);
-        goto out;
-    }
-    rq.argv = calloc(n + 1, sizeof(*rq.argv));
-    if (rq.argv == NULL) {
-        r = tl_nomem(err, "argv");
-        goto out;
-    }
-    /* The strings stay in rq.doc; argv only points at them. */
-    cJSON_ArrayForEach(item, argv) {
-        size_t len = cJSON_IsString(item) ? strlen(item->valuestring) : 0;
-
-        if (!cJSON_IsString(item) || len > CORDON_ARG_BYTES_MAX || (i == 0 && len == 0)) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "argv[%zu]: must be a string of at most %u bytes (argv[0] "
-                                 "non-empty)", i, CORDON_ARG_BYTES_MAX);
-            goto out;
-        }
-        bytes += len + 1;
-        rq.argv[i++] = item->valuestring;
-    }
-    rq.env.bytes = bytes;
-    if (bytes > CORDON_ARGS_TOTAL_MAX) {
-        r = cordon_error_set(err, CORDON_E_LIMIT, 0, "argv: more than %u bytes",
-                             CORDON_ARGS_TOTAL_MAX);
-        goto out;
-    }
-
+    for (size_t i = 0; i < rq.req.argc; i++)
+        rq.env.bytes += strlen(rq.req.argv[i]) + 1;
     /* cwd must already be a real directory inside the workspace. */
-    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "cwd");
-    if (item != NULL && !cJSON_IsNull(item)) {
-        if (!cJSON_IsString(item)) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0, "cwd: must be a relative path");
-            goto out;
-        }
-        cwd = item->valuestring;
-    }
-    r = cordon_path_normalize_dir("cwd", cwd, &norm, err);
+    r = cordon_fs_walk_dirs(ws_fd, "cwd", rq.req.cwd, false, false, 0, 0, &fd, err);
     if (r < 0)
         goto out;
-    r = cordon_fs_walk_dirs(ws_fd, "cwd", norm, false, false, 0, 0, &fd, err);
-    if (r < 0)
-        goto out;
-    if (asprintf(&rq.cwd, "%s%s%s", st->workspace, norm[0] ? "/" : "", norm) < 0) {
+    if (asprintf(&rq.cwd, "%s%s%s", st->workspace, rq.req.cwd[0] ? "/" : "", rq.req.cwd) < 0) {
         rq.cwd = NULL;
         r = tl_nomem(err, "cwd");
         goto out;
     }
-
-    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "timeout_ms");
-    if (item != NULL && !cJSON_IsNull(item)) {
-        r = cordon_json_u64(item, "timeout_ms", 0, (uint64_t)CORDON_JSON_INT_MAX, &rq.timeout_ms, err);
-        if (r < 0)
-            goto out;
-    }
+    rq.timeout_ms = rq.req.timeout_ms;
 
     /* The spec's environment, then the request's, then workspace paths. */
     r = tl_env_set(&rq.env, "PATH", TL_DEFAULT_PATH, err);
     if (r == 0 && st->environment != NULL)
         r = tl_env_add_object(&rq.env, st->environment, err);
+    for (size_t i = 0; r == 0 && i < rq.req.env.n; i++)
+        r = tl_env_set(&rq.env, rq.req.env.vars[i].name, rq.req.env.vars[i].value, err);
+    for (size_t i = 0; r == 0 && i < rq.req.workspace_env.n; i++) {
+        const struct cordon_env_var *v = &rq.req.workspace_env.vars[i];
+        char field[CORDON_ENV_NAME_MAX + 32], *value = NULL;
+        int dfd = -1;
+        bool in_source;
+
+        snprintf(field, sizeof(field), "workspace_env.%s", v->name);
+        /* Never create sandbox-owned directories inside read-only source/. */
+        in_source = st->code_layout && cordon_path_is_under(v->value, "source");
+        r = cordon_fs_walk_dirs(ws_fd, field, v->value, !in_source, geteuid() == 0, st->uid,
+                                st->gid, &dfd, err);
+        if (r < 0)
+            break;
+        close(dfd);
+        if (asprintf(&value, "%s%s%s", st->workspace, v->value[0] ? "/" : "", v->value) < 0) {
+            r = tl_nomem(err, field);
+            break;
+        }
+        r = tl_env_set(&rq.env, v->name, value, err);
+        free(value);
+    }
     if (r < 0)
         goto out;
-    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "env");
-    if (item != NULL && !cJSON_IsNull(item)) {
-        r = cordon_env_object_check(item, "env", err);
-        if (r == 0)
-            r = tl_env_add_object(&rq.env, item, err);
-        if (r < 0)
-            goto out;
-    }
-    wenv = cJSON_GetObjectItemCaseSensitive(rq.doc, "workspace_env");
-    if (wenv != NULL && !cJSON_IsNull(wenv)) {
-        r = cordon_env_object_check(wenv, "workspace_env", err);
-        if (r < 0)
-            goto out;
-        cJSON_ArrayForEach(item, wenv) {
-            char field[CORDON_ENV_NAME_MAX + 32], *value = NULL;
-            int dfd = -1;
-            bool in_source;
-
-            snprintf(field, sizeof(field), "workspace_env.%s", item->string);
-            free(norm);
-            norm = NULL;
-            r = cordon_path_normalize_dir(field, item->valuestring, &norm, err);
-            if (r < 0)
-                goto out;
-            /* Never create sandbox-owned directories inside read-only source/. */
-            in_source = st->code_layout && cordon_path_is_under(norm, "source");
-            r = cordon_fs_walk_dirs(ws_fd, field, norm, !in_source, geteuid() == 0, st->uid, st->gid,
-                                    &dfd, err);
-            if (r < 0)
-                goto out;
-            close(dfd);
-            if (asprintf(&value, "%s%s%s", st->workspace, norm[0] ? "/" : "", norm) < 0) {
-                r = tl_nomem(err, field);
-                goto out;
-            }
-            r = tl_env_set(&rq.env, item->string, value, err);
-            free(value);
-            if (r < 0)
-                goto out;
-        }
-    }
     *ret = rq;
     memset(&rq, 0, sizeof(rq));
 out:
     if (fd >= 0)
         close(fd);
-    free(norm);
     tl_request_clear(&rq);
     return r;
 }
@@ -1657,7 +1587,7 @@ static int tl_exec(struct cordon_resource *res, const char *state_json, const ch
         goto out;
     tl_child_prepare(res, &st, &child);
     cordon_runner_opts_init(&opts);
-    opts.argv = rq.argv;
+    opts.argv = (const char *const *)rq.req.argv;
     opts.envp = (const char *const *)rq.env.entries;
     opts.cwd = rq.cwd;
     opts.stdin_fd = stdin_fd;

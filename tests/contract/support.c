@@ -25,6 +25,7 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/observe.h>
+#include <cordon/sdk/request.h>
 #include <cordon/sdk/tar.h>
 #include <cordon/text.h>
 #include "tests/contract/contract.h"
@@ -351,21 +352,21 @@ const char *contract_provision(const char *id, const char *layout)
 
 char *contract_request(const char *const *argv, uint64_t timeout_ms)
 {
-    cJSON *req = cJSON_CreateObject(), *arr, *env;
-    char *text;
+    struct cordon_exec_request rq;
+    struct cordon_error err;
+    char *text = NULL;
 
-    cr_assert(req != NULL);
-    arr = cJSON_AddArrayToObject(req, "argv");
+    cordon_error_init(&err);
+    cordon_exec_request_init(&rq);
     for (size_t i = 0; argv[i] != NULL; i++)
-        cJSON_AddItemToArray(arr, cJSON_CreateString(argv[i]));
+        cr_assert_eq(cordon_exec_request_add_arg(&rq, argv[i], &err), 0, "%s", err.message);
     /* "" is the workspace root, as the sdk's own observation says it. */
-    cJSON_AddStringToObject(req, "cwd", "");
-    env = cJSON_AddObjectToObject(req, "env");
-    cJSON_AddStringToObject(env, "PATH", EXEC_PATH);
-    cJSON_AddNumberToObject(req, "timeout_ms", (double)timeout_ms);
-    text = cJSON_PrintUnformatted(req);
-    cJSON_Delete(req);
-    cr_assert(text != NULL);
+    rq.cwd = strdup("");
+    cr_assert(rq.cwd != NULL);
+    cr_assert_eq(cordon_env_set(&rq.env, "PATH", EXEC_PATH, &err), 0, "%s", err.message);
+    rq.timeout_ms = timeout_ms;
+    cr_assert_eq(cordon_exec_request_print(&rq, &text, &err), 0, "%s", err.message);
+    cordon_exec_request_clear(&rq);
     return text;
 }
 

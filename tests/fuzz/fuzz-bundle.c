@@ -32,11 +32,17 @@ static void request(const char *text)
         r = cordon__adapter_plan(b, NULL, &plan, &err);
         fuzz_check_refusal(r, &err);
         for (size_t i = 0; r == 0 && i < plan->n_steps; i++) {
-            cJSON *step = cordon__plan_step_request(plan, i, 1000);
+            struct cordon_exec_request step;
+            char *text = NULL;
 
-            if (step == NULL)
-                abort();
-            cJSON_Delete(step);
+            /* A plan the host accepted gives requests every provider reads. */
+            cordon_exec_request_init(&step);
+            r = cordon__plan_step_request(plan, i, 1000, &step, &err);
+            if (r == 0)
+                r = cordon_exec_request_print(&step, &text, &err);
+            fuzz_check_refusal(r, &err);
+            free(text);
+            cordon_exec_request_clear(&step);
         }
         cordon__plan_free(plan);
     }

@@ -257,6 +257,23 @@ def docker_seeds():
     put("fuzz-docker", "request-argv-empty", b"\4\0" + json.dumps(dict(req, argv=[])).encode())
 
 
+def documents_seeds():
+    req = {"argv": ["python3", "main.py", "a b"], "cwd": "source", "env": {"PATH": "/usr/bin:/bin"},
+           "workspace_env": {"HOME": "build/home", "TMPDIR": "build/tmp"}, "timeout_ms": 29985}
+    put("fuzz-documents", "request", b"\0" + json.dumps(req).encode())
+    put("fuzz-documents", "request-minimal", b"\0" + b'{"argv": ["id"]}')
+    put("fuzz-documents", "request-nulls", b"\0" + json.dumps(dict(req, cwd=None, env=None, workspace_env=None,
+                                                                   timeout_ms=None)).encode())
+    put("fuzz-documents", "request-cwd-up", b"\0" + json.dumps(dict(req, cwd="../..")).encode())
+    put("fuzz-documents", "request-cwd-dots", b"\0" + json.dumps(dict(req, cwd="./a//b/./")).encode())
+    put("fuzz-documents", "request-argv-empty", b"\0" + json.dumps(dict(req, argv=[""])).encode())
+    put("fuzz-documents", "request-argv-number", b"\0" + json.dumps(dict(req, argv=["id", 3])).encode())
+    put("fuzz-documents", "request-env-dup", b"\0" + b'{"argv": ["id"], "env": {"A": "1", "A": "2"}}')
+    put("fuzz-documents", "request-env-bad", b"\0" + json.dumps(dict(req, env={"1X": "y", "P": "a\u0000b"})).encode())
+    put("fuzz-documents", "request-wenv-abs", b"\0" + json.dumps(dict(req, workspace_env={"H": "/etc"})).encode())
+    put("fuzz-documents", "request-timeout-huge", b"\0" + json.dumps(dict(req, timeout_ms=1e300)).encode())
+
+
 if __name__ == "__main__":
     tar_seeds()
     observe_seeds()
@@ -265,3 +282,4 @@ if __name__ == "__main__":
     bundle_seeds()
     checkpoint_seeds()
     docker_seeds()
+    documents_seeds()

@@ -264,31 +264,36 @@ Test(adapter, step_request_is_the_abi_object)
     struct cordon__bundle *b = bundle_of("{\"files\":[{\"path\":\"main.cpp\",\"content\":\"\"}],"
                                          "\"args\":[\"a\"]}");
     struct cordon__plan *p = NULL;
+    struct cordon_exec_request req;
     struct cordon_error err;
-    cJSON *req, *argv, *env;
+    char *text = NULL;
+    cJSON *doc;
 
     cordon_error_init(&err);
     cr_assert_eq(cordon__adapter_plan(b, NULL, &p, &err), 0, "%s", err.message);
-    req = cordon__plan_step_request(p, 1, 4500);
-    cr_assert_not_null(req);
-    argv = cJSON_GetObjectItem(req, "argv");
-    cr_assert_eq(cJSON_GetArraySize(argv), 2);
-    cr_assert_str_eq(cJSON_GetArrayItem(argv, 0)->valuestring, "../build/app");
-    cr_assert_str_eq(cJSON_GetArrayItem(argv, 1)->valuestring, "a");
-    cr_assert_str_eq(cJSON_GetObjectItem(req, "cwd")->valuestring, "source");
-    cr_assert_eq(cJSON_GetObjectItem(req, "timeout_ms")->valuedouble, 4500);
-    env = cJSON_GetObjectItem(req, "env");
-    cr_assert_str_eq(env_value(env, "MAKEFLAGS"), "-j1");
-    cr_assert_str_eq(env_value(cJSON_GetObjectItem(req, "workspace_env"), "HOME"), "build/home");
-    /* The request owns copies: the plan's objects stay intact. */
-    cr_assert_neq(env, p->env);
-    cr_assert_eq(cJSON_GetArraySize(req), 5);
-    cJSON_Delete(req);
-    req = cordon__plan_step_request(p, 0, 1);
-    cr_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(req, "argv"), 0)->valuestring, "c++");
-    cJSON_Delete(req);
-    cr_assert_null(cordon__plan_step_request(p, 2, 1));
-    cr_assert_null(cordon__plan_step_request(NULL, 0, 1));
+    cordon_exec_request_init(&req);
+    cr_assert_eq(cordon__plan_step_request(p, 1, 4500, &req, &err), 0, "%s", err.message);
+    cr_assert_eq(req.argc, 2);
+    cr_assert_str_eq(req.argv[0], "../build/app");
+    cr_assert_str_eq(req.argv[1], "a");
+    cr_assert_null(req.argv[2]);
+    cr_assert_str_eq(req.cwd, "source");
+    cr_assert_eq(req.timeout_ms, 4500);
+    cr_assert_str_eq(cordon_env_get(&req.env, "MAKEFLAGS"), "-j1");
+    cr_assert_str_eq(cordon_env_get(&req.workspace_env, "HOME"), "build/home");
+    /* Printed, it is the ABI object with its five keys. */
+    cr_assert_eq(cordon_exec_request_print(&req, &text, &err), 0, "%s", err.message);
+    doc = cJSON_Parse(text);
+    cr_assert_eq(cJSON_GetArraySize(doc), 5);
+    cr_assert_str_eq(env_value(cJSON_GetObjectItem(doc, "env"), "MAKEFLAGS"), "-j1");
+    cJSON_Delete(doc);
+    free(text);
+    cordon_exec_request_clear(&req);
+    cr_assert_eq(cordon__plan_step_request(p, 0, 1, &req, &err), 0, "%s", err.message);
+    cr_assert_str_eq(req.argv[0], "c++");
+    cordon_exec_request_clear(&req);
+    cr_assert_eq(cordon__plan_step_request(p, 2, 1, &req, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon__plan_step_request(NULL, 0, 1, &req, &err), CORDON_E_INVALID);
     cordon__plan_free(p);
     cordon__bundle_free(b);
 }

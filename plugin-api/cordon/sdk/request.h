@@ -1,0 +1,116 @@
+/*
+ * sdk: the exec request as a typed struct, read and written in one place.
+ *
+ * The request crosses the ABI as JSON text (provider-abi.md §7.5); the host
+ * builds one, every provider reads one. cordon_exec_request_parse is the
+ * one reading, with every rule of the document and the shared bounds of
+ * cordon/sdk/bounds.h; cordon_exec_request_print the one writing, and it
+ * refuses a request the parser would refuse, so the host never sends what
+ * a provider must turn away. Inside a module the request is C fields.
+ *
+ * Including this header needs cJSON's.
+ */
+#ifndef CORDON_SDK_REQUEST_H
+#define CORDON_SDK_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include <cordon/provider.h>
+#include <cordon/sdk/bounds.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- environments -------------------------------------------------------- */
+
+/* One variable. */
+struct cordon_env_var {
+    char *name;     /* [A-Za-z_][A-Za-z0-9_]*, malloc'd */
+    char *value;    /* malloc'd */
+};
+
+/* Variables in document order, each name once. Caller-owned: zero it (or
+ * cordon_env_init), free what it holds with cordon_env_clear. */
+struct cordon_env {
+    struct cordon_env_var *vars;   /* n entries, malloc'd */
+    size_t n;
+};
+
+CORDON_EXTERN void cordon_env_init(struct cordon_env *env);
+/* Free every variable; env is empty afterwards. NULL is fine. */
+CORDON_EXTERN void cordon_env_clear(struct cordon_env *env);
+/* The value of name, borrowed from env, or NULL. */
+CORDON_EXTERN const char *cordon_env_get(const struct cordon_env *env, const char *name);
+/* Set name to value (both copied): a name already there gets the new
+ * value in its place. CORDON_E_INVALID for a bad name, CORDON_E_LIMIT past
+ * CORDON_ENV_MAX variables or a value past CORDON_ARG_BYTES_MAX. */
+CORDON_EXTERN int cordon_env_set(struct cordon_env *env, const char *name, const char *value,
+                                 struct cordon_error *err);
+/*
+ * Read an environment object (borrowed; NULL or JSON null is empty) into
+ * *ret, which must be empty: cordon_env_object_check's rules, and each name
+ * once (cJSON keeps a repeated key; "<field>.<name>: appears twice").
+ */
+CORDON_EXTERN int cordon_env_from_json(const cJSON *obj, const char *field,
+                                       struct cordon_env *ret, struct cordon_error *err);
+/* The variables as a new JSON object (free with cJSON_Delete); NULL when
+ * out of memory. */
+CORDON_EXTERN cJSON *cordon_env_to_json(const struct cordon_env *env);
+
+/* ---- the exec request ---------------------------------------------------- */
+
+/* One exec's request. Caller-owned: cordon_exec_request_init, then
+ * cordon_exec_request_clear. */
+struct cordon_exec_request {
+    char **argv;                 /* argc strings and a NULL, each malloc'd; argv[0] non-empty */
+    size_t argc;                 /* 1..CORDON_ARGV_MAX */
+    char *cwd;                   /* normalised, relative to /workspace, "" the root; malloc'd */
+    struct cordon_env env;       /* this exec's variables, over the spec's environment */
+    struct cordon_env workspace_env; /* NAME: a normalised directory relative to /workspace */
+    uint64_t timeout_ms;         /* the host's deadline, a provider's backstop; 0 none */
+};
+
+CORDON_EXTERN void cordon_exec_request_init(struct cordon_exec_request *rq);
+/* Free what rq holds; rq is as after init. NULL is fine. */
+CORDON_EXTERN void cordon_exec_request_clear(struct cordon_exec_request *rq);
+
+/* Append one argument (copied) to rq->argv. CORDON_E_LIMIT past
+ * CORDON_ARGV_MAX entries or CORDON_ARG_BYTES_MAX bytes. */
+CORDON_EXTERN int cordon_exec_request_add_arg(struct cordon_exec_request *rq, const char *arg,
+                                              struct cordon_error *err);
+
+/*
+ * Parse request text (borrowed, at most CORDON_REQUEST_MAX bytes) into
+ * *ret, which must be as after init; written only on success. The rules,
+ * each refusal naming the field and the limit:
+ *   argv           required, 1..CORDON_ARGV_MAX strings, each at most
+ *                  CORDON_ARG_BYTES_MAX bytes, argv[0] non-empty;
+ *   cwd            a string or null/absent (""), normalised with
+ *                  cordon_path_normalize_dir: CORDON_E_UNSAFE for ".." or
+ *                  an absolute path;
+ *   env            an environment object or null/absent;
+ *   workspace_env  likewise, each value a directory as cwd is, named
+ *                  "workspace_env.<NAME>";
+ *   timeout_ms     a whole number, or null/absent (0);
+ *   together       argv, env and workspace_env at most
+ *                  CORDON_ARGS_TOTAL_MAX bytes (each string with its NUL,
+ *                  a variable as NAME=VALUE).
+ * Other keys are ignored: a newer host may add optional ones. A malformed
+ * document is CORDON_E_INVALID, a bound CORDON_E_LIMIT.
+ */
+CORDON_EXTERN int cordon_exec_request_parse(const char *json, struct cordon_exec_request *ret,
+                                            struct cordon_error *err);
+
+/* rq as request text into *ret_json (malloc'd, free()), with every key
+ * present. Refuses, with the parser's error, a request the parser would
+ * refuse. */
+CORDON_EXTERN int cordon_exec_request_print(const struct cordon_exec_request *rq,
+                                            char **ret_json, struct cordon_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
