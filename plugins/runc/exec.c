@@ -513,20 +513,15 @@ static int run_agent(const struct runc_state *st, int pidfd, int root_fd,
                      const struct request *rq, const struct cordon_runner_opts *opts,
                      struct cordon_exec_outcome *o, bool *ret_used, struct cordon_error *err)
 {
-    const char *argv[CORDON_ARGV_MAX + 1];
     struct xargv envp = { 0 };
     struct cordon_agent_cmd cmd;
-    const cJSON *item;
-    size_t n = 0;
     int agent_fd = -1, null_fd = -1, r;
 
     *ret_used = false;
-    cJSON_ArrayForEach(item, rq->argv)
-        argv[n++] = item->valuestring;      /* request_parse bounds n by CORDON_ARGV_MAX */
-    argv[n] = NULL;
     if ((r = enter_env(root_fd, st->uid, rq, &envp, err)) < 0)
         goto out;
-    cmd = (struct cordon_agent_cmd){ argv, (const char *const *)envp.v, rq->cwd,
+    cmd = (struct cordon_agent_cmd){ (const char *const *)rq->req.argv,
+                                     (const char *const *)envp.v, rq->cwd,
                                      opts->stdin_fd, opts->stdout_fd, opts->stderr_fd };
     if (!cordon_agent_fits(&cmd))
         goto out;
