@@ -72,9 +72,11 @@ try "the authoring guide's skeleton, gcc -Wall -Wextra" \
 try "the authoring guide's skeleton, clang -Wall -Wextra" \
   clang -Wall -Wextra -Werror $cflags -c "$work/skeleton.c" -o "$work/s.o"
 
-# The names declared for export: CORDON_EXTERN ... name( in the headers given.
+# The names declared for export in the headers given: functions
+# (CORDON_EXTERN ... name(), and data (CORDON_EXTERN extern ... name[ or name;).
 declared() {
-  sed -n 's/^CORDON_EXTERN[^(]*[ *]\([a-z_][a-z0-9_]*\)(.*/\1/p' "$@" | sort -u
+  sed -n -e 's/^CORDON_EXTERN[^(]*[ *]\([a-z_][a-z0-9_]*\)(.*/\1/p' \
+    -e 's/^CORDON_EXTERN extern [^(]*[ *]\([a-z_][a-z0-9_]*\) *[[;].*/\1/p' "$@" | sort -u
 }
 # Every defined dynamic symbol of lib (version nodes aside) is in the list.
 check_exports() { # name, library, header...
