@@ -32,6 +32,8 @@ built() {
   return 1
 }
 
+# It needs nothing: it says that nothing was built.
+[ "$name" = no-criterion.sh ] && exec "$@"
 [ "$(id -u)" -eq 0 ] || skip "needs root (uid $(id -u)): run make check-integration as root"
 case $name in
   docker-tests)
