@@ -37,7 +37,12 @@ chmod 1777 "$reports"   # a provider may run a sanitized helper as another user
 export ASAN_OPTIONS="detect_leaks=1:log_path=$reports/asan:strict_string_checks=1:detect_stack_use_after_return=1"
 export LSAN_OPTIONS="suppressions=$top/tests/sanitizers/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan"
-make check TESTS="tests/unit/unit-tests tests/contract/run-contract.sh" >check.out 2>&1
+# The unit suite whole: tests/unit/unit.sh (what make check runs) and
+# tests/unit/unit-root.sh (its *_root suites, from make check-integration).
+suites="tests/unit/unit.sh tests/unit/unit-root.sh tests/contract/run-contract.sh"
+logs="tests/unit/unit.sh.log tests/unit/unit-root.sh.log tests/contract/run-contract.sh.log"
+rm -f $logs
+make check TESTS="$suites" >check.out 2>&1
 check_rc=$?
 
 passed=0 failed=0
@@ -46,13 +51,12 @@ while read -r line; do
   f=$(sed -n 's/.*Failing: \([0-9]*\).*/\1/p' <<<"$line")
   c=$(sed -n 's/.*Crashing: \([0-9]*\).*/\1/p' <<<"$line")
   passed=$((passed + p)); failed=$((failed + f + c))
-done < <(grep -h 'Synthesis: Tested' tests/unit/unit-tests.log tests/contract/run-contract.sh.log 2>/dev/null |
+done < <(grep -h 'Synthesis: Tested' $logs 2>/dev/null |
          sed 's/\x1b\[[0-9;]*m//g')
 echo "sanitize: Criterion: $passed passed, $failed failed (make check exited $check_rc)"
 if [ "$check_rc" -ne 0 ]; then
   failed=$((failed + 1))
-  grep -h -B2 -A12 -E 'FAIL|Failing: [1-9]|Crashing: [1-9]' tests/unit/unit-tests.log \
-    tests/contract/run-contract.sh.log 2>/dev/null | head -n 80
+  grep -h -B2 -A12 -E 'FAIL|Failing: [1-9]|Crashing: [1-9]' $logs 2>/dev/null | head -n 80
 fi
 # A report that only warns (ASan notes a jump off the stack of a clone
 # child, say) is not an error; one with ERROR or "runtime error" is.

@@ -89,9 +89,27 @@ export CORDON_RUNC_IMAGE_MINIMAL="$(field minimal 2)@sha256:$(field minimal 3)"
 check "docker test images imported" test -n "$CORDON_DOCKER_IMAGE_TOOLCHAIN" -a -n "$CORDON_DOCKER_IMAGE_MINIMAL"
 check "runc test rootfs built" test -n "$(field toolchain 3)"
 
-note "unit, mechanism and contract suites (make check)"
+note "unit suites without root (make check), then root, mechanism and contract suites (make check-integration)"
+# Logs of an earlier run (or of suites since renamed) would be summed below
+# as if this run had made them.
+find "$BUILD/tests" \( -name '*.log' -o -name '*.trs' \) -delete 2>/dev/null
+rm -f "$BUILD/test-suite.log" "$BUILD/test-suite-integration.log"
 ( cd "$BUILD" && make -j"$(nproc)" check )
 check_rc=$?
+( cd "$BUILD" && make -j"$(nproc)" check-integration )
+integration_rc=$?
+# A suite that could not run here (not root, no daemon, no runc) is a SKIP
+# in automake's summary: here that is a failure, with its reason.
+for suite_log in test-suite.log test-suite-integration.log; do
+  if [ ! -f "$BUILD/$suite_log" ]; then
+    failed=$((failed + 1)); echo "check FAILED: $suite_log was not written"; continue
+  fi
+  skips=$(sed -n 's/^# SKIP: *\([0-9]*\)$/\1/p' "$BUILD/$suite_log")
+  if [ "${skips:-0}" -ne 0 ]; then
+    failed=$((failed + skips)); echo "check FAILED: $suite_log: $skips suite(s) skipped:"
+    grep -h '^SKIP: ' "$BUILD/$suite_log" || true
+  fi
+done
 
 note "headers: what a provider author compiles, from the installed package; what the libraries export"
 bash scripts/check-headers.sh --installed --exports "$BUILD/.libs" >"$BUILD/headers.out" 2>&1
@@ -123,7 +141,10 @@ cat "$BUILD/tests/docker-daemon.log"
 [ $daemon_rc -eq 0 ] || { failed=$((failed + 1)); echo "check FAILED: docker daemon test exited $daemon_rc"; }
 grep -q 'Tested: 1 | Passing: 1 ' "$BUILD/tests/docker-daemon.log" ||
   { failed=$((failed + 1)); echo "check FAILED: the docker daemon test did not run and pass"; }
-# Sum every Criterion synthesis line of the suites make check ran.
+# Sum every Criterion synthesis line of the suites make check and make
+# check-integration ran: each suite writes its own log under $BUILD/tests
+# (tests/unit/unit.sh.log, tests/unit/unit-root.sh.log, ...), the old ones
+# were deleted above, so none is counted twice.
 while read -r line; do
   t=$(sed -n 's/.*Tested: \([0-9]*\).*/\1/p' <<<"$line")
   p=$(sed -n 's/.*Passing: \([0-9]*\).*/\1/p' <<<"$line")
@@ -137,6 +158,9 @@ for log in $(find "$BUILD/tests" -name '*.log' ! -name 'test-suite.log' | sort);
 done
 if [ $check_rc -ne 0 ]; then
   failed=$((failed + 1)); echo "check FAILED: make check exited $check_rc"
+fi
+if [ $integration_rc -ne 0 ]; then
+  failed=$((failed + 1)); echo "check FAILED: make check-integration exited $integration_rc"
 fi
 
 note "sanitizers: unit and contract suites in an ASan+UBSan+LSan build of their own"

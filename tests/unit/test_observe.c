@@ -947,7 +947,9 @@ Test(observe, named_boundary_is_read_from_proc_and_the_hosts_init_is_refused)
     assert_no_children();
 }
 
-Test(observe, named_boundary_in_a_mount_namespace_of_its_own_is_not_the_observers)
+/* unshare(CLONE_NEWNS) needs CAP_SYS_ADMIN: the suite observe_root runs
+ * from make check-integration (a suite whose name ends in _root needs root). */
+Test(observe_root, named_boundary_in_a_mount_namespace_of_its_own_is_not_the_observers)
 {
     char answer[64], ns_path[64];
     int ready[2];
