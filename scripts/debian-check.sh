@@ -15,7 +15,11 @@
 # trace: the copy, the packages, the root and its mounts are removed on any
 # exit. The base root is cached as a tarball in $CORDON_IMAGE_CACHE
 # (/var/cache/cordon-images), keyed by its package list.
+#   scripts/debian-check.sh [--debs DIR]   DIR: packages already built there (with their
+#                                          .changes), instead of building them here
 set -uo pipefail
+debs_from=
+if [ "${1:-}" = "--debs" ]; then debs_from=$(cd "$2" && pwd) || exit 2; fi
 cd "$(dirname "$0")/.."
 top=$(pwd)
 cache=${CORDON_IMAGE_CACHE:-/var/cache/cordon-images}
@@ -60,25 +64,30 @@ if [ ${#missing[@]} -gt 0 ]; then
     { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; }
 fi
 
-# A copy of the tree (tracked and new files, nothing ignored), so that the
-# source stays clean; the packages land next to it, in $work.
-mkdir -p "$work/src/cordon"
-if git rev-parse --git-dir >/dev/null 2>&1; then
-  git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$work/src/cordon"
+if [ -n "$debs_from" ]; then
+  mkdir -p "$work/src"
+  cp "$debs_from"/*.deb "$debs_from"/*.changes "$debs_from"/*.buildinfo "$work/src/"
 else
-  tar -C "$top" --exclude='./_build*' -cf - . | tar -C "$work/src/cordon" -xf -
-fi
-(cd "$work/src/cordon" && dpkg-checkbuilddeps >/dev/null 2>&1) ||
-  apt-get build-dep -y -q "$work/src/cordon" >/dev/null ||
-  { apt-get update -q >/dev/null && apt-get build-dep -y -q "$work/src/cordon" >/dev/null; }
+  # A copy of the tree (tracked and new files, nothing ignored), so that the
+  # source stays clean; the packages land next to it, in $work.
+  mkdir -p "$work/src/cordon"
+  if git rev-parse --git-dir >/dev/null 2>&1; then
+    git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$work/src/cordon"
+  else
+    tar -C "$top" --exclude='./_build*' -cf - . | tar -C "$work/src/cordon" -xf -
+  fi
+  (cd "$work/src/cordon" && dpkg-checkbuilddeps >/dev/null 2>&1) ||
+    apt-get build-dep -y -q "$work/src/cordon" >/dev/null ||
+    { apt-get update -q >/dev/null && apt-get build-dep -y -q "$work/src/cordon" >/dev/null; }
 
-echo "== dpkg-buildpackage -us -uc -b"
-(cd "$work/src/cordon" && dpkg-buildpackage -us -uc -b -j"$(nproc)") >"$work/build.log" 2>&1
-build_rc=$?
-[ $build_rc -eq 0 ] || tail -n 60 "$work/build.log"
-check "the packages build (dpkg-buildpackage -b)" test $build_rc -eq 0
-[ $build_rc -eq 0 ] || finish
-echo "built in $(($(date +%s) - start)) s: $(cd "$work/src" && ls ./*.deb | tr '\n' ' ')"
+  echo "== dpkg-buildpackage -us -uc -b"
+  (cd "$work/src/cordon" && dpkg-buildpackage -us -uc -b -j"$(nproc)") >"$work/build.log" 2>&1
+  build_rc=$?
+  [ $build_rc -eq 0 ] || tail -n 60 "$work/build.log"
+  check "the packages build (dpkg-buildpackage -b)" test $build_rc -eq 0
+  [ $build_rc -eq 0 ] || finish
+  echo "built in $(($(date +%s) - start)) s: $(cd "$work/src" && ls ./*.deb | tr '\n' ' ')"
+fi
 
 echo "== lintian -I"
 lintian -I --pedantic "$work"/src/*.changes >"$work/lintian.out" 2>&1
