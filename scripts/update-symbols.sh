@@ -24,8 +24,11 @@ else
   tree=$work/cordon
 fi
 version=$(cd "$tree" && dpkg-parsechangelog -S Version | sed 's/-[^-]*$//')
-for pkg in libcordon0 libcordon-sdk0; do
+for pkg in libcordon0:libcordon-dev libcordon-sdk0:libcordon-sdk-dev; do
+  dev=${pkg#*:} pkg=${pkg%%:*}
   (cd "$tree" && dpkg-gensymbols -q -p"$pkg" -P"debian/$pkg" -v"$version" -c0 -O"$top/debian/$pkg.symbols")
+  # The -dev package whose Build-Depends a dependent package's version comes from.
+  sed -i "1a * Build-Depends-Package: $dev" "$top/debian/$pkg.symbols"
   echo "debian/$pkg.symbols: $(grep -c '^ ' "$top/debian/$pkg.symbols") symbols"
 done
 git -C "$top" diff --stat -- debian/*.symbols || true
