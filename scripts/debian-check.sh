@@ -134,6 +134,9 @@ tar -C "$root" -xf "$base"
 # the machine's own, shared with the host, so that an execution in the
 # root never holds a uid that one outside holds too; the rootfs tarballs
 # come from the image cache, read-only.
+# The root is a mount point of its own: runc makes "/" a private mount
+# before pivot_root, which fails (EINVAL) on a plain directory.
+mount --bind "$root" "$root"
 mkdir -p /run/cordon/uids && chmod 0700 /run/cordon/uids
 mkdir -p "$root/run/cordon/uids" "$root$cache"
 mount -t proc proc "$root/proc"
@@ -144,7 +147,7 @@ mount --bind -o ro "$cache" "$root$cache"
 mkdir -p "$root/debs"
 cp "$work"/src/*.deb "$root/debs/"
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
-install_debs() { # package names, from /debs
+install_debs() { # package names, from /debs (apt takes our own dependencies from there too)
   local p args=()
   for p in "$@"; do args+=("$(cd "$root" && ls ./debs/"$p"_*.deb | sed 's#^\.##')"); done
   in_root apt-get install -y -q --no-install-recommends "${args[@]}" >"$work/apt.log" 2>&1 ||
@@ -153,7 +156,7 @@ install_debs() { # package names, from /debs
 echo 'print("hello from the Debian packages")' >"$root/tmp/main.py"
 
 echo "== (a) cordon and cordon-provider-trusted-local alone"
-check "(a) cordon and cordon-provider-trusted-local install" install_debs cordon cordon-provider-trusted-local
+check "(a) cordon and cordon-provider-trusted-local install" install_debs libcordon-sdk0 cordon cordon-provider-trusted-local
 in_root cordon providers >"$work/providers.out" 2>&1
 cat "$work/providers.out"
 check "(a) cordon providers lists trusted-local only" \
@@ -218,7 +221,7 @@ check "(d) the autopkgtest passes (trusted-local and runc)" \
            grep -q 'contract: ok: runc' '$work/autopkgtest.out'"
 
 echo "== (e) examples/provider-hello against the installed -dev packages"
-check "(e) libcordon-sdk-dev and libcordon-dev install" install_debs libcordon-sdk-dev libcordon-dev
+check "(e) libcordon-sdk-dev and libcordon-dev install" install_debs libcordon0 libcordon-sdk-dev libcordon-dev
 mkdir -p "$root/tmp/provider-hello"
 cp examples/provider-hello/Makefile examples/provider-hello/hello.c "$root/tmp/provider-hello/"
 in_root make -C /tmp/provider-hello CC=gcc CFLAGS="-O2 -Werror" >"$work/hello-build.out" 2>&1
