@@ -146,7 +146,18 @@ mount --bind /run/cordon/uids "$root/run/cordon/uids"
 mount --bind -o ro "$cache" "$root$cache"
 mkdir -p "$root/debs"
 cp "$work"/src/*.deb "$root/debs/"
-in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
+# Not chroot: in a chroot, runc's pivot_root attaches the container's root
+# below the chroot directory, and a process that later enters the
+# container's mount namespace (setns, as runc.so does for each exec) lands
+# at the namespace's root, the host's "/", where /workspace is missing
+# (ENOENT). A mount namespace of its own whose root is the clean root
+# (pivot_root) gives runc the same start it has on a real machine.
+in_root() {
+  unshare --mount --propagation private -- /bin/sh -c '
+    cd "$1" && shift && mkdir -p .pivot-old && pivot_root . .pivot-old &&
+    cd / && umount -l /.pivot-old && rmdir /.pivot-old &&
+    exec /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"' sh "$root" "$@"
+}
 install_debs() { # package names, from /debs (apt takes our own dependencies from there too)
   local p args=()
   for p in "$@"; do args+=("$(cd "$root" && ls ./debs/"$p"_*.deb | sed 's#^\.##')"); done
