@@ -3,8 +3,8 @@
 #   - every public header together with CORDON_PROVIDER_DEFINE, under
 #     clang -Weverything -Werror, gcc -Wall -Wextra -Wpedantic -Werror
 #     -std=c11, and (the headers alone) as C++ under g++ -Wall -Wextra -Werror;
-#   - the skeleton of docs/provider-authoring.md (its first C block) under
-#     gcc and clang -Wall -Wextra -Werror;
+#   - the skeleton of docs/provider-authoring.md (its first C block) and
+#     examples/provider-hello/hello.c under gcc and clang -Wall -Wextra -Werror;
 #   - with --exports DIR: what libcordon-sdk.so and libcordon.so in DIR (a
 #     build tree's .libs, or the installed libdir) export. Each defined
 #     dynamic symbol must be declared CORDON_EXTERN in an installed header
@@ -71,6 +71,10 @@ try "the authoring guide's skeleton, gcc -Wall -Wextra" \
   gcc -Wall -Wextra -Werror $cflags -c "$work/skeleton.c" -o "$work/s.o"
 try "the authoring guide's skeleton, clang -Wall -Wextra" \
   clang -Wall -Wextra -Werror $cflags -c "$work/skeleton.c" -o "$work/s.o"
+try "examples/provider-hello, gcc -Wall -Wextra" \
+  gcc -std=gnu11 -Wall -Wextra -Werror $cflags -fPIC -c examples/provider-hello/hello.c -o "$work/h.o"
+try "examples/provider-hello, clang -Wall -Wextra" \
+  clang -std=gnu11 -Wall -Wextra -Werror $cflags -fPIC -c examples/provider-hello/hello.c -o "$work/h.o"
 
 # The names declared for export in the headers given: functions
 # (CORDON_EXTERN ... name(), and data (CORDON_EXTERN extern ... name[ or name;).

@@ -2,7 +2,8 @@
 # Set everything up and run every test: unit (Criterion), provider mechanism
 # tests on the real host, the contract suite against each provider and its
 # self-test, the kill battery, the unit and contract suites again under
-# ASan+UBSan+LSan, every fuzz target, make distcheck, and a leave-no-trace
+# ASan+UBSan+LSan, every fuzz target, the Debian packages in a clean root
+# (scripts/debian-check.sh), make distcheck, and a leave-no-trace
 # check. Ends with one line
 # "cordon: N passed, N failed" summing every Criterion suite and check.
 set -uo pipefail
@@ -177,6 +178,13 @@ fuzz_rc=$?
 grep '^fuzz:' "$BUILD/fuzz.out" || tail -n 40 "$BUILD/fuzz.out"
 [ $fuzz_rc -eq 0 ] || { grep -A30 'FAILED' "$BUILD/fuzz.out" | head -n 60; }
 add_summary fuzz "$BUILD/fuzz.out" 7 "not every target ran (exit $fuzz_rc)"
+
+note "debian: the packages, built and installed into a clean bookworm root"
+bash scripts/debian-check.sh >"$BUILD/debian.out" 2>&1
+deb_rc=$?
+grep '^debian:' "$BUILD/debian.out" || tail -n 40 "$BUILD/debian.out"
+[ $deb_rc -eq 0 ] || tail -n 80 "$BUILD/debian.out"
+add_summary debian "$BUILD/debian.out" 18 "not every check ran (exit $deb_rc)"
 
 note "make distcheck"
 check "make distcheck" bash -c "cd '$BUILD' && make -j$(nproc) distcheck >'$top/$BUILD/distcheck.out' 2>&1 || { tail -n 60 '$top/$BUILD/distcheck.out'; exit 1; }"

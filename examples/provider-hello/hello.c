@@ -1,0 +1,1098 @@
+/*
+ * hello.so: a small cordon provider built out of tree on the SDK alone.
+ *
+ * It runs argv on the host with the SDK's runner, as a uid of its own per
+ * execution (taken from the SDK's uid pool), with every capability
+ * dropped, no_new_privs and rlimits. It contains nothing else: no
+ * namespaces, no seccomp filter, the host's filesystem and network. Its
+ * probe runs cordon's observer through this very provider and reports what
+ * the observer saw, so the facts say process_contained,
+ * host_filesystem_restricted and syscalls_restricted false, and
+ * --isolation required never selects it. Like trusted-local it runs only
+ * with the caller's explicit allow_unsafe_local.
+ *
+ * It needs root (the uid pool, the switch to the sandbox uid); without it
+ * the probe says unavailable and why.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+
+#include <cjson/cJSON.h>
+
+#include <cordon/provider.h>
+#include <cordon/sdk/facts.h>
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/host.h>
+#include <cordon/sdk/json.h>
+#include <cordon/sdk/observe.h>
+#include <cordon/sdk/path.h>
+#include <cordon/sdk/relay.h>
+#include <cordon/sdk/runner.h>
+#include <cordon/sdk/tar.h>
+#include <cordon/sdk/uid.h>
+
+#define HELLO_ID "hello"                 /* must equal the file name: hello.so */
+#define HELLO_ROOT "/run/cordon/hello"   /* <root>/<execution id>/workspace */
+#define HELLO_PATH "/usr/local/bin:/usr/bin:/bin"
+#define HELLO_DOC_MAX (1u << 20)         /* config, spec, state, request */
+#define HELLO_ARGV_MAX 256u
+#define HELLO_ENV_MAX 128u
+#define HELLO_ARG_MAX (128u << 10)       /* the kernel's MAX_ARG_STRLEN */
+#define HELLO_ENTRIES_MAX 100000u
+#define HELLO_SLACK_MS 1000u             /* the host's clock fires first */
+
+static const struct cordon_provider_v1 hello_provider;
+
+struct cordon_resource {
+    const struct cordon_host_v1 *host;
+};
+
+/* An execution, parsed back from its state. */
+struct hello_state {
+    cJSON *doc;                 /* owns execution_id and environment */
+    const char *execution_id;
+    char dir[512];              /* HELLO_ROOT/<id> */
+    char workspace[600];        /* <dir>/workspace */
+    uid_t uid;
+    bool code_layout;
+    uint64_t memory_bytes, disk_bytes, pids, runtime_ms, expires_at_ms;
+    const cJSON *environment;
+};
+
+/* What the child applies before execve, prepared by the parent. */
+struct hello_child {
+    struct { int resource; rlim_t value; } limits[7];
+    int n_limits;
+    uid_t uid;
+    pid_t parent;
+};
+
+static const char *const hello_kinds[] = { "code_execution", NULL };
+static const char *const hello_modes[] = { "snapshot", NULL };
+/* What the child's rlimits hold (pids: RLIMIT_NPROC of a uid of its own),
+ * and what the host enforces for every provider (runtime and output). */
+static const char *const hello_limits[] = { "memory_bytes", "pids", "runtime_ms",
+                                            "max_output_bytes", NULL };
+static const char *const hello_toolchains[] = { "python", "node", "go", "c++", NULL };
+
+static int hello_nomem(struct cordon_error *err, const char *what)
+{
+    return cordon_error_set(err, CORDON_E_NOMEM, 0, "%s: out of memory", what);
+}
+
+/* Execution ids are safe path components: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}. */
+static int hello_check_id(const char *field, const char *id, struct cordon_error *err)
+{
+    size_t i, n = id != NULL ? strlen(id) : 0;
+    bool ok = n >= 1 && n <= 64;
+
+    for (i = 0; ok && i < n; i++) {
+        char c = id[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+
+        ok = alnum || (i > 0 && (c == '_' || c == '.' || c == '-'));
+    }
+    if (!ok)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}", field);
+    return 0;
+}
+
+/* ---- config and resource -------------------------------------------------- */
+
+/* The only key is the caller's consent; any other key is refused. */
+static int hello_config_parse(const char *json, bool *ret_consent, struct cordon_error *err)
+{
+    cJSON *doc = NULL;
+    const cJSON *item;
+    bool consent = false;
+    int r = cordon_json_parse_object("config", json != NULL ? json : "{}", HELLO_DOC_MAX, &doc, err);
+
+    if (r < 0)
+        return r;
+    cJSON_ArrayForEach(item, doc) {
+        if (strcmp(item->string, "allow_unsafe_local") == 0 && cJSON_IsBool(item)) {
+            consent = cJSON_IsTrue(item);
+        } else {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "config.%.64s: unknown key (" HELLO_ID " takes only "
+                                 "allow_unsafe_local, a boolean)", item->string);
+            break;
+        }
+    }
+    cJSON_Delete(doc);
+    if (r == 0)
+        *ret_consent = consent;
+    return r;
+}
+
+/* The root, 0711: sandbox uids pass through to their workspace only. */
+static int hello_root_prepare(struct cordon_error *err)
+{
+    if (geteuid() != 0)
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, 0,
+                                HELLO_ID " needs root (a uid of its own per execution)");
+    if ((mkdir("/run/cordon", 0755) != 0 && errno != EEXIST) ||
+        (mkdir(HELLO_ROOT, 0711) != 0 && errno != EEXIST) || chmod(HELLO_ROOT, 0711) != 0)
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "root: %s: %s", HELLO_ROOT,
+                                strerror(errno));
+    return 0;
+}
+
+static int hello_resource_new(const struct cordon_host_v1 *host, const char *config_json,
+                              bool need_consent, struct cordon_resource **ret,
+                              struct cordon_error *err)
+{
+    struct cordon_resource *res;
+    bool consent = false;
+    int r = hello_config_parse(config_json, &consent, err);
+
+    if (r < 0)
+        return r;
+    if (need_consent && !consent)
+        return cordon_error_set(err, CORDON_E_DENIED, 0,
+                                "allow_unsafe_local: " HELLO_ID " runs code on the host without "
+                                "isolation and needs the caller's explicit consent");
+    if ((r = hello_root_prepare(err)) < 0)
+        return r;
+    res = calloc(1, sizeof(*res));
+    if (res == NULL)
+        return hello_nomem(err, "ensure");
+    res->host = host;
+    *ret = res;
+    return 0;
+}
+
+static int hello_ensure(const struct cordon_host_v1 *host, const char *config_json,
+                        struct cordon_resource **ret_resource, struct cordon_error *err)
+{
+    if (host == NULL || ret_resource == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
+    return hello_resource_new(host, config_json, true, ret_resource, err);
+}
+
+static int hello_release(struct cordon_resource *res, struct cordon_error *err)
+{
+    (void)err;
+    free(res);
+    return 0;
+}
+
+/* ---- probe ---------------------------------------------------------------- */
+
+static int hello_facts(const struct cordon_host_v1 *host, const struct cordon_facts_parts *parts,
+                       char **ret, struct cordon_error *err)
+{
+    char *facts = NULL;
+    int r = cordon_facts_compose(parts, &facts, err);
+
+    if (r == 0) {
+        *ret = cordon_host_strdup(host, facts);
+        if (*ret == NULL)
+            r = hello_nomem(err, "probe");
+    }
+    free(facts);
+    return r;
+}
+
+static int hello_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
+                             struct cordon_error *err)
+{
+    struct cordon_facts_parts parts = {
+        .struct_size = sizeof(parts),
+        .provider_id = HELLO_ID,
+        .supported_kinds = hello_kinds,
+        .available = false,
+        .reason = reason,
+    };
+
+    return hello_facts(host, &parts, ret, err);
+}
+
+/* Observe, then describe: the four axes come from the observation only. */
+static int hello_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
+                       char **ret_facts_json, struct cordon_error *err)
+{
+    struct cordon_resource *res = NULL;
+    struct cordon_error perr;
+    char *observation = NULL;
+    bool consent;
+    int r;
+
+    if (host == NULL || ret_facts_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "probe: host and ret_facts_json required");
+    /* A config we cannot read is an error; a host we cannot use is facts. */
+    if ((r = hello_config_parse(config_json, &consent, err)) < 0)
+        return r;
+    cordon_error_init(&perr);
+    /* Probing runs only cordon's own observer: no consent needed for it. */
+    if (hello_resource_new(host, config_json, false, &res, &perr) < 0)
+        return hello_unavailable(host, perr.message, ret_facts_json, err);
+    if (flags & CORDON_PROBE_AVAILABILITY) {
+        hello_release(res, NULL);
+        *ret_facts_json = cordon_host_strdup(
+            host, "{\"provider_id\":\"" HELLO_ID "\",\"available\":true,\"reason\":\"ready\"}");
+        return *ret_facts_json != NULL ? 0 : hello_nomem(err, "probe");
+    }
+    {
+        struct cordon_observe_opts oo = {
+            .struct_size = sizeof(oo),
+            .host = host,
+            .provider = &hello_provider,
+            .resource = res,
+            .toolchains = hello_toolchains,
+        };
+        r = cordon_observe_run(&oo, &observation, &perr);
+    }
+    hello_release(res, NULL);
+    if (r < 0) {
+        char reason[600];
+
+        snprintf(reason, sizeof(reason), "observation failed: %s", perr.message);
+        return hello_unavailable(host, reason, ret_facts_json, err);
+    }
+    {
+        struct cordon_facts_parts parts = {
+            .struct_size = sizeof(parts),
+            .provider_id = HELLO_ID,
+            .supported_kinds = hello_kinds,
+            .available = true,
+            .reason = "ready",
+            .safety_class = "trusted_local",   /* what it is: host execution */
+            .mechanism = "host_process",
+            .rootfs_read_only = false,
+            .workspace_access_modes = hello_modes,
+            .limits_enforced = hello_limits,
+            .observation_json = observation,
+        };
+        r = hello_facts(host, &parts, ret_facts_json, err);
+    }
+    free(observation);
+    return r;
+}
+
+/* ---- state ---------------------------------------------------------------- */
+
+/* An object of at most HELLO_ENV_MAX strings under C identifier names. */
+static int hello_env_check(const cJSON *obj, const char *field, struct cordon_error *err)
+{
+    const cJSON *item;
+    size_t n = 0;
+
+    if (!cJSON_IsObject(obj))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be an object of strings", field);
+    cJSON_ArrayForEach(item, obj) {
+        const char *p = item->string;
+        bool ok = p[0] != '\0' && !(p[0] >= '0' && p[0] <= '9');
+
+        for (; ok && *p != '\0'; p++)
+            ok = *p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                 (*p >= '0' && *p <= '9');
+        if (++n > HELLO_ENV_MAX || !ok || !cJSON_IsString(item) ||
+            strlen(item->valuestring) > HELLO_ARG_MAX)
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "%s: at most %u entries, each [A-Za-z_][A-Za-z0-9_]* to a "
+                                    "string of at most %u bytes", field, HELLO_ENV_MAX, HELLO_ARG_MAX);
+    }
+    return 0;
+}
+
+static void hello_state_clear(struct hello_state *st)
+{
+    cJSON_Delete(st->doc);
+    memset(st, 0, sizeof(*st));
+}
+
+static int hello_state_paths(struct hello_state *st, const char *id, struct cordon_error *err)
+{
+    int r = hello_check_id("execution_id", id, err);
+
+    if (r == 0) {
+        snprintf(st->dir, sizeof(st->dir), "%s/%s", HELLO_ROOT, id);
+        snprintf(st->workspace, sizeof(st->workspace), "%s/workspace", st->dir);
+    }
+    return r;
+}
+
+/* The state is input: the uid must be the one the pool holds for the id. */
+static int hello_state_parse(const struct cordon_resource *res, const char *json, bool full,
+                             struct hello_state *ret, struct cordon_error *err)
+{
+    static const char *const keys[] = { "memory_bytes", "disk_bytes", "pids", "runtime_ms",
+                                        "expires_at_ms" };
+    struct hello_state st = { 0 };
+    uint64_t *vals[] = { &st.memory_bytes, &st.disk_bytes, &st.pids, &st.runtime_ms,
+                         &st.expires_at_ms };
+    const cJSON *item;
+    uid_t held = 0;
+    size_t i;
+    int r = cordon_json_parse_object("state", json, HELLO_DOC_MAX, &st.doc, err);
+
+    if (r < 0)
+        goto out;
+    item = cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id");
+    st.execution_id = cJSON_IsString(item) ? item->valuestring : NULL;
+    if ((r = hello_state_paths(&st, st.execution_id, err)) < 0 || !full)
+        goto done;
+    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        char field[64];
+
+        snprintf(field, sizeof(field), "state.%s", keys[i]);
+        r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, keys[i]), field, 1,
+                            (uint64_t)CORDON_JSON_INT_MAX, vals[i], err);
+        if (r < 0)
+            goto out;
+    }
+    item = cJSON_GetObjectItemCaseSensitive(st.doc, "layout");
+    st.code_layout = cJSON_IsString(item) && strcmp(item->valuestring, "code") == 0;
+    r = cordon_uid_held(NULL, res->host->host_instance_id, st.execution_id, &held, err);
+    if (r < 0)
+        goto out;
+    if (r == 0) {
+        r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
+                             "state: execution %s holds no uid (terminated?)", st.execution_id);
+        goto out;
+    }
+    st.uid = held;
+    st.environment = cJSON_GetObjectItemCaseSensitive(st.doc, "environment");
+    r = 0;
+done:
+    *ret = st;
+    memset(&st, 0, sizeof(st));
+out:
+    hello_state_clear(&st);
+    return r;
+}
+
+static int hello_open_workspace(const struct hello_state *st, int *ret_fd, struct cordon_error *err)
+{
+    int fd = open(st->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+    if (fd < 0)
+        return cordon_error_set(err, errno == ENOENT ? CORDON_E_NOT_FOUND : CORDON_E_IO, errno,
+                                "workspace: %s: %s", st->workspace, strerror(errno));
+    *ret_fd = fd;
+    return 0;
+}
+
+/* ---- processes left behind ------------------------------------------------ */
+
+/*
+ * The runner kills the process group; a child that called setsid() left
+ * it. The uid is this execution's alone, so every process of it goes,
+ * wherever it went. Each is pinned with a pidfd and checked again before
+ * the signal, so a reused pid is never hit.
+ */
+static void hello_sweep(uid_t uid)
+{
+    int pass;
+
+    for (pass = 0; pass < 8 && cordon_uid_in_pool(uid); pass++) {
+        DIR *proc = opendir("/proc");
+        struct dirent *de;
+        int killed = 0;
+
+        if (proc == NULL)
+            return;
+        while ((de = readdir(proc)) != NULL) {
+            char path[64], *end;
+            struct stat st;
+            long pid = strtol(de->d_name, &end, 10);
+            int pidfd;
+
+            if (*end != '\0' || pid <= 0)
+                continue;
+            snprintf(path, sizeof(path), "/proc/%ld", pid);
+            if (stat(path, &st) != 0 || st.st_uid != uid)
+                continue;
+            pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+            if (pidfd < 0)
+                continue;
+            if (stat(path, &st) == 0 && st.st_uid == uid &&
+                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
+                killed++;
+            close(pidfd);
+        }
+        closedir(proc);
+        if (killed == 0)
+            return;
+        usleep(10000);
+    }
+}
+
+/* ---- provision ------------------------------------------------------------ */
+
+static int hello_mkdir(int dirfd, const char *name, uid_t owner, struct cordon_error *err)
+{
+    int fd, r = 0;
+
+    if (mkdirat(dirfd, name, 0700) != 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "provision: mkdir %s: %s", name,
+                                strerror(errno));
+    fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fchown(fd, owner, owner) != 0 || fchmod(fd, 0755) != 0)
+        r = cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", name, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return r;
+}
+
+/* Layout "code": the workspace and source/ stay root's, build/, output/
+ * and logs/ are the sandbox user's. Layout "host": all of it is. */
+static int hello_workspace_make(int dir_fd, bool code, uid_t uid, struct cordon_error *err)
+{
+    static const char *const user_dirs[] = { "build", "output", "logs" };
+    int ws_fd, r = hello_mkdir(dir_fd, "workspace", code ? 0 : uid, err);
+    size_t i;
+
+    if (r < 0 || !code)
+        return r;
+    ws_fd = openat(dir_fd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (ws_fd < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "provision: workspace: %s", strerror(errno));
+    r = hello_mkdir(ws_fd, "source", 0, err);
+    for (i = 0; r == 0 && i < sizeof(user_dirs) / sizeof(user_dirs[0]); i++)
+        r = hello_mkdir(ws_fd, user_dirs[i], uid, err);
+    close(ws_fd);
+    return r;
+}
+
+static int hello_provision(struct cordon_resource *res, const char *spec_json,
+                           char **ret_state_json, struct cordon_error *err)
+{
+    static const char *const keys[] = { "memory_bytes", "disk_bytes", "pids", "runtime_ms",
+                                        "max_output_bytes" };
+    struct hello_state st = { 0 };
+    cJSON *spec = NULL, *state = NULL, *item;
+    const cJSON *resources, *cpus, *mode;
+    const char *layout = "code";
+    uint64_t vals[5], expires_at_ms, now = cordon_now_wall_ms();
+    uid_t uid = 0;
+    size_t i;
+    int dir_fd = -1, r;
+    bool created = false, took_uid = false;
+
+    if (res == NULL || ret_state_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "provision: resource and ret_state_json required");
+    if ((r = cordon_json_parse_object("spec", spec_json, HELLO_DOC_MAX, &spec, err)) < 0)
+        goto out;
+    item = cJSON_GetObjectItemCaseSensitive(spec, "execution_id");
+    if ((r = hello_state_paths(&st, cJSON_IsString(item) ? item->valuestring : NULL, err)) < 0)
+        goto out;
+    st.execution_id = item->valuestring;
+    item = cJSON_GetObjectItemCaseSensitive(spec, "image");
+    if (item != NULL && !cJSON_IsNull(item) && !(cJSON_IsString(item) && item->valuestring[0] == '\0')) {
+        r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0, "image: " HELLO_ID " runs on the host and takes no image");
+        goto out;
+    }
+    resources = cJSON_GetObjectItemCaseSensitive(spec, "resources");
+    cpus = cJSON_GetObjectItemCaseSensitive(resources, "cpus");
+    if (!cJSON_IsObject(resources) || !cJSON_IsNumber(cpus) || !isfinite(cpus->valuedouble) ||
+        cpus->valuedouble <= 0) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "resources.cpus: must be a number > 0");
+        goto out;
+    }
+    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        char field[64];
+
+        snprintf(field, sizeof(field), "resources.%s", keys[i]);
+        r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(resources, keys[i]), field, 1,
+                            (uint64_t)CORDON_JSON_INT_MAX, &vals[i], err);
+        if (r < 0)
+            goto out;
+    }
+    /* "none" is the only mode accepted, and it is not enforced: the facts
+     * say network "host", as observed, so no caller is misled. */
+    item = cJSON_GetObjectItemCaseSensitive(spec, "network");
+    mode = cJSON_GetObjectItemCaseSensitive(item, "mode");
+    if (item != NULL && (!cJSON_IsObject(item) || !cJSON_IsString(mode))) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "network: must be {\"mode\": \"none\"}");
+        goto out;
+    }
+    if (item != NULL && strcmp(mode->valuestring, "none") != 0) {
+        r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                             "network.mode: \"%.32s\" refused: " HELLO_ID " cannot give a network "
+                             "of its own; only \"none\" is accepted", mode->valuestring);
+        goto out;
+    }
+    item = cJSON_GetObjectItemCaseSensitive(spec, "layout");
+    if (item != NULL) {
+        if (!cJSON_IsString(item) ||
+            (strcmp(item->valuestring, "code") != 0 && strcmp(item->valuestring, "host") != 0)) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0, "layout: must be \"code\" or \"host\"");
+            goto out;
+        }
+        layout = item->valuestring;
+    }
+    item = cJSON_GetObjectItemCaseSensitive(spec, "environment");
+    if (item != NULL && !cJSON_IsNull(item) && (r = hello_env_check(item, "environment", err)) < 0)
+        goto out;
+    item = cJSON_GetObjectItemCaseSensitive(spec, "expires_at_ms");
+    if (item != NULL && !cJSON_IsNull(item)) {
+        r = cordon_json_u64(item, "expires_at_ms", now + 1, (uint64_t)CORDON_JSON_INT_MAX,
+                            &expires_at_ms, err);
+        if (r < 0)
+            goto out;
+    } else {
+        expires_at_ms = now + vals[3];
+    }
+
+    /* mkdir is the existence check: one id cannot be provisioned twice. */
+    if (mkdir(st.dir, 0700) != 0) {
+        r = cordon_error_set(err, errno == EEXIST ? CORDON_E_EXISTS : CORDON_E_IO, errno,
+                             "execution_id: %s: %s", st.dir, strerror(errno));
+        goto out;
+    }
+    created = true;
+    if ((r = cordon_uid_take(NULL, res->host->host_instance_id, st.execution_id, &uid, err)) < 0)
+        goto out;
+    took_uid = true;
+    dir_fd = open(st.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir_fd < 0 || fchmod(dir_fd, 0711) != 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", st.dir, strerror(errno));
+        goto out;
+    }
+    if ((r = hello_workspace_make(dir_fd, strcmp(layout, "code") == 0, uid, err)) < 0)
+        goto out;
+    state = cJSON_CreateObject();
+    if (state == NULL || !cJSON_AddStringToObject(state, "execution_id", st.execution_id) ||
+        !cJSON_AddStringToObject(state, "layout", layout) ||
+        !cJSON_AddNumberToObject(state, "memory_bytes", (double)vals[0]) ||
+        !cJSON_AddNumberToObject(state, "disk_bytes", (double)vals[1]) ||
+        !cJSON_AddNumberToObject(state, "pids", (double)vals[2]) ||
+        !cJSON_AddNumberToObject(state, "runtime_ms", (double)vals[3]) ||
+        !cJSON_AddNumberToObject(state, "expires_at_ms", (double)expires_at_ms)) {
+        r = hello_nomem(err, "state");
+        goto out;
+    }
+    item = cJSON_GetObjectItemCaseSensitive(spec, "environment");
+    if (cJSON_IsObject(item)) {
+        cJSON_DetachItemViaPointer(spec, item);
+        cJSON_AddItemToObject(state, "environment", item);
+    }
+    r = cordon_json_print_host(res->host, state, ret_state_json, err);
+out:
+    if (dir_fd >= 0)
+        close(dir_fd);
+    if (r < 0 && created)
+        cordon_fs_remove_tree_path(st.dir, NULL);
+    if (r < 0 && took_uid)
+        cordon_uid_give_back(NULL, res->host->host_instance_id, st.execution_id, NULL);
+    cJSON_Delete(state);
+    cJSON_Delete(spec);
+    return r;
+}
+
+/* ---- exec ----------------------------------------------------------------- */
+
+/* A request parsed: argv and envp point into doc and into env's strings. */
+struct hello_request {
+    cJSON *doc;
+    const char **argv;
+    char **envp;                /* "NAME=VALUE", malloc'd; a later NAME wins */
+    size_t n_env;
+    char cwd[1200];
+    uint64_t timeout_ms;
+};
+
+static void hello_request_clear(struct hello_request *rq)
+{
+    size_t i;
+
+    for (i = 0; i < rq->n_env; i++)
+        free(rq->envp[i]);
+    free(rq->envp);
+    free(rq->argv);
+    cJSON_Delete(rq->doc);
+    memset(rq, 0, sizeof(*rq));
+}
+
+static int hello_env_set(struct hello_request *rq, const char *name, const char *value,
+                         struct cordon_error *err)
+{
+    size_t i, len = strlen(name);
+    char *entry = NULL;
+    char **grown;
+
+    if (asprintf(&entry, "%s=%s", name, value) < 0)
+        return hello_nomem(err, "env");
+    for (i = 0; i < rq->n_env; i++)
+        if (strncmp(rq->envp[i], name, len) == 0 && rq->envp[i][len] == '=') {
+            free(rq->envp[i]);
+            rq->envp[i] = entry;
+            return 0;
+        }
+    if (rq->n_env >= 3 * HELLO_ENV_MAX + 1 ||
+        (grown = realloc(rq->envp, (rq->n_env + 2) * sizeof(*grown))) == NULL) {
+        free(entry);
+        return hello_nomem(err, "env");
+    }
+    rq->envp = grown;
+    rq->envp[rq->n_env++] = entry;
+    rq->envp[rq->n_env] = NULL;
+    return 0;
+}
+
+static int hello_env_add(struct hello_request *rq, const cJSON *obj, struct cordon_error *err)
+{
+    const cJSON *item;
+    int r = 0;
+
+    cJSON_ArrayForEach(item, obj)
+        if (r == 0)
+            r = hello_env_set(rq, item->string, item->valuestring, err);
+    return r;
+}
+
+/* argv, cwd (an existing directory in the workspace, never through a
+ * link), timeout_ms, and the environment: PATH, the spec's, the
+ * request's, then workspace_env directories (made the sandbox user's). */
+static int hello_request_parse(const struct hello_state *st, int ws_fd, const char *json,
+                               struct hello_request *ret, struct cordon_error *err)
+{
+    struct hello_request rq = { 0 };
+    const cJSON *argv, *item;
+    char *norm = NULL;
+    size_t n, i = 0;
+    int fd = -1, r = cordon_json_parse_object("request", json, HELLO_DOC_MAX, &rq.doc, err);
+
+    if (r < 0)
+        goto out;
+    argv = cJSON_GetObjectItemCaseSensitive(rq.doc, "argv");
+    n = cJSON_IsArray(argv) ? (size_t)cJSON_GetArraySize(argv) : 0;
+    if (n == 0 || n > HELLO_ARGV_MAX) {
+        r = cordon_error_set(err, n == 0 ? CORDON_E_INVALID : CORDON_E_LIMIT, 0,
+                             "argv: must be an array of 1 to %u strings", HELLO_ARGV_MAX);
+        goto out;
+    }
+    if ((rq.argv = calloc(n + 1, sizeof(*rq.argv))) == NULL) {
+        r = hello_nomem(err, "argv");
+        goto out;
+    }
+    cJSON_ArrayForEach(item, argv) {
+        if (!cJSON_IsString(item) || strlen(item->valuestring) > HELLO_ARG_MAX ||
+            (i == 0 && item->valuestring[0] == '\0')) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "argv[%zu]: must be a string of at most %u bytes (argv[0] non-empty)",
+                                 i, HELLO_ARG_MAX);
+            goto out;
+        }
+        rq.argv[i++] = item->valuestring;
+    }
+    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "cwd");
+    if (item != NULL && !cJSON_IsNull(item) && !cJSON_IsString(item)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "cwd: must be a relative path");
+        goto out;
+    }
+    r = cordon_path_normalize_dir("cwd", cJSON_IsString(item) ? item->valuestring : "", &norm, err);
+    if (r == 0)
+        r = cordon_fs_walk_dirs(ws_fd, "cwd", norm, false, false, 0, 0, &fd, err);
+    if (r < 0)
+        goto out;
+    snprintf(rq.cwd, sizeof(rq.cwd), "%s%s%s", st->workspace, norm[0] ? "/" : "", norm);
+    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "timeout_ms");
+    if (item != NULL && !cJSON_IsNull(item) &&
+        (r = cordon_json_u64(item, "timeout_ms", 0, (uint64_t)CORDON_JSON_INT_MAX,
+                             &rq.timeout_ms, err)) < 0)
+        goto out;
+    if ((r = hello_env_set(&rq, "PATH", HELLO_PATH, err)) < 0)
+        goto out;
+    if (cJSON_IsObject(st->environment) &&
+        ((r = hello_env_check(st->environment, "state.environment", err)) < 0 ||
+         (r = hello_env_add(&rq, st->environment, err)) < 0))
+        goto out;
+    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "env");
+    if (item != NULL && !cJSON_IsNull(item) &&
+        ((r = hello_env_check(item, "env", err)) < 0 || (r = hello_env_add(&rq, item, err)) < 0))
+        goto out;
+    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "workspace_env");
+    if (item != NULL && !cJSON_IsNull(item)) {
+        const cJSON *w;
+
+        if ((r = hello_env_check(item, "workspace_env", err)) < 0)
+            goto out;
+        cJSON_ArrayForEach(w, item) {
+            char field[300], value[1200];
+            int dfd = -1;
+            bool in_source;
+
+            snprintf(field, sizeof(field), "workspace_env.%.255s", w->string);
+            free(norm);
+            norm = NULL;
+            if ((r = cordon_path_normalize_dir(field, w->valuestring, &norm, err)) < 0)
+                goto out;
+            /* Never a sandbox-owned directory inside the read-only source/. */
+            in_source = st->code_layout && cordon_path_is_under(norm, "source");
+            r = cordon_fs_walk_dirs(ws_fd, field, norm, !in_source, true, st->uid, st->uid, &dfd, err);
+            if (r < 0)
+                goto out;
+            close(dfd);
+            snprintf(value, sizeof(value), "%s%s%s", st->workspace, norm[0] ? "/" : "", norm);
+            if ((r = hello_env_set(&rq, w->string, value, err)) < 0)
+                goto out;
+        }
+    }
+    *ret = rq;
+    memset(&rq, 0, sizeof(rq));
+out:
+    if (fd >= 0)
+        close(fd);
+    free(norm);
+    hello_request_clear(&rq);
+    return r;
+}
+
+/*
+ * In the child, right before execve (async-signal-safe: raw syscalls
+ * only): every rlimit, the bounding set emptied, groups, gid and uid
+ * switched, death with the parent, no capabilities, no_new_privs.
+ */
+static int hello_child_setup(void *arg)
+{
+    const struct hello_child *c = arg;
+    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[2] = { { 0, 0, 0 }, { 0, 0, 0 } };
+    int i;
+
+    for (i = 0; i < c->n_limits; i++) {
+        struct rlimit set = { c->limits[i].value, c->limits[i].value };
+
+        if (syscall(SYS_prlimit64, 0, c->limits[i].resource, &set, NULL) != 0)
+            return errno;
+    }
+    for (i = 0; i < 64; i++)
+        if (syscall(SYS_prctl, PR_CAPBSET_DROP, (unsigned long)i, 0UL, 0UL, 0UL) != 0 &&
+            errno != EINVAL)
+            return errno;
+    if (syscall(SYS_setgroups, 0, NULL) != 0 ||
+        syscall(SYS_setresgid, c->uid, c->uid, c->uid) != 0 ||
+        syscall(SYS_setresuid, c->uid, c->uid, c->uid) != 0)
+        return errno;
+    /* Set after the uid change, which clears it; a parent already gone is
+     * caught by getppid. */
+    if (syscall(SYS_prctl, PR_SET_PDEATHSIG, (unsigned long)SIGKILL, 0UL, 0UL, 0UL) != 0)
+        return errno;
+    if ((pid_t)syscall(SYS_getppid) != c->parent)
+        return ESRCH;
+    if (syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0UL, 0UL, 0UL) != 0 &&
+        errno != EINVAL)
+        return errno;
+    if (syscall(SYS_capset, &hdr, data) != 0 ||
+        syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0)
+        return errno;
+    return 0;
+}
+
+static void hello_child_prepare(const struct hello_state *st, struct hello_child *c)
+{
+    /* RLIMIT_DATA, not RLIMIT_AS: node and go reserve large virtual ranges.
+     * Every one is set, so nothing is inherited from the caller. */
+    const struct { int resource; rlim_t value; } limits[] = {
+        { RLIMIT_DATA, (rlim_t)st->memory_bytes },
+        { RLIMIT_FSIZE, (rlim_t)st->disk_bytes },
+        { RLIMIT_CPU, (rlim_t)(st->runtime_ms / 1000 + 2) },
+        { RLIMIT_CORE, 0 },
+        { RLIMIT_NOFILE, 1024 },
+        { RLIMIT_STACK, 8u << 20 },
+        { RLIMIT_NPROC, (rlim_t)st->pids },   /* the uid is this execution's alone */
+    };
+    size_t i;
+
+    memset(c, 0, sizeof(*c));
+    for (i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+        c->limits[i].resource = limits[i].resource;
+        c->limits[i].value = limits[i].value;
+    }
+    c->n_limits = (int)i;
+    c->uid = st->uid;
+    c->parent = getpid();
+}
+
+static int hello_result(const struct cordon_host_v1 *host, const struct cordon_exec_outcome *o,
+                        char **ret, struct cordon_error *err)
+{
+    cJSON *doc = cJSON_CreateObject();
+    bool ok = doc != NULL;
+    int r;
+
+    switch (o->status) {
+    case CORDON_RUN_EXITED:
+        ok = ok && cJSON_AddStringToObject(doc, "status", "exited") &&
+             cJSON_AddNumberToObject(doc, "exit_code", o->exit_code);
+        break;
+    case CORDON_RUN_SIGNALED:
+        ok = ok && cJSON_AddStringToObject(doc, "status", "signaled") &&
+             cJSON_AddNumberToObject(doc, "signal", o->signal);
+        break;
+    case CORDON_RUN_CANCELLED:
+        ok = ok && cJSON_AddStringToObject(doc, "status", "cancelled");
+        break;
+    case CORDON_RUN_TIMEOUT:
+        /* Our backstop fired before the host's clock: we killed it. */
+        ok = ok && cJSON_AddStringToObject(doc, "status", "signaled") &&
+             cJSON_AddNumberToObject(doc, "signal", SIGKILL);
+        break;
+    default:
+        cJSON_Delete(doc);
+        return cordon_error_set(err, CORDON_E_PROVIDER, 0, "exec: the runner ended with status %s",
+                                cordon_run_status_name(o->status));
+    }
+    r = ok ? cordon_json_print_host(host, doc, ret, err) : hello_nomem(err, "result");
+    cJSON_Delete(doc);
+    return r;
+}
+
+static int hello_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
+                      const struct cordon_exec_io *io, char **ret_result_json,
+                      struct cordon_error *err)
+{
+    struct hello_state st = { 0 };
+    struct hello_request rq = { 0 };
+    struct hello_child child;
+    struct cordon_runner_opts opts;
+    struct cordon_exec_outcome outcome = { 0 };
+    struct cordon_relay *relay = NULL;
+    uint64_t now, timeout;
+    int ws_fd = -1, null_out = -1, stdin_fd = -1, r;
+    bool ran = false;
+
+    if (res == NULL || io == NULL || ret_result_json == NULL ||
+        io->struct_size < CORDON_EXEC_IO_V1_0_SIZE)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "exec: resource, io and ret_result_json required");
+    if ((r = hello_state_parse(res, state_json, true, &st, err)) < 0 ||
+        (r = hello_open_workspace(&st, &ws_fd, err)) < 0 ||
+        (r = hello_request_parse(&st, ws_fd, request_json, &rq, err)) < 0)
+        goto out;
+    now = cordon_now_wall_ms();
+    if (st.expires_at_ms <= now) {
+        r = cordon_error_set(err, CORDON_E_TIMEOUT, 0, "expires_at_ms: the execution has expired");
+        goto out;
+    }
+    /* A backstop only: the host keeps the clock and fires cancel_fd. */
+    timeout = st.expires_at_ms - now;
+    if (rq.timeout_ms != 0 && rq.timeout_ms + HELLO_SLACK_MS < timeout)
+        timeout = rq.timeout_ms + HELLO_SLACK_MS;
+    if (io->stdout_fd < 0 || io->stderr_fd < 0) {
+        null_out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null_out < 0) {
+            r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
+            goto out;
+        }
+    }
+    /* A terminal or a directory as stdin is relayed, never handed over. */
+    if (io->stdin_fd >= 0 && (r = cordon_relay_open(io->stdin_fd, 0, &stdin_fd, &relay, err)) < 0)
+        goto out;
+    hello_child_prepare(&st, &child);
+    cordon_runner_opts_init(&opts);
+    opts.argv = rq.argv;
+    opts.envp = (const char *const *)rq.envp;
+    opts.cwd = rq.cwd;
+    opts.stdin_fd = stdin_fd;
+    opts.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : null_out;
+    opts.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_out;
+    opts.timeout_ms = timeout;
+    opts.cancel_fd = io->cancel_fd;
+    opts.child_setup = hello_child_setup;
+    opts.child_setup_arg = &child;
+    ran = true;
+    r = cordon_runner_run(&opts, &outcome, err);
+    cordon_relay_close(relay);
+    relay = NULL;
+    if (r == 0)
+        r = hello_result(res->host, &outcome, ret_result_json, err);
+out:
+    cordon_relay_close(relay);
+    if (ran)
+        hello_sweep(st.uid);
+    cordon_exec_outcome_clear(&outcome);
+    if (null_out >= 0)
+        close(null_out);
+    if (ws_fd >= 0)
+        close(ws_fd);
+    hello_request_clear(&rq);
+    hello_state_clear(&st);
+    return r;
+}
+
+/* ---- files in and out ----------------------------------------------------- */
+
+/* What lands in source/ (layout "code") stays root's and read-only; the
+ * rest belongs to the sandbox user. */
+static int hello_import_begin(struct cordon_resource *res, const char *state_json,
+                              struct hello_state *st, int *ret_ws_fd,
+                              struct cordon_workspace_owner *ret_owner, struct cordon_error *err)
+{
+    int r;
+
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "import: resource required");
+    r = hello_state_parse(res, state_json, true, st, err);
+    if (r == 0)
+        r = hello_open_workspace(st, ret_ws_fd, err);
+    if (r == 0)
+        *ret_owner = (struct cordon_workspace_owner){ st->code_layout, true, st->uid, st->uid };
+    return r;
+}
+
+static int hello_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
+                            int tar_fd, struct cordon_error *err)
+{
+    struct hello_state st = { 0 };
+    struct cordon_workspace_owner owner;
+    int ws_fd = -1, r = hello_import_begin(res, state_json, &st, &ws_fd, &owner, err);
+
+    if (r == 0)
+        r = cordon_tar_import_workspace(tar_fd, ws_fd, dest != NULL ? dest : "", &owner,
+                                        st.disk_bytes, HELLO_ENTRIES_MAX, err);
+    if (ws_fd >= 0)
+        close(ws_fd);
+    hello_state_clear(&st);
+    return r;
+}
+
+static int hello_import_files(struct cordon_resource *res, const char *state_json, const char *dest,
+                              const char *files_json, int data_fd, struct cordon_error *err)
+{
+    struct hello_state st = { 0 };
+    struct cordon_workspace_owner owner;
+    int ws_fd = -1, r = hello_import_begin(res, state_json, &st, &ws_fd, &owner, err);
+
+    if (r == 0)
+        r = cordon_files_import_workspace(files_json, data_fd, ws_fd, dest != NULL ? dest : "",
+                                          &owner, st.disk_bytes, HELLO_ENTRIES_MAX, err);
+    if (ws_fd >= 0)
+        close(ws_fd);
+    hello_state_clear(&st);
+    return r;
+}
+
+/* Exports never follow a link: the SDK stores links as links. */
+static int hello_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
+                            int tar_fd, struct cordon_error *err)
+{
+    struct hello_state st = { 0 };
+    struct cordon_tar_limits limits = { 0 };
+    char *norm = NULL;
+    int ws_fd = -1, r;
+
+    if (res == NULL || tar_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "export_tar: resource and tar_fd required");
+    if ((r = hello_state_parse(res, state_json, true, &st, err)) == 0 &&
+        (r = cordon_path_normalize_dir("src", src != NULL ? src : "", &norm, err)) == 0 &&
+        (r = hello_open_workspace(&st, &ws_fd, err)) == 0) {
+        limits.max_bytes = st.disk_bytes;
+        limits.max_entries = HELLO_ENTRIES_MAX;
+        r = cordon_tar_create_fd(ws_fd, norm, tar_fd, &limits, NULL, err);
+    }
+    if (ws_fd >= 0)
+        close(ws_fd);
+    free(norm);
+    hello_state_clear(&st);
+    return r;
+}
+
+static int hello_export_files(struct cordon_resource *res, const char *state_json,
+                              const char *paths_json, int tar_fd, struct cordon_error *err)
+{
+    struct hello_state st = { 0 };
+    struct cordon_tar_limits limits = { 0 };
+    int ws_fd = -1, r;
+
+    if (res == NULL || tar_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "export_files: resource and tar_fd required");
+    if ((r = hello_state_parse(res, state_json, true, &st, err)) == 0 &&
+        (r = hello_open_workspace(&st, &ws_fd, err)) == 0) {
+        limits.max_bytes = st.disk_bytes;
+        limits.max_entries = HELLO_ENTRIES_MAX;
+        r = cordon_tar_create_paths_fd(ws_fd, paths_json, tar_fd, &limits, NULL, err);
+    }
+    if (ws_fd >= 0)
+        close(ws_fd);
+    hello_state_clear(&st);
+    return r;
+}
+
+/* ---- terminate and reclaim ------------------------------------------------ */
+
+/* Kill every process of the execution's uid, remove its directory, and
+ * only then give the uid back. Nothing there is success. */
+static int hello_destroy(const struct cordon_resource *res, const char *id, struct cordon_error *err)
+{
+    struct hello_state st = { 0 };
+    uid_t uid;
+    int r = hello_state_paths(&st, id, err);
+
+    if (r < 0)
+        return r;
+    r = cordon_uid_held(NULL, res->host->host_instance_id, id, &uid, err);
+    if (r < 0)
+        return r;
+    if (r == 1)
+        hello_sweep(uid);
+    r = cordon_fs_remove_tree_path(st.dir, err);
+    if (r == 0)
+        r = cordon_uid_give_back(NULL, res->host->host_instance_id, id, err);
+    return r;
+}
+
+static int hello_terminate(struct cordon_resource *res, const char *state_json,
+                           struct cordon_error *err)
+{
+    struct hello_state st = { 0 };
+    int r;
+
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "terminate: resource required");
+    /* The id is enough: terminate works from every state. */
+    r = hello_state_parse(res, state_json, false, &st, err);
+    if (r == 0)
+        r = hello_destroy(res, st.execution_id, err);
+    hello_state_clear(&st);
+    return r;
+}
+
+static int hello_reclaim(struct cordon_resource *res, const char *execution_id,
+                         struct cordon_error *err)
+{
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
+    return hello_destroy(res, execution_id, err);
+}
+
+/* ---- entry point ---------------------------------------------------------- */
+
+static const struct cordon_provider_v1 hello_provider = {
+    .abi_version = CORDON_ABI_VERSION,
+    .struct_size = sizeof(struct cordon_provider_v1),
+    .provider_id = HELLO_ID,
+    .version = "0.1.0",
+    .supported_kinds = hello_kinds,
+    .probe = hello_probe,
+    .ensure = hello_ensure,
+    .release = hello_release,
+    .provision = hello_provision,
+    .exec = hello_exec,
+    .import_tar = hello_import_tar,
+    .export_tar = hello_export_tar,
+    .terminate = hello_terminate,
+    .reclaim = hello_reclaim,
+    .import_files = hello_import_files,
+    .export_files = hello_export_files,
+};
+
+CORDON_PROVIDER_DEFINE(hello_provider)

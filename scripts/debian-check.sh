@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# The Debian packages, built and installed into a clean bookworm root:
+#   - build them (dpkg-buildpackage -b, in a copy of the tree) and print lintian -I;
+#   - in a fresh minbase root (mmdebstrap, from this machine's apt sources):
+#     (a) cordon + cordon-provider-trusted-local alone: `cordon providers`
+#         lists only trusted-local, and an --allow-unsafe-local run works;
+#     (b) adding cordon-provider-runc makes `cordon run --isolation required`
+#         work with nothing else changed;
+#     (c) a provider package built against another ABI major
+#         (Depends: cordon-provider-abi-99) is refused next to this host;
+#     (d) the autopkgtest (debian/tests/contract) passes there;
+#     (e) examples/provider-hello builds there against only the installed
+#         -dev packages and cordon.pc, warning-free, and passes cordon-contract.
+# Run as root on Debian 12. Ends with "debian: N passed, N failed". Leaves no
+# trace: the copy, the packages, the root and its mounts are removed on any
+# exit. The base root is cached as a tarball in $CORDON_IMAGE_CACHE
+# (/var/cache/cordon-images), keyed by its package list.
+#   scripts/debian-check.sh [--debs DIR]   DIR: packages already built there (with their
+#                                          .changes), instead of building them here
+set -uo pipefail
+debs_from=
+if [ "${1:-}" = "--debs" ]; then debs_from=$(cd "$2" && pwd) || exit 2; fi
+cd "$(dirname "$0")/.."
+top=$(pwd)
+cache=${CORDON_IMAGE_CACHE:-/var/cache/cordon-images}
+passed=0
+failed=0
+check() { # name, then a command: counts as one check
+  local name=$1; shift
+  if "$@"; then passed=$((passed + 1)); echo "debian: ok: $name"
+  else failed=$((failed + 1)); echo "debian: FAILED: $name"; fi
+}
+finish() {
+  echo "debian: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+  exit
+}
+start=$(date +%s)
+
+work=$(mktemp -d /tmp/cordon-debian.XXXXXX) || exit 1
+root=$work/root
+cleanup() {
+  # Everything mounted beneath the root, deepest first; then the files.
+  local m
+  if [ -d "$root" ]; then
+    for m in $(awk -v r="$root" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/mounts | sort -r); do
+      umount -l "$m" 2>/dev/null || true
+    done
+  fi
+  rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+export DEBIAN_FRONTEND=noninteractive
+tools=(debhelper dpkg-dev lintian mmdebstrap fakeroot build-essential)
+missing=()
+for p in "${tools[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "debian: installing ${missing[*]}"
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null ||
+    { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null; }
+fi
+
+if [ -n "$debs_from" ]; then
+  mkdir -p "$work/src"
+  cp "$debs_from"/*.deb "$debs_from"/*.changes "$debs_from"/*.buildinfo "$work/src/"
+else
+  # A copy of the tree (tracked and new files, nothing ignored), so that the
+  # source stays clean; the packages land next to it, in $work.
+  mkdir -p "$work/src/cordon"
+  if git rev-parse --git-dir >/dev/null 2>&1; then
+    git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$work/src/cordon"
+  else
+    tar -C "$top" --exclude='./_build*' -cf - . | tar -C "$work/src/cordon" -xf -
+  fi
+  (cd "$work/src/cordon" && dpkg-checkbuilddeps >/dev/null 2>&1) ||
+    apt-get build-dep -y -q "$work/src/cordon" >/dev/null ||
+    { apt-get update -q >/dev/null && apt-get build-dep -y -q "$work/src/cordon" >/dev/null; }
+
+  echo "== dpkg-buildpackage -us -uc -b"
+  (cd "$work/src/cordon" && dpkg-buildpackage -us -uc -b -j"$(nproc)") >"$work/build.log" 2>&1
+  build_rc=$?
+  [ $build_rc -eq 0 ] || tail -n 60 "$work/build.log"
+  check "the packages build (dpkg-buildpackage -b)" test $build_rc -eq 0
+  [ $build_rc -eq 0 ] || finish
+  echo "built in $(($(date +%s) - start)) s: $(cd "$work/src" && ls ./*.deb | tr '\n' ' ')"
+fi
+
+echo "== lintian -I"
+lintian -I --pedantic "$work"/src/*.changes >"$work/lintian.out" 2>&1
+cat "$work/lintian.out"
+check "lintian: no error and no warning" bash -c "! grep -q '^[EW]: ' '$work/lintian.out'"
+
+deb() { ls "$work"/src/"$1"_*.deb; }
+abi=$(sed -n 's/^#define CORDON_ABI_MAJOR \([0-9]*\)$/\1/p' plugin-api/cordon/provider.h)
+check "cordon provides cordon-provider-abi-$abi, the ABI major of provider.h" \
+  bash -c "dpkg-deb -f '$(deb cordon)' Provides | grep -qx 'cordon-provider-abi-$abi'"
+check "each provider package depends on cordon-provider-abi-$abi" bash -c "
+  for p in trusted-local runc docker; do
+    dpkg-deb -f \"\$(ls '$work'/src/cordon-provider-\${p}_*.deb)\" Depends | grep -q 'cordon-provider-abi-$abi' || exit 1
+  done"
+
+# ---- the clean root ---------------------------------------------------------
+# Everything the packages depend on from Debian, and what the checks use
+# (python for the bundles, gcc and make for the example, busybox and
+# find for the autopkgtest's rootfs), comes in the cached base: installing
+# our packages there then needs no download.
+deps=$(for f in "$work"/src/*.deb; do dpkg-deb -f "$f" Depends; echo; done |
+  tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/:any//; s/[[:space:]]//g' |
+  grep -v -e '^$' -e '^cordon' -e '^libcordon' -e '^python3-cordon' | sort -u | tr '\n' ',')
+include="${deps}python3-minimal,gcc,libc6-dev,make,pkgconf,busybox-static,findutils,dash"
+key=$(printf 'bookworm minbase %s' "$include" | sha256sum | cut -c1-16)
+base="$cache/debian-check-$key.tar"
+sources=$(ls /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n1 || true)
+[ -n "$sources" ] || sources=/etc/apt/sources.list
+mkdir -p "$cache"
+exec 9>"$cache/.debian-check.lock"
+flock 9
+if [ ! -s "$base" ]; then
+  echo "== mmdebstrap (cached after the first time): $include"
+  rm -f "$base.tmp"
+  mmdebstrap --quiet --format=tar --variant=minbase --include="$include" \
+    bookworm "$base.tmp" "$sources" >"$work/mmdebstrap.log" 2>&1 && mv "$base.tmp" "$base"
+fi
+exec 9>&-
+check "a clean bookworm root" test -s "$base"
+[ -s "$base" ] || { tail -n 30 "$work/mmdebstrap.log"; finish; }
+mkdir -p "$root"
+tar -C "$root" -xf "$base"
+# runc needs /proc, /sys (and its cgroup tree) and /dev; the uid pool is
+# the machine's own, shared with the host, so that an execution in the
+# root never holds a uid that one outside holds too; the rootfs tarballs
+# come from the image cache, read-only.
+# The root is a mount point of its own: runc makes "/" a private mount
+# before pivot_root, which fails (EINVAL) on a plain directory.
+mount --bind "$root" "$root"
+mkdir -p /run/cordon/uids && chmod 0700 /run/cordon/uids
+mkdir -p "$root/run/cordon/uids" "$root$cache"
+mount -t proc proc "$root/proc"
+mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
+mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
+mount --bind /run/cordon/uids "$root/run/cordon/uids"
+mount --bind -o ro "$cache" "$root$cache"
+mkdir -p "$root/debs"
+cp "$work"/src/*.deb "$root/debs/"
+# Not chroot: in a chroot, runc's pivot_root attaches the container's root
+# below the chroot directory, and a process that later enters the
+# container's mount namespace (setns, as runc.so does for each exec) lands
+# at the namespace's root, the host's "/", where /workspace is missing
+# (ENOENT). A mount namespace of its own whose root is the clean root
+# (pivot_root) gives runc the same start it has on a real machine.
+in_root() {
+  unshare --mount --propagation private -- /bin/sh -c '
+    cd "$1" && shift && mkdir -p .pivot-old && pivot_root . .pivot-old &&
+    cd / && umount -l /.pivot-old && rmdir /.pivot-old &&
+    exec /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"' sh "$root" "$@"
+}
+install_debs() { # package names, from /debs (apt takes our own dependencies from there too)
+  local p args=()
+  for p in "$@"; do args+=("$(cd "$root" && ls ./debs/"$p"_*.deb | sed 's#^\.##')"); done
+  in_root apt-get install -y -q --no-install-recommends "${args[@]}" >"$work/apt.log" 2>&1 ||
+    { tail -n 20 "$work/apt.log"; return 1; }
+}
+echo 'print("hello from the Debian packages")' >"$root/tmp/main.py"
+
+echo "== (a) cordon and cordon-provider-trusted-local alone"
+check "(a) cordon and cordon-provider-trusted-local install" install_debs libcordon-sdk0 cordon cordon-provider-trusted-local
+in_root cordon providers >"$work/providers.out" 2>&1
+cat "$work/providers.out"
+check "(a) cordon providers lists trusted-local only" \
+  bash -c "[ \"\$(awk 'NF { print \$1 }' '$work/providers.out')\" = trusted-local ]"
+in_root cordon run --isolation none --allow-unsafe-local /tmp/main.py >"$work/run-a.out" 2>&1
+run_a=$?
+cat "$work/run-a.out"
+check "(a) an --allow-unsafe-local run works under trusted-local" \
+  bash -c "[ $run_a -eq 0 ] && grep -q 'hello from the Debian packages' '$work/run-a.out' &&
+           grep -q 'under trusted-local' '$work/run-a.out'"
+
+echo "== (b) adding cordon-provider-runc"
+read -r _ image digest < <(bash tests/images/build-images.sh python 2>"$work/images.err") ||
+  cat "$work/images.err"
+check "(b) cordon-provider-runc installs (and brings runc)" install_debs cordon-provider-runc
+in_root cordon run --isolation required --image "$image@sha256:$digest" /tmp/main.py \
+  >"$work/run-b.out" 2>&1
+run_b=$?
+cat "$work/run-b.out"
+check "(b) cordon run --isolation required works under runc" \
+  bash -c "[ $run_b -eq 0 ] && grep -q 'hello from the Debian packages' '$work/run-b.out' &&
+           grep -q 'under runc \[isolated\]' '$work/run-b.out'"
+
+echo "== (c) a provider built against ABI major 99"
+mkdir -p "$work/fake/DEBIAN"
+cat >"$work/fake/DEBIAN/control" <<EOF
+Package: cordon-provider-fake
+Version: 1.0
+Architecture: all
+Maintainer: cordon debian-check <nobody@invalid>
+Depends: cordon-provider-abi-99
+Description: a provider package for another provider ABI major
+ Built by scripts/debian-check.sh; it must not install next to this host.
+EOF
+dpkg-deb --root-owner-group --build "$work/fake" "$root/debs/cordon-provider-fake_1.0_all.deb" >/dev/null
+in_root apt-get install -y -q --no-install-recommends /debs/cordon-provider-fake_1.0_all.deb \
+  >"$work/fake.out" 2>&1
+fake_rc=$?
+cat "$work/fake.out"
+check "(c) apt refuses a provider for cordon-provider-abi-99" \
+  bash -c "[ $fake_rc -ne 0 ] && grep -q 'cordon-provider-abi-99' '$work/fake.out' &&
+           ! chroot '$root' dpkg-query -W -f='\${Status}' cordon-provider-fake 2>/dev/null | grep -q installed"
+
+echo "== (d) the autopkgtest, debian/tests/contract"
+# Run by hand inside the root: autopkgtest's null server would test this
+# machine rather than the clean root, and its chroot server wants the
+# source package and working apt sources inside the testbed. What
+# autopkgtest adds (the Depends of debian/tests/control installed, a
+# fresh AUTOPKGTEST_TMP, root) is done here the same way.
+tdeps=$(sed -n 's/^Depends: //p' debian/tests/control | tr ',' '\n' | sed 's/[[:space:]]//g' |
+  grep -e '^cordon' -e '^libcordon')
+# shellcheck disable=SC2086
+check "(d) the test's Depends install" install_debs $tdeps
+mkdir -p "$root/autopkgtest/tmp"
+cp -r debian/tests "$root/autopkgtest/"
+in_root env AUTOPKGTEST_TMP=/autopkgtest/tmp sh /autopkgtest/tests/contract >"$work/autopkgtest.out" 2>&1
+apt_rc=$?
+grep -E '^(==|contract:)|Synthesis|\[FAIL\]' "$work/autopkgtest.out"
+[ $apt_rc -eq 0 ] || tail -n 40 "$work/autopkgtest.out"
+check "(d) the autopkgtest passes (trusted-local and runc)" \
+  bash -c "[ $apt_rc -eq 0 ] && grep -q 'contract: ok: trusted-local' '$work/autopkgtest.out' &&
+           grep -q 'contract: ok: runc' '$work/autopkgtest.out'"
+
+echo "== (e) examples/provider-hello against the installed -dev packages"
+check "(e) libcordon-sdk-dev and libcordon-dev install" install_debs libcordon0 libcordon-sdk-dev libcordon-dev
+mkdir -p "$root/tmp/provider-hello"
+cp examples/provider-hello/Makefile examples/provider-hello/hello.c "$root/tmp/provider-hello/"
+in_root make -C /tmp/provider-hello CC=gcc CFLAGS="-O2 -Werror" >"$work/hello-build.out" 2>&1
+hello_rc=$?
+cat "$work/hello-build.out"
+check "(e) provider-hello builds with gcc -Wall -Wextra -Werror from cordon.pc" test $hello_rc -eq 0
+check "(e) hello.so exports only cordon_provider_init_v1" bash -c \
+  "[ \"\$(nm -D --defined-only '$root/tmp/provider-hello/hello.so' | awk '{ print \$3 }')\" = cordon_provider_init_v1 ]"
+in_root cordon-contract --provider /tmp/provider-hello/hello.so >"$work/hello-contract.out" 2>&1
+hc_rc=$?
+grep -E 'Synthesis|\[FAIL\]' "$work/hello-contract.out"
+check "(e) provider-hello passes cordon-contract" \
+  bash -c "[ $hc_rc -eq 0 ] && grep -q 'Failing: 0 | Crashing: 0' '$work/hello-contract.out'"
+check "(e) libcordon.pc links a program against libcordon" bash -c "
+  printf '#include <cordon/cordon.h>\nint main(void) { cordon_ctx_free(0); return 0; }\n' >'$root/tmp/host.c' &&
+  chroot '$root' sh -c 'gcc -Wall -Wextra -Werror -o /tmp/host /tmp/host.c \$(pkg-config --cflags --libs libcordon) && /tmp/host'"
+
+echo "debian: took $(($(date +%s) - start)) s"
+finish
