@@ -26,6 +26,8 @@ fi
 version=$(cd "$tree" && dpkg-parsechangelog -S Version | sed 's/-[^-]*$//')
 for pkg in libcordon0:libcordon-dev libcordon-sdk0:libcordon-sdk-dev; do
   dev=${pkg#*:} pkg=${pkg%%:*}
+  # -O reads a file that exists as the basis of the new one: start afresh.
+  rm -f "$top/debian/$pkg.symbols"
   (cd "$tree" && dpkg-gensymbols -q -p"$pkg" -P"debian/$pkg" -v"$version" -c0 -O"$top/debian/$pkg.symbols")
   # The -dev package whose Build-Depends a dependent package's version comes from.
   sed -i "1a * Build-Depends-Package: $dev" "$top/debian/$pkg.symbols"
