@@ -24,12 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sdk/archive-lazy.h"
+#include "sdk/tar-internal.h"
 
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/tar.h>
 
-#define TAR_BLOCK 10240
 #define DATA_CHUNK (64u << 10)
 
 static int nomem(struct cordon_error *err, const char *what)
@@ -38,18 +37,6 @@ static int nomem(struct cordon_error *err, const char *what)
 }
 
 /* ---- writing entries ------------------------------------------------------ */
-
-static int archive_fail(struct archive *a, const char *what, struct cordon_error *err)
-{
-    const char *msg = archive_error_string(a);
-    int e = archive_errno(a);
-
-    /* libarchive reports format errors with EILSEQ or -1; real errnos come from the fd. */
-    return cordon_error_set(err, e > 0 && e != EILSEQ && e != EINVAL ? CORDON_E_IO
-                                                                      : CORDON_E_INVALID,
-                            e > 0 ? e : 0, "tar stream: %s: %s", what,
-                            msg != NULL ? msg : "unknown error");
-}
 
 /* pax, like the sdk's writer: long names and numeric owners survive. */
 static int writer_open(int fd, struct archive **ret, struct cordon_error *err)
@@ -65,7 +52,7 @@ static int writer_open(int fd, struct archive **ret, struct cordon_error *err)
     if (archive_write_set_format_pax_restricted(w) != ARCHIVE_OK ||
         archive_write_set_bytes_in_last_block(w, 1) != ARCHIVE_OK ||
         archive_write_open_fd(w, fd) != ARCHIVE_OK) {
-        r = archive_fail(w, "open writer", err);
+        r = cordon__tar_fail(err, w, "open writer");
         archive_write_free(w);
         return r;
     }
@@ -84,7 +71,7 @@ static int writer_close(struct archive *w, bool ok, struct cordon_error *err)
     if (!ok)
         archive_write_fail(w);
     if (archive_write_close(w) != ARCHIVE_OK && ok)
-        r = archive_fail(w, "finish", err);
+        r = cordon__tar_fail(err, w, "finish");
     archive_write_free(w);
     return r;
 }
@@ -117,7 +104,7 @@ static int write_entry(struct archive *w, const char *name, mode_t type, mode_t 
     if (type == AE_IFREG)
         archive_entry_set_size(e, size);
     if (archive_write_header(w, e) < ARCHIVE_WARN) {
-        r = archive_fail(w, "write header", err);
+        r = cordon__tar_fail(err, w, "write header");
         goto out;
     }
     /* Exactly the size the header promised, or the stream is broken. */
@@ -125,7 +112,7 @@ static int write_entry(struct archive *w, const char *name, mode_t type, mode_t 
         la_ssize_t n = archive_read_data(rd, chunk, DATA_CHUNK);
 
         if (n < 0) {
-            r = archive_fail(rd, "read data", err);
+            r = cordon__tar_fail(err, rd, "read data");
             goto out;
         }
         if (n == 0 || n > size) {
@@ -135,7 +122,7 @@ static int write_entry(struct archive *w, const char *name, mode_t type, mode_t 
             goto out;
         }
         if (archive_write_data(w, chunk, (size_t)n) != n) {
-            r = archive_fail(w, "write data", err);
+            r = cordon__tar_fail(err, w, "write data");
             goto out;
         }
         size -= n;
@@ -143,29 +130,6 @@ static int write_entry(struct archive *w, const char *name, mode_t type, mode_t 
 out:
     archive_entry_free(e);
     return r;
-}
-
-static int reader_open(int fd, struct archive **ret, struct cordon_error *err)
-{
-    struct archive *a;
-    int r = cordon__archive_load(err);
-
-    if (r < 0)
-        return r;
-    a = archive_read_new();
-    if (a == NULL)
-        return nomem(err, "tar stream");
-    /* Plain tar only (ustar, pax, GNU); no compression; empty is no entries. */
-    if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
-        archive_read_support_format_empty(a) != ARCHIVE_OK ||
-        archive_read_support_filter_none(a) != ARCHIVE_OK ||
-        archive_read_open_fd(a, fd, TAR_BLOCK) != ARCHIVE_OK) {
-        r = archive_fail(a, "open", err);
-        archive_read_free(a);
-        return r;
-    }
-    *ret = a;
-    return 0;
 }
 
 /* The entry's name, whatever form the stream stored it in. */
@@ -415,7 +379,7 @@ int cordon_tar_filter_workspace_fd(int in_fd, int checked_fd, int out_fd, const 
     if (r == 0 && lseek(checked_fd, 0, SEEK_SET) != 0)
         r = cordon_error_set(err, CORDON_E_IO, errno, "tar stream: spool: %s", strerror(errno));
     if (r == 0)
-        r = reader_open(checked_fd, &rd, err);
+        r = cordon__tar_reader_open(checked_fd, &rd, err);
     if (r == 0)
         r = writer_open(out_fd, &im.w, err);
     if (r < 0)
@@ -434,7 +398,7 @@ int cordon_tar_filter_workspace_fd(int in_fd, int checked_fd, int out_fd, const 
         if (ar == ARCHIVE_EOF)
             break;
         if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
-            r = archive_fail(rd, "read header", err);
+            r = cordon__tar_fail(err, rd, "read header");
             goto out;
         }
         r = import_entry(&im, rd, e, chunk, err);
@@ -655,7 +619,7 @@ static int copy_data(struct archive *rd, const char *name, int64_t size, char *c
         la_ssize_t n = archive_read_data(rd, chunk, DATA_CHUNK);
 
         if (n < 0) {
-            r = archive_fail(rd, "read data", err);
+            r = cordon__tar_fail(err, rd, "read data");
             goto out;
         }
         if (n == 0 || n > size) {
@@ -716,7 +680,7 @@ static int write_link(struct exporter *ex, const struct export_link *l, struct a
         archive_entry_set_mtime(e, time(NULL), 0);
     archive_entry_set_size(e, size);
     if (archive_write_header(ex->w, e) < ARCHIVE_WARN) {
-        r = archive_fail(ex->w, "write header", err);
+        r = cordon__tar_fail(err, ex->w, "write header");
         goto out;
     }
     if (lseek(data_fd, 0, SEEK_SET) != 0) {
@@ -732,7 +696,7 @@ static int write_link(struct exporter *ex, const struct export_link *l, struct a
             goto out;
         }
         if (archive_write_data(ex->w, chunk, (size_t)n) != n) {
-            r = archive_fail(ex->w, "write data", err);
+            r = cordon__tar_fail(err, ex->w, "write data");
             goto out;
         }
         size -= n;
@@ -757,7 +721,7 @@ static int export_links(struct exporter *ex, int in_fd, char *chunk, struct cord
 
     if (lseek(in_fd, 0, SEEK_SET) != 0)
         return cordon_error_set(err, CORDON_E_IO, errno, "export: spool: %s", strerror(errno));
-    r = reader_open(in_fd, &rd, err);
+    r = cordon__tar_reader_open(in_fd, &rd, err);
     while (r == 0 && left > 0) {
         int ar = archive_read_next_header(rd, &e), data_fd = -1;
         const char *raw;
@@ -766,7 +730,7 @@ static int export_links(struct exporter *ex, int in_fd, char *chunk, struct cord
         if (ar == ARCHIVE_EOF)
             break;
         if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
-            r = archive_fail(rd, "read header", err);
+            r = cordon__tar_fail(err, rd, "read header");
             break;
         }
         raw = entry_name(e);
@@ -831,7 +795,7 @@ int cordon_tar_export_rewrite_fd(int in_fd, int out_fd, const struct cordon_tar_
     }
     /* in_fd < 0: nothing to read, an empty stream (export_files of paths
      * that are all missing). */
-    r = in_fd >= 0 ? reader_open(in_fd, &rd, err) : 0;
+    r = in_fd >= 0 ? cordon__tar_reader_open(in_fd, &rd, err) : 0;
     if (r == 0)
         r = writer_open(out_fd, &ex.w, err);
     while (r == 0 && rd != NULL) {
@@ -840,7 +804,7 @@ int cordon_tar_export_rewrite_fd(int in_fd, int out_fd, const struct cordon_tar_
         if (ar == ARCHIVE_EOF)
             break;
         if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
-            r = archive_fail(rd, "read header", err);
+            r = cordon__tar_fail(err, rd, "read header");
             break;
         }
         r = export_entry(&ex, rd, e, chunk, err);

@@ -16,7 +16,7 @@
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/tar.h>
 
-#include "sdk/archive-lazy.h"
+#include "sdk/tar-internal.h"
 
 #define TAR_BLOCK 10240
 #define DATA_CHUNK (64u * 1024u)
@@ -27,7 +27,7 @@
 
 /* libarchive reports format errors with EILSEQ (its ARCHIVE_ERRNO_FILE_FORMAT
  * on Linux) or -1; real errnos come from the fd. */
-static int archive_fail(struct cordon_error *err, struct archive *a, const char *what)
+int cordon__tar_fail(struct cordon_error *err, struct archive *a, const char *what)
 {
     const char *msg = archive_error_string(a);
     int e = archive_errno(a);
@@ -235,7 +235,7 @@ static ssize_t read_chunk(struct extract *x, const char *name, uint64_t left,
         if (n < 0) {
             snprintf(what, sizeof(what), "entry \"%.*s\": read data", cordon_text_fit(name, 300),
                      name);
-            return archive_fail(err, x->a, what);
+            return cordon__tar_fail(err, x->a, what);
         }
         return n;
     }
@@ -762,24 +762,25 @@ static int extract_entry(struct extract *x, struct archive_entry *entry, struct 
     return r;
 }
 
-/* A reader of plain tar (ustar, pax, GNU) on fd: no compression; an empty
- * stream is no entries. */
-static int reader_open(int fd, struct archive **ret_a, struct cordon_error *err)
+int cordon__tar_reader_open(int fd, struct archive **ret_a, struct cordon_error *err)
 {
-    struct archive *a = archive_read_new();
-    int r;
+    struct archive *a;
+    int r = cordon__archive_load(err);
 
+    if (r < 0)
+        return r;
+    a = archive_read_new();
     if (a == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
     if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
         archive_read_support_format_empty(a) != ARCHIVE_OK ||
         archive_read_support_filter_none(a) != ARCHIVE_OK) {
-        r = archive_fail(err, a, "set up reader");
+        r = cordon__tar_fail(err, a, "set up reader");
         archive_read_free(a);
         return r;
     }
     if (archive_read_open_fd(a, fd, TAR_BLOCK) != ARCHIVE_OK) {
-        r = archive_fail(err, a, "open");
+        r = cordon__tar_fail(err, a, "open");
         archive_read_free(a);
         return r;
     }
@@ -834,7 +835,7 @@ int cordon_tar_extract_fd(int tar_fd, int dest_dirfd, const struct cordon_tar_li
         r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
         goto out;
     }
-    r = reader_open(tar_fd, &x.a, err);
+    r = cordon__tar_reader_open(tar_fd, &x.a, err);
     if (r < 0)
         goto out;
     for (;;) {
@@ -844,7 +845,7 @@ int cordon_tar_extract_fd(int tar_fd, int dest_dirfd, const struct cordon_tar_li
             break;
         /* ARCHIVE_WARN: e.g. a name the locale cannot convert; it is still read raw. */
         if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
-            r = archive_fail(err, x.a, "read header");
+            r = cordon__tar_fail(err, x.a, "read header");
             goto out;
         }
         r = extract_entry(&x, entry, err);
@@ -1760,7 +1761,7 @@ static int filter_data(struct filter *f, const char *name, uint64_t size,
 
             snprintf(what, sizeof(what), "entry \"%.*s\": read data", cordon_text_fit(name, 300),
                      name);
-            return archive_fail(err, f->in, what);
+            return cordon__tar_fail(err, f->in, what);
         }
         if (n == 0)
             break;
@@ -1875,7 +1876,7 @@ int cordon_tar_filter_fd(int in_fd, int out_fd, const struct cordon_tar_limits *
         r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "tar stream: out of memory");
         goto out;
     }
-    r = reader_open(in_fd, &f.in, err);
+    r = cordon__tar_reader_open(in_fd, &f.in, err);
     if (r == 0)
         r = sink_open(&f.sink, out_fd, err);
     while (r == 0) {
@@ -1885,7 +1886,7 @@ int cordon_tar_filter_fd(int in_fd, int out_fd, const struct cordon_tar_limits *
             break;
         /* ARCHIVE_WARN: e.g. a name the locale cannot convert; it is still read raw. */
         if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN)
-            r = archive_fail(err, f.in, "read header");
+            r = cordon__tar_fail(err, f.in, "read header");
         else
             r = filter_entry(&f, entry, err);
     }
