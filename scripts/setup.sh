@@ -3,6 +3,7 @@
 # under $PREFIX (default /usr/local). Safe to run again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+top=$PWD
 PREFIX=${PREFIX:-/usr/local}
 BUILD=${BUILD:-_build}
 
@@ -30,7 +31,7 @@ mkdir -p "$BUILD"
 cd "$BUILD"
 # Debian's python3, not whichever python3 comes first in PATH: the binding
 # goes where that interpreter reads it (configure.ac).
-[ -f Makefile ] || ../configure --prefix="$PREFIX" --enable-werror PYTHON="${PYTHON:-/usr/bin/python3}"
+[ -f Makefile ] || "$top"/configure --prefix="$PREFIX" --enable-werror PYTHON="${PYTHON:-/usr/bin/python3}"
 make -j"$(nproc)"
 make install >/dev/null
 ldconfig
