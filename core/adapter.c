@@ -84,6 +84,14 @@ static int step_init(struct cordon__step *s, const char *name, const char *const
     while (head[n_head] != NULL)
         n_head++;
     argc = n_head + (entry != NULL) + n_args;
+    /* The bundle's bound on args alone leaves no room for the adapter's own
+     * words: an exec takes at most CORDON_ARGV_MAX in all. */
+    if (argc > CORDON_ARGV_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "args: %zu arguments; this language's %s command takes %zu "
+                                "words of the %d an exec allows, so at most %zu arguments",
+                                n_args, name, argc - n_args, CORDON_ARGV_MAX,
+                                (size_t)CORDON_ARGV_MAX - (argc - n_args));
     /* The argv stays NULL-terminated, so a caller can hand it to execv. */
     s->argv = calloc(argc + 1, sizeof(*s->argv));
     s->name = strdup(name);

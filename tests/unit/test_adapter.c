@@ -297,3 +297,37 @@ Test(adapter, step_request_is_the_abi_object)
     cordon__plan_free(p);
     cordon__bundle_free(b);
 }
+
+/* A bundle may carry CORDON_BUNDLE_MAX_ARGS arguments, but the adapter's own
+ * words (python3 main.py) count against the exec's CORDON_ARGV_MAX: the plan
+ * refuses what no provider would run, naming args and the room left. */
+Test(adapter, args_leave_room_for_the_command)
+{
+    char json[8192];
+    size_t len;
+    struct cordon__bundle *b;
+    struct cordon__plan *p = NULL;
+    struct cordon_error err;
+
+    for (size_t n = CORDON_ARGV_MAX - 3; n <= CORDON_ARGV_MAX - 1; n++) {
+        len = (size_t)snprintf(json, sizeof(json),
+                               "{\"files\":[{\"path\":\"main.py\",\"content\":\"\"}],\"args\":[");
+        for (size_t i = 0; i < n; i++)
+            len += (size_t)snprintf(json + len, sizeof(json) - len, "%s\"a\"", i > 0 ? "," : "");
+        snprintf(json + len, sizeof(json) - len, "]}");
+        b = bundle_of(json);
+        cordon_error_init(&err);
+        if (n <= CORDON_ARGV_MAX - 2) {
+            cr_assert_eq(cordon__adapter_plan(b, NULL, &p, &err), 0, "%zu args: %s", n, err.message);
+            cr_assert_eq(p->steps[0].argc, n + 2);
+            cordon__plan_free(p);
+            p = NULL;
+        } else {
+            cr_assert_eq(cordon__adapter_plan(b, NULL, &p, &err), CORDON_E_LIMIT);
+            cr_assert_null(p);
+            cr_assert(strstr(err.message, "args: 255 arguments") != NULL &&
+                      strstr(err.message, "at most 254 arguments") != NULL, "%s", err.message);
+        }
+        cordon__bundle_free(b);
+    }
+}
