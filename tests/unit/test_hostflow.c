@@ -30,19 +30,37 @@ struct env {
     struct cordon_ctx *ctx;
 };
 
+/* The env a test opened and has not closed yet: a failed cr_assert ends the
+ * test before its env_close, and the suites' .fini closes it then, so that
+ * a failing test leaves no directory or mount behind either. */
+static struct env *open_env;
+
+static void env_close(struct env *e);
+
+static void env_fini(void)
+{
+    if (open_env != NULL)
+        env_close(open_env);
+}
+
+TestSuite(hostflow, .fini = env_fini);
+TestSuite(record, .fini = env_fini);
+
 /* Each test gets its own trusted-local root, so tests running at the same
  * time (or a crashed earlier run) never see each other's executions. */
 static void env_open(struct env *e)
 {
     char *dir = test_mkdtemp(), config[1024];
 
+    e->state = NULL;
     cr_assert_not_null(dir);
     chmod(dir, 0711);   /* the sandbox user passes through to its workspace */
     snprintf(e->root, sizeof(e->root), "%s/tl", dir);
     snprintf(config, sizeof(config), "{\"provider_configs\":{\"trusted-local\":{\"root\":\"%s\"}}}", e->root);
     e->ctx = test_ctx_open(config, &e->state);
-    cr_assert_not_null(e->ctx);
     e->dir = dir;
+    open_env = e;
+    cr_assert_not_null(e->ctx);
 }
 
 static void env_close(struct env *e)
@@ -50,6 +68,7 @@ static void env_close(struct env *e)
     char left[1024];
     int mounts;
 
+    open_env = NULL;
     cordon_ctx_free(e->ctx);
     /* A CI run once found a trusted-local area of this suite still mounted
      * after every test had passed: each test now answers for its own. */
