@@ -1,4 +1,5 @@
 /* core: loading provider shared objects and checking their vtables. */
+#include <dlfcn.h>
 #include <errno.h>
 #include <ltdl.h>
 #include <pthread.h>
@@ -48,6 +49,24 @@ int cordon_provider_id_from_path(const char *path, char *ret_id, struct cordon_e
                                 "provider path %s: \"%s\" is not a provider id ([a-z0-9][a-z0-9-]{0,63})",
                                 path, ret_id);
     return 0;
+}
+
+/* Why lt_dlopen failed. libltdl tries the file under each of its
+ * extensions and keeps the last failure, so an unresolved symbol or a
+ * wrong ELF class comes back as "file not found"; the dynamic loader's own
+ * dlerror() names the cause. */
+static const char *load_failure(const char *abs_path, char *buf, size_t size)
+{
+    const char *lt = lt_dlerror();
+    void *h = dlopen(abs_path, RTLD_NOW | RTLD_LOCAL);
+
+    if (h != NULL) {
+        /* Loads here after all: libltdl's reason is all there is. */
+        dlclose(h);
+        return lt != NULL ? lt : "unknown error";
+    }
+    snprintf(buf, size, "%s", dlerror());
+    return buf;
 }
 
 int cordon_provider_check(const struct cordon_provider_v1 *p, const char *expected_id,
@@ -137,9 +156,12 @@ int cordon_provider_load(const char *abs_path, const struct cordon_host_v1 *host
     if (ltdl_status != 0)
         return cordon_error_set(err, CORDON_E_ABI, 0, "libltdl: %s", lt_dlerror());
     handle = lt_dlopen(abs_path);
-    if (handle == NULL)
+    if (handle == NULL) {
+        char why[512];
+
         return cordon_error_set(err, CORDON_E_ABI, 0, "provider %s: cannot load: %s", abs_path,
-                                lt_dlerror());
+                                load_failure(abs_path, why, sizeof(why)));
+    }
     init = (cordon_provider_init_v1_fn)(uintptr_t)lt_dlsym(handle, CORDON_PROVIDER_INIT_SYMBOL);
     if (init == NULL) {
         /* Tell a newer provider from a .so that is no provider at all. */

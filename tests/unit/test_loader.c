@@ -25,6 +25,8 @@ static struct refusal refuses_bad_providers_cases[] = {
     { "newminor", CORDON_E_ABI, "newer than this host's" },
     { "smallstruct", CORDON_E_ABI, "struct_size 8" },
     { "noexec", CORDON_E_ABI, "required operation exec is missing" },
+    /* The dynamic loader's own reason, not libltdl's "file not found". */
+    { "unresolved", CORDON_E_ABI, "undefined symbol: cordon_fixture_nowhere" },
     { "not-there", CORDON_E_NOT_FOUND, "no not-there.so" },
     { "Bad_Id", CORDON_E_INVALID, "not a provider id" },
 };
