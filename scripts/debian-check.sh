@@ -10,7 +10,13 @@
 #         (Depends: cordon-provider-abi-99) is refused next to this host;
 #     (d) the autopkgtest (debian/tests/contract) passes there;
 #     (e) examples/provider-hello builds there against only the installed
-#         -dev packages and cordon.pc, warning-free, and passes cordon-contract.
+#         -dev packages and cordon.pc, warning-free, and passes cordon-contract;
+#     (f) python3-cordon: `import cordon; cordon.run(...)` runs a program
+#         under runc from the installed packages;
+#   - in a second clean root with every build dependency but libcurl's and
+#     Criterion's -dev packages:
+#     (g) ./configure --disable-provider-docker --without-criterion succeeds
+#         and make builds the host and the other two providers.
 # Run as root on Debian 12. Ends with "debian: N passed, N failed". Leaves no
 # trace: the copy, the packages, the root and its mounts are removed on any
 # exit. The base root is cached as a tarball in $CORDON_IMAGE_CACHE
@@ -249,6 +255,68 @@ check "(e) provider-hello passes cordon-contract" \
 check "(e) libcordon.pc links a program against libcordon" bash -c "
   printf '#include <cordon/cordon.h>\nint main(void) { cordon_ctx_free(0); return 0; }\n' >'$root/tmp/host.c' &&
   chroot '$root' sh -c 'gcc -Wall -Wextra -Werror -o /tmp/host /tmp/host.c \$(pkg-config --cflags --libs libcordon) && /tmp/host'"
+
+echo "== (f) python3-cordon: a program under runc from Python"
+check "(f) python3-cordon installs" install_debs python3-cordon
+cat >"$root/tmp/binding.py" <<'EOF'
+import sys
+import cordon
+
+r = cordon.run({"main.py": "import os\nprint(6 * 7)\n"
+                           "open('../output/answer.txt', 'w').write(str(os.getuid() != 0))\n"},
+               language="python", isolation="required", image=sys.argv[1],
+               outputs=["answer.txt"])
+provider = r["meta"].get("provider_id")
+print("python3-cordon: %s %s stdout=%r answer=%r" % (r.status, provider, r.stdout,
+                                                    r.output("answer.txt")))
+sys.exit(0 if (r.ok, provider, r.stdout, r.output("answer.txt")) == (True, "runc", "42\n", b"True")
+         else 1)
+EOF
+in_root python3 /tmp/binding.py "$image@sha256:$digest" >"$work/python.out" 2>&1
+py_rc=$?
+cat "$work/python.out"
+check "(f) import cordon; cordon.run(...) runs a program under runc from the package" \
+  bash -c "[ $py_rc -eq 0 ] && grep -q '^python3-cordon: success runc' '$work/python.out'"
+
+echo "== (g) configure --disable-provider-docker --without-criterion, without their -dev packages"
+# A root of its own with every build dependency but libcurl's and
+# Criterion's, as a distribution that leaves docker and the contract suite
+# out builds. The tree comes from git, bootstrapped here.
+binclude=gcc,libc6-dev,make,pkgconf,binutils,libarchive-dev,libcap-dev,libcjson-dev,libgit2-dev,libltdl-dev,libseccomp-dev
+bkey=$(printf 'bookworm minbase %s' "$binclude" | sha256sum | cut -c1-16)
+bbase="$cache/debian-check-build-$bkey.tar"
+exec 9>"$cache/.debian-check.lock"
+flock 9
+if [ ! -s "$bbase" ]; then
+  echo "== mmdebstrap (cached after the first time): $binclude"
+  rm -f "$bbase.tmp"
+  mmdebstrap --quiet --format=tar --variant=minbase --include="$binclude" \
+    bookworm "$bbase.tmp" "$sources" >"$work/mmdebstrap-build.log" 2>&1 && mv "$bbase.tmp" "$bbase"
+fi
+exec 9>&-
+broot=$work/broot
+mkdir -p "$broot"
+check "(g) a clean build root" tar -C "$broot" -xf "$bbase"
+in_broot() { chroot "$broot" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root "$@"; }
+check "(g) the root has neither libcurl's nor Criterion's -dev package" bash -c "
+  ! chroot '$broot' dpkg-query -W -f='\${Package} \${Status}\n' 'libcurl*-dev' libcriterion-dev 2>/dev/null |
+    grep -q 'install ok installed' &&
+  ! chroot '$broot' pkg-config --exists libcurl && ! chroot '$broot' pkg-config --exists criterion"
+mkdir -p "$broot/src"
+git ls-files -z | xargs -0 cp --parents -t "$broot/src"
+(cd "$broot/src" && ./autogen.sh) >"$work/autogen.log" 2>&1 || tail -n 20 "$work/autogen.log"
+in_broot sh -c 'cd /src && ./configure --disable-provider-docker --without-criterion --without-python' \
+  >"$work/plain-configure.out" 2>&1
+conf_rc=$?
+[ $conf_rc -eq 0 ] || tail -n 30 "$work/plain-configure.out"
+check "(g) ./configure --disable-provider-docker --without-criterion succeeds there" test $conf_rc -eq 0
+in_broot sh -c "cd /src && make -j$(nproc)" >"$work/plain-make.out" 2>&1
+make_rc=$?
+[ $make_rc -eq 0 ] || tail -n 30 "$work/plain-make.out"
+check "(g) make builds cordon, runc.so and trusted-local.so; no docker.so, no cordon-contract" bash -c "
+  [ $make_rc -eq 0 ] && [ -e '$broot/src/.libs/runc.so' ] && [ -e '$broot/src/.libs/trusted-local.so' ] &&
+  [ ! -e '$broot/src/.libs/docker.so' ] && [ ! -e '$broot/src/cordon-contract' ] &&
+  chroot '$broot' /src/cordon --version >/dev/null"
 
 echo "debian: took $(($(date +%s) - start)) s"
 finish

@@ -180,11 +180,14 @@ grep '^fuzz:' "$BUILD/fuzz.out" || tail -n 40 "$BUILD/fuzz.out"
 add_summary fuzz "$BUILD/fuzz.out" 7 "not every target ran (exit $fuzz_rc)"
 
 note "debian: the packages, built and installed into a clean bookworm root"
-bash scripts/debian-check.sh >"$BUILD/debian.out" 2>&1
+# make check ran above on this tree: the package build skips its own run of
+# it (dh_auto_test), which a debian-check.sh run alone keeps.
+DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:+$DEB_BUILD_OPTIONS }nocheck" \
+  bash scripts/debian-check.sh >"$BUILD/debian.out" 2>&1
 deb_rc=$?
 grep '^debian:' "$BUILD/debian.out" || tail -n 40 "$BUILD/debian.out"
 [ $deb_rc -eq 0 ] || tail -n 80 "$BUILD/debian.out"
-add_summary debian "$BUILD/debian.out" 18 "not every check ran (exit $deb_rc)"
+add_summary debian "$BUILD/debian.out" 24 "not every check ran (exit $deb_rc)"
 
 note "make distcheck"
 check "make distcheck" bash -c "cd '$BUILD' && make -j$(nproc) distcheck >'$top/$BUILD/distcheck.out' 2>&1 || { tail -n 60 '$top/$BUILD/distcheck.out'; exit 1; }"
