@@ -141,6 +141,7 @@ struct dk_config {
     gid_t gid;
     bool pooled;               /* no config.user and root: a uid of the pool per execution */
     bool allow_unpinned;
+    bool no_agent;             /* config.exec_agent false: every exec goes through the Engine API */
 };
 
 struct cordon_resource {
@@ -149,6 +150,7 @@ struct cordon_resource {
     struct dk_engine engine;
     char *spool_dir;           /* where import/export spool their streams */
     const char *init_path;     /* the host's cordon-init (absolute), borrowed from host */
+    const char *provisioned_exec_path; /* "agent" or "engine": the last provision's (probe facts) */
 };
 
 /* One execution's state, parsed back from the state JSON provision wrote. */
@@ -161,6 +163,9 @@ struct dk_state {
     bool code_layout;
     struct cordon_limits limits;
     uint64_t expires_at_ms;
+    bool agent;                /* the init is cordon-init --agent, reachable from the host */
+    pid_t init_pid;            /* State.Pid, as the host numbers it (0: not recorded) */
+    uint64_t init_start;       /* its start time (/proc/PID/stat field 22), against pid reuse */
 };
 
 /* CORDON_E_NOMEM with "what: out of memory". */
@@ -193,6 +198,10 @@ int dk_remove_labelled(struct dk_conn *conn, const struct cordon_resource *res,
 int dk_list_labelled(struct dk_conn *conn, const struct cordon_resource *res, cJSON **ret_ids,
                      struct cordon_error *err);
 
+/* A pidfd of the execution's init: st->init_pid, still started at
+ * st->init_start (a reused pid is refused). CORDON_E_NOT_FOUND when it is gone. */
+int dk_init_pin(const struct dk_state *st, int *ret_pidfd, struct cordon_error *err);
+
 /* ---- reap.c --------------------------------------------------------------- */
 
 /*
@@ -212,7 +221,6 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
 
 /* ---- archive.c -------------------------------------------------------------- */
 
-
 /* An anonymous read-write file in res->spool_dir (O_TMPFILE), for streams. */
 int dk_spool_open(const struct cordon_resource *res, int *ret_fd, struct cordon_error *err);
 /* CORDON_E_TIMEOUT for an archive call past its bounds, naming what and them. */
@@ -228,6 +236,10 @@ int dk_import_tar(struct cordon_resource *res, const char *state_json, const cha
                   int tar_fd, struct cordon_error *err);
 int dk_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
                   int tar_fd, struct cordon_error *err);
+/* import_files (ABI 1.2): the named host files streamed as one tar into
+ * the archive API, no spool. */
+int dk_import_files(struct cordon_resource *res, const char *state_json, const char *dest,
+                    const char *files_json, int data_fd, struct cordon_error *err);
 /* export_files (ABI 1.2): only the named paths of the daemon's archive. */
 int dk_export_files(struct cordon_resource *res, const char *state_json, const char *paths_json,
                     int tar_fd, struct cordon_error *err);

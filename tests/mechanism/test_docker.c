@@ -640,8 +640,12 @@ static void *bg_main(void *arg)
 
 Test(docker, fork_bomb_is_stopped_by_the_pids_limit)
 {
-    /* Forks until the kernel says no; the sleepers hold their pids. */
-    const char *argv[] = { "sh", "-c", "exec 2>/dev/null; while :; do sleep 1000 & done", NULL };
+    /* Forks until the kernel says no; the sleepers hold their pids. The
+     * bomb is a subshell, which dies when fork fails: the leader then
+     * execs (no fork needed) and keeps the group, which the agent kills
+     * with its leader, alive until the clock ends it. */
+    const char *argv[] = { "sh", "-c",
+                           "(exec 2>/dev/null; while :; do sleep 1000 & done); exec sleep 60", NULL };
     struct limits l = small;
     struct bg_run b = { .argv = argv, .opts = defaults };
     const char *state;
