@@ -934,6 +934,7 @@ static const struct cordon_provider_v1 dk_provider = {
     .provision = dk_provision,
     .exec = dk_exec,
     .import_tar = dk_import_tar,
+    .import_files = dk_import_files,
     .export_tar = dk_export_tar,
     .export_files = dk_export_files,
     .terminate = dk_terminate,

@@ -71,12 +71,14 @@ struct dk_req {
     bool unversioned;          /* /_ping, /version */
     const char *json;          /* request body (application/json) or NULL */
     int upload_fd;             /* >= 0: a tar body of upload_len bytes read from it */
-    uint64_t upload_len;
+    uint64_t upload_len;       /* DK_UPLOAD_STREAM: read (not pread) to EOF, sent chunked */
+    const int *upload_abort;   /* streamed: set (atomically) before EOF, the body is abandoned */
     int download_fd;           /* >= 0: a 2xx body goes to it, at most max_bytes */
     uint64_t max_bytes;        /* bound of the body (0: DK_REPLY_MAX) */
     long timeout_ms;           /* 0: the default of 120 s */
     long stall_ms;             /* > 0: give up when no byte moves for this long */
 };
+#define DK_UPLOAD_STREAM UINT64_MAX
 void dk_req_init(struct dk_req *rq, const char *method, const char *path);
 
 /* A reply: the status, the daemon's API-Version header and (unless
@@ -229,6 +231,10 @@ int dk_archive_timeout(const char *what, struct cordon_error *err);
  * daemon never to replace a directory by a non-directory or the reverse. */
 int dk_archive_put(struct dk_conn *conn, const char *container_id, int fd, uint64_t len,
                    struct cordon_error *err);
+/* The same from a pipe read to its end (DK_UPLOAD_STREAM), abandoned when
+ * *abort is set by then. */
+int dk_archive_put_stream(struct dk_conn *conn, const char *container_id, int fd,
+                          const int *abort, struct cordon_error *err);
 
 /* The vtable's import_tar and export_tar (provider.h), through spools and
  * the filters above. */

@@ -2188,3 +2188,123 @@ Test(docker, runsc_keeps_the_engine_path_and_says_so)
     free(out);
     cordon_exec_outcome_clear(&o);
 }
+
+/* ---- import_files: the host's files streamed into the archive API ------------------ */
+
+struct feed_job {
+    int fd;
+    size_t len;
+};
+
+/* Write len bytes of a 16-byte pattern into fd, then close it. */
+static void *feed_main(void *arg)
+{
+    struct feed_job *j = arg;
+    static const char pattern[] = "0123456789abcde\n";
+
+    signal(SIGPIPE, SIG_IGN);
+    for (size_t left = j->len; left > 0;) {
+        size_t n = left < 16 ? left : 16;
+
+        if (write(j->fd, pattern, n) != (ssize_t)n)
+            break;
+        left -= n;
+    }
+    close(j->fd);
+    return NULL;
+}
+
+/* import_files of json with data_len pattern bytes from a pipe. */
+static int import_files_piped(const char *state, const char *dest, const char *json,
+                              size_t data_len)
+{
+    struct feed_job j = { .len = data_len };
+    pthread_t t;
+    int p[2], r;
+
+    cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+    j.fd = p[1];
+    cr_assert_eq(pthread_create(&t, NULL, feed_main, &j), 0);
+    r = vt.import_files(res, state, dest, json, p[0], &err);
+    close(p[0]);
+    pthread_join(t, NULL);
+    return r;
+}
+
+Test(docker, import_files_streams_with_the_owners_and_bounds_of_import_tar)
+{
+    struct cordon_exec_outcome o;
+    char want[200], *out, json[400];
+    const char *state;
+    uid_t uid;
+    int fd;
+
+    need_daemon();
+    cr_assert_not_null(vt.import_files, "docker.so has no import_files");
+    state = provision_default("code");
+    uid = state_uid(state);
+    /* 8 MiB and a nested name, from a pipe (no length known up front). */
+    snprintf(json, sizeof(json),
+             "{\"files\":[{\"path\":\"deep/sub/big.txt\",\"size\":%u,\"mode\":416},"
+             "{\"path\":\"run.sh\",\"size\":16,\"mode\":493}]}", 8u << 20);
+    cr_assert_eq(import_files_piped(state, "build", json, (8u << 20) + 16), 0, "%s", err.message);
+    sh(state, "cd build && stat -c '%u:%g %a %n' deep deep/sub deep/sub/big.txt run.sh && "
+              "wc -c < deep/sub/big.txt && tail -c 16 run.sh", &o);
+    out = text_of(&o.out);
+    snprintf(want, sizeof(want),
+             "%u:%u 755 deep\n%u:%u 755 deep/sub\n%u:%u 640 deep/sub/big.txt\n%u:%u 755 run.sh\n"
+             "8388608\n0123456789abcde\n", (unsigned)uid, (unsigned)uid, (unsigned)uid,
+             (unsigned)uid, (unsigned)uid, (unsigned)uid, (unsigned)uid, (unsigned)uid);
+    cr_expect_str_eq(out, want, "got %s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+    /* Under source/ in layout "code": root's, the write bits stripped. */
+    cr_assert_eq(import_files_piped(state, "source",
+                                    "{\"files\":[{\"path\":\"lib/m.py\",\"size\":32,\"mode\":420}]}",
+                                    32), 0, "%s", err.message);
+    sh(state, "stat -c '%u:%g %a' source/lib source/lib/m.py", &o);
+    out = text_of(&o.out);
+    cr_expect_str_eq(out, "0:0 555\n0:0 444\n");
+    free(out);
+    cordon_exec_outcome_clear(&o);
+
+    /* Over the workspace's share of disk_bytes (64 MiB): refused by the
+     * manifest, before a byte goes, naming the file and the limit. */
+    cr_expect_eq(import_files_piped(state, "build",
+                                    "{\"files\":[{\"path\":\"huge\",\"size\":104857600,\"mode\":420}]}",
+                                    0), CORDON_E_LIMIT, "%s", err.message);
+    cr_expect(strstr(err.message, "huge") != NULL && strstr(err.message, "limit") != NULL, "%s",
+              err.message);
+    /* A name that climbs out, a bad mode: refused, naming the field. */
+    cr_expect_eq(import_files_piped(state, "build",
+                                    "{\"files\":[{\"path\":\"../x\",\"size\":1,\"mode\":420}]}", 1),
+                 CORDON_E_UNSAFE, "%s", err.message);
+    cr_expect_eq(import_files_piped(state, "build",
+                                    "{\"files\":[{\"path\":\"x\",\"size\":1,\"mode\":2541}]}", 1),
+                 CORDON_E_INVALID, "%s", err.message);
+    cr_expect(strstr(err.message, "files[0].mode") != NULL, "%s", err.message);
+    /* Data that ends early: refused, and the stream abandoned. */
+    cr_expect_eq(import_files_piped(state, "build",
+                                    "{\"files\":[{\"path\":\"short\",\"size\":100,\"mode\":420}]}",
+                                    10), CORDON_E_INVALID, "%s", err.message);
+    cr_expect(strstr(err.message, "data_fd ended") != NULL, "%s", err.message);
+    /* A regular data file whose size disagrees: refused before anything lands. */
+    {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/data", tmp);
+        fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(write(fd, "0123456789", 10), 10);
+        cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+        cr_expect_eq(vt.import_files(res, state, "build",
+                                     "{\"files\":[{\"path\":\"mismatch\",\"size\":4,\"mode\":420}]}",
+                                     fd, &err), CORDON_E_INVALID, "%s", err.message);
+        close(fd);
+    }
+    sh(state, "ls build; test ! -e build/huge && test ! -e build/mismatch", &o);
+    out = text_of(&o.out);
+    cr_expect(o.exit_code == 0, "a refused import landed something: %s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+}
