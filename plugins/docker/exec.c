@@ -898,6 +898,21 @@ static int agent_exec(struct cordon_resource *res, const struct dk_state *st,
         *ret_used = false;
         goto out;
     }
+    /* Before anything is read from the host's stdin or made in the
+     * workspace, so that falling back leaves both to the exec API. */
+    cordon_error_init(&oerr);
+    if (cordon_agent_open(pidfd, &agent_fd, &oerr) < 0) {
+        /* Alive and ours, but not ours to ptrace: not a dead agent. */
+        if (pidfd_alive(pidfd) && (oerr.os_errno == EPERM || oerr.os_errno == EACCES)) {
+            *ret_used = false;
+            goto out;
+        }
+        r = agent_fail_closed(res, &conn, st,
+                              cordon_error_set(err, oerr.code, oerr.os_errno, "exec: %s",
+                                               oerr.message),
+                              err);
+        goto out;
+    }
     r = program_check(root_fd, rq->req.argv[0], rq->workdir, path != NULL ? path : DK_DEFAULT_PATH,
                       err);
     if (r == 0 && (rq->ndirs > 0 || rq->must_exist != NULL)) {
@@ -923,19 +938,6 @@ static int agent_exec(struct cordon_resource *res, const struct dk_state *st,
     cmd.stdin_fd = in_fd >= 0 ? in_fd : null_in;
     cmd.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : null_out;
     cmd.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_out;
-    cordon_error_init(&oerr);
-    if (cordon_agent_open(pidfd, &agent_fd, &oerr) < 0) {
-        /* Alive and ours, but not ours to ptrace: not a dead agent. */
-        if (pidfd_alive(pidfd) && (oerr.os_errno == EPERM || oerr.os_errno == EACCES)) {
-            *ret_used = false;
-            goto out;
-        }
-        r = agent_fail_closed(res, &conn, st,
-                              cordon_error_set(err, oerr.code, oerr.os_errno, "exec: %s",
-                                               oerr.message),
-                              err);
-        goto out;
-    }
     started_wall = cordon_now_wall_ms();
     r = cordon_agent_run(agent_fd, pidfd, &cmd, io->cancel_fd, remaining, &o, err);
     cordon_relay_close(relay); /* the command ended: so does its stdin */
