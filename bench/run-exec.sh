@@ -2,7 +2,8 @@
 # exec into a running execution, through the resident agent, against the
 # mechanism's own exec, all in the same run, interleaved:
 #   cordon exec ID -- true        the cordon command (agent: the default)
-#   cordon exec ID -- true        the same with exec_agent false (runc: setns)
+#   cordon exec ID -- true        the same with exec_agent false (runc: setns,
+#                                 docker: the Engine API's exec)
 #   runc exec ID true             / docker exec ID true: the mechanism's CLI
 #   cordon_exec_json              the library call, from bench/exec-bench.c
 # Reports medians (p50) and p95 of RUNS (>= 30) runs each, and the ratios.
@@ -96,7 +97,7 @@ for prov in providers:
                               capture_output=True, text=True, check=True).stdout.split()[0]
     mech_argv = mech(ids["agent"])
     facts = json.loads(timed(states["agent"] + ["probe", prov, "--json"])[1])["probes"][0]
-    exec_path = facts.get("mechanism", {}).get("exec_path") or facts.get("facts", {}).get("mechanism", {}).get("exec_path")
+    exec_path = facts.get("mechanism_facts", {}).get("exec_path")
     series = {"cordon_exec_agent": [], "cordon_exec_fallback": [], "mechanism_exec": []}
     for i in range(runs + 3):                  # 3 warm-up rounds, not counted
         a, _ = timed(states["agent"] + ["exec", ids["agent"], "--", "true"])
@@ -122,11 +123,11 @@ for prov in providers:
 doc = {"cpus": os.cpu_count(), "load_average": os.getloadavg(), "providers": results}
 json.dump(doc, open(out + ".json", "w"), indent=2)
 lines = [f"# exec through the resident agent ({os.cpu_count()} cores, load {os.getloadavg()[0]:.2f})", "",
-         "| provider | cordon exec (agent) p50 / p95 ms | cordon exec (exec_agent false) p50 ms | "
+         "| provider | exec_path | cordon exec (agent) p50 / p95 ms | cordon exec (exec_agent false) p50 ms | "
          "mechanism's exec p50 ms | cordon_exec_json (agent) p50 / p95 ms | cordon_exec_json (fallback) p50 ms | agent / mechanism |",
-         "|---|---|---|---|---|---|---|"]
+         "|---|---|---|---|---|---|---|---|"]
 for prov, r in results.items():
-    lines.append(f"| {prov} | **{r['cordon_exec_agent']['p50_ms']}** / {r['cordon_exec_agent']['p95_ms']} | "
+    lines.append(f"| {prov} | {r['exec_path_fact']} | **{r['cordon_exec_agent']['p50_ms']}** / {r['cordon_exec_agent']['p95_ms']} | "
                  f"{r['cordon_exec_fallback']['p50_ms']} | {r['mechanism_exec']['p50_ms']} | "
                  f"**{r['library_agent']['p50_ms']}** / {r['library_agent']['p95_ms']} | "
                  f"{r['library_fallback']['p50_ms']} | {r['agent_over_mechanism']} |")

@@ -8,6 +8,9 @@
  * the workspace-owner policy, each directory on the way an entry of its
  * own, so that what the mechanism writes as root belongs to the sandbox
  * user (or, under source/ in layout "code", stays root's and read-only).
+ * import_files for such a mechanism: the manifest checked whole, then the
+ * files written as the same kind of stream, their bytes read from the
+ * host's fd on the way, never spooled.
  * Export: the mechanism's archive of a directory is renamed relative to
  * it, narrowed to the paths asked for, and every hardlink becomes a
  * regular file of its own. Each entry is a fresh header: nothing of the
@@ -24,12 +27,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "sdk/tar-internal.h"
 
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/tar.h>
 
 #define DATA_CHUNK (64u << 10)
+#define FILES_JSON_MAX (8u << 20)            /* as cordon_files_import_workspace */
+#define FILES_SIZE_MAX 9007199254740992.0    /* 2^53: exact in a double */
 
 static int nomem(struct cordon_error *err, const char *what)
 {
@@ -436,6 +443,247 @@ int cordon_tar_dirs_fd(int out_fd, const char *const *paths, const uid_t *uids, 
         if (r == 0)
             r = c;
     }
+    return r;
+}
+
+/* ---- import_files as a stream ------------------------------------------------ */
+
+/* One regular file's header, then exactly size bytes of data_fd. */
+static int write_file_fd(struct archive *w, const char *name, mode_t perm, uid_t uid, gid_t gid,
+                         int data_fd, uint64_t size, char *chunk, struct cordon_error *err)
+{
+    struct archive_entry *e = archive_entry_new();
+    uint64_t left = size;
+    int r = 0;
+
+    if (e == NULL)
+        return nomem(err, "tar stream");
+    archive_entry_set_pathname(e, name);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, perm & 0777);
+    archive_entry_set_uid(e, uid);
+    archive_entry_set_gid(e, gid);
+    archive_entry_set_mtime(e, time(NULL), 0);
+    archive_entry_set_size(e, (int64_t)size);
+    if (archive_write_header(w, e) < ARCHIVE_WARN) {
+        r = cordon__tar_fail(err, w, "write header");
+        goto out;
+    }
+    while (left > 0) {
+        ssize_t n = read(data_fd, chunk, left < DATA_CHUNK ? (size_t)left : DATA_CHUNK);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            r = cordon_error_set(err, n < 0 ? CORDON_E_IO : CORDON_E_INVALID, n < 0 ? errno : 0,
+                                 "files: data_fd ended %" PRIu64 " bytes into \"%.*s\" (size %"
+                                 PRIu64 ")%s%s", size - left, cordon_text_fit(name, 300), name,
+                                 size, n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
+            goto out;
+        }
+        if (archive_write_data(w, chunk, (size_t)n) != n) {
+            r = cordon__tar_fail(err, w, "write data");
+            goto out;
+        }
+        left -= (uint64_t)n;
+    }
+out:
+    archive_entry_free(e);
+    return r;
+}
+
+/* The manifest, checked whole as cordon_files_import_workspace checks it. */
+struct files_manifest {
+    char **names;              /* dest/NAME, normalised */
+    uint64_t *sizes;
+    mode_t *modes;
+    size_t n;
+    uint64_t bytes;
+};
+
+static void manifest_clear(struct files_manifest *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        free(m->names[i]);
+    free(m->names);
+    free(m->sizes);
+    free(m->modes);
+    memset(m, 0, sizeof(*m));
+}
+
+static int manifest_read(const char *files_json, const char *dest, uint64_t max_bytes,
+                         uint64_t max_entries, struct files_manifest *m, struct cordon_error *err)
+{
+    cJSON *doc = NULL;
+    const cJSON *files, *f;
+    size_t count, i = 0;
+    int r = 0;
+
+    if (strnlen(files_json, FILES_JSON_MAX + 1) > FILES_JSON_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "files: the manifest exceeds %u bytes",
+                                FILES_JSON_MAX);
+    doc = cJSON_Parse(files_json);
+    files = cJSON_GetObjectItemCaseSensitive(doc, "files");
+    if (!cJSON_IsArray(files)) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                             "files: the manifest must be {\"files\": [...]}");
+        goto out;
+    }
+    count = (size_t)cJSON_GetArraySize(files);
+    if (max_entries != 0 && count > max_entries) {
+        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                             "files: more than the limit of %" PRIu64 " entries", max_entries);
+        goto out;
+    }
+    m->names = calloc(count + 1, sizeof(*m->names));
+    m->sizes = calloc(count + 1, sizeof(*m->sizes));
+    m->modes = calloc(count + 1, sizeof(*m->modes));
+    if (m->names == NULL || m->sizes == NULL || m->modes == NULL) {
+        r = nomem(err, "files");
+        goto out;
+    }
+    cJSON_ArrayForEach(f, files) {
+        const cJSON *path = cJSON_GetObjectItemCaseSensitive(f, "path");
+        const cJSON *size = cJSON_GetObjectItemCaseSensitive(f, "size");
+        const cJSON *mode = cJSON_GetObjectItemCaseSensitive(f, "mode");
+        char *name = NULL;
+
+        if (!cJSON_IsObject(f) || !cJSON_IsString(path)) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "files[%zu]: must be an object with a string \"path\"", i);
+            goto out;
+        }
+        if (!cJSON_IsNumber(size) || size->valuedouble < 0 || size->valuedouble >= FILES_SIZE_MAX ||
+            size->valuedouble != (double)(uint64_t)size->valuedouble) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "files[%zu].size: must be a whole number of bytes below 2^53", i);
+            goto out;
+        }
+        if (!cJSON_IsNumber(mode) || mode->valuedouble < 0 || mode->valuedouble > 0777 ||
+            mode->valuedouble != (double)(int)mode->valuedouble) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "files[%zu].mode: must be permission bits 0 to 0777 (no setuid, "
+                                 "setgid or sticky bit)", i);
+            goto out;
+        }
+        r = cordon_path_normalize("files", path->valuestring, &name, err);
+        if (r < 0)
+            goto out;
+        if (name[0] == '\0') {
+            free(name);
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "files[%zu].path: names the destination itself, not a file", i);
+            goto out;
+        }
+        if (max_bytes != 0 && (uint64_t)size->valuedouble > max_bytes - m->bytes) {
+            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                 "file \"%.*s\": %" PRIu64 " bytes bring the total to more than "
+                                 "the limit of %" PRIu64 " bytes",
+                                 cordon_text_fit(name, 300), name, (uint64_t)size->valuedouble,
+                                 max_bytes);
+            free(name);
+            goto out;
+        }
+        if (asprintf(&m->names[i], "%s%s%s", dest, dest[0] ? "/" : "", name) < 0) {
+            m->names[i] = NULL;
+            free(name);
+            r = nomem(err, "files");
+            goto out;
+        }
+        free(name);
+        m->n = ++i;
+        if (strlen(m->names[i - 1]) > CORDON_PATH_MAX) {
+            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                 "files[%zu].path: longer than %d bytes under the destination",
+                                 i - 1, CORDON_PATH_MAX);
+            goto out;
+        }
+        m->sizes[i - 1] = (uint64_t)size->valuedouble;
+        m->modes[i - 1] = (mode_t)mode->valueint;
+        m->bytes += m->sizes[i - 1];
+    }
+out:
+    cJSON_Delete(doc);
+    return r;
+}
+
+int cordon_files_tar_workspace_fd(const char *files_json, int data_fd, int out_fd,
+                                  const char *dest, const struct cordon_workspace_owner *owner,
+                                  uint64_t max_bytes, uint64_t max_entries,
+                                  struct cordon_error *err)
+{
+    struct importer im = { .owner = owner };
+    struct files_manifest m = { 0 };
+    char *norm = NULL, *chunk = NULL, extra;
+    struct stat st;
+    ssize_t n;
+    int r;
+
+    if (files_json == NULL || data_fd < 0 || out_fd < 0 || owner == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "files: a manifest, data_fd, out_fd and owner are required");
+    r = cordon_path_normalize_dir("dest", dest != NULL ? dest : "", &norm, err);
+    if (r == 0)
+        r = manifest_read(files_json, norm, max_bytes, max_entries, &m, err);
+    if (r < 0)
+        goto out;
+    /* A file's bytes are known before the first is sent: they must add up. */
+    if (fstat(data_fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        off_t at = lseek(data_fd, 0, SEEK_CUR);
+
+        if (at >= 0 && (uint64_t)(st.st_size - at) != m.bytes) {
+            r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                 "files: data_fd holds %" PRIu64 " bytes, the manifest's files "
+                                 "%" PRIu64, (uint64_t)(st.st_size - at), m.bytes);
+            goto out;
+        }
+    }
+    im.prefix = norm;
+    chunk = malloc(DATA_CHUNK);
+    if (chunk == NULL) {
+        r = nomem(err, "files");
+        goto out;
+    }
+    r = writer_open(out_fd, &im.w, err);
+    /* The destination exists after an import, even of no file. */
+    if (r == 0 && norm[0] != '\0') {
+        r = importer_parents(&im, norm, err);
+        if (r == 0)
+            r = importer_dir(&im, norm, 0755, NULL, err);
+    }
+    for (size_t i = 0; r == 0 && i < m.n; i++) {
+        bool src = in_source(&im, m.names[i]);
+        uid_t uid;
+        gid_t gid;
+
+        entry_owner(&im, src, NULL, &uid, &gid);
+        r = importer_parents(&im, m.names[i], err);
+        if (r == 0)
+            r = write_file_fd(im.w, m.names[i], src ? m.modes[i] & ~(mode_t)0222 : m.modes[i],
+                              uid, gid, data_fd, m.sizes[i], chunk, err);
+    }
+    /* Bytes left over mean the manifest and the data disagree: the
+     * stream is then left cut off, never finished. */
+    if (r == 0) {
+        do
+            n = read(data_fd, &extra, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 0)
+            r = cordon_error_set(err, n > 0 ? CORDON_E_INVALID : CORDON_E_IO, n > 0 ? 0 : errno,
+                                 "files: %s", n > 0 ? "data_fd holds more bytes than the files"
+                                                    : strerror(errno));
+    }
+out:
+    if (im.w != NULL) {
+        int c = writer_close(im.w, r == 0, err);
+
+        if (r == 0)
+            r = c;
+    }
+    dir_set_clear(&im.dirs);
+    manifest_clear(&m);
+    free(chunk);
+    free(norm);
     return r;
 }
 

@@ -7,12 +7,17 @@
  * only a stream that passed every check is sent (PUT) to the daemon, which
  * writes it as root. Export: the daemon's stream (GET) is spooled, then
  * renamed on its way to the host's fd (cordon_tar_export_rewrite_fd). Both
- * are bounded by disk_bytes. docker.so never loads libarchive itself: the
+ * are bounded by disk_bytes. import_files builds its stream from the
+ * host's files as the daemon reads it (a pipe fed by a thread of its own),
+ * with the same policy and bounds, and spools nothing: the manifest is
+ * checked whole before the first byte goes. docker.so never loads libarchive itself: the
  * sdk loads it on first use, so that an exec or a terminate does not.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,8 +66,8 @@ int dk_archive_timeout(const char *what, struct cordon_error *err)
                             "file it needs", what, ARCHIVE_STALL_MS, ARCHIVE_TIMEOUT_MS);
 }
 
-int dk_archive_put(struct dk_conn *conn, const char *container_id, int fd, uint64_t len,
-                   struct cordon_error *err)
+static int archive_put(struct dk_conn *conn, const char *container_id, int fd, uint64_t len,
+                       const int *abort, struct cordon_error *err)
 {
     struct dk_reply reply;
     struct dk_req rq;
@@ -74,6 +79,7 @@ int dk_archive_put(struct dk_conn *conn, const char *container_id, int fd, uint6
     dk_req_init(&rq, "PUT", path);
     rq.upload_fd = fd;
     rq.upload_len = len;
+    rq.upload_abort = abort;
     rq.timeout_ms = ARCHIVE_TIMEOUT_MS;
     rq.stall_ms = ARCHIVE_STALL_MS;
     r = dk_conn_call(conn, &rq, &reply, err);
@@ -87,6 +93,18 @@ int dk_archive_put(struct dk_conn *conn, const char *container_id, int fd, uint6
                              cordon_text_fit(container_id, 12), container_id);
     dk_reply_clear(&reply);
     return r;
+}
+
+int dk_archive_put(struct dk_conn *conn, const char *container_id, int fd, uint64_t len,
+                   struct cordon_error *err)
+{
+    return archive_put(conn, container_id, fd, len, NULL, err);
+}
+
+int dk_archive_put_stream(struct dk_conn *conn, const char *container_id, int fd,
+                          const int *abort, struct cordon_error *err)
+{
+    return archive_put(conn, container_id, fd, DK_UPLOAD_STREAM, abort, err);
 }
 
 /* ---- the provider's import_tar and export_tar ----------------------------------- */
@@ -173,6 +191,99 @@ out:
         close(spool);
     dk_conn_close(conn);
     free(norm);
+    dk_state_clear(&st);
+    return r;
+}
+
+/* ---- import_files: a stream, no spool ------------------------------------------- */
+
+/* The writer's side of the pipe the daemon's PUT reads. */
+struct files_job {
+    const char *files_json;
+    int data_fd;
+    int out_fd;                /* the pipe's write end, closed by the job */
+    const char *dest;
+    struct cordon_workspace_owner owner;
+    uint64_t max_bytes;
+    int failed;                /* set before out_fd closes: the body is abandoned */
+    int r;
+    struct cordon_error err;
+};
+
+static void *files_job_main(void *arg)
+{
+    struct files_job *j = arg;
+
+    j->r = cordon_files_tar_workspace_fd(j->files_json, j->data_fd, j->out_fd, j->dest, &j->owner,
+                                         j->max_bytes, CORDON_TAR_ENTRIES_MAX, &j->err);
+    if (j->r < 0)
+        __atomic_store_n(&j->failed, 1, __ATOMIC_SEQ_CST);
+    close(j->out_fd);
+    return NULL;
+}
+
+int dk_import_files(struct cordon_resource *res, const char *state_json, const char *dest,
+                    const char *files_json, int data_fd, struct cordon_error *err)
+{
+    struct files_job job = { .files_json = files_json, .data_fd = data_fd, .dest = dest };
+    struct cordon_disk_split disk;
+    struct dk_state st = { 0 };
+    struct dk_conn *conn = NULL;
+    sigset_t pipe_only, saved;
+    pthread_t thread;
+    bool started = false;
+    int p[2] = { -1, -1 }, r;
+
+    if (res == NULL || files_json == NULL || data_fd < 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "import_files: resource, files_json and data_fd required");
+    cordon_error_init(&job.err);
+    r = dk_state_parse(res, state_json, true, &st, err);
+    if (r == 0)
+        r = dk_conn_open(&res->engine, &conn, err);
+    if (r < 0)
+        goto out;
+    job.owner = (struct cordon_workspace_owner){ .code_layout = st.code_layout, .set_owner = true,
+                                                 .uid = st.uid, .gid = st.gid };
+    /* The /workspace volume's share of disk_bytes, as import_tar. */
+    job.max_bytes = cordon_disk_split(NULL, st.limits.disk_bytes, &disk, NULL) == 0
+                        ? disk.workspace_bytes
+                        : st.limits.disk_bytes;
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "import_files: pipe: %s", strerror(errno));
+        goto out;
+    }
+    job.out_fd = p[1];
+    /* The writer gets EPIPE, never SIGPIPE, should the daemon stop
+     * reading: the signal stays pending on its thread and ends with it. */
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &saved);
+    started = pthread_create(&thread, NULL, files_job_main, &job) == 0;
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    if (!started) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, 0, "import_files: cannot start the writer");
+        goto out;
+    }
+    p[1] = -1; /* the job's now */
+    r = dk_archive_put_stream(conn, st.container_id, p[0], &job.failed, err);
+    close(p[0]); /* a writer still at it gets EPIPE */
+    p[0] = -1;
+    pthread_join(thread, NULL);
+    /* The stream's own refusal names the file and the daemon's error
+     * follows from it; a writer cut off (EPIPE) by the daemon's refusal
+     * is the other way round. */
+    if (job.r < 0 && (r == 0 || job.err.os_errno != EPIPE)) {
+        if (err != NULL)
+            *err = job.err;
+        r = job.r;
+    }
+out:
+    if (!started && p[1] >= 0)
+        close(p[1]);
+    if (p[0] >= 0)
+        close(p[0]);
+    dk_conn_close(conn);
     dk_state_clear(&st);
     return r;
 }

@@ -15,20 +15,25 @@
  * the read-back checks each size.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cordon/sdk/agent.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/sandbox.h>
 #include "plugins/docker/docker.h"
 
 #define DK_REMOVE_WAIT_MS 30000u
+#define DK_INIT_EXEC_WAIT_MS 2000u     /* for runc's init to become cordon-init after start */
 #define DK_LIFETIME_MAX_MS (366ull * 24 * 3600 * 1000) /* cordon-init's --deadline-ms bound */
 
 /* ---- spec and state -------------------------------------------------------- */
@@ -130,6 +135,19 @@ int dk_state_parse(const struct cordon_resource *res, const char *json, bool ful
                     "state.expires_at_ms", 1, (uint64_t)CORDON_JSON_INT_MAX, &st.expires_at_ms, err);
     if (r < 0)
         goto out;
+    /* Written by provision when the init is a reachable agent. */
+    st.agent = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.doc, "agent"));
+    if (st.agent) {
+        r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "init_pid"), "state.init_pid",
+                            2, 0x7fffffff, &v, err);
+        if (r == 0)
+            r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "init_start"),
+                                "state.init_start", 1, (uint64_t)CORDON_JSON_INT_MAX,
+                                &st.init_start, err);
+        if (r < 0)
+            goto out;
+        st.init_pid = (pid_t)v;
+    }
 done:
     *ret = st;
     memset(&st, 0, sizeof(st));
@@ -235,7 +253,7 @@ static const char *const dk_denied_syscalls[] = {
     "keyctl", "add_key", "request_key", "bpf", "mount", "umount", "umount2", "pivot_root",
     "chroot", "init_module", "finit_module", "delete_module", "create_module", "query_module",
     "get_kernel_syms", "kexec_load", "kexec_file_load", "ptrace", "process_vm_readv",
-    "process_vm_writev", "kcmp", "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "process_vm_writev", "kcmp", "pidfd_getfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
     "setns", "unshare", "perf_event_open", "userfaultfd", "swapon", "swapoff", "reboot", "acct",
     "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "quotactl", "nfsservctl",
     "uselib", "ustat", "sysfs", "_sysctl", "clock_adjtime", "clock_settime", "settimeofday",
@@ -393,6 +411,8 @@ static char *dk_create_body(const struct cordon_resource *res, const struct dk_s
          (arr = cJSON_AddArrayToObject(body, "Cmd")) != NULL &&
          cJSON_AddItemToArray(arr, cJSON_CreateString("--deadline-ms")) &&
          cJSON_AddItemToArray(arr, cJSON_CreateString(ms)) &&
+         /* The resident agent (exec.c): exec without the daemon. */
+         (res->cfg.no_agent || cJSON_AddItemToArray(arr, cJSON_CreateString("--agent"))) &&
          cJSON_AddStringToObject(body, "User", user) &&
          cJSON_AddStringToObject(body, "WorkingDir", DK_WORKSPACE) &&
          cJSON_AddBoolToObject(body, "NetworkDisabled", true) &&
@@ -654,8 +674,136 @@ out:
     return r;
 }
 
+/* ---- the init as the host sees it (the resident agent) ------------------------ */
+
+static int pidfd_open_pid(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    return (int)syscall(SYS_pidfd_open, pid, 0u);
+#else
+    (void)pid;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* A small /proc file, NUL-terminated; its length or -1. */
+static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t size)
+{
+    char path[64];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    do
+        n = read(fd, buf, size - 1);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    if (n >= 0)
+        buf[n] = '\0';
+    return n;
+}
+
+/* Field 22 of /proc/PID/stat, the start time in clock ticks since boot:
+ * with the pid it names one process for as long as the machine runs. */
+static uint64_t start_time(pid_t pid)
+{
+    char text[1024], *p;
+    unsigned field = 2;
+
+    if (read_proc(pid, "stat", text, sizeof(text)) <= 0 || (p = strrchr(text, ')')) == NULL)
+        return 0;
+    /* After the comm, fields 3 onwards, separated by single spaces. */
+    for (p++; *p != '\0' && field < 22; p++)
+        if (*p == ' ')
+            field++;
+    return field == 22 ? strtoull(p, NULL, 10) : 0;
+}
+
+int dk_init_pin(const struct dk_state *st, int *ret_pidfd, struct cordon_error *err)
+{
+    int fd = st->init_pid > 1 ? pidfd_open_pid(st->init_pid) : -1;
+
+    /* Opened first, compared after: a pid reused in between has another
+     * start time, and the pidfd cannot move to another process. */
+    if (fd < 0 || start_time(st->init_pid) != st->init_start) {
+        if (fd >= 0)
+            close(fd);
+        return cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
+                                "exec: execution \"%s\": its init (pid %d) is gone (deadline "
+                                "passed, killed, or terminated)", st->execution_id,
+                                (int)st->init_pid);
+    }
+    *ret_pidfd = fd;
+    return 0;
+}
+
+/*
+ * After start: State.Pid and its start time, and whether it is a resident
+ * agent this process can reach. Under runc that pid is the container's first
+ * process, cordon-init (once runc's init has exec'd it: the start may
+ * return a moment before); under runsc it is gVisor's sandbox process, and
+ * cordon-init runs inside the Sentry where no host pidfd reaches: no
+ * agent. The pid must also sit in a cgroup named after the container, so
+ * that a daemon in another pid namespace never makes us pin a stranger.
+ * Nothing here fails the provision: without an agent, exec uses the daemon.
+ */
+static int dk_init_find(struct dk_conn *conn, const char *container_id, pid_t *ret_pid,
+                        uint64_t *ret_start, bool *ret_agent, struct cordon_error *err)
+{
+    char path[160], text[4096];
+    cJSON *inspect = NULL;
+    const cJSON *pid;
+    uint64_t until = cordon_now_monotonic_ms() + DK_INIT_EXEC_WAIT_MS;
+    int pidfd = -1, agent_fd = -1, r;
+
+    *ret_pid = 0;
+    *ret_start = 0;
+    *ret_agent = false;
+    snprintf(path, sizeof(path), "/containers/%s/json", container_id);
+    r = dk_api(conn, "GET", path, NULL, "provision: inspect", NULL, &inspect, err);
+    if (r < 0)
+        return r;
+    pid = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(inspect, "State"),
+                                           "Pid");
+    if (!cJSON_IsNumber(pid) || pid->valuedouble < 2 || pid->valuedouble > 0x7fffffff)
+        goto out;
+    *ret_pid = (pid_t)pid->valuedouble;
+    pidfd = pidfd_open_pid(*ret_pid);
+    *ret_start = pidfd >= 0 ? start_time(*ret_pid) : 0;
+    if (*ret_start == 0 || read_proc(*ret_pid, "cgroup", text, sizeof(text)) <= 0 ||
+        strstr(text, container_id) == NULL)
+        goto out;
+    /* runc's init is "runc:[2:INIT]" until its execve of the entrypoint. */
+    while (read_proc(*ret_pid, "comm", text, sizeof(text)) > 0 && strncmp(text, "runc:[", 6) == 0 &&
+           cordon_now_monotonic_ms() < until) {
+        struct pollfd p = { pidfd, POLLIN, 0 };
+
+        if (poll(&p, 1, 2) != 0)
+            goto out;
+    }
+    if (strcmp(text, "cordon-init\n") != 0)
+        goto out;
+    /* Reachable from here: the channel is there and ours to take. */
+    if (cordon_agent_open(pidfd, &agent_fd, NULL) == 0) {
+        close(agent_fd);
+        *ret_agent = true;
+    }
+out:
+    if (pidfd >= 0)
+        close(pidfd);
+    if (!*ret_agent)
+        *ret_start = 0;
+    cJSON_Delete(inspect);
+    return 0;
+}
+
 static char *dk_state_json(const struct cordon_resource *res, const struct dk_spec *sp,
-                           const char *container_id, const char *name)
+                           const char *container_id, const char *name, pid_t init_pid,
+                           uint64_t init_start, bool agent)
 {
     cJSON *st = cJSON_CreateObject();
     char *text = NULL;
@@ -669,7 +817,10 @@ static char *dk_state_json(const struct cordon_resource *res, const struct dk_sp
         cJSON_AddStringToObject(st, "layout", sp->code_layout ? "code" : "host") &&
         dk_limits_add(st, &sp->limits) &&
         cJSON_AddNumberToObject(st, "expires_at_ms", (double)sp->expires_at_ms) &&
-        cJSON_AddStringToObject(st, "runtime", res->cfg.runtime != NULL ? res->cfg.runtime : ""))
+        cJSON_AddStringToObject(st, "runtime", res->cfg.runtime != NULL ? res->cfg.runtime : "") &&
+        (!agent || (cJSON_AddTrueToObject(st, "agent") &&
+                    cJSON_AddNumberToObject(st, "init_pid", (double)init_pid) &&
+                    cJSON_AddNumberToObject(st, "init_start", (double)init_start))))
         text = cJSON_PrintUnformatted(st);
     cJSON_Delete(st);
     return text;
@@ -684,9 +835,10 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
     char name[160], path[320], container_id[DK_CONTAINER_ID_LEN + 1] = "";
     char *body = NULL, *state = NULL, *seccomp = NULL;
     cJSON *reply = NULL, *inspect = NULL;
-    uint64_t now = cordon_now_wall_ms();
+    uint64_t now = cordon_now_wall_ms(), init_start = 0;
     long status = 0;
-    bool took_uid = false, reap = false;
+    pid_t init_pid = 0;
+    bool took_uid = false, reap = false, agent = false;
     int r;
 
     if (res == NULL || ret_state_json == NULL)
@@ -767,7 +919,13 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
         if (r < 0)
             goto fail;
     }
-    state = dk_state_json(res, &sp, container_id, name);
+    if (!res->cfg.no_agent) {
+        r = dk_init_find(conn, container_id, &init_pid, &init_start, &agent, err);
+        if (r < 0)
+            goto fail;
+    }
+    res->provisioned_exec_path = agent ? "agent" : "engine";
+    state = dk_state_json(res, &sp, container_id, name, init_pid, init_start, agent);
     if (state == NULL || (*ret_state_json = cordon_host_strdup(res->host, state)) == NULL) {
         r = dk_nomem(err, "provision: state");
         goto fail;

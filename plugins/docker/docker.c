@@ -192,6 +192,11 @@ static int dk_config_parse(const char *json, struct dk_config *ret, struct cordo
             r = cJSON_IsString(item) ? dk_parse_user(item->valuestring, &cfg.uid, &cfg.gid, err)
                                      : cordon_error_set(err, CORDON_E_INVALID, 0,
                                                         "config.user: must be a string \"UID:GID\"");
+        } else if (strcmp(key, "exec_agent") == 0) {
+            if (!cJSON_IsBool(item))
+                r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                     "config.exec_agent: must be true or false");
+            cfg.no_agent = cJSON_IsFalse(item);
         } else if (strcmp(key, "allow_unpinned") == 0 || strcmp(key, "allow_unsafe_local") == 0) {
             /* allow_unsafe_local is the host's consent flag for trusted-local,
              * merged into every candidate's config; docker runs nothing
@@ -203,8 +208,8 @@ static int dk_config_parse(const char *json, struct dk_config *ret, struct cordo
                 cfg.allow_unpinned = cJSON_IsTrue(item);
         } else {
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "config.%.*s: unknown key (known: allow_unpinned, image, "
-                                 "runtime, socket, user)",
+                                 "config.%.*s: unknown key (known: allow_unpinned, exec_agent, "
+                                 "image, runtime, socket, user)",
                                  cordon_text_fit(key, 64), key);
         }
         if (r < 0)
@@ -519,6 +524,37 @@ static bool add_string_list(cJSON *obj, const char *key, const cJSON *src, bool 
     return true;
 }
 
+/* Whether the runtime's containers run under gVisor (runsc): its init is
+ * then the Sentry's guest, which no host pidfd reaches. */
+static bool dk_runtime_is_gvisor(const cJSON *info, const char *runtime)
+{
+    const cJSON *rt = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(info, "Runtimes"), runtime);
+    const char *path = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rt, "path"));
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rt, "runtimeType"));
+    const char *base = path != NULL && strrchr(path, '/') != NULL ? strrchr(path, '/') + 1 : path;
+
+    return strcmp(runtime, "runsc") == 0 || (base != NULL && strcmp(base, "runsc") == 0) ||
+           (type != NULL && strstr(type, "runsc") != NULL);
+}
+
+/* mechanism_facts.exec_path before a sandbox was seen: "agent" where
+ * provision will find cordon-init as State.Pid and may take its channel
+ * (root), "engine" otherwise; exec_path_reason says why not. */
+static const char *dk_exec_path(const struct dk_config *cfg, const cJSON *info, const char *rt,
+                                const char **ret_reason)
+{
+    *ret_reason = NULL;
+    if (cfg->no_agent)
+        *ret_reason = "exec_agent is false";
+    else if (dk_runtime_is_gvisor(info, rt))
+        *ret_reason = "gVisor: State.Pid is the Sentry's sandbox process, not cordon-init";
+    else if (geteuid() != 0)
+        *ret_reason = "not root: the agent's channel is taken with pidfd_getfd, which needs "
+                      "ptrace rights over the container's init";
+    return *ret_reason == NULL ? "agent" : "engine";
+}
+
 /* mechanism_facts: the daemon, the runtime, the image and our settings. */
 static cJSON *dk_mechanism_facts(const struct dk_config *cfg, const struct dk_engine *e,
                                  const struct dk_daemon_facts *df, const char *init,
@@ -529,6 +565,8 @@ static cJSON *dk_mechanism_facts(const struct dk_config *cfg, const struct dk_en
                                                                              "DefaultRuntime"));
     const char *cg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info,
                                                                             "CgroupVersion"));
+    const char *rt = cfg->runtime != NULL ? cfg->runtime : def != NULL ? def : "runc";
+    const char *why, *path = dk_exec_path(cfg, info, rt, &why);
     cJSON *m = cJSON_CreateObject();
     char user[32];
     bool ok;
@@ -556,7 +594,10 @@ static cJSON *dk_mechanism_facts(const struct dk_config *cfg, const struct dk_en
          cJSON_AddStringToObject(m, "image", cfg->image != NULL ? cfg->image : "") &&
          cJSON_AddStringToObject(m, "image_id", image_id) &&
          cJSON_AddBoolToObject(m, "image_pinned", pinned) &&
-         cJSON_AddBoolToObject(m, "allow_unpinned", cfg->allow_unpinned);
+         cJSON_AddBoolToObject(m, "allow_unpinned", cfg->allow_unpinned) &&
+         cJSON_AddBoolToObject(m, "exec_agent", !cfg->no_agent) &&
+         cJSON_AddStringToObject(m, "exec_path", path) &&
+         (why == NULL || cJSON_AddStringToObject(m, "exec_path_reason", why));
     if (!ok) {
         cJSON_Delete(m);
         return NULL;
@@ -695,6 +736,17 @@ static int dk_probe(const struct cordon_host_v1 *host, const char *config_json, 
             r = dk_unavailable(host, "observation_failed", reason, mech, &out, err);
             goto out;
         }
+    }
+    /* What the observed sandbox's exec used, which is what a user's gets. */
+    if (res->provisioned_exec_path != NULL &&
+        strcmp(res->provisioned_exec_path,
+               cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mech, "exec_path"))) != 0) {
+        cJSON_ReplaceItemInObjectCaseSensitive(mech, "exec_path",
+                                               cJSON_CreateString(res->provisioned_exec_path));
+        cJSON_DeleteItemFromObjectCaseSensitive(mech, "exec_path_reason");
+        if (strcmp(res->provisioned_exec_path, "agent") != 0)
+            cJSON_AddStringToObject(mech, "exec_path_reason",
+                                    "the observed sandbox's init was not a reachable agent");
     }
     mech_text = cJSON_PrintUnformatted(mech);
     if (mech_text == NULL) {
@@ -882,6 +934,7 @@ static const struct cordon_provider_v1 dk_provider = {
     .provision = dk_provision,
     .exec = dk_exec,
     .import_tar = dk_import_tar,
+    .import_files = dk_import_files,
     .export_tar = dk_export_tar,
     .export_files = dk_export_files,
     .terminate = dk_terminate,

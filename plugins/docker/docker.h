@@ -71,12 +71,14 @@ struct dk_req {
     bool unversioned;          /* /_ping, /version */
     const char *json;          /* request body (application/json) or NULL */
     int upload_fd;             /* >= 0: a tar body of upload_len bytes read from it */
-    uint64_t upload_len;
+    uint64_t upload_len;       /* DK_UPLOAD_STREAM: read (not pread) to EOF, sent chunked */
+    const int *upload_abort;   /* streamed: set (atomically) before EOF, the body is abandoned */
     int download_fd;           /* >= 0: a 2xx body goes to it, at most max_bytes */
     uint64_t max_bytes;        /* bound of the body (0: DK_REPLY_MAX) */
     long timeout_ms;           /* 0: the default of 120 s */
     long stall_ms;             /* > 0: give up when no byte moves for this long */
 };
+#define DK_UPLOAD_STREAM UINT64_MAX
 void dk_req_init(struct dk_req *rq, const char *method, const char *path);
 
 /* A reply: the status, the daemon's API-Version header and (unless
@@ -141,6 +143,7 @@ struct dk_config {
     gid_t gid;
     bool pooled;               /* no config.user and root: a uid of the pool per execution */
     bool allow_unpinned;
+    bool no_agent;             /* config.exec_agent false: every exec goes through the Engine API */
 };
 
 struct cordon_resource {
@@ -149,6 +152,7 @@ struct cordon_resource {
     struct dk_engine engine;
     char *spool_dir;           /* where import/export spool their streams */
     const char *init_path;     /* the host's cordon-init (absolute), borrowed from host */
+    const char *provisioned_exec_path; /* "agent" or "engine": the last provision's (probe facts) */
 };
 
 /* One execution's state, parsed back from the state JSON provision wrote. */
@@ -161,6 +165,9 @@ struct dk_state {
     bool code_layout;
     struct cordon_limits limits;
     uint64_t expires_at_ms;
+    bool agent;                /* the init is cordon-init --agent, reachable from the host */
+    pid_t init_pid;            /* State.Pid, as the host numbers it (0: not recorded) */
+    uint64_t init_start;       /* its start time (/proc/PID/stat field 22), against pid reuse */
 };
 
 /* CORDON_E_NOMEM with "what: out of memory". */
@@ -193,6 +200,10 @@ int dk_remove_labelled(struct dk_conn *conn, const struct cordon_resource *res,
 int dk_list_labelled(struct dk_conn *conn, const struct cordon_resource *res, cJSON **ret_ids,
                      struct cordon_error *err);
 
+/* A pidfd of the execution's init: st->init_pid, still started at
+ * st->init_start (a reused pid is refused). CORDON_E_NOT_FOUND when it is gone. */
+int dk_init_pin(const struct dk_state *st, int *ret_pidfd, struct cordon_error *err);
+
 /* ---- reap.c --------------------------------------------------------------- */
 
 /*
@@ -212,7 +223,6 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
 
 /* ---- archive.c -------------------------------------------------------------- */
 
-
 /* An anonymous read-write file in res->spool_dir (O_TMPFILE), for streams. */
 int dk_spool_open(const struct cordon_resource *res, int *ret_fd, struct cordon_error *err);
 /* CORDON_E_TIMEOUT for an archive call past its bounds, naming what and them. */
@@ -221,6 +231,10 @@ int dk_archive_timeout(const char *what, struct cordon_error *err);
  * daemon never to replace a directory by a non-directory or the reverse. */
 int dk_archive_put(struct dk_conn *conn, const char *container_id, int fd, uint64_t len,
                    struct cordon_error *err);
+/* The same from a pipe read to its end (DK_UPLOAD_STREAM), abandoned when
+ * *abort is set by then. */
+int dk_archive_put_stream(struct dk_conn *conn, const char *container_id, int fd,
+                          const int *abort, struct cordon_error *err);
 
 /* The vtable's import_tar and export_tar (provider.h), through spools and
  * the filters above. */
@@ -228,6 +242,10 @@ int dk_import_tar(struct cordon_resource *res, const char *state_json, const cha
                   int tar_fd, struct cordon_error *err);
 int dk_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
                   int tar_fd, struct cordon_error *err);
+/* import_files (ABI 1.2): the named host files streamed as one tar into
+ * the archive API, no spool. */
+int dk_import_files(struct cordon_resource *res, const char *state_json, const char *dest,
+                    const char *files_json, int data_fd, struct cordon_error *err);
 /* export_files (ABI 1.2): only the named paths of the daemon's archive. */
 int dk_export_files(struct cordon_resource *res, const char *state_json, const char *paths_json,
                     int tar_fd, struct cordon_error *err);

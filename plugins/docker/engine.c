@@ -216,7 +216,27 @@ struct source {
     int fd;
     uint64_t off, len;
     int read_errno;
+    const int *abort;          /* DK_UPLOAD_STREAM: the writer gave up */
 };
+
+/* A stream from a pipe: its end is the body's, unless the writer gave up,
+ * when the body is abandoned so that the daemon never takes it whole. */
+static size_t source_stream(struct source *s, char *ptr, size_t want)
+{
+    ssize_t n;
+
+    do
+        n = read(s->fd, ptr, want);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        s->read_errno = errno;
+        return CURL_READFUNC_ABORT;
+    }
+    if (n == 0 && s->abort != NULL && __atomic_load_n(s->abort, __ATOMIC_SEQ_CST) != 0)
+        return CURL_READFUNC_ABORT;
+    s->off += (uint64_t)n;
+    return (size_t)n;
+}
 
 static size_t source_read(char *ptr, size_t size, size_t nmemb, void *arg)
 {
@@ -224,6 +244,8 @@ static size_t source_read(char *ptr, size_t size, size_t nmemb, void *arg)
     size_t want = size * nmemb;
     ssize_t n;
 
+    if (s->len == DK_UPLOAD_STREAM)
+        return source_stream(s, ptr, want);
     if (s->off >= s->len)
         return 0;
     if (want > s->len - s->off)
@@ -271,7 +293,8 @@ int dk_conn_call(struct dk_conn *conn, const struct dk_req *rq, struct dk_reply 
                  struct cordon_error *err)
 {
     struct sink sink = { .curl = conn->curl, .fd = rq->download_fd };
-    struct source source = { .fd = rq->upload_fd, .len = rq->upload_len };
+    struct source source = { .fd = rq->upload_fd, .len = rq->upload_len,
+                             .abort = rq->upload_abort };
     struct curl_slist *headers = NULL, *h;
     CURL *c = conn->curl;
     char url[2048];
@@ -317,7 +340,16 @@ int dk_conn_call(struct dk_conn *conn, const struct dk_req *rq, struct dk_reply 
         curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(c, CURLOPT_READFUNCTION, source_read);
         curl_easy_setopt(c, CURLOPT_READDATA, &source);
-        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->upload_len);
+        if (rq->upload_len == DK_UPLOAD_STREAM) {
+            /* Its length is known at its end only. */
+            h = curl_slist_append(headers, "Transfer-Encoding: chunked");
+            if (h == NULL)
+                goto nomem;
+            headers = h;
+            curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)-1);
+        } else {
+            curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->upload_len);
+        }
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, rq->method);
     } else if (strcmp(rq->method, "POST") == 0 || rq->json != NULL) {
         /* A POST without a body still sends one, empty: the daemon wants a

@@ -1,7 +1,19 @@
 /*
- * docker: one exec through the exec API.
+ * docker: one exec, through the resident agent or the exec API.
  *
- * Create the exec, start it attached (the HTTP connection is upgraded to
+ * The agent (cordon/sdk/agent.h) is the container's init, cordon-init
+ * --agent, found by provision as State.Pid and recorded with its start
+ * time: the host pins it with a pidfd, takes its channel and hands it the
+ * command with the host's own stdio fds. No daemon call is made for the
+ * command, and the result is the command's real exit or signal. The env
+ * is the init's own (what the daemon gives every process of the
+ * container: PATH, HOSTNAME, the image's and the spec's variables, HOME)
+ * with the request's over it, as the exec API merges them; cwd, user and
+ * confinement are the init's, which an exec through the API gets as well.
+ *
+ * The exec API stays for a state without the agent (exec_agent false,
+ * gVisor, not root), or a command that does not fit one agent message:
+ * create the exec, start it attached (the HTTP connection is upgraded to
  * the process's stdio), demultiplex the stream's 8-byte frame headers into
  * the host's stdout and stderr, feed stdin when the host gives one, and
  * watch cancel_fd: when it fires, the whole container goes (force remove),
@@ -25,8 +37,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/syscall.h>
+
+#include <linux/openat2.h>
+
+#include <cordon/sdk/agent.h>
+#include <cordon/sdk/capture.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/path.h>
+#include <cordon/sdk/relay.h>
 #include <cordon/sdk/request.h>
 #include "plugins/docker/docker.h"
 
@@ -37,6 +56,9 @@
 #define DK_HELD_MAX 4096u
 #define DK_OOM_EXIT 137                   /* 128 + SIGKILL */
 #define DK_DIRS_MAX 1024u                 /* workspace_env directories, parents included */
+#define DK_ENVIRON_MAX (256u << 10)       /* the init's /proc/PID/environ */
+#define DK_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define DK_PATH_MAX 4096
 
 /* The daemon reports a process that never started on the stdout stream. */
 static const char start_failure[] = "OCI runtime exec failed";
@@ -49,6 +71,7 @@ struct dk_request {
     size_t ndirs;
     char *must_exist;          /* a workspace_env directory under source/ (not created) */
     uint64_t timeout_ms;
+    struct cordon_env env;     /* env, then workspace_env over it */
 };
 
 static void dk_request_clear(struct dk_request *rq)
@@ -60,6 +83,7 @@ static void dk_request_clear(struct dk_request *rq)
         free(rq->dirs[i]);
     free(rq->dirs);
     free(rq->must_exist);
+    cordon_env_clear(&rq->env);
     memset(rq, 0, sizeof(*rq));
 }
 
@@ -195,6 +219,8 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
         r = cordon_error_set(err, CORDON_E_LIMIT, 0,
                              "argv and env: %zu bytes together, more than the limit of %u", total,
                              CORDON_ARGS_TOTAL_MAX);
+    rq->env = merged;
+    memset(&merged, 0, sizeof(merged));
 out:
     cordon_env_clear(&merged);
     return r;
@@ -621,7 +647,7 @@ static int start_failed(const struct pump *p, const char *argv0, struct cordon_e
  * (containerd's shim does), so an exit 128+N may have been a signal: the
  * result says so ("signal_folded") rather than guess either way. */
 static int dk_result(const struct cordon_host_v1 *host, const char *status, int code, int sig,
-                     bool backstop, char **ret, struct cordon_error *err)
+                     bool backstop, bool folded, char **ret, struct cordon_error *err)
 {
     cJSON *doc = cJSON_CreateObject();
     bool ok = doc != NULL && cJSON_AddStringToObject(doc, "status", status);
@@ -629,7 +655,7 @@ static int dk_result(const struct cordon_host_v1 *host, const char *status, int 
 
     if (ok && strcmp(status, "exited") == 0)
         ok = cJSON_AddNumberToObject(doc, "exit_code", code) != NULL;
-    if (ok && strcmp(status, "exited") == 0 && code > 128 && code <= 128 + 64)
+    if (ok && folded && strcmp(status, "exited") == 0 && code > 128 && code <= 128 + 64)
         ok = cJSON_AddBoolToObject(doc, "signal_folded", true) != NULL;
     if (ok && sig != 0)
         ok = cJSON_AddNumberToObject(doc, "signal", sig) != NULL;
@@ -637,6 +663,340 @@ static int dk_result(const struct cordon_host_v1 *host, const char *status, int 
         ok = cJSON_AddBoolToObject(doc, "backstop_timeout", true) != NULL;
     r = ok ? cordon_json_print_host(host, doc, ret, err) : dk_nomem(err, "result");
     cJSON_Delete(doc);
+    return r;
+}
+
+/* ---- the resident agent ------------------------------------------------------- */
+
+/* A NULL-terminated string vector with its strings owned here. */
+struct strv {
+    char **v;
+    size_t n, cap;
+};
+
+static void strv_clear(struct strv *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        free(a->v[i]);
+    free(a->v);
+    memset(a, 0, sizeof(*a));
+}
+
+/* Takes s (malloc'd, may be NULL: out of memory) in every case. */
+static int strv_take(struct strv *a, char *s, struct cordon_error *err)
+{
+    if (s != NULL && a->n + 2 > a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 64;
+        char **grown = reallocarray(a->v, cap, sizeof(*grown));
+
+        if (grown == NULL) {
+            free(s);
+            s = NULL;
+        } else {
+            a->v = grown;
+            a->cap = cap;
+        }
+    }
+    if (s == NULL)
+        return dk_nomem(err, "exec: env");
+    a->v[a->n++] = s;
+    a->v[a->n] = NULL;
+    return 0;
+}
+
+/* NAME=VALUE over a: in place of an earlier NAME, else appended. */
+static int strv_env_set(struct strv *a, const char *name, const char *value,
+                        struct cordon_error *err)
+{
+    size_t len = strlen(name);
+    char *pair = NULL;
+
+    if (asprintf(&pair, "%s=%s", name, value) < 0)
+        pair = NULL;
+    for (size_t i = 0; pair != NULL && i < a->n; i++)
+        if (strncmp(a->v[i], name, len) == 0 && a->v[i][len] == '=') {
+            free(a->v[i]);
+            a->v[i] = pair;
+            return 0;
+        }
+    return strv_take(a, pair, err);
+}
+
+/*
+ * The environment of an exec through the API, built from the init's: the
+ * daemon starts the init and every exec alike with PATH, HOSTNAME and the
+ * container's Config.Env (the image's, then the spec's), runc adds HOME
+ * from the image's passwd to both, and cordon-init never changes its own.
+ * The request's variables replace or extend it by name, as the API's
+ * ReplaceOrAppendEnvValues does. /proc/PID/environ is the init's original
+ * block, which nothing inside can write (the init is not dumpable).
+ */
+static int agent_env(pid_t pid, const struct cordon_env *over, struct strv *ret,
+                     struct cordon_error *err)
+{
+    char path[64], *buf = malloc(DK_ENVIRON_MAX);
+    size_t len = 0;
+    ssize_t n = 0;
+    int fd, r = 0;
+
+    if (buf == NULL)
+        return dk_nomem(err, "exec: env");
+    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    while (fd >= 0 && len < DK_ENVIRON_MAX &&
+           ((n = read(fd, buf + len, DK_ENVIRON_MAX - len)) > 0 || (n < 0 && errno == EINTR)))
+        len += n > 0 ? (size_t)n : 0;
+    if (fd < 0 || n < 0 || len >= DK_ENVIRON_MAX) {
+        r = cordon_error_set(err, fd < 0 || n < 0 ? CORDON_E_NOT_FOUND : CORDON_E_LIMIT,
+                             fd < 0 || n < 0 ? errno : 0,
+                             "exec: %s: %s", path, fd < 0 || n < 0 ? strerror(errno)
+                                                               : "longer than 256 KiB");
+        goto out;
+    }
+    for (size_t i = 0; r == 0 && i < len;) {
+        size_t k = strnlen(buf + i, len - i);
+
+        if (k > 0 && memchr(buf + i, '=', k) != NULL)
+            r = strv_take(ret, strndup(buf + i, k), err);
+        i += k + 1;
+    }
+    for (size_t i = 0; r == 0 && i < over->n; i++)
+        r = strv_env_set(ret, over->vars[i].name, over->vars[i].value, err);
+out:
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    return r;
+}
+
+static const char *strv_env_get(const struct strv *a, const char *name)
+{
+    size_t len = strlen(name);
+
+    for (size_t i = 0; i < a->n; i++)
+        if (strncmp(a->v[i], name, len) == 0 && a->v[i][len] == '=')
+            return a->v[i] + len + 1;
+    return NULL;
+}
+
+/* Whether path names an executable regular file inside the container,
+ * resolved as the container would (RESOLVE_IN_ROOT); nothing is read. */
+static bool exists_inside(int root_fd, const char *path)
+{
+    struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+                            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+    struct stat st;
+    int fd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+    bool ok;
+
+    if (fd < 0)
+        return errno == ENOSYS; /* no openat2: the agent's exit 127 says it */
+    ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0;
+    close(fd);
+    return ok;
+}
+
+/* argv[0] as execvp inside finds it, or CORDON_E_NOT_FOUND as the exec
+ * API's start failure gives it. */
+static int program_check(int root_fd, const char *argv0, const char *cwd, const char *path,
+                         struct cordon_error *err)
+{
+    char cand[2 * DK_PATH_MAX + 32];
+
+    if (strlen(argv0) > DK_PATH_MAX)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "argv[0]: longer than %d bytes",
+                                DK_PATH_MAX);
+    if (strchr(argv0, '/') != NULL) {
+        snprintf(cand, sizeof(cand), "%s%s%s", argv0[0] == '/' ? "" : cwd,
+                 argv0[0] == '/' ? "" : "/", argv0);
+        if (exists_inside(root_fd, cand))
+            return 0;
+    } else {
+        for (const char *p = path; *p != '\0';) {
+            const char *end = strchrnul(p, ':');
+            size_t n = (size_t)(end - p);
+
+            if (n > 0 && p[0] == '/' && n < DK_PATH_MAX) {
+                snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, p, argv0);
+                if (exists_inside(root_fd, cand))
+                    return 0;
+            }
+            p = *end == ':' ? end + 1 : end;
+        }
+    }
+    return cordon_error_set(err, CORDON_E_NOT_FOUND, ENOENT,
+                            "exec: \"%.100s\" could not be started in the sandbox: not found "
+                            "(PATH=%.200s)", argv0, path);
+}
+
+static bool pidfd_alive(int pidfd)
+{
+    return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0u) == 0;
+}
+
+/* Fail closed: the agent is the container's init, and without it the
+ * container is over; whatever is left of it goes now, so that the record
+ * never points at a live sandbox. r and err are the caller's error. */
+static int agent_fail_closed(struct cordon_resource *res, struct dk_conn **conn,
+                             const struct dk_state *st, int r, struct cordon_error *err)
+{
+    struct cordon_error ignored;
+
+    cordon_error_init(&ignored);
+    if (*conn != NULL || dk_conn_open(&res->engine, conn, &ignored) == 0)
+        dk_container_remove(*conn, st->container_id, &ignored);
+    if (ignored.code != 0 && err != NULL &&
+        strlen(err->message) + strlen(ignored.message) + 40 < sizeof(err->message)) {
+        strcat(err->message, "; removing the container: ");
+        strcat(err->message, ignored.message);
+    }
+    return r;
+}
+
+/*
+ * One exec through the agent. *ret_used false (and 0) when it cannot be:
+ * the command does not fit one message, or this process may not take the
+ * channel of an init that still lives (another user than the one that
+ * provisioned); the caller then uses the exec API.
+ */
+static int agent_exec(struct cordon_resource *res, const struct dk_state *st,
+                      const struct dk_request *rq, const struct cordon_exec_io *io,
+                      uint64_t remaining, bool *ret_used, char **ret, struct cordon_error *err)
+{
+    struct strv envp = { 0 };
+    struct cordon_agent_cmd cmd;
+    struct cordon_exec_outcome o = { 0 };
+    struct cordon_relay *relay = NULL;
+    struct cordon_error oerr;
+    struct dk_conn *conn = NULL;
+    char root[64];
+    const char *path;
+    uint64_t started_wall;
+    int pidfd = -1, root_fd = -1, agent_fd = -1, in_fd = -1, null_in = -1, null_out = -1, r;
+
+    *ret_used = true;
+    r = dk_init_pin(st, &pidfd, err);
+    if (r < 0)
+        return agent_fail_closed(res, &conn, st, r, err);
+    snprintf(root, sizeof(root), "/proc/%d/root", (int)st->init_pid);
+    root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    /* Still alive after the opens: what they read was our init's. */
+    if (root_fd < 0 || !pidfd_alive(pidfd)) {
+        r = agent_fail_closed(res, &conn, st,
+                              cordon_error_set(err, CORDON_E_NOT_FOUND, errno,
+                                               "exec: execution \"%s\": its init (pid %d) is "
+                                               "gone", st->execution_id, (int)st->init_pid),
+                              err);
+        goto out;
+    }
+    if ((r = agent_env(st->init_pid, &rq->env, &envp, err)) < 0)
+        goto out;
+    path = strv_env_get(&envp, "PATH");
+    cmd = (struct cordon_agent_cmd){ (const char *const *)rq->req.argv,
+                                     (const char *const *)envp.v, rq->workdir, -1, -1, -1 };
+    if (!cordon_agent_fits(&cmd)) {
+        *ret_used = false;
+        goto out;
+    }
+    /* Before anything is read from the host's stdin or made in the
+     * workspace, so that falling back leaves both to the exec API. */
+    cordon_error_init(&oerr);
+    if (cordon_agent_open(pidfd, &agent_fd, &oerr) < 0) {
+        /* Alive and ours, but not ours to ptrace: not a dead agent. */
+        if (pidfd_alive(pidfd) && (oerr.os_errno == EPERM || oerr.os_errno == EACCES)) {
+            *ret_used = false;
+            goto out;
+        }
+        r = agent_fail_closed(res, &conn, st,
+                              cordon_error_set(err, oerr.code, oerr.os_errno, "exec: %s",
+                                               oerr.message),
+                              err);
+        goto out;
+    }
+    r = program_check(root_fd, rq->req.argv[0], rq->workdir, path != NULL ? path : DK_DEFAULT_PATH,
+                      err);
+    if (r == 0 && (rq->ndirs > 0 || rq->must_exist != NULL)) {
+        r = dk_conn_open(&res->engine, &conn, err);
+        if (r == 0)
+            r = dk_make_dirs(res, conn, st, rq, err);
+    }
+    if (r < 0)
+        goto out;
+    /* fd 0 goes into the container: a terminal or a directory would be a
+     * way out of it (/proc/self/fd/0/..), so anything but a pipe or
+     * /dev/null is relayed. */
+    if (io->stdin_fd >= 0) {
+        r = cordon_relay_open(io->stdin_fd, 0, &in_fd, &relay, err);
+    } else if ((null_in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
+    }
+    if (r == 0 && (io->stdout_fd < 0 || io->stderr_fd < 0) &&
+        (null_out = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
+        r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
+    if (r < 0)
+        goto out;
+    cmd.stdin_fd = in_fd >= 0 ? in_fd : null_in;
+    cmd.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : null_out;
+    cmd.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_out;
+    started_wall = cordon_now_wall_ms();
+    r = cordon_agent_run(agent_fd, pidfd, &cmd, io->cancel_fd, remaining, &o, err);
+    cordon_relay_close(relay); /* the command ended: so does its stdin */
+    relay = NULL;
+    if (r == CORDON_E_UNAVAILABLE) {
+        r = agent_fail_closed(res, &conn, st, r, err);
+        goto out;
+    }
+    if (r < 0)
+        goto out;
+    if (o.status == CORDON_RUN_CANCELLED || o.status == CORDON_RUN_TIMEOUT) {
+        /* The command's group was killed; what it left was not. The whole
+         * execution goes, as on the exec API's path. */
+        r = dk_conn_open(&res->engine, &conn, err);
+        if (r == 0)
+            r = dk_container_remove(conn, st->container_id, err);
+        if (r == 0)
+            r = o.status == CORDON_RUN_CANCELLED
+                    ? dk_result(res->host, "cancelled", 0, 0, false, false, ret, err)
+                    : dk_result(res->host, "signaled", 0, SIGKILL, true, false, ret, err);
+    } else if (o.status == CORDON_RUN_SIGNALED || o.status == CORDON_RUN_EXITED) {
+        /* The memory cgroup's kill shows in the daemon's events only; a
+         * shell whose child it killed exits 137, which the exec API's path
+         * reports as the OOM it was, and so does this one. */
+        bool oom = false;
+
+        if (((o.status == CORDON_RUN_SIGNALED && o.signal == SIGKILL) ||
+             (o.status == CORDON_RUN_EXITED && o.exit_code == DK_OOM_EXIT)) &&
+            dk_conn_open(&res->engine, &conn, NULL) == 0) {
+            oom = oom_since(conn, st->container_id, started_wall);
+            if (!oom) {
+                sleep_ms(100);
+                oom = oom_since(conn, st->container_id, started_wall);
+            }
+        }
+        /* The agent saw the real end: 128+N is an exit, never a signal. */
+        r = oom ? dk_result(res->host, "oom", 0, SIGKILL, false, false, ret, err)
+            : o.status == CORDON_RUN_SIGNALED
+                ? dk_result(res->host, "signaled", 0, o.signal, false, false, ret, err)
+                : dk_result(res->host, "exited", o.exit_code, 0, false, false, ret, err);
+    } else {
+        r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "exec: the agent reported status %s",
+                             cordon_run_status_name(o.status));
+    }
+out:
+    cordon_relay_close(relay);
+    cordon_exec_outcome_clear(&o);
+    if (agent_fd >= 0)
+        close(agent_fd);
+    if (null_in >= 0)
+        close(null_in);
+    if (null_out >= 0)
+        close(null_out);
+    if (root_fd >= 0)
+        close(root_fd);
+    if (pidfd >= 0)
+        close(pidfd);
+    dk_conn_close(conn);
+    strv_clear(&envp);
     return r;
 }
 
@@ -687,6 +1047,13 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
     p->io = io;
     p->holding = true;
     p->s = &stream;
+    if (st.agent && !res->cfg.no_agent) {
+        bool used = false;
+
+        r = agent_exec(res, &st, &rq, io, remaining, &used, ret_result_json, err);
+        if (used || r < 0)
+            goto out;
+    }
 
     r = dk_conn_open(&res->engine, &conn, err);
     if (r == 0)
@@ -736,8 +1103,9 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
         r = dk_container_remove(conn, st.container_id, err);
         if (r == 0)
             r = p->stop == STOP_CANCEL
-                    ? dk_result(res->host, "cancelled", 0, 0, false, ret_result_json, err)
-                    : dk_result(res->host, "signaled", 0, SIGKILL, true, ret_result_json, err);
+                    ? dk_result(res->host, "cancelled", 0, 0, false, true, ret_result_json, err)
+                    : dk_result(res->host, "signaled", 0, SIGKILL, true, true, ret_result_json,
+                                err);
         goto out;
     }
     /* Pid 0: the runtime never started the process; what we held back is
@@ -760,8 +1128,8 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
             oom = oom_since(conn, st.container_id, started_wall);
         }
     }
-    r = oom ? dk_result(res->host, "oom", 0, SIGKILL, false, ret_result_json, err)
-            : dk_result(res->host, "exited", code, 0, false, ret_result_json, err);
+    r = oom ? dk_result(res->host, "oom", 0, SIGKILL, false, true, ret_result_json, err)
+            : dk_result(res->host, "exited", code, 0, false, true, ret_result_json, err);
 out:
     dk_stream_close(&stream);
     free(body);

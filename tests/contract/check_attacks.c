@@ -290,3 +290,30 @@ Test(contract, attack_forbidden_syscalls_are_refused)
     cJSON_Delete(report);
     cJSON_Delete(facts);
 }
+
+/*
+ * Every provider's command starts with fds 0, 1 and 2 and nothing else:
+ * an fd above 2 is a channel out of the sandbox (a provider's socket to
+ * its mechanism or agent, a host file, a pipe of the host's), whatever the
+ * axes claim. A subshell lists the command's own fds (its parent's, $$),
+ * so that the listing's directory fd is not among them; the waiting shell
+ * holds no fd of its own.
+ */
+Test(contract, attack_exec_inherits_only_stdin_stdout_stderr)
+{
+    struct cordon_exec_outcome out;
+    const char *state = contract_provision(NULL, "code");
+    char *text, clip[300];
+
+    contract_sh(state, "(for f in /proc/$$/fd/*; do printf '%s ' \"${f##*/}\"; done)", &out);
+    text = contract_stream_text(&out.out);
+    cr_expect(out.status == CORDON_RUN_EXITED && out.exit_code == 0,
+              "listing /proc/self/fd did not run (%s %d)", cordon_run_status_name(out.status),
+              out.exit_code);
+    cr_expect_str_eq(text, "0 1 2 ",
+                     "the command inherited descriptors other than 0, 1 and 2 (/proc/self/fd "
+                     "holds %s): a channel out of the sandbox",
+                     contract_clip(text, 200, clip, sizeof(clip)));
+    free(text);
+    cordon_exec_outcome_clear(&out);
+}

@@ -640,8 +640,12 @@ static void *bg_main(void *arg)
 
 Test(docker, fork_bomb_is_stopped_by_the_pids_limit)
 {
-    /* Forks until the kernel says no; the sleepers hold their pids. */
-    const char *argv[] = { "sh", "-c", "exec 2>/dev/null; while :; do sleep 1000 & done", NULL };
+    /* Forks until the kernel says no; the sleepers hold their pids. The
+     * bomb is a subshell, which dies when fork fails: the leader then
+     * execs (no fork needed) and keeps the group, which the agent kills
+     * with its leader, alive until the clock ends it. */
+    const char *argv[] = { "sh", "-c",
+                           "(exec 2>/dev/null; while :; do sleep 1000 & done); exec sleep 60", NULL };
     struct limits l = small;
     struct bg_run b = { .argv = argv, .opts = defaults };
     const char *state;
@@ -1812,4 +1816,495 @@ Test(docker, each_execution_has_a_uid_and_per_user_limits_of_its_own)
     snprintf(want, sizeof(want), "1\n%u\n", (unsigned)ub);
     cr_assert_str_eq(out, want, "B, while A held %d inotify instances: %s", n, out);
     free(out);
+}
+
+/* ---- the resident agent (mechanism_facts.exec_path "agent") --------------------------- */
+
+/* state's init_pid (0 without the agent). */
+static pid_t state_init(const char *state)
+{
+    cJSON *doc = cJSON_Parse(state);
+    pid_t pid = (pid_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(doc, "init_pid"));
+
+    cJSON_Delete(doc);
+    return pid > 0 ? pid : 0;
+}
+
+/* A full probe's mechanism_facts.exec_path (and _reason) for config. */
+static void probe_exec_path(const char *config, char *ret, size_t size, char *ret_reason,
+                            size_t rsize)
+{
+    char *facts = NULL;
+    cJSON *doc, *mech;
+
+    cr_assert_eq(vt.probe(&host, config, CORDON_PROBE_FULL, &facts, &err), 0, "%s", err.message);
+    doc = cJSON_Parse(facts);
+    mech = cJSON_GetObjectItemCaseSensitive(doc, "mechanism_facts");
+    snprintf(ret, size, "%s", str_or_empty(cJSON_GetObjectItemCaseSensitive(mech, "exec_path")));
+    snprintf(ret_reason, rsize, "%s",
+             str_or_empty(cJSON_GetObjectItemCaseSensitive(mech, "exec_path_reason")));
+    cJSON_Delete(doc);
+    host.free(facts);
+}
+
+/* status code signal [stdout] [stderr] of sh -c script through res. */
+static char *result_line(const char *state, const char *script)
+{
+    struct cordon_exec_outcome o;
+    char *out, *errtext, *line = NULL;
+
+    sh(state, script, &o);
+    out = text_of(&o.out);
+    errtext = text_of(&o.err);
+    cr_assert(asprintf(&line, "%s %d %d [%s] [%s]", cordon_run_status_name(o.status), o.exit_code,
+                       o.signal, out, errtext) > 0);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+    free(errtext);
+    return line;
+}
+
+/* The agent and the exec API on one container: the same outputs, exits,
+ * env (the image's, the spec's, the request's, PATH, HOME, HOSTNAME), cwd
+ * and user; a signal is a real one through the agent, where the exec API
+ * can only say "exit 128+N, maybe a signal". */
+Test(docker, agent_exec_matches_the_engine_and_reports_real_signals)
+{
+    static const char *const same[] = {
+        "echo out; echo err >&2; exit 3",
+        "env | sort; pwd; id",
+        "exit 127",
+        "cat /proc/self/status | grep -E '^(Cap|NoNewPrivs|Seccomp:|Groups)'; ulimit -a",
+        "cd /tmp && echo in tmp && ls /proc/self/fd",
+    };
+    struct cordon_resource *agent_res, *engine_res = NULL;
+    struct cordon_exec_outcome o;
+    char config[300], path[32], reason[200];
+    const char *state;
+
+    need_daemon();
+    snprintf(config, sizeof(config), "{\"image\": \"%s\"}", minimal);
+    probe_exec_path(config, path, sizeof(path), reason, sizeof(reason));
+    cr_expect_str_eq(path, "agent", "exec_path %s (%s)", path, reason);
+    state = provision_default("code");
+    cr_assert(strstr(state, "\"agent\":true") != NULL, "not provisioned with the agent: %s", state);
+    cr_assert_gt(state_init(state), 1, "no init pid in %s", state);
+    agent_res = res;
+    snprintf(config, sizeof(config), "{\"image\": \"%s\", \"exec_agent\": false}", minimal);
+    cr_assert_eq(vt.ensure(&host, config, &engine_res, &err), 0, "%s", err.message);
+    for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+        char *a, *e;
+
+        res = agent_res;
+        a = result_line(state, same[i]);
+        res = engine_res;
+        e = result_line(state, same[i]);
+        res = agent_res;
+        cr_expect_str_eq(a, e, "`%s`: agent %s, engine %s", same[i], a, e);
+        free(a);
+        free(e);
+    }
+    /* ls's own directory fd is 3: nothing else above 2 came in. */
+    sh(state, "ls /proc/self/fd | tr '\\n' ' '", &o);
+    {
+        char *fds = text_of(&o.out);
+
+        cr_expect_str_eq(fds, "0 1 2 3 ", "fds inside: %s", fds);
+        free(fds);
+    }
+    cordon_exec_outcome_clear(&o);
+    sh(state, "kill -TERM $$", &o);
+    cr_expect(o.status == CORDON_RUN_SIGNALED && o.signal == SIGTERM, "status %s signal %d exit %d",
+              cordon_run_status_name(o.status), o.signal, o.exit_code);
+    cordon_exec_outcome_clear(&o);
+    sh(state, "kill -KILL $$", &o);
+    cr_expect(o.status == CORDON_RUN_SIGNALED && o.signal == SIGKILL, "status %s signal %d",
+              cordon_run_status_name(o.status), o.signal);
+    cordon_exec_outcome_clear(&o);
+    /* The agent saw a real exit 137: not marked as a possible signal. */
+    sh(state, "exit 137", &o);
+    cr_expect(o.status == CORDON_RUN_EXITED && o.exit_code == 137 && o.signal == 0,
+              "status %s exit %d signal %d", cordon_run_status_name(o.status), o.exit_code,
+              o.signal);
+    cordon_exec_outcome_clear(&o);
+    /* Through the exec API the same death is an exit 128+15, marked folded. */
+    res = engine_res;
+    sh(state, "kill -TERM $$", &o);
+    res = agent_res;
+    cr_expect(o.status == CORDON_RUN_EXITED && o.exit_code == 143 && o.signal == SIGTERM,
+              "engine: status %s exit %d signal %d", cordon_run_status_name(o.status), o.exit_code,
+              o.signal);
+    cordon_exec_outcome_clear(&o);
+    /* The request's cwd, and a missing program, as the exec API gives them. */
+    {
+        const char *argv[] = { "no-such-program", NULL };
+
+        cr_expect_eq(run(state, argv, &defaults, &o), CORDON_E_NOT_FOUND, "%s", err.message);
+        cordon_exec_outcome_clear(&o);
+    }
+    vt.release(engine_res, &err);
+}
+
+Test(docker, exec_agent_false_keeps_the_engine_path)
+{
+    struct cordon_exec_outcome o;
+    char config[300], path[32], reason[200], *out;
+    const char *state;
+
+    need_daemon();
+    snprintf(config, sizeof(config), "{\"image\": \"%s\", \"exec_agent\": false}", minimal);
+    probe_exec_path(config, path, sizeof(path), reason, sizeof(reason));
+    cr_expect_str_eq(path, "engine");
+    cr_expect(strstr(reason, "exec_agent") != NULL, "reason: %s", reason);
+    ensure_with(config);
+    state = provision_default("host");
+    cr_assert(strstr(state, "\"agent\"") == NULL && state_init(state) == 0, "%s", state);
+    /* cordon-init runs without --agent: no channel at fd 3 or 4. */
+    sh(state, "cat /proc/1/cmdline | tr '\\0' ' '; exit 4", &o);
+    out = text_of(&o.out);
+    cr_expect(o.status == CORDON_RUN_EXITED && o.exit_code == 4, "status %s exit %d",
+              cordon_run_status_name(o.status), o.exit_code);
+    cr_expect(strstr(out, "--agent") == NULL && strstr(out, "cordon-init") != NULL, "%s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+}
+
+struct exec_job {
+    const char *state;
+    const char *const *argv;
+    struct cordon_exec_outcome o;
+    int rc;
+};
+
+static void *exec_job_main(void *arg)
+{
+    struct exec_job *j = arg;
+
+    j->rc = run(j->state, j->argv, &defaults, &j->o);
+    return NULL;
+}
+
+/* kill -9 of the agent (the container's init) from the host while a
+ * command runs: a typed error, the container gone, and the next exec a
+ * typed error too, never an exec into something else. */
+Test(docker, killed_agent_fails_the_exec_closed)
+{
+    const char *argv[] = { "sleep", "30", NULL };
+    struct exec_job job = { .argv = argv };
+    struct cordon_exec_outcome o;
+    char cid[80], children[64], *text = NULL;
+    pthread_t t;
+    pid_t init;
+    bool running = false;
+
+    need_daemon();
+    job.state = provision_default("host");
+    snprintf(cid, sizeof(cid), "%s", container_of(job.state));
+    init = state_init(job.state);
+    cr_assert_gt(init, 1, "no agent in %s", job.state);
+    cr_assert_eq(pthread_create(&t, NULL, exec_job_main, &job), 0);
+    snprintf(children, sizeof(children), "/proc/%d/task/%d/children", (int)init, (int)init);
+    for (int i = 0; i < 500 && !running; i++) {
+        FILE *f = fopen(children, "re");
+        char buf[64] = "";
+
+        running = f != NULL && fgets(buf, sizeof(buf), f) != NULL && atoi(buf) > 0;
+        if (f != NULL)
+            fclose(f);
+        sleep_ms(10);
+    }
+    cr_assert_eq(kill(init, SIGKILL), 0, "kill %d: %s", (int)init, strerror(errno));
+    pthread_join(t, NULL);
+    cr_assert(running, "the command never started under the agent");
+    cr_assert_eq(job.rc, CORDON_E_UNAVAILABLE, "rc %d status %s after %llu ms: %s", job.rc,
+                 cordon_run_status_name(job.o.status), (unsigned long long)job.o.duration_ms,
+                 err.message);
+    cr_assert(strstr(err.message, "agent") != NULL, "%s", err.message);
+    cordon_exec_outcome_clear(&job.o);
+    cr_expect_not(container_exists(cid), "the container outlived its agent");
+    cr_expect_neq(run(job.state, argv, &defaults, &o), 0, "an exec after the agent died ran");
+    cr_expect_eq(err.code, CORDON_E_NOT_FOUND, "code %d: %s", err.code, err.message);
+    cordon_exec_outcome_clear(&o);
+    free(text);
+}
+
+/* A state whose init_start does not match the pid's (a reused pid, or a
+ * forged state): refused, and the container named in it removed. */
+Test(docker, init_with_another_start_time_is_refused)
+{
+    const char *argv[] = { "true", NULL };
+    struct cordon_exec_outcome o;
+    char cid[80], *forged = NULL;
+    const char *state;
+    cJSON *doc;
+
+    need_daemon();
+    state = provision_default("host");
+    snprintf(cid, sizeof(cid), "%s", container_of(state));
+    doc = cJSON_Parse(state);
+    cJSON_ReplaceItemInObjectCaseSensitive(
+        doc, "init_start",
+        cJSON_CreateNumber(cJSON_GetNumberValue(cJSON_GetObjectItem(doc, "init_start")) + 1));
+    forged = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    cr_expect_eq(run(forged, argv, &defaults, &o), CORDON_E_NOT_FOUND, "%s", err.message);
+    cr_expect(strstr(err.message, "init") != NULL, "%s", err.message);
+    cordon_exec_outcome_clear(&o);
+    cr_expect_not(container_exists(cid), "the container is still there");
+    free(forged);
+}
+
+/*
+ * Code inside tries every way to the agent's channel (runc's test does the
+ * same): an fd inherited above 2, /proc/1/fd/N, pidfd_open(1) +
+ * pidfd_getfd, ptrace of PID 1, process_vm_readv, every unix socket in
+ * /proc/net/unix, kill -9 1. Nothing may be reached, and the agent serves
+ * the next exec. The control: the same program opens an fd of its own
+ * child through /proc, so a refusal on PID 1 is the agent's protection.
+ */
+static const char hostile_c[] =
+    "#define _GNU_SOURCE\n"
+    "#include <errno.h>\n#include <fcntl.h>\n#include <signal.h>\n#include <stdio.h>\n"
+    "#include <stddef.h>\n#include <string.h>\n#include <sys/ptrace.h>\n#include <sys/socket.h>\n"
+    "#include <sys/syscall.h>\n#include <sys/uio.h>\n#include <sys/un.h>\n"
+    "#include <sys/wait.h>\n#include <unistd.h>\n"
+    "static int reached;\n"
+    "static void hit(const char *what, long n) { printf(\"REACHED %s %ld\\n\", what, n); reached++; }\n"
+    "int main(void) {\n"
+    "    char path[128], line[512], buf[16];\n"
+    "    int p[2], self = -1;\n"
+    "    for (int i = 3; i < 1024; i++) if (fcntl(i, F_GETFD) >= 0) hit(\"inherited fd\", i);\n"
+    "    if (pipe(p) == 0) {\n"
+    "        pid_t c = fork();\n"
+    "        if (c == 0) { pause(); _exit(0); }\n"
+    "        snprintf(path, sizeof(path), \"/proc/%d/fd/%d\", (int)c, p[0]);\n"
+    "        self = open(path, O_RDONLY);\n"
+    "        printf(\"control %s\\n\", self >= 0 ? \"ok\" : strerror(errno));\n"
+    "        kill(c, SIGKILL); waitpid(c, NULL, 0);\n"
+    "    }\n"
+    "    for (int i = 0; i < 256; i++) {\n"
+    "        snprintf(path, sizeof(path), \"/proc/1/fd/%d\", i);\n"
+    "        int fd = open(path, O_RDWR);\n"
+    "        if (fd >= 0) hit(path, i);\n"
+    "    }\n"
+    "    int pf = (int)syscall(SYS_pidfd_open, 1, 0);\n"
+    "    printf(\"pidfd_open(1): %d\\n\", pf);\n"
+    "    for (int i = 0; pf >= 0 && i < 256; i++)\n"
+    "        if (syscall(SYS_pidfd_getfd, pf, i, 0) >= 0) hit(\"pidfd_getfd\", i);\n"
+    "    if (ptrace(PTRACE_ATTACH, 1, 0, 0) == 0) hit(\"ptrace attach\", 1);\n"
+    "    if (ptrace(PTRACE_SEIZE, 1, 0, 0) == 0) hit(\"ptrace seize\", 1);\n"
+    "    { struct iovec l = { buf, sizeof(buf) }, r = { (void *)0x400000, sizeof(buf) };\n"
+    "      if (process_vm_readv(1, &l, 1, &r, 1, 0) >= 0) hit(\"process_vm_readv\", 1); }\n"
+    "    FILE *f = fopen(\"/proc/net/unix\", \"r\");\n"
+    "    int listed = 0;\n"
+    "    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {\n"
+    "        char name[300] = \"\";\n"
+    "        if (sscanf(line, \"%*s %*s %*s %*s %*s %*s %*s %299s\", name) != 1) continue;\n"
+    "        listed++;\n"
+    "        struct sockaddr_un a = { .sun_family = AF_UNIX };\n"
+    "        size_t n = strlen(name);\n"
+    "        if (n >= sizeof(a.sun_path)) continue;\n"
+    "        memcpy(a.sun_path, name, n);\n"
+    "        if (name[0] == '@') a.sun_path[0] = '\\0';\n"
+    "        int types[] = { SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM };\n"
+    "        for (int t = 0; t < 3; t++) {\n"
+    "            int s = socket(AF_UNIX, types[t], 0);\n"
+    "            if (s >= 0 && connect(s, (struct sockaddr *)&a,\n"
+    "                                  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) == 0)\n"
+    "                hit(name, t);\n"
+    "            if (s >= 0) close(s);\n"
+    "        }\n"
+    "    }\n"
+    "    printf(\"named sockets listed: %d\\n\", listed);\n"
+    "    kill(1, SIGKILL);\n"
+    "    usleep(100000);\n"
+    "    printf(\"reached %d\\n\", reached);\n"
+    "    return reached != 0 || self < 0;\n"
+    "}\n";
+
+Test(docker, code_inside_cannot_reach_the_agents_channel)
+{
+    struct cordon_exec_outcome o;
+    char path[PATH_MAX], *out, *errtext;
+    const char *state;
+    pid_t init;
+    int fd;
+
+    need_daemon();
+    state = provision_with(toolchain, "host", &small);
+    init = state_init(state);
+    cr_assert_gt(init, 1, "not provisioned with the agent: %s", state);
+    snprintf(path, sizeof(path), "/proc/%d/root/workspace/hostile.c", (int)init);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+    cr_assert_eq(write(fd, hostile_c, strlen(hostile_c)), (ssize_t)strlen(hostile_c));
+    close(fd);
+    sh(state, "cc -o /tmp/hostile /workspace/hostile.c && /tmp/hostile", &o);
+    out = text_of(&o.out);
+    errtext = text_of(&o.err);
+    cr_assert(strstr(out, "control ok") != NULL,
+              "the program could not open its own child's fd, the test proves nothing: %s %s",
+              out, errtext);
+    cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "status %s exit %d: %s %s",
+              cordon_run_status_name(o.status), o.exit_code, out, errtext);
+    cr_assert(strstr(out, "reached 0") != NULL, "%s", out);
+    free(out);
+    free(errtext);
+    cordon_exec_outcome_clear(&o);
+    cr_assert_eq(kill(init, 0), 0, "the agent (pid %d) is gone", (int)init);
+    sh(state, "echo still", &o);
+    out = text_of(&o.out);
+    cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "still\n") == 0, "%s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+}
+
+/* Under gVisor State.Pid is the Sentry's sandbox process: no agent, the
+ * exec API, and the facts say why. */
+Test(docker, runsc_keeps_the_engine_path_and_says_so)
+{
+    struct cordon_exec_outcome o;
+    char config[300], path[32], reason[200], *info = NULL, *out;
+    const char *state;
+
+    need_daemon();
+    docker_cmd(&info, "info", "--format", "{{json .Runtimes}}", NULL, NULL);
+    if (info == NULL || strstr(info, "\"runsc\"") == NULL) {
+        free(info);
+        skip("runsc is not registered in the daemon (tests/mechanism/dockerd.sh registers it)");
+    }
+    free(info);
+    snprintf(config, sizeof(config), "{\"image\": \"%s\", \"runtime\": \"runsc\"}", minimal);
+    probe_exec_path(config, path, sizeof(path), reason, sizeof(reason));
+    cr_expect_str_eq(path, "engine");
+    cr_expect(strstr(reason, "gVisor") != NULL, "reason: %s", reason);
+    ensure_with(config);
+    state = provision_default("host");
+    cr_assert(strstr(state, "\"agent\"") == NULL, "an agent under runsc: %s", state);
+    sh(state, "echo gvisor; exit 5", &o);
+    out = text_of(&o.out);
+    cr_expect(o.status == CORDON_RUN_EXITED && o.exit_code == 5 && strcmp(out, "gvisor\n") == 0,
+              "status %s exit %d: %s", cordon_run_status_name(o.status), o.exit_code, out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+}
+
+/* ---- import_files: the host's files streamed into the archive API ------------------ */
+
+struct feed_job {
+    int fd;
+    size_t len;
+};
+
+/* Write len bytes of a 16-byte pattern into fd, then close it. */
+static void *feed_main(void *arg)
+{
+    struct feed_job *j = arg;
+    static const char pattern[] = "0123456789abcde\n";
+
+    signal(SIGPIPE, SIG_IGN);
+    for (size_t left = j->len; left > 0;) {
+        size_t n = left < 16 ? left : 16;
+
+        if (write(j->fd, pattern, n) != (ssize_t)n)
+            break;
+        left -= n;
+    }
+    close(j->fd);
+    return NULL;
+}
+
+/* import_files of json with data_len pattern bytes from a pipe. */
+static int import_files_piped(const char *state, const char *dest, const char *json,
+                              size_t data_len)
+{
+    struct feed_job j = { .len = data_len };
+    pthread_t t;
+    int p[2], r;
+
+    cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+    j.fd = p[1];
+    cr_assert_eq(pthread_create(&t, NULL, feed_main, &j), 0);
+    r = vt.import_files(res, state, dest, json, p[0], &err);
+    close(p[0]);
+    pthread_join(t, NULL);
+    return r;
+}
+
+Test(docker, import_files_streams_with_the_owners_and_bounds_of_import_tar)
+{
+    struct cordon_exec_outcome o;
+    char want[200], *out, json[400];
+    const char *state;
+    uid_t uid;
+    int fd;
+
+    need_daemon();
+    cr_assert_not_null(vt.import_files, "docker.so has no import_files");
+    state = provision_default("code");
+    uid = state_uid(state);
+    /* 8 MiB and a nested name, from a pipe (no length known up front). */
+    snprintf(json, sizeof(json),
+             "{\"files\":[{\"path\":\"deep/sub/big.txt\",\"size\":%u,\"mode\":416},"
+             "{\"path\":\"run.sh\",\"size\":16,\"mode\":493}]}", 8u << 20);
+    cr_assert_eq(import_files_piped(state, "build", json, (8u << 20) + 16), 0, "%s", err.message);
+    sh(state, "cd build && stat -c '%u:%g %a %n' deep deep/sub deep/sub/big.txt run.sh && "
+              "wc -c < deep/sub/big.txt && tail -c 16 run.sh", &o);
+    out = text_of(&o.out);
+    snprintf(want, sizeof(want),
+             "%u:%u 755 deep\n%u:%u 755 deep/sub\n%u:%u 640 deep/sub/big.txt\n%u:%u 755 run.sh\n"
+             "8388608\n0123456789abcde\n", (unsigned)uid, (unsigned)uid, (unsigned)uid,
+             (unsigned)uid, (unsigned)uid, (unsigned)uid, (unsigned)uid, (unsigned)uid);
+    cr_expect_str_eq(out, want, "got %s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+    /* Under source/ in layout "code": root's, the write bits stripped. */
+    cr_assert_eq(import_files_piped(state, "source",
+                                    "{\"files\":[{\"path\":\"lib/m.py\",\"size\":32,\"mode\":420}]}",
+                                    32), 0, "%s", err.message);
+    sh(state, "stat -c '%u:%g %a' source/lib source/lib/m.py", &o);
+    out = text_of(&o.out);
+    cr_expect_str_eq(out, "0:0 555\n0:0 444\n");
+    free(out);
+    cordon_exec_outcome_clear(&o);
+
+    /* Over the workspace's share of disk_bytes (64 MiB): refused by the
+     * manifest, before a byte goes, naming the file and the limit. */
+    cr_expect_eq(import_files_piped(state, "build",
+                                    "{\"files\":[{\"path\":\"huge\",\"size\":104857600,\"mode\":420}]}",
+                                    0), CORDON_E_LIMIT, "%s", err.message);
+    cr_expect(strstr(err.message, "huge") != NULL && strstr(err.message, "limit") != NULL, "%s",
+              err.message);
+    /* A name that climbs out, a bad mode: refused, naming the field. */
+    cr_expect_eq(import_files_piped(state, "build",
+                                    "{\"files\":[{\"path\":\"../x\",\"size\":1,\"mode\":420}]}", 1),
+                 CORDON_E_UNSAFE, "%s", err.message);
+    cr_expect_eq(import_files_piped(state, "build",
+                                    "{\"files\":[{\"path\":\"x\",\"size\":1,\"mode\":2541}]}", 1),
+                 CORDON_E_INVALID, "%s", err.message);
+    cr_expect(strstr(err.message, "files[0].mode") != NULL, "%s", err.message);
+    /* Data that ends early: refused, and the stream abandoned. */
+    cr_expect_eq(import_files_piped(state, "build",
+                                    "{\"files\":[{\"path\":\"short\",\"size\":100,\"mode\":420}]}",
+                                    10), CORDON_E_INVALID, "%s", err.message);
+    cr_expect(strstr(err.message, "data_fd ended") != NULL, "%s", err.message);
+    /* A regular data file whose size disagrees: refused before anything lands. */
+    {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/data", tmp);
+        fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(write(fd, "0123456789", 10), 10);
+        cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+        cr_expect_eq(vt.import_files(res, state, "build",
+                                     "{\"files\":[{\"path\":\"mismatch\",\"size\":4,\"mode\":420}]}",
+                                     fd, &err), CORDON_E_INVALID, "%s", err.message);
+        close(fd);
+    }
+    sh(state, "ls build; test ! -e build/huge && test ! -e build/mismatch", &o);
+    out = text_of(&o.out);
+    cr_expect(o.exit_code == 0, "a refused import landed something: %s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
 }

@@ -81,10 +81,34 @@ Test(docker_cli, exec_stdin_terminal_is_not_handed_in)
     cli_exec_check_stdin_terminal(&cli, "docker");
 }
 
-/* exit 137 is exited 137; kill -9 is exited 137 too: the daemon folds it. */
-Test(docker_cli, exec_exit_status_is_the_daemons_exit_code)
+/* Through the resident agent (the default): an exit and a signal are
+ * told apart. */
+Test(docker_cli, exec_exit_status_through_the_agent_is_the_truth)
 {
+    cli_exec_check_exit_status(&cli, "docker", true);
+}
+
+/* The same with the exec API: the daemon folds kill -9 into exited 137. */
+static void use_the_exec_api(void)
+{
+    FILE *f = fopen(cli.config, "we");
+
+    cr_assert_not_null(f);
+    fprintf(f, "{\"provider_configs\": {\"docker\": {\"image\": \"%s\", \"exec_agent\": false}}}\n",
+            image);
+    fclose(f);
+}
+
+Test(docker_cli, exec_exit_status_through_the_exec_api_is_the_daemons_exit_code)
+{
+    use_the_exec_api();
     cli_exec_check_exit_status(&cli, "docker", false);
+}
+
+Test(docker_cli, exec_stdin_directory_is_not_handed_in_by_the_exec_api)
+{
+    use_the_exec_api();
+    cli_exec_check_stdin_directory(&cli, "docker");
 }
 
 Test(docker_cli, exec_does_not_inherit_the_callers_rlimits)

@@ -1709,6 +1709,82 @@ Test(tar, workspace_filter_refuses_links_under_source_and_hostile_entries)
     cr_expect_eq(cordon_tar_filter_workspace_fd(0, 1, 2, "", NULL, 0, 0, &err), CORDON_E_INVALID);
 }
 
+/* ---- import_files as a stream (cordon_files_tar_workspace_fd) ------------- */
+
+static int files_stream(const char *json, const char *data, const char *dest, bool code_layout,
+                        uint64_t max_bytes, struct cordon_error *err)
+{
+    const struct cordon_workspace_owner owner = { .code_layout = code_layout, .set_owner = true,
+                                                  .uid = 1000, .gid = 1000 };
+    int in = openat(rootfd, "files.data", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int out = openat(rootfd, "f.tar", O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), r;
+
+    cr_assert_geq(in, 0);
+    cr_assert_geq(out, 0);
+    cr_assert_eq(write(in, data, strlen(data)), (ssize_t)strlen(data));
+    cr_assert_eq(lseek(in, 0, SEEK_SET), 0);
+    cordon_error_init(err);
+    r = cordon_files_tar_workspace_fd(json, in, out, dest, &owner, max_bytes, 64, err);
+    close(in);
+    close(out);
+    return r;
+}
+
+/* The stream cordon_tar_filter_workspace_fd would write for the same files:
+ * dest and each directory on the way first, the owners of the policy. */
+Test(tar, files_stream_writes_parents_owners_and_bytes)
+{
+    struct cordon_error err;
+    char *got;
+
+    cr_assert_eq(files_stream("{\"files\":[{\"path\":\"a/b.py\",\"size\":3,\"mode\":420},"
+                              "{\"path\":\"./c\",\"size\":2,\"mode\":493}]}",
+                              "abcde", "source", true, 1 << 20, &err), 0, "%s", err.message);
+    got = owner_listing("f.tar");
+    cr_expect_str_eq(got, "source/:d:0:555 source/a/:d:0:555 source/a/b.py:f:0:444 "
+                          "source/c:f:0:555");
+    free(got);
+    cr_assert_eq(files_stream("{\"files\":[{\"path\":\"x/y\",\"size\":5,\"mode\":384}]}",
+                              "hello", "build", true, 1 << 20, &err), 0, "%s", err.message);
+    got = owner_listing("f.tar");
+    cr_expect_str_eq(got, "build/:d:1000:755 build/x/:d:1000:755 build/x/y:f:1000:600");
+    free(got);
+    {
+        size_t len = 0;
+
+        got = read_at(rootfd, "f.tar", &len);
+        cr_expect(got != NULL && memmem(got, len, "hello", 5) != NULL, "the bytes are not in it");
+        free(got);
+    }
+}
+
+/* The manifest is checked whole before anything is written: the stream
+ * stays empty; data that disagrees refuses the call. */
+Test(tar, files_stream_refuses_bad_manifests_and_data)
+{
+    struct cordon_error err;
+    struct stat st;
+
+    cr_expect_eq(files_stream("{\"files\":[{\"path\":\"ok\",\"size\":1,\"mode\":420},"
+                              "{\"path\":\"../x\",\"size\":1,\"mode\":420}]}",
+                              "ab", "", false, 1 << 20, &err), CORDON_E_UNSAFE, "%s", err.message);
+    cr_expect_eq(fstatat(rootfd, "f.tar", &st, 0), 0);
+    cr_expect_eq(st.st_size, 0, "%lld bytes written before the refusal", (long long)st.st_size);
+    cr_expect_eq(files_stream("{\"files\":[{\"path\":\"big\",\"size\":11,\"mode\":420}]}",
+                              "01234567890", "", false, 10, &err), CORDON_E_LIMIT);
+    cr_expect(strstr(err.message, "big") != NULL && strstr(err.message, "10") != NULL, "%s",
+              err.message);
+    cr_expect_eq(files_stream("{\"files\":[{\"path\":\"m\",\"size\":1,\"mode\":2048}]}",
+                              "a", "", false, 0, &err), CORDON_E_INVALID);
+    cr_expect(strstr(err.message, "files[0].mode") != NULL, "%s", err.message);
+    cr_expect_eq(files_stream("{\"files\":[{\"path\":\"short\",\"size\":4,\"mode\":420}]}",
+                              "abcdef", "", false, 0, &err), CORDON_E_INVALID);
+    cr_expect(strstr(err.message, "data_fd holds 6 bytes") != NULL, "%s", err.message);
+    cr_expect_eq(files_stream("{\"nope\": 1}", "", "", false, 0, &err), CORDON_E_INVALID);
+    cr_expect_eq(files_stream("{\"files\":[{\"path\":\"\",\"size\":0,\"mode\":420}]}",
+                              "", "", false, 0, &err), CORDON_E_INVALID, "%s", err.message);
+}
+
 /* ---- cordon_tar_export_rewrite_fd ---------------------------------------- */
 
 static int export_rewrite(const struct tent *es, size_t n, const struct cordon_tar_export *ex,

@@ -184,6 +184,23 @@ CORDON_EXTERN int cordon_tar_filter_workspace_fd(int in_fd, int checked_fd, int 
                                                  uint64_t max_bytes, uint64_t max_entries,
                                                  struct cordon_error *err);
 
+/* import_files (ABI 1.1) for the same kind of mechanism: files_json and
+ * data_fd as cordon_files_import_workspace takes them, written to out_fd
+ * as the pax stream cordon_tar_filter_workspace_fd writes (dest and each
+ * directory on the way an entry of its own, owners and modes by the same
+ * policy), each file's bytes read from data_fd as it goes: no spool. The
+ * manifest is checked whole first (paths, modes, max_bytes, max_entries),
+ * and a regular data_fd's size against it; data_fd ending early or
+ * holding more refuses the call and leaves out_fd cut off, without the
+ * end of the stream, which the caller must not hand on as complete.
+ * Fails on a write error of out_fd (a pipe whose reader went away: block
+ * SIGPIPE in the writing thread). No fd is closed. */
+CORDON_EXTERN int cordon_files_tar_workspace_fd(const char *files_json, int data_fd, int out_fd,
+                                                const char *dest,
+                                                const struct cordon_workspace_owner *owner,
+                                                uint64_t max_bytes, uint64_t max_entries,
+                                                struct cordon_error *err);
+
 /* Write n directory entries to out_fd as a pax stream: paths[i] (normalised,
  * relative) with modes[i] (permission bits), uids[i] and gids[i], in the
  * order given (parents first). For a mechanism that creates directories
