@@ -16,7 +16,10 @@
 #   - in a second clean root with every build dependency but libcurl's and
 #     Criterion's -dev packages:
 #     (g) ./configure --disable-provider-docker --without-criterion succeeds
-#         and make builds the host and the other two providers.
+#         and make builds the host and the other two providers;
+#   - in a third clean root, the first's packages and Debian's docker.io:
+#     (h) cordon-provider-docker installs, and the autopkgtest passes against
+#         it with the root's own dockerd.
 # Run as root on Debian 12. Ends with "debian: N passed, N failed". Leaves no
 # trace: the copy, the packages, the root and its mounts are removed on any
 # exit. The base root is cached as a tarball in $CORDON_IMAGE_CACHE
@@ -45,14 +48,31 @@ start=$(date +%s)
 
 work=$(mktemp -d /tmp/cordon-debian.XXXXXX) || exit 1
 root=$work/root
+dockerd_pid=
+# The daemon of (h) and every process of its mount namespace (containerd,
+# its shims, containers): none outlives the check.
+stop_dockerd() {
+  local ns p i
+  [ -n "$dockerd_pid" ] || return 0
+  ns=$(readlink "/proc/$dockerd_pid/ns/mnt" 2>/dev/null)
+  # Never this script's own namespace (the pid gone and taken by another).
+  [ "$ns" != "$(readlink /proc/self/ns/mnt)" ] || ns=
+  [ -n "$ns" ] && kill -TERM "$dockerd_pid" 2>/dev/null
+  for i in $(seq 100); do kill -0 "$dockerd_pid" 2>/dev/null || break; sleep 0.2; done
+  if [ -n "$ns" ]; then
+    for p in /proc/[0-9]*; do
+      [ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$ns" ] && kill -KILL "${p#/proc/}" 2>/dev/null
+    done
+  fi
+  dockerd_pid=
+}
 cleanup() {
   # Everything mounted beneath the root, deepest first; then the files.
   local m
-  if [ -d "$root" ]; then
-    for m in $(awk -v r="$root" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/mounts | sort -r); do
-      umount -l "$m" 2>/dev/null || true
-    done
-  fi
+  stop_dockerd
+  for m in $(awk -v r="$work" 'index($2, r "/") == 1 { print $2 }' /proc/mounts | sort -r); do
+    umount -l "$m" 2>/dev/null || true
+  done
   rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
@@ -134,24 +154,26 @@ fi
 exec 9>&-
 check "a clean bookworm root" test -s "$base"
 [ -s "$base" ] || { tail -n 30 "$work/mmdebstrap.log"; finish; }
-mkdir -p "$root"
-tar -C "$root" -xf "$base"
 # runc needs /proc, /sys (and its cgroup tree) and /dev; the uid pool is
 # the machine's own, shared with the host, so that an execution in the
 # root never holds a uid that one outside holds too; the rootfs tarballs
 # come from the image cache, read-only.
 # The root is a mount point of its own: runc makes "/" a private mount
 # before pivot_root, which fails (EINVAL) on a plain directory.
-mount --bind "$root" "$root"
-mkdir -p /run/cordon/uids && chmod 0700 /run/cordon/uids
-mkdir -p "$root/run/cordon/uids" "$root$cache"
-mount -t proc proc "$root/proc"
-mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
-mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
-mount --bind /run/cordon/uids "$root/run/cordon/uids"
-mount --bind -o ro "$cache" "$root$cache"
-mkdir -p "$root/debs"
-cp "$work"/src/*.deb "$root/debs/"
+prepare_root() { # base tarball: unpacked into $root, mounted, the packages in /debs
+  mkdir -p "$root" && tar -C "$root" -xf "$1" || return 1
+  mount --bind "$root" "$root"
+  mkdir -p /run/cordon/uids && chmod 0700 /run/cordon/uids
+  mkdir -p "$root/run/cordon/uids" "$root$cache"
+  mount -t proc proc "$root/proc"
+  mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
+  mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
+  mount --bind /run/cordon/uids "$root/run/cordon/uids"
+  mount --bind -o ro "$cache" "$root$cache"
+  mkdir -p "$root/debs"
+  cp "$work"/src/*.deb "$root/debs/"
+}
+prepare_root "$base"
 # Not chroot: in a chroot, runc's pivot_root attaches the container's root
 # below the chroot directory, and a process that later enters the
 # container's mount namespace (setns, as runc.so does for each exec) lands
@@ -317,6 +339,48 @@ check "(g) make builds cordon, runc.so and trusted-local.so; no docker.so, no co
   [ $make_rc -eq 0 ] && [ -e '$broot/src/.libs/runc.so' ] && [ -e '$broot/src/.libs/trusted-local.so' ] &&
   [ ! -e '$broot/src/.libs/docker.so' ] && [ ! -e '$broot/src/cordon-contract' ] &&
   chroot '$broot' /src/cordon --version >/dev/null"
+
+echo "== (h) cordon-provider-docker in a root of its own, with Debian's docker.io"
+# A third clean root: the first's packages and docker.io, whose daemon runs
+# in the root's own mount namespace (its socket, images and containers are
+# the root's, and the daemon binds cordon-init from the root's /usr/libexec
+# as the provider names it). The autopkgtest there tests docker.
+dinclude="$include,docker.io"
+dkey=$(printf 'bookworm minbase %s' "$dinclude" | sha256sum | cut -c1-16)
+dbase="$cache/debian-check-docker-$dkey.tar"
+exec 9>"$cache/.debian-check.lock"
+flock 9
+if [ ! -s "$dbase" ]; then
+  echo "== mmdebstrap (cached after the first time): $dinclude"
+  rm -f "$dbase.tmp"
+  mmdebstrap --quiet --format=tar --variant=minbase --include="$dinclude" \
+    bookworm "$dbase.tmp" "$sources" >"$work/mmdebstrap-docker.log" 2>&1 && mv "$dbase.tmp" "$dbase"
+fi
+exec 9>&-
+root=$work/droot   # from here on in_root and install_debs act on this root
+check "(h) a clean root with docker.io" prepare_root "$dbase"
+# shellcheck disable=SC2086
+check "(h) cordon-provider-docker and the autopkgtest's Depends install" \
+  install_debs libcordon-sdk0 cordon cordon-provider-docker $tdeps
+dockerd_pid=$(in_root sh -c 'dockerd --host unix:///run/docker.sock --iptables=false --ip-masq=false \
+  --bridge=none --log-level=warn >/var/log/cordon-dockerd.log 2>&1 </dev/null & echo $!')
+for _ in $(seq 150); do
+  in_root docker version >/dev/null 2>&1 && break
+  sleep 0.2
+done
+check "(h) the root's dockerd answers" in_root docker version
+mkdir -p "$root/autopkgtest/tmp"
+cp -r debian/tests "$root/autopkgtest/"
+in_root env AUTOPKGTEST_TMP=/autopkgtest/tmp sh /autopkgtest/tests/contract >"$work/autopkgtest-docker.out" 2>&1
+dapt_rc=$?
+grep -E '^(==|contract:)|Synthesis|\[FAIL\]' "$work/autopkgtest-docker.out"
+[ $dapt_rc -eq 0 ] || { tail -n 40 "$work/autopkgtest-docker.out"; tail -n 20 "$root/var/log/cordon-dockerd.log"; }
+check "(h) the autopkgtest passes there (trusted-local and docker)" \
+  bash -c "[ $dapt_rc -eq 0 ] && grep -q 'contract: ok: trusted-local' '$work/autopkgtest-docker.out' &&
+           grep -q 'contract: ok: docker' '$work/autopkgtest-docker.out'"
+no_containers() { local ids; ids=$(in_root docker ps -aq) && [ -z "$ids" ]; }
+check "(h) no container is left in the root's daemon" no_containers
+stop_dockerd
 
 echo "debian: took $(($(date +%s) - start)) s"
 finish
