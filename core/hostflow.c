@@ -24,6 +24,7 @@
 #include "core/gitws.h"   /* struct cordon__git_export: the helper's report */
 #include "core/limits.h"
 #include "core/loader.h"
+#include "core/pool.h"
 #include "core/record.h"
 #include "core/run.h"
 #include "core/select.h"
@@ -137,6 +138,18 @@ static int destroy(struct cordon_ctx *ctx, struct cordon__record *rec, const str
         return cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno,
                                 "terminate %s: %s", rec->id, perr.message);
     return cordon__record_remove(ctx, rec, err);
+}
+
+int cordon__execution_destroy(struct cordon_ctx *ctx, struct cordon__record *rec,
+                              struct cordon_error *err)
+{
+    struct bound b = { NULL, NULL };
+    int r = bind_record(ctx, rec, &b, err);
+
+    if (r == 0)
+        r = destroy(ctx, rec, &b, err);
+    unbind_provider(&b);
+    return r;
 }
 
 /* --- provision validation -------------------------------------------------- */
@@ -1185,7 +1198,7 @@ int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
 {
     static const char *const shown[] = { "execution_id", "provider_id", "phase", "image", "resources",
                                          "metadata", "workspace", "created_at_ms", "expires_at_ms",
-                                         "verdict" };
+                                         "verdict", "pool", "pooled" };
     cJSON *doc = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(doc, "executions");
     char **ids = NULL;
     size_t n = 0;
@@ -1264,9 +1277,12 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         /* We hold the lock, so a phase other than "ready" means the cordon
          * that set it died mid-call (kill -9, a crash): its execution is in
          * an unknown state and goes, like an expired one. */
-        if (!expired(rec, NULL) && cJSON_IsString(phase) && strcmp(phase->valuestring, "ready") == 0) {
+        /* A pooled execution goes when it is no longer claimable. */
+        if (!expired(rec, NULL) && !cordon__pool_record_expired(rec) && cJSON_IsString(phase) &&
+            strcmp(phase->valuestring, "ready") == 0) {
             kept++;
-        } else if (bind_record(ctx, rec, &b, &perr) == 0 && destroy(ctx, rec, &b, &perr) == 0) {
+        } else if ((cordon__pool_unmark(ctx, rec), bind_record(ctx, rec, &b, &perr)) == 0 &&
+                   destroy(ctx, rec, &b, &perr) == 0) {
             cJSON_AddItemToArray(reclaimed, cJSON_CreateString(ids[i]));
         } else {
             cJSON *e = cJSON_CreateObject();
@@ -1341,6 +1357,7 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         unbind_provider(&b);
     }
     cordon__loader_list_free(providers, n_providers);
+    cordon__pool_tidy(ctx);
     for (size_t i = 0; i < n; i++)
         free(ids[i]);
     free(ids);
