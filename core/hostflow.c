@@ -1198,7 +1198,7 @@ int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
 {
     static const char *const shown[] = { "execution_id", "provider_id", "phase", "image", "resources",
                                          "metadata", "workspace", "created_at_ms", "expires_at_ms",
-                                         "verdict", "pool", "pooled" };
+                                         "verdict", "pool" };
     cJSON *doc = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(doc, "executions");
     char **ids = NULL;
     size_t n = 0;
@@ -1277,8 +1277,8 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         /* We hold the lock, so a phase other than "ready" means the cordon
          * that set it died mid-call (kill -9, a crash): its execution is in
          * an unknown state and goes, like an expired one. */
-        /* A pooled execution goes when it is no longer claimable. */
-        if (!expired(rec, NULL) && !cordon__pool_record_expired(rec) && cJSON_IsString(phase) &&
+        /* A pooled execution goes when it can no longer be claimed. */
+        if (!expired(rec, NULL) && !cordon__pool_record_stale(ctx, rec) && cJSON_IsString(phase) &&
             strcmp(phase->valuestring, "ready") == 0) {
             kept++;
         } else if ((cordon__pool_unmark(ctx, rec), bind_record(ctx, rec, &b, &perr)) == 0 &&

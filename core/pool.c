@@ -151,7 +151,6 @@ int cordon__pool_claim(struct cordon_ctx *ctx, const char *key, struct cordon__r
     }
     while (r == 0 && *ret_rec == NULL && (de = readdir(dir)) != NULL) {
         const cJSON *p, *phase;
-        cJSON *pooled;
         struct cordon_error e;
 
         if (!cordon_execution_id_valid(de->d_name))
@@ -175,17 +174,9 @@ int cordon__pool_claim(struct cordon_ctx *ctx, const char *key, struct cordon__r
             rec = NULL;
             continue;
         }
-        pooled = cJSON_CreateObject();
-        cJSON_AddStringToObject(pooled, "key", key);
-        cJSON_AddNumberToObject(pooled, "claimed_at_ms", (double)cordon_now_wall_ms());
-        cJSON_DeleteItemFromObjectCaseSensitive(rec->doc, "pool");
-        cJSON_AddItemToObject(rec->doc, "pooled", pooled);
-        r = cordon__record_phase(rec, "running", true, err);
-        if (r < 0) {
-            cordon__record_close(rec);   /* not ready, unlocked: gc reclaims it */
-            rec = NULL;
-            break;
-        }
+        /* Nothing is written: the unlinked marker is the claim, and the
+         * lock we keep until the execution is destroyed keeps gc and drain
+         * away (an fsync'd save here cost a run ~10 ms). */
         *ret_rec = rec;
     }
     closedir(dir);
@@ -400,6 +391,27 @@ out:
     return r;
 }
 
+static bool marked(struct cordon_ctx *ctx, const char *key, const char *id)
+{
+    int fd = -1;
+    bool yes;
+
+    if (!hex_key(key) || pool_dir(ctx, key, false, &fd, NULL) < 0)
+        return false;
+    yes = faccessat(fd, id, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+    close(fd);
+    return yes;
+}
+
+bool cordon__pool_record_stale(struct cordon_ctx *ctx, const struct cordon__record *rec)
+{
+    const char *key = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pool_of(rec), "key"));
+
+    if (pool_of(rec) == NULL)
+        return false;
+    return key == NULL || cordon__pool_record_expired(rec) || !marked(ctx, key, rec->id);
+}
+
 /* Every record with "pool", read without its lock, for ls. */
 int cordon__pool_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err)
 {
@@ -443,6 +455,11 @@ int cordon__pool_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_
             cJSON_AddItemToArray(pools, entry);
         }
         exp = cordon__pool_record_expired(rec);
+        /* Unmarked and not expired: claimed, by a run that holds it now. */
+        if (!exp && !marked(ctx, key, rec->id)) {
+            cordon__record_close(rec);
+            continue;
+        }
         e = cJSON_GetObjectItemCaseSensitive(entry, exp ? "expired" : "ready");
         cJSON_SetNumberValue(e, e->valuedouble + 1);
         e = cJSON_CreateObject();
@@ -481,9 +498,10 @@ int cordon__pool_drain_json(struct cordon_ctx *ctx, char **ret_json, struct cord
         struct cordon_error e;
 
         cordon_error_init(&e);
-        /* Waits for a fill or claim in progress; a record that is still
-         * "pool" under our lock is nobody's. */
-        if (cordon__record_open(ctx, ids[i], false, &rec, &e) < 0)
+        /* A held lock is a fill still at work or a run that claimed it
+         * (that run destroys it); a pooled record whose lock we get is
+         * nobody's. */
+        if (cordon__record_open(ctx, ids[i], true, &rec, &e) < 0)
             continue;
         if (pool_of(rec) != NULL) {
             cordon__pool_unmark(ctx, rec);

@@ -4,9 +4,11 @@
  * document carries "pool": {"key", "layout", "claimable_until_ms"}, and a
  * marker file <state_dir>/pool/<key>/<execution_id>. Claiming is
  * unlinking the marker: of any number of processes exactly one unlink
- * succeeds. The claimer then takes the record's lock and removes "pool"
- * from the document while it holds it, so a record with "pool" whose lock
- * one holds is unclaimed. A claimed execution is used once and destroyed
+ * succeeds. The claimer then holds the record's lock until it has
+ * destroyed the execution, so gc and drain (which never wait for a lock)
+ * leave it alone; a record with "pool" whose lock one gets and whose
+ * marker is gone was claimed by a cordon that died, and is destroyed, never
+ * claimed again. A claimed execution is used once and destroyed
  * like a fresh one; nothing refills the pool but `cordon pool fill`.
  */
 #ifndef CORDON_CORE_POOL_H
@@ -37,11 +39,11 @@ int cordon__pool_key(const char *provider_id, const cJSON *config, const cJSON *
 
 /*
  * Claim one claimable execution of key. On success *ret_rec is its record,
- * locked, its "pool" replaced by "pooled": {"key", "claimed_at_ms"} and
- * its phase "running" (owned) — saved before return; the caller destroys
- * it after one use and closes it. No claimable execution is 0 with
- * *ret_rec NULL. An execution past its claimable_until_ms is never
- * claimed: until then it has at least the runtime it was filled with left.
+ * locked (the caller keeps it locked while it uses the execution, destroys
+ * the execution after one use, removes the record and closes it). No
+ * claimable execution is 0 with *ret_rec NULL. An execution past its
+ * claimable_until_ms is never claimed: until then it has at least the
+ * runtime it was filled with left.
  */
 int cordon__pool_claim(struct cordon_ctx *ctx, const char *key, struct cordon__record **ret_rec,
                        struct cordon_error *err);
@@ -76,6 +78,11 @@ int cordon__pool_drain_json(struct cordon_ctx *ctx, char **ret_json, struct cord
 
 /* True when rec is a pooled execution past its claimable time (gc). */
 bool cordon__pool_record_expired(const struct cordon__record *rec);
+
+/* True when rec, whose lock the caller holds, is a pooled execution that
+ * can no longer be claimed: past its claimable time, or unmarked (its
+ * claimer died). gc reclaims it. */
+bool cordon__pool_record_stale(struct cordon_ctx *ctx, const struct cordon__record *rec);
 
 /* Remove the marker of rec, if any (gc and drain, holding its lock). */
 void cordon__pool_unmark(struct cordon_ctx *ctx, const struct cordon__record *rec);
