@@ -189,7 +189,9 @@ void cordon__pool_target_clear(struct cordon__pool_target *t)
         return;
     cordon__selection_clear(&t->sel);
     cJSON_Delete(t->image);
+    cJSON_Delete(t->environment);
     t->image = NULL;
+    t->environment = NULL;
 }
 
 /* Markers of key whose records are claimable now. */
@@ -246,7 +248,7 @@ static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
     cJSON_AddItemToObject(doc, "image", cJSON_Duplicate(t->image, 1));
     cJSON_AddItemToObject(doc, "resources", cordon_limits_to_json(&t->limits));
     cJSON_AddStringToObject(cJSON_AddObjectToObject(doc, "network"), "mode", "none");
-    cJSON_AddObjectToObject(doc, "environment");
+    cJSON_AddItemToObject(doc, "environment", cJSON_Duplicate(t->environment, 1));
     cJSON_AddObjectToObject(doc, "metadata");
     cJSON_AddNumberToObject(doc, "created_at_ms", (double)now);
     cJSON_AddNumberToObject(doc, "expires_at_ms", (double)expires);
@@ -266,7 +268,7 @@ static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
     cJSON_AddItemToObject(spec, "image", cJSON_Duplicate(t->image, 1));
     cJSON_AddItemToObject(spec, "resources", cordon_limits_to_json(&t->limits));
     cJSON_AddStringToObject(cJSON_AddObjectToObject(spec, "network"), "mode", "none");
-    cJSON_AddObjectToObject(spec, "environment");
+    cJSON_AddItemToObject(spec, "environment", cJSON_Duplicate(t->environment, 1));
     cJSON_AddStringToObject(spec, "layout", t->layout);
     cJSON_AddNumberToObject(spec, "expires_at_ms", (double)expires);
     text = cJSON_PrintUnformatted(spec);

@@ -1071,6 +1071,7 @@ int cordon__run_pool_target(struct cordon_ctx *ctx, const cJSON *request,
     image = cJSON_GetObjectItemCaseSensitive(request, "image");
     ret->image = cJSON_IsString(image) ? cJSON_Duplicate(image, 1) : cJSON_CreateNull();
     ret->limits = run.limits;
+    ret->environment = cJSON_CreateObject();   /* a run's variables go to its commands */
     ret->layout = "code";
     r = cordon__pool_key(ret->sel.provider->id, ret->sel.config, ret->image, &ret->limits, NULL, "code",
                          ret->key, err);

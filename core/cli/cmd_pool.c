@@ -16,8 +16,9 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: cordon pool fill --provider P --size N [--image REF] [--ttl DUR] [--timeout DUR]\n"
-            "                        [LIMITS] [--isolation required|preferred|none] [--allow-unsafe-local]\n"
+            "usage: cordon pool fill --provider P --size N [--for run|provision] [--image REF] [--ttl DUR]\n"
+            "                        [--timeout DUR] [LIMITS] [--env NAME=VALUE]...\n"
+            "                        [--isolation required|preferred|none] [--allow-unsafe-local]\n"
             "                        [--request FILE|-] [--watch [--interval DUR]] [--json]\n"
             "       cordon pool ls [--json]\n"
             "       cordon pool drain [--json]\n"
@@ -25,13 +26,15 @@ static void usage(FILE *out)
             "--max-output SIZE. fill tops the pool of the runs that give the same provider, image,\n"
             "timeout and limits up to N (at most %d) provisioned executions, claimable for --ttl\n"
             "(default 10m, at most 24h); `cordon run` claims one, uses it once and destroys it.\n"
+            "--for provision: executions for `cordon provision` with the same provider, image, LIMITS\n"
+            "(all six required, as for provision) and --env; the provision claims one instead.\n"
             "--watch fills again every --interval (default 1s) until SIGINT or SIGTERM.\n"
             "ls lists the unclaimed ones by key; drain destroys them all.\n",
             CORDON_POOL_SIZE_MAX);
 }
 
 enum { O_JSON = 256, O_PROVIDER, O_IMAGE, O_SIZE, O_TTL, O_TIMEOUT, O_ISOLATION, O_UNSAFE, O_REQUEST,
-       O_WATCH, O_INTERVAL, O_CPUS, O_MEMORY, O_DISK, O_PIDS, O_RUNTIME, O_MAXOUT };
+       O_WATCH, O_INTERVAL, O_CPUS, O_MEMORY, O_DISK, O_PIDS, O_RUNTIME, O_MAXOUT, O_FOR, O_ENV };
 
 static volatile sig_atomic_t stop;
 
@@ -73,9 +76,12 @@ static void print_ls(bool json, const char *text)
     doc = cJSON_Parse(text);
     cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(doc, "pools")) {
         const char *image = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "image"));
-        cli_line(stdout, "%.12s %-14s ready %d expired %d %s",
+        cli_line(stdout, "%.12s %-14s %-9s ready %d expired %d %s",
                  cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "key")),
                  cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "provider_id")),
+                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "layout")) != NULL &&
+                         strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "layout")), "host") == 0
+                     ? "provision" : "run",
                  (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "ready")),
                  (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(p, "expired")),
                  image != NULL ? image : "-");
@@ -96,7 +102,8 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
         { "interval", required_argument, NULL, O_INTERVAL }, { "cpus", required_argument, NULL, O_CPUS },
         { "memory", required_argument, NULL, O_MEMORY }, { "disk", required_argument, NULL, O_DISK },
         { "pids", required_argument, NULL, O_PIDS }, { "runtime", required_argument, NULL, O_RUNTIME },
-        { "max-output", required_argument, NULL, O_MAXOUT }, { "help", no_argument, NULL, 'h' },
+        { "max-output", required_argument, NULL, O_MAXOUT }, { "for", required_argument, NULL, O_FOR },
+        { "env", required_argument, NULL, O_ENV }, { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     static const char *const plain[] = { "json", "help", NULL };
@@ -106,7 +113,8 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
     cJSON *req = cJSON_CreateObject(), *limits = cJSON_CreateObject();
     const char *sub, *request_path = NULL;
     uint64_t size = 0, ttl = CORDON_POOL_TTL_DEFAULT_MS, interval = 1000, v;
-    bool json = false, watch = false, have_size = false;
+    bool json = false, watch = false, have_size = false, for_provision = false;
+    cJSON *env = NULL;
     char *text = NULL;
     int c, rc = 0, r;
 
@@ -141,6 +149,26 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
         case O_UNSAFE: cJSON_AddBoolToObject(req, "allow_unsafe_local", true); break;
         case O_REQUEST: request_path = optarg; break;
         case O_WATCH: watch = true; break;
+        case O_FOR:
+            if (strcmp(optarg, "run") != 0 && strcmp(optarg, "provision") != 0)
+                rc = cli_usage_error("pool", json, "--for: run or provision, not '%s'", optarg);
+            for_provision = strcmp(optarg, "provision") == 0;
+            break;
+        case O_ENV: {
+            const char *eq = strchr(optarg, '=');
+            char name[300];
+
+            if (eq == NULL || eq == optarg || (size_t)(eq - optarg) >= sizeof(name)) {
+                rc = cli_fail("pool", json, CORDON_E_INVALID, "--env: must be NAME=VALUE");
+                break;
+            }
+            snprintf(name, sizeof(name), "%.*s", (int)(eq - optarg), optarg);
+            if (env == NULL)
+                env = cJSON_CreateObject();
+            cJSON_DeleteItemFromObjectCaseSensitive(env, name);
+            cJSON_AddStringToObject(env, name, eq + 1);
+            break;
+        }
         case O_SIZE: {
             char *end = NULL;
             errno = 0;
@@ -192,8 +220,23 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
         goto out;
     }
     if (strcmp(sub, "fill") == 0) {
+        /* A run's limits are "limits" (with defaults); a provision's are
+         * "resources" (all required). */
         if (cJSON_GetArraySize(limits) > 0)
-            cJSON_AddItemToObject(req, "limits", cJSON_Duplicate(limits, 1));
+            cJSON_AddItemToObject(req, for_provision ? "resources" : "limits", cJSON_Duplicate(limits, 1));
+        if (env != NULL && !for_provision) {
+            rc = cli_usage_error("pool", json, "--env is for --for provision (a run's variables go to its "
+                                               "commands, not its sandbox)");
+            goto out;
+        }
+        if (env != NULL) {
+            cJSON_AddItemToObject(req, "environment", env);
+            env = NULL;
+        }
+        if (for_provision && cJSON_GetObjectItemCaseSensitive(req, "timeout_ms") != NULL) {
+            rc = cli_usage_error("pool", json, "--timeout is for --for run (provision has --runtime)");
+            goto out;
+        }
         if (request_path != NULL) {
             char *body = cli_read_file(request_path, 1u << 20, "pool", json, &rc);
             cJSON *file_req, *merged;
@@ -255,7 +298,8 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
         rc = cli_fail("pool", json, err.code, err.message);
         goto out;
     }
-    r = cordon__run_pool_target(ctx, req, &target, &err);
+    r = for_provision ? cordon__provision_pool_target(ctx, req, &target, &err)
+                      : cordon__run_pool_target(ctx, req, &target, &err);
     if (r < 0) {
         rc = cli_fail("pool", json, err.code, err.message);
         goto out;
@@ -290,6 +334,7 @@ out:
     free(text);
     cJSON_Delete(req);
     cJSON_Delete(limits);
+    cJSON_Delete(env);
     cordon_ctx_free(ctx);
     return rc;
 }
