@@ -339,3 +339,132 @@ ParameterizedTest(size_t *index, pool, refusals)
     cJSON_Delete(req);
     env_close(&e);
 }
+
+/* ---- cordon provision ---------------------------------------------------- */
+
+#define PROVISION_REQ                                                                            \
+    "{\"provider\":\"trusted-local\",\"isolation\":\"none\",\"allow_unsafe_local\":true,"       \
+    "\"resources\":{\"cpus\":1,\"memory_bytes\":268435456,\"disk_bytes\":67108864,\"pids\":128," \
+    "\"runtime_ms\":60000,\"max_output_bytes\":1048576}"
+/* The environment the pool is filled with. */
+#define POOL_ENV ",\"environment\":{\"A\":\"1\"}"
+
+static void fill_provision(struct env *e, uint64_t size)
+{
+    struct cordon__pool_target t;
+    struct cordon_error err;
+    cJSON *req = cJSON_Parse(PROVISION_REQ POOL_ENV "}");
+    char *text = NULL;
+
+    cordon_error_init(&err);
+    cr_assert_eq(cordon__provision_pool_target(e->ctx, req, &t, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__pool_fill(e->ctx, &t, size, 60000, &text, &err), 0, "%s", err.message);
+    free(text);
+    cordon__pool_target_clear(&t);
+    cJSON_Delete(req);
+}
+
+/* The provision result; *ret_pooled says whether it claimed. */
+static char *provision(struct env *e, const char *tail, bool *ret_pooled)
+{
+    struct cordon_error err;
+    char req[1024], *out = NULL, *id;
+    cJSON *doc;
+
+    snprintf(req, sizeof(req), PROVISION_REQ "%s}", tail);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_provision_json(e->ctx, req, &out, &err), 0, "%s", err.message);
+    doc = cJSON_Parse(out);
+    *ret_pooled = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "pooled"));
+    id = strdup(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "execution_id")));
+    cJSON_Delete(doc);
+    free(out);
+    return id;
+}
+
+static void terminate(struct env *e, const char *id)
+{
+    char *out = NULL;
+
+    cr_assert_eq(cordon_terminate_json(e->ctx, id, &out, NULL), 0);
+    free(out);
+}
+
+Test(pool, provision_claims_a_matching_one_as_its_own)
+{
+    struct cordon__record *rec = NULL;
+    struct env e;
+    bool pooled;
+    char *id, *other;
+
+    env_open(&e);
+    fill_provision(&e, 1);
+    cr_assert_eq(ready(&e), 1);
+    id = provision(&e, POOL_ENV ",\"metadata\":{\"who\":\"me\"}", &pooled);
+    cr_assert(pooled);
+    cr_assert_eq(ready(&e), 0);
+    /* Now an ordinary record: not pooled, the caller's metadata, ready. */
+    cr_assert_eq(cordon__record_peek(e.ctx, id, &rec, NULL), 0);
+    cr_assert_null(cJSON_GetObjectItemCaseSensitive(rec->doc, "pool"));
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                         cJSON_GetObjectItemCaseSensitive(rec->doc, "metadata"), "who")), "me");
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(rec->doc, "phase")), "ready");
+    cordon__record_close(rec);
+    /* An empty pool: fresh, as without one. */
+    other = provision(&e, POOL_ENV, &pooled);
+    cr_assert_not(pooled);
+    terminate(&e, id);
+    terminate(&e, other);
+    cr_assert_eq(records(&e), 0);
+    free(id);
+    free(other);
+    env_close(&e);
+}
+
+Test(pool, provision_that_differs_or_names_its_id_does_not_claim)
+{
+    struct env e;
+    bool pooled;
+    char *a, *b;
+
+    env_open(&e);
+    fill_provision(&e, 1);
+    /* Another environment is another sandbox. */
+    a = provision(&e, ",\"environment\":{\"A\":\"2\"}", &pooled);
+    cr_assert_not(pooled);
+    /* A caller-chosen id is never a pooled one's. */
+    b = provision(&e, POOL_ENV ",\"execution_id\":\"mine-1\"", &pooled);
+    cr_assert_not(pooled);
+    cr_assert_str_eq(b, "mine-1");
+    cr_assert_eq(ready(&e), 1);
+    terminate(&e, a);
+    terminate(&e, b);
+    free(a);
+    free(b);
+    env_close(&e);
+}
+
+Test(pool, provision_pool_refuses_its_own_id_and_metadata)
+{
+    static const char *const tails[] = { ",\"execution_id\":\"x\"}", ",\"metadata\":{}}" };
+    static const char *const fields[] = { "execution_id", "metadata" };
+    struct cordon__pool_target t;
+    struct env e;
+
+    env_open(&e);
+    for (size_t i = 0; i < 2; i++) {
+        struct cordon_error err;
+        char text[1024];
+        cJSON *req;
+
+        snprintf(text, sizeof(text), PROVISION_REQ "%s", tails[i]);
+        req = cJSON_Parse(text);
+        cordon_error_init(&err);
+        cr_assert_lt(cordon__provision_pool_target(e.ctx, req, &t, &err), 0);
+        cr_assert(strncmp(err.message, fields[i], strlen(fields[i])) == 0, "%s", err.message);
+        cJSON_Delete(req);
+    }
+    cr_assert_eq(records(&e), 0);
+    cr_assert_not(pool_dir_exists(&e));
+    env_close(&e);
+}
