@@ -54,10 +54,13 @@ def timed(argv, want_pooled=None):
         raise SystemExit(f"run-pool: {' '.join(argv)} failed ({p.returncode}): {p.stdout[-400:]} {p.stderr[-400:]}")
     if want_pooled is not None:
         doc = json.loads(p.stdout)
+        claimed.append(doc["meta"]["execution_id"])
         pooled = bool(doc["meta"].get("pooled"))
         if pooled != want_pooled or doc["stdout"] != "hello\n":
             raise SystemExit(f"run-pool: pooled {pooled}, wanted {want_pooled}: {p.stdout[-400:]}")
     return ms
+
+claimed = []   # every run's execution id: none may appear twice
 
 def stats(xs):
     xs = sorted(xs)
@@ -85,6 +88,8 @@ for b in range(bursts):
     with concurrent.futures.ThreadPoolExecutor(16) as ex:
         burst += list(ex.map(lambda _: timed(run, want_pooled=True), range(16)))
 
+if len(set(claimed)) != len(claimed):
+    raise SystemExit("run-pool: an execution was used by two runs")
 r = {k: stats(v) for k, v in series.items()}
 r["pool_fill_size_1"] = stats(fill_one)
 r["pool_fill_size_16"] = stats(fill16)

@@ -625,6 +625,7 @@ int cordon__provision_pool_target(struct cordon_ctx *ctx, const cJSON *req,
         cJSON *config = probe_config(&spec);
 
         ret->layout = "host";
+        ret->isolation = spec.isolation;
         /* The key exactly as claim_pooled computes it. */
         r = config == NULL ? cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory")
                            : cordon__pool_key(spec.provider, config, spec.image, &spec.limits,

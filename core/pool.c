@@ -256,7 +256,7 @@ static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
     cJSON_AddStringToObject(doc, "phase", "creating");
     cJSON_AddNumberToObject(doc, "owner_pid", (double)getpid());
     cJSON_AddNullToObject(doc, "provider_state");
-    cJSON_AddItemToObject(doc, "verdict", cordon__selection_verdict(&t->sel, CORDON_ISOLATION_REQUIRED));
+    cJSON_AddItemToObject(doc, "verdict", cordon__selection_verdict(&t->sel, t->isolation));
     pool = cJSON_AddObjectToObject(doc, "pool");
     cJSON_AddStringToObject(pool, "key", t->key);
     cJSON_AddStringToObject(pool, "layout", t->layout);
@@ -319,6 +319,17 @@ out:
     return r;
 }
 
+int cordon__pool_check_bounds(uint64_t size, uint64_t ttl_ms, struct cordon_error *err)
+{
+    if (size < 1 || size > CORDON_POOL_SIZE_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "size: %llu is outside 1..%d",
+                                (unsigned long long)size, CORDON_POOL_SIZE_MAX);
+    if (ttl_ms < CORDON_POOL_TTL_MIN_MS || ttl_ms > CORDON_POOL_TTL_MAX_MS)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "ttl_ms: %llu is outside %llu..%llu",
+                                (unsigned long long)ttl_ms, CORDON_POOL_TTL_MIN_MS, CORDON_POOL_TTL_MAX_MS);
+    return 0;
+}
+
 int cordon__pool_fill(struct cordon_ctx *ctx, const struct cordon__pool_target *t, uint64_t size,
                       uint64_t ttl_ms, char **ret_json, struct cordon_error *err)
 {
@@ -330,12 +341,8 @@ int cordon__pool_fill(struct cordon_ctx *ctx, const struct cordon__pool_target *
     int kfd = -1, r;
 
     /* Refused before anything is created. */
-    if (size < 1 || size > CORDON_POOL_SIZE_MAX)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "size: %llu is outside 1..%d",
-                                (unsigned long long)size, CORDON_POOL_SIZE_MAX);
-    if (ttl_ms < CORDON_POOL_TTL_MIN_MS || ttl_ms > CORDON_POOL_TTL_MAX_MS)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "ttl_ms: %llu is outside %llu..%llu",
-                                (unsigned long long)ttl_ms, CORDON_POOL_TTL_MIN_MS, CORDON_POOL_TTL_MAX_MS);
+    if ((r = cordon__pool_check_bounds(size, ttl_ms, err)) < 0)
+        return r;
     if ((r = pool_dir(ctx, t->key, true, &kfd, err)) < 0)
         return r;
     /* Two fills of one key do not both top it up. */

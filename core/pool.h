@@ -55,10 +55,14 @@ struct cordon__pool_target {
     cJSON *image;                   /* owned: a string or null */
     cJSON *environment;             /* owned: an object (the sandbox's, not a command's) */
     const char *layout;             /* "code" (cordon run) or "host" (cordon provision) */
+    enum cordon__isolation isolation; /* what sel was judged under, for the record's verdict */
     char key[65];
 };
 
 void cordon__pool_target_clear(struct cordon__pool_target *t);
+
+/* The size and ttl bounds above; a refusal names the field and the bound. */
+int cordon__pool_check_bounds(uint64_t size, uint64_t ttl_ms, struct cordon_error *err);
 
 /*
  * Top the pool of t up to size executions claimable for ttl_ms (bounds

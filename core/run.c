@@ -1073,6 +1073,7 @@ int cordon__run_pool_target(struct cordon_ctx *ctx, const cJSON *request,
     ret->limits = run.limits;
     ret->environment = cJSON_CreateObject();   /* a run's variables go to its commands */
     ret->layout = "code";
+    ret->isolation = opts.isolation;
     r = cordon__pool_key(ret->sel.provider->id, ret->sel.config, ret->image, &ret->limits, NULL, "code",
                          ret->key, err);
     if (r < 0)

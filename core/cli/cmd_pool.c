@@ -266,6 +266,11 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
         rc = cli_usage_error("pool", json, "--watch is an option of pool fill");
         goto out;
     }
+    /* fill: the size and ttl bounds before anything is opened or made. */
+    if (strcmp(sub, "fill") == 0 && cordon__pool_check_bounds(size, ttl, &err) < 0) {
+        rc = cli_fail("pool", json, err.code, err.message);
+        goto out;
+    }
     ctx = cli_ctx_open(g, json);
     if (ctx == NULL) {
         rc = CLI_EXIT_FAILURE;
@@ -290,12 +295,6 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
             cJSON_Delete(doc);
         }
         rc = strstr(text, "\"ok\":false") != NULL ? CLI_EXIT_FAILURE : 0;
-        goto out;
-    }
-    /* fill: the size and ttl bounds first, then the provider is verified. */
-    if (size < 1 || size > CORDON_POOL_SIZE_MAX || ttl < CORDON_POOL_TTL_MIN_MS || ttl > CORDON_POOL_TTL_MAX_MS) {
-        r = cordon__pool_fill(ctx, &target, size, ttl, &text, &err);   /* refuses, names the bound */
-        rc = cli_fail("pool", json, err.code, err.message);
         goto out;
     }
     r = for_provision ? cordon__provision_pool_target(ctx, req, &target, &err)
