@@ -44,16 +44,21 @@ static void on_signal(int sig)
     stop = 1;
 }
 
-static void print_fill(bool json, const char *text)
+/* With quiet (--watch), a fill that added nothing prints nothing. */
+static void print_fill(bool json, bool quiet, const char *text)
 {
-    cJSON *doc;
+    cJSON *doc = cJSON_Parse(text);
     const cJSON *id;
 
+    if (quiet && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "added")) == 0) {
+        cJSON_Delete(doc);
+        return;
+    }
     if (json) {
+        cJSON_Delete(doc);
         cli_print_json(text);
         return;
     }
-    doc = cJSON_Parse(text);
     cJSON_ArrayForEach(id, cJSON_GetObjectItemCaseSensitive(doc, "added"))
         cli_line(stdout, "added %s", id->valuestring);
     cli_line(stdout, "pool %.12s: %d ready before, size %d",
@@ -307,6 +312,9 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = on_signal;
+        /* A fill under way finishes (the provider's calls are restarted);
+         * the loop ends after it. */
+        sa.sa_flags = SA_RESTART;
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
     }
@@ -318,7 +326,7 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
                 goto out;
             cordon_error_init(&err);
         } else {
-            print_fill(json, text);
+            print_fill(json, watch, text);
         }
         free(text);
         text = NULL;
