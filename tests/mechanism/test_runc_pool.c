@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -36,7 +39,8 @@ static void setup(void)
     cr_assert_not_null(realpath(bin, cli.bin), "%s: %s", bin, strerror(errno));
     snprintf(image, sizeof(image), "%s", img);
     snprintf(cli.config, sizeof(cli.config), "%s/cli-config.json", shared);
-    /* A state directory of its own: the pool is the only thing in it. */
+    /* A state directory of its own: the pool is the only thing in it
+     * (the tests that run beside this one take others). */
     snprintf(cli.state_dir, sizeof(cli.state_dir), "%s/pool-state", shared);
     snprintf(cli.env[0], sizeof(cli.env[0]), "CORDON_PROVIDER_PATH=%s/providers", shared);
     snprintf(cli.env[1], sizeof(cli.env[1]), "CORDON_OBSERVER=%s",
@@ -185,6 +189,8 @@ Test(runc_pool, fill_refusals_name_the_bound_and_leave_nothing)
     static const char *const sizes[] = { "0", "65", "-1", "x" };
     char path[PATH_MAX + 64];
 
+    snprintf(cli.state_dir, sizeof(cli.state_dir), "%s/pool-refusal-state", getenv("CORDON_RUNC_TEST_SHARED"));
+
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         char *out = NULL;
         int rc = cli_exec_run(&cli, (const char *const[]){ "pool", "fill", "--provider", "runc", "--image",
@@ -199,4 +205,74 @@ Test(runc_pool, fill_refusals_name_the_bound_and_leave_nothing)
     cr_assert_eq(pool_ready(NULL, 0), 0);
     snprintf(path, sizeof(path), "%s/pool", cli.state_dir);
     cr_assert_not(exists(path), "a refused fill left %s", path);
+}
+
+/* pool fill --watch as its own process; the pid. */
+static pid_t watch_start(void)
+{
+    const char *argv[] = { cli.bin, "--config", cli.config, "--state-dir", cli.state_dir, "pool", "fill",
+                           "--provider", "runc", "--image", image, "--isolation", "required", "--timeout",
+                           "60s", "--size", "1", "--watch", "--interval", "200ms", NULL };
+    const char *envp[] = { cli.env[0], cli.env[1], cli.env[2], "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+    pid_t pid = fork();
+
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        execve(argv[0], (char *const *)argv, (char *const *)envp);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Wait up to ms for pool ls to show want claimable executions. */
+static bool ready_within(int want, unsigned ms)
+{
+    for (unsigned waited = 0; waited <= ms; waited += 100) {
+        if (pool_ready(NULL, 0) == want)
+            return true;
+        usleep(100 * 1000);
+    }
+    return false;
+}
+
+Test(runc_pool, fill_watch_keeps_it_filled_and_stops_on_sigterm)
+{
+    char path[PATH_MAX + 64], dir[PATH_MAX + 32];
+    const char *shared = getenv("CORDON_RUNC_TEST_SHARED");
+    int status, fd;
+    pid_t pid;
+    cJSON *doc;
+
+    snprintf(dir, sizeof(dir), "%s/pool-watch", shared);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof(path), "%s/main.py", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, "print('hello')\n", 15), 15);
+    close(fd);
+    /* Tests run in parallel: each has a state directory of its own. */
+    snprintf(cli.state_dir, sizeof(cli.state_dir), "%s/pool-watch-state", shared);
+    pid = watch_start();
+    cr_assert(ready_within(1, 20000), "--watch did not fill the pool");
+    for (int i = 0; i < 2; i++) {
+        doc = cordon_json((const char *const[]){ "run", "--provider", "runc", "--isolation", "required",
+                                                 "--image", image, "--timeout", "60s", "--json", path, NULL }, 0);
+        cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"),
+                                                                 "pooled")), "run %d did not claim", i);
+        cJSON_Delete(doc);
+        /* Refilled by the watcher, not by the run. */
+        cr_assert(ready_within(1, 20000), "--watch did not refill after run %d", i);
+    }
+    cr_assert_eq(kill(pid, SIGTERM), 0);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the watcher ended with status %d", status);
+    doc = cordon_json((const char *const[]){ "pool", "drain", "--json", NULL }, 0);
+    cJSON_Delete(doc);
+    cr_assert_eq(pool_ready(NULL, 0), 0);
 }
