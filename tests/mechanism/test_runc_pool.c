@@ -25,6 +25,7 @@
 
 static struct cli_exec cli;
 static char image[PATH_MAX + 80];
+static pid_t watcher = -1;   /* a pool fill --watch this test started */
 
 static void setup(void)
 {
@@ -53,6 +54,13 @@ static void teardown(void)
 {
     char *out = NULL;
 
+    /* A failed check left the watcher running: stopped first, or it
+     * would refill what drain destroys. */
+    if (watcher > 0) {
+        kill(watcher, SIGTERM);
+        waitpid(watcher, NULL, 0);
+        watcher = -1;
+    }
     /* Whatever a failed check left. */
     cli_exec_run(&cli, (const char *const[]){ "pool", "drain", "--json", NULL }, -1, &out);
     free(out);
@@ -258,7 +266,7 @@ Test(runc_pool, fill_watch_keeps_it_filled_and_stops_on_sigterm)
     close(fd);
     /* Tests run in parallel: each has a state directory of its own. */
     snprintf(cli.state_dir, sizeof(cli.state_dir), "%s/pool-watch-state", shared);
-    pid = watch_start();
+    watcher = pid = watch_start();
     cr_assert(ready_within(1, 20000), "--watch did not fill the pool");
     for (int i = 0; i < 2; i++) {
         doc = cordon_json((const char *const[]){ "run", "--provider", "runc", "--isolation", "required",
@@ -271,6 +279,7 @@ Test(runc_pool, fill_watch_keeps_it_filled_and_stops_on_sigterm)
     }
     cr_assert_eq(kill(pid, SIGTERM), 0);
     cr_assert_eq(waitpid(pid, &status, 0), pid);
+    watcher = -1;
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the watcher ended with status %d", status);
     doc = cordon_json((const char *const[]){ "pool", "drain", "--json", NULL }, 0);
     cJSON_Delete(doc);
