@@ -1406,13 +1406,17 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         phase = cJSON_GetObjectItemCaseSensitive(rec->doc, "phase");
         /* We hold the lock, so a phase other than "ready" means the cordon
          * that set it died mid-call (kill -9, a crash): its execution is in
-         * an unknown state and goes, like an expired one. */
-        /* A pooled execution goes when it can no longer be claimed. */
+         * an unknown state and goes, like an expired one. A pooled one
+         * goes when it can no longer be claimed. */
         if (!expired(rec, NULL) && !cordon__pool_record_stale(ctx, rec) && cJSON_IsString(phase) &&
             strcmp(phase->valuestring, "ready") == 0) {
             kept++;
-        } else if ((cordon__pool_unmark(ctx, rec), bind_record(ctx, rec, &b, &perr)) == 0 &&
-                   destroy(ctx, rec, &b, &perr) == 0) {
+            unbind_provider(&b);
+            cordon__record_close(rec);
+            continue;
+        }
+        cordon__pool_unmark(ctx, rec);   /* an expired pooled one is claimed by nobody now */
+        if (bind_record(ctx, rec, &b, &perr) == 0 && destroy(ctx, rec, &b, &perr) == 0) {
             cJSON_AddItemToArray(reclaimed, cJSON_CreateString(ids[i]));
         } else {
             cJSON *e = cJSON_CreateObject();
