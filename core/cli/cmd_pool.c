@@ -209,7 +209,8 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
             double d = strtod(optarg, &end);
             if (end == optarg || *end != '\0' || d <= 0)
                 rc = cli_fail("pool", json, CORDON_E_INVALID,
-                              c == O_CPUS ? "--cpus: must be a positive number" : "--pids: must be a positive whole number");
+                              c == O_CPUS ? "--cpus: must be a positive number"
+                                          : "--pids: must be a positive whole number");
             else
                 cJSON_AddNumberToObject(limits, c == O_CPUS ? "cpus" : "pids", d);
             break;
