@@ -141,13 +141,14 @@ static int make_dir_chain(const char *path, mode_t mode, struct cordon_error *er
 static int load_instance_id(struct cordon_ctx *ctx, struct cordon_error *err)
 {
     int dfd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    char *buf = NULL;
+    char *buf = NULL, tmp[48];
     size_t len = 0;
-    int r;
+    int r, tries = 0;
 
     if (dfd < 0)
         return cordon_error_set(err, CORDON_E_IO, errno, "state_dir: cannot open %s: %s",
                                 ctx->state_dir, strerror(errno));
+again:
     r = cordon_fs_read_file(dfd, "instance-id", 64, &buf, &len, NULL);
     if (r == 0) {
         /* What providers are promised: 32 lowercase hex digits (a newline
@@ -168,9 +169,29 @@ static int load_instance_id(struct cordon_ctx *ctx, struct cordon_error *err)
         ctx->instance_id[32] = '\0';
         goto out;
     }
+    /* The first use of a state directory: written under a name of its own,
+     * then link(2)ed into place, which fails when another cordon got there
+     * first; then its id is the one. (A rename let the last of two
+     * concurrent first uses win, while the first went on with an id no
+     * file held: its sandboxes were then another host's.) */
     r = cordon__random_hex(ctx->instance_id, 16, err);
-    if (r == 0)
-        r = cordon_fs_write_atomic(dfd, "instance-id", ctx->instance_id, 32, 0600, err);
+    if (r < 0)
+        goto out;
+    snprintf(tmp, sizeof(tmp), ".instance-id.%s", ctx->instance_id);
+    r = cordon_fs_write_atomic(dfd, tmp, ctx->instance_id, 32, 0600, err);
+    if (r < 0)
+        goto out;
+    if (linkat(dfd, tmp, dfd, "instance-id", 0) < 0) {
+        int e = errno;
+
+        unlinkat(dfd, tmp, 0);
+        if (e == EEXIST && tries++ < 3)
+            goto again;
+        r = cordon_error_set(err, CORDON_E_IO, e, "state_dir: %s/instance-id: %s", ctx->state_dir,
+                             strerror(e));
+        goto out;
+    }
+    unlinkat(dfd, tmp, 0);
 out:
     free(buf);
     close(dfd);

@@ -24,6 +24,7 @@
 #include "core/gitws.h"   /* struct cordon__git_export: the helper's report */
 #include "core/limits.h"
 #include "core/loader.h"
+#include "core/pool.h"
 #include "core/record.h"
 #include "core/run.h"
 #include "core/select.h"
@@ -139,6 +140,18 @@ static int destroy(struct cordon_ctx *ctx, struct cordon__record *rec, const str
     return cordon__record_remove(ctx, rec, err);
 }
 
+int cordon__execution_destroy(struct cordon_ctx *ctx, struct cordon__record *rec,
+                              struct cordon_error *err)
+{
+    struct bound b = { NULL, NULL };
+    int r = bind_record(ctx, rec, &b, err);
+
+    if (r == 0)
+        r = destroy(ctx, rec, &b, err);
+    unbind_provider(&b);
+    return r;
+}
+
 /* --- provision validation -------------------------------------------------- */
 
 struct spec {
@@ -151,6 +164,7 @@ struct spec {
     const cJSON *environment;
     const cJSON *metadata;
     char id[65];
+    bool id_given;           /* the caller named the execution: never a pooled one */
 };
 
 static int json_depth(const cJSON *v)
@@ -293,6 +307,7 @@ static int validate_spec(struct cordon_ctx *ctx, const cJSON *req, struct spec *
         if ((r = cordon_execution_id_check("execution_id", cJSON_GetStringValue(v), err)) < 0)
             return r;
         snprintf(ret->id, sizeof(ret->id), "%s", v->valuestring);
+        ret->id_given = true;
     } else {
         char hex[25];
         if ((r = cordon__random_hex(hex, 12, err)) < 0)
@@ -465,21 +480,31 @@ static int import_fd(const struct bound *b, const char *state, int fd, struct co
  * its claim, core/verify.h) and judged under spec->isolation. ret_verdict
  * is what the record keeps. A refusal names the skip reason and detail.
  */
+/* The spec's config with its image: what the provider is probed with,
+ * and what a pool key names (NULL without memory). */
+static cJSON *probe_config(const struct spec *spec)
+{
+    cJSON *config = cordon__json_merge(spec->config, NULL);
+
+    if (config != NULL && spec->image != NULL && cJSON_IsString(spec->image)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(config, "image");
+        cJSON_AddStringToObject(config, "image", spec->image->valuestring);
+    }
+    return config;
+}
+
+/* ret_sel, when not NULL, receives the selection (the caller clears it). */
 static int select_verified(struct cordon_ctx *ctx, const struct spec *spec, cJSON **ret_verdict,
-                           struct cordon_error *err)
+                           struct cordon__selection *ret_sel, struct cordon_error *err)
 {
     struct cordon__select_opts opts = { spec->isolation, "code_execution", NULL, NULL };
-    struct cordon__candidate cand = { 0, (char *)spec->provider, cordon__json_merge(spec->config, NULL) };
+    struct cordon__candidate cand = { 0, (char *)spec->provider, probe_config(spec) };
     struct cordon__selection sel;
     cJSON *probes = NULL;
     int r;
 
     if (cand.config == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-    if (spec->image != NULL && cJSON_IsString(spec->image)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(cand.config, "image");
-        cJSON_AddStringToObject(cand.config, "image", spec->image->valuestring);
-    }
     memset(&sel, 0, sizeof(sel));
     r = cordon__select(ctx, &cand, 1, &opts, &sel, &probes, err);
     if (r < 0) {
@@ -495,9 +520,121 @@ static int select_verified(struct cordon_ctx *ctx, const struct spec *spec, cJSO
         if (*ret_verdict == NULL)
             r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
     }
+    if (r == 0 && ret_sel != NULL) {
+        *ret_sel = sel;
+        memset(&sel, 0, sizeof(sel));
+    }
     cordon__selection_clear(&sel);
     cJSON_Delete(probes);
     cJSON_Delete(cand.config);
+    return r;
+}
+
+static bool spec_has_git(const struct spec *spec)
+{
+    return spec->workspace != NULL &&
+           strcmp(cJSON_GetObjectItemCaseSensitive(spec->workspace, "kind")->valuestring, "git") == 0;
+}
+
+/*
+ * Claim a pooled execution for spec (core/pool.h): 0 with *ret the
+ * provision result, 0 with *ret NULL when there is none. The claimed
+ * record becomes the caller's: not pooled, its lifetime and metadata the
+ * caller's (the provider's own deadline is later still: gc and exec go by
+ * the record's), ready.
+ */
+static int claim_pooled(struct cordon_ctx *ctx, const struct spec *spec, cJSON **verdict, cJSON **ret,
+                        struct cordon_error *err)
+{
+    struct cordon__record *rec = NULL;
+    cJSON *config = probe_config(spec), *result, *ws;
+    uint64_t expires;
+    char key[65], when[40];
+    int r;
+
+    *ret = NULL;
+    if (config == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    r = cordon__pool_key(spec->provider, config, spec->image, &spec->limits, spec->environment, "host", key, err);
+    cJSON_Delete(config);
+    if (r == 0)
+        r = cordon__pool_claim(ctx, key, &rec, err);
+    if (r < 0 || rec == NULL)
+        return r;
+    expires = cordon_now_wall_ms() + spec->limits.runtime_ms;
+    cJSON_DeleteItemFromObjectCaseSensitive(rec->doc, "pool");
+    cJSON_ReplaceItemInObjectCaseSensitive(rec->doc, "expires_at_ms", cJSON_CreateNumber((double)expires));
+    cJSON_ReplaceItemInObjectCaseSensitive(rec->doc, "metadata", spec->metadata != NULL
+                                               ? cJSON_Duplicate(spec->metadata, 1) : cJSON_CreateObject());
+    cJSON_ReplaceItemInObjectCaseSensitive(rec->doc, "verdict", cJSON_Duplicate(*verdict, 1));
+    ws = cJSON_CreateObject();
+    cJSON_AddStringToObject(ws, "kind", "empty");
+    cJSON_DeleteItemFromObjectCaseSensitive(rec->doc, "workspace");
+    cJSON_AddItemToObject(rec->doc, "workspace", cJSON_Duplicate(ws, 1));
+    cJSON_AddNumberToObject(rec->doc, "pool_claimed_at_ms", (double)cordon_now_wall_ms());
+    r = cordon__record_phase(rec, "ready", false, err);
+    if (r < 0) {
+        /* Unusable now, and never claimable again: destroyed. */
+        cordon__execution_destroy(ctx, rec, NULL);
+        cordon__record_close(rec);
+        cJSON_Delete(ws);
+        return r;
+    }
+    result = cJSON_CreateObject();
+    cJSON_AddItemToObject(result, "workspace", ws);
+    cJSON_AddBoolToObject(result, "ok", true);
+    cJSON_AddStringToObject(result, "execution_id", rec->id);
+    cJSON_AddStringToObject(result, "provider_id", spec->provider);
+    rfc3339(expires, when, sizeof(when));
+    cJSON_AddStringToObject(result, "expires_at", when);
+    cJSON_AddNumberToObject(result, "expires_at_ms", (double)expires);
+    cJSON_AddBoolToObject(result, "pooled", true);
+    cJSON_AddItemToObject(result, "verdict", *verdict);
+    *verdict = NULL;
+    cordon__record_close(rec);
+    *ret = result;
+    return 0;
+}
+
+int cordon__provision_pool_target(struct cordon_ctx *ctx, const cJSON *req,
+                                  struct cordon__pool_target *ret, struct cordon_error *err)
+{
+    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(req, "workspace");
+    cJSON *verdict = NULL;
+    struct spec spec;
+    int r;
+
+    memset(ret, 0, sizeof(*ret));
+    if (cJSON_GetObjectItemCaseSensitive(req, "execution_id") != NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "execution_id: a pooled execution's id is its own; not a key of a pool request");
+    if (cJSON_GetObjectItemCaseSensitive(req, "metadata") != NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "metadata: given by the provision that claims, not by the pool");
+    r = validate_spec(ctx, req, &spec, err);
+    if (r == 0 && ws != NULL && spec_has_git(&spec))
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "workspace: only \"empty\" is pooled");
+    if (r == 0)
+        r = select_verified(ctx, &spec, &verdict, &ret->sel, err);
+    cJSON_Delete(verdict);
+    if (r == 0) {
+        ret->image = spec.image != NULL && cJSON_IsString(spec.image) ? cJSON_Duplicate(spec.image, 1)
+                                                                      : cJSON_CreateNull();
+        ret->environment = spec.environment != NULL ? cJSON_Duplicate(spec.environment, 1) : cJSON_CreateObject();
+        ret->limits = spec.limits;
+        cJSON *config = probe_config(&spec);
+
+        ret->layout = "host";
+        ret->isolation = spec.isolation;
+        /* The key exactly as claim_pooled computes it. */
+        r = config == NULL ? cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory")
+                           : cordon__pool_key(spec.provider, config, spec.image, &spec.limits,
+                                              ret->environment, "host", ret->key, err);
+        cJSON_Delete(config);
+    }
+    cJSON_Delete(spec.config);
+    if (r < 0)
+        cordon__pool_target_clear(ret);
     return r;
 }
 
@@ -519,9 +656,15 @@ static int provision(struct cordon_ctx *ctx, struct spec *spec, int tar_fd, cJSO
     memset(&git, 0, sizeof(git));
     /* Before anything exists: is this provider, as the host sees it, good
      * enough for what was asked? */
-    r = select_verified(ctx, spec, &verdict, err);
+    r = select_verified(ctx, spec, &verdict, NULL, err);
     if (r < 0)
         goto out;
+    /* A pooled execution of exactly this sandbox, verified again just now. */
+    if (tar_fd < 0 && !spec->id_given && !spec_has_git(spec)) {
+        r = claim_pooled(ctx, spec, &verdict, ret, err);
+        if (r != 0 || *ret != NULL)
+            goto out;
+    }
     /* The lifetime starts now, not before the probe. */
     expires = cordon_now_wall_ms() + spec->limits.runtime_ms;
     /* The record (an intent) exists before anything else is created. */
@@ -1185,7 +1328,7 @@ int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
 {
     static const char *const shown[] = { "execution_id", "provider_id", "phase", "image", "resources",
                                          "metadata", "workspace", "created_at_ms", "expires_at_ms",
-                                         "verdict" };
+                                         "verdict", "pool" };
     cJSON *doc = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(doc, "executions");
     char **ids = NULL;
     size_t n = 0;
@@ -1263,10 +1406,17 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         phase = cJSON_GetObjectItemCaseSensitive(rec->doc, "phase");
         /* We hold the lock, so a phase other than "ready" means the cordon
          * that set it died mid-call (kill -9, a crash): its execution is in
-         * an unknown state and goes, like an expired one. */
-        if (!expired(rec, NULL) && cJSON_IsString(phase) && strcmp(phase->valuestring, "ready") == 0) {
+         * an unknown state and goes, like an expired one. A pooled one
+         * goes when it can no longer be claimed. */
+        if (!expired(rec, NULL) && !cordon__pool_record_stale(ctx, rec) && cJSON_IsString(phase) &&
+            strcmp(phase->valuestring, "ready") == 0) {
             kept++;
-        } else if (bind_record(ctx, rec, &b, &perr) == 0 && destroy(ctx, rec, &b, &perr) == 0) {
+            unbind_provider(&b);
+            cordon__record_close(rec);
+            continue;
+        }
+        cordon__pool_unmark(ctx, rec);   /* an expired pooled one is claimed by nobody now */
+        if (bind_record(ctx, rec, &b, &perr) == 0 && destroy(ctx, rec, &b, &perr) == 0) {
             cJSON_AddItemToArray(reclaimed, cJSON_CreateString(ids[i]));
         } else {
             cJSON *e = cJSON_CreateObject();
@@ -1341,6 +1491,7 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         unbind_provider(&b);
     }
     cordon__loader_list_free(providers, n_providers);
+    cordon__pool_tidy(ctx);
     for (size_t i = 0; i < n; i++)
         free(ids[i]);
     free(ids);

@@ -23,6 +23,8 @@
 #include "core/env.h"
 #include "core/grant.h"
 #include "core/limits.h"
+#include "core/pool.h"
+#include "core/record.h"
 #include "core/run.h"
 #include "core/select.h"
 
@@ -47,6 +49,7 @@ struct run {
     struct cordon__selection sel;
     struct cordon_resource *resource;
     char *state;                   /* provider state of the execution (host alloc) */
+    struct cordon__record *pooled; /* the claimed pool record, locked; removed after terminate */
     char execution_id[48];
     const char *status;
     int exit_code;                 /* -1 when none */
@@ -391,14 +394,12 @@ static int step_grant(struct run *run, const cJSON *request, struct cordon_error
     return 0;
 }
 
-static int step_select(struct run *run, const cJSON *request, struct cordon_error *err)
+/* The request's candidates ("provider" or "providers"), each with the
+ * request's consent and image in its config. */
+static int build_candidates(struct cordon_ctx *ctx, const cJSON *request, struct cordon__candidate **ret,
+                            size_t *ret_n, struct cordon_error *err)
 {
-    struct cordon__select_opts opts = { run->isolation, "code_execution", run->plan->toolchain,
-                                        run->plan->min_version };
-    struct cordon__candidate *cands = NULL;
-    cJSON *overrides = cJSON_CreateObject(), *probes = NULL;
-    uint64_t t = cordon_now_monotonic_ms();
-    size_t n = 0;
+    cJSON *overrides = cJSON_CreateObject();
     int r;
 
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(request, "allow_unsafe_local")))
@@ -415,11 +416,25 @@ static int step_select(struct run *run, const cJSON *request, struct cordon_erro
         list = cJSON_CreateArray();
         cJSON_AddItemToArray(list, cJSON_Duplicate(one, 1));
     }
-    r = cordon__candidates_build(run->ctx, list != NULL ? "provider" : "providers",
+    r = cordon__candidates_build(ctx, list != NULL ? "provider" : "providers",
                                  list != NULL ? list : cJSON_GetObjectItemCaseSensitive(request, "providers"),
-                                 overrides, &cands, &n, err);
+                                 overrides, ret, ret_n, err);
     cJSON_Delete(list);
     cJSON_Delete(overrides);
+    return r;
+}
+
+static int step_select(struct run *run, const cJSON *request, struct cordon_error *err)
+{
+    struct cordon__select_opts opts = { run->isolation, "code_execution", run->plan->toolchain,
+                                        run->plan->min_version };
+    struct cordon__candidate *cands = NULL;
+    cJSON *probes = NULL;
+    uint64_t t = cordon_now_monotonic_ms();
+    size_t n = 0;
+    int r;
+
+    r = build_candidates(run->ctx, request, &cands, &n, err);
     if (r < 0)
         return fail(run, "blocked", "select", t, err);
     r = cordon__select(run->ctx, cands, n, &opts, &run->sel, &probes, err);
@@ -476,9 +491,39 @@ static int step_provision(struct run *run, const cJSON *request, struct cordon_e
     cJSON *spec = cJSON_CreateObject(), *res = cJSON_AddObjectToObject(spec, "resources");
     uint64_t t = cordon_now_monotonic_ms();
     struct cordon_error perr;
-    char hex[17], *text;
+    char hex[17], key[65], *text;
     int r;
 
+    /* A warm execution of exactly this sandbox, if `cordon pool fill`
+     * left one: the selection above verified the provider as for a fresh
+     * one, and the key holds everything the spec below would say. */
+    r = cordon__pool_key(run->sel.provider->id, run->sel.config, image, &run->limits, NULL, "code",
+                         key, err);
+    if (r == 0)
+        r = cordon__pool_claim(run->ctx, key, &run->pooled, err);
+    if (r < 0) {
+        cJSON_Delete(spec);
+        return fail(run, "error", "provision", t, err);
+    }
+    if (run->pooled != NULL) {
+        char *state = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(run->pooled->doc, "provider_state"));
+        size_t len = state != NULL ? strlen(state) + 1 : 0;
+
+        cJSON_Delete(spec);
+        run->state = state != NULL ? run->ctx->host->alloc(len) : NULL;
+        if (run->state == NULL) {
+            free(state);
+            cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+            return fail(run, "error", "provision", t, err);
+        }
+        memcpy(run->state, state, len);
+        free(state);
+        snprintf(run->execution_id, sizeof(run->execution_id), "%s", run->pooled->id);
+        cJSON_AddStringToObject(run->meta, "execution_id", run->execution_id);
+        cJSON_AddBoolToObject(run->meta, "pooled", true);
+        add_event(run, "provision", t, true, "claimed from the pool");
+        return 0;
+    }
     r = cordon__random_hex(hex, 8, err);
     if (r < 0) {
         cJSON_Delete(spec);
@@ -801,10 +846,17 @@ static void teardown(struct run *run)
             run->status = strcmp(run->status, "success") == 0 ? "error" : run->status;
         } else {
             add_event(run, "terminate", t, true, NULL);
+            /* Used once: a pooled execution goes with its record. One
+             * that would not terminate keeps it ("running", unlocked
+             * below), and gc reclaims it. */
+            if (run->pooled != NULL)
+                cordon__record_remove(run->ctx, run->pooled, NULL);
         }
         run->ctx->host->free(run->state);
         run->state = NULL;
     }
+    cordon__record_close(run->pooled);
+    run->pooled = NULL;
     if (run->resource != NULL) {
         t = cordon_now_monotonic_ms();
         cordon_error_init(&perr);
@@ -967,6 +1019,66 @@ int cordon_run_json(struct cordon_ctx *ctx, const char *request_json, char **ret
     *ret_result_json = cJSON_PrintUnformatted(result);
     cJSON_Delete(result);
     return *ret_result_json != NULL ? 0 : cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+}
+
+int cordon__run_pool_target(struct cordon_ctx *ctx, const cJSON *request,
+                            struct cordon__pool_target *ret, struct cordon_error *err)
+{
+    static const char *const keys[] = { "provider", "image", "limits", "timeout_ms", "isolation",
+                                        "allow_unsafe_local", NULL };
+    struct cordon__select_opts opts = { CORDON_ISOLATION_REQUIRED, "code_execution", NULL, NULL };
+    struct cordon__candidate *cands = NULL;
+    const cJSON *image;
+    cJSON *probes = NULL;
+    struct run run;
+    size_t n = 0;
+    int r;
+
+    memset(ret, 0, sizeof(*ret));
+    if (!cJSON_IsObject(request))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "request: must be a JSON object");
+    for (const cJSON *c = request->child; c != NULL; c = c->next) {
+        size_t i;
+        for (i = 0; keys[i] != NULL && strcmp(keys[i], c->string) != 0; i++)
+            ;
+        if (keys[i] == NULL)
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: not a key of a pool request", c->string);
+    }
+    if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(request, "provider")))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "provider: required, one provider id");
+    /* The limits exactly as a run with the same request reads them. */
+    memset(&run, 0, sizeof(run));
+    if ((r = check_types(request, err)) < 0 || (r = read_limits(&run, request, err)) < 0 ||
+        (r = cordon__isolation_parse("isolation", cJSON_GetObjectItemCaseSensitive(request, "isolation"),
+                                     &opts.isolation, err)) < 0)
+        return r;
+    r = build_candidates(ctx, request, &cands, &n, err);
+    if (r == 0)
+        r = cordon__select(ctx, cands, n, &opts, &ret->sel, &probes, err);
+    cordon__candidates_free(cands, n);
+    if (r < 0) {
+        const cJSON *skip = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(probes, 0), "skip");
+        const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "reason"));
+
+        if (reason != NULL)
+            r = cordon_error_set(err, r, 0, "provider_unavailable: %s: %.600s", reason,
+                                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "detail")) ?: "");
+        cJSON_Delete(probes);
+        cordon__pool_target_clear(ret);
+        return r;
+    }
+    cJSON_Delete(probes);
+    image = cJSON_GetObjectItemCaseSensitive(request, "image");
+    ret->image = cJSON_IsString(image) ? cJSON_Duplicate(image, 1) : cJSON_CreateNull();
+    ret->limits = run.limits;
+    ret->environment = cJSON_CreateObject();   /* a run's variables go to its commands */
+    ret->layout = "code";
+    ret->isolation = opts.isolation;
+    r = cordon__pool_key(ret->sel.provider->id, ret->sel.config, ret->image, &ret->limits, NULL, "code",
+                         ret->key, err);
+    if (r < 0)
+        cordon__pool_target_clear(ret);
+    return r;
 }
 
 bool cordon__run_owner_alive(const char *execution_id)

@@ -8,6 +8,7 @@
 
 #include "core/bundle.h"
 #include "core/internal.h"
+#include "core/pool.h"
 
 /* The contract name every result carries in meta.contract. */
 #define CORDON_RUN_CONTRACT "workspace_code_execution_v1"
@@ -21,6 +22,16 @@
  */
 int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordon__bundle *bundle,
                 cJSON **ret_result, struct cordon_error *err);
+
+/*
+ * What `cordon pool fill` provisions for runs of request (the run keys
+ * provider — one —, image, limits, timeout_ms, isolation,
+ * allow_unsafe_local; any other key is refused): the provider selected
+ * and verified as a run selects it (no toolchain asked), the limits a run
+ * of the same request gets, and the key such a run claims by.
+ */
+int cordon__run_pool_target(struct cordon_ctx *ctx, const cJSON *request,
+                            struct cordon__pool_target *ret, struct cordon_error *err);
 
 /* True when execution_id names a code-execution sandbox ("run-<pid>-...")
  * whose cordon process is still alive: `cordon gc` leaves it alone. */

@@ -85,5 +85,7 @@ int cmd_probe(const struct cli_global *g, int argc, char **argv);
 int cmd_run(const struct cli_global *g, int argc, char **argv);
 /* provision, exec, checkpoint, restore, terminate, reclaim, ls, gc */
 int cmd_host(const struct cli_global *g, int argc, char **argv);
+/* pool fill | ls | drain */
+int cmd_pool(const struct cli_global *g, int argc, char **argv);
 
 #endif

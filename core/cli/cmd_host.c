@@ -315,8 +315,9 @@ static void print_result(const struct args *a, const char *text)
             const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "execution_id");
             const cJSON *p = cJSON_GetObjectItemCaseSensitive(e, "provider_id");
             const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "phase");
-            cli_line(stdout, "%-40s %-14s %-14s%s", cJSON_IsString(id) ? id->valuestring : "?",
+            cli_line(stdout, "%-40s %-14s %-14s%s%s", cJSON_IsString(id) ? id->valuestring : "?",
                    cJSON_IsString(p) ? p->valuestring : "?", cJSON_IsString(ph) ? ph->valuestring : "?",
+                   cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(e, "pool")) ? " pool" : "",
                    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "expired")) ? " expired" : "");
         }
     } else if ((v = cJSON_GetObjectItemCaseSensitive(doc, "checkpoint_id")) != NULL &&

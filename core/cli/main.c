@@ -29,6 +29,7 @@ static const struct verb {
     { "reclaim", cmd_host, "destroy what a provider holds for an id, record or not" },
     { "ls", cmd_host, "list executions" },
     { "gc", cmd_host, "reclaim expired, crashed and unrecorded executions" },
+    { "pool", cmd_pool, "keep warm executions for cordon run: fill, ls, drain" },
 };
 
 static void usage(FILE *out)

@@ -102,6 +102,13 @@ static struct usage_case usage_cases[] = {
     { { "ls", "extra" }, "unexpected operand 'extra'" },
     { { "providers", "extra" }, "unexpected operand 'extra'" },
     { { "frob" }, "unknown verb \"frob\"" },
+    { { "pool" }, "a subcommand is required: fill, ls or drain" },
+    { { "pool", "frob" }, "unknown subcommand 'frob' (fill, ls or drain)" },
+    { { "pool", "ls", "--size", "2" }, "option '--size' is not an option of pool" },
+    { { "pool", "drain", "extra" }, "unexpected operand 'extra'" },
+    { { "pool", "fill", "--provider", "runc" }, "--size is required (1..64)" },
+    { { "pool", "fill", "--siz", "2" }, "unknown option '--siz'" },
+    { { "pool", "fill", "--for", "exec", "--size", "1" }, "--for: run or provision, not 'exec'" },
     { { "" }, "usage: cordon" },
     /* with --json, the error is a JSON document naming the option */
     { { "gc", "--json", "--bogus" }, "{\"ok\":false,\"error\":{\"code\":\"invalid_input\",\"message\":\"unknown option '--bogus'" },
@@ -157,6 +164,9 @@ Test(cli_usage, every_verb_has_help_and_its_usage_names_its_options, .timeout = 
         { "reclaim", { "--provider", "--json" } },
         { "ls", { "--json" } },
         { "gc", { "--json" } },
+        { "pool", { "fill", "ls", "drain", "--provider", "--size", "--for", "--image", "--ttl",
+                    "--timeout", "--env", "--isolation", "--allow-unsafe-local", "--request", "--watch",
+                    "--interval", "--json" } },
     };
     char *state = test_mkdtemp(), out[8192];
 

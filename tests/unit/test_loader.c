@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/abi.h"
 #include "core/loader.h"
@@ -236,4 +239,56 @@ Test(loader, instance_id_that_is_not_hex_is_refused)
     cordon_ctx_free(ctx);
     test_rmtree(state);
     free(state);
+}
+
+/* Concurrent first uses of a state directory agree on one instance id (a
+ * rename into place once let the last writer win while the first went on
+ * with an id that no file held, and its sandboxes were another host's). */
+Test(loader, concurrent_first_uses_share_one_instance_id)
+{
+    enum { N = 8 };
+    char *dir = test_mkdtemp(), state[4200], ids[N][33], file[64] = "";
+    int fds[N][2];
+    pid_t pids[N];
+
+    cr_assert_not_null(dir);
+    snprintf(state, sizeof(state), "%s/state", dir);
+    cr_assert_eq(mkdir(state, 0700), 0);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(pipe(fds[i]), 0);
+        pids[i] = fork();
+        cr_assert_geq(pids[i], 0);
+        if (pids[i] == 0) {
+            struct cordon_ctx_opts opts = { sizeof(opts), state, NULL, NULL, true };
+            struct cordon_ctx *ctx = NULL;
+            char id[33] = "";
+
+            if (cordon_ctx_new(&opts, &ctx, NULL) == 0)
+                snprintf(id, sizeof(id), "%s", ctx->host->host_instance_id);
+            _exit(write(fds[i][1], id, sizeof(id)) == (ssize_t)sizeof(id) ? 0 : 1);
+        }
+        close(fds[i][1]);
+    }
+    for (int i = 0; i < N; i++) {
+        int status;
+
+        cr_assert_eq(read(fds[i][0], ids[i], sizeof(ids[i])), (ssize_t)sizeof(ids[i]));
+        close(fds[i][0]);
+        cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
+        cr_assert_eq(strlen(ids[i]), 32);
+    }
+    {
+        char path[4300];
+        FILE *f;
+
+        snprintf(path, sizeof(path), "%s/instance-id", state);
+        f = fopen(path, "re");
+        cr_assert_not_null(f);
+        cr_assert_not_null(fgets(file, sizeof(file), f));
+        fclose(f);
+    }
+    for (int i = 0; i < N; i++)
+        cr_assert_str_eq(ids[i], file, "process %d went on with %s, the file holds %s", i, ids[i], file);
+    test_rmtree(dir);
+    free(dir);
 }
