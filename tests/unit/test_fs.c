@@ -1,4 +1,4 @@
-/* Unit tests of sdk/fs.c: link-safe file work beneath a directory fd, and SHA-256. */
+/* Unit tests of sdk/fs.c (link-safe file work beneath a directory fd) and sdk/sha256.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
