@@ -32,6 +32,12 @@ add_summary() { # prefix, output file, min, what the failure line says
 
 snapshot_tmp() { ls -1d /tmp/cordon-* /tmp/cordon.* 2>/dev/null | sort; }
 before_tmp=$(snapshot_tmp)
+# Pool uids taken before this run (a run killed earlier on this machine)
+# are not this run's: they are named, and only new ones fail the check.
+snapshot_uids() { ls -1A /run/cordon/uids 2>/dev/null | sort; }
+before_uids=$(snapshot_uids)
+[ -z "$before_uids" ] ||
+  echo "note: before this run, $(echo "$before_uids" | wc -l) uid(s) were already taken from the pool in /run/cordon/uids (not counted)"
 # gVisor's processes (sandbox, gofer, a hung `runsc start`) and containerd
 # shims: a runsc container whose start failed once left all of them
 # running, unknown to the daemon. Those already running are not ours.
@@ -198,8 +204,9 @@ no_trace() {
   if [ -d /run/cordon/trusted-local ] && [ -n "$(ls -A /run/cordon/trusted-local)" ]; then
     echo "left behind in /run/cordon/trusted-local: $(ls /run/cordon/trusted-local)"; bad=1
   fi
-  if [ -d /run/cordon/uids ] && [ -n "$(ls -A /run/cordon/uids)" ]; then
-    echo "left behind: uids taken from the pool: $(ls -A /run/cordon/uids)"; bad=1
+  after=$(comm -13 <(echo "$before_uids") <(snapshot_uids))
+  if [ -n "$after" ]; then
+    echo "left behind: uids taken from the pool:" $after; bad=1
   fi
   if grep -q cordon /proc/mounts; then echo "left behind: mounts"; grep cordon /proc/mounts; bad=1; fi
   if [ -S /var/run/docker.sock ] && [ -n "$(docker ps -aq --filter label=org.cordon.execution-id 2>/dev/null)" ]; then
