@@ -24,6 +24,7 @@
 #define CORDON_AGENT_PROTO_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define CORDON_AGENT_MAGIC 0x31474143u      /* "CAG1" little-endian */
@@ -66,5 +67,9 @@ struct cordon_agent_reply {
  * or a stop signal; the signals of main's set are already blocked and
  * fds 3 and 4 are the pair. Returns cordon-init's exit status. */
 int cordon__init_agent(uint64_t end_ms, const sigset_t *stop);
+
+/* Whether a stop signal with this si_code and si_pid came from outside the
+ * sandbox and may end it (sdk/cordon-init.c). */
+bool cordon__init_stop_from_outside(int code, int32_t pid);
 
 #endif

@@ -8,10 +8,17 @@
  * As PID 1 of the container's pid namespace it reaps every orphan (the
  * processes that exec started are re-parented to it, and a zombie would
  * count against the pids limit) and holds the execution's deadline: when N
- * milliseconds have passed, or on SIGTERM, SIGINT or SIGHUP, it exits, and
- * the kernel kills every other process of the namespace with it. Outside a
- * pid namespace it makes itself the subreaper of its descendants instead.
- * It never signals anything: it only collects exits and watches the clock.
+ * milliseconds have passed, or on SIGTERM, SIGINT or SIGHUP from outside the
+ * sandbox, it exits, and the kernel kills every other process of the
+ * namespace with it. As PID 1 it takes a stop signal only when kill(2)
+ * sent it from an ancestor pid namespace (si_code SI_USER, si_pid 0: the
+ * runtime, the daemon, the host): the same signal from code inside the
+ * sandbox is dropped, so that code cannot end its own sandbox before the
+ * host's deadline, nor forge the sender (rt_sigqueueinfo may set si_pid
+ * but never SI_USER for another process). Outside a pid namespace it makes
+ * itself the subreaper of its descendants instead and takes any stop
+ * signal. It never signals anything: it only collects exits and watches
+ * the clock.
  *
  * Exit status: 0 after a signal asked it to stop, 124 when the deadline
  * passed, 2 for a usage error.
@@ -172,6 +179,13 @@ static int run_leader(char **argv)
     return end_as(status);
 }
 
+bool cordon__init_stop_from_outside(int code, int32_t pid)
+{
+    if (getpid() != 1)
+        return true;
+    return code == SI_USER && pid == 0;
+}
+
 /* --agent: close what the runtime left above stderr, then the pair lands
  * at 3 (served) and 4 (the host's copy comes from here). */
 static bool agent_pair(void)
@@ -226,6 +240,7 @@ int main(int argc, char **argv)
     for (;;) {
         uint64_t now = now_ms(), left;
         struct timespec ts;
+        siginfo_t si;
         int sig;
 
         reap_all();
@@ -234,8 +249,9 @@ int main(int argc, char **argv)
         left = end - now;
         ts.tv_sec = (time_t)(left / 1000u);
         ts.tv_nsec = (long)(left % 1000u) * 1000000L;
-        sig = sigtimedwait(&set, NULL, &ts);
-        if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP)
+        sig = sigtimedwait(&set, &si, &ts);
+        if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) &&
+            cordon__init_stop_from_outside(si.si_code, si.si_pid))
             return 0;
         /* SIGCHLD, a timeout or EINTR: reap and look at the clock again. */
     }

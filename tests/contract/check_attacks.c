@@ -317,3 +317,56 @@ Test(contract, attack_exec_inherits_only_stdin_stdout_stderr)
     free(text);
     cordon_exec_outcome_clear(&out);
 }
+
+/*
+ * Code inside cannot end its own sandbox: a runtime limit is the host's to
+ * enforce. The sandbox's PID 1 (an init that takes SIGTERM, SIGINT or SIGHUP
+ * as "stop", say) must ignore those signals from inside and keep serving;
+ * the same signals from outside (the runtime's kill) still stop it, which
+ * the lifecycle checks show. A provider that claims process_contained has
+ * its own pid namespace, so PID 1 inside is never the host's init; the
+ * script checks that again before it sends anything (PID 1 inside must
+ * not be in this process's pid namespace).
+ */
+Test(contract, attack_code_inside_cannot_stop_its_own_sandbox)
+{
+    struct cordon_exec_outcome out;
+    cJSON *facts = contract_require_claim(CORDON_AXIS_PROCESS_CONTAINED);
+    const char *state = contract_provision(NULL, "code");
+    const char *argv[] = { "sh", "-c", NULL, NULL };
+    char host_ns[64] = "", script[400], msg[600], *text, clip[300];
+    int r;
+    ssize_t n = readlink("/proc/self/ns/pid", host_ns, sizeof(host_ns) - 1);
+
+    cr_assert(n > 0, "readlink /proc/self/ns/pid: %s", strerror(errno));
+    host_ns[n] = '\0';
+    snprintf(script, sizeof(script),
+             "[ \"$(readlink /proc/1/ns/pid 2>/dev/null)\" = '%s' ] && { echo host; exit 3; }; "
+             "kill -TERM 1; kill -INT 1; kill -HUP 1; sleep 1; echo alive",
+             host_ns);
+    argv[2] = script;
+    r = contract_exec(state, argv, NULL, &out, msg, sizeof(msg));
+    cr_assert_eq(r, 0, "`kill -TERM 1; kill -INT 1; kill -HUP 1` from inside made the exec fail "
+                 "(%s): code inside stopped its own sandbox", msg);
+    text = contract_stream_text(&out.out);
+    cr_assert_str_neq(text, "host\n",
+                      "process_contained is claimed, but PID 1 inside is in the host's pid "
+                      "namespace (%s)", host_ns);
+    cr_expect(out.status == CORDON_RUN_EXITED && out.exit_code == 0 && strcmp(text, "alive\n") == 0,
+              "`kill -TERM 1; kill -INT 1; kill -HUP 1` from inside ended the command (%s %d, "
+              "stdout \"%s\"): code inside stopped its own sandbox",
+              cordon_run_status_name(out.status), out.exit_code,
+              contract_clip(text, 200, clip, sizeof(clip)));
+    free(text);
+    cordon_exec_outcome_clear(&out);
+    argv[2] = "true";
+    r = contract_exec(state, argv, NULL, &out, msg, sizeof(msg));
+    cr_assert_eq(r, 0, "after `kill -TERM 1` from inside, the next exec in the same execution "
+                 "failed (%s): code inside stopped its own sandbox", msg);
+    cr_expect(out.status == CORDON_RUN_EXITED && out.exit_code == 0,
+              "after `kill -TERM 1` from inside, the next exec in the same execution failed "
+              "(%s %d): code inside stopped its own sandbox",
+              cordon_run_status_name(out.status), out.exit_code);
+    cordon_exec_outcome_clear(&out);
+    cJSON_Delete(facts);
+}

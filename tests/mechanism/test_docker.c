@@ -2068,9 +2068,11 @@ Test(docker, init_with_another_start_time_is_refused)
  * Code inside tries every way to the agent's channel (runc's test does the
  * same): an fd inherited above 2, /proc/1/fd/N, pidfd_open(1) +
  * pidfd_getfd, ptrace of PID 1, process_vm_readv, every unix socket in
- * /proc/net/unix, kill -9 1. Nothing may be reached, and the agent serves
- * the next exec. The control: the same program opens an fd of its own
- * child through /proc, so a refusal on PID 1 is the agent's protection.
+ * /proc/net/unix, SIGTERM, SIGINT and SIGHUP to PID 1 (kill, tgkill,
+ * rt_sigqueueinfo forging si_pid 0 and then SI_USER), kill -9 1. Nothing
+ * may be reached, and the agent serves the next exec. The control: the
+ * same program opens an fd of its own child through /proc, so a refusal
+ * on PID 1 is the agent's protection.
  */
 static const char hostile_c[] =
     "#define _GNU_SOURCE\n"
@@ -2126,6 +2128,13 @@ static const char hostile_c[] =
     "        }\n"
     "    }\n"
     "    printf(\"named sockets listed: %d\\n\", listed);\n"
+    "    /* the stop signals the agent takes, from inside: also forged */\n"
+    "    kill(1, SIGTERM); kill(1, SIGINT); kill(1, SIGHUP);\n"
+    "    syscall(SYS_tgkill, 1, 1, SIGTERM);\n"
+    "    { siginfo_t q; memset(&q, 0, sizeof(q)); q.si_signo = SIGTERM; q.si_code = SI_QUEUE;\n"
+    "      syscall(SYS_rt_sigqueueinfo, 1, SIGTERM, &q);\n"
+    "      q.si_code = SI_USER;\n"
+    "      if (syscall(SYS_rt_sigqueueinfo, 1, SIGTERM, &q) == 0) hit(\"forged SI_USER\", 1); }\n"
     "    kill(1, SIGKILL);\n"
     "    usleep(100000);\n"
     "    printf(\"reached %d\\n\", reached);\n"
@@ -2195,6 +2204,22 @@ Test(docker, runsc_keeps_the_engine_path_and_says_so)
     out = text_of(&o.out);
     cr_expect(o.status == CORDON_RUN_EXITED && o.exit_code == 5 && strcmp(out, "gvisor\n") == 0,
               "status %s exit %d: %s", cordon_run_status_name(o.status), o.exit_code, out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+    /* cordon-init is PID 1 in the Sentry too: the stop signals from inside
+     * are ignored there as on the host's kernel, and the execution serves. */
+    sh(state, "kill -TERM 1; kill -INT 1; kill -HUP 1; sleep 1; echo alive", &o);
+    out = text_of(&o.out);
+    cr_expect(o.status == CORDON_RUN_EXITED && o.exit_code == 0 && strcmp(out, "alive\n") == 0,
+              "kill -TERM 1 from inside gVisor: status %s exit %d: %s",
+              cordon_run_status_name(o.status), o.exit_code, out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+    sh(state, "echo still", &o);
+    out = text_of(&o.out);
+    cr_expect(o.status == CORDON_RUN_EXITED && strcmp(out, "still\n") == 0,
+              "after kill -TERM 1 from inside gVisor: status %s: %s",
+              cordon_run_status_name(o.status), out);
     free(out);
     cordon_exec_outcome_clear(&o);
 }

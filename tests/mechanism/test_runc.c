@@ -2048,7 +2048,9 @@ Test(runc, each_execution_has_a_uid_and_per_user_limits_of_its_own)
  * Code inside the sandbox tries every way to the agent's channel: open
  * /proc/1/fd/N, pidfd_open(1) + pidfd_getfd for fds 0..255, ptrace of PID
  * 1 (attach and seize), process_vm_readv of it, every unix socket listed
- * in /proc/net/unix (abstract names and paths), and kill -9 1. None may
+ * in /proc/net/unix (abstract names and paths), SIGTERM, SIGINT and SIGHUP
+ * to PID 1 (kill, tgkill, and rt_sigqueueinfo forging si_pid 0 and then
+ * SI_USER), and kill -9 1. None may
  * reach anything, and the agent must serve the next exec. The same program
  * first opens a fd of its own (dumpable) child through /proc: the
  * technique works where the kernel allows it, so a failure on PID 1 is the
@@ -2110,6 +2112,13 @@ static const char hostile_c[] =
     "        }\n"
     "    }\n"
     "    printf(\"named sockets listed: %d\\n\", listed);\n"
+    "    /* the stop signals the agent takes, from inside: also forged */\n"
+    "    kill(1, SIGTERM); kill(1, SIGINT); kill(1, SIGHUP);\n"
+    "    syscall(SYS_tgkill, 1, 1, SIGTERM);\n"
+    "    { siginfo_t q; memset(&q, 0, sizeof(q)); q.si_signo = SIGTERM; q.si_code = SI_QUEUE;\n"
+    "      syscall(SYS_rt_sigqueueinfo, 1, SIGTERM, &q);\n"
+    "      q.si_code = SI_USER;\n"
+    "      if (syscall(SYS_rt_sigqueueinfo, 1, SIGTERM, &q) == 0) hit(\"forged SI_USER\", 1); }\n"
     "    kill(1, SIGKILL);\n"
     "    usleep(100000);\n"
     "    printf(\"reached %d\\n\", reached);\n"

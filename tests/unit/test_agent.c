@@ -11,7 +11,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -32,21 +34,33 @@ struct agent {
     int null_fd;
 };
 
-static void agent_start(struct agent *a)
+/* cordon-init --deadline-ms 60000 [--agent], forked, or as PID 1 of a new
+ * pid namespace (clone with CLONE_NEWPID; the child only execs). */
+static pid_t init_spawn(bool new_pidns, bool agent)
 {
     const char *init = getenv("CORDON_INIT");
-    struct cordon_error err = { 0 };
+    pid_t pid;
 
     if (init == NULL)
         cr_skip_test("CORDON_INIT is not set (make check sets it)");
     if (geteuid() != 0)
         cr_skip_test("pidfd_getfd of a non-dumpable agent needs root (CAP_SYS_PTRACE)");
-    a->pid = fork();
-    cr_assert_geq(a->pid, 0);
-    if (a->pid == 0) {
-        execl(init, init, "--deadline-ms", "60000", "--agent", (char *)NULL);
+    pid = new_pidns ? (pid_t)syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL)
+                    : fork();
+    cr_assert_geq(pid, 0, "%s: %s", new_pidns ? "clone(CLONE_NEWPID)" : "fork", strerror(errno));
+    if (pid == 0) {
+        execl(init, init, "--deadline-ms", "60000", agent ? "--agent" : (char *)NULL,
+              (char *)NULL);
         _exit(127);
     }
+    return pid;
+}
+
+static void agent_start_in(struct agent *a, bool new_pidns)
+{
+    struct cordon_error err = { 0 };
+
+    a->pid = init_spawn(new_pidns, true);
     a->pidfd = (int)syscall(SYS_pidfd_open, a->pid, 0);
     cr_assert_geq(a->pidfd, 0);
     /* The pair exists before the agent serves: retry until it is there. */
@@ -61,6 +75,13 @@ static void agent_start(struct agent *a)
     cr_assert_geq(a->null_fd, 0);
 }
 
+static void agent_start(struct agent *a)
+{
+    agent_start_in(a, false);
+}
+
+/* SIGTERM from here (outside, and as PID 1 from an ancestor pid
+ * namespace): the agent ends 0. */
 static void agent_stop(struct agent *a)
 {
     int status;
@@ -69,6 +90,8 @@ static void agent_stop(struct agent *a)
     close(a->null_fd);
     kill(a->pid, SIGTERM);
     cr_assert_eq(waitpid(a->pid, &status, 0), a->pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "SIGTERM from outside: cordon-init ended with wait status %#x, not exit 0", status);
     close(a->pidfd);
 }
 
@@ -351,4 +374,92 @@ Test(agent, fits_bounds_the_message)
     memset(huge, 'x', sizeof(huge) - 1);
     cmd.argv = big;
     cr_expect_not(cordon_agent_fits(&cmd));
+}
+
+/*
+ * As PID 1 of a pid namespace, cordon-init takes SIGTERM, SIGINT and SIGHUP
+ * as "stop" only from an ancestor namespace: code inside must not end its
+ * own sandbox. Through the agent: a command sends all three to PID 1, and
+ * the agent serves the next one; SIGTERM from here still stops it (0).
+ */
+Test(agent, stop_signals_from_inside_the_pid_namespace_are_ignored)
+{
+    const char *kill_1[] = { "sh", "-c", "kill -TERM 1; kill -INT 1; kill -HUP 1; sleep 0.3; "
+                                         "echo alive", NULL },
+               *echo[] = { "echo", "still", NULL };
+    struct cordon_exec_outcome o;
+    struct cordon_error err = { 0 };
+    struct agent a;
+    char out[256];
+
+    agent_start_in(&a, true);
+    cr_assert_eq(agent_run(&a, kill_1, path_env, "/", -1, 10000, &o, out, &err), 0,
+                 "kill -TERM 1 from inside ended the agent: %s", err.message);
+    cr_expect(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "status %d exit %d", o.status,
+              o.exit_code);
+    cr_expect_str_eq(out, "alive\n");
+    cordon_exec_outcome_clear(&o);
+    cr_assert_eq(agent_run(&a, echo, path_env, "/", -1, 10000, &o, out, &err), 0,
+                 "the agent no longer serves after kill -TERM 1 from inside: %s", err.message);
+    cr_expect_str_eq(out, "still\n");
+    cordon_exec_outcome_clear(&o);
+    agent_stop(&a);
+}
+
+/*
+ * The same without the agent (the plain deadline loop), and with forged
+ * senders: a process that joined the namespace sends the three signals,
+ * tgkill, and rt_sigqueueinfo with si_pid 0 (SI_QUEUE); the kernel must
+ * refuse it a forged SI_USER. The init stays; SIGTERM from here ends it 0.
+ */
+Test(agent, plain_init_ignores_stop_signals_from_inside_its_pid_namespace)
+{
+    pid_t init = init_spawn(true, false), helper;
+    int status;
+
+    usleep(100 * 1000); /* past its execve and its signal mask */
+    helper = fork();
+    cr_assert_geq(helper, 0);
+    if (helper == 0) {
+        char path[64];
+        int ns, w;
+        pid_t inside;
+
+        snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init);
+        if ((ns = open(path, O_RDONLY | O_CLOEXEC)) < 0 || setns(ns, CLONE_NEWPID) != 0)
+            _exit(10);
+        if ((inside = fork()) == 0) {
+            siginfo_t si;
+
+            if (kill(1, SIGTERM) != 0 || kill(1, SIGINT) != 0 || kill(1, SIGHUP) != 0)
+                _exit(11);
+            if (syscall(SYS_tgkill, 1, 1, SIGTERM) != 0)
+                _exit(12);
+            memset(&si, 0, sizeof(si));
+            si.si_signo = SIGTERM;
+            si.si_code = SI_QUEUE;
+            if (syscall(SYS_rt_sigqueueinfo, 1, SIGTERM, &si) != 0)
+                _exit(13);
+            si.si_code = SI_USER;
+            if (syscall(SYS_rt_sigqueueinfo, 1, SIGTERM, &si) == 0 || errno != EPERM)
+                _exit(14);
+            _exit(0);
+        }
+        if (inside < 0 || waitpid(inside, &w, 0) != inside)
+            _exit(15);
+        _exit(WIFEXITED(w) ? WEXITSTATUS(w) : 16);
+    }
+    cr_assert_eq(waitpid(helper, &status, 0), helper);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "the sender inside failed at step %d (10 setns, 11 kill, 12 tgkill, 13 sigqueue, "
+              "14 a forged SI_USER was not refused with EPERM)",
+              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    usleep(300 * 1000);
+    cr_expect_eq(waitpid(init, &status, WNOHANG), 0,
+                 "cordon-init as PID 1 ended after stop signals from inside its namespace "
+                 "(wait status %#x)", status);
+    kill(init, SIGTERM);
+    cr_assert_eq(waitpid(init, &status, 0), init);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "SIGTERM from outside: wait status %#x, not exit 0", status);
 }
