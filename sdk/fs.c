@@ -381,7 +381,7 @@ out:
     return r;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
+int cordon_fs_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
 
@@ -392,6 +392,8 @@ static int write_all(int fd, const void *buf, size_t len)
             continue;
         if (n < 0)
             return -errno;
+        if (n == 0)
+            return -EIO;
         p += n;
         len -= (size_t)n;
     }
@@ -572,7 +574,7 @@ int cordon_fs_write_atomic(int dirfd, const char *rel, const void *buf, size_t l
         goto out;
     }
     tmp_live = true;
-    e = write_all(fd, buf, len);
+    e = cordon_fs_write_all(fd, buf, len);
     if (e < 0) {
         r = fs_fail(err, -e, rel, "write");
         goto out;
@@ -669,7 +671,7 @@ int cordon_fs_copy_beneath(int src_dirfd, const char *src_rel, int dst_dirfd, co
             goto out;
         }
         cordon_sha256_update(&sha, chunk, (size_t)n);
-        e = write_all(fd, chunk, (size_t)n);
+        e = cordon_fs_write_all(fd, chunk, (size_t)n);
         if (e < 0) {
             r = fs_fail(err, -e, dst_rel, "write");
             goto out;

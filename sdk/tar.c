@@ -48,23 +48,6 @@ static int entry_fail(struct cordon_error *err, const char *entry, const struct 
                             cordon_text_fit(entry, 300), entry, in->message);
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* ---- extraction -------------------------------------------------------- */
 
 struct dir_record {
@@ -303,7 +286,7 @@ static int extract_file(struct extract *x, const char *name, mode_t perm,
                                  cordon_text_fit(name, 300), name, x->max_bytes);
             goto out;
         }
-        e = write_all(fd, x->chunk, (size_t)n);
+        e = cordon_fs_write_all(fd, x->chunk, (size_t)n);
         if (e < 0) {
             r = cordon_error_set(err, CORDON_E_IO, -e, "tar entry \"%.*s\": write: %s",
                                  cordon_text_fit(name, 300), name, strerror(-e));
@@ -1178,7 +1161,7 @@ static la_ssize_t sink_write(struct archive *a, void *data, const void *buf, siz
 
     if (sink->abandoned)
         return (la_ssize_t)len;
-    e = write_all(sink->fd, buf, len);
+    e = cordon_fs_write_all(sink->fd, buf, len);
     if (e < 0) {
         archive_set_error(a, -e, "write: %s", strerror(-e));
         return -1;

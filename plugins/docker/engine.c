@@ -19,6 +19,7 @@
 
 #include <curl/curl.h>
 
+#include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include "plugins/docker/docker.h"
 
@@ -128,21 +129,6 @@ struct sink {
     int write_errno;            /* writing to fd failed */
 };
 
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return errno;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 static size_t sink_write(char *ptr, size_t size, size_t nmemb, void *arg)
 {
     struct sink *s = arg;
@@ -157,7 +143,7 @@ static size_t sink_write(char *ptr, size_t size, size_t nmemb, void *arg)
             s->over = true;
             return 0;
         }
-        s->write_errno = write_all(s->fd, ptr, n);
+        s->write_errno = -cordon_fs_write_all(s->fd, ptr, n);
         if (s->write_errno != 0)
             return 0;
         s->downloaded += n;

@@ -2,6 +2,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,6 +358,46 @@ Test(fs, read_file_reads_and_bounds)
 }
 
 /* ---- write_atomic ------------------------------------------------------ */
+
+/* Drains a pipe, counting bytes, in small reads (so the writer sees short
+ * writes and has to go on). */
+static void *drain(void *arg)
+{
+    int fd = *(int *)arg;
+    char buf[1000];
+    size_t total = 0;
+    ssize_t n;
+
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+        total += (size_t)n;
+    return (void *)total;
+}
+
+Test(fs, write_all_writes_everything_or_says_errno)
+{
+    static char big[3 << 20];
+    int p[2];
+    pthread_t t;
+    void *got;
+
+    memset(big, 'x', sizeof(big));
+    cr_assert_eq(pipe(p), 0);
+    cr_assert_eq(pthread_create(&t, NULL, drain, &p[0]), 0);
+    cr_expect_eq(cordon_fs_write_all(p[1], big, sizeof(big)), 0);
+    close(p[1]);
+    pthread_join(t, &got);
+    cr_expect_eq((size_t)got, sizeof(big), "the reader got %zu of %zu bytes", (size_t)got,
+                 sizeof(big));
+    close(p[0]);
+    /* A closed reader: -EPIPE (SIGPIPE ignored here), and a bad fd: -EBADF. */
+    cr_assert_eq(pipe(p), 0);
+    close(p[0]);
+    signal(SIGPIPE, SIG_IGN);
+    cr_expect_eq(cordon_fs_write_all(p[1], "a", 1), -EPIPE);
+    close(p[1]);
+    cr_expect_eq(cordon_fs_write_all(p[1], "a", 1), -EBADF);
+    cr_expect_eq(cordon_fs_write_all(p[1], "", 0), 0, "nothing to write is no write");
+}
 
 Test(fs, write_atomic_replaces_and_leaves_no_temp)
 {

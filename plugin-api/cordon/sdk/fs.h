@@ -45,6 +45,10 @@ CORDON_EXTERN int cordon_fs_walk_dirs(int dirfd, const char *field, const char *
 CORDON_EXTERN int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes,
                                       char **ret_buf, size_t *ret_len, struct cordon_error *err);
 
+/* Write all len bytes of buf to fd, retrying short writes and EINTR.
+ * 0, or -errno of the write that failed (-EIO for a write that returned 0). */
+CORDON_EXTERN int cordon_fs_write_all(int fd, const void *buf, size_t len);
+
 /* Write buf to rel beneath dirfd atomically: a temporary file in the same
  * directory, fsync, rename over rel, fsync of the directory. */
 CORDON_EXTERN int cordon_fs_write_atomic(int dirfd, const char *rel, const void *buf, size_t len,
