@@ -959,7 +959,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
         r = cordon_error_set(err, CORDON_E_IO, 0, "execution %s: not ready (no provider state)", execution_id);
         goto out;
     }
-    if ((r = cordon__record_phase(rec, "exec", true, err)) < 0)
+    if ((r = cordon__record_phase_passing(rec, "exec", true, err)) < 0)
         goto out;
     cordon_drive_opts_init(&opts);
     opts.host = ctx->host;
@@ -1008,7 +1008,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
             rec = NULL;
         }
     } else {
-        r = cordon__record_phase(rec, "ready", false, err);
+        r = cordon__record_phase_passing(rec, "ready", false, err);
         if (r < 0)
             goto out;
     }
@@ -1021,7 +1021,7 @@ out:
     if (rec != NULL && r < 0 &&
         cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec->doc, "phase")) &&
         strcmp(cJSON_GetObjectItemCaseSensitive(rec->doc, "phase")->valuestring, "exec") == 0)
-        cordon__record_phase(rec, "ready", false, NULL);
+        cordon__record_phase_passing(rec, "ready", false, NULL);
     cordon_exec_outcome_clear(&out);
     unbind_provider(&b);
     cordon__record_close(rec);

@@ -244,13 +244,34 @@ int cordon__record_list(struct cordon_ctx *ctx, char ***ret_ids, size_t *ret_n,
     return 0;
 }
 
-int cordon__record_phase(struct cordon__record *rec, const char *phase, bool owned,
-                         struct cordon_error *err)
+static int set_phase(struct cordon__record *rec, const char *phase, bool owned, bool durable,
+                     struct cordon_error *err)
 {
+    char *text;
+    int r;
+
     cJSON_DeleteItemFromObjectCaseSensitive(rec->doc, "phase");
     cJSON_DeleteItemFromObjectCaseSensitive(rec->doc, "owner_pid");
     cJSON_AddStringToObject(rec->doc, "phase", phase);
     if (owned)
         cJSON_AddNumberToObject(rec->doc, "owner_pid", (double)getpid());
-    return cordon__record_save(rec, err);
+    if (durable)
+        return cordon__record_save(rec, err);
+    if ((text = cJSON_Print(rec->doc)) == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "record %s: out of memory", rec->id);
+    r = cordon_fs_write_replace(rec->dir_fd, RECORD_FILE, text, strlen(text), 0600, err);
+    free(text);
+    return r;
+}
+
+int cordon__record_phase(struct cordon__record *rec, const char *phase, bool owned,
+                         struct cordon_error *err)
+{
+    return set_phase(rec, phase, owned, true, err);
+}
+
+int cordon__record_phase_passing(struct cordon__record *rec, const char *phase, bool owned,
+                                 struct cordon_error *err)
+{
+    return set_phase(rec, phase, owned, false, err);
 }

@@ -57,4 +57,13 @@ int cordon__record_list(struct cordon_ctx *ctx, char ***ret_ids, size_t *ret_n,
 int cordon__record_phase(struct cordon__record *rec, const char *phase, bool owned,
                          struct cordon_error *err);
 
+/* The same, written atomically but not fsync'd (cordon_fs_write_replace):
+ * for the exec path's "exec" and back to "ready", twice per exec. Those
+ * phases mean something only while this boot lasts (an owner pid that is
+ * alive or not), and every other field of the record was made durable when
+ * it was written; after a power loss no sandbox runs anyway, and gc goes
+ * by what the mechanism still holds. */
+int cordon__record_phase_passing(struct cordon__record *rec, const char *phase, bool owned,
+                                 struct cordon_error *err);
+
 #endif

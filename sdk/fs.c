@@ -548,8 +548,10 @@ int cordon_fs_write_new(int dirfd, const char *rel, const void *buf, size_t len,
     return r;
 }
 
-int cordon_fs_write_atomic(int dirfd, const char *rel, const void *buf, size_t len, mode_t mode,
-                           struct cordon_error *err)
+/* The temporary file beside rel, then the rename over it; with durable,
+ * fsync of the file before the rename and of the directory after it. */
+static int replace_file(int dirfd, const char *rel, const void *buf, size_t len, mode_t mode,
+                        bool durable, struct cordon_error *err)
 {
     char *parent = NULL, *base = NULL, tmp[32];
     bool tmp_live = false;
@@ -564,7 +566,7 @@ int cordon_fs_write_atomic(int dirfd, const char *rel, const void *buf, size_t l
     r = split_parent(rel, &parent, &base, err);
     if (r < 0)
         return r;
-    /* O_RDONLY rather than O_PATH: the directory is fsync'd after the rename. */
+    /* O_RDONLY rather than O_PATH: the directory may be fsync'd after the rename. */
     r = cordon_fs_open_beneath(dirfd, parent, O_RDONLY | O_DIRECTORY, 0, &pfd, err);
     if (r < 0)
         goto out;
@@ -581,7 +583,7 @@ int cordon_fs_write_atomic(int dirfd, const char *rel, const void *buf, size_t l
     }
     /* Mode and data are settled before the rename, so that a crash leaves
      * the old file or the whole new one, never an empty or 0600 one. */
-    if (fchmod(fd, mode & 0777) < 0 || fsync(fd) < 0) {
+    if (fchmod(fd, mode & 0777) < 0 || (durable && fsync(fd) < 0)) {
         r = fs_fail(err, errno, rel, "sync");
         goto out;
     }
@@ -596,7 +598,7 @@ int cordon_fs_write_atomic(int dirfd, const char *rel, const void *buf, size_t l
         goto out;
     }
     tmp_live = false;
-    if (fsync(pfd) < 0)
+    if (durable && fsync(pfd) < 0)
         r = fs_fail(err, errno, rel, "sync directory");
 out:
     if (fd >= 0)
@@ -608,6 +610,18 @@ out:
     free(parent);
     free(base);
     return r;
+}
+
+int cordon_fs_write_atomic(int dirfd, const char *rel, const void *buf, size_t len, mode_t mode,
+                           struct cordon_error *err)
+{
+    return replace_file(dirfd, rel, buf, len, mode, true, err);
+}
+
+int cordon_fs_write_replace(int dirfd, const char *rel, const void *buf, size_t len, mode_t mode,
+                            struct cordon_error *err)
+{
+    return replace_file(dirfd, rel, buf, len, mode, false, err);
 }
 
 int cordon_fs_copy_beneath(int src_dirfd, const char *src_rel, int dst_dirfd, const char *dst_rel,

@@ -399,27 +399,43 @@ Test(fs, write_all_writes_everything_or_says_errno)
     cr_expect_eq(cordon_fs_write_all(p[1], "", 0), 0, "nothing to write is no write");
 }
 
+/* write_atomic (durable) and write_replace (not fsync'd) share every rule
+ * but the fsyncs: each test below runs both. */
+typedef int (*replace_fn)(int, const char *, const void *, size_t, mode_t, struct cordon_error *);
+static const struct {
+    const char *name;
+    replace_fn fn;
+} writers[] = { { "write_atomic", cordon_fs_write_atomic },
+                { "write_replace", cordon_fs_write_replace } };
+#define N_WRITERS (sizeof(writers) / sizeof(writers[0]))
+
 Test(fs, write_atomic_replaces_and_leaves_no_temp)
 {
     struct cordon_error err;
     struct stat st;
-    char *s;
+    char *s, dir[16], file[32], top[16];
     int temps = -1;
 
-    cr_assert_eq(mkdirat(infd, "d", 0755), 0);
-    cr_assert_eq(write_at(infd, "d/f", "old"), 0);
-    cordon_error_init(&err);
-    cr_assert_eq(cordon_fs_write_atomic(infd, "d/f", "new contents", 12, 0640, &err), 0, "%s",
-                 err.message);
-    s = read_at(infd, "d/f");
-    cr_assert_str_eq(s, "new contents");
-    free(s);
-    cr_assert_eq(fstatat(infd, "d/f", &st, AT_SYMLINK_NOFOLLOW), 0);
-    cr_assert_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);
-    cr_assert_eq(count_entries(infd, "d", &temps), 1);
-    cr_assert_eq(temps, 0);
-    cr_assert_eq(cordon_fs_write_atomic(infd, "top", "", 0, 0600, &err), 0, "%s", err.message);
-    cr_assert(exists_at(infd, "top"));
+    for (size_t w = 0; w < N_WRITERS; w++) {
+        snprintf(dir, sizeof(dir), "d%zu", w);
+        snprintf(file, sizeof(file), "d%zu/f", w);
+        snprintf(top, sizeof(top), "top%zu", w);
+        cr_assert_eq(mkdirat(infd, dir, 0755), 0);
+        cr_assert_eq(write_at(infd, file, "old"), 0);
+        cordon_error_init(&err);
+        cr_assert_eq(writers[w].fn(infd, file, "new contents", 12, 0640, &err), 0, "%s: %s",
+                     writers[w].name, err.message);
+        s = read_at(infd, file);
+        cr_assert_str_eq(s, "new contents", "%s", writers[w].name);
+        free(s);
+        cr_assert_eq(fstatat(infd, file, &st, AT_SYMLINK_NOFOLLOW), 0);
+        cr_assert_eq(st.st_mode & 07777, 0640, "%s: mode %o", writers[w].name, st.st_mode & 07777);
+        cr_assert_eq(count_entries(infd, dir, &temps), 1);
+        cr_assert_eq(temps, 0, "%s left a temporary file", writers[w].name);
+        cr_assert_eq(writers[w].fn(infd, top, "", 0, 0600, &err), 0, "%s: %s", writers[w].name,
+                     err.message);
+        cr_assert(exists_at(infd, top), "%s", writers[w].name);
+    }
 }
 
 struct atomic_case {
@@ -455,11 +471,15 @@ ParameterizedTest(size_t *i, fs, write_atomic_refuses)
     plant();
     cr_assert_eq(mkdirat(infd, "adir", 0755), 0);
     cr_assert_eq(write_at(infd, "adir/keep", "k"), 0);
-    cordon_error_init(&err);
-    r = cordon_fs_write_atomic(infd, c->rel, "evil", 4, 0644, &err);
-    cr_assert_eq(r, c->code, "row %zu \"%s\": got %d (%s)", *i, c->rel, r, err.message);
-    count_entries(infd, c->dir, &temps);
-    cr_assert_eq(temps, 0, "row %zu: a temporary file was left behind", *i);
+    for (size_t w = 0; w < N_WRITERS; w++) {
+        cordon_error_init(&err);
+        r = writers[w].fn(infd, c->rel, "evil", 4, 0644, &err);
+        cr_assert_eq(r, c->code, "%s row %zu \"%s\": got %d (%s)", writers[w].name, *i, c->rel,
+                     r, err.message);
+        count_entries(infd, c->dir, &temps);
+        cr_assert_eq(temps, 0, "%s row %zu: a temporary file was left behind", writers[w].name,
+                     *i);
+    }
     assert_outside_untouched();
     cr_assert(exists_at(infd, "adir/keep"));
     cr_assert_not(exists_at(AT_FDCWD, "/tmp/cordon-never"));
@@ -473,14 +493,24 @@ Test(fs, write_atomic_replaces_a_link_not_its_target)
     char *s;
 
     plant();
-    cordon_error_init(&err);
-    cr_assert_eq(cordon_fs_write_atomic(infd, "to_secret", "mine", 4, 0644, &err), 0, "%s",
-                 err.message);
-    cr_assert_eq(fstatat(infd, "to_secret", &st, AT_SYMLINK_NOFOLLOW), 0);
-    cr_assert(S_ISREG(st.st_mode));
-    s = read_at(infd, "to_secret");
-    cr_assert_str_eq(s, "mine");
-    free(s);
+    for (size_t w = 0; w < N_WRITERS; w++) {
+        cordon_error_init(&err);
+        cr_assert_eq(writers[w].fn(infd, "to_secret", "mine", 4, 0644, &err), 0, "%s: %s",
+                     writers[w].name, err.message);
+        cr_assert_eq(fstatat(infd, "to_secret", &st, AT_SYMLINK_NOFOLLOW), 0);
+        cr_assert(S_ISREG(st.st_mode), "%s", writers[w].name);
+        s = read_at(infd, "to_secret");
+        cr_assert_str_eq(s, "mine", "%s", writers[w].name);
+        free(s);
+        if (w + 1 < N_WRITERS) { /* the link again, for the next writer */
+            char *target = NULL;
+
+            cr_assert(asprintf(&target, "%s/secret", outside) > 0);
+            cr_assert_eq(unlinkat(infd, "to_secret", 0), 0);
+            cr_assert_eq(symlinkat(target, infd, "to_secret"), 0);
+            free(target);
+        }
+    }
     assert_outside_untouched();
 }
 

@@ -54,6 +54,13 @@ CORDON_EXTERN int cordon_fs_write_all(int fd, const void *buf, size_t len);
 CORDON_EXTERN int cordon_fs_write_atomic(int dirfd, const char *rel, const void *buf, size_t len,
                                          mode_t mode, struct cordon_error *err);
 
+/* The same replacement without either fsync: a reader, or a writer killed
+ * at any point, still sees the old file or the whole new one, but a power
+ * loss may lose the change. For state that means something only while this
+ * boot lasts (a phase with a live owner pid), on a path written often. */
+CORDON_EXTERN int cordon_fs_write_replace(int dirfd, const char *rel, const void *buf, size_t len,
+                                          mode_t mode, struct cordon_error *err);
+
 /* Create rel beneath dirfd (it must not exist) holding buf, with mode; no
  * fsync: for scratch files that only have to appear whole to this host
  * (a failed write removes the file). */
