@@ -158,6 +158,28 @@ int cordon_uid_held(const char *dir, const char *host, const char *id, uid_t *re
     return r;
 }
 
+int cordon_uid_check_state(const char *dir, const char *host, const char *id, uid_t uid,
+                           gid_t gid, struct cordon_error *err)
+{
+    char owner[OWNER_MAX + 1], name[16], text[OWNER_MAX + 2];
+    int dfd, r;
+
+    if ((r = make_owner(owner, host, id, err)) < 0)
+        return r;
+    if (cordon_uid_in_pool(uid) && (uid_t)gid == uid) {
+        if ((dfd = open_pool(dir != NULL ? dir : CORDON_UID_DIR, err)) < 0)
+            return dfd;
+        snprintf(name, sizeof(name), "%u", (unsigned)uid);
+        read_owner(dfd, name, text, sizeof(text));
+        close(dfd);
+        if (strcmp(text, owner) == 0)
+            return 0;
+    }
+    return cordon_error_set(err, CORDON_E_INVALID, 0,
+                            "state.uid: %u:%u is not the uid execution %s holds in the uid pool",
+                            (unsigned)uid, (unsigned)gid, id);
+}
+
 int cordon_uid_take(const char *dir, const char *host, const char *id, uid_t *ret_uid,
                     struct cordon_error *err)
 {

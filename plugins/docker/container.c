@@ -105,21 +105,10 @@ int dk_state_parse(const struct cordon_resource *res, const char *json, bool ful
         goto out;
     st.gid = (gid_t)v;
     /* A uid of the pool is the one this execution holds, never another's. */
-    if (cordon_uid_in_pool(st.uid) || cordon_uid_in_pool((uid_t)st.gid)) {
-        uid_t held = 0;
-
-        r = cordon_uid_held(NULL, res->host->host_instance_id, st.execution_id, &held, err);
-        if (r < 0)
-            goto out;
-        if (r == 0 || held != st.uid || (uid_t)st.gid != held) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "state.uid: %u:%u is not the uid execution %s holds in the "
-                                 "uid pool", (unsigned)st.uid, (unsigned)st.gid,
-                                 st.execution_id);
-            goto out;
-        }
-        r = 0;
-    }
+    if ((cordon_uid_in_pool(st.uid) || cordon_uid_in_pool((uid_t)st.gid)) &&
+        (r = cordon_uid_check_state(NULL, res->host->host_instance_id, st.execution_id, st.uid,
+                                    st.gid, err)) < 0)
+        goto out;
     item = cJSON_GetObjectItemCaseSensitive(st.doc, "layout");
     if (!cJSON_IsString(item) ||
         (strcmp(item->valuestring, "code") != 0 && strcmp(item->valuestring, "host") != 0)) {

@@ -490,20 +490,10 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
         goto out;
     st.gid = (gid_t)v;
     /* A pooled uid is the one this execution holds, never another's. */
-    if (res->cfg.pooled) {
-        uid_t held = 0;
-
-        r = cordon_uid_held(NULL, res->host->host_instance_id, st.id, &held, err);
-        if (r < 0)
-            goto out;
-        if (r == 0 || held != st.uid || (uid_t)st.gid != held) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "state.uid: %u:%u is not the uid execution %s holds in the "
-                                 "uid pool", (unsigned)st.uid, (unsigned)st.gid, st.id);
-            goto out;
-        }
-        r = 0;
-    }
+    if (res->cfg.pooled &&
+        (r = cordon_uid_check_state(NULL, res->host->host_instance_id, st.id, st.uid, st.gid,
+                                    err)) < 0)
+        goto out;
     item = cJSON_GetObjectItemCaseSensitive(st.doc, "layout");
     if (!cJSON_IsString(item) ||
         (strcmp(item->valuestring, "code") != 0 && strcmp(item->valuestring, "host") != 0)) {

@@ -787,20 +787,10 @@ static int tl_state_parse(const struct cordon_resource *res, const char *json, b
             goto out;
     }
     /* A pooled uid is the one this execution holds, never another's. */
-    if (res->cfg.pooled) {
-        uid_t held = 0;
-
-        r = cordon_uid_held(NULL, res->host->host_instance_id, st.execution_id, &held, err);
-        if (r < 0)
-            goto out;
-        if (r == 0 || held != st.uid || (uid_t)st.gid != held) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "state.uid: %u:%u is not the uid execution %s holds in the "
-                                 "uid pool", (unsigned)st.uid, (unsigned)st.gid, st.execution_id);
-            goto out;
-        }
-        r = 0;
-    }
+    if (res->cfg.pooled &&
+        (r = cordon_uid_check_state(NULL, res->host->host_instance_id, st.execution_id, st.uid,
+                                    st.gid, err)) < 0)
+        goto out;
     /* The sandbox may be root only when nobody switches users. */
     if (res->cfg.switch_user && (st.uid == 0 || st.gid == 0)) {
         r = cordon_error_set(err, CORDON_E_INVALID, 0,

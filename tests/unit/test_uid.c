@@ -189,3 +189,36 @@ Test(uid, concurrent_takers_never_share_a_uid)
     }
     cr_assert_eq(entries(), 16);
 }
+
+/* The state check: only the uid the owner holds, with gid = uid, passes;
+ * another owner's uid, a uid of nobody, a gid apart, a uid outside the
+ * pool and the same id under another host are refused, naming state.uid. */
+Test(uid, check_state_accepts_only_the_owners_uid)
+{
+    static const char h1[] = "0123456789abcdef0123456789abcdef";
+    uid_t a, b;
+
+    cr_assert_eq(cordon_uid_take(pool, h1, "exec-a", &a, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_uid_take(pool, h1, "exec-b", &b, &err), 0, "%s", err.message);
+    cr_expect_eq(cordon_uid_check_state(pool, h1, "exec-a", a, (gid_t)a, &err), 0, "%s",
+                 err.message);
+    cr_expect_eq(cordon_uid_check_state(pool, h1, "exec-b", b, (gid_t)b, &err), 0, "%s",
+                 err.message);
+    cr_expect_eq(cordon_uid_check_state(pool, h1, "exec-a", b, (gid_t)b, &err), CORDON_E_INVALID,
+                 "another execution's uid passed");
+    cr_expect(strstr(err.message, "state.uid:") != NULL &&
+                  strstr(err.message, "is not the uid execution exec-a holds") != NULL,
+              "%s", err.message);
+    cr_expect_eq(cordon_uid_check_state(pool, h1, "exec-a", a, (gid_t)b, &err), CORDON_E_INVALID,
+                 "a gid apart from the uid passed");
+    cr_expect_eq(cordon_uid_check_state(pool, h1, "exec-a", a + 7, (gid_t)(a + 7), &err),
+                 CORDON_E_INVALID, "a uid nobody holds passed");
+    cr_expect_eq(cordon_uid_check_state(pool, h1, "exec-a", 1000, 1000, &err), CORDON_E_INVALID,
+                 "a uid outside the pool passed");
+    cr_expect_eq(cordon_uid_check_state(pool, NULL, "exec-a", a, (gid_t)a, &err),
+                 CORDON_E_INVALID, "the bare id passed for a host's execution");
+    cr_expect_eq(cordon_uid_check_state(pool, h1, "bad/id", a, (gid_t)a, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon_uid_give_back(pool, h1, "exec-a", &err), 0, "%s", err.message);
+    cr_expect_eq(cordon_uid_check_state(pool, h1, "exec-a", a, (gid_t)a, &err), CORDON_E_INVALID,
+                 "a uid given back still passed");
+}

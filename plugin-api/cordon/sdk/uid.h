@@ -69,6 +69,17 @@ CORDON_EXTERN int cordon_uid_give_back(const char *dir, const char *host, const 
 CORDON_EXTERN int cordon_uid_held(const char *dir, const char *host, const char *id,
                                   uid_t *ret_uid, struct cordon_error *err);
 
+/*
+ * The check every exec, import and terminate makes of a state it was handed:
+ * uid:gid must be the uid of the pool that (host, id) holds, gid = uid. It
+ * reads the one lock file named uid (the cost does not grow with the
+ * number of executions). 0 when it holds; CORDON_E_INVALID with
+ * "state.uid: U:G is not the uid execution ID holds in the uid pool"
+ * otherwise; another error when the pool cannot be read.
+ */
+CORDON_EXTERN int cordon_uid_check_state(const char *dir, const char *host, const char *id,
+                                         uid_t uid, gid_t gid, struct cordon_error *err);
+
 #ifdef __cplusplus
 }
 #endif
