@@ -57,6 +57,7 @@
 #include <cordon/text.h>
 
 #include "tests/common/fill.h"
+#include "tests/common/hostile-agent.h"
 #include "tests/common/proc.h"
 #include "tests/common/sockets.h"
 
@@ -2065,82 +2066,10 @@ Test(docker, init_with_another_start_time_is_refused)
 }
 
 /*
- * Code inside tries every way to the agent's channel (runc's test does the
- * same): an fd inherited above 2, /proc/1/fd/N, pidfd_open(1) +
- * pidfd_getfd, ptrace of PID 1, process_vm_readv, every unix socket in
- * /proc/net/unix, SIGTERM, SIGINT and SIGHUP to PID 1 (kill, tgkill,
- * rt_sigqueueinfo forging si_pid 0 and then SI_USER), kill -9 1. Nothing
- * may be reached, and the agent serves the next exec. The control: the
- * same program opens an fd of its own child through /proc, so a refusal
- * on PID 1 is the agent's protection.
+ * Code inside tries every way to the agent's channel, as in runc's test
+ * (tests/common/hostile-agent.h): nothing may be reached, and the agent
+ * serves the next exec.
  */
-static const char hostile_c[] =
-    "#define _GNU_SOURCE\n"
-    "#include <errno.h>\n#include <fcntl.h>\n#include <signal.h>\n#include <stdio.h>\n"
-    "#include <stddef.h>\n#include <string.h>\n#include <sys/ptrace.h>\n#include <sys/socket.h>\n"
-    "#include <sys/syscall.h>\n#include <sys/uio.h>\n#include <sys/un.h>\n"
-    "#include <sys/wait.h>\n#include <unistd.h>\n"
-    "static int reached;\n"
-    "static void hit(const char *what, long n) { printf(\"REACHED %s %ld\\n\", what, n); reached++; }\n"
-    "int main(void) {\n"
-    "    char path[128], line[512], buf[16];\n"
-    "    int p[2], self = -1;\n"
-    "    for (int i = 3; i < 1024; i++) if (fcntl(i, F_GETFD) >= 0) hit(\"inherited fd\", i);\n"
-    "    if (pipe(p) == 0) {\n"
-    "        pid_t c = fork();\n"
-    "        if (c == 0) { pause(); _exit(0); }\n"
-    "        snprintf(path, sizeof(path), \"/proc/%d/fd/%d\", (int)c, p[0]);\n"
-    "        self = open(path, O_RDONLY);\n"
-    "        printf(\"control %s\\n\", self >= 0 ? \"ok\" : strerror(errno));\n"
-    "        kill(c, SIGKILL); waitpid(c, NULL, 0);\n"
-    "    }\n"
-    "    for (int i = 0; i < 256; i++) {\n"
-    "        snprintf(path, sizeof(path), \"/proc/1/fd/%d\", i);\n"
-    "        int fd = open(path, O_RDWR);\n"
-    "        if (fd >= 0) hit(path, i);\n"
-    "    }\n"
-    "    int pf = (int)syscall(SYS_pidfd_open, 1, 0);\n"
-    "    printf(\"pidfd_open(1): %d\\n\", pf);\n"
-    "    for (int i = 0; pf >= 0 && i < 256; i++)\n"
-    "        if (syscall(SYS_pidfd_getfd, pf, i, 0) >= 0) hit(\"pidfd_getfd\", i);\n"
-    "    if (ptrace(PTRACE_ATTACH, 1, 0, 0) == 0) hit(\"ptrace attach\", 1);\n"
-    "    if (ptrace(PTRACE_SEIZE, 1, 0, 0) == 0) hit(\"ptrace seize\", 1);\n"
-    "    { struct iovec l = { buf, sizeof(buf) }, r = { (void *)0x400000, sizeof(buf) };\n"
-    "      if (process_vm_readv(1, &l, 1, &r, 1, 0) >= 0) hit(\"process_vm_readv\", 1); }\n"
-    "    FILE *f = fopen(\"/proc/net/unix\", \"r\");\n"
-    "    int listed = 0;\n"
-    "    while (f != NULL && fgets(line, sizeof(line), f) != NULL) {\n"
-    "        char name[300] = \"\";\n"
-    "        if (sscanf(line, \"%*s %*s %*s %*s %*s %*s %*s %299s\", name) != 1) continue;\n"
-    "        listed++;\n"
-    "        struct sockaddr_un a = { .sun_family = AF_UNIX };\n"
-    "        size_t n = strlen(name);\n"
-    "        if (n >= sizeof(a.sun_path)) continue;\n"
-    "        memcpy(a.sun_path, name, n);\n"
-    "        if (name[0] == '@') a.sun_path[0] = '\\0';\n"
-    "        int types[] = { SOCK_STREAM, SOCK_SEQPACKET, SOCK_DGRAM };\n"
-    "        for (int t = 0; t < 3; t++) {\n"
-    "            int s = socket(AF_UNIX, types[t], 0);\n"
-    "            if (s >= 0 && connect(s, (struct sockaddr *)&a,\n"
-    "                                  (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) == 0)\n"
-    "                hit(name, t);\n"
-    "            if (s >= 0) close(s);\n"
-    "        }\n"
-    "    }\n"
-    "    printf(\"named sockets listed: %d\\n\", listed);\n"
-    "    /* the stop signals the agent takes, from inside: also forged */\n"
-    "    kill(1, SIGTERM); kill(1, SIGINT); kill(1, SIGHUP);\n"
-    "    syscall(SYS_tgkill, 1, 1, SIGTERM);\n"
-    "    { siginfo_t q; memset(&q, 0, sizeof(q)); q.si_signo = SIGTERM; q.si_code = SI_QUEUE;\n"
-    "      syscall(SYS_rt_sigqueueinfo, 1, SIGTERM, &q);\n"
-    "      q.si_code = SI_USER;\n"
-    "      if (syscall(SYS_rt_sigqueueinfo, 1, SIGTERM, &q) == 0) hit(\"forged SI_USER\", 1); }\n"
-    "    kill(1, SIGKILL);\n"
-    "    usleep(100000);\n"
-    "    printf(\"reached %d\\n\", reached);\n"
-    "    return reached != 0 || self < 0;\n"
-    "}\n";
-
 Test(docker, code_inside_cannot_reach_the_agents_channel)
 {
     struct cordon_exec_outcome o;
@@ -2156,7 +2085,8 @@ Test(docker, code_inside_cannot_reach_the_agents_channel)
     snprintf(path, sizeof(path), "/proc/%d/root/workspace/hostile.c", (int)init);
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
-    cr_assert_eq(write(fd, hostile_c, strlen(hostile_c)), (ssize_t)strlen(hostile_c));
+    cr_assert_eq(write(fd, test_hostile_agent_c, sizeof(test_hostile_agent_c) - 1),
+                 (ssize_t)sizeof(test_hostile_agent_c) - 1);
     close(fd);
     sh(state, "cc -o /tmp/hostile /workspace/hostile.c && /tmp/hostile", &o);
     out = text_of(&o.out);
