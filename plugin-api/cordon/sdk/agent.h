@@ -7,7 +7,8 @@
  * the sandbox does not) and sends one message per command: argv, env,
  * cwd, and the command's stdio descriptors themselves (SCM_RIGHTS, no
  * copy), plus a reply socket on which the agent reports how the command
- * ended. The design is in docs/decisions.md ("The resident agent").
+ * ended. The design is in decisions.md ("The resident agent"), installed
+ * with the provider docs in share/doc/cordon.
  */
 #ifndef CORDON_SDK_AGENT_H
 #define CORDON_SDK_AGENT_H
