@@ -60,11 +60,9 @@ start() {
     echo "dockerd: runsc not installed; installing runsc" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q runsc >&2
   fi
-  local runsc config attempt
+  local runsc config attempt pid
   runsc=$(command -v runsc)
   config="${pidfile%.pid}.json"
-  printf '{"runtimes": {"cordon-test-runc": {"path": "%s"}, "runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}}}\n' \
-    "$runc" "$runsc" >"$config"
   # cordon's containers have network none: a second attempt starts the daemon
   # without the bridge and iptables rules, so a host whose netfilter refuses
   # them still gets a daemon.
@@ -72,8 +70,16 @@ start() {
   for attempt in 1 2; do
     clear_stale
     [ "$attempt" -eq 1 ] || extra=(--iptables=false --bridge=none)
+    # Written for each attempt: stopping a failed one removes it.
+    printf '{"runtimes": {"cordon-test-runc": {"path": "%s"}, "runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}}}\n' \
+      "$runc" "$runsc" >"$config"
     setsid dockerd --config-file "$config" "${extra[@]}" >"$log" 2>&1 </dev/null &
-    echo $! >"$pidfile"
+    pid=$!
+    # setsid forks when it leads its process group (a shell with job
+    # control): the daemon is then its child, and $! a pid that is gone.
+    sleep 0.2
+    grep -q dockerd "/proc/$pid/cmdline" 2>/dev/null || pid=$(pgrep -n -x dockerd || echo "$pid")
+    echo "$pid" >"$pidfile"
     for _ in $(seq 1 180); do
       answering && { echo "dockerd: started (pid $(cat "$pidfile"), log $log)"; return 0; }
       ours >/dev/null || break
