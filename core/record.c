@@ -50,16 +50,25 @@ static struct cordon__record *record_new(const char *id, int dir_fd)
     return rec;
 }
 
-int cordon__record_save(struct cordon__record *rec, struct cordon_error *err)
+/* rec->doc into record.json, replaced atomically; durable: fsync'd too. */
+static int record_write(struct cordon__record *rec, bool durable, struct cordon_error *err)
 {
     char *text = cJSON_Print(rec->doc);
     int r;
 
     if (text == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "record %s: out of memory", rec->id);
-    r = cordon_fs_write_atomic(rec->dir_fd, RECORD_FILE, text, strlen(text), 0600, err);
+    if (durable)
+        r = cordon_fs_write_atomic(rec->dir_fd, RECORD_FILE, text, strlen(text), 0600, err);
+    else
+        r = cordon_fs_write_replace(rec->dir_fd, RECORD_FILE, text, strlen(text), 0600, err);
     free(text);
     return r;
+}
+
+int cordon__record_save(struct cordon__record *rec, struct cordon_error *err)
+{
+    return record_write(rec, true, err);
 }
 
 int cordon__record_create(struct cordon_ctx *ctx, const char *id, const cJSON *doc,
@@ -247,21 +256,12 @@ int cordon__record_list(struct cordon_ctx *ctx, char ***ret_ids, size_t *ret_n,
 static int set_phase(struct cordon__record *rec, const char *phase, bool owned, bool durable,
                      struct cordon_error *err)
 {
-    char *text;
-    int r;
-
     cJSON_DeleteItemFromObjectCaseSensitive(rec->doc, "phase");
     cJSON_DeleteItemFromObjectCaseSensitive(rec->doc, "owner_pid");
     cJSON_AddStringToObject(rec->doc, "phase", phase);
     if (owned)
         cJSON_AddNumberToObject(rec->doc, "owner_pid", (double)getpid());
-    if (durable)
-        return cordon__record_save(rec, err);
-    if ((text = cJSON_Print(rec->doc)) == NULL)
-        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "record %s: out of memory", rec->id);
-    r = cordon_fs_write_replace(rec->dir_fd, RECORD_FILE, text, strlen(text), 0600, err);
-    free(text);
-    return r;
+    return record_write(rec, durable, err);
 }
 
 int cordon__record_phase(struct cordon__record *rec, const char *phase, bool owned,
