@@ -18,6 +18,7 @@
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/request.h>
 #include <cordon/sdk/runner.h>
+#include <cordon/sdk/spec.h>
 #include "core/checkpoint.h"
 #include "core/config.h"
 #include "core/env.h"
@@ -647,13 +648,15 @@ static int provision(struct cordon_ctx *ctx, struct spec *spec, int tar_fd, cJSO
     struct cordon__record *rec = NULL;
     struct bound b = { NULL, NULL };
     struct git_job git;
-    cJSON *doc = cJSON_CreateObject(), *pspec = NULL, *state = NULL, *result = NULL, *ws, *verdict = NULL;
+    struct cordon_spec pspec;
+    cJSON *doc = cJSON_CreateObject(), *state = NULL, *result = NULL, *ws, *verdict = NULL;
     char *text = NULL, *state_text = NULL, when[40];
     struct cordon_error perr;
     bool created = false;
     int r;
 
     memset(&git, 0, sizeof(git));
+    cordon_spec_init(&pspec);
     /* Before anything exists: is this provider, as the host sees it, good
      * enough for what was asked? */
     r = select_verified(ctx, spec, &verdict, NULL, err);
@@ -667,6 +670,19 @@ static int provision(struct cordon_ctx *ctx, struct spec *spec, int tar_fd, cJSO
     }
     /* The lifetime starts now, not before the probe. */
     expires = cordon_now_wall_ms() + spec->limits.runtime_ms;
+    /* The provider's spec, complete before anything exists. */
+    snprintf(pspec.execution_id, sizeof(pspec.execution_id), "%s", spec->id);
+    pspec.resources = spec->limits;
+    pspec.layout = CORDON_SPEC_LAYOUT_HOST;
+    pspec.expires_at_ms = expires;
+    r = cordon_spec_set_image(&pspec, cJSON_GetStringValue(spec->image), err);
+    if (r == 0)
+        r = cordon_env_from_json(spec->environment, "environment", &pspec.environment, err);
+    if (r == 0)
+        r = cordon_spec_print(&pspec, &text, err);
+    cordon_spec_clear(&pspec);
+    if (r < 0)
+        goto out;
     /* The record (an intent) exists before anything else is created. */
     cJSON_AddNumberToObject(doc, "version", CORDON_RECORD_VERSION);
     cJSON_AddStringToObject(doc, "execution_id", spec->id);
@@ -692,17 +708,8 @@ static int provision(struct cordon_ctx *ctx, struct spec *spec, int tar_fd, cJSO
     r = bind_provider(ctx, spec->provider, spec->config, &b, err);
     if (r < 0)
         goto out;
-    pspec = cJSON_CreateObject();
-    cJSON_AddStringToObject(pspec, "execution_id", spec->id);
-    cJSON_AddItemToObject(pspec, "image", spec->image != NULL ? cJSON_Duplicate(spec->image, 1) : cJSON_CreateNull());
-    cJSON_AddItemToObject(pspec, "resources", cordon_limits_to_json(&spec->limits));
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(pspec, "network"), "mode", "none");
-    cJSON_AddItemToObject(pspec, "environment", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(doc, "environment"), 1));
-    cJSON_AddStringToObject(pspec, "layout", "host");
-    cJSON_AddNumberToObject(pspec, "expires_at_ms", (double)expires);
-    text = cJSON_PrintUnformatted(pspec);
     cordon_error_init(&perr);
-    r = text != NULL ? b.p->vt.provision(b.res, text, &state_text, &perr) : CORDON_E_NOMEM;
+    r = b.p->vt.provision(b.res, text, &state_text, &perr);
     created = true;   /* from here, a failure must destroy what may exist */
     if (r != 0) {
         state_text = NULL;
@@ -783,7 +790,6 @@ out:
     free(text);
     cJSON_Delete(result);
     cJSON_Delete(state);
-    cJSON_Delete(pspec);
     cJSON_Delete(doc);
     cJSON_Delete(verdict);
     return r;

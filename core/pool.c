@@ -12,6 +12,7 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
+#include <cordon/sdk/spec.h>
 #include "core/canonical.h"
 #include "core/pool.h"
 
@@ -232,7 +233,8 @@ static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
     uint64_t now = cordon_now_wall_ms(), until = now + ttl_ms;
     /* The sandbox lives through its claimable time and then one whole run. */
     uint64_t expires = until + t->limits.runtime_ms;
-    cJSON *doc = cJSON_CreateObject(), *spec = cJSON_CreateObject(), *pool, *state = NULL;
+    struct cordon_spec spec;
+    cJSON *doc = cJSON_CreateObject(), *pool, *state = NULL;
     char id[65], hex[25], *text = NULL, *state_text = NULL;
     struct cordon_error perr;
     bool created = false;
@@ -241,6 +243,20 @@ static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
     if ((r = cordon__random_hex(hex, 12, err)) < 0)
         goto out;
     snprintf(id, sizeof(id), "pool-%s", hex);
+    /* The provider's spec, complete before anything exists. */
+    cordon_spec_init(&spec);
+    snprintf(spec.execution_id, sizeof(spec.execution_id), "%s", id);
+    spec.resources = t->limits;
+    spec.layout = strcmp(t->layout, "host") == 0 ? CORDON_SPEC_LAYOUT_HOST : CORDON_SPEC_LAYOUT_CODE;
+    spec.expires_at_ms = expires;
+    r = cordon_spec_set_image(&spec, cJSON_GetStringValue(t->image), err);
+    if (r == 0)
+        r = cordon_env_from_json(t->environment, "environment", &spec.environment, err);
+    if (r == 0)
+        r = cordon_spec_print(&spec, &text, err);
+    cordon_spec_clear(&spec);
+    if (r < 0)
+        goto out;
     cJSON_AddNumberToObject(doc, "version", CORDON_RECORD_VERSION);
     cJSON_AddStringToObject(doc, "execution_id", id);
     cJSON_AddStringToObject(doc, "provider_id", t->sel.provider->id);
@@ -264,16 +280,8 @@ static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
     /* The record (an intent) exists before the sandbox. */
     if ((r = cordon__record_create(ctx, id, doc, &rec, err)) < 0)
         goto out;
-    cJSON_AddStringToObject(spec, "execution_id", id);
-    cJSON_AddItemToObject(spec, "image", cJSON_Duplicate(t->image, 1));
-    cJSON_AddItemToObject(spec, "resources", cordon_limits_to_json(&t->limits));
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(spec, "network"), "mode", "none");
-    cJSON_AddItemToObject(spec, "environment", cJSON_Duplicate(t->environment, 1));
-    cJSON_AddStringToObject(spec, "layout", t->layout);
-    cJSON_AddNumberToObject(spec, "expires_at_ms", (double)expires);
-    text = cJSON_PrintUnformatted(spec);
     cordon_error_init(&perr);
-    r = text != NULL ? vt->provision(res, text, &state_text, &perr) : CORDON_E_NOMEM;
+    r = vt->provision(res, text, &state_text, &perr);
     created = true;
     if (r != 0) {
         state_text = NULL;
@@ -314,7 +322,6 @@ out:
         ctx->host->free(state_text);
     free(text);
     cJSON_Delete(state);
-    cJSON_Delete(spec);
     cJSON_Delete(doc);
     return r;
 }

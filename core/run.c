@@ -17,6 +17,7 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
+#include <cordon/sdk/spec.h>
 #include <cordon/sdk/tar.h>
 #include "core/adapter.h"
 #include "core/config.h"
@@ -488,7 +489,7 @@ static int step_provision(struct run *run, const cJSON *request, struct cordon_e
 {
     const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
     const cJSON *image = cJSON_GetObjectItemCaseSensitive(request, "image");
-    cJSON *spec = cJSON_CreateObject(), *res = cJSON_AddObjectToObject(spec, "resources");
+    struct cordon_spec spec;
     uint64_t t = cordon_now_monotonic_ms();
     struct cordon_error perr;
     char hex[17], key[65], *text;
@@ -501,15 +502,12 @@ static int step_provision(struct run *run, const cJSON *request, struct cordon_e
                          key, err);
     if (r == 0)
         r = cordon__pool_claim(run->ctx, key, &run->pooled, err);
-    if (r < 0) {
-        cJSON_Delete(spec);
+    if (r < 0)
         return fail(run, "error", "provision", t, err);
-    }
     if (run->pooled != NULL) {
         char *state = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(run->pooled->doc, "provider_state"));
         size_t len = state != NULL ? strlen(state) + 1 : 0;
 
-        cJSON_Delete(spec);
         run->state = state != NULL ? run->ctx->host->alloc(len) : NULL;
         if (run->state == NULL) {
             free(state);
@@ -525,32 +523,25 @@ static int step_provision(struct run *run, const cJSON *request, struct cordon_e
         return 0;
     }
     r = cordon__random_hex(hex, 8, err);
-    if (r < 0) {
-        cJSON_Delete(spec);
+    if (r < 0)
         return fail(run, "error", "provision", t, err);
-    }
     /* The pid in the id tells `cordon gc` that this unrecorded execution
      * belongs to a live run (see cordon__run_owner_alive). */
     snprintf(run->execution_id, sizeof(run->execution_id), "run-%ld-%s", (long)getpid(), hex);
-    cJSON_AddStringToObject(spec, "execution_id", run->execution_id);
-    if (cJSON_IsString(image))
-        cJSON_AddStringToObject(spec, "image", image->valuestring);
-    else
-        cJSON_AddNullToObject(spec, "image");
-    cJSON_AddNumberToObject(res, "cpus", run->limits.cpus);
-    cJSON_AddNumberToObject(res, "memory_bytes", (double)run->limits.memory_bytes);
-    cJSON_AddNumberToObject(res, "disk_bytes", (double)run->limits.disk_bytes);
-    cJSON_AddNumberToObject(res, "pids", (double)run->limits.pids);
-    cJSON_AddNumberToObject(res, "runtime_ms", (double)run->limits.runtime_ms);
-    cJSON_AddNumberToObject(res, "max_output_bytes", (double)run->limits.max_output_bytes);
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(spec, "network"), "mode", "none");
-    cJSON_AddObjectToObject(spec, "environment");
-    cJSON_AddStringToObject(spec, "layout", "code");
-    cJSON_AddNumberToObject(spec, "expires_at_ms", (double)(cordon_now_wall_ms() + run->limits.runtime_ms));
-    text = cJSON_PrintUnformatted(spec);
-    cJSON_Delete(spec);
+    /* The run passes the caller's image as given: the provider judges it. */
+    cordon_spec_init(&spec);
+    snprintf(spec.execution_id, sizeof(spec.execution_id), "%s", run->execution_id);
+    spec.resources = run->limits;
+    spec.layout = CORDON_SPEC_LAYOUT_CODE;
+    spec.expires_at_ms = cordon_now_wall_ms() + run->limits.runtime_ms;
+    r = cordon_spec_set_image(&spec, cJSON_GetStringValue(image), err);
+    if (r == 0)
+        r = cordon_spec_print(&spec, &text, err);
+    cordon_spec_clear(&spec);
+    if (r < 0)
+        return fail(run, "error", "provision", t, err);
     cordon_error_init(&perr);
-    r = text != NULL ? vt->provision(run->resource, text, &run->state, &perr) : CORDON_E_NOMEM;
+    r = vt->provision(run->resource, text, &run->state, &perr);
     free(text);
     if (r != 0) {
         run->state = NULL;

@@ -28,6 +28,7 @@
 #include <cordon/sdk/json.h>
 #include <cordon/sdk/observe.h>
 #include <cordon/sdk/request.h>
+#include <cordon/sdk/spec.h>
 #include <cordon/sdk/tar.h>
 
 #include "sdk/boundary.h"
@@ -246,43 +247,28 @@ static int canary_start(const char *observer, const char *token, pid_t *ret_pid,
 static int build_spec(const struct cordon_observe_opts *opts, const char *execution_id, char **ret,
                       struct cordon_error *err)
 {
-    cJSON *spec = cJSON_CreateObject(), *res, *env = NULL;
-    char *text = NULL;
-    int rc;
+    /* Fixed resources: enough for the observer, small enough anywhere. */
+    static const struct cordon_limits limits = { 1, 256u << 20, 64u << 20, 128, OBSERVE_LIFETIME_MS,
+                                                 1u << 20 };
+    struct cordon_spec spec;
+    cJSON *env = NULL;
+    int rc = 0;
 
-    if (opts->environment_json != NULL && (rc = cordon_json_parse_object("observe: environment_json",
-                                                             opts->environment_json, MAX_JSON_BYTES, &env, err)) < 0)
-        goto out;
-    if (env == NULL)
-        env = cJSON_CreateObject();
-    if (spec == NULL || env == NULL || !cJSON_AddStringToObject(spec, "execution_id", execution_id) ||
-        !cJSON_AddItemToObject(spec, "image", opts->image != NULL ? cJSON_CreateString(opts->image) :
-                                                                    cJSON_CreateNull()) ||
-        (res = cJSON_AddObjectToObject(spec, "resources")) == NULL ||
-        !cJSON_AddNumberToObject(res, "cpus", 1) ||
-        !cJSON_AddNumberToObject(res, "memory_bytes", 268435456.0) ||
-        !cJSON_AddNumberToObject(res, "disk_bytes", 67108864.0) ||
-        !cJSON_AddNumberToObject(res, "pids", 128) ||
-        !cJSON_AddNumberToObject(res, "runtime_ms", OBSERVE_LIFETIME_MS) ||
-        !cJSON_AddNumberToObject(res, "max_output_bytes", 1048576.0) ||
-        cJSON_AddObjectToObject(spec, "network") == NULL ||
-        !cJSON_AddStringToObject(cJSON_GetObjectItem(spec, "network"), "mode", "none") ||
-        !cJSON_AddItemToObject(spec, "environment", env)) {
-        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
-        goto out;
-    }
-    env = NULL;
-    if (!cJSON_AddStringToObject(spec, "layout", "host") ||
-        !cJSON_AddNumberToObject(spec, "expires_at_ms", (double)(cordon_now_wall_ms() + OBSERVE_LIFETIME_MS)) ||
-        (text = cJSON_PrintUnformatted(spec)) == NULL) {
-        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
-        goto out;
-    }
-    *ret = text;
-    rc = 0;
-out:
+    cordon_spec_init(&spec);
+    snprintf(spec.execution_id, sizeof(spec.execution_id), "%s", execution_id);
+    spec.resources = limits;
+    spec.layout = CORDON_SPEC_LAYOUT_HOST;
+    spec.expires_at_ms = cordon_now_wall_ms() + OBSERVE_LIFETIME_MS;
+    rc = cordon_spec_set_image(&spec, opts->image, err);
+    if (rc == 0 && opts->environment_json != NULL)
+        rc = cordon_json_parse_object("observe: environment_json", opts->environment_json,
+                                      MAX_JSON_BYTES, &env, err);
+    if (rc == 0)
+        rc = cordon_env_from_json(env, "observe: environment_json", &spec.environment, err);
+    if (rc == 0)
+        rc = cordon_spec_print(&spec, ret, err);
+    cordon_spec_clear(&spec);
     cJSON_Delete(env);
-    cJSON_Delete(spec);
     return rc;
 }
 

@@ -30,6 +30,7 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/sandbox.h>
+#include <cordon/sdk/spec.h>
 #include "plugins/docker/docker.h"
 
 #define DK_REMOVE_WAIT_MS 30000u
@@ -81,7 +82,7 @@ int dk_state_parse(const struct cordon_resource *res, const char *json, bool ful
         goto out;
     st.execution_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc,
                                                                              "execution_id"));
-    r = dk_check_execution_id("state.execution_id", st.execution_id, err);
+    r = cordon_execution_id_check("state.execution_id", st.execution_id, err);
     if (r < 0)
         goto out;
     /* The id goes into request paths: exactly what the daemon handed out. */
@@ -147,14 +148,11 @@ out:
 
 /* What a spec asks for, parsed and checked before anything is created. */
 struct dk_spec {
-    cJSON *doc;
-    const char *execution_id;
-    const char *image;
+    struct cordon_spec in;     /* the spec as the sdk read it */
+    const char *image;         /* in.image, else the config's */
     bool pinned;
-    struct cordon_limits limits;
-    struct cordon_disk_split disk; /* limits.disk_bytes across /workspace, /tmp, /dev/shm */
+    struct cordon_disk_split disk; /* resources.disk_bytes across /workspace, /tmp, /dev/shm */
     bool code_layout;
-    const cJSON *environment;
     uint64_t expires_at_ms;
     uid_t uid;                 /* who the execution runs as */
     gid_t gid;
@@ -163,69 +161,23 @@ struct dk_spec {
 static int dk_spec_parse(const struct cordon_resource *res, const char *json, struct dk_spec *sp,
                          struct cordon_error *err)
 {
-    uint64_t now = cordon_now_wall_ms();
-    const cJSON *item;
-    int r;
+    int r = cordon_spec_parse(json, &sp->in, err);
 
-    r = cordon_json_parse_object("spec", json, CORDON_SPEC_MAX, &sp->doc, err);
-    if (r < 0)
-        return r;
-    sp->execution_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sp->doc,
-                                                                             "execution_id"));
-    r = dk_check_execution_id("execution_id", sp->execution_id, err);
     if (r < 0)
         return r;
     /* The spec's image wins over the config's. */
-    item = cJSON_GetObjectItemCaseSensitive(sp->doc, "image");
-    if (item != NULL && !cJSON_IsNull(item) && !cJSON_IsString(item))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "image: must be a string or null");
-    sp->image = cJSON_IsString(item) && item->valuestring[0] != '\0' ? item->valuestring
-                                                                    : res->cfg.image;
+    sp->image = sp->in.image != NULL ? sp->in.image : res->cfg.image;
     if (sp->image == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "image: none in the spec and none in the provider config "
                                 "(NAME@sha256:<64 hex> or sha256:<64 hex>)");
     r = dk_image_check("image", sp->image, res->cfg.allow_unpinned, &sp->pinned, err);
-    if (r < 0)
-        return r;
-    r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(sp->doc, "resources"), "resources",
-                        &sp->limits, err);
     if (r == 0)
-        r = cordon_disk_split("resources.disk_bytes", sp->limits.disk_bytes, &sp->disk, err);
-    if (r < 0)
-        return r;
-    /* Only "none": anything else is refused, never quietly downgraded. */
-    item = cJSON_GetObjectItemCaseSensitive(sp->doc, "network");
-    if (item != NULL) {
-        const cJSON *mode = cJSON_GetObjectItemCaseSensitive(item, "mode");
-
-        if (!cJSON_IsObject(item) || !cJSON_IsString(mode))
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "network: must be {\"mode\": \"none\"}");
-        if (strcmp(mode->valuestring, "none") != 0)
-            return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
-                                    "network.mode: \"%.32s\" refused: only \"none\" is offered "
-                                    "(loopback only)", mode->valuestring);
-    }
-    item = cJSON_GetObjectItemCaseSensitive(sp->doc, "layout");
-    if (item != NULL && (!cJSON_IsString(item) || (strcmp(item->valuestring, "code") != 0 &&
-                                                   strcmp(item->valuestring, "host") != 0)))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "layout: must be \"code\" or \"host\"");
-    sp->code_layout = item == NULL || strcmp(item->valuestring, "code") == 0;
-    item = cJSON_GetObjectItemCaseSensitive(sp->doc, "environment");
-    if (item != NULL && !cJSON_IsNull(item)) {
-        r = cordon_env_object_check(item, "environment", err);
-        if (r < 0)
-            return r;
-        sp->environment = item;
-    }
-    /* The host normally sets the deadline; without one, runtime_ms from now. */
-    item = cJSON_GetObjectItemCaseSensitive(sp->doc, "expires_at_ms");
-    if (item != NULL && !cJSON_IsNull(item))
-        return cordon_json_u64(item, "expires_at_ms", now + 1, (uint64_t)CORDON_JSON_INT_MAX,
-                           &sp->expires_at_ms, err);
-    sp->expires_at_ms = now + sp->limits.runtime_ms;
-    return 0;
+        r = cordon_disk_split("resources.disk_bytes", sp->in.resources.disk_bytes, &sp->disk, err);
+    if (r == 0)
+        r = cordon_spec_deadline(&sp->in, cordon_now_wall_ms(), &sp->expires_at_ms, err);
+    sp->code_layout = sp->in.layout == CORDON_SPEC_LAYOUT_CODE;
+    return r;
 }
 
 /* ---- the container -------------------------------------------------------- */
@@ -377,7 +329,6 @@ static char *dk_create_body(const struct cordon_resource *res, const struct dk_s
 {
     char user[32], ms[32], tmp[160], ws[200];
     cJSON *body = cJSON_CreateObject(), *hc, *arr = NULL, *mount, *vo, *dc, *opts, *ul;
-    const cJSON *e;
     char *text = NULL;
     bool ok;
 
@@ -406,12 +357,13 @@ static char *dk_create_body(const struct cordon_resource *res, const struct dk_s
          cJSON_AddStringToObject(body, "WorkingDir", DK_WORKSPACE) &&
          cJSON_AddBoolToObject(body, "NetworkDisabled", true) &&
          cJSON_AddStringToObject(body, "StopSignal", "SIGKILL") &&
-         cJSON_AddNumberToObject(body, "StopTimeout", 1) && dk_add_labels(body, res, sp->execution_id) &&
+         cJSON_AddNumberToObject(body, "StopTimeout", 1) && dk_add_labels(body, res, sp->in.execution_id) &&
          (arr = cJSON_AddArrayToObject(body, "Env")) != NULL;
-    cJSON_ArrayForEach(e, sp->environment) {
+    for (size_t i = 0; ok && i < sp->in.environment.n; i++) {
+        const struct cordon_env_var *e = &sp->in.environment.vars[i];
         char *kv = NULL;
 
-        if (!ok || asprintf(&kv, "%s=%s", e->string, e->valuestring) < 0) {
+        if (asprintf(&kv, "%s=%s", e->name, e->value) < 0) {
             ok = false;
             break;
         }
@@ -430,10 +382,10 @@ static char *dk_create_body(const struct cordon_resource *res, const struct dk_s
          (arr = cJSON_AddArrayToObject(hc, "SecurityOpt")) != NULL &&
          cJSON_AddItemToArray(arr, cJSON_CreateString("no-new-privileges")) &&
          cJSON_AddItemToArray(arr, cJSON_CreateString(seccomp)) &&
-         cJSON_AddNumberToObject(hc, "NanoCpus", llround(sp->limits.cpus * 1e9)) &&
-         cJSON_AddNumberToObject(hc, "Memory", (double)sp->limits.memory_bytes) &&
-         cJSON_AddNumberToObject(hc, "MemorySwap", (double)sp->limits.memory_bytes) &&
-         cJSON_AddNumberToObject(hc, "PidsLimit", (double)sp->limits.pids) &&
+         cJSON_AddNumberToObject(hc, "NanoCpus", llround(sp->in.resources.cpus * 1e9)) &&
+         cJSON_AddNumberToObject(hc, "Memory", (double)sp->in.resources.memory_bytes) &&
+         cJSON_AddNumberToObject(hc, "MemorySwap", (double)sp->in.resources.memory_bytes) &&
+         cJSON_AddNumberToObject(hc, "PidsLimit", (double)sp->in.resources.pids) &&
          cJSON_AddNumberToObject(hc, "ShmSize", (double)sp->disk.shm_bytes) &&
          /* No core dumps, set rather than inherited: it is the one rlimit
           * the runtimes leave differently (runc the daemon's soft 0, runsc
@@ -450,7 +402,7 @@ static char *dk_create_body(const struct cordon_resource *res, const struct dk_s
          cJSON_AddStringToObject(mount, "Type", "volume") &&
          cJSON_AddStringToObject(mount, "Target", DK_WORKSPACE) &&
          (vo = cJSON_AddObjectToObject(mount, "VolumeOptions")) != NULL &&
-         dk_add_labels(vo, res, sp->execution_id) &&
+         dk_add_labels(vo, res, sp->in.execution_id) &&
          (dc = cJSON_AddObjectToObject(vo, "DriverConfig")) != NULL &&
          cJSON_AddStringToObject(dc, "Name", "local") &&
          (opts = cJSON_AddObjectToObject(dc, "Options")) != NULL &&
@@ -512,7 +464,7 @@ static int dk_verify(const struct cordon_resource *res, const struct dk_spec *sp
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(hc, "Tmpfs"), "/tmp"));
     const char *image = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(inspect, "Image"));
     char user[32], ws[200], tmp_want[160], what[160] = "", got[200] = "";
-    double mem = (double)sp->limits.memory_bytes;
+    double mem = (double)sp->in.resources.memory_bytes;
     bool ws_ok = false, init_ok = false, core_ok = false;
 
     snprintf(user, sizeof(user), "%u:%u", (unsigned)sp->uid, (unsigned)sp->gid);
@@ -554,15 +506,15 @@ static int dk_verify(const struct cordon_resource *res, const struct dk_spec *sp
                "HostConfig.ReadonlyRootfs", "not true");
     DK_REQUIRE(strcmp(hc_str(hc, "NetworkMode"), "none") == 0, "HostConfig.NetworkMode",
                "\"%s\", not \"none\"", hc_str(hc, "NetworkMode"));
-    DK_REQUIRE(hc_num(hc, "NanoCpus") == (double)llround(sp->limits.cpus * 1e9),
+    DK_REQUIRE(hc_num(hc, "NanoCpus") == (double)llround(sp->in.resources.cpus * 1e9),
                "HostConfig.NanoCpus", "%.0f, asked %lld", hc_num(hc, "NanoCpus"),
-               llround(sp->limits.cpus * 1e9));
+               llround(sp->in.resources.cpus * 1e9));
     DK_REQUIRE(hc_num(hc, "Memory") == mem, "HostConfig.Memory", "%.0f, asked %.0f",
                hc_num(hc, "Memory"), mem);
     DK_REQUIRE(hc_num(hc, "MemorySwap") == mem, "HostConfig.MemorySwap",
                "%.0f, asked %.0f (equal to Memory: no swap)", hc_num(hc, "MemorySwap"), mem);
-    DK_REQUIRE(hc_num(hc, "PidsLimit") == (double)sp->limits.pids, "HostConfig.PidsLimit",
-               "%.0f, asked %llu", hc_num(hc, "PidsLimit"), (unsigned long long)sp->limits.pids);
+    DK_REQUIRE(hc_num(hc, "PidsLimit") == (double)sp->in.resources.pids, "HostConfig.PidsLimit",
+               "%.0f, asked %llu", hc_num(hc, "PidsLimit"), (unsigned long long)sp->in.resources.pids);
     DK_REQUIRE(core_ok, "HostConfig.Ulimits[core]", "not 0:0");
     DK_REQUIRE(list_has(cJSON_GetObjectItemCaseSensitive(hc, "CapDrop"), all),
                "HostConfig.CapDrop", "ALL is not dropped");
@@ -797,14 +749,14 @@ static char *dk_state_json(const struct cordon_resource *res, const struct dk_sp
     cJSON *st = cJSON_CreateObject();
     char *text = NULL;
 
-    if (st != NULL && cJSON_AddStringToObject(st, "execution_id", sp->execution_id) &&
+    if (st != NULL && cJSON_AddStringToObject(st, "execution_id", sp->in.execution_id) &&
         cJSON_AddStringToObject(st, "container_id", container_id) &&
         cJSON_AddStringToObject(st, "container_name", name) &&
         cJSON_AddStringToObject(st, "image", sp->image) &&
         cJSON_AddNumberToObject(st, "uid", (double)sp->uid) &&
         cJSON_AddNumberToObject(st, "gid", (double)sp->gid) &&
         cJSON_AddStringToObject(st, "layout", sp->code_layout ? "code" : "host") &&
-        dk_limits_add(st, &sp->limits) &&
+        dk_limits_add(st, &sp->in.resources) &&
         cJSON_AddNumberToObject(st, "expires_at_ms", (double)sp->expires_at_ms) &&
         cJSON_AddStringToObject(st, "runtime", res->cfg.runtime != NULL ? res->cfg.runtime : "") &&
         (!agent || (cJSON_AddTrueToObject(st, "agent") &&
@@ -847,11 +799,11 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
     }
     /* A uid of its own; held already means the id is in use. */
     if (res->cfg.pooled) {
-        r = cordon_uid_take(NULL, res->host->host_instance_id, sp.execution_id, &sp.uid, err);
+        r = cordon_uid_take(NULL, res->host->host_instance_id, sp.in.execution_id, &sp.uid, err);
         if (r == CORDON_E_EXISTS)
             r = cordon_error_set(err, CORDON_E_EXISTS, 0,
                                  "execution_id: \"%s\" already runs on this host",
-                                 sp.execution_id);
+                                 sp.in.execution_id);
         if (r < 0)
             goto out;
         took_uid = true;
@@ -866,13 +818,13 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
     r = dk_conn_open(&res->engine, &conn, err);
     if (r < 0)
         goto out;
-    dk_container_name(res, sp.execution_id, name, sizeof(name));
+    dk_container_name(res, sp.in.execution_id, name, sizeof(name));
     snprintf(path, sizeof(path), "/containers/create?name=%s", name);
     r = dk_api(conn, "POST", path, body, "provision: create", &status, &reply, err);
     if (r == CORDON_E_EXISTS)
         r = cordon_error_set(err, CORDON_E_EXISTS, 0,
                              "execution_id: \"%s\" already has a container on this daemon (%s)",
-                             sp.execution_id, name);
+                             sp.in.execution_id, name);
     else if (r == CORDON_E_NOT_FOUND)
         r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
                              "image: \"%s\" is not present in the daemon; load or pull it first "
@@ -881,7 +833,7 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
         goto out;
     if (!container_id_valid(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "Id")))) {
         r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "provision: create answered no valid Id");
-        dk_remove_labelled(conn, res, sp.execution_id, NULL);
+        dk_remove_labelled(conn, res, sp.in.execution_id, NULL);
         goto out;
     }
     snprintf(container_id, sizeof(container_id), "%s",
@@ -925,7 +877,7 @@ fail:
     /* Nothing half-made stays behind. */
     cordon_error_init(&ignored);
     dk_container_remove(conn, container_id, &ignored);
-    dk_remove_labelled(conn, res, sp.execution_id, &ignored);
+    dk_remove_labelled(conn, res, sp.in.execution_id, &ignored);
     /* Not even what the daemon itself forgot (reap.c). */
     if (reap) {
         int killed = dk_runtime_reap(container_id, &ignored);
@@ -941,13 +893,13 @@ fail:
     }
 out:
     if (r < 0 && took_uid)
-        cordon_uid_give_back(NULL, res->host->host_instance_id, sp.execution_id, NULL);
+        cordon_uid_give_back(NULL, res->host->host_instance_id, sp.in.execution_id, NULL);
     free(state);
     free(body);
     free(seccomp);
     cJSON_Delete(reply);
     cJSON_Delete(inspect);
-    cJSON_Delete(sp.doc);
+    cordon_spec_clear(&sp.in);
     dk_conn_close(conn);
     return r;
 }
@@ -1085,7 +1037,7 @@ static void add_ids(cJSON *ids, const cJSON *list)
             cJSON_GetObjectItemCaseSensitive(item, "Labels"), DK_LABEL_EXECUTION));
         bool seen = false;
 
-        if (dk_check_execution_id("label", id, NULL) < 0)
+        if (cordon_execution_id_check("label", id, NULL) < 0)
             continue;
         cJSON_ArrayForEach(have, ids)
             seen = seen || strcmp(have->valuestring, id) == 0;

@@ -60,11 +60,6 @@ static bool name_valid(const char *s, size_t max)
     return true;
 }
 
-int dk_check_execution_id(const char *field, const char *id, struct cordon_error *err)
-{
-    return cordon_execution_id_check(field, id, err);
-}
-
 /* True for exactly 64 lowercase hex digits. */
 static bool hex64(const char *s)
 {
@@ -835,7 +830,7 @@ static int dk_reclaim(struct cordon_resource *res, const char *execution_id,
 
     if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
-    r = dk_check_execution_id("execution_id", execution_id, err);
+    r = cordon_execution_id_check("execution_id", execution_id, err);
     if (r == 0)
         r = dk_conn_open(&res->engine, &conn, err);
     if (r == 0)

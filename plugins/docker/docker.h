@@ -172,8 +172,6 @@ struct dk_state {
 
 /* CORDON_E_NOMEM with "what: out of memory". */
 int dk_nomem(struct cordon_error *err, const char *what);
-/* [A-Za-z0-9][A-Za-z0-9_.-]{0,63}. */
-int dk_check_execution_id(const char *field, const char *id, struct cordon_error *err);
 /* An image reference: NAME@sha256:<64 hex> or sha256:<64 hex> (pinned), or
  * any other reference when allow_unpinned. */
 int dk_image_check(const char *field, const char *ref, bool allow_unpinned, bool *ret_pinned,

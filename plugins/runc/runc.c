@@ -35,6 +35,7 @@
 #include <cordon/sdk/observe.h>
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/sandbox.h>
+#include <cordon/sdk/spec.h>
 #include <cordon/sdk/tar.h>
 
 #include "plugins/runc/runc.h"
@@ -53,11 +54,6 @@ int runc__nomem(struct cordon_error *err, const char *what)
 }
 
 /* [A-Za-z0-9][A-Za-z0-9_.-]{0,63}: one path component, and a runtime id. */
-int runc__check_id(const char *field, const char *id, struct cordon_error *err)
-{
-    return cordon_execution_id_check(field, id, err);
-}
-
 int runc__check_abs_path(const char *field, const char *path, struct cordon_error *err)
 {
     size_t len = strnlen(path, RUNC_PATH_MAX + 1);
@@ -445,7 +441,7 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
     if (r < 0)
         goto out;
     st.id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id"));
-    r = runc__check_id("state.execution_id", st.id, err);
+    r = cordon_execution_id_check("state.execution_id", st.id, err);
     if (r < 0)
         goto out;
     st.bundle = runc__bundle_path(res, st.id);
@@ -551,66 +547,24 @@ static int read_pid_file(const char *bundle, pid_t *ret, struct cordon_error *er
     return r;
 }
 
-/* The spec's parts that provision needs, borrowed from its document. */
+/* What provision works from: the sdk's typed spec, and what follows. */
 struct prov {
-    const char *id;
+    struct cordon_spec spec;
     const char *image;           /* spec's, else the config's, else NULL */
-    struct cordon_limits limits;
-    bool code;
-    const cJSON *environment;
-    uint64_t expires_at_ms;
+    uint64_t expires_at_ms;      /* the deadline, once the image is ready */
     uid_t uid;                   /* who the execution runs as */
     gid_t gid;
 };
 
-static int spec_parse(const struct cordon_resource *res, const cJSON *spec, struct prov *ret,
-                      struct cordon_error *err)
+static int spec_parse(const char *json, struct prov *p, struct cordon_error *err)
 {
-    struct prov p = { .code = true };
-    const cJSON *item, *mode;
-    uint64_t now = cordon_now_wall_ms();
-    int r;
+    struct cordon_disk_split disk;
+    int r = cordon_spec_parse(json, &p->spec, err);
 
-    p.id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(spec, "execution_id"));
-    if ((r = runc__check_id("execution_id", p.id, err)) < 0)
-        return r;
-    item = cJSON_GetObjectItemCaseSensitive(spec, "image");
-    if (item != NULL && !cJSON_IsNull(item) && !cJSON_IsString(item))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "image: must be a string");
-    p.image = cJSON_IsString(item) && item->valuestring[0] != '\0' ? item->valuestring
-                                                                   : res->cfg.image;
-    r = limits_parse(cJSON_GetObjectItemCaseSensitive(spec, "resources"), "resources", &p.limits,
-                     err);
-    if (r < 0)
-        return r;
-    item = cJSON_GetObjectItemCaseSensitive(spec, "network");
-    mode = cJSON_GetObjectItemCaseSensitive(item, "mode");
-    if (item != NULL && (!cJSON_IsObject(item) || !cJSON_IsString(mode)))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "network: must be {\"mode\": \"none\"}");
-    if (item != NULL && strcmp(mode->valuestring, "none") != 0)
-        return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
-                                "network.mode: \"%.32s\" refused: " RUNC_ID " gives a network "
-                                "namespace with loopback only (\"none\")", mode->valuestring);
-    item = cJSON_GetObjectItemCaseSensitive(spec, "layout");
-    if (item != NULL && (!cJSON_IsString(item) || (strcmp(item->valuestring, "code") != 0 &&
-                                                  strcmp(item->valuestring, "host") != 0)))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "layout: must be \"code\" or \"host\"");
-    p.code = item == NULL || item->valuestring[0] == 'c';
-    item = cJSON_GetObjectItemCaseSensitive(spec, "environment");
-    if (item != NULL && !cJSON_IsNull(item)) {
-        if ((r = cordon_env_object_check(item, "environment", err)) < 0)
-            return r;
-        p.environment = item;
-    }
-    /* The host normally sets the deadline; without one (0 here) it is
-     * runtime_ms from the moment the container is about to exist. */
-    item = cJSON_GetObjectItemCaseSensitive(spec, "expires_at_ms");
-    if (item != NULL && !cJSON_IsNull(item) &&
-        (r = cordon_json_u64(item, "expires_at_ms", now + 1, (uint64_t)CORDON_JSON_INT_MAX,
-                            &p.expires_at_ms, err)) < 0)
-        return r;
-    *ret = p;
-    return 0;
+    /* /workspace, /tmp and /dev/shm share disk_bytes: it must split. */
+    if (r == 0)
+        r = cordon_disk_split("resources.disk_bytes", p->spec.resources.disk_bytes, &disk, err);
+    return r;
 }
 
 /* The root filesystem of a provision: the pinned image's cached tree. */
@@ -643,21 +597,20 @@ static int state_build(const struct cordon_resource *res, const struct prov *p,
     cJSON *st = cJSON_CreateObject();
     int r;
 
-    if (st == NULL || cJSON_AddStringToObject(st, "execution_id", p->id) == NULL ||
-        cJSON_AddStringToObject(st, "container_id", p->id) == NULL ||
+    if (st == NULL || cJSON_AddStringToObject(st, "execution_id", p->spec.execution_id) == NULL ||
+        cJSON_AddStringToObject(st, "container_id", p->spec.execution_id) == NULL ||
         cJSON_AddStringToObject(st, "bundle", bundle) == NULL ||
         cJSON_AddStringToObject(st, "runtime", res->runtime) == NULL ||
         cJSON_AddStringToObject(st, "root", res->cfg.root) == NULL ||
         cJSON_AddNumberToObject(st, "pid", (double)pid) == NULL ||
         cJSON_AddNumberToObject(st, "uid", (double)p->uid) == NULL ||
         cJSON_AddNumberToObject(st, "gid", (double)p->gid) == NULL ||
-        cJSON_AddStringToObject(st, "layout", p->code ? "code" : "host") == NULL ||
-        !limits_add(st, &p->limits) ||
+        cJSON_AddStringToObject(st, "layout", cordon_spec_layout_name(p->spec.layout)) == NULL ||
+        !limits_add(st, &p->spec.resources) ||
         cJSON_AddNumberToObject(st, "expires_at_ms", (double)p->expires_at_ms) == NULL ||
         cJSON_AddStringToObject(st, "rootfs_digest", digest) == NULL ||
         (runc__agent_wanted(res) && cJSON_AddTrueToObject(st, "agent") == NULL) ||
-        (p->environment != NULL &&
-         !cJSON_AddItemToObject(st, "environment", cJSON_Duplicate(p->environment, true)))) {
+        !cJSON_AddItemToObject(st, "environment", cordon_env_to_json(&p->spec.environment))) {
         cJSON_Delete(st);
         return runc__nomem(err, "state");
     }
@@ -670,9 +623,8 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
                           char **ret_state_json, struct cordon_error *err)
 {
     struct runc_spec_in in = { 0 };
-    struct prov p;
+    struct prov p = { 0 };
     struct runc_cmd_result c = { 0 };
-    cJSON *spec = NULL;
     char *bundle = NULL, *rootfs = NULL, *config = NULL, *bundles = NULL, digest[65] = "";
     char msg[320];
     uint64_t now;
@@ -683,25 +635,20 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "provision: resource and ret_state_json required");
-    if ((r = cordon_json_parse_object("spec", spec_json, CORDON_SPEC_MAX, &spec, err)) < 0 ||
-        (r = spec_parse(res, spec, &p, err)) < 0)
+    cordon_spec_init(&p.spec);
+    if ((r = spec_parse(spec_json, &p, err)) < 0)
         goto out;
+    p.image = p.spec.image != NULL ? p.spec.image : res->cfg.image;
     /* A first use of the image may take seconds: the clock is read after. */
     r = provision_rootfs(res, p.image, &rootfs, digest, err);
     if (r < 0)
         goto out;
     now = cordon_now_wall_ms();
-    if (p.expires_at_ms == 0)
-        p.expires_at_ms = now + p.limits.runtime_ms;
-    if (p.expires_at_ms <= now + 1) {
-        r = cordon_error_set(err, CORDON_E_TIMEOUT, 0,
-                             "expires_at_ms: already passed (%" PRIu64 " ms ago, after preparing "
-                             "the image)", now - p.expires_at_ms);
+    if ((r = cordon_spec_deadline(&p.spec, now, &p.expires_at_ms, err)) < 0)
         goto out;
-    }
 
     /* mkdir is the per-host existence check of the id. */
-    bundle = runc__bundle_path(res, p.id);
+    bundle = runc__bundle_path(res, p.spec.execution_id);
     if (bundle == NULL || asprintf(&bundles, "%s/bundles", res->base) < 0) {
         bundles = NULL;
         r = runc__nomem(err, "provision");
@@ -720,20 +667,20 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
     p.uid = res->cfg.uid;
     p.gid = res->cfg.gid;
     if (res->cfg.pooled) {
-        if ((r = cordon_uid_take(NULL, res->host->host_instance_id, p.id, &p.uid, err)) < 0)
+        if ((r = cordon_uid_take(NULL, res->host->host_instance_id, p.spec.execution_id, &p.uid, err)) < 0)
             goto out;
         took_uid = true;
         p.gid = (gid_t)p.uid;
     }
-    in.execution_id = p.id;
+    in.execution_id = p.spec.execution_id;
     in.host_instance_id = res->host->host_instance_id;
     in.rootfs = rootfs;
     in.init_path = res->host->init_path;
     in.uid = p.uid;
     in.gid = p.gid;
-    in.code_layout = p.code;
+    in.code_layout = p.spec.layout == CORDON_SPEC_LAYOUT_CODE;
     in.limit_swap = res->memsw;
-    in.limits = &p.limits;
+    in.limits = &p.spec.resources;
     in.init_deadline_ms = p.expires_at_ms - now;
     in.agent = runc__agent_wanted(res);
     bfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -757,7 +704,7 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
     {
         char pid_file[RUNC_PATH_MAX + 16];
         const char *args[] = { "run", "--detach", "--bundle", bundle, "--pid-file", pid_file,
-                               p.id, NULL };
+                               p.spec.execution_id, NULL };
 
         snprintf(pid_file, sizeof(pid_file), "%s/init.pid", bundle);
         r = runc__runtime_cmd(res, args, &c, err);
@@ -769,32 +716,33 @@ static int runc_provision(struct cordon_resource *res, const char *spec_json,
         /* Another host's container of that id is not ours to clean up. */
         r = cordon_error_set(err, strstr(msg, "exists") != NULL ? CORDON_E_EXISTS
                                                                 : CORDON_E_PROVIDER, 0,
-                             "%s run %s: %s (exit %d)", res->runtime_name, p.id, msg,
+                             "%s run %s: %s (exit %d)", res->runtime_name, p.spec.execution_id, msg,
                              c.exit_code);
         created = strstr(msg, "exists") == NULL;
         goto out;
     }
     created = true;
     if ((r = read_pid_file(bundle, &pid, err)) < 0 ||
-        (r = runc__init_pin(res, p.id, pid, &pidfd, err)) < 0)
+        (r = runc__init_pin(res, p.spec.execution_id, pid, &pidfd, err)) < 0)
         goto out;
     /* Fail closed: no command before every limit reads back right. */
-    r = runc__cgroup_verify(res->cgroup_version, p.id, pid, &p.limits, res->memsw, err);
+    r = runc__cgroup_verify(res->cgroup_version, p.spec.execution_id, pid, &p.spec.resources, res->memsw, err);
     if (r < 0 || (r = runc__lo_up(pidfd, pid, err)) < 0)
         goto out;
-    if (p.code && ((r = runc__init_root(pidfd, pid, p.id, &root_fd, err)) < 0 ||
-                   (r = runc__workspace_open(root_fd, &ws_fd, err)) < 0 ||
-                   (r = runc__workspace_layout(ws_fd, p.uid, p.gid, err)) < 0))
+    if (p.spec.layout == CORDON_SPEC_LAYOUT_CODE &&
+        ((r = runc__init_root(pidfd, pid, p.spec.execution_id, &root_fd, err)) < 0 ||
+         (r = runc__workspace_open(root_fd, &ws_fd, err)) < 0 ||
+         (r = runc__workspace_layout(ws_fd, p.uid, p.gid, err)) < 0))
         goto out;
     r = state_build(res, &p, bundle, pid, digest, ret_state_json, err);
 out:
     if (r < 0 && created) {
-        runc__destroy(res, p.id, pid, NULL); /* gives the uid back too */
+        runc__destroy(res, p.spec.execution_id, pid, NULL); /* gives the uid back too */
         made_bundle = false;
         took_uid = false;
     }
     if (r < 0 && took_uid)
-        cordon_uid_give_back(NULL, res->host->host_instance_id, p.id, NULL);
+        cordon_uid_give_back(NULL, res->host->host_instance_id, p.spec.execution_id, NULL);
     if (r < 0 && made_bundle)
         cordon_fs_remove_tree_path(bundle, NULL);
     runc__cmd_result_clear(&c);
@@ -810,7 +758,7 @@ out:
     free(rootfs);
     free(bundle);
     free(bundles);
-    cJSON_Delete(spec);
+    cordon_spec_clear(&p.spec);
     return r;
 }
 
@@ -953,7 +901,7 @@ static int runc_reclaim(struct cordon_resource *res, const char *execution_id,
 {
     if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
-    if (runc__check_id("execution_id", execution_id, err) < 0)
+    if (cordon_execution_id_check("execution_id", execution_id, err) < 0)
         return CORDON_E_INVALID;
     return runc__destroy(res, execution_id, 0, err);
 }
@@ -1025,7 +973,7 @@ static int runc_list_executions(struct cordon_resource *res, char **ret_ids_json
     }
     dir = asprintf(&dir_path, "%s/bundles", res->base) < 0 ? NULL : opendir(dir_path);
     while (dir != NULL && (de = readdir(dir)) != NULL)
-        if (runc__check_id("bundle", de->d_name, NULL) == 0)
+        if (cordon_execution_id_check("bundle", de->d_name, NULL) == 0)
             add_unique(ids, de->d_name);
     if (dir != NULL)
         closedir(dir);
@@ -1039,7 +987,7 @@ static int runc_list_executions(struct cordon_resource *res, char **ret_ids_json
             cJSON_GetObjectItemCaseSensitive(notes, "org.cordon.host"));
 
         if (id != NULL && host != NULL && strcmp(host, me) == 0 &&
-            runc__check_id("id", id, NULL) == 0)
+            cordon_execution_id_check("id", id, NULL) == 0)
             add_unique(ids, id);
     }
     if (r == 0)

@@ -91,8 +91,6 @@ struct runc_state {
 /* ---- runc.c: shared helpers -------------------------------------------------- */
 
 int runc__nomem(struct cordon_error *err, const char *what);
-/* [A-Za-z0-9][A-Za-z0-9_.-]{0,63}: one path component, and a runtime id. */
-int runc__check_id(const char *field, const char *id, struct cordon_error *err);
 /* bytes random bytes as hex into buf (2 * bytes + 1, bytes <= 16). */
 int runc__random_hex(char *buf, size_t bytes, struct cordon_error *err);
 

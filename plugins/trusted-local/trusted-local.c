@@ -53,6 +53,7 @@
 #include <cordon/sdk/runner.h>
 #include <cordon/sdk/tar.h>
 #include <cordon/sdk/sandbox.h>
+#include <cordon/sdk/spec.h>
 #include <cordon/sdk/uid.h>
 
 #define TL_ID "trusted-local"
@@ -122,11 +123,6 @@ struct tl_child {
 static int tl_nomem(struct cordon_error *err, const char *what)
 {
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
-}
-
-static int tl_check_id(const char *field, const char *id, struct cordon_error *err)
-{
-    return cordon_execution_id_check(field, id, err);
 }
 
 /* An absolute, clean directory path: no "." or ".." component, no "//",
@@ -739,7 +735,7 @@ static int tl_state_parse(const struct cordon_resource *res, const char *json, b
         goto out;
     item = cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id");
     st.execution_id = cJSON_IsString(item) ? item->valuestring : NULL;
-    r = tl_check_id("state.execution_id", st.execution_id, err);
+    r = cordon_execution_id_check("state.execution_id", st.execution_id, err);
     if (r < 0)
         goto out;
     r = tl_paths(res, st.execution_id, &st.dir, &st.workspace, err);
@@ -1077,84 +1073,35 @@ static int tl_make_workspace(int dir_fd, const struct tl_config *cfg, bool code,
 static int tl_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
                         struct cordon_error *err)
 {
-    cJSON *spec = NULL, *state = NULL, *item;
+    struct cordon_spec spec;
+    cJSON *state = NULL;
     struct cordon_limits limits;
     struct tl_config cfg;
-    const char *id = NULL, *layout = "code";
+    const char *id = NULL, *layout;
     char *dir = NULL, *ws = NULL;
-    uint64_t expires_at_ms, now = cordon_now_wall_ms();
+    uint64_t expires_at_ms = 0;
     int root_fd = -1, dir_fd = -1, r;
     bool created = false, took_uid = false, code;
 
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "provision: resource and ret_state_json required");
-    r = cordon_json_parse_object("spec", spec_json, CORDON_SPEC_MAX, &spec, err);
-    if (r < 0)
-        goto out;
-
-    item = cJSON_GetObjectItemCaseSensitive(spec, "execution_id");
-    id = cJSON_IsString(item) ? item->valuestring : NULL;
-    r = tl_check_id("execution_id", id, err);
-    if (r < 0)
-        goto out;
-    item = cJSON_GetObjectItemCaseSensitive(spec, "image");
-    if (item != NULL && !cJSON_IsNull(item) &&
-        !(cJSON_IsString(item) && item->valuestring[0] == '\0')) {
+    cordon_spec_init(&spec);
+    /* The network is "none" in every spec the sdk reads, and even that is
+     * not enforced here: the facts say network "host", so a caller that
+     * needs isolation sees it is not given. */
+    r = cordon_spec_parse(spec_json, &spec, err);
+    if (r == 0 && spec.image != NULL)
         r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
                              "image: " TL_ID " runs on the host and takes no image");
-        goto out;
-    }
-    r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(spec, "resources"), "resources",
-                           &limits, err);
+    if (r == 0)
+        r = cordon_spec_deadline(&spec, cordon_now_wall_ms(), &expires_at_ms, err);
     if (r < 0)
         goto out;
-    /* Only "none" is accepted, and even that is not enforced: the facts say
-     * network "host", so a caller that needs isolation sees it is not given. */
-    item = cJSON_GetObjectItemCaseSensitive(spec, "network");
-    if (item != NULL) {
-        const cJSON *mode = cJSON_GetObjectItemCaseSensitive(item, "mode");
-
-        if (!cJSON_IsObject(item) || !cJSON_IsString(mode)) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "network: must be {\"mode\": \"none\"}");
-            goto out;
-        }
-        if (strcmp(mode->valuestring, "none") != 0) {
-            r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
-                                 "network.mode: \"%.32s\" refused: " TL_ID " cannot isolate the "
-                                 "network; only \"none\" is accepted, and even that is not "
-                                 "enforced (the facts say network \"host\")", mode->valuestring);
-            goto out;
-        }
-    }
-    item = cJSON_GetObjectItemCaseSensitive(spec, "layout");
-    if (item != NULL) {
-        if (!cJSON_IsString(item) || (strcmp(item->valuestring, "code") != 0 &&
-                                      strcmp(item->valuestring, "host") != 0)) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "layout: must be \"code\" or \"host\"");
-            goto out;
-        }
-        layout = item->valuestring;
-    }
-    code = strcmp(layout, "code") == 0;
-    item = cJSON_GetObjectItemCaseSensitive(spec, "environment");
-    if (item != NULL && !cJSON_IsNull(item)) {
-        r = cordon_env_object_check(item, "environment", err);
-        if (r < 0)
-            goto out;
-    }
-    /* The host normally sets the deadline; without one, runtime_ms from now. */
-    item = cJSON_GetObjectItemCaseSensitive(spec, "expires_at_ms");
-    if (item != NULL && !cJSON_IsNull(item)) {
-        r = cordon_json_u64(item, "expires_at_ms", now + 1, (uint64_t)CORDON_JSON_INT_MAX,
-                        &expires_at_ms, err);
-        if (r < 0)
-            goto out;
-    } else {
-        expires_at_ms = now + limits.runtime_ms;
-    }
+    id = spec.execution_id;
+    limits = spec.resources;
+    code = spec.layout == CORDON_SPEC_LAYOUT_CODE;
+    layout = cordon_spec_layout_name(spec.layout);
 
     r = tl_paths(res, id, &dir, &ws, err);
     if (r < 0)
@@ -1210,10 +1157,9 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
         r = tl_nomem(err, "state");
         goto out;
     }
-    item = cJSON_GetObjectItemCaseSensitive(spec, "environment");
-    if (cJSON_IsObject(item)) {
-        cJSON_DetachItemViaPointer(spec, item);
-        cJSON_AddItemToObject(state, "environment", item);
+    if (!cJSON_AddItemToObject(state, "environment", cordon_env_to_json(&spec.environment))) {
+        r = tl_nomem(err, "state");
+        goto out;
     }
     r = cordon_json_print_host(res->host, state, ret_state_json, err);
 out:
@@ -1228,7 +1174,7 @@ out:
     if (root_fd >= 0)
         close(root_fd);
     cJSON_Delete(state);
-    cJSON_Delete(spec);
+    cordon_spec_clear(&spec);
     free(dir);
     free(ws);
     return r;
@@ -1777,7 +1723,7 @@ static int tl_reclaim(struct cordon_resource *res, const char *execution_id,
 
     if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
-    r = tl_check_id("execution_id", execution_id, err);
+    r = cordon_execution_id_check("execution_id", execution_id, err);
     if (r == 0)
         r = tl_paths(res, execution_id, &dir, NULL, err);
     if (r == 0)
@@ -1805,7 +1751,7 @@ static int tl_list_executions(struct cordon_resource *res, char **ret_ids_json,
         size_t len = 0;
         int dfd;
 
-        if (tl_check_id("execution_id", de->d_name, NULL) < 0)
+        if (cordon_execution_id_check("execution_id", de->d_name, NULL) < 0)
             continue;
         dfd = openat(dirfd(dir), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)

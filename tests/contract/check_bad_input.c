@@ -29,7 +29,7 @@
 /* The good spec for id with patch applied; malloc'd. */
 static char *patched_spec(const char *id, const char *patch)
 {
-    char *good = contract_spec(id, "host", NULL), *text;
+    char *good = contract_spec(id, "host"), *text;
     cJSON *spec, *p, *item;
 
     if (patch[0] == '!') {
@@ -78,7 +78,7 @@ static void check_bad_spec(const char *name, const char *patch, int code)
     cordon_error_init(&err);
     cr_expect_eq(contract.vt.reclaim(contract.resource, id, &err), 0,
                  "reclaim after refusing a provision with %s failed: %s", name, err.message);
-    spec = contract_spec(id, "host", NULL);
+    spec = contract_spec(id, "host");
     r = contract_try_provision(spec, &state, msg, sizeof(msg));
     free(spec);
     cr_expect_eq(r, 0, "provision with the id of the spec with %s failed afterwards: %s", name,

@@ -320,7 +320,7 @@ Test(contract, terminate_leaves_no_detached_child_on_the_host)
          * platform the host's pids cgroup counts some forty tasks of the
          * Sentry and about thirty stub threads per sandbox process, and
          * three detached children with their shells exhaust 128. */
-        char *text = contract_spec(NULL, "host", NULL);
+        char *text = contract_spec(NULL, "host");
         cJSON *spec = cJSON_Parse(text);
         int r;
 

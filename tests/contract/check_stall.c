@@ -116,7 +116,7 @@ Test(contract, attack_file_lease_stalls_neither_export_nor_terminate)
 /* The contract's spec with a short runtime and the deadline that goes with it. */
 static char *short_spec(uint64_t *ret_expires)
 {
-    char *text = contract_spec(NULL, "host", NULL), *out;
+    char *text = contract_spec(NULL, "host"), *out;
     cJSON *spec = cJSON_Parse(text);
     uint64_t expires = cordon_now_wall_ms() + DEADLINE_RUNTIME_MS;
 

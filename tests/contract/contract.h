@@ -100,9 +100,10 @@ cJSON *contract_observe(void);
 /* The check of that observation's isolation named check on axis, or NULL. */
 const cJSON *contract_observed_check(const cJSON *observation, const char *axis, const char *check);
 
-/* A provision spec with the suite's limits. id NULL: a fresh random id.
- * network_json NULL: {"mode":"none"}. Returns malloc'd JSON. */
-char *contract_spec(const char *id, const char *layout, const char *network_json);
+/* A provision spec with the suite's limits and image, network "none";
+ * layout "code" or "host". id NULL: a fresh random id. Returns malloc'd
+ * JSON (cordon_spec_print's). */
+char *contract_spec(const char *id, const char *layout);
 /* A fresh execution id ("contract-" + random hex) in a static buffer of
  * the caller (at least 48 bytes). */
 void contract_new_id(char *buf, size_t size);

@@ -26,6 +26,7 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/observe.h>
 #include <cordon/sdk/request.h>
+#include <cordon/sdk/spec.h>
 #include <cordon/sdk/tar.h>
 #include <cordon/text.h>
 #include "tests/contract/contract.h"
@@ -260,37 +261,28 @@ void contract_new_id(char *buf, size_t size)
     snprintf(buf, size, "contract-%s", hex);
 }
 
-char *contract_spec(const char *id, const char *layout, const char *network_json)
+char *contract_spec(const char *id, const char *layout)
 {
-    char fresh[48];
-    cJSON *spec = cJSON_CreateObject(), *res, *net;
-    char *text;
+    struct cordon_spec spec;
+    struct cordon_error err;
+    char *text = NULL;
 
-    if (id == NULL) {
-        contract_new_id(fresh, sizeof(fresh));
-        id = fresh;
-    }
-    net = cJSON_Parse(network_json != NULL ? network_json : "{\"mode\":\"none\"}");
-    cr_assert(spec != NULL && net != NULL, "building a spec failed");
-    cJSON_AddStringToObject(spec, "execution_id", id);
-    if (contract.image != NULL)
-        cJSON_AddStringToObject(spec, "image", contract.image);
-    res = cJSON_AddObjectToObject(spec, "resources");
-    cJSON_AddNumberToObject(res, "cpus", CONTRACT_CPUS);
-    cJSON_AddNumberToObject(res, "memory_bytes", (double)CONTRACT_MEMORY_BYTES);
-    cJSON_AddNumberToObject(res, "disk_bytes", (double)CONTRACT_DISK_BYTES);
-    cJSON_AddNumberToObject(res, "pids", CONTRACT_PIDS);
-    cJSON_AddNumberToObject(res, "runtime_ms", (double)CONTRACT_RUNTIME_MS);
-    cJSON_AddNumberToObject(res, "max_output_bytes", (double)CONTRACT_MAX_OUTPUT_BYTES);
-    cJSON_AddItemToObject(spec, "network", net);
-    cJSON_AddObjectToObject(spec, "environment");
-    cJSON_AddStringToObject(spec, "layout", layout);
+    cordon_spec_init(&spec);
+    cordon_error_init(&err);
+    if (id == NULL)
+        contract_new_id(spec.execution_id, sizeof(spec.execution_id));
+    else
+        snprintf(spec.execution_id, sizeof(spec.execution_id), "%s", id);
+    spec.resources = (struct cordon_limits){ CONTRACT_CPUS, CONTRACT_MEMORY_BYTES,
+                                             CONTRACT_DISK_BYTES, CONTRACT_PIDS,
+                                             CONTRACT_RUNTIME_MS, CONTRACT_MAX_OUTPUT_BYTES };
+    spec.layout = strcmp(layout, "code") == 0 ? CORDON_SPEC_LAYOUT_CODE : CORDON_SPEC_LAYOUT_HOST;
     /* The lifetime matches runtime_ms, far beyond any single check. */
-    cJSON_AddNumberToObject(spec, "expires_at_ms",
-                            (double)(cordon_now_wall_ms() + CONTRACT_RUNTIME_MS));
-    text = cJSON_PrintUnformatted(spec);
-    cJSON_Delete(spec);
-    cr_assert(text != NULL);
+    spec.expires_at_ms = cordon_now_wall_ms() + CONTRACT_RUNTIME_MS;
+    cr_assert(cordon_spec_set_image(&spec, contract.image, &err) == 0 &&
+                  cordon_spec_print(&spec, &text, &err) == 0,
+              "building a spec failed: %s", err.message);
+    cordon_spec_clear(&spec);
     return text;
 }
 
@@ -339,7 +331,7 @@ int contract_try_provision(const char *spec_json, const char **ret_state, char *
 
 const char *contract_provision(const char *id, const char *layout)
 {
-    char *spec = contract_spec(id, layout, NULL);
+    char *spec = contract_spec(id, layout);
     const char *state = NULL;
     char msg[600];
     int r;

@@ -9,6 +9,7 @@
 
 #include <cordon/provider.h>
 #include <cordon/sdk/request.h>
+#include <cordon/sdk/spec.h>
 
 static void request(const char *text)
 {
@@ -44,6 +45,42 @@ static void request(const char *text)
     cordon_exec_request_clear(&rq);
 }
 
+static void spec(const char *text)
+{
+    struct cordon_spec sp, again;
+    struct cordon_error err;
+    char *printed = NULL, *reprinted = NULL;
+    int r;
+
+    cordon_error_init(&err);
+    cordon_spec_init(&sp);
+    r = cordon_spec_parse(text, &sp, &err);
+    fuzz_check_refusal(r, &err);
+    if (r < 0) {
+        if (sp.execution_id[0] != '\0' || sp.image != NULL || sp.environment.n != 0)
+            abort();   /* a refusal leaves the result alone */
+        return;
+    }
+    if (!cordon_execution_id_valid(sp.execution_id) ||
+        cordon_limits_validate("resources", &sp.resources, &err) < 0)
+        abort();       /* what parsed holds the shared bounds */
+    if (cordon_spec_print(&sp, &printed, &err) < 0)
+        abort();       /* what parsed must print */
+    cordon_spec_init(&again);
+    if (cordon_spec_parse(printed, &again, &err) < 0 ||
+        cordon_spec_print(&again, &reprinted, &err) < 0 || strcmp(printed, reprinted) != 0 ||
+        strcmp(again.execution_id, sp.execution_id) != 0 || again.layout != sp.layout ||
+        again.expires_at_ms != sp.expires_at_ms || again.environment.n != sp.environment.n ||
+        (again.image == NULL) != (sp.image == NULL) ||
+        (sp.image != NULL && strcmp(again.image, sp.image) != 0) ||
+        memcmp(&again.resources, &sp.resources, sizeof(sp.resources)) != 0)
+        abort();
+    free(printed);
+    free(reprinted);
+    cordon_spec_clear(&again);
+    cordon_spec_clear(&sp);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text;
@@ -56,6 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         request(text);
         break;
     default:
+        spec(text);
         break;
     }
     free(text);

@@ -272,6 +272,20 @@ def documents_seeds():
     put("fuzz-documents", "request-env-bad", b"\0" + json.dumps(dict(req, env={"1X": "y", "P": "a\u0000b"})).encode())
     put("fuzz-documents", "request-wenv-abs", b"\0" + json.dumps(dict(req, workspace_env={"H": "/etc"})).encode())
     put("fuzz-documents", "request-timeout-huge", b"\0" + json.dumps(dict(req, timeout_ms=1e300)).encode())
+    spec = {"execution_id": "rec-demo", "image": None,
+            "resources": {"cpus": 0.5, "memory_bytes": 268435456, "disk_bytes": 67108864, "pids": 64,
+                          "runtime_ms": 300000, "max_output_bytes": 1048576},
+            "network": {"mode": "none"}, "environment": {"LANG": "C.UTF-8"}, "layout": "host",
+            "expires_at_ms": 1795946710761}
+    put("fuzz-documents", "spec", b"\1" + json.dumps(spec).encode())
+    put("fuzz-documents", "spec-minimal", b"\1" + json.dumps({k: spec[k] for k in ("execution_id", "resources")}).encode())
+    put("fuzz-documents", "spec-image", b"\1" + json.dumps(dict(spec, image="/srv/rootfs.tar@sha256:" + "a" * 64, layout="code")).encode())
+    put("fuzz-documents", "spec-nulls", b"\1" + json.dumps(dict(spec, image=None, environment=None, expires_at_ms=None)).encode())
+    put("fuzz-documents", "spec-id-bad", b"\1" + json.dumps(dict(spec, execution_id="../x")).encode())
+    put("fuzz-documents", "spec-network-host", b"\1" + json.dumps(dict(spec, network={"mode": "host"})).encode())
+    put("fuzz-documents", "spec-pids-low", b"\1" + json.dumps(dict(spec, resources=dict(spec["resources"], pids=1))).encode())
+    put("fuzz-documents", "spec-layout-bad", b"\1" + json.dumps(dict(spec, layout="all")).encode())
+    put("fuzz-documents", "spec-env-dup", b"\1" + json.dumps(spec).encode().replace(b'"LANG": "C.UTF-8"', b'"A": "1", "A": "2"'))
 
 
 if __name__ == "__main__":

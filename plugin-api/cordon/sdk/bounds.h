@@ -110,6 +110,9 @@ CORDON_EXTERN int cordon_env_object_check(const cJSON *obj, const char *field,
 
 /* ---- documents and streams ------------------------------------------------- */
 
+/* Bytes of an image reference in a spec: a path or NAME@sha256:<hex>. */
+#define CORDON_IMAGE_REF_MAX 4096
+
 /* Text of a spec, a state and an exec request, as a provider reads them. */
 #define CORDON_SPEC_MAX (1u << 20)
 #define CORDON_STATE_MAX (1u << 20)
