@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What a provider author compiles, compiled the way they would:
-#   - every public header together with CORDON_PROVIDER_DEFINE, under
+#   - every public header together with CORDON_PROVIDER_DEFINE and
+#     CORDON_WORKSPACE_SLOTS, under
 #     clang -Weverything -Werror, gcc -Wall -Wextra -Wpedantic -Werror
 #     -std=c11, and (the headers alone) as C++ under g++ -Wall -Wextra -Werror;
 #   - the skeleton of docs/provider-authoring.md (its first C block) and
@@ -42,8 +43,19 @@ passed=0 failed=0
   for h in plugin-api/cordon/*.h plugin-api/cordon/sdk/*.h; do
     echo "#include <cordon/${h#plugin-api/cordon/}>"
   done
+  # The macros that write code for the author, expanded as an author would.
+  echo 'static int ws_open(struct cordon_resource *res, const char *state_json,'
+  echo '                   struct cordon_workspace *ret, struct cordon_error *err);'
+  echo 'static int ws_open(struct cordon_resource *res, const char *state_json,'
+  echo '                   struct cordon_workspace *ret, struct cordon_error *err)'
+  echo '{ (void)res; (void)state_json; (void)ret;'
+  echo '  return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0, "none"); }'
+  echo 'CORDON_WORKSPACE_SLOTS(vt, ws_open)'
+  echo 'extern const size_t check_sizes;'
+  echo 'const size_t check_sizes = sizeof(struct cordon_spec) + sizeof(struct cordon_exec_request);'
   echo 'static const struct cordon_provider_v1 vt = { .abi_version = CORDON_ABI_VERSION,'
-  echo '                                              .struct_size = sizeof(struct cordon_provider_v1) };'
+  echo '    .struct_size = sizeof(struct cordon_provider_v1), .import_tar = vt_import_tar,'
+  echo '    .import_files = vt_import_files, .export_tar = vt_export_tar, .export_files = vt_export_files };'
   echo 'CORDON_PROVIDER_DEFINE(vt)'
 } >"$work/all.c"
 grep '^#include' "$work/all.c" >"$work/all.cc"

@@ -37,6 +37,7 @@
 #include <cordon/sdk/sandbox.h>
 #include <cordon/sdk/spec.h>
 #include <cordon/sdk/tar.h>
+#include <cordon/sdk/workspace.h>
 
 #include "plugins/runc/runc.h"
 
@@ -764,20 +765,6 @@ out:
 
 /* ---- tar in and out ------------------------------------------------------- */
 
-/* The workspace a tar stream or a set of files lands in, and who owns it. */
-static int runc_import_begin(struct cordon_resource *res, const char *state_json,
-                             struct runc_state *st, int *ret_ws_fd,
-                             struct cordon_workspace_owner *ret_owner, struct cordon_error *err)
-{
-    int r;
-
-    if ((r = runc__state_parse(res, state_json, true, st, err)) < 0 ||
-        (r = runc__state_workspace(res, st, ret_ws_fd, err)) < 0)
-        return r;
-    *ret_owner = (struct cordon_workspace_owner){ st->code_layout, true, st->uid, st->gid };
-    return 0;
-}
-
 /* The /workspace tmpfs's share of disk_bytes (config.c): the bound of an
  * import, so that one too big fails by its size rather than halfway. */
 static uint64_t workspace_bytes(const struct cordon_limits *l)
@@ -787,96 +774,24 @@ static uint64_t workspace_bytes(const struct cordon_limits *l)
     return cordon_disk_split(NULL, l->disk_bytes, &d, NULL) == 0 ? d.workspace_bytes : l->disk_bytes;
 }
 
-static int runc_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
-                           int tar_fd, struct cordon_error *err)
+/* The execution's workspace, for the sdk's four file slots. */
+static int runc_workspace(struct cordon_resource *res, const char *state_json,
+                          struct cordon_workspace *ret, struct cordon_error *err)
 {
     struct runc_state st = { 0 };
-    struct cordon_workspace_owner owner;
-    int ws_fd = -1, r;
+    int r;
 
-    if (res == NULL || tar_fd < 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "import_tar: resource and tar_fd required");
-    r = runc_import_begin(res, state_json, &st, &ws_fd, &owner, err);
-    if (r == 0)
-        r = cordon_tar_import_workspace(tar_fd, ws_fd, dest, &owner, workspace_bytes(&st.limits),
-                                        CORDON_TAR_ENTRIES_MAX, err);
-    if (ws_fd >= 0)
-        close(ws_fd);
-    runc__state_clear(&st);
-    return r;
-}
-
-/* ABI 1.1: landing a bundle without a tar stream, by the same rules. */
-static int runc_import_files(struct cordon_resource *res, const char *state_json,
-                             const char *dest, const char *files_json, int data_fd,
-                             struct cordon_error *err)
-{
-    struct runc_state st = { 0 };
-    struct cordon_workspace_owner owner;
-    int ws_fd = -1, r;
-
-    if (res == NULL || files_json == NULL || data_fd < 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "import_files: resource, files_json and data_fd required");
-    r = runc_import_begin(res, state_json, &st, &ws_fd, &owner, err);
-    if (r == 0)
-        r = cordon_files_import_workspace(files_json, data_fd, ws_fd, dest, &owner,
-                                          workspace_bytes(&st.limits), CORDON_TAR_ENTRIES_MAX, err);
-    if (ws_fd >= 0)
-        close(ws_fd);
-    runc__state_clear(&st);
-    return r;
-}
-
-static int runc_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
-                           int tar_fd, struct cordon_error *err)
-{
-    struct runc_state st = { 0 };
-    struct cordon_tar_limits limits = { 0 };
-    char *norm = NULL;
-    int ws_fd = -1, r;
-
-    if (res == NULL || tar_fd < 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "export_tar: resource and tar_fd required");
-    if ((r = runc__state_parse(res, state_json, true, &st, err)) < 0 ||
-        (r = cordon_path_normalize_dir("src", src != NULL ? src : "", &norm, err)) < 0 ||
-        (r = runc__state_workspace(res, &st, &ws_fd, err)) < 0)
-        goto out;
-    limits.max_bytes = st.limits.disk_bytes;
-    limits.max_entries = CORDON_TAR_ENTRIES_MAX;
-    r = cordon_tar_create_fd(ws_fd, norm, tar_fd, &limits, NULL, err);
-out:
-    if (ws_fd >= 0)
-        close(ws_fd);
-    free(norm);
-    runc__state_clear(&st);
-    return r;
-}
-
-/* export_files (ABI 1.2): only the named paths, whatever lies beside them. */
-static int runc_export_files(struct cordon_resource *res, const char *state_json,
-                             const char *paths_json, int tar_fd, struct cordon_error *err)
-{
-    struct runc_state st = { 0 };
-    struct cordon_tar_limits limits = { 0 };
-    int ws_fd = -1, r;
-
-    if (res == NULL || tar_fd < 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "export_files: resource and tar_fd required");
     if ((r = runc__state_parse(res, state_json, true, &st, err)) == 0 &&
-        (r = runc__state_workspace(res, &st, &ws_fd, err)) == 0) {
-        limits.max_bytes = st.limits.disk_bytes;
-        limits.max_entries = CORDON_TAR_ENTRIES_MAX;
-        r = cordon_tar_create_paths_fd(ws_fd, paths_json, tar_fd, &limits, NULL, err);
+        (r = runc__state_workspace(res, &st, &ret->fd, err)) == 0) {
+        ret->owner = (struct cordon_workspace_owner){ st.code_layout, true, st.uid, st.gid };
+        ret->import_max_bytes = workspace_bytes(&st.limits);
+        ret->export_max_bytes = st.limits.disk_bytes;
     }
-    if (ws_fd >= 0)
-        close(ws_fd);
     runc__state_clear(&st);
     return r;
 }
+
+CORDON_WORKSPACE_SLOTS(runc, runc_workspace)
 
 /* ---- terminate, reclaim, list ---------------------------------------------- */
 

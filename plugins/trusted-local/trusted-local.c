@@ -55,6 +55,7 @@
 #include <cordon/sdk/sandbox.h>
 #include <cordon/sdk/spec.h>
 #include <cordon/sdk/uid.h>
+#include <cordon/sdk/workspace.h>
 
 #define TL_ID "trusted-local"
 #define TL_ROOT_DEFAULT_PRIVILEGED "/run/cordon/trusted-local"
@@ -1558,118 +1559,28 @@ out:
 
 /* ---- tar in and out ----------------------------------------------------- */
 
-/* What import_tar and import_files share: the execution's workspace and
- * who owns what lands in it (not root: everything stays the invoking
- * user's, see the man page). */
-static int tl_import_begin(struct cordon_resource *res, const char *state_json,
-                           struct tl_state *st, int *ret_ws_fd,
-                           struct cordon_workspace_owner *ret_owner, struct cordon_error *err)
-{
-    int r = tl_state_parse(res, state_json, true, st, err);
-
-    if (r == 0)
-        r = tl_open_workspace(st, ret_ws_fd, err);
-    if (r == 0)
-        *ret_owner = (struct cordon_workspace_owner){ st->code_layout, geteuid() == 0, st->uid,
-                                                      st->gid };
-    return r;
-}
-
-static int tl_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
-                         int tar_fd, struct cordon_error *err)
+/* The execution's workspace, for the sdk's four file slots; who owns what
+ * lands in it: not root, everything stays the invoking user's (see the
+ * man page). */
+static int tl_workspace(struct cordon_resource *res, const char *state_json,
+                        struct cordon_workspace *ret, struct cordon_error *err)
 {
     struct tl_state st = { 0 };
-    struct cordon_workspace_owner owner;
-    int ws_fd = -1, r;
+    int r = tl_state_parse(res, state_json, true, &st, err);
 
-    if (res == NULL || tar_fd < 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "import_tar: resource and tar_fd required");
-    r = tl_import_begin(res, state_json, &st, &ws_fd, &owner, err);
     if (r == 0)
-        r = cordon_tar_import_workspace(tar_fd, ws_fd, dest, &owner, st.res.disk_bytes,
-                                        CORDON_TAR_ENTRIES_MAX, err);
-    if (ws_fd >= 0)
-        close(ws_fd);
-    tl_state_clear(&st);
-    return r;
-}
-
-/* ABI 1.1: the same landing as tl_import_tar, without a tar stream. */
-static int tl_import_files(struct cordon_resource *res, const char *state_json, const char *dest,
-                           const char *files_json, int data_fd, struct cordon_error *err)
-{
-    struct tl_state st = { 0 };
-    struct cordon_workspace_owner owner;
-    int ws_fd = -1, r;
-
-    if (res == NULL || files_json == NULL || data_fd < 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "import_files: resource, files_json and data_fd required");
-    r = tl_import_begin(res, state_json, &st, &ws_fd, &owner, err);
-    if (r == 0)
-        r = cordon_files_import_workspace(files_json, data_fd, ws_fd, dest, &owner,
-                                          st.res.disk_bytes, CORDON_TAR_ENTRIES_MAX, err);
-    if (ws_fd >= 0)
-        close(ws_fd);
-    tl_state_clear(&st);
-    return r;
-}
-
-static int tl_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
-                         int tar_fd, struct cordon_error *err)
-{
-    struct tl_state st = { 0 };
-    struct cordon_tar_limits limits = { 0 };
-    char *norm = NULL;
-    int ws_fd = -1, r;
-
-    if (res == NULL || tar_fd < 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "export_tar: resource and tar_fd required");
-    r = tl_state_parse(res, state_json, true, &st, err);
-    if (r < 0)
-        goto out;
-    /* tar.c resolves src beneath the workspace without following links. */
-    r = cordon_path_normalize_dir("src", src != NULL ? src : "", &norm, err);
-    if (r < 0)
-        goto out;
-    r = tl_open_workspace(&st, &ws_fd, err);
-    if (r < 0)
-        goto out;
-    limits.max_bytes = st.res.disk_bytes;
-    limits.max_entries = CORDON_TAR_ENTRIES_MAX;
-    r = cordon_tar_create_fd(ws_fd, norm, tar_fd, &limits, NULL, err);
-out:
-    if (ws_fd >= 0)
-        close(ws_fd);
-    free(norm);
-    tl_state_clear(&st);
-    return r;
-}
-
-/* export_files (ABI 1.2): only the named paths, whatever lies beside them. */
-static int tl_export_files(struct cordon_resource *res, const char *state_json,
-                           const char *paths_json, int tar_fd, struct cordon_error *err)
-{
-    struct tl_state st = { 0 };
-    struct cordon_tar_limits limits = { 0 };
-    int ws_fd = -1, r;
-
-    if (res == NULL || tar_fd < 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "export_files: resource and tar_fd required");
-    r = tl_state_parse(res, state_json, true, &st, err);
-    if (r == 0)
-        r = tl_open_workspace(&st, &ws_fd, err);
+        r = tl_open_workspace(&st, &ret->fd, err);
     if (r == 0) {
-        limits.max_bytes = st.res.disk_bytes;
-        limits.max_entries = CORDON_TAR_ENTRIES_MAX;
-        r = cordon_tar_create_paths_fd(ws_fd, paths_json, tar_fd, &limits, NULL, err);
+        ret->owner = (struct cordon_workspace_owner){ st.code_layout, geteuid() == 0, st.uid,
+                                                      st.gid };
+        ret->import_max_bytes = st.res.disk_bytes;
+        ret->export_max_bytes = st.res.disk_bytes;
     }
-    if (ws_fd >= 0)
-        close(ws_fd);
     tl_state_clear(&st);
     return r;
 }
+
+CORDON_WORKSPACE_SLOTS(tl, tl_workspace)
 
 /* ---- terminate and reclaim ---------------------------------------------- */
 

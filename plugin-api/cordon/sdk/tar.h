@@ -82,13 +82,22 @@ CORDON_EXTERN int cordon_tar_create_paths_fd(int src_dirfd, const char *paths_js
                                              struct cordon_error *err);
 
 /* Who owns what a provider imports into /workspace (the layouts of
- * provider-abi.md §6.5). */
+ * provider-abi.md §6.5). The two flags leave two bytes of padding before
+ * uid; the layout is part of libcordon-sdk's ABI and stays, so clang's
+ * -Wpadded is quieted for it alone. */
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wpadded"
+#endif
 struct cordon_workspace_owner {
     bool code_layout;   /* layout "code": source/ and below stay root's and read-only */
     bool set_owner;     /* chown entries (false: leave them to the caller's uid) */
     uid_t uid;          /* the sandbox user, for everything outside source/ */
     gid_t gid;
 };
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#endif
 
 /* import_tar for providers whose workspace is reachable as a directory fd:
  * normalise dest, create it beneath ws_fd, and extract the stream there.
