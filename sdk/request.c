@@ -140,6 +140,22 @@ static size_t env_bytes(const struct cordon_env *env)
     return bytes;
 }
 
+char **cordon_env_envp(const struct cordon_env *env)
+{
+    size_t n = env != NULL ? env->n : 0, head = (n + 1) * sizeof(char *);
+    char **envp = malloc(head + (env != NULL ? env_bytes(env) : 0)), *p;
+
+    if (envp == NULL)
+        return NULL;
+    p = (char *)envp + head;
+    for (size_t i = 0; i < n; i++) {
+        envp[i] = p;
+        p = stpcpy(stpcpy(stpcpy(p, env->vars[i].name), "="), env->vars[i].value) + 1;
+    }
+    envp[n] = NULL;
+    return envp;
+}
+
 /* ---- the exec request ---------------------------------------------------- */
 
 void cordon_exec_request_init(struct cordon_exec_request *rq)

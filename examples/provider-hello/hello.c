@@ -18,7 +18,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,6 +34,7 @@
 #include <cjson/cJSON.h>
 
 #include <cordon/provider.h>
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
@@ -42,18 +42,16 @@
 #include <cordon/sdk/observe.h>
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/relay.h>
+#include <cordon/sdk/request.h>
 #include <cordon/sdk/runner.h>
-#include <cordon/sdk/tar.h>
+#include <cordon/sdk/spec.h>
 #include <cordon/sdk/uid.h>
+#include <cordon/sdk/workspace.h>
 
 #define HELLO_ID "hello"                 /* must equal the file name: hello.so */
 #define HELLO_ROOT "/run/cordon/hello"   /* <root>/<execution id>/workspace */
 #define HELLO_PATH "/usr/local/bin:/usr/bin:/bin"
-#define HELLO_DOC_MAX (1u << 20)         /* config, spec, state, request */
-#define HELLO_ARGV_MAX 256u
-#define HELLO_ENV_MAX 128u
-#define HELLO_ARG_MAX (128u << 10)       /* the kernel's MAX_ARG_STRLEN */
-#define HELLO_ENTRIES_MAX 100000u
+#define HELLO_DOC_MAX (1u << 20)         /* config and state */
 #define HELLO_SLACK_MS 1000u             /* the host's clock fires first */
 
 static const struct cordon_provider_v1 hello_provider;
@@ -64,14 +62,13 @@ struct cordon_resource {
 
 /* An execution, parsed back from its state. */
 struct hello_state {
-    cJSON *doc;                 /* owns execution_id and environment */
-    const char *execution_id;
+    char execution_id[CORDON_EXECUTION_ID_MAX + 1];
     char dir[512];              /* HELLO_ROOT/<id> */
     char workspace[600];        /* <dir>/workspace */
     uid_t uid;
     bool code_layout;
     uint64_t memory_bytes, disk_bytes, pids, runtime_ms, expires_at_ms;
-    const cJSON *environment;
+    struct cordon_env environment;   /* the spec's, for every exec */
 };
 
 /* What the child applies before execve, prepared by the parent. */
@@ -93,24 +90,6 @@ static const char *const hello_toolchains[] = { "python", "node", "go", "c++", N
 static int hello_nomem(struct cordon_error *err, const char *what)
 {
     return cordon_error_set(err, CORDON_E_NOMEM, 0, "%s: out of memory", what);
-}
-
-/* Execution ids are safe path components: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}. */
-static int hello_check_id(const char *field, const char *id, struct cordon_error *err)
-{
-    size_t i, n = id != NULL ? strlen(id) : 0;
-    bool ok = n >= 1 && n <= 64;
-
-    for (i = 0; ok && i < n; i++) {
-        char c = id[i];
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-
-        ok = alnum || (i > 0 && (c == '_' || c == '.' || c == '-'));
-    }
-    if (!ok)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: must match [A-Za-z0-9][A-Za-z0-9_.-]{0,63}", field);
-    return 0;
 }
 
 /* ---- config and resource -------------------------------------------------- */
@@ -288,41 +267,18 @@ static int hello_probe(const struct cordon_host_v1 *host, const char *config_jso
 
 /* ---- state ---------------------------------------------------------------- */
 
-/* An object of at most HELLO_ENV_MAX strings under C identifier names. */
-static int hello_env_check(const cJSON *obj, const char *field, struct cordon_error *err)
-{
-    const cJSON *item;
-    size_t n = 0;
-
-    if (!cJSON_IsObject(obj))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be an object of strings", field);
-    cJSON_ArrayForEach(item, obj) {
-        const char *p = item->string;
-        bool ok = p[0] != '\0' && !(p[0] >= '0' && p[0] <= '9');
-
-        for (; ok && *p != '\0'; p++)
-            ok = *p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                 (*p >= '0' && *p <= '9');
-        if (++n > HELLO_ENV_MAX || !ok || !cJSON_IsString(item) ||
-            strlen(item->valuestring) > HELLO_ARG_MAX)
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s: at most %u entries, each [A-Za-z_][A-Za-z0-9_]* to a "
-                                    "string of at most %u bytes", field, HELLO_ENV_MAX, HELLO_ARG_MAX);
-    }
-    return 0;
-}
-
 static void hello_state_clear(struct hello_state *st)
 {
-    cJSON_Delete(st->doc);
+    cordon_env_clear(&st->environment);
     memset(st, 0, sizeof(*st));
 }
 
 static int hello_state_paths(struct hello_state *st, const char *id, struct cordon_error *err)
 {
-    int r = hello_check_id("execution_id", id, err);
+    int r = cordon_execution_id_check("execution_id", id, err);
 
     if (r == 0) {
+        snprintf(st->execution_id, sizeof(st->execution_id), "%s", id);
         snprintf(st->dir, sizeof(st->dir), "%s/%s", HELLO_ROOT, id);
         snprintf(st->workspace, sizeof(st->workspace), "%s/workspace", st->dir);
     }
@@ -338,44 +294,44 @@ static int hello_state_parse(const struct cordon_resource *res, const char *json
     struct hello_state st = { 0 };
     uint64_t *vals[] = { &st.memory_bytes, &st.disk_bytes, &st.pids, &st.runtime_ms,
                          &st.expires_at_ms };
+    cJSON *doc = NULL;
     const cJSON *item;
     uid_t held = 0;
     size_t i;
-    int r = cordon_json_parse_object("state", json, HELLO_DOC_MAX, &st.doc, err);
+    int r = cordon_json_parse_object("state", json, HELLO_DOC_MAX, &doc, err);
 
     if (r < 0)
         goto out;
-    item = cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id");
-    st.execution_id = cJSON_IsString(item) ? item->valuestring : NULL;
-    if ((r = hello_state_paths(&st, st.execution_id, err)) < 0 || !full)
-        goto done;
-    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    item = cJSON_GetObjectItemCaseSensitive(doc, "execution_id");
+    if ((r = hello_state_paths(&st, cJSON_GetStringValue(item), err)) < 0 || !full)
+        goto out;
+    for (i = 0; r == 0 && i < sizeof(keys) / sizeof(keys[0]); i++) {
         char field[64];
 
         snprintf(field, sizeof(field), "state.%s", keys[i]);
-        r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, keys[i]), field, 1,
+        r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(doc, keys[i]), field, 1,
                             (uint64_t)CORDON_JSON_INT_MAX, vals[i], err);
-        if (r < 0)
-            goto out;
     }
-    item = cJSON_GetObjectItemCaseSensitive(st.doc, "layout");
+    if (r < 0 || (r = cordon_env_from_json(cJSON_GetObjectItemCaseSensitive(doc, "environment"),
+                                           "state.environment", &st.environment, err)) < 0)
+        goto out;
+    item = cJSON_GetObjectItemCaseSensitive(doc, "layout");
     st.code_layout = cJSON_IsString(item) && strcmp(item->valuestring, "code") == 0;
     r = cordon_uid_held(NULL, res->host->host_instance_id, st.execution_id, &held, err);
-    if (r < 0)
-        goto out;
-    if (r == 0) {
+    if (r == 0)
         r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
                              "state: execution %s holds no uid (terminated?)", st.execution_id);
+    if (r < 0)
         goto out;
-    }
     st.uid = held;
-    st.environment = cJSON_GetObjectItemCaseSensitive(st.doc, "environment");
     r = 0;
-done:
-    *ret = st;
-    memset(&st, 0, sizeof(st));
 out:
+    if (r == 0) {
+        *ret = st;
+        memset(&st, 0, sizeof(st));
+    }
     hello_state_clear(&st);
+    cJSON_Delete(doc);
     return r;
 }
 
@@ -475,83 +431,27 @@ static int hello_workspace_make(int dir_fd, bool code, uid_t uid, struct cordon_
 static int hello_provision(struct cordon_resource *res, const char *spec_json,
                            char **ret_state_json, struct cordon_error *err)
 {
-    static const char *const keys[] = { "memory_bytes", "disk_bytes", "pids", "runtime_ms",
-                                        "max_output_bytes" };
+    struct cordon_spec spec;
     struct hello_state st = { 0 };
-    cJSON *spec = NULL, *state = NULL, *item;
-    const cJSON *resources, *cpus, *mode;
-    const char *layout = "code";
-    uint64_t vals[5], expires_at_ms, now = cordon_now_wall_ms();
+    cJSON *state = NULL;
+    uint64_t expires_at_ms = 0;
     uid_t uid = 0;
-    size_t i;
     int dir_fd = -1, r;
     bool created = false, took_uid = false;
 
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "provision: resource and ret_state_json required");
-    if ((r = cordon_json_parse_object("spec", spec_json, HELLO_DOC_MAX, &spec, err)) < 0)
-        goto out;
-    item = cJSON_GetObjectItemCaseSensitive(spec, "execution_id");
-    if ((r = hello_state_paths(&st, cJSON_IsString(item) ? item->valuestring : NULL, err)) < 0)
-        goto out;
-    st.execution_id = item->valuestring;
-    item = cJSON_GetObjectItemCaseSensitive(spec, "image");
-    if (item != NULL && !cJSON_IsNull(item) && !(cJSON_IsString(item) && item->valuestring[0] == '\0')) {
+    cordon_spec_init(&spec);
+    /* The sdk refuses a network other than "none"; that one is not
+     * enforced here: the facts say network "host", as observed, so no
+     * caller is misled. */
+    r = cordon_spec_parse(spec_json, &spec, err);
+    if (r == 0 && spec.image != NULL)
         r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0, "image: " HELLO_ID " runs on the host and takes no image");
+    if (r == 0)
+        r = cordon_spec_deadline(&spec, cordon_now_wall_ms(), &expires_at_ms, err);
+    if (r < 0 || (r = hello_state_paths(&st, spec.execution_id, err)) < 0)
         goto out;
-    }
-    resources = cJSON_GetObjectItemCaseSensitive(spec, "resources");
-    cpus = cJSON_GetObjectItemCaseSensitive(resources, "cpus");
-    if (!cJSON_IsObject(resources) || !cJSON_IsNumber(cpus) || !isfinite(cpus->valuedouble) ||
-        cpus->valuedouble <= 0) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0, "resources.cpus: must be a number > 0");
-        goto out;
-    }
-    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        char field[64];
-
-        snprintf(field, sizeof(field), "resources.%s", keys[i]);
-        r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(resources, keys[i]), field, 1,
-                            (uint64_t)CORDON_JSON_INT_MAX, &vals[i], err);
-        if (r < 0)
-            goto out;
-    }
-    /* "none" is the only mode accepted, and it is not enforced: the facts
-     * say network "host", as observed, so no caller is misled. */
-    item = cJSON_GetObjectItemCaseSensitive(spec, "network");
-    mode = cJSON_GetObjectItemCaseSensitive(item, "mode");
-    if (item != NULL && (!cJSON_IsObject(item) || !cJSON_IsString(mode))) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0, "network: must be {\"mode\": \"none\"}");
-        goto out;
-    }
-    if (item != NULL && strcmp(mode->valuestring, "none") != 0) {
-        r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
-                             "network.mode: \"%.32s\" refused: " HELLO_ID " cannot give a network "
-                             "of its own; only \"none\" is accepted", mode->valuestring);
-        goto out;
-    }
-    item = cJSON_GetObjectItemCaseSensitive(spec, "layout");
-    if (item != NULL) {
-        if (!cJSON_IsString(item) ||
-            (strcmp(item->valuestring, "code") != 0 && strcmp(item->valuestring, "host") != 0)) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0, "layout: must be \"code\" or \"host\"");
-            goto out;
-        }
-        layout = item->valuestring;
-    }
-    item = cJSON_GetObjectItemCaseSensitive(spec, "environment");
-    if (item != NULL && !cJSON_IsNull(item) && (r = hello_env_check(item, "environment", err)) < 0)
-        goto out;
-    item = cJSON_GetObjectItemCaseSensitive(spec, "expires_at_ms");
-    if (item != NULL && !cJSON_IsNull(item)) {
-        r = cordon_json_u64(item, "expires_at_ms", now + 1, (uint64_t)CORDON_JSON_INT_MAX,
-                            &expires_at_ms, err);
-        if (r < 0)
-            goto out;
-    } else {
-        expires_at_ms = now + vals[3];
-    }
-
     /* mkdir is the existence check: one id cannot be provisioned twice. */
     if (mkdir(st.dir, 0700) != 0) {
         r = cordon_error_set(err, errno == EEXIST ? CORDON_E_EXISTS : CORDON_E_IO, errno,
@@ -567,23 +467,19 @@ static int hello_provision(struct cordon_resource *res, const char *spec_json,
         r = cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", st.dir, strerror(errno));
         goto out;
     }
-    if ((r = hello_workspace_make(dir_fd, strcmp(layout, "code") == 0, uid, err)) < 0)
+    if ((r = hello_workspace_make(dir_fd, spec.layout == CORDON_SPEC_LAYOUT_CODE, uid, err)) < 0)
         goto out;
     state = cJSON_CreateObject();
     if (state == NULL || !cJSON_AddStringToObject(state, "execution_id", st.execution_id) ||
-        !cJSON_AddStringToObject(state, "layout", layout) ||
-        !cJSON_AddNumberToObject(state, "memory_bytes", (double)vals[0]) ||
-        !cJSON_AddNumberToObject(state, "disk_bytes", (double)vals[1]) ||
-        !cJSON_AddNumberToObject(state, "pids", (double)vals[2]) ||
-        !cJSON_AddNumberToObject(state, "runtime_ms", (double)vals[3]) ||
-        !cJSON_AddNumberToObject(state, "expires_at_ms", (double)expires_at_ms)) {
+        !cJSON_AddStringToObject(state, "layout", cordon_spec_layout_name(spec.layout)) ||
+        !cJSON_AddNumberToObject(state, "memory_bytes", (double)spec.resources.memory_bytes) ||
+        !cJSON_AddNumberToObject(state, "disk_bytes", (double)spec.resources.disk_bytes) ||
+        !cJSON_AddNumberToObject(state, "pids", (double)spec.resources.pids) ||
+        !cJSON_AddNumberToObject(state, "runtime_ms", (double)spec.resources.runtime_ms) ||
+        !cJSON_AddNumberToObject(state, "expires_at_ms", (double)expires_at_ms) ||
+        !cJSON_AddItemToObject(state, "environment", cordon_env_to_json(&spec.environment))) {
         r = hello_nomem(err, "state");
         goto out;
-    }
-    item = cJSON_GetObjectItemCaseSensitive(spec, "environment");
-    if (cJSON_IsObject(item)) {
-        cJSON_DetachItemViaPointer(spec, item);
-        cJSON_AddItemToObject(state, "environment", item);
     }
     r = cordon_json_print_host(res->host, state, ret_state_json, err);
 out:
@@ -594,165 +490,83 @@ out:
     if (r < 0 && took_uid)
         cordon_uid_give_back(NULL, res->host->host_instance_id, st.execution_id, NULL);
     cJSON_Delete(state);
-    cJSON_Delete(spec);
+    cordon_spec_clear(&spec);
     return r;
 }
 
 /* ---- exec ----------------------------------------------------------------- */
 
-/* A request parsed: argv and envp point into doc and into env's strings. */
+/* A request as this provider runs it: the sdk's parse, then the cwd and
+ * the environment resolved against the execution. */
 struct hello_request {
-    cJSON *doc;
-    const char **argv;
-    char **envp;                /* "NAME=VALUE", malloc'd; a later NAME wins */
-    size_t n_env;
+    struct cordon_exec_request req;
+    char **envp;                /* cordon_env_envp's: one block */
     char cwd[1200];
-    uint64_t timeout_ms;
 };
 
 static void hello_request_clear(struct hello_request *rq)
 {
-    size_t i;
-
-    for (i = 0; i < rq->n_env; i++)
-        free(rq->envp[i]);
+    cordon_exec_request_clear(&rq->req);
     free(rq->envp);
-    free(rq->argv);
-    cJSON_Delete(rq->doc);
     memset(rq, 0, sizeof(*rq));
 }
 
-static int hello_env_set(struct hello_request *rq, const char *name, const char *value,
-                         struct cordon_error *err)
+/* The absolute path inside the execution of rel, a normalised directory
+ * of the workspace. */
+static void hello_workspace_path(const struct hello_state *st, const char *rel, char *buf,
+                                 size_t size)
 {
-    size_t i, len = strlen(name);
-    char *entry = NULL;
-    char **grown;
-
-    if (asprintf(&entry, "%s=%s", name, value) < 0)
-        return hello_nomem(err, "env");
-    for (i = 0; i < rq->n_env; i++)
-        if (strncmp(rq->envp[i], name, len) == 0 && rq->envp[i][len] == '=') {
-            free(rq->envp[i]);
-            rq->envp[i] = entry;
-            return 0;
-        }
-    if (rq->n_env >= 3 * HELLO_ENV_MAX + 1 ||
-        (grown = realloc(rq->envp, (rq->n_env + 2) * sizeof(*grown))) == NULL) {
-        free(entry);
-        return hello_nomem(err, "env");
-    }
-    rq->envp = grown;
-    rq->envp[rq->n_env++] = entry;
-    rq->envp[rq->n_env] = NULL;
-    return 0;
+    snprintf(buf, size, "%s%s%s", st->workspace, rel[0] != '\0' ? "/" : "", rel);
 }
 
-static int hello_env_add(struct hello_request *rq, const cJSON *obj, struct cordon_error *err)
-{
-    const cJSON *item;
-    int r = 0;
-
-    cJSON_ArrayForEach(item, obj)
-        if (r == 0)
-            r = hello_env_set(rq, item->string, item->valuestring, err);
-    return r;
-}
-
-/* argv, cwd (an existing directory in the workspace, never through a
- * link), timeout_ms, and the environment: PATH, the spec's, the
- * request's, then workspace_env directories (made the sandbox user's). */
+/* cwd (an existing directory in the workspace, never through a link) and
+ * the environment: PATH, the spec's, the request's, then the
+ * workspace_env directories (made the sandbox user's). */
 static int hello_request_parse(const struct hello_state *st, int ws_fd, const char *json,
                                struct hello_request *ret, struct cordon_error *err)
 {
     struct hello_request rq = { 0 };
-    const cJSON *argv, *item;
-    char *norm = NULL;
-    size_t n, i = 0;
-    int fd = -1, r = cordon_json_parse_object("request", json, HELLO_DOC_MAX, &rq.doc, err);
+    struct cordon_env env;
+    size_t i;
+    int fd = -1, r;
 
-    if (r < 0)
-        goto out;
-    argv = cJSON_GetObjectItemCaseSensitive(rq.doc, "argv");
-    n = cJSON_IsArray(argv) ? (size_t)cJSON_GetArraySize(argv) : 0;
-    if (n == 0 || n > HELLO_ARGV_MAX) {
-        r = cordon_error_set(err, n == 0 ? CORDON_E_INVALID : CORDON_E_LIMIT, 0,
-                             "argv: must be an array of 1 to %u strings", HELLO_ARGV_MAX);
-        goto out;
-    }
-    if ((rq.argv = calloc(n + 1, sizeof(*rq.argv))) == NULL) {
-        r = hello_nomem(err, "argv");
-        goto out;
-    }
-    cJSON_ArrayForEach(item, argv) {
-        if (!cJSON_IsString(item) || strlen(item->valuestring) > HELLO_ARG_MAX ||
-            (i == 0 && item->valuestring[0] == '\0')) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "argv[%zu]: must be a string of at most %u bytes (argv[0] non-empty)",
-                                 i, HELLO_ARG_MAX);
-            goto out;
-        }
-        rq.argv[i++] = item->valuestring;
-    }
-    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "cwd");
-    if (item != NULL && !cJSON_IsNull(item) && !cJSON_IsString(item)) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0, "cwd: must be a relative path");
-        goto out;
-    }
-    r = cordon_path_normalize_dir("cwd", cJSON_IsString(item) ? item->valuestring : "", &norm, err);
+    cordon_env_init(&env);
+    cordon_exec_request_init(&rq.req);
+    r = cordon_exec_request_parse(json, &rq.req, err);
     if (r == 0)
-        r = cordon_fs_walk_dirs(ws_fd, "cwd", norm, false, false, 0, 0, &fd, err);
-    if (r < 0)
-        goto out;
-    snprintf(rq.cwd, sizeof(rq.cwd), "%s%s%s", st->workspace, norm[0] ? "/" : "", norm);
-    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "timeout_ms");
-    if (item != NULL && !cJSON_IsNull(item) &&
-        (r = cordon_json_u64(item, "timeout_ms", 0, (uint64_t)CORDON_JSON_INT_MAX,
-                             &rq.timeout_ms, err)) < 0)
-        goto out;
-    if ((r = hello_env_set(&rq, "PATH", HELLO_PATH, err)) < 0)
-        goto out;
-    if (cJSON_IsObject(st->environment) &&
-        ((r = hello_env_check(st->environment, "state.environment", err)) < 0 ||
-         (r = hello_env_add(&rq, st->environment, err)) < 0))
-        goto out;
-    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "env");
-    if (item != NULL && !cJSON_IsNull(item) &&
-        ((r = hello_env_check(item, "env", err)) < 0 || (r = hello_env_add(&rq, item, err)) < 0))
-        goto out;
-    item = cJSON_GetObjectItemCaseSensitive(rq.doc, "workspace_env");
-    if (item != NULL && !cJSON_IsNull(item)) {
-        const cJSON *w;
+        r = cordon_fs_walk_dirs(ws_fd, "cwd", rq.req.cwd, false, false, 0, 0, &fd, err);
+    if (r == 0)
+        r = cordon_env_set(&env, "PATH", HELLO_PATH, err);
+    for (i = 0; r == 0 && i < st->environment.n; i++)
+        r = cordon_env_set(&env, st->environment.vars[i].name, st->environment.vars[i].value, err);
+    for (i = 0; r == 0 && i < rq.req.env.n; i++)
+        r = cordon_env_set(&env, rq.req.env.vars[i].name, rq.req.env.vars[i].value, err);
+    for (i = 0; r == 0 && i < rq.req.workspace_env.n; i++) {
+        const struct cordon_env_var *w = &rq.req.workspace_env.vars[i];
+        /* Never a sandbox-owned directory inside the read-only source/. */
+        bool in_source = st->code_layout && cordon_path_is_under(w->value, "source");
+        char field[300], value[1200];
+        int dfd = -1;
 
-        if ((r = hello_env_check(item, "workspace_env", err)) < 0)
-            goto out;
-        cJSON_ArrayForEach(w, item) {
-            char field[300], value[1200];
-            int dfd = -1;
-            bool in_source;
-
-            snprintf(field, sizeof(field), "workspace_env.%.255s", w->string);
-            free(norm);
-            norm = NULL;
-            if ((r = cordon_path_normalize_dir(field, w->valuestring, &norm, err)) < 0)
-                goto out;
-            /* Never a sandbox-owned directory inside the read-only source/. */
-            in_source = st->code_layout && cordon_path_is_under(norm, "source");
-            r = cordon_fs_walk_dirs(ws_fd, field, norm, !in_source, true, st->uid, st->uid, &dfd, err);
-            if (r < 0)
-                goto out;
+        snprintf(field, sizeof(field), "workspace_env.%.255s", w->name);
+        r = cordon_fs_walk_dirs(ws_fd, field, w->value, !in_source, true, st->uid, st->uid, &dfd,
+                                err);
+        if (r == 0) {
             close(dfd);
-            snprintf(value, sizeof(value), "%s%s%s", st->workspace, norm[0] ? "/" : "", norm);
-            if ((r = hello_env_set(&rq, w->string, value, err)) < 0)
-                goto out;
+            hello_workspace_path(st, w->value, value, sizeof(value));
+            r = cordon_env_set(&env, w->name, value, err);
         }
     }
-    *ret = rq;
-    memset(&rq, 0, sizeof(rq));
-out:
+    if (r == 0 && (rq.envp = cordon_env_envp(&env)) == NULL)
+        r = hello_nomem(err, "env");
+    if (r == 0) {
+        hello_workspace_path(st, rq.req.cwd, rq.cwd, sizeof(rq.cwd));
+        *ret = rq;
+        memset(&rq, 0, sizeof(rq));
+    }
     if (fd >= 0)
         close(fd);
-    free(norm);
+    cordon_env_clear(&env);
     hello_request_clear(&rq);
     return r;
 }
@@ -885,8 +699,8 @@ static int hello_exec(struct cordon_resource *res, const char *state_json, const
     }
     /* A backstop only: the host keeps the clock and fires cancel_fd. */
     timeout = st.expires_at_ms - now;
-    if (rq.timeout_ms != 0 && rq.timeout_ms + HELLO_SLACK_MS < timeout)
-        timeout = rq.timeout_ms + HELLO_SLACK_MS;
+    if (rq.req.timeout_ms != 0 && rq.req.timeout_ms + HELLO_SLACK_MS < timeout)
+        timeout = rq.req.timeout_ms + HELLO_SLACK_MS;
     if (io->stdout_fd < 0 || io->stderr_fd < 0) {
         null_out = open("/dev/null", O_WRONLY | O_CLOEXEC);
         if (null_out < 0) {
@@ -899,7 +713,7 @@ static int hello_exec(struct cordon_resource *res, const char *state_json, const
         goto out;
     hello_child_prepare(&st, &child);
     cordon_runner_opts_init(&opts);
-    opts.argv = rq.argv;
+    opts.argv = (const char *const *)rq.req.argv;
     opts.envp = (const char *const *)rq.envp;
     opts.cwd = rq.cwd;
     opts.stdin_fd = stdin_fd;
@@ -931,101 +745,27 @@ out:
 
 /* ---- files in and out ----------------------------------------------------- */
 
-/* What lands in source/ (layout "code") stays root's and read-only; the
- * rest belongs to the sandbox user. */
-static int hello_import_begin(struct cordon_resource *res, const char *state_json,
-                              struct hello_state *st, int *ret_ws_fd,
-                              struct cordon_workspace_owner *ret_owner, struct cordon_error *err)
-{
-    int r;
-
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "import: resource required");
-    r = hello_state_parse(res, state_json, true, st, err);
-    if (r == 0)
-        r = hello_open_workspace(st, ret_ws_fd, err);
-    if (r == 0)
-        *ret_owner = (struct cordon_workspace_owner){ st->code_layout, true, st->uid, st->uid };
-    return r;
-}
-
-static int hello_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
-                            int tar_fd, struct cordon_error *err)
+/* The four file slots are the sdk's: it lands what goes into source/
+ * (layout "code") root's and read-only, the rest the sandbox user's, and
+ * never follows a link on the way out. */
+static int hello_workspace(struct cordon_resource *res, const char *state_json,
+                           struct cordon_workspace *ret, struct cordon_error *err)
 {
     struct hello_state st = { 0 };
-    struct cordon_workspace_owner owner;
-    int ws_fd = -1, r = hello_import_begin(res, state_json, &st, &ws_fd, &owner, err);
+    int r = hello_state_parse(res, state_json, true, &st, err);
 
     if (r == 0)
-        r = cordon_tar_import_workspace(tar_fd, ws_fd, dest != NULL ? dest : "", &owner,
-                                        st.disk_bytes, HELLO_ENTRIES_MAX, err);
-    if (ws_fd >= 0)
-        close(ws_fd);
-    hello_state_clear(&st);
-    return r;
-}
-
-static int hello_import_files(struct cordon_resource *res, const char *state_json, const char *dest,
-                              const char *files_json, int data_fd, struct cordon_error *err)
-{
-    struct hello_state st = { 0 };
-    struct cordon_workspace_owner owner;
-    int ws_fd = -1, r = hello_import_begin(res, state_json, &st, &ws_fd, &owner, err);
-
-    if (r == 0)
-        r = cordon_files_import_workspace(files_json, data_fd, ws_fd, dest != NULL ? dest : "",
-                                          &owner, st.disk_bytes, HELLO_ENTRIES_MAX, err);
-    if (ws_fd >= 0)
-        close(ws_fd);
-    hello_state_clear(&st);
-    return r;
-}
-
-/* Exports never follow a link: the SDK stores links as links. */
-static int hello_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
-                            int tar_fd, struct cordon_error *err)
-{
-    struct hello_state st = { 0 };
-    struct cordon_tar_limits limits = { 0 };
-    char *norm = NULL;
-    int ws_fd = -1, r;
-
-    if (res == NULL || tar_fd < 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "export_tar: resource and tar_fd required");
-    if ((r = hello_state_parse(res, state_json, true, &st, err)) == 0 &&
-        (r = cordon_path_normalize_dir("src", src != NULL ? src : "", &norm, err)) == 0 &&
-        (r = hello_open_workspace(&st, &ws_fd, err)) == 0) {
-        limits.max_bytes = st.disk_bytes;
-        limits.max_entries = HELLO_ENTRIES_MAX;
-        r = cordon_tar_create_fd(ws_fd, norm, tar_fd, &limits, NULL, err);
+        r = hello_open_workspace(&st, &ret->fd, err);
+    if (r == 0) {
+        ret->owner = (struct cordon_workspace_owner){ st.code_layout, true, st.uid, st.uid };
+        ret->import_max_bytes = st.disk_bytes;
+        ret->export_max_bytes = st.disk_bytes;
     }
-    if (ws_fd >= 0)
-        close(ws_fd);
-    free(norm);
     hello_state_clear(&st);
     return r;
 }
 
-static int hello_export_files(struct cordon_resource *res, const char *state_json,
-                              const char *paths_json, int tar_fd, struct cordon_error *err)
-{
-    struct hello_state st = { 0 };
-    struct cordon_tar_limits limits = { 0 };
-    int ws_fd = -1, r;
-
-    if (res == NULL || tar_fd < 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "export_files: resource and tar_fd required");
-    if ((r = hello_state_parse(res, state_json, true, &st, err)) == 0 &&
-        (r = hello_open_workspace(&st, &ws_fd, err)) == 0) {
-        limits.max_bytes = st.disk_bytes;
-        limits.max_entries = HELLO_ENTRIES_MAX;
-        r = cordon_tar_create_paths_fd(ws_fd, paths_json, tar_fd, &limits, NULL, err);
-    }
-    if (ws_fd >= 0)
-        close(ws_fd);
-    hello_state_clear(&st);
-    return r;
-}
+CORDON_WORKSPACE_SLOTS(hello, hello_workspace)
 
 /* ---- terminate and reclaim ------------------------------------------------ */
 

@@ -230,3 +230,32 @@ Test(request, env_set_replaces_and_bounds)
     cr_expect_eq(env.n, 0);
     cordon_env_clear(NULL);
 }
+
+Test(request, env_as_envp)
+{
+    struct cordon_env env;
+    struct cordon_error err;
+    char **envp;
+
+    cordon_env_init(&env);
+    cordon_error_init(&err);
+    envp = cordon_env_envp(&env);
+    cr_assert_not_null(envp);
+    cr_expect_null(envp[0], "an empty environment is an empty envp");
+    free(envp);
+    cr_assert_eq(cordon_env_set(&env, "PATH", "/bin", &err), 0);
+    cr_assert_eq(cordon_env_set(&env, "A", "", &err), 0);
+    cr_assert_eq(cordon_env_set(&env, "PATH", "/usr/bin:/bin", &err), 0);
+    envp = cordon_env_envp(&env);
+    cr_assert_not_null(envp);
+    /* document order, a name set again keeps its place with the new value */
+    cr_expect_str_eq(envp[0], "PATH=/usr/bin:/bin");
+    cr_expect_str_eq(envp[1], "A=");
+    cr_expect_null(envp[2]);
+    free(envp);   /* one block */
+    cordon_env_clear(&env);
+    envp = cordon_env_envp(NULL);
+    cr_assert_not_null(envp);
+    cr_expect_null(envp[0]);
+    free(envp);
+}

@@ -59,6 +59,10 @@ CORDON_EXTERN int cordon_env_from_json(const cJSON *obj, const char *field,
 /* The variables as a new JSON object (free with cJSON_Delete); NULL when
  * out of memory. */
 CORDON_EXTERN cJSON *cordon_env_to_json(const struct cordon_env *env);
+/* The variables as an envp for execve or the runner: env->n "NAME=VALUE"
+ * strings in order and a NULL, in one malloc'd block (one free()); NULL
+ * when out of memory. */
+CORDON_EXTERN char **cordon_env_envp(const struct cordon_env *env);
 
 /* ---- the exec request ---------------------------------------------------- */
 
