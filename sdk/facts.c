@@ -8,6 +8,7 @@
 
 #include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
+#include <cordon/sdk/host.h>
 
 #include "sdk/facts-validate.h"
 
@@ -699,4 +700,23 @@ int cordon_facts_compose(const struct cordon_facts_parts *parts, char **ret_json
 out:
     cJSON_Delete(facts);
     return rc;
+}
+
+int cordon_facts_compose_host(const struct cordon_host_v1 *host,
+                              const struct cordon_facts_parts *parts, char **ret_json,
+                              struct cordon_error *err)
+{
+    char *text = NULL, *copy;
+    int rc;
+
+    if (host == NULL || ret_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "facts compose: host and ret_json are required");
+    if ((rc = cordon_facts_compose(parts, &text, err)) < 0)
+        return rc;
+    copy = cordon_host_strdup(host, text);
+    free(text);
+    if (copy == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, 0, "facts compose: out of memory");
+    *ret_json = copy;
+    return 0;
 }

@@ -174,21 +174,6 @@ static int hello_release(struct cordon_resource *res, struct cordon_error *err)
 
 /* ---- probe ---------------------------------------------------------------- */
 
-static int hello_facts(const struct cordon_host_v1 *host, const struct cordon_facts_parts *parts,
-                       char **ret, struct cordon_error *err)
-{
-    char *facts = NULL;
-    int r = cordon_facts_compose(parts, &facts, err);
-
-    if (r == 0) {
-        *ret = cordon_host_strdup(host, facts);
-        if (*ret == NULL)
-            r = hello_nomem(err, "probe");
-    }
-    free(facts);
-    return r;
-}
-
 static int hello_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
                              struct cordon_error *err)
 {
@@ -200,7 +185,7 @@ static int hello_unavailable(const struct cordon_host_v1 *host, const char *reas
         .reason = reason,
     };
 
-    return hello_facts(host, &parts, ret, err);
+    return cordon_facts_compose_host(host, &parts, ret, err);
 }
 
 /* Observe, then describe: the four axes come from the observation only. */
@@ -259,7 +244,7 @@ static int hello_probe(const struct cordon_host_v1 *host, const char *config_jso
             .limits_enforced = hello_limits,
             .observation_json = observation,
         };
-        r = hello_facts(host, &parts, ret_facts_json, err);
+        r = cordon_facts_compose_host(host, &parts, ret_facts_json, err);
     }
     free(observation);
     return r;

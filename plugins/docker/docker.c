@@ -651,7 +651,7 @@ static int dk_probe(const struct cordon_host_v1 *host, const char *config_json, 
     struct dk_engine e;
     struct dk_conn *conn = NULL;
     struct cordon_error perr;
-    char image_id[80] = "", reason[640], *observation = NULL, *mech_text = NULL, *facts = NULL;
+    char image_id[80] = "", reason[640], *observation = NULL, *mech_text = NULL;
     char *out = NULL;
     const char *init = NULL;
     cJSON *mech = NULL;
@@ -763,19 +763,13 @@ static int dk_probe(const struct cordon_host_v1 *host, const char *config_json, 
             .observation_json = observation,
             .mechanism_facts_json = mech_text,
         };
-        r = cordon_facts_compose(&parts, &facts, err);
+        r = cordon_facts_compose_host(host, &parts, &out, err);
     }
-    if (r < 0)
-        goto out;
-    out = cordon_host_strdup(host, facts);
-    if (out == NULL)
-        r = dk_nomem(err, "facts");
 out:
     if (r == 0)
         *ret_facts_json = out;
     else if (out != NULL)
         host->free(out);
-    free(facts);
     free(mech_text);
     free(observation);
     cJSON_Delete(mech);

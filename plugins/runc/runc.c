@@ -935,13 +935,8 @@ static int facts_unavailable(const struct cordon_host_v1 *host, const char *reas
         .workspace_access_modes = access_modes,
         .limits_enforced = cordon_limit_keys,
     };
-    char *facts = NULL;
-    int r = cordon_facts_compose(&parts, &facts, err);
 
-    if (r == 0 && (*ret = cordon_host_strdup(host, facts)) == NULL)
-        r = runc__nomem(err, "facts");
-    free(facts);
-    return r;
+    return cordon_facts_compose_host(host, &parts, ret, err);
 }
 
 /* Availability only: the runtime is there, the init is there, the image
@@ -1027,7 +1022,7 @@ static int runc_probe(const struct cordon_host_v1 *host, const char *config_json
     struct runc_config cfg = { 0 };
     struct runc_image img = { 0 };
     struct cordon_error why;
-    char *observation = NULL, *mech = NULL, *facts = NULL, *out = NULL;
+    char *observation = NULL, *mech = NULL, *out = NULL;
     bool cached = false;
     int r;
 
@@ -1089,16 +1084,13 @@ static int runc_probe(const struct cordon_host_v1 *host, const char *config_json
             .mechanism_facts_json = mech,
         };
 
-        r = cordon_facts_compose(&parts, &facts, err);
+        r = cordon_facts_compose_host(host, &parts, &out, err);
     }
-    if (r == 0 && (out = cordon_host_strdup(host, facts)) == NULL)
-        r = runc__nomem(err, "facts");
 out:
     if (r == 0)
         *ret_facts_json = out;
     else if (out != NULL)
         host->free(out);
-    free(facts);
     free(mech);
     free(observation);
     runc__image_clear(&img);

@@ -890,17 +890,8 @@ static int tl_unavailable(const struct cordon_host_v1 *host, const char *reason,
         .workspace_access_modes = tl_access_modes,
         .limits_enforced = tl_limits_self,
     };
-    char *facts = NULL;
-    int r;
 
-    r = cordon_facts_compose(&parts, &facts, err);
-    if (r == 0) {
-        *ret = cordon_host_strdup(host, facts);
-        if (*ret == NULL)
-            r = tl_nomem(err, "facts");
-    }
-    free(facts);
-    return r;
+    return cordon_facts_compose_host(host, &parts, ret, err);
 }
 
 static int tl_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
@@ -909,7 +900,7 @@ static int tl_probe(const struct cordon_host_v1 *host, const char *config_json, 
     struct cordon_resource *res = NULL;
     struct tl_config cfg = { 0 };
     struct cordon_error perr;
-    char *observation = NULL, *mech = NULL, *facts = NULL, *out = NULL;
+    char *observation = NULL, *mech = NULL, *out = NULL;
     bool area_tmpfs;
     int r;
 
@@ -978,19 +969,13 @@ static int tl_probe(const struct cordon_host_v1 *host, const char *config_json, 
             .observation_json = observation,
             .mechanism_facts_json = mech,
         };
-        r = cordon_facts_compose(&parts, &facts, err);
+        r = cordon_facts_compose_host(host, &parts, &out, err);
     }
-    if (r < 0)
-        goto out;
-    out = cordon_host_strdup(host, facts);
-    if (out == NULL)
-        r = tl_nomem(err, "facts");
 out:
     if (r == 0)
         *ret_facts_json = out;
     else if (out != NULL)
         host->free(out);
-    free(facts);
     free(mech);
     free(observation);
     tl_resource_free(res);

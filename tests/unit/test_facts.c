@@ -432,3 +432,40 @@ ParameterizedTest(struct compose_bad_row *row, facts, compose_refuses)
     cr_assert(strstr(err.message, row->want) != NULL, "message \"%s\" lacks \"%s\"", err.message, row->want);
     cr_assert_str_eq(json, "untouched");
 }
+
+/* The host's allocator, counted: what compose_host hands back is its own. */
+static int host_allocs;
+static void *counting_alloc(size_t n)
+{
+    host_allocs++;
+    return malloc(n);
+}
+
+Test(facts, compose_host_copies_into_the_hosts_memory)
+{
+    const struct cordon_host_v1 host = { .abi_version = CORDON_ABI_VERSION,
+                                         .struct_size = sizeof(host), .alloc = counting_alloc,
+                                         .free = free };
+    struct cordon_facts_parts parts;
+    struct cordon_error err;
+    char *json = NULL, *plain = NULL;
+
+    parts_init(&parts);
+    parts.available = false;
+    parts.reason = "not here";
+    parts.observation_json = NULL;
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_facts_compose_host(&host, &parts, &json, &err), 0, "%s", err.message);
+    cr_expect_eq(host_allocs, 1, "the result comes from host->alloc");
+    cr_assert_eq(cordon_facts_compose(&parts, &plain, &err), 0);
+    cr_expect_str_eq(json, plain, "the same text as cordon_facts_compose");
+    free(json);
+    free(plain);
+    /* A refusal of compose's leaves *ret alone and allocates nothing. */
+    json = NULL;
+    parts.reason = NULL;
+    cr_expect_eq(cordon_facts_compose_host(&host, &parts, &json, &err), CORDON_E_INVALID);
+    cr_expect_null(json);
+    cr_expect_eq(host_allocs, 1);
+    cr_expect_eq(cordon_facts_compose_host(NULL, &parts, &json, &err), CORDON_E_INVALID);
+}

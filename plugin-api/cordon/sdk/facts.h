@@ -64,6 +64,13 @@ struct cordon_facts_parts {
 CORDON_EXTERN int cordon_facts_compose(const struct cordon_facts_parts *parts, char **ret_json,
                                        struct cordon_error *err);
 
+/* The end of every probe: cordon_facts_compose, the text copied into
+ * memory from host->alloc (the probe's ret_facts_json, which the host
+ * frees). *ret_json is written only on success. */
+CORDON_EXTERN int cordon_facts_compose_host(const struct cordon_host_v1 *host,
+                                            const struct cordon_facts_parts *parts,
+                                            char **ret_json, struct cordon_error *err);
+
 #ifdef __cplusplus
 }
 #endif
