@@ -39,10 +39,10 @@
 
 #include <sys/syscall.h>
 
-#include <linux/openat2.h>
 
 #include <cordon/sdk/agent.h>
 #include <cordon/sdk/capture.h>
+#include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/relay.h>
@@ -58,7 +58,6 @@
 #define DK_DIRS_MAX 1024u                 /* workspace_env directories, parents included */
 #define DK_ENVIRON_MAX (256u << 10)       /* the init's /proc/PID/environ */
 #define DK_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-#define DK_PATH_MAX 4096
 
 /* The daemon reports a process that never started on the stdout stream. */
 static const char start_failure[] = "OCI runtime exec failed";
@@ -779,56 +778,6 @@ static const char *strv_env_get(const struct strv *a, const char *name)
     return NULL;
 }
 
-/* Whether path names an executable regular file inside the container,
- * resolved as the container would (RESOLVE_IN_ROOT); nothing is read. */
-static bool exists_inside(int root_fd, const char *path)
-{
-    struct open_how how = { .flags = O_PATH | O_CLOEXEC,
-                            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-    struct stat st;
-    int fd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
-    bool ok;
-
-    if (fd < 0)
-        return errno == ENOSYS; /* no openat2: the agent's exit 127 says it */
-    ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0;
-    close(fd);
-    return ok;
-}
-
-/* argv[0] as execvp inside finds it, or CORDON_E_NOT_FOUND as the exec
- * API's start failure gives it. */
-static int program_check(int root_fd, const char *argv0, const char *cwd, const char *path,
-                         struct cordon_error *err)
-{
-    char cand[2 * DK_PATH_MAX + 32];
-
-    if (strlen(argv0) > DK_PATH_MAX)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "argv[0]: longer than %d bytes",
-                                DK_PATH_MAX);
-    if (strchr(argv0, '/') != NULL) {
-        snprintf(cand, sizeof(cand), "%s%s%s", argv0[0] == '/' ? "" : cwd,
-                 argv0[0] == '/' ? "" : "/", argv0);
-        if (exists_inside(root_fd, cand))
-            return 0;
-    } else {
-        for (const char *p = path; *p != '\0';) {
-            const char *end = strchrnul(p, ':');
-            size_t n = (size_t)(end - p);
-
-            if (n > 0 && p[0] == '/' && n < DK_PATH_MAX) {
-                snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, p, argv0);
-                if (exists_inside(root_fd, cand))
-                    return 0;
-            }
-            p = *end == ':' ? end + 1 : end;
-        }
-    }
-    return cordon_error_set(err, CORDON_E_NOT_FOUND, ENOENT,
-                            "exec: \"%.100s\" could not be started in the sandbox: not found "
-                            "(PATH=%.200s)", argv0, path);
-}
-
 static bool pidfd_alive(int pidfd)
 {
     return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0u) == 0;
@@ -913,8 +862,8 @@ static int agent_exec(struct cordon_resource *res, const struct dk_state *st,
                               err);
         goto out;
     }
-    r = program_check(root_fd, rq->req.argv[0], rq->workdir, path != NULL ? path : DK_DEFAULT_PATH,
-                      err);
+    r = cordon_fs_find_program(root_fd, rq->req.argv[0], rq->workdir,
+                               path != NULL ? path : DK_DEFAULT_PATH, err);
     if (r == 0 && (rq->ndirs > 0 || rq->must_exist != NULL)) {
         r = dk_conn_open(&res->engine, &conn, err);
         if (r == 0)

@@ -31,7 +31,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <linux/openat2.h>
 
 #include <cordon/sdk/agent.h>
 #include <cordon/sdk/fs.h>
@@ -121,56 +120,6 @@ static const char *final_path(const cJSON *spec_env, const struct cordon_env *en
     return path != NULL ? path : RUNC_DEFAULT_PATH;
 }
 
-/* Whether path names an executable regular file inside the container,
- * resolved as the container would (RESOLVE_IN_ROOT); nothing is read. */
-static bool exists_inside(int root_fd, const char *path)
-{
-    struct open_how how = { .flags = O_PATH | O_CLOEXEC,
-                            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-    struct stat st;
-    int fd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
-    bool ok;
-
-    if (fd < 0)
-        return errno == ENOSYS; /* no openat2: let the runtime decide */
-    ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0;
-    close(fd);
-    return ok;
-}
-
-/* argv[0] as execvp inside would find it; CORDON_E_NOT_FOUND otherwise. */
-static int program_check(int root_fd, const char *argv0, const char *cwd, const char *path,
-                         struct cordon_error *err)
-{
-    char cand[RUNC_PATH_MAX + CORDON_PATH_MAX + 32];
-
-    if (strlen(argv0) > CORDON_PATH_MAX)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "argv[0]: longer than %d bytes", CORDON_PATH_MAX);
-    if (strchr(argv0, '/') != NULL) {
-        snprintf(cand, sizeof(cand), "%s%s%s", argv0[0] == '/' ? "" : cwd,
-                 argv0[0] == '/' ? "" : "/", argv0);
-        if (exists_inside(root_fd, cand))
-            return 0;
-        return cordon_error_set(err, CORDON_E_NOT_FOUND, ENOENT,
-                                "argv[0]: program not found inside the sandbox (%.200s)", argv0);
-    }
-    for (const char *p = path; *p != '\0';) {
-        const char *end = strchrnul(p, ':');
-        size_t n = (size_t)(end - p);
-
-        if (n > 0 && p[0] == '/' && n < RUNC_PATH_MAX) {
-            snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, p, argv0);
-            if (exists_inside(root_fd, cand))
-                return 0;
-        }
-        p = *end == ':' ? end + 1 : end;
-    }
-    return cordon_error_set(err, CORDON_E_NOT_FOUND, ENOENT,
-                            "argv[0]: program not found in PATH inside the sandbox (%.200s, "
-                            "PATH=%.200s)", argv0, path);
-}
-
 /* A request as read (the sdk's), and what exec makes of it here. */
 struct request {
     struct cordon_exec_request req;
@@ -247,8 +196,8 @@ static int request_parse(const struct runc_state *st, int root_fd, int ws_fd, co
     if (r == 0)
         r = request_workspace_env(st, ws_fd, &rq.req.workspace_env, &rq.env, err);
     if (r == 0)
-        r = program_check(root_fd, rq.req.argv[0], rq.cwd, final_path(st->environment, &rq.req.env),
-                          err);
+        r = cordon_fs_find_program(root_fd, rq.req.argv[0], rq.cwd,
+                                   final_path(st->environment, &rq.req.env), err);
     if (r < 0)
         goto out;
     *ret = rq;

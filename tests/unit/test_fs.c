@@ -874,3 +874,49 @@ Test(fs, sha256_fd_reads_to_end_within_limit)
     cr_assert_str_eq(hex, "untouched");
     close(fd);
 }
+
+/* ---- find_program ------------------------------------------------------- */
+
+Test(fs, find_program_resolves_inside_the_root_only)
+{
+    struct cordon_error err;
+    char *target = NULL;
+
+    /* in/bin/tool and in/work/run.sh executable; in/bin/data not; an
+     * executable outside, reached by an absolute link and by PATH. */
+    cr_assert_eq(mkdirat(infd, "bin", 0755), 0);
+    cr_assert_eq(mkdirat(infd, "work", 0755), 0);
+    cr_assert_eq(write_at(infd, "bin/tool", "#!/bin/sh\n"), 0);
+    cr_assert_eq(fchmodat(infd, "bin/tool", 0755, 0), 0);
+    cr_assert_eq(write_at(infd, "bin/data", "x"), 0);
+    cr_assert_eq(write_at(infd, "work/run.sh", "#!/bin/sh\n"), 0);
+    cr_assert_eq(fchmodat(infd, "work/run.sh", 0700, 0), 0);
+    cr_assert_eq(write_at(outfd, "escape", "#!/bin/sh\n"), 0);
+    cr_assert_eq(fchmodat(outfd, "escape", 0755, 0), 0);
+    cr_assert(asprintf(&target, "%s/escape", outside) > 0);
+    cr_assert_eq(symlinkat(target, infd, "bin/escape"), 0);
+    cordon_error_init(&err);
+    cr_expect_eq(cordon_fs_find_program(infd, "tool", "/", "/nope:bin:/bin", &err), 0, "%s",
+                 err.message);
+    cr_expect_eq(cordon_fs_find_program(infd, "/bin/tool", "/work", "", &err), 0, "%s",
+                 err.message);
+    cr_expect_eq(cordon_fs_find_program(infd, "./run.sh", "/work", "/bin", &err), 0, "%s",
+                 err.message);
+    cr_expect_eq(cordon_fs_find_program(infd, "../work/run.sh", "/bin", "/bin", &err), 0, "%s",
+                 err.message);
+    /* not executable, not there, a relative PATH entry, outside the root */
+    cr_expect_eq(cordon_fs_find_program(infd, "data", "/", "/bin", &err), CORDON_E_NOT_FOUND);
+    cr_expect_str_eq(err.message,
+                     "argv[0]: \"data\": not found in PATH inside the sandbox (PATH=/bin)");
+    cr_expect_eq(cordon_fs_find_program(infd, "tool", "/", "bin", &err), CORDON_E_NOT_FOUND);
+    cr_expect_eq(cordon_fs_find_program(infd, "./tool", "/", "/bin", &err), CORDON_E_NOT_FOUND);
+    cr_expect_str_eq(err.message, "argv[0]: \"./tool\": no such program inside the sandbox");
+    cr_expect_eq(cordon_fs_find_program(infd, "escape", "/", "/bin", &err), CORDON_E_NOT_FOUND,
+                 "an absolute link is resolved inside the root, never on the host");
+    cr_expect_eq(cordon_fs_find_program(infd, target, "/", "/bin", &err), CORDON_E_NOT_FOUND);
+    cr_expect_eq(cordon_fs_find_program(infd, "../../outside/escape", "/bin", "", &err),
+                 CORDON_E_NOT_FOUND, "dot-dot stops at the root");
+    cr_expect_eq(cordon_fs_find_program(infd, "", "/", "/bin", &err), CORDON_E_INVALID);
+    cr_expect_eq(cordon_fs_find_program(infd, NULL, "/", "/bin", &err), CORDON_E_INVALID);
+    free(target);
+}

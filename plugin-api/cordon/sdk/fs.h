@@ -40,6 +40,20 @@ CORDON_EXTERN int cordon_fs_walk_dirs(int dirfd, const char *field, const char *
                                       bool give, uid_t uid, gid_t gid, int *ret_fd,
                                       struct cordon_error *err);
 
+/*
+ * Whether argv0 names a program inside a sandbox whose root is root_fd, as
+ * execvp inside would find it: with a '/' as given (relative to cwd, an
+ * absolute directory inside), else in each absolute directory of path (a
+ * PATH value) in turn; each candidate resolved as the sandbox resolves it
+ * (openat2 RESOLVE_IN_ROOT, no magic links) and only stat'ed. 0 when it is
+ * an executable regular file there, and also when the kernel has no
+ * openat2 (the mechanism's own exec then decides); CORDON_E_NOT_FOUND
+ * naming argv0 and the PATH searched; CORDON_E_INVALID for an argv0 or a
+ * cwd longer than CORDON_PATH_MAX.
+ */
+CORDON_EXTERN int cordon_fs_find_program(int root_fd, const char *argv0, const char *cwd,
+                                         const char *path, struct cordon_error *err);
+
 /* Read a whole regular file (bounded). *ret_buf is malloc'd and
  * NUL-terminated (the NUL is not counted in ret_len). */
 CORDON_EXTERN int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes,
