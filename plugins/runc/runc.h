@@ -53,10 +53,6 @@ struct runc_config {
 };
 
 /* A classic BPF program (the seccomp filter), malloc'd. */
-struct runc_bpf {
-    struct sock_filter *filter;
-    unsigned short len;
-};
 
 struct cordon_resource {
     const struct cordon_host_v1 *host;
@@ -70,7 +66,7 @@ struct cordon_resource {
     bool memsw;
     bool probe_only;             /* the probe's own: no image means the empty root */
     bool exec_setns;             /* exec enters the container itself (runc, crun), else `exec` */
-    struct runc_bpf seccomp;     /* the profile compiled, for exec_setns */
+    struct sock_fprog seccomp;   /* the profile compiled, for exec_setns */
 };
 
 /* One execution, parsed back from its state JSON. */
@@ -273,8 +269,8 @@ int runc__seccomp_denied_count(void);
 
 /* The same profile compiled for this architecture, as the runtime
  * compiles it. Clear with runc__seccomp_bpf_clear. */
-int runc__seccomp_bpf(struct runc_bpf *ret, struct cordon_error *err);
-void runc__seccomp_bpf_clear(struct runc_bpf *bpf);
+int runc__seccomp_bpf(struct sock_fprog *ret, struct cordon_error *err);
+void runc__seccomp_bpf_clear(struct sock_fprog *bpf);
 
 /* ---- rootfs.c -------------------------------------------------------------- */
 

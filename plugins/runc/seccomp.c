@@ -30,6 +30,7 @@
 #include <seccomp.h>
 
 #include <cordon/sdk/sandbox.h>
+#include "plugins/common/scmp.h"
 #include "plugins/runc/runc.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -190,75 +191,10 @@ nomem:
     return nomem(err);
 }
 
-void runc__seccomp_bpf_clear(struct runc_bpf *bpf)
+void runc__seccomp_bpf_clear(struct sock_fprog *bpf)
 {
     free(bpf->filter);
     memset(bpf, 0, sizeof(*bpf));
-}
-
-/* ctx exported as classic BPF (libseccomp 2.5 writes it to an fd only). */
-static int bpf_export(scmp_filter_ctx ctx, struct runc_bpf *ret, struct cordon_error *err)
-{
-    struct stat st;
-    ssize_t n = -1;
-    int fd = memfd_create("cordon-seccomp", MFD_CLOEXEC), rc;
-
-    if (fd < 0)
-        return cordon_error_set(err, CORDON_E_IO, errno, "seccomp: memfd_create: %s",
-                                strerror(errno));
-    rc = seccomp_export_bpf(ctx, fd);
-    if (rc == 0 && fstat(fd, &st) == 0 && st.st_size > 0 &&
-        st.st_size % (off_t)sizeof(struct sock_filter) == 0 &&
-        st.st_size / (off_t)sizeof(struct sock_filter) <= BPF_MAXINSNS &&
-        (ret->filter = malloc((size_t)st.st_size)) != NULL)
-        n = pread(fd, ret->filter, (size_t)st.st_size, 0);
-    close(fd);
-    if (rc != 0 || n != (ssize_t)st.st_size) {
-        runc__seccomp_bpf_clear(ret);
-        return cordon_error_set(err, CORDON_E_PROVIDER, rc < 0 ? -rc : errno,
-                                "seccomp: exporting the filter failed (libseccomp %d)", rc);
-    }
-    ret->len = (unsigned short)(st.st_size / (off_t)sizeof(struct sock_filter));
-    return 0;
-}
-
-static enum scmp_compare scmp_op(enum cordon_seccomp_op op)
-{
-    switch (op) {
-    case CORDON_SECCOMP_EQ:
-        return SCMP_CMP_EQ;
-    case CORDON_SECCOMP_NE:
-        return SCMP_CMP_NE;
-    case CORDON_SECCOMP_GE:
-        return SCMP_CMP_GE;
-    }
-    return _SCMP_CMP_MIN;
-}
-
-/* The sdk's socket rules, as cordon_socket_rules_oci lists them for the
- * runtime: socket, then socketpair, rule by rule. 0 or -errno. */
-static int socket_rules_add(scmp_filter_ctx ctx)
-{
-    static const char *const names[] = { "socket", "socketpair" };
-    struct cordon_socket_rule sr[CORDON_SOCKET_RULES_MAX];
-    size_t n = cordon_socket_rules(sr, COUNT(sr));
-    int rc = n > 0 ? 0 : -E2BIG;
-
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        struct scmp_arg_cmp cmp[CORDON_SOCKET_RULE_ARGS];
-
-        for (unsigned k = 0; k < sr[i].nargs; k++)
-            cmp[k] = (struct scmp_arg_cmp){ sr[i].args[k].index, scmp_op(sr[i].args[k].op),
-                                            sr[i].args[k].value, 0 };
-        for (size_t k = 0; k < (sr[i].socketpair ? 2u : 1u) && rc == 0; k++) {
-            int nr = seccomp_syscall_resolve_name(names[k]);
-
-            if (nr >= 0)
-                rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO((unsigned)sr[i].errno_ret), nr,
-                                            sr[i].nargs, cmp);
-        }
-    }
-    return rc;
 }
 
 /*
@@ -267,10 +203,10 @@ static int socket_rules_add(scmp_filter_ctx ctx)
  * kills a call through another ABI), one rule_add per resolvable name in
  * the profile's order, no_new_privs left to the caller.
  */
-int runc__seccomp_bpf(struct runc_bpf *ret, struct cordon_error *err)
+int runc__seccomp_bpf(struct sock_fprog *ret, struct cordon_error *err)
 {
     scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-    struct runc_bpf bpf = { 0 };
+    struct sock_fprog bpf = { 0 };
     int r = 0, rc = 0;
 
     if (ctx == NULL)
@@ -298,11 +234,11 @@ int runc__seccomp_bpf(struct runc_bpf *ret, struct cordon_error *err)
             break;
     }
     if (r == 0 && rc == 0)
-        rc = socket_rules_add(ctx);
+        rc = scmp__socket_rules(ctx);
     if (r == 0 && rc != 0)
         r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: building the filter: %s",
                              strerror(-rc));
-    if (r == 0 && (r = bpf_export(ctx, &bpf, err)) == 0)
+    if (r == 0 && (r = scmp__export(ctx, &bpf, err)) == 0)
         *ret = bpf;
     seccomp_release(ctx);
     return r;

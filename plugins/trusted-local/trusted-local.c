@@ -56,6 +56,7 @@
 #include <cordon/sdk/spec.h>
 #include <cordon/sdk/uid.h>
 #include <cordon/sdk/workspace.h>
+#include "plugins/common/scmp.h"
 
 #define TL_ID "trusted-local"
 #define TL_ROOT_DEFAULT_PRIVILEGED "/run/cordon/trusted-local"
@@ -359,45 +360,6 @@ static const char *const tl_denied_syscalls[] = {
     "acct", "open_by_handle_at", "name_to_handle_at",
 };
 
-static enum scmp_compare tl_scmp_op(enum cordon_seccomp_op op)
-{
-    switch (op) {
-    case CORDON_SECCOMP_EQ:
-        return SCMP_CMP_EQ;
-    case CORDON_SECCOMP_NE:
-        return SCMP_CMP_NE;
-    case CORDON_SECCOMP_GE:
-        return SCMP_CMP_GE;
-    }
-    return _SCMP_CMP_MIN;
-}
-
-/* cordon_socket_rules on socket, and on socketpair where a rule says so;
- * 0 or -errno. */
-static int tl_socket_rules_add(scmp_filter_ctx ctx)
-{
-    static const char *const names[] = { "socket", "socketpair" };
-    struct cordon_socket_rule sr[CORDON_SOCKET_RULES_MAX];
-    size_t n = cordon_socket_rules(sr, sizeof(sr) / sizeof(sr[0]));
-    int rc = n > 0 ? 0 : -E2BIG;
-
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        struct scmp_arg_cmp cmp[CORDON_SOCKET_RULE_ARGS];
-
-        for (unsigned k = 0; k < sr[i].nargs; k++)
-            cmp[k] = (struct scmp_arg_cmp){ sr[i].args[k].index, tl_scmp_op(sr[i].args[k].op),
-                                            sr[i].args[k].value, 0 };
-        for (size_t k = 0; k < (sr[i].socketpair ? 2u : 1u) && rc == 0; k++) {
-            int nr = seccomp_syscall_resolve_name(names[k]);
-
-            if (nr >= 0)
-                rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO((unsigned)sr[i].errno_ret), nr,
-                                            sr[i].nargs, cmp);
-        }
-    }
-    return rc;
-}
-
 /*
  * Build the filter with libseccomp in the parent and keep the raw BPF, so
  * that the child needs only prctl(PR_SET_SECCOMP).
@@ -405,10 +367,8 @@ static int tl_socket_rules_add(scmp_filter_ctx ctx)
 static int tl_seccomp_build(struct sock_fprog *ret, struct cordon_error *err)
 {
     scmp_filter_ctx ctx;
-    struct sock_filter *buf = NULL;
-    struct stat st;
-    size_t i, got = 0;
-    int fd = -1, rc, nr, r = 0;
+    size_t i;
+    int rc, nr, r = 0;
 
     ctx = seccomp_init(SCMP_ACT_ALLOW);
     if (ctx == NULL)
@@ -460,54 +420,14 @@ static int tl_seccomp_build(struct sock_fprog *ret, struct cordon_error *err)
      * host's network stays in reach (AF_INET, AF_INET6: nothing here is
      * contained), but AF_VSOCK, AF_PACKET, netlink uevents and the rest are
      * refused: cheap, and no program of the documented kind needs them. */
-    if ((rc = tl_socket_rules_add(ctx)) < 0) {
+    if ((rc = scmp__socket_rules(ctx)) < 0) {
         r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: socket rules: %s",
                              strerror(-rc));
         goto out;
     }
 
-    fd = memfd_create("cordon-tl-seccomp", MFD_CLOEXEC);
-    if (fd < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "seccomp: memfd_create: %s",
-                             strerror(errno));
-        goto out;
-    }
-    rc = seccomp_export_bpf(ctx, fd);
-    if (rc < 0) {
-        r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: export: %s", strerror(-rc));
-        goto out;
-    }
-    if (fstat(fd, &st) != 0 || st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
-        st.st_size / sizeof(struct sock_filter) > BPF_MAXINSNS) {
-        r = cordon_error_set(err, CORDON_E_PROVIDER, 0,
-                             "seccomp: exported program has %lld bytes (at most %d instructions)",
-                             (long long)st.st_size, BPF_MAXINSNS);
-        goto out;
-    }
-    buf = malloc((size_t)st.st_size);
-    if (buf == NULL) {
-        r = tl_nomem(err, "seccomp");
-        goto out;
-    }
-    while (got < (size_t)st.st_size) {
-        ssize_t n = pread(fd, (char *)buf + got, (size_t)st.st_size - got, (off_t)got);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            r = cordon_error_set(err, CORDON_E_IO, n < 0 ? errno : 0,
-                                 "seccomp: reading the exported program back");
-            goto out;
-        }
-        got += (size_t)n;
-    }
-    ret->len = (unsigned short)(st.st_size / sizeof(struct sock_filter));
-    ret->filter = buf;
-    buf = NULL;
+    r = scmp__export(ctx, ret, err);
 out:
-    free(buf);
-    if (fd >= 0)
-        close(fd);
     seccomp_release(ctx);
     return r;
 }
@@ -688,6 +608,7 @@ static bool tl_resources_add(cJSON *parent, const struct cordon_limits *res)
     cJSON_Delete(obj);
     return false;
 }
+
 
 static void tl_state_clear(struct tl_state *st)
 {
