@@ -221,3 +221,13 @@ int cordon_env_object_check(const cJSON *obj, const char *field, struct cordon_e
     }
     return 0;
 }
+
+bool cordon_limits_add(cJSON *parent, const char *key, const struct cordon_limits *limits)
+{
+    cJSON *obj = cordon_limits_to_json(limits);
+
+    if (obj != NULL && parent != NULL && key != NULL && cJSON_AddItemToObject(parent, key, obj))
+        return true;
+    cJSON_Delete(obj);
+    return false;
+}

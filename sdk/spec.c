@@ -67,16 +67,20 @@ static int parse_network(const cJSON *item, struct cordon_error *err)
     return 0;
 }
 
-static int parse_layout(const cJSON *item, struct cordon_spec *spec, struct cordon_error *err)
+int cordon_spec_layout_from_json(const cJSON *item, const char *field, bool absent_ok,
+                                 enum cordon_spec_layout *ret, struct cordon_error *err)
 {
-    if (item == NULL)
+    if (item == NULL && absent_ok) {
+        *ret = CORDON_SPEC_LAYOUT_CODE;
         return 0;
+    }
     if (cJSON_IsString(item) && strcmp(item->valuestring, "code") == 0)
-        spec->layout = CORDON_SPEC_LAYOUT_CODE;
+        *ret = CORDON_SPEC_LAYOUT_CODE;
     else if (cJSON_IsString(item) && strcmp(item->valuestring, "host") == 0)
-        spec->layout = CORDON_SPEC_LAYOUT_HOST;
+        *ret = CORDON_SPEC_LAYOUT_HOST;
     else
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "layout: must be \"code\" or \"host\"");
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be \"code\" or \"host\"",
+                                field != NULL ? field : "layout");
     return 0;
 }
 
@@ -104,7 +108,8 @@ int cordon_spec_parse(const char *json, struct cordon_spec *ret, struct cordon_e
         (r = parse_network(cJSON_GetObjectItemCaseSensitive(doc, "network"), err)) < 0 ||
         (r = cordon_env_from_json(cJSON_GetObjectItemCaseSensitive(doc, "environment"),
                                   "environment", &spec.environment, err)) < 0 ||
-        (r = parse_layout(cJSON_GetObjectItemCaseSensitive(doc, "layout"), &spec, err)) < 0)
+        (r = cordon_spec_layout_from_json(cJSON_GetObjectItemCaseSensitive(doc, "layout"),
+                                          "layout", true, &spec.layout, err)) < 0)
         goto out;
     item = cJSON_GetObjectItemCaseSensitive(doc, "expires_at_ms");
     if (item != NULL && !cJSON_IsNull(item) &&

@@ -39,15 +39,6 @@
 
 /* ---- spec and state -------------------------------------------------------- */
 
-static bool dk_limits_add(cJSON *parent, const struct cordon_limits *l)
-{
-    cJSON *obj = cordon_limits_to_json(l);
-
-    if (obj != NULL && cJSON_AddItemToObject(parent, "resources", obj))
-        return true;
-    cJSON_Delete(obj);
-    return false;
-}
 
 void dk_state_clear(struct dk_state *st)
 {
@@ -71,7 +62,7 @@ int dk_state_parse(const struct cordon_resource *res, const char *json, bool ful
                    struct dk_state *ret, struct cordon_error *err)
 {
     struct dk_state st = { 0 };
-    const cJSON *item;
+    enum cordon_spec_layout layout;
     uint64_t v;
     int r;
 
@@ -110,13 +101,11 @@ int dk_state_parse(const struct cordon_resource *res, const char *json, bool ful
         (r = cordon_uid_check_state(NULL, res->host->host_instance_id, st.execution_id, st.uid,
                                     st.gid, err)) < 0)
         goto out;
-    item = cJSON_GetObjectItemCaseSensitive(st.doc, "layout");
-    if (!cJSON_IsString(item) ||
-        (strcmp(item->valuestring, "code") != 0 && strcmp(item->valuestring, "host") != 0)) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0, "state.layout: must be \"code\" or \"host\"");
+    r = cordon_spec_layout_from_json(cJSON_GetObjectItemCaseSensitive(st.doc, "layout"),
+                                     "state.layout", false, &layout, err);
+    if (r < 0)
         goto out;
-    }
-    st.code_layout = strcmp(item->valuestring, "code") == 0;
+    st.code_layout = layout == CORDON_SPEC_LAYOUT_CODE;
     r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(st.doc, "resources"), "state.resources",
                         &st.limits, err);
     if (r < 0)
@@ -756,7 +745,7 @@ static char *dk_state_json(const struct cordon_resource *res, const struct dk_sp
         cJSON_AddNumberToObject(st, "uid", (double)sp->uid) &&
         cJSON_AddNumberToObject(st, "gid", (double)sp->gid) &&
         cJSON_AddStringToObject(st, "layout", sp->code_layout ? "code" : "host") &&
-        dk_limits_add(st, &sp->in.resources) &&
+        cordon_limits_add(st, "resources", &sp->in.resources) &&
         cJSON_AddNumberToObject(st, "expires_at_ms", (double)sp->expires_at_ms) &&
         cJSON_AddStringToObject(st, "runtime", res->cfg.runtime != NULL ? res->cfg.runtime : "") &&
         (!agent || (cJSON_AddTrueToObject(st, "agent") &&

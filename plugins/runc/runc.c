@@ -401,15 +401,6 @@ static int limits_parse(const cJSON *obj, const char *field, struct cordon_limit
     return 0;
 }
 
-static bool limits_add(cJSON *parent, const struct cordon_limits *l)
-{
-    cJSON *obj = cordon_limits_to_json(l);
-
-    if (obj != NULL && cJSON_AddItemToObject(parent, "resources", obj))
-        return true;
-    cJSON_Delete(obj);
-    return false;
-}
 
 char *runc__bundle_path(const struct cordon_resource *res, const char *id)
 {
@@ -434,6 +425,7 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
                       struct runc_state *ret, struct cordon_error *err)
 {
     struct runc_state st = { 0 };
+    enum cordon_spec_layout layout;
     const cJSON *item;
     uint64_t v;
     int r;
@@ -491,14 +483,11 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
         (r = cordon_uid_check_state(NULL, res->host->host_instance_id, st.id, st.uid, st.gid,
                                     err)) < 0)
         goto out;
-    item = cJSON_GetObjectItemCaseSensitive(st.doc, "layout");
-    if (!cJSON_IsString(item) ||
-        (strcmp(item->valuestring, "code") != 0 && strcmp(item->valuestring, "host") != 0)) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                             "state.layout: must be \"code\" or \"host\"");
+    r = cordon_spec_layout_from_json(cJSON_GetObjectItemCaseSensitive(st.doc, "layout"),
+                                     "state.layout", false, &layout, err);
+    if (r < 0)
         goto out;
-    }
-    st.code_layout = item->valuestring[0] == 'c';
+    st.code_layout = layout == CORDON_SPEC_LAYOUT_CODE;
     r = limits_parse(cJSON_GetObjectItemCaseSensitive(st.doc, "resources"), "state.resources",
                      &st.limits, err);
     if (r < 0)
@@ -607,7 +596,7 @@ static int state_build(const struct cordon_resource *res, const struct prov *p,
         cJSON_AddNumberToObject(st, "uid", (double)p->uid) == NULL ||
         cJSON_AddNumberToObject(st, "gid", (double)p->gid) == NULL ||
         cJSON_AddStringToObject(st, "layout", cordon_spec_layout_name(p->spec.layout)) == NULL ||
-        !limits_add(st, &p->spec.resources) ||
+        !cordon_limits_add(st, "resources", &p->spec.resources) ||
         cJSON_AddNumberToObject(st, "expires_at_ms", (double)p->expires_at_ms) == NULL ||
         cJSON_AddStringToObject(st, "rootfs_digest", digest) == NULL ||
         (runc__agent_wanted(res) && cJSON_AddTrueToObject(st, "agent") == NULL) ||

@@ -598,17 +598,6 @@ static void tl_sweep(const char *dir, uid_t uid)
 
 /* ---- spec and state ----------------------------------------------------- */
 
-/* Add the limits to parent as the object "resources"; false when out of memory. */
-static bool tl_resources_add(cJSON *parent, const struct cordon_limits *res)
-{
-    cJSON *obj = cordon_limits_to_json(res);
-
-    if (obj != NULL && cJSON_AddItemToObject(parent, "resources", obj))
-        return true;
-    cJSON_Delete(obj);
-    return false;
-}
-
 
 static void tl_state_clear(struct tl_state *st)
 {
@@ -648,6 +637,7 @@ static int tl_state_parse(const struct cordon_resource *res, const char *json, b
                           struct tl_state *ret, struct cordon_error *err)
 {
     struct tl_state st = { 0 };
+    enum cordon_spec_layout layout;
     const cJSON *item;
     uint64_t v;
     int r;
@@ -683,13 +673,11 @@ static int tl_state_parse(const struct cordon_resource *res, const char *json, b
     if (r < 0)
         goto out;
     st.gid = (gid_t)v;
-    item = cJSON_GetObjectItemCaseSensitive(st.doc, "layout");
-    if (!cJSON_IsString(item) ||
-        (strcmp(item->valuestring, "code") != 0 && strcmp(item->valuestring, "host") != 0)) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0, "state.layout: must be \"code\" or \"host\"");
+    r = cordon_spec_layout_from_json(cJSON_GetObjectItemCaseSensitive(st.doc, "layout"),
+                                     "state.layout", false, &layout, err);
+    if (r < 0)
         goto out;
-    }
-    st.code_layout = strcmp(item->valuestring, "code") == 0;
+    st.code_layout = layout == CORDON_SPEC_LAYOUT_CODE;
     r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(st.doc, "resources"),
                            "state.resources", &st.res, err);
     if (r < 0)
@@ -1059,7 +1047,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
         cJSON_AddNumberToObject(state, "uid", (double)cfg.uid) == NULL ||
         cJSON_AddNumberToObject(state, "gid", (double)cfg.gid) == NULL ||
         cJSON_AddStringToObject(state, "layout", layout) == NULL ||
-        !tl_resources_add(state, &limits) ||
+        !cordon_limits_add(state, "resources", &limits) ||
         cJSON_AddNumberToObject(state, "expires_at_ms", (double)expires_at_ms) == NULL) {
         r = tl_nomem(err, "state");
         goto out;

@@ -205,3 +205,21 @@ ParameterizedTest(size_t *index, bounds, limits_from_json)
     cr_expect_eq(l.cpus, 0.5);
     cr_expect_eq(l.pids, 64);
 }
+
+Test(bounds, limits_add_puts_the_object_under_its_key)
+{
+    const struct cordon_limits l = { 0.5, 256u << 20, 64u << 20, 64, 1000, 4096 };
+    struct cordon_limits back;
+    struct cordon_error err;
+    cJSON *st = cJSON_CreateObject();
+
+    cordon_error_init(&err);
+    cr_assert(cordon_limits_add(st, "resources", &l));
+    cr_assert_eq(cordon_limits_from_json(cJSON_GetObjectItem(st, "resources"), "resources", &back,
+                                         &err), 0, "%s", err.message);
+    cr_expect(memcmp(&back, &l, sizeof(l)) == 0, "what was added reads back the same");
+    cr_expect_not(cordon_limits_add(NULL, "resources", &l));
+    cr_expect_not(cordon_limits_add(st, NULL, &l));
+    cr_expect_eq(cJSON_GetArraySize(st), 1);
+    cJSON_Delete(st);
+}

@@ -274,3 +274,33 @@ Test(spec, set_image_copies_and_bounds)
     cordon_spec_clear(&spec);
     free(big);
 }
+
+Test(spec, layout_from_json)
+{
+    struct cordon_error err;
+    enum cordon_spec_layout l = CORDON_SPEC_LAYOUT_HOST;
+    cJSON *code = cJSON_CreateString("code"), *host = cJSON_CreateString("host"),
+          *bad = cJSON_CreateString("Code"), *num = cJSON_CreateNumber(1);
+
+    cordon_error_init(&err);
+    cr_expect_eq(cordon_spec_layout_from_json(code, "state.layout", false, &l, &err), 0);
+    cr_expect_eq(l, CORDON_SPEC_LAYOUT_CODE);
+    cr_expect_eq(cordon_spec_layout_from_json(host, "state.layout", false, &l, &err), 0);
+    cr_expect_eq(l, CORDON_SPEC_LAYOUT_HOST);
+    /* absent: code only where the document allows it */
+    cr_expect_eq(cordon_spec_layout_from_json(NULL, "layout", true, &l, &err), 0);
+    cr_expect_eq(l, CORDON_SPEC_LAYOUT_CODE);
+    l = CORDON_SPEC_LAYOUT_HOST;
+    cr_expect_eq(cordon_spec_layout_from_json(NULL, "state.layout", false, &l, &err),
+                 CORDON_E_INVALID);
+    cr_expect_str_eq(err.message, "state.layout: must be \"code\" or \"host\"");
+    cr_expect_eq(l, CORDON_SPEC_LAYOUT_HOST, "a refusal leaves the result alone");
+    cr_expect_eq(cordon_spec_layout_from_json(bad, "state.layout", true, &l, &err),
+                 CORDON_E_INVALID);
+    cr_expect_eq(cordon_spec_layout_from_json(num, "state.layout", true, &l, &err),
+                 CORDON_E_INVALID);
+    cJSON_Delete(code);
+    cJSON_Delete(host);
+    cJSON_Delete(bad);
+    cJSON_Delete(num);
+}

@@ -71,6 +71,10 @@ CORDON_EXTERN int cordon_limits_from_json(const cJSON *obj, const char *field,
 /* The limits as a new resources object (free with cJSON_Delete), the
  * keys in cordon_limit_keys order; NULL when out of memory. */
 CORDON_EXTERN cJSON *cordon_limits_to_json(const struct cordon_limits *limits);
+/* The same object added to parent under key (a state's "resources");
+ * false, with parent unchanged, when out of memory. */
+CORDON_EXTERN bool cordon_limits_add(cJSON *parent, const char *key,
+                                     const struct cordon_limits *limits);
 
 /* ---- execution ids ------------------------------------------------------- */
 

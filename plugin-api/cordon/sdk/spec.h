@@ -62,6 +62,12 @@ CORDON_EXTERN int cordon_spec_set_image(struct cordon_spec *spec, const char *im
 
 /* "code" or "host". */
 CORDON_EXTERN const char *cordon_spec_layout_name(enum cordon_spec_layout layout);
+/* A layout as a document holds it, a spec's or a provider's own state's:
+ * the string "code" or "host". Absent (item NULL) reads as code when
+ * absent_ok; anything else is CORDON_E_INVALID naming field. */
+CORDON_EXTERN int cordon_spec_layout_from_json(const cJSON *item, const char *field,
+                                               bool absent_ok, enum cordon_spec_layout *ret,
+                                               struct cordon_error *err);
 
 /*
  * Parse spec text (borrowed, at most CORDON_SPEC_MAX bytes) into *ret,
