@@ -1,14 +1,26 @@
 /*
- * What sdk/tar.c and sdk/tar-rewrite.c share, and nothing else uses: the
- * one libarchive error mapping and the one reader of plain tar. Private
- * to libcordon-sdk (hidden, in no installed header).
+ * What the sdk's tar files share, and nothing else uses: sdk/tar.c
+ * (extraction, the workspace imports), sdk/tar-create.c (streams from a
+ * tree and from memory), sdk/tar-filter.c (a stream checked on its way
+ * through) and sdk/tar-rewrite.c. Private to libcordon-sdk (hidden, in no
+ * installed header).
  */
 #ifndef CORDON_SDK_TAR_INTERNAL_H
 #define CORDON_SDK_TAR_INTERNAL_H
 
 #include "sdk/archive-lazy.h"
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <cordon/error.h>
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/tar.h>
+
+/* The flags a caller may pass to extraction and filtering. */
+#define CORDON__TAR_FLAGS (CORDON_TAR_ALLOW_SYMLINKS | CORDON_TAR_SET_OWNER | CORDON_TAR_READ_ONLY)
+/* Bytes read or written at a time. */
+#define CORDON__TAR_CHUNK (64u * 1024u)
 
 /* libarchive's error on a as a cordon error: "tar stream: WHAT: MSG";
  * ENOMEM is NOMEM, a real errno from the fd is IO, a format error INVALID. */
@@ -17,5 +29,44 @@ int cordon__tar_fail(struct cordon_error *err, struct archive *a, const char *wh
 /* A reader of plain tar (ustar, pax, GNU) on fd: no compression; an empty
  * stream is no entries. Loads libarchive on first use. */
 int cordon__tar_reader_open(int fd, struct archive **ret_a, struct cordon_error *err);
+
+/* ---- sdk/tar.c ---------------------------------------------------------- */
+
+/*
+ * The checks of cordon/sdk/tar.h on one header, shared by extraction and
+ * cordon_tar_filter_fd so that both refuse exactly the same streams: the
+ * entry count, the name (normalised into *ret_name, freed by the caller),
+ * hardlinks, setuid/setgid, the type, symlink targets and the size the
+ * header claims. stats holds what came before; this entry is counted here.
+ */
+int cordon__tar_entry_check(struct archive_entry *entry, unsigned flags, uint64_t max_bytes,
+                            uint64_t max_entries, struct cordon_tar_stats *stats,
+                            char **ret_name, struct cordon_error *err);
+/* Read what follows the end blocks (at most 1 MiB, CORDON__TAR_CHUNK at a
+ * time into chunk) so that a writer on a pipe can finish. */
+void cordon__tar_drain(int fd, char *chunk);
+
+/* ---- sdk/tar-create.c ----------------------------------------------------- */
+
+/*
+ * The output side of a stream. libarchive writes through sink_write, so
+ * that an abandoned stream can be shut down (freeing libarchive's buffers)
+ * without its end-of-archive blocks reaching the fd: a cut-off stream must
+ * not look complete.
+ */
+struct cordon__tar_sink {
+    struct archive *a;
+    int fd;
+    bool abandoned;
+    struct cordon_sha256 *sha; /* optional: hash of exactly what reaches fd */
+};
+
+/* A libarchive writer for a pax stream on fd, without padding the last block. */
+int cordon__tar_sink_open(struct cordon__tar_sink *sink, int tar_fd, struct cordon_error *err);
+/* Finish the stream with its end blocks (ok) or abandon it, and free it. */
+int cordon__tar_sink_close(struct cordon__tar_sink *sink, bool ok, struct cordon_error *err);
+/* archive_write_header, its failure named by path. */
+int cordon__tar_write_header(struct archive *a, struct archive_entry *entry, const char *path,
+                             struct cordon_error *err);
 
 #endif
