@@ -22,12 +22,12 @@
 #include "sdk/drive.h"
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/relay.h>
+#include <cordon/sdk/request.h>
 
 #define DRAIN_MS 200            /* reading on after the provider returned */
 #define ABANDON_MS 10000        /* waiting for the provider after cancel */
 #define IO_CHUNK 65536
 #define READS_PER_WAKE 16
-#define RESULT_MAX (64u << 10)  /* bound of the provider's result JSON */
 
 typedef int (*exec_fn)(struct cordon_resource *, const char *, const char *,
                        const struct cordon_exec_io *, char **, struct cordon_error *);
@@ -247,57 +247,20 @@ static void drain(struct call *c, struct cordon_capture *cap)
 static int parse_result(const char *provider_id, const char *result,
                         struct cordon_exec_outcome *ret, struct cordon_error *err)
 {
-    const cJSON *status, *code, *sig;
-    cJSON *doc = NULL;
-    size_t len;
-    int st, rc = 0;
+    struct cordon_exec_result res;
+    struct cordon_error perr;
 
     if (result == NULL)
         return cordon_error_set(err, CORDON_E_PROVIDER, 0,
                                 "%s: exec returned 0 without result_json", provider_id);
-    len = strnlen(result, RESULT_MAX + 1);
-    if (len > RESULT_MAX)
-        return cordon_error_set(err, CORDON_E_PROVIDER, 0,
-                                "%s: result_json longer than %u bytes", provider_id, RESULT_MAX);
-    doc = cJSON_ParseWithLength(result, len);
-    status = cJSON_GetObjectItemCaseSensitive(doc, "status");
-    st = cordon_run_status_parse(cJSON_GetStringValue(status));
-    if (!cJSON_IsObject(doc) || st < 0) {
-        rc = cordon_error_set(err, CORDON_E_PROVIDER, 0,
-                              "%s: result_json.status: missing or unknown (want exited, signaled, "
-                              "oom or cancelled)", provider_id);
-        goto out;
-    }
-    code = cJSON_GetObjectItemCaseSensitive(doc, "exit_code");
-    sig = cJSON_GetObjectItemCaseSensitive(doc, "signal");
-    ret->status = (enum cordon_run_status)st;
-    ret->exit_code = -1;
-    ret->signal = 0;
-    if (cJSON_IsNumber(sig) && sig->valuedouble >= 1 && sig->valuedouble <= 64)
-        ret->signal = (int)sig->valuedouble;
-    if (st == CORDON_RUN_EXITED) {
-        if (!cJSON_IsNumber(code) || code->valuedouble < 0 || code->valuedouble > 255 ||
-            code->valuedouble != (double)(int)code->valuedouble) {
-            rc = cordon_error_set(err, CORDON_E_PROVIDER, 0,
-                                  "%s: result_json.exit_code: want an integer 0-255 with "
-                                  "status exited", provider_id);
-            goto out;
-        }
-        ret->exit_code = (int)code->valuedouble;
-        ret->signal = 0;
-        /* The provider's mechanism folds signals into 128+N: say so, never guess. */
-        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "signal_folded")) &&
-            ret->exit_code > 128 && ret->exit_code <= 128 + 64)
-            ret->signal = ret->exit_code - 128;
-    } else if (st == CORDON_RUN_SIGNALED && ret->signal == 0) {
-        rc = cordon_error_set(err, CORDON_E_PROVIDER, 0,
-                              "%s: result_json.signal: want 1-64 with status signaled",
-                              provider_id);
-        goto out;
-    }
-out:
-    cJSON_Delete(doc);
-    return rc;
+    cordon_error_init(&perr);
+    if (cordon_exec_result_parse(result, &res, &perr) < 0)
+        return cordon_error_set(err, CORDON_E_PROVIDER, 0, "%s: %s", provider_id, perr.message);
+    ret->status = res.status;
+    ret->exit_code = res.status == CORDON_RUN_EXITED ? res.exit_code : -1;
+    /* A folded exit says which signal it may have been, never guesses. */
+    ret->signal = res.signal_folded ? res.exit_code - 128 : res.signal;
+    return 0;
 }
 
 /* Block asynchronous signals in the provider's thread so that the

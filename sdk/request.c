@@ -1,8 +1,10 @@
 /* sdk: the exec request, read and written once (see cordon/sdk/request.h). */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/request.h>
@@ -342,5 +344,132 @@ int cordon_exec_request_print(const struct cordon_exec_request *rq, char **ret_j
         return r;
     }
     *ret_json = text;
+    return 0;
+}
+
+/* ---- the exec result ----------------------------------------------------- */
+
+int cordon_exec_result_parse(const char *json, struct cordon_exec_result *ret,
+                             struct cordon_error *err)
+{
+    struct cordon_exec_result res = { 0 };
+    const cJSON *item;
+    cJSON *doc = NULL;
+    uint64_t v;
+    int st, r;
+
+    if (ret == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "result_json: no result pointer");
+    if ((r = cordon_json_parse_object("result_json", json, CORDON_RESULT_MAX, &doc, err)) < 0)
+        return r;
+    st = cordon_run_status_parse(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc,
+                                                                                     "status")));
+    if (st < 0) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0,
+                             "result_json.status: missing or unknown (want exited, signaled, "
+                             "oom or cancelled)");
+        goto out;
+    }
+    res.status = (enum cordon_run_status)st;
+    item = cJSON_GetObjectItemCaseSensitive(doc, "exit_code");
+    if (res.status == CORDON_RUN_EXITED) {
+        if ((r = cordon_json_u64(item, "result_json.exit_code", 0, 255, &v, err)) < 0)
+            goto out;
+        res.exit_code = (int)v;
+    }
+    /* Required with signaled; with another status a signal 1..64 is kept
+     * (the one that ended an oom, say) and anything else ignored. */
+    item = cJSON_GetObjectItemCaseSensitive(doc, "signal");
+    if (res.status == CORDON_RUN_SIGNALED) {
+        if ((r = cordon_json_u64(item, "result_json.signal", 1, 64, &v, err)) < 0)
+            goto out;
+        res.signal = (int)v;
+    } else if (res.status != CORDON_RUN_EXITED &&
+               cordon_json_u64(item, "result_json.signal", 1, 64, &v, NULL) == 0) {
+        res.signal = (int)v;
+    }
+    /* The mechanism folds signals into 128+N: it says so, never guesses. */
+    res.signal_folded = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "signal_folded")) &&
+                        res.status == CORDON_RUN_EXITED && res.exit_code > 128 &&
+                        res.exit_code <= 128 + 64;
+    res.backstop_timeout = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "backstop_timeout"));
+    r = 0;
+    *ret = res;
+out:
+    cJSON_Delete(doc);
+    return r;
+}
+
+int cordon_exec_result_print_host(const struct cordon_host_v1 *host,
+                                  const struct cordon_exec_result *res, char **ret_json,
+                                  struct cordon_error *err)
+{
+    struct cordon_exec_result check;
+    const char *name = res != NULL ? cordon_run_status_name(res->status) : NULL;
+    cJSON *doc;
+    bool ok;
+    int r;
+
+    if (host == NULL || res == NULL || ret_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "result_json: host, result and ret_json required");
+    doc = cJSON_CreateObject();
+    ok = doc != NULL && name != NULL && cJSON_AddStringToObject(doc, "status", name) != NULL;
+    if (ok && res->status == CORDON_RUN_EXITED)
+        ok = cJSON_AddNumberToObject(doc, "exit_code", res->exit_code) != NULL &&
+             (!res->signal_folded || res->exit_code <= 128 || res->exit_code > 128 + 64 ||
+              cJSON_AddTrueToObject(doc, "signal_folded") != NULL);
+    else if (ok && res->signal != 0)
+        ok = cJSON_AddNumberToObject(doc, "signal", res->signal) != NULL;
+    if (ok && res->backstop_timeout)
+        ok = cJSON_AddTrueToObject(doc, "backstop_timeout") != NULL;
+    if (!ok) {
+        cJSON_Delete(doc);
+        return name == NULL ? cordon_error_set(err, CORDON_E_INVALID, 0,
+                                               "result_json.status: not a status")
+                            : nomem(err, "result_json");
+    }
+    r = cordon_json_print_host(host, doc, ret_json, err);
+    cJSON_Delete(doc);
+    if (r < 0)
+        return r;
+    /* What is printed is what the host will read: read it the same way. */
+    r = cordon_exec_result_parse(*ret_json, &check, err);
+    if (r < 0) {
+        host->free(*ret_json);
+        *ret_json = NULL;
+    }
+    return r;
+}
+
+int cordon_exec_result_from_outcome(const struct cordon_exec_outcome *o,
+                                    struct cordon_exec_result *ret, struct cordon_error *err)
+{
+    struct cordon_exec_result res = { 0 };
+
+    if (o == NULL || ret == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "result: outcome and ret required");
+    res.status = o->status;
+    switch (o->status) {
+    case CORDON_RUN_EXITED:
+        res.exit_code = o->exit_code;
+        break;
+    case CORDON_RUN_SIGNALED:
+        res.signal = o->signal;
+        break;
+    case CORDON_RUN_CANCELLED:
+    case CORDON_RUN_OOM:
+        break;
+    case CORDON_RUN_TIMEOUT:
+        /* The backstop fired before the host's clock: it was killed. */
+        res.status = CORDON_RUN_SIGNALED;
+        res.signal = SIGKILL;
+        res.backstop_timeout = true;
+        break;
+    default:
+        return cordon_error_set(err, CORDON_E_PROVIDER, 0, "exec: the runner ended with status %s",
+                                cordon_run_status_name(o->status));
+    }
+    *ret = res;
     return 0;
 }

@@ -625,35 +625,10 @@ static void hello_child_prepare(const struct hello_state *st, struct hello_child
 static int hello_result(const struct cordon_host_v1 *host, const struct cordon_exec_outcome *o,
                         char **ret, struct cordon_error *err)
 {
-    cJSON *doc = cJSON_CreateObject();
-    bool ok = doc != NULL;
-    int r;
+    struct cordon_exec_result res;
+    int r = cordon_exec_result_from_outcome(o, &res, err);
 
-    switch (o->status) {
-    case CORDON_RUN_EXITED:
-        ok = ok && cJSON_AddStringToObject(doc, "status", "exited") &&
-             cJSON_AddNumberToObject(doc, "exit_code", o->exit_code);
-        break;
-    case CORDON_RUN_SIGNALED:
-        ok = ok && cJSON_AddStringToObject(doc, "status", "signaled") &&
-             cJSON_AddNumberToObject(doc, "signal", o->signal);
-        break;
-    case CORDON_RUN_CANCELLED:
-        ok = ok && cJSON_AddStringToObject(doc, "status", "cancelled");
-        break;
-    case CORDON_RUN_TIMEOUT:
-        /* Our backstop fired before the host's clock: we killed it. */
-        ok = ok && cJSON_AddStringToObject(doc, "status", "signaled") &&
-             cJSON_AddNumberToObject(doc, "signal", SIGKILL);
-        break;
-    default:
-        cJSON_Delete(doc);
-        return cordon_error_set(err, CORDON_E_PROVIDER, 0, "exec: the runner ended with status %s",
-                                cordon_run_status_name(o->status));
-    }
-    r = ok ? cordon_json_print_host(host, doc, ret, err) : hello_nomem(err, "result");
-    cJSON_Delete(doc);
-    return r;
+    return r < 0 ? r : cordon_exec_result_print_host(host, &res, ret, err);
 }
 
 static int hello_exec(struct cordon_resource *res, const char *state_json, const char *request_json,

@@ -367,21 +367,10 @@ static int exec_log_error(const char *bundle, const char *log_name, struct cordo
 static int exec_result(const struct cordon_host_v1 *host, const char *status, int code, int sig,
                        bool backstop, bool folded, char **ret, struct cordon_error *err)
 {
-    cJSON *doc = cJSON_CreateObject();
-    bool ok = doc != NULL && cJSON_AddStringToObject(doc, "status", status) != NULL;
-    int r;
+    const struct cordon_exec_result r = { (enum cordon_run_status)cordon_run_status_parse(status),
+                                          code, sig, folded, backstop };
 
-    if (ok && strcmp(status, "exited") == 0)
-        ok = cJSON_AddNumberToObject(doc, "exit_code", code) != NULL;
-    if (ok && sig > 0)
-        ok = cJSON_AddNumberToObject(doc, "signal", sig) != NULL;
-    if (ok && backstop)
-        ok = cJSON_AddBoolToObject(doc, "backstop_timeout", true) != NULL;
-    if (ok && folded)
-        ok = cJSON_AddBoolToObject(doc, "signal_folded", true) != NULL;
-    r = ok ? cordon_json_print_host(host, doc, ret, err) : runc__nomem(err, "result");
-    cJSON_Delete(doc);
-    return r;
+    return cordon_exec_result_print_host(host, &r, ret, err);
 }
 
 /* The runtime's exec: its exit 255 with an error logged is the runtime's

@@ -1,7 +1,7 @@
 /*
  * The documents that cross the provider ABI, as the sdk reads and writes
  * them for host and providers alike: first byte 0 an exec request, 1 a
- * provision spec; the rest is the text. Every refusal names its field; a
+ * provision spec, 2 an exec result; the rest is the text. Every refusal names its field; a
  * document that parses prints, and what it prints parses to a struct that
  * prints the same text again (parse -> print -> parse round-trips).
  */
@@ -81,6 +81,33 @@ static void spec(const char *text)
     cordon_spec_clear(&sp);
 }
 
+static void result(const char *text)
+{
+    static const struct cordon_host_v1 host = { .abi_version = CORDON_ABI_VERSION,
+                                                .struct_size = sizeof(host), .alloc = malloc,
+                                                .free = free };
+    struct cordon_exec_result res, again;
+    struct cordon_error err;
+    char *printed = NULL, *reprinted = NULL;
+    int r;
+
+    cordon_error_init(&err);
+    r = cordon_exec_result_parse(text, &res, &err);
+    fuzz_check_refusal(r, &err);
+    if (r < 0)
+        return;
+    if ((res.status == CORDON_RUN_EXITED && (res.exit_code < 0 || res.exit_code > 255)) ||
+        (res.status == CORDON_RUN_SIGNALED && (res.signal < 1 || res.signal > 64)))
+        abort();       /* what parsed holds the ABI's bounds */
+    if (cordon_exec_result_print_host(&host, &res, &printed, &err) < 0 ||
+        cordon_exec_result_parse(printed, &again, &err) < 0 ||
+        cordon_exec_result_print_host(&host, &again, &reprinted, &err) < 0 ||
+        strcmp(printed, reprinted) != 0 || memcmp(&res, &again, sizeof(res)) != 0)
+        abort();       /* parse -> print -> parse round-trips */
+    free(printed);
+    free(reprinted);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text;
@@ -88,12 +115,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 1)
         return 0;
     text = fuzz_text(data + 1, size - 1);
-    switch (data[0] % 2) {
+    switch (data[0] % 3) {
     case 0:
         request(text);
         break;
-    default:
+    case 1:
         spec(text);
+        break;
+    default:
+        result(text);
         break;
     }
     free(text);

@@ -285,6 +285,11 @@ def documents_seeds():
     put("fuzz-documents", "spec-network-host", b"\1" + json.dumps(dict(spec, network={"mode": "host"})).encode())
     put("fuzz-documents", "spec-pids-low", b"\1" + json.dumps(dict(spec, resources=dict(spec["resources"], pids=1))).encode())
     put("fuzz-documents", "spec-layout-bad", b"\1" + json.dumps(dict(spec, layout="all")).encode())
+    put("fuzz-documents", "result-exited", b"\2" + b'{"status": "exited", "exit_code": 3}')
+    put("fuzz-documents", "result-folded", b"\2" + b'{"status": "exited", "exit_code": 137, "signal_folded": true}')
+    put("fuzz-documents", "result-signaled", b"\2" + b'{"status": "signaled", "signal": 9, "backstop_timeout": true}')
+    put("fuzz-documents", "result-oom", b"\2" + b'{"status": "oom"}')
+    put("fuzz-documents", "result-bad-code", b"\2" + b'{"status": "exited", "exit_code": 256}')
     put("fuzz-documents", "spec-env-dup", b"\1" + json.dumps(spec).encode().replace(b'"LANG": "C.UTF-8"', b'"A": "1", "A": "2"'))
 
 

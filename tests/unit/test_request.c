@@ -259,3 +259,113 @@ Test(request, env_as_envp)
     cr_expect_null(envp[0]);
     free(envp);
 }
+
+/* ---- the exec result ------------------------------------------------------ */
+
+static const struct cordon_host_v1 result_host = { .abi_version = CORDON_ABI_VERSION,
+                                                   .struct_size = sizeof(result_host),
+                                                   .alloc = malloc, .free = free };
+
+struct result_case {
+    const char *json;
+    int code;              /* 0 or CORDON_E_INVALID */
+    const char *message;   /* the refusal names the key */
+    const char *printed;   /* what it prints back, when accepted */
+};
+
+static const struct result_case result_cases[] = {
+    { "{\"status\":\"exited\",\"exit_code\":3}", 0, NULL, "{\"status\":\"exited\",\"exit_code\":3}" },
+    { "{\"status\":\"signaled\",\"signal\":9}", 0, NULL, "{\"status\":\"signaled\",\"signal\":9}" },
+    { "{\"status\":\"oom\"}", 0, NULL, "{\"status\":\"oom\"}" },
+    { "{\"status\":\"cancelled\",\"future\":1}", 0, NULL, "{\"status\":\"cancelled\"}" },
+    { "{\"status\":\"exited\",\"exit_code\":137,\"signal_folded\":true}", 0, NULL,
+      "{\"status\":\"exited\",\"exit_code\":137,\"signal_folded\":true}" },
+    /* a fold claimed where no signal could give that code is dropped */
+    { "{\"status\":\"exited\",\"exit_code\":2,\"signal_folded\":true}", 0, NULL,
+      "{\"status\":\"exited\",\"exit_code\":2}" },
+    { "{\"status\":\"signaled\",\"signal\":9,\"backstop_timeout\":true}", 0, NULL,
+      "{\"status\":\"signaled\",\"signal\":9,\"backstop_timeout\":true}" },
+    /* optional keys are read leniently, as the host always has */
+    { "{\"status\":\"oom\",\"signal\":9}", 0, NULL, "{\"status\":\"oom\",\"signal\":9}" },
+    { "{\"status\":\"oom\",\"signal\":0,\"backstop_timeout\":\"yes\"}", 0, NULL,
+      "{\"status\":\"oom\"}" },
+    { "{\"status\":\"exited\",\"exit_code\":255,\"signal\":0,\"signal_folded\":1}", 0,
+      NULL, "{\"status\":\"exited\",\"exit_code\":255}" },
+    /* bad input */
+    { "", CORDON_E_INVALID, "result_json", NULL },
+    { "[]", CORDON_E_INVALID, "result_json", NULL },
+    { "{}", CORDON_E_INVALID, "result_json.status: missing or unknown", NULL },
+    { "{\"status\":\"done\"}", CORDON_E_INVALID, "result_json.status", NULL },
+    { "{\"status\":\"exited\"}", CORDON_E_INVALID, "result_json.exit_code", NULL },
+    { "{\"status\":\"exited\",\"exit_code\":256}", CORDON_E_INVALID, "result_json.exit_code", NULL },
+    { "{\"status\":\"exited\",\"exit_code\":1.5}", CORDON_E_INVALID, "result_json.exit_code", NULL },
+    { "{\"status\":\"signaled\"}", CORDON_E_INVALID, "result_json.signal", NULL },
+    { "{\"status\":\"signaled\",\"signal\":65}", CORDON_E_INVALID, "result_json.signal", NULL },
+    { "{\"status\":\"signaled\",\"signal\":0}", CORDON_E_INVALID, "result_json.signal", NULL },
+    { "{\"status\":\"exited\",\"exit_code\":1.5,\"signal\":9}", CORDON_E_INVALID,
+      "result_json.exit_code", NULL },
+};
+
+ParameterizedTestParameters(request, result_parse)
+{
+    INDEX_PARAMS(result_cases);
+}
+
+ParameterizedTest(size_t *index, request, result_parse)
+{
+    const struct result_case *c = &result_cases[*index];
+    struct cordon_exec_result res = { .exit_code = 77 };
+    struct cordon_error err;
+    char *text = NULL;
+    int r;
+
+    cordon_error_init(&err);
+    r = cordon_exec_result_parse(c->json, &res, &err);
+    cr_assert_eq(r, c->code, "%s: %d (%s)", c->json, r, err.message);
+    if (r < 0) {
+        cr_expect(strstr(err.message, c->message) != NULL, "%s: \"%s\" lacks \"%s\"", c->json,
+                  err.message, c->message);
+        cr_expect_eq(res.exit_code, 77, "a refused result leaves the struct alone");
+        return;
+    }
+    cr_assert_eq(cordon_exec_result_print_host(&result_host, &res, &text, &err), 0, "%s",
+                 err.message);
+    cr_expect_str_eq(text, c->printed);
+    free(text);
+}
+
+Test(request, result_print_refuses_what_parse_refuses)
+{
+    struct cordon_exec_result res = { CORDON_RUN_EXITED, 300, 0, false, false };
+    struct cordon_error err;
+    char *text = NULL;
+
+    cordon_error_init(&err);
+    cr_expect_eq(cordon_exec_result_print_host(&result_host, &res, &text, &err), CORDON_E_INVALID);
+    cr_expect(strstr(err.message, "result_json.exit_code") != NULL, "%s", err.message);
+    cr_expect_null(text);
+    res = (struct cordon_exec_result){ CORDON_RUN_SIGNALED, 0, 0, false, false };
+    cr_expect_eq(cordon_exec_result_print_host(&result_host, &res, &text, &err), CORDON_E_INVALID);
+    cr_expect_null(text);
+    cr_expect_eq(cordon_exec_result_print_host(NULL, &res, &text, &err), CORDON_E_INVALID);
+}
+
+Test(request, result_from_outcome)
+{
+    struct cordon_exec_outcome o = { .status = CORDON_RUN_TIMEOUT, .exit_code = -1, .signal = 9 };
+    struct cordon_exec_result res;
+    struct cordon_error err;
+
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_exec_result_from_outcome(&o, &res, &err), 0);
+    cr_expect_eq(res.status, CORDON_RUN_SIGNALED, "the backstop's kill is a signal");
+    cr_expect_eq(res.signal, 9);
+    cr_expect(res.backstop_timeout);
+    o = (struct cordon_exec_outcome){ .status = CORDON_RUN_EXITED, .exit_code = 4 };
+    cr_assert_eq(cordon_exec_result_from_outcome(&o, &res, &err), 0);
+    cr_expect_eq(res.exit_code, 4);
+    cr_expect_not(res.backstop_timeout);
+    o = (struct cordon_exec_outcome){ .status = CORDON_RUN_OUTPUT_LIMIT };
+    cr_expect_eq(cordon_exec_result_from_outcome(&o, &res, &err), CORDON_E_PROVIDER);
+    cr_expect(strstr(err.message, "output_limit") != NULL, "%s", err.message);
+}

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
 #include <cordon/sdk/bounds.h>
+#include <cordon/sdk/capture.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -113,6 +114,51 @@ CORDON_EXTERN int cordon_exec_request_parse(const char *json, struct cordon_exec
  * refuse. */
 CORDON_EXTERN int cordon_exec_request_print(const struct cordon_exec_request *rq,
                                             char **ret_json, struct cordon_error *err);
+
+/* ---- the exec result ----------------------------------------------------- */
+
+/* Text of a result, as the host reads it. */
+#define CORDON_RESULT_MAX (64u << 10)
+
+/* One exec's result (provider-abi.md §7.6), as a provider reports it. */
+struct cordon_exec_result {
+    enum cordon_run_status status;  /* report exited, signaled, oom or cancelled */
+    int exit_code;          /* with exited: 0..255 */
+    int signal;             /* with signaled: 1..64 */
+    bool signal_folded;     /* with exited 129..192: the mechanism reports a death by
+                             * signal N as 128+N too, and cannot tell which it was */
+    bool backstop_timeout;  /* the provider's own backstop deadline ended it */
+};
+
+/*
+ * Parse result text (borrowed, at most CORDON_RESULT_MAX bytes) into *ret,
+ * written only on success: status one of enum cordon_run_status's names
+ * (the ABI defines four; the others pass through), exit_code an integer
+ * 0..255 with exited, signal 1..64 with signaled (with a status other than
+ * exited a valid one is kept, anything else ignored), signal_folded true
+ * only counts with an exit 129..192, backstop_timeout true or absent.
+ * Every refusal is CORDON_E_INVALID naming "result_json.<key>".
+ */
+CORDON_EXTERN int cordon_exec_result_parse(const char *json, struct cordon_exec_result *ret,
+                                           struct cordon_error *err);
+
+/* r as result text in memory from host->alloc (exec's ret_result_json):
+ * only the keys its status takes. Refuses, with the parser's error, a
+ * result the parser would refuse. */
+CORDON_EXTERN int cordon_exec_result_print_host(const struct cordon_host_v1 *host,
+                                                const struct cordon_exec_result *r,
+                                                char **ret_json, struct cordon_error *err);
+
+/*
+ * The result of a command the provider ran with the sdk's runner
+ * (cordon/sdk/runner.h) on the host: exited, signaled, cancelled and oom
+ * as the runner saw them; the runner's timeout (the provider's backstop,
+ * which the host's own clock normally beats) as signaled SIGKILL with
+ * backstop_timeout. Another status is CORDON_E_PROVIDER naming it.
+ */
+CORDON_EXTERN int cordon_exec_result_from_outcome(const struct cordon_exec_outcome *o,
+                                                  struct cordon_exec_result *ret,
+                                                  struct cordon_error *err);
 
 #ifdef __cplusplus
 }
