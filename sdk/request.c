@@ -1,5 +1,6 @@
 /* sdk: the exec request, read and written once (see cordon/sdk/request.h). */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,5 +472,25 @@ int cordon_exec_result_from_outcome(const struct cordon_exec_outcome *o,
                                 cordon_run_status_name(o->status));
     }
     *ret = res;
+    return 0;
+}
+
+int cordon_exec_backstop_ms(uint64_t expires_at_ms, uint64_t timeout_ms, uint64_t now_ms,
+                            uint64_t *ret_ms, struct cordon_error *err)
+{
+    uint64_t left;
+
+    if (ret_ms == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "backstop: ret_ms required");
+    if (expires_at_ms <= now_ms)
+        return cordon_error_set(err, CORDON_E_TIMEOUT, 0,
+                                "expires_at_ms: the execution expired %" PRIu64 " ms ago",
+                                now_ms - expires_at_ms);
+    left = expires_at_ms - now_ms;
+    /* timeout_ms + slack < left, written so that it cannot overflow. */
+    if (timeout_ms != 0 && left > CORDON_EXEC_BACKSTOP_SLACK_MS &&
+        timeout_ms < left - CORDON_EXEC_BACKSTOP_SLACK_MS)
+        left = timeout_ms + CORDON_EXEC_BACKSTOP_SLACK_MS;
+    *ret_ms = left;
     return 0;
 }

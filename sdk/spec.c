@@ -177,3 +177,31 @@ int cordon_spec_deadline(const struct cordon_spec *spec, uint64_t now_ms, uint64
     *ret_ms = at;
     return 0;
 }
+
+bool cordon_spec_state_add(cJSON *state, const struct cordon_spec_state *kept)
+{
+    return state != NULL && kept != NULL &&
+           cJSON_AddStringToObject(state, "layout", cordon_spec_layout_name(kept->layout)) != NULL &&
+           cordon_limits_add(state, "resources", &kept->resources) &&
+           cJSON_AddNumberToObject(state, "expires_at_ms", (double)kept->expires_at_ms) != NULL;
+}
+
+int cordon_spec_state_from_json(const cJSON *state, struct cordon_spec_state *ret,
+                                struct cordon_error *err)
+{
+    struct cordon_spec_state k;
+    int r;
+
+    if (state == NULL || ret == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "state: document and result required");
+    if ((r = cordon_spec_layout_from_json(cJSON_GetObjectItemCaseSensitive(state, "layout"),
+                                          "state.layout", false, &k.layout, err)) < 0 ||
+        (r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(state, "resources"),
+                                     "state.resources", &k.resources, err)) < 0 ||
+        (r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(state, "expires_at_ms"),
+                             "state.expires_at_ms", 1, (uint64_t)CORDON_JSON_INT_MAX,
+                             &k.expires_at_ms, err)) < 0)
+        return r;
+    *ret = k;
+    return 0;
+}

@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cordon/sdk/json.h>
 #include <cordon/sdk/uid.h>
+#include <cordon/text.h>
 
 #define OWNER_MAX CORDON_UID_OWNER_MAX
 #define PART_MAX 128
@@ -178,6 +180,69 @@ int cordon_uid_check_state(const char *dir, const char *host, const char *id, ui
     return cordon_error_set(err, CORDON_E_INVALID, 0,
                             "state.uid: %u:%u is not the uid execution %s holds in the uid pool",
                             (unsigned)uid, (unsigned)gid, id);
+}
+
+int cordon_uid_parse(const char *field, const char *text, uid_t *ret_uid, gid_t *ret_gid,
+                     struct cordon_error *err)
+{
+    unsigned long long v[2];
+    const char *p = text;
+    char *end;
+
+    if (field == NULL || ret_uid == NULL || ret_gid == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "uid: field and outputs required");
+    if (text == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a string \"UID:GID\"",
+                                field);
+    for (int i = 0; i < 2; i++) {
+        /* strtoull alone would take a sign, blanks or "0x". */
+        if (*p < '0' || *p > '9')
+            goto bad;
+        errno = 0;
+        v[i] = strtoull(p, &end, 10);
+        if (errno != 0 || end - p > 10 || v[i] >= 0xffffffffull || *end != (i == 0 ? ':' : '\0'))
+            goto bad;
+        p = end + 1;
+    }
+    if (v[0] == 0 || v[1] == 0)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: \"%s\" refused: the sandbox user and group must not be "
+                                "root (0)", field, text);
+    /* A pool uid shared by configuration would share one execution's
+     * per-user limits, and its processes, with every other. */
+    if (cordon_uid_in_pool((uid_t)v[0]) || cordon_uid_in_pool((uid_t)v[1]))
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "%s: \"%s\" refused: %u..%u is the uid pool, given out one uid "
+                                "per execution", field, text, CORDON_UID_BASE,
+                                CORDON_UID_BASE + CORDON_UID_COUNT - 1);
+    *ret_uid = (uid_t)v[0];
+    *ret_gid = (gid_t)v[1];
+    return 0;
+bad:
+    return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: \"%.*s\" must be \"UID:GID\" in decimal",
+                            field, cordon_text_fit(text, 64), text);
+}
+
+int cordon_uid_from_state(const char *dir, const cJSON *doc, const char *host, const char *id,
+                          bool pooled, uid_t *ret_uid, gid_t *ret_gid, struct cordon_error *err)
+{
+    uint64_t uid, gid;
+    int r;
+
+    if (doc == NULL || ret_uid == NULL || ret_gid == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "state: document and outputs required");
+    if ((r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(doc, "uid"), "state.uid", 1,
+                             0xfffffffeu, &uid, err)) < 0 ||
+        (r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(doc, "gid"), "state.gid", 1,
+                             0xfffffffeu, &gid, err)) < 0)
+        return r;
+    /* A uid of the pool is the one this execution holds, never another's. */
+    if ((pooled || cordon_uid_in_pool((uid_t)uid) || cordon_uid_in_pool((uid_t)gid)) &&
+        (r = cordon_uid_check_state(dir, host, id, (uid_t)uid, (gid_t)gid, err)) < 0)
+        return r;
+    *ret_uid = (uid_t)uid;
+    *ret_gid = (gid_t)gid;
+    return 0;
 }
 
 int cordon_uid_take(const char *dir, const char *host, const char *id, uid_t *ret_uid,

@@ -52,7 +52,6 @@
 #define HELLO_ROOT "/run/cordon/hello"   /* <root>/<execution id>/workspace */
 #define HELLO_PATH "/usr/local/bin:/usr/bin:/bin"
 #define HELLO_DOC_MAX (1u << 20)         /* config and state */
-#define HELLO_SLACK_MS 1000u             /* the host's clock fires first */
 
 static const struct cordon_provider_v1 hello_provider;
 
@@ -67,7 +66,7 @@ struct hello_state {
     char workspace[600];        /* <dir>/workspace */
     uid_t uid;
     bool code_layout;
-    uint64_t memory_bytes, disk_bytes, pids, runtime_ms, expires_at_ms;
+    struct cordon_spec_state kept;   /* the spec's resources and deadline */
     struct cordon_env environment;   /* the spec's, for every exec */
 };
 
@@ -274,15 +273,10 @@ static int hello_state_paths(struct hello_state *st, const char *id, struct cord
 static int hello_state_parse(const struct cordon_resource *res, const char *json, bool full,
                              struct hello_state *ret, struct cordon_error *err)
 {
-    static const char *const keys[] = { "memory_bytes", "disk_bytes", "pids", "runtime_ms",
-                                        "expires_at_ms" };
     struct hello_state st = { 0 };
-    uint64_t *vals[] = { &st.memory_bytes, &st.disk_bytes, &st.pids, &st.runtime_ms,
-                         &st.expires_at_ms };
     cJSON *doc = NULL;
     const cJSON *item;
     uid_t held = 0;
-    size_t i;
     int r = cordon_json_parse_object("state", json, HELLO_DOC_MAX, &doc, err);
 
     if (r < 0)
@@ -290,18 +284,11 @@ static int hello_state_parse(const struct cordon_resource *res, const char *json
     item = cJSON_GetObjectItemCaseSensitive(doc, "execution_id");
     if ((r = hello_state_paths(&st, cJSON_GetStringValue(item), err)) < 0 || !full)
         goto out;
-    for (i = 0; r == 0 && i < sizeof(keys) / sizeof(keys[0]); i++) {
-        char field[64];
-
-        snprintf(field, sizeof(field), "state.%s", keys[i]);
-        r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(doc, keys[i]), field, 1,
-                            (uint64_t)CORDON_JSON_INT_MAX, vals[i], err);
-    }
-    if (r < 0 || (r = cordon_env_from_json(cJSON_GetObjectItemCaseSensitive(doc, "environment"),
-                                           "state.environment", &st.environment, err)) < 0)
+    if ((r = cordon_spec_state_from_json(doc, &st.kept, err)) < 0 ||
+        (r = cordon_env_from_json(cJSON_GetObjectItemCaseSensitive(doc, "environment"),
+                                  "state.environment", &st.environment, err)) < 0)
         goto out;
-    item = cJSON_GetObjectItemCaseSensitive(doc, "layout");
-    st.code_layout = cJSON_IsString(item) && strcmp(item->valuestring, "code") == 0;
+    st.code_layout = st.kept.layout == CORDON_SPEC_LAYOUT_CODE;
     r = cordon_uid_held(NULL, res->host->host_instance_id, st.execution_id, &held, err);
     if (r == 0)
         r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
@@ -419,7 +406,7 @@ static int hello_provision(struct cordon_resource *res, const char *spec_json,
     struct cordon_spec spec;
     struct hello_state st = { 0 };
     cJSON *state = NULL;
-    uint64_t expires_at_ms = 0;
+    struct cordon_spec_state kept = { 0 };
     uid_t uid = 0;
     int dir_fd = -1, r;
     bool created = false, took_uid = false;
@@ -434,7 +421,7 @@ static int hello_provision(struct cordon_resource *res, const char *spec_json,
     if (r == 0 && spec.image != NULL)
         r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0, "image: " HELLO_ID " runs on the host and takes no image");
     if (r == 0)
-        r = cordon_spec_deadline(&spec, cordon_now_wall_ms(), &expires_at_ms, err);
+        r = cordon_spec_deadline(&spec, cordon_now_wall_ms(), &kept.expires_at_ms, err);
     if (r < 0 || (r = hello_state_paths(&st, spec.execution_id, err)) < 0)
         goto out;
     /* mkdir is the existence check: one id cannot be provisioned twice. */
@@ -454,14 +441,11 @@ static int hello_provision(struct cordon_resource *res, const char *spec_json,
     }
     if ((r = hello_workspace_make(dir_fd, spec.layout == CORDON_SPEC_LAYOUT_CODE, uid, err)) < 0)
         goto out;
+    kept.resources = spec.resources;
+    kept.layout = spec.layout;
     state = cJSON_CreateObject();
     if (state == NULL || !cJSON_AddStringToObject(state, "execution_id", st.execution_id) ||
-        !cJSON_AddStringToObject(state, "layout", cordon_spec_layout_name(spec.layout)) ||
-        !cJSON_AddNumberToObject(state, "memory_bytes", (double)spec.resources.memory_bytes) ||
-        !cJSON_AddNumberToObject(state, "disk_bytes", (double)spec.resources.disk_bytes) ||
-        !cJSON_AddNumberToObject(state, "pids", (double)spec.resources.pids) ||
-        !cJSON_AddNumberToObject(state, "runtime_ms", (double)spec.resources.runtime_ms) ||
-        !cJSON_AddNumberToObject(state, "expires_at_ms", (double)expires_at_ms) ||
+        !cordon_spec_state_add(state, &kept) ||
         !cJSON_AddItemToObject(state, "environment", cordon_env_to_json(&spec.environment))) {
         r = hello_nomem(err, "state");
         goto out;
@@ -602,13 +586,13 @@ static void hello_child_prepare(const struct hello_state *st, struct hello_child
     /* RLIMIT_DATA, not RLIMIT_AS: node and go reserve large virtual ranges.
      * Every one is set, so nothing is inherited from the caller. */
     const struct { int resource; rlim_t value; } limits[] = {
-        { RLIMIT_DATA, (rlim_t)st->memory_bytes },
-        { RLIMIT_FSIZE, (rlim_t)st->disk_bytes },
-        { RLIMIT_CPU, (rlim_t)(st->runtime_ms / 1000 + 2) },
+        { RLIMIT_DATA, (rlim_t)st->kept.resources.memory_bytes },
+        { RLIMIT_FSIZE, (rlim_t)st->kept.resources.disk_bytes },
+        { RLIMIT_CPU, (rlim_t)(st->kept.resources.runtime_ms / 1000 + 2) },
         { RLIMIT_CORE, 0 },
         { RLIMIT_NOFILE, 1024 },
         { RLIMIT_STACK, 8u << 20 },
-        { RLIMIT_NPROC, (rlim_t)st->pids },   /* the uid is this execution's alone */
+        { RLIMIT_NPROC, (rlim_t)st->kept.resources.pids },   /* the uid is this execution's alone */
     };
     size_t i;
 
@@ -641,7 +625,7 @@ static int hello_exec(struct cordon_resource *res, const char *state_json, const
     struct cordon_runner_opts opts;
     struct cordon_exec_outcome outcome = { 0 };
     struct cordon_relay *relay = NULL;
-    uint64_t now, timeout;
+    uint64_t timeout;
     int ws_fd = -1, null_out = -1, stdin_fd = -1, r;
     bool ran = false;
 
@@ -652,15 +636,11 @@ static int hello_exec(struct cordon_resource *res, const char *state_json, const
         (r = hello_open_workspace(&st, &ws_fd, err)) < 0 ||
         (r = hello_request_parse(&st, ws_fd, request_json, &rq, err)) < 0)
         goto out;
-    now = cordon_now_wall_ms();
-    if (st.expires_at_ms <= now) {
-        r = cordon_error_set(err, CORDON_E_TIMEOUT, 0, "expires_at_ms: the execution has expired");
-        goto out;
-    }
     /* A backstop only: the host keeps the clock and fires cancel_fd. */
-    timeout = st.expires_at_ms - now;
-    if (rq.req.timeout_ms != 0 && rq.req.timeout_ms + HELLO_SLACK_MS < timeout)
-        timeout = rq.req.timeout_ms + HELLO_SLACK_MS;
+    r = cordon_exec_backstop_ms(st.kept.expires_at_ms, rq.req.timeout_ms, cordon_now_wall_ms(),
+                                &timeout, err);
+    if (r < 0)
+        goto out;
     if (io->stdout_fd < 0 || io->stderr_fd < 0) {
         null_out = open("/dev/null", O_WRONLY | O_CLOEXEC);
         if (null_out < 0) {
@@ -718,8 +698,8 @@ static int hello_workspace(struct cordon_resource *res, const char *state_json,
         r = hello_open_workspace(&st, &ret->fd, err);
     if (r == 0) {
         ret->owner = (struct cordon_workspace_owner){ st.code_layout, true, st.uid, st.uid };
-        ret->import_max_bytes = st.disk_bytes;
-        ret->export_max_bytes = st.disk_bytes;
+        ret->import_max_bytes = st.kept.resources.disk_bytes;
+        ret->export_max_bytes = st.kept.resources.disk_bytes;
     }
     hello_state_clear(&st);
     return r;

@@ -62,7 +62,7 @@ int dk_state_parse(const struct cordon_resource *res, const char *json, bool ful
                    struct dk_state *ret, struct cordon_error *err)
 {
     struct dk_state st = { 0 };
-    enum cordon_spec_layout layout;
+    struct cordon_spec_state kept;
     uint64_t v;
     int r;
 
@@ -86,34 +86,16 @@ int dk_state_parse(const struct cordon_resource *res, const char *json, bool ful
     }
     if (!full)
         goto done;
-    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 1, 0xfffffffeu,
-                    &v, err);
+    r = cordon_uid_from_state(NULL, st.doc, res->host->host_instance_id, st.execution_id, false,
+                              &st.uid, &st.gid, err);
     if (r < 0)
         goto out;
-    st.uid = (uid_t)v;
-    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "gid"), "state.gid", 1, 0xfffffffeu,
-                    &v, err);
+    r = cordon_spec_state_from_json(st.doc, &kept, err);
     if (r < 0)
         goto out;
-    st.gid = (gid_t)v;
-    /* A uid of the pool is the one this execution holds, never another's. */
-    if ((cordon_uid_in_pool(st.uid) || cordon_uid_in_pool((uid_t)st.gid)) &&
-        (r = cordon_uid_check_state(NULL, res->host->host_instance_id, st.execution_id, st.uid,
-                                    st.gid, err)) < 0)
-        goto out;
-    r = cordon_spec_layout_from_json(cJSON_GetObjectItemCaseSensitive(st.doc, "layout"),
-                                     "state.layout", false, &layout, err);
-    if (r < 0)
-        goto out;
-    st.code_layout = layout == CORDON_SPEC_LAYOUT_CODE;
-    r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(st.doc, "resources"), "state.resources",
-                        &st.limits, err);
-    if (r < 0)
-        goto out;
-    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "expires_at_ms"),
-                    "state.expires_at_ms", 1, (uint64_t)CORDON_JSON_INT_MAX, &st.expires_at_ms, err);
-    if (r < 0)
-        goto out;
+    st.code_layout = kept.layout == CORDON_SPEC_LAYOUT_CODE;
+    st.limits = kept.resources;
+    st.expires_at_ms = kept.expires_at_ms;
     /* Written by provision when the init is a reachable agent. */
     st.agent = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.doc, "agent"));
     if (st.agent) {
@@ -735,6 +717,9 @@ static char *dk_state_json(const struct cordon_resource *res, const struct dk_sp
                            const char *container_id, const char *name, pid_t init_pid,
                            uint64_t init_start, bool agent)
 {
+    const struct cordon_spec_state kept = { .resources = sp->in.resources,
+                                            .expires_at_ms = sp->expires_at_ms,
+                                            .layout = sp->in.layout };
     cJSON *st = cJSON_CreateObject();
     char *text = NULL;
 
@@ -744,9 +729,7 @@ static char *dk_state_json(const struct cordon_resource *res, const struct dk_sp
         cJSON_AddStringToObject(st, "image", sp->image) &&
         cJSON_AddNumberToObject(st, "uid", (double)sp->uid) &&
         cJSON_AddNumberToObject(st, "gid", (double)sp->gid) &&
-        cJSON_AddStringToObject(st, "layout", sp->code_layout ? "code" : "host") &&
-        cordon_limits_add(st, "resources", &sp->in.resources) &&
-        cJSON_AddNumberToObject(st, "expires_at_ms", (double)sp->expires_at_ms) &&
+        cordon_spec_state_add(st, &kept) &&
         cJSON_AddStringToObject(st, "runtime", res->cfg.runtime != NULL ? res->cfg.runtime : "") &&
         (!agent || (cJSON_AddTrueToObject(st, "agent") &&
                     cJSON_AddNumberToObject(st, "init_pid", (double)init_pid) &&

@@ -125,29 +125,6 @@ static void dk_config_clear(struct dk_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
-/* "UID:GID" in decimal, neither root nor (uid_t)-1. */
-static int dk_parse_user(const char *text, uid_t *ret_uid, gid_t *ret_gid,
-                         struct cordon_error *err)
-{
-    unsigned long long uid, gid;
-    int used = 0;
-
-    if (text[0] < '0' || text[0] > '9' ||
-        sscanf(text, "%10llu:%10llu%n", &uid, &gid, &used) != 2 || text[used] != '\0' ||
-        strchr(text, ':')[1] < '0' || strchr(text, ':')[1] > '9' || uid >= 0xffffffffull ||
-        gid >= 0xffffffffull)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "config.user: \"%.*s\" must be \"UID:GID\" in decimal",
-                                cordon_text_fit(text, 64), text);
-    if (uid == 0 || gid == 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "config.user: \"%s\" refused: the sandbox user and group must not "
-                                "be root (0)", text);
-    *ret_uid = (uid_t)uid;
-    *ret_gid = (gid_t)gid;
-    return 0;
-}
-
 static int dk_config_string(const cJSON *item, char **ret, struct cordon_error *err)
 {
     if (!cJSON_IsString(item))
@@ -184,9 +161,8 @@ static int dk_config_parse(const char *json, struct dk_config *ret, struct cordo
                                      cordon_text_fit(cfg.runtime, 80), cfg.runtime);
         } else if (strcmp(key, "user") == 0) {
             user_set = true; /* one user for all: they share its per-user limits */
-            r = cJSON_IsString(item) ? dk_parse_user(item->valuestring, &cfg.uid, &cfg.gid, err)
-                                     : cordon_error_set(err, CORDON_E_INVALID, 0,
-                                                        "config.user: must be a string \"UID:GID\"");
+            r = cordon_uid_parse("config.user", cJSON_GetStringValue(item), &cfg.uid, &cfg.gid,
+                                 err);
         } else if (strcmp(key, "exec_agent") == 0) {
             if (!cJSON_IsBool(item))
                 r = cordon_error_set(err, CORDON_E_INVALID, 0,

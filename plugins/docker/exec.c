@@ -49,7 +49,6 @@
 #include <cordon/sdk/request.h>
 #include "plugins/docker/docker.h"
 
-#define DK_BACKSTOP_SLACK_MS 1000u        /* lets the host's own clock fire first */
 #define DK_RECV_CHUNK (64u << 10)
 #define DK_WRITE_CHUNK 4096u              /* PIPE_BUF: never blocks after POLLOUT */
 #define DK_EXIT_WAIT_MS 10000u
@@ -948,7 +947,7 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
     struct pump *p = NULL;
     cJSON *created = NULL;
     char path[200], exec_id[DK_CONTAINER_ID_LEN + 1], *body = NULL;
-    uint64_t now, remaining, started_wall;
+    uint64_t remaining, started_wall;
     bool attach_stdin, oom = false;
     int code = -1, r;
     long pid = -1;
@@ -965,22 +964,16 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
         r = dk_request_parse(&st, request_json, attach_stdin, &rq, err);
     if (r < 0)
         goto out;
-    now = cordon_now_wall_ms();
-    if (st.expires_at_ms <= now) {
-        r = cordon_error_set(err, CORDON_E_TIMEOUT, 0,
-                             "expires_at_ms: the execution expired %" PRIu64 " ms ago",
-                             now - st.expires_at_ms);
+    /* A backstop only: the host keeps the clock and fires cancel_fd. */
+    r = cordon_exec_backstop_ms(st.expires_at_ms, rq.timeout_ms, cordon_now_wall_ms(), &remaining,
+                                err);
+    if (r < 0)
         goto out;
-    }
     p = calloc(1, sizeof(*p));
     if (p == NULL) {
         r = dk_nomem(err, "exec");
         goto out;
     }
-    /* A backstop only: the host keeps the clock and fires cancel_fd. */
-    remaining = st.expires_at_ms - now;
-    if (rq.timeout_ms != 0 && rq.timeout_ms + DK_BACKSTOP_SLACK_MS < remaining)
-        remaining = rq.timeout_ms + DK_BACKSTOP_SLACK_MS;
     p->deadline = cordon_now_monotonic_ms() + remaining;
     p->io = io;
     p->holding = true;

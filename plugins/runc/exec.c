@@ -42,7 +42,6 @@
 
 #include "plugins/runc/runc.h"
 
-#define BACKSTOP_SLACK_MS 1000u        /* lets the host's own clock fire first */
 #define SIGNAL_EXIT_BASE 128           /* a runtime's exec exits 128+N for a signal N */
 #define PASSWD_MAX (1u << 20)          /* the image's /etc/passwd, read for HOME */
 
@@ -500,7 +499,7 @@ int runc__exec(struct cordon_resource *res, const char *state_json, const char *
     bool folded = false;     /* code is 128+N from a runtime that folds signals */
     bool used_agent = false;
     const char *kill_args[] = { "kill", "--all", NULL, "KILL", NULL };
-    uint64_t now, timeout, oom_before;
+    uint64_t timeout, oom_before;
     int pidfd = -1, root_fd = -1, ws_fd = -1, null_fd = -1, stdin_fd = -1, r;
 
     if (res == NULL || io == NULL || ret_result_json == NULL ||
@@ -510,13 +509,8 @@ int runc__exec(struct cordon_resource *res, const char *state_json, const char *
                                 "required", (size_t)CORDON_EXEC_IO_V1_0_SIZE);
     if ((r = runc__state_parse(res, state_json, true, &st, err)) < 0)
         goto out;
-    now = cordon_now_wall_ms();
-    if (st.expires_at_ms <= now) {
-        r = cordon_error_set(err, CORDON_E_TIMEOUT, 0,
-                             "expires_at_ms: the execution expired %" PRIu64 " ms ago",
-                             now - st.expires_at_ms);
+    if ((r = cordon_exec_backstop_ms(st.expires_at_ms, 0, cordon_now_wall_ms(), &timeout, err)) < 0)
         goto out;
-    }
     if ((r = runc__init_pin(res, st.id, st.pid, &pidfd, err)) < 0 ||
         (r = runc__init_root(pidfd, st.pid, st.id, &root_fd, err)) < 0 ||
         (r = runc__workspace_open(root_fd, &ws_fd, err)) < 0 ||
@@ -524,9 +518,9 @@ int runc__exec(struct cordon_resource *res, const char *state_json, const char *
         goto out;
 
     /* A backstop only: the host keeps the clock and fires cancel_fd. */
-    timeout = st.expires_at_ms - now;
-    if (rq.timeout_ms != 0 && rq.timeout_ms + BACKSTOP_SLACK_MS < timeout)
-        timeout = rq.timeout_ms + BACKSTOP_SLACK_MS;
+    if ((r = cordon_exec_backstop_ms(st.expires_at_ms, rq.timeout_ms, cordon_now_wall_ms(),
+                                     &timeout, err)) < 0)
+        goto out;
     if (io->stdout_fd < 0 || io->stderr_fd < 0) {
         null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
         if (null_fd < 0) {

@@ -108,36 +108,6 @@ int runc__mkdir_p(const char *field, const char *path, mode_t mode, struct cordo
     return 0;
 }
 
-/* "UID:GID" in decimal, neither 0 (root) nor -1. */
-static int parse_user(const char *text, uid_t *ret_uid, gid_t *ret_gid, struct cordon_error *err)
-{
-    unsigned long long v[2];
-    const char *p = text;
-
-    for (int i = 0; i < 2; i++) {
-        char *end;
-
-        if (*p < '0' || *p > '9')
-            goto bad;
-        errno = 0;
-        v[i] = strtoull(p, &end, 10);
-        if (errno != 0 || end - p > 10 || v[i] >= 0xffffffffull || *end != (i == 0 ? ':' : '\0'))
-            goto bad;
-        p = end + 1;
-    }
-    if (v[0] == 0 || v[1] == 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "config.user: \"%s\" refused: the sandbox user and group must "
-                                "not be root (0)", text);
-    *ret_uid = (uid_t)v[0];
-    *ret_gid = (gid_t)v[1];
-    return 0;
-bad:
-    return cordon_error_set(err, CORDON_E_INVALID, 0,
-                            "config.user: \"%.*s\" must be \"UID:GID\" in decimal",
-                            cordon_text_fit(text, 64), text);
-}
-
 int runc__random_hex(char *buf, size_t bytes, struct cordon_error *err)
 {
     unsigned char raw[16];
@@ -191,9 +161,8 @@ static int config_parse(const char *json, struct runc_config *ret, struct cordon
         else if (strcmp(key, "user") == 0) {
             /* One user for every execution: they share its per-user limits. */
             cfg.pooled = false;
-            r = cJSON_IsString(item) ? parse_user(item->valuestring, &cfg.uid, &cfg.gid, err)
-                                     : cordon_error_set(err, CORDON_E_INVALID, 0,
-                                                        "config.user: must be \"UID:GID\"");
+            r = cordon_uid_parse("config.user", cJSON_GetStringValue(item), &cfg.uid, &cfg.gid,
+                                 err);
         }
         else if (strcmp(key, "exec_agent") == 0) {
             if (!cJSON_IsBool(item))
@@ -382,25 +351,15 @@ static int runc_release(struct cordon_resource *res, struct cordon_error *err)
 
 /* ---- spec and state ------------------------------------------------------ */
 
-/* The six limits (the sdk's bounds), and a disk_bytes that splits. */
-static int limits_parse(const cJSON *obj, const char *field, struct cordon_limits *ret,
-                        struct cordon_error *err)
+/* A state's disk_bytes must split: /workspace, /tmp and /dev/shm share it. */
+static int limits_check(const struct cordon_limits *l, const char *field, struct cordon_error *err)
 {
-    struct cordon_limits l;
     struct cordon_disk_split disk;
     char name[64];
-    int r = cordon_limits_from_json(obj, field, &l, err);
 
-    if (r < 0)
-        return r;
-    /* /workspace, /tmp and /dev/shm share disk_bytes: it must split. */
     snprintf(name, sizeof(name), "%s.disk_bytes", field);
-    if ((r = cordon_disk_split(name, l.disk_bytes, &disk, err)) < 0)
-        return r;
-    *ret = l;
-    return 0;
+    return cordon_disk_split(name, l->disk_bytes, &disk, err);
 }
-
 
 char *runc__bundle_path(const struct cordon_resource *res, const char *id)
 {
@@ -425,7 +384,7 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
                       struct runc_state *ret, struct cordon_error *err)
 {
     struct runc_state st = { 0 };
-    enum cordon_spec_layout layout;
+    struct cordon_spec_state kept;
     const cJSON *item;
     uint64_t v;
     int r;
@@ -468,35 +427,18 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
         r = cordon_error_set(err, CORDON_E_INVALID, 0, "state.pid: missing");
         goto out;
     }
-    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 1, 0xfffffffeu,
-                       &v, err);
+    r = cordon_uid_from_state(NULL, st.doc, res->host->host_instance_id, st.id, res->cfg.pooled,
+                              &st.uid, &st.gid, err);
     if (r < 0)
         goto out;
-    st.uid = (uid_t)v;
-    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "gid"), "state.gid", 1, 0xfffffffeu,
-                       &v, err);
+    r = cordon_spec_state_from_json(st.doc, &kept, err);
+    if (r == 0)
+        r = limits_check(&kept.resources, "state.resources", err);
     if (r < 0)
         goto out;
-    st.gid = (gid_t)v;
-    /* A pooled uid is the one this execution holds, never another's. */
-    if (res->cfg.pooled &&
-        (r = cordon_uid_check_state(NULL, res->host->host_instance_id, st.id, st.uid, st.gid,
-                                    err)) < 0)
-        goto out;
-    r = cordon_spec_layout_from_json(cJSON_GetObjectItemCaseSensitive(st.doc, "layout"),
-                                     "state.layout", false, &layout, err);
-    if (r < 0)
-        goto out;
-    st.code_layout = layout == CORDON_SPEC_LAYOUT_CODE;
-    r = limits_parse(cJSON_GetObjectItemCaseSensitive(st.doc, "resources"), "state.resources",
-                     &st.limits, err);
-    if (r < 0)
-        goto out;
-    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "expires_at_ms"),
-                       "state.expires_at_ms", 1, (uint64_t)CORDON_JSON_INT_MAX, &st.expires_at_ms,
-                       err);
-    if (r < 0)
-        goto out;
+    st.code_layout = kept.layout == CORDON_SPEC_LAYOUT_CODE;
+    st.limits = kept.resources;
+    st.expires_at_ms = kept.expires_at_ms;
     st.environment = cJSON_GetObjectItemCaseSensitive(st.doc, "environment");
     if (st.environment != NULL &&
         (r = cordon_env_object_check(st.environment, "state.environment", err)) < 0)
@@ -584,6 +526,9 @@ static int state_build(const struct cordon_resource *res, const struct prov *p,
                        const char *bundle, pid_t pid, const char *digest, char **ret,
                        struct cordon_error *err)
 {
+    const struct cordon_spec_state kept = { .resources = p->spec.resources,
+                                            .expires_at_ms = p->expires_at_ms,
+                                            .layout = p->spec.layout };
     cJSON *st = cJSON_CreateObject();
     int r;
 
@@ -595,9 +540,7 @@ static int state_build(const struct cordon_resource *res, const struct prov *p,
         cJSON_AddNumberToObject(st, "pid", (double)pid) == NULL ||
         cJSON_AddNumberToObject(st, "uid", (double)p->uid) == NULL ||
         cJSON_AddNumberToObject(st, "gid", (double)p->gid) == NULL ||
-        cJSON_AddStringToObject(st, "layout", cordon_spec_layout_name(p->spec.layout)) == NULL ||
-        !cordon_limits_add(st, "resources", &p->spec.resources) ||
-        cJSON_AddNumberToObject(st, "expires_at_ms", (double)p->expires_at_ms) == NULL ||
+        !cordon_spec_state_add(st, &kept) ||
         cJSON_AddStringToObject(st, "rootfs_digest", digest) == NULL ||
         (runc__agent_wanted(res) && cJSON_AddTrueToObject(st, "agent") == NULL) ||
         !cJSON_AddItemToObject(st, "environment", cordon_env_to_json(&p->spec.environment))) {

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include <cordon/provider.h>
+#include <cordon/sdk/uid.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
 #include "plugins/trusted-local/trusted-local.h"
@@ -46,42 +47,6 @@ static int tl_check_root(const char *root, struct cordon_error *err)
                                     root);
     }
     return 0;
-}
-
-/* "UID:GID", decimal, neither 0 nor -1. */
-static int tl_parse_run_as(const char *text, uid_t *ret_uid, gid_t *ret_gid,
-                           struct cordon_error *err)
-{
-    unsigned long long v[2];
-    const char *p = text;
-    int i;
-
-    for (i = 0; i < 2; i++) {
-        char *end;
-
-        if (*p < '0' || *p > '9')
-            goto bad;
-        errno = 0;
-        v[i] = strtoull(p, &end, 10);
-        /* (uid_t)-1 means "unchanged" to setresuid: never a target. */
-        if (errno != 0 || end - p > 10 || v[i] >= 0xffffffffull)
-            goto bad;
-        p = end;
-        if (*p != (i == 0 ? ':' : '\0'))
-            goto bad;
-        p++;
-    }
-    if (v[0] == 0 || v[1] == 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "config.run_as: \"%s\" refused: the sandbox user and group must "
-                                "not be root (0)", text);
-    *ret_uid = (uid_t)v[0];
-    *ret_gid = (gid_t)v[1];
-    return 0;
-bad:
-    return cordon_error_set(err, CORDON_E_INVALID, 0,
-                            "config.run_as: \"%.*s\" must be \"UID:GID\" in decimal",
-                            cordon_text_fit(text, 64), text);
 }
 
 /* ---- config ------------------------------------------------------------- */
@@ -132,12 +97,8 @@ int tl__config_parse(const struct cordon_host_v1 *host, const char *json,
             }
             root = item->valuestring;
         } else if (strcmp(key, "run_as") == 0) {
-            if (!cJSON_IsString(item)) {
-                r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                     "config.run_as: must be a string \"UID:GID\"");
-                goto out;
-            }
-            r = tl_parse_run_as(item->valuestring, &cfg.run_as_uid, &cfg.run_as_gid, err);
+            r = cordon_uid_parse("config.run_as", cJSON_GetStringValue(item), &cfg.run_as_uid,
+                                 &cfg.run_as_gid, err);
             if (r < 0)
                 goto out;
             cfg.run_as_set = true;

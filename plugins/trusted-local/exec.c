@@ -420,7 +420,7 @@ int tl__exec(struct cordon_resource *res, const char *state_json, const char *re
     struct cordon_runner_opts opts;
     struct cordon_exec_outcome outcome = { 0 };
     struct cordon_relay *relay = NULL;
-    uint64_t now, remaining, timeout;
+    uint64_t timeout;
     int ws_fd = -1, null_out = -1, stdin_fd = -1, r;
     bool ran = false;
 
@@ -440,17 +440,10 @@ int tl__exec(struct cordon_resource *res, const char *state_json, const char *re
         goto out;
 
     /* A backstop only: the host keeps the clock and fires cancel_fd. */
-    now = cordon_now_wall_ms();
-    if (st.expires_at_ms <= now) {
-        r = cordon_error_set(err, CORDON_E_TIMEOUT, 0,
-                             "expires_at_ms: the execution expired %llu ms ago",
-                             (unsigned long long)(now - st.expires_at_ms));
+    r = cordon_exec_backstop_ms(st.expires_at_ms, rq.timeout_ms, cordon_now_wall_ms(), &timeout,
+                                err);
+    if (r < 0)
         goto out;
-    }
-    remaining = st.expires_at_ms - now;
-    timeout = remaining;
-    if (rq.timeout_ms != 0 && rq.timeout_ms + TL_BACKSTOP_SLACK_MS < remaining)
-        timeout = rq.timeout_ms + TL_BACKSTOP_SLACK_MS;
 
     /* A host that passes no descriptor gets the stream discarded. */
     if (io->stdout_fd < 0 || io->stderr_fd < 0) {

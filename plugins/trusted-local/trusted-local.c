@@ -232,7 +232,7 @@ int tl__state_parse(const struct cordon_resource *res, const char *json, bool fu
                           struct tl_state *ret, struct cordon_error *err)
 {
     struct tl_state st = { 0 };
-    enum cordon_spec_layout layout;
+    struct cordon_spec_state kept;
     const cJSON *item;
     uint64_t v;
     int r;
@@ -268,19 +268,12 @@ int tl__state_parse(const struct cordon_resource *res, const char *json, bool fu
     if (r < 0)
         goto out;
     st.gid = (gid_t)v;
-    r = cordon_spec_layout_from_json(cJSON_GetObjectItemCaseSensitive(st.doc, "layout"),
-                                     "state.layout", false, &layout, err);
+    r = cordon_spec_state_from_json(st.doc, &kept, err);
     if (r < 0)
         goto out;
-    st.code_layout = layout == CORDON_SPEC_LAYOUT_CODE;
-    r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(st.doc, "resources"),
-                           "state.resources", &st.res, err);
-    if (r < 0)
-        goto out;
-    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "expires_at_ms"),
-                    "state.expires_at_ms", 1, (uint64_t)CORDON_JSON_INT_MAX, &st.expires_at_ms, err);
-    if (r < 0)
-        goto out;
+    st.code_layout = kept.layout == CORDON_SPEC_LAYOUT_CODE;
+    st.res = kept.resources;
+    st.expires_at_ms = kept.expires_at_ms;
     st.environment = cJSON_GetObjectItemCaseSensitive(st.doc, "environment");
     if (st.environment != NULL) {
         r = cordon_env_object_check(st.environment, "state.environment", err);
@@ -564,12 +557,11 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
                         struct cordon_error *err)
 {
     struct cordon_spec spec;
+    struct cordon_spec_state kept = { 0 };
     cJSON *state = NULL;
-    struct cordon_limits limits;
     struct tl_config cfg;
-    const char *id = NULL, *layout;
+    const char *id = NULL;
     char *dir = NULL, *ws = NULL;
-    uint64_t expires_at_ms = 0;
     int root_fd = -1, dir_fd = -1, r;
     bool created = false, took_uid = false, code;
 
@@ -585,13 +577,13 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
         r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
                              "image: " TL_ID " runs on the host and takes no image");
     if (r == 0)
-        r = cordon_spec_deadline(&spec, cordon_now_wall_ms(), &expires_at_ms, err);
+        r = cordon_spec_deadline(&spec, cordon_now_wall_ms(), &kept.expires_at_ms, err);
     if (r < 0)
         goto out;
     id = spec.execution_id;
-    limits = spec.resources;
+    kept.resources = spec.resources;
+    kept.layout = spec.layout;
     code = spec.layout == CORDON_SPEC_LAYOUT_CODE;
-    layout = cordon_spec_layout_name(spec.layout);
 
     r = tl_paths(res, id, &dir, &ws, err);
     if (r < 0)
@@ -618,7 +610,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
         took_uid = true;
         cfg.gid = (gid_t)cfg.uid;
     }
-    tl_area_mount(dir, limits.disk_bytes);
+    tl_area_mount(dir, kept.resources.disk_bytes);
     /* 0711: the sandbox user may pass through but not list or change it. */
     dir_fd = openat(root_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dir_fd < 0 || fchmod(dir_fd, 0711) != 0) {
@@ -641,9 +633,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
         cJSON_AddStringToObject(state, "workspace", ws) == NULL ||
         cJSON_AddNumberToObject(state, "uid", (double)cfg.uid) == NULL ||
         cJSON_AddNumberToObject(state, "gid", (double)cfg.gid) == NULL ||
-        cJSON_AddStringToObject(state, "layout", layout) == NULL ||
-        !cordon_limits_add(state, "resources", &limits) ||
-        cJSON_AddNumberToObject(state, "expires_at_ms", (double)expires_at_ms) == NULL) {
+        !cordon_spec_state_add(state, &kept)) {
         r = tl__nomem(err, "state");
         goto out;
     }

@@ -27,7 +27,6 @@
 
 #define TL_CONFIG_MAX (64u << 10)
 #define TL_SWEEP_PASSES 8
-#define TL_BACKSTOP_SLACK_MS 1000u          /* lets the host's own clock fire first */
 #define TL_HOST_MARK "host-instance"         /* in <root>/<id>/: whose execution */
 #define TL_AREA_SLACK (1u << 20)             /* the area's tmpfs: the marker, directories */
 #define TL_AREA_INODES 65536u

@@ -369,3 +369,42 @@ Test(request, result_from_outcome)
     cr_expect_eq(cordon_exec_result_from_outcome(&o, &res, &err), CORDON_E_PROVIDER);
     cr_expect(strstr(err.message, "output_limit") != NULL, "%s", err.message);
 }
+
+/* cordon_exec_backstop_ms: the provider's own clock for one exec. */
+Test(request, backstop_is_the_lifetime_or_the_timeout_plus_slack)
+{
+    const uint64_t now = 1700000000000ull, slack = CORDON_EXEC_BACKSTOP_SLACK_MS;
+    static const struct {
+        uint64_t left, timeout, want;
+    } cases[] = {
+        { 60000, 0, 60000 },           /* no timeout: the whole lifetime */
+        { 60000, 5000, 5000 + 1000 },  /* a sooner timeout, plus the slack */
+        { 60000, 59000, 60000 },       /* timeout + slack == left: the lifetime */
+        { 60000, 58999, 59999 },
+        { 60000, 90000, 60000 },       /* a later timeout never extends it */
+        { 500, 100, 500 },             /* less left than the slack */
+        { 1, 1, 1 },
+        { 60000, UINT64_MAX - 10, 60000 }, /* no overflow */
+    };
+    struct cordon_error err;
+    uint64_t got;
+
+    cordon_error_init(&err);
+    cr_assert_eq(slack, 1000);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        got = 0;
+        cr_assert_eq(cordon_exec_backstop_ms(now + cases[i].left, cases[i].timeout, now, &got, &err),
+                     0, "%s", err.message);
+        cr_expect_eq(got, cases[i].want, "left %llu, timeout %llu: %llu",
+                     (unsigned long long)cases[i].left, (unsigned long long)cases[i].timeout,
+                     (unsigned long long)got);
+    }
+    got = 7;
+    cr_expect_eq(cordon_exec_backstop_ms(now - 1500, 0, now, &got, &err), CORDON_E_TIMEOUT);
+    cr_expect_str_eq(err.message, "expires_at_ms: the execution expired 1500 ms ago");
+    cr_expect_eq(cordon_exec_backstop_ms(now, 1000, now, &got, &err), CORDON_E_TIMEOUT,
+                 "the deadline itself is expired");
+    cr_expect_str_eq(err.message, "expires_at_ms: the execution expired 0 ms ago");
+    cr_expect_eq(got, 7, "a refusal wrote its output");
+    cr_expect_eq(cordon_exec_backstop_ms(now + 1, 0, now, NULL, &err), CORDON_E_INVALID);
+}

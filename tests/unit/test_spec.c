@@ -304,3 +304,54 @@ Test(spec, layout_from_json)
     cJSON_Delete(bad);
     cJSON_Delete(num);
 }
+
+/* What a provider's state keeps of its spec: added, then read back. */
+Test(spec, state_keeps_layout_resources_and_deadline)
+{
+    struct cordon_spec spec;
+    struct cordon_spec_state kept, back = { 0 };
+    struct cordon_error err;
+    cJSON *state = cJSON_CreateObject();
+
+    cordon_error_init(&err);
+    cordon_spec_init(&spec);
+    cr_assert_eq(cordon_spec_parse("{\"execution_id\":\"rec-demo\",\"layout\":\"host\"," RES "}",
+                                   &spec, &err), 0, "%s", err.message);
+    kept = (struct cordon_spec_state){ .resources = spec.resources,
+                                       .expires_at_ms = 1700000000123ull,
+                                       .layout = spec.layout };
+    cr_assert(cordon_spec_state_add(state, &kept));
+    cr_assert_eq(cordon_spec_state_from_json(state, &back, &err), 0, "%s", err.message);
+    cr_expect_eq(back.layout, CORDON_SPEC_LAYOUT_HOST);
+    cr_expect_eq(back.expires_at_ms, 1700000000123ull);
+    cr_expect_eq(back.resources.pids, 64);
+    cr_expect_eq(back.resources.disk_bytes, 67108864);
+    cr_expect_eq(back.resources.max_output_bytes, 1048576);
+    cr_expect(back.resources.cpus == 0.5);
+    cJSON_Delete(state);
+    cordon_spec_clear(&spec);
+    cr_expect_not(cordon_spec_state_add(NULL, &kept));
+
+    static const struct {
+        const char *json, *message;
+    } bad[] = {
+        { "{\"resources\":{},\"expires_at_ms\":1}", "state.layout" },
+        { "{\"layout\":\"else\"," RES ",\"expires_at_ms\":1}", "state.layout" },
+        { "{\"layout\":\"code\",\"expires_at_ms\":1}", "state.resources" },
+        { "{\"layout\":\"code\",\"resources\":{\"cpus\":1},\"expires_at_ms\":1}", "state.resources." },
+        { "{\"layout\":\"code\"," RES "}", "state.expires_at_ms" },
+        { "{\"layout\":\"code\"," RES ",\"expires_at_ms\":0}", "state.expires_at_ms" },
+        { "{\"layout\":\"code\"," RES ",\"expires_at_ms\":\"soon\"}", "state.expires_at_ms" },
+        { "{\"layout\":\"code\"," RES ",\"expires_at_ms\":1e300}", "state.expires_at_ms" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        state = cJSON_Parse(bad[i].json);
+        cr_assert_not_null(state, "%s", bad[i].json);
+        back.expires_at_ms = 7;
+        cr_expect_eq(cordon_spec_state_from_json(state, &back, &err), CORDON_E_INVALID, "%s",
+                     bad[i].json);
+        cr_expect(strstr(err.message, bad[i].message) != NULL, "%s: %s", bad[i].json, err.message);
+        cr_expect_eq(back.expires_at_ms, 7, "a refusal wrote its result");
+        cJSON_Delete(state);
+    }
+}

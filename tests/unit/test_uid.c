@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/uid.h>
@@ -221,4 +222,124 @@ Test(uid, check_state_accepts_only_the_owners_uid)
     cr_assert_eq(cordon_uid_give_back(pool, h1, "exec-a", &err), 0, "%s", err.message);
     cr_expect_eq(cordon_uid_check_state(pool, h1, "exec-a", a, (gid_t)a, &err), CORDON_E_INVALID,
                  "a uid given back still passed");
+}
+
+/* cordon_uid_parse: the one reading of a configured "UID:GID". */
+struct parse_case {
+    const char *text;
+    int code;
+    unsigned uid, gid;
+    const char *message;
+};
+
+static const struct parse_case parse_cases[] = {
+    { "65532:65532", 0, 65532, 65532, NULL },
+    { "1000:1001", 0, 1000, 1001, NULL },
+    { "1:1", 0, 1, 1, NULL },
+    { "4294967294:4294967294", 0, 4294967294u, 4294967294u, NULL },
+    { "1879048191:1879048191", 0, 1879048191u, 1879048191u, NULL }, /* just below the pool */
+    { "1879113728:1879113728", 0, 1879113728u, 1879113728u, NULL }, /* just above it */
+    { "0:0", CORDON_E_INVALID, 0, 0, "config.user: \"0:0\" refused: the sandbox user and group must not be root (0)" },
+    { "1000:0", CORDON_E_INVALID, 0, 0, "must not be root" },
+    { "0:1000", CORDON_E_INVALID, 0, 0, "must not be root" },
+    { "4294967295:1", CORDON_E_INVALID, 0, 0, "must be \"UID:GID\" in decimal" },
+    { "1:4294967295", CORDON_E_INVALID, 0, 0, "must be \"UID:GID\" in decimal" },
+    { "18446744073709551617:1", CORDON_E_INVALID, 0, 0, "must be \"UID:GID\" in decimal" },
+    { "1879048192:1000", CORDON_E_INVALID, 0, 0, "1879048192..1879113727 is the uid pool" },
+    { "1000:1879113727", CORDON_E_INVALID, 0, 0, "is the uid pool" },
+    { "65532", CORDON_E_INVALID, 0, 0, "config.user: \"65532\" must be \"UID:GID\" in decimal" },
+    { "65532:", CORDON_E_INVALID, 0, 0, "in decimal" },
+    { ":65532", CORDON_E_INVALID, 0, 0, "in decimal" },
+    { "+1:1", CORDON_E_INVALID, 0, 0, "in decimal" },
+    { "1:-1", CORDON_E_INVALID, 0, 0, "in decimal" },
+    { " 1:1", CORDON_E_INVALID, 0, 0, "in decimal" },
+    { "1:1 ", CORDON_E_INVALID, 0, 0, "in decimal" },
+    { "0x10:1", CORDON_E_INVALID, 0, 0, "in decimal" },
+    { "1:1:1", CORDON_E_INVALID, 0, 0, "in decimal" },
+    { "nobody", CORDON_E_INVALID, 0, 0, "in decimal" },
+    { "", CORDON_E_INVALID, 0, 0, "in decimal" },
+    { NULL, CORDON_E_INVALID, 0, 0, "config.user: must be a string \"UID:GID\"" },
+};
+
+ParameterizedTestParameters(uid, parse)
+{
+    static size_t idx[sizeof(parse_cases) / sizeof(parse_cases[0])];
+
+    for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
+        idx[i] = i;
+    return cr_make_param_array(size_t, idx, sizeof(idx) / sizeof(idx[0]));
+}
+
+ParameterizedTest(size_t *i, uid, parse)
+{
+    const struct parse_case *c = &parse_cases[*i];
+    uid_t u = 7;
+    gid_t g = 7;
+    int r = cordon_uid_parse("config.user", c->text, &u, &g, &err);
+
+    cr_assert_eq(r, c->code, "\"%s\": %d (%s)", c->text ? c->text : "(null)", r, err.message);
+    if (r == 0) {
+        cr_expect_eq(u, c->uid);
+        cr_expect_eq(g, c->gid);
+        return;
+    }
+    cr_expect(strstr(err.message, c->message) != NULL, "\"%s\" lacks \"%s\"", err.message,
+              c->message);
+    cr_expect(u == 7 && g == 7, "a refusal wrote its outputs");
+}
+
+/* cordon_uid_from_state: a state's uid and gid, and the pool's rule on them. */
+Test(uid, from_state_reads_ids_and_holds_the_pool_to_its_owner)
+{
+    static const char h1[] = "0123456789abcdef0123456789abcdef";
+    char text[256];
+    cJSON *doc;
+    uid_t a, b, u = 7;
+    gid_t g = 7;
+
+    cr_assert_eq(cordon_uid_take(pool, h1, "exec-a", &a, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_uid_take(pool, h1, "exec-b", &b, &err), 0, "%s", err.message);
+    snprintf(text, sizeof(text), "{\"uid\": %u, \"gid\": %u}", (unsigned)a, (unsigned)a);
+    doc = cJSON_Parse(text);
+    cr_assert_eq(cordon_uid_from_state(pool, doc, h1, "exec-a", true, &u, &g, &err), 0, "%s",
+                 err.message);
+    cr_expect(u == a && g == (gid_t)a);
+    /* Another execution's pool uid is refused, pooled or not. */
+    u = 7;
+    cr_expect_eq(cordon_uid_from_state(pool, doc, h1, "exec-b", false, &u, &g, &err),
+                 CORDON_E_INVALID);
+    cr_expect(strstr(err.message, "is not the uid execution exec-b holds") != NULL, "%s",
+              err.message);
+    cr_expect_eq(u, 7, "a refusal wrote its outputs");
+    cJSON_Delete(doc);
+
+    /* A configured uid outside the pool passes unpooled, never pooled. */
+    doc = cJSON_Parse("{\"uid\": 1000, \"gid\": 1001}");
+    cr_expect_eq(cordon_uid_from_state(pool, doc, h1, "exec-a", false, &u, &g, &err), 0, "%s",
+                 err.message);
+    cr_expect(u == 1000 && g == 1001);
+    cr_expect_eq(cordon_uid_from_state(pool, doc, h1, "exec-a", true, &u, &g, &err),
+                 CORDON_E_INVALID);
+    cJSON_Delete(doc);
+
+    static const struct {
+        const char *json, *message;
+    } bad[] = {
+        { "{}", "state.uid" },
+        { "{\"uid\": 0, \"gid\": 1000}", "state.uid" },
+        { "{\"uid\": 1000, \"gid\": 0}", "state.gid" },
+        { "{\"uid\": 4294967295, \"gid\": 1000}", "state.uid" },
+        { "{\"uid\": \"1000\", \"gid\": 1000}", "state.uid" },
+        { "{\"uid\": 1000.5, \"gid\": 1000}", "state.uid" },
+        { "{\"uid\": 1000}", "state.gid" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        doc = cJSON_Parse(bad[i].json);
+        cr_assert_not_null(doc);
+        cr_expect_eq(cordon_uid_from_state(pool, doc, h1, "exec-a", false, &u, &g, &err),
+                     CORDON_E_INVALID, "%s", bad[i].json);
+        cr_expect(strstr(err.message, bad[i].message) != NULL, "%s: %s", bad[i].json,
+                  err.message);
+        cJSON_Delete(doc);
+    }
 }

@@ -160,6 +160,22 @@ CORDON_EXTERN int cordon_exec_result_from_outcome(const struct cordon_exec_outco
                                                   struct cordon_exec_result *ret,
                                                   struct cordon_error *err);
 
+/* How much later than the host's own clock a provider's backstop fires:
+ * the host keeps the real deadline (cancel_fd) and is meant to win. */
+#define CORDON_EXEC_BACKSTOP_SLACK_MS 1000u
+
+/*
+ * How long an exec may run by the provider's own clock, its backstop: what
+ * is left of the execution's lifetime (expires_at_ms, wall-clock Unix ms,
+ * against now_ms), or timeout_ms + CORDON_EXEC_BACKSTOP_SLACK_MS when the
+ * request has a timeout (non-zero) that ends sooner. CORDON_E_TIMEOUT,
+ * naming expires_at_ms and by how much, when the execution has expired:
+ * the command must not start.
+ */
+CORDON_EXTERN int cordon_exec_backstop_ms(uint64_t expires_at_ms, uint64_t timeout_ms,
+                                          uint64_t now_ms, uint64_t *ret_ms,
+                                          struct cordon_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -104,6 +104,27 @@ CORDON_EXTERN int cordon_spec_print(const struct cordon_spec *spec, char **ret_j
 CORDON_EXTERN int cordon_spec_deadline(const struct cordon_spec *spec, uint64_t now_ms,
                                        uint64_t *ret_ms, struct cordon_error *err);
 
+/*
+ * What a sandbox provider's state keeps of its spec, so that exec, import
+ * and export read back exactly what provision was given. Caller-owned,
+ * nothing to free.
+ */
+struct cordon_spec_state {
+    struct cordon_limits resources;   /* the spec's, all six */
+    uint64_t expires_at_ms;           /* the deadline cordon_spec_deadline gave, >= 1 */
+    enum cordon_spec_layout layout;
+};
+
+/* Add "layout", "resources" and "expires_at_ms" to state (a JSON object,
+ * borrowed). false when out of memory (state may then hold some). */
+CORDON_EXTERN bool cordon_spec_state_add(cJSON *state, const struct cordon_spec_state *kept);
+
+/* Read back what cordon_spec_state_add wrote into *ret (written only on
+ * success): each key required, a refusal CORDON_E_INVALID naming
+ * "state.layout", "state.resources..." or "state.expires_at_ms". */
+CORDON_EXTERN int cordon_spec_state_from_json(const cJSON *state, struct cordon_spec_state *ret,
+                                              struct cordon_error *err);
+
 #ifdef __cplusplus
 }
 #endif

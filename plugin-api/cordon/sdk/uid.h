@@ -23,6 +23,7 @@
 
 #include <stdbool.h>
 #include <sys/types.h>
+#include <cjson/cJSON.h>
 #include <cordon/provider.h>
 
 #ifdef __cplusplus
@@ -79,6 +80,27 @@ CORDON_EXTERN int cordon_uid_held(const char *dir, const char *host, const char 
  */
 CORDON_EXTERN int cordon_uid_check_state(const char *dir, const char *host, const char *id,
                                          uid_t uid, gid_t gid, struct cordon_error *err);
+
+/*
+ * A configured sandbox user, "UID:GID" in decimal (each at most 10 digits):
+ * neither may be 0 (root) or (uid_t)-1 (which setresuid reads as
+ * "unchanged"), nor lie in the pool's range, which is given out one uid per
+ * execution and never shared by configuration. field names the key in
+ * messages ("config.user"). CORDON_E_INVALID naming field otherwise.
+ */
+CORDON_EXTERN int cordon_uid_parse(const char *field, const char *text, uid_t *ret_uid,
+                                   gid_t *ret_gid, struct cordon_error *err);
+
+/*
+ * The "uid" and "gid" of a provider's state document (doc, borrowed), as
+ * provision wrote them: 1..(uid_t)-2 each. When pooled, or when either lies
+ * in the pool's range, the uid must be the one (host, id) holds
+ * (cordon_uid_check_state in dir). CORDON_E_INVALID
+ * naming "state.uid" or "state.gid" otherwise.
+ */
+CORDON_EXTERN int cordon_uid_from_state(const char *dir, const cJSON *doc, const char *host,
+                                        const char *id, bool pooled, uid_t *ret_uid,
+                                        gid_t *ret_gid, struct cordon_error *err);
 
 #ifdef __cplusplus
 }
