@@ -272,8 +272,9 @@ int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_agent_cmd *cmd
             }
             if (rep.kind == CORDON_AGENT_CWD_FAILED) {
                 r = cordon_error_set(err, CORDON_E_PROVIDER, rep.value,
-                                     "agent: entering the working directory %.200s failed: %s",
-                                     cmd->cwd, strerror(rep.value));
+                                     "agent: entering the working directory %.*s failed: %s",
+                                     cordon_text_fit(cmd->cwd, 200), cmd->cwd,
+                                     strerror(rep.value));
                 goto out;
             }
             if (rep.kind == CORDON_AGENT_EXITED && rep.value >= 0 && rep.value <= 255) {

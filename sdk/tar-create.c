@@ -192,8 +192,8 @@ static int create_entry(struct create *c, int dfd, const char *name, const char 
         fd = openat(dfd, name, fl | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 && errno == EWOULDBLOCK) {
             r = cordon_error_set(err, CORDON_E_IO, errno,
-                                 "tar source \"%.300s\": open: another process holds a file lease "
-                                 "on it (not waited for)", path);
+                                 "tar source \"%.*s\": open: another process holds a file lease "
+                                 "on it (not waited for)", cordon_text_fit(path, 300), path);
             goto out;
         }
         if (fd < 0 || fstat(fd, &fst) < 0) {

@@ -743,7 +743,8 @@ static int export_link_add(struct exporter *ex, struct archive_entry *e, const c
         raw = archive_entry_hardlink_utf8(e);
     if (raw == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "export entry \"%.300s\": the hardlink target cannot be read", rel);
+                                "export entry \"%.*s\": the hardlink target cannot be read",
+                                cordon_text_fit(rel, 300), rel);
     r = cordon_path_normalize_dir("export hardlink target", raw, &target, err);
     if (r < 0)
         return r;
@@ -872,7 +873,8 @@ static int copy_data(struct archive *rd, const char *name, int64_t size, char *c
         }
         if (n == 0 || n > size) {
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "tar entry \"%.300s\": the data does not match its size", name);
+                                 "tar entry \"%.*s\": the data does not match its size",
+                                 cordon_text_fit(name, 300), name);
             goto out;
         }
         for (la_ssize_t done = 0; done < n;) {
@@ -912,8 +914,8 @@ static int write_link(struct exporter *ex, const struct export_link *l, struct a
         return nomem(err, "tar stream");
     if ((uint64_t)size > ex->limits->max_bytes - ex->bytes) {
         r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                             "export entry \"%.300s\": the total passes the limit of %" PRIu64
-                             " bytes", l->rel, ex->limits->max_bytes);
+                             "export entry \"%.*s\": the total passes the limit of %" PRIu64
+                             " bytes", cordon_text_fit(l->rel, 300), l->rel, ex->limits->max_bytes);
         goto out;
     }
     ex->bytes += (uint64_t)size;
@@ -1006,9 +1008,10 @@ static int export_links(struct exporter *ex, int in_fd, char *chunk, struct cord
     for (size_t i = 0; r == 0 && i < ex->nlinks; i++)
         if (!ex->links[i].done)
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "export entry \"%.300s\": its hardlink target \"%.300s\" is not "
-                                 "a regular file of the archive", ex->links[i].rel,
-                                 ex->links[i].target);
+                                 "export entry \"%.*s\": its hardlink target \"%.*s\" is not "
+                                 "a regular file of the archive",
+                                 cordon_text_fit(ex->links[i].rel, 200), ex->links[i].rel,
+                                 cordon_text_fit(ex->links[i].target, 200), ex->links[i].target);
     if (rd != NULL)
         archive_read_free(rd);
     return r;

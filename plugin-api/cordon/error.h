@@ -66,7 +66,8 @@ static inline void cordon_error_init(struct cordon_error *err)
  * `return cordon_error_set(err, CORDON_E_INVALID, 0, "argv: ...");`.
  * The message is escaped (cordon/text.h), so a name from inside a sandbox
  * cannot put a control sequence or invalid UTF-8 into it; one that does
- * not fit is cut between characters, never inside one.
+ * not fit is cut at a word (cordon_text_mark_cut) and ends in
+ * CORDON_TEXT_CUT_MARK, never inside a word, a character or an escape.
  */
 static inline int cordon_error_set(struct cordon_error *err, int code, int os_errno,
                                    const char *fmt, ...)
@@ -74,7 +75,8 @@ static inline int cordon_error_set(struct cordon_error *err, int code, int os_er
 static inline int cordon_error_set(struct cordon_error *err, int code, int os_errno,
                                    const char *fmt, ...)
 {
-    char raw[sizeof(err->message)];
+    char raw[2 * sizeof(err->message)];
+    size_t len, used = 0;
     va_list ap;
     int n;
 
@@ -88,9 +90,12 @@ static inline int cordon_error_set(struct cordon_error *err, int code, int os_er
     va_end(ap);
     if (n < 0)
         raw[0] = '\0';
-    else if ((size_t)n >= sizeof(raw))
-        raw[cordon_text_utf8_end(raw, sizeof(raw) - 1)] = '\0';
-    cordon_text_escape(err->message, sizeof(err->message), raw, strlen(raw), 0, NULL);
+    len = strlen(raw);
+    cordon_text_escape(err->message, sizeof(err->message), raw, len, 0, &used);
+    /* Longer than the message holds, before or after escaping: cut at a
+     * word, marked, never inside one. */
+    if (used < len || (n > 0 && (size_t)n >= sizeof(raw)))
+        cordon_text_mark_cut(err->message, sizeof(err->message));
     return code;
 }
 

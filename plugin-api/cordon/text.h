@@ -117,6 +117,58 @@ static inline int cordon_text_fit(const char *s, size_t max)
     return len > (size_t)INT32_MAX ? INT32_MAX : (int)len;
 }
 
+/* What a cut text ends in, in place of the rest: "\u2026" (an ellipsis). */
+#define CORDON_TEXT_CUT_MARK "\xe2\x80\xa6"
+
+/*
+ * End text that did not fit: buf (size bytes, at least 8) holds a
+ * NUL-terminated prefix of a longer text, as snprintf leaves one. Cut it
+ * back to the last blank within 48 bytes of where it must end (between
+ * characters when there is none: one long token), then put
+ * CORDON_TEXT_CUT_MARK there. So a reader sees that the text was cut, and
+ * no word, character or escape is cut in two.
+ */
+static inline void cordon_text_mark_cut(char *buf, size_t size)
+{
+    size_t end = 0, k;
+
+    if (size < 8) {
+        if (size > 0)
+            buf[0] = '\0';
+        return;
+    }
+    while (end < size - 1 && buf[end] != '\0')
+        end++;
+    /* Room for the mark and the NUL. */
+    if (end > size - sizeof(CORDON_TEXT_CUT_MARK))
+        end = size - sizeof(CORDON_TEXT_CUT_MARK);
+    end = cordon_text_utf8_end(buf, end);
+    /* A blank at the cut already ends a word; otherwise back off to one
+     * (at the NUL, the text that followed is unknown: back off too). */
+    if (buf[end] != ' ') {
+        size_t word = end;
+
+        for (k = end; k > 0 && end - k < 48; k--) {
+            if (buf[k - 1] == ' ') {
+                word = k - 1;
+                break;
+            }
+        }
+        /* No blank near: at least never end inside an escape ("\xHH",
+         * "\uHHHH", cordon_text_escape's). */
+        for (k = end; word == end && k > 0 && end - k < 6; k--) {
+            size_t esc = buf[k] == 'x' ? 4 : buf[k] == 'u' ? 6 : 0;
+
+            if (buf[k - 1] == '\\' && esc != 0 && k - 1 + esc > end)
+                word = k - 1;
+        }
+        end = word;
+    }
+    while (end > 0 && buf[end - 1] == ' ')
+        end--;
+    memcpy(buf + end, CORDON_TEXT_CUT_MARK, sizeof(CORDON_TEXT_CUT_MARK));
+}
+
 /* Whether code point cp is written escaped: controls, and the characters
  * that reorder or break a line on a terminal (bidi embeddings, overrides,
  * isolates and marks; U+2028, U+2029). */

@@ -191,8 +191,8 @@ Test(text, error_message_escapes_names)
     len = strlen(err.message);
     cr_expect(shows_safely(err.message), "%s", err.message);
     cr_expect_eq(strncmp(err.message, "outputs: \\x1b\\x1b", 17), 0, "%s", err.message);
-    cr_expect_eq(strcmp(err.message + len - 4, "\\x1b"), 0, "ends on a whole escape: %s",
-                 err.message + len - 8);
+    cr_expect_eq(strcmp(err.message + len - 7, "\\x1b" CORDON_TEXT_CUT_MARK), 0,
+                 "ends on a whole escape, marked as cut: %s", err.message + len - 10);
     cordon_error_set(&err, CORDON_E_UNSAFE, 0, "tar entry \"%s\": %s", "\x1b]0;t\x07\xff",
                      "FIFOs are not allowed");
     cr_expect_str_eq(err.message, "tar entry \"\\x1b]0;t\\x07\\xff\": FIFOs are not allowed");
@@ -248,4 +248,62 @@ Test(json, sanitize_makes_every_string_utf8)
     cr_expect_eq(cordon_json_sanitize(doc), 0u, "a second pass has nothing to do");
     cJSON_Delete(doc);
     free(text);
+}
+
+/* A message that does not fit ends at a word, with the mark. */
+Test(text, error_message_is_cut_at_a_word_and_marked)
+{
+    struct cordon_error err;
+    char words[1200];
+    size_t len, i;
+
+    words[0] = '\0';
+    for (i = 0; strlen(words) + 12 < sizeof(words); i++)
+        strcat(words, i % 2 ? "bravo " : "alphabet ");
+    cordon_error_init(&err);
+    cordon_error_set(&err, CORDON_E_INVALID, 0, "field: %s", words);
+    len = strlen(err.message);
+    cr_assert_lt(len, sizeof(err.message));
+    cr_assert_gt(len, sizeof(err.message) - 60, "cut too far back: %zu bytes", len);
+    cr_assert_str_eq(err.message + len - 3, CORDON_TEXT_CUT_MARK, "%s", err.message);
+    /* The word before the mark is whole. */
+    err.message[len - 3] = '\0';
+    cr_expect(strlen(err.message) > 6 &&
+                  (strcmp(err.message + strlen(err.message) - 5, "bravo") == 0 ||
+                   strcmp(err.message + strlen(err.message) - 8, "alphabet") == 0),
+              "\"%s\"", err.message + strlen(err.message) - 20);
+
+    /* One long token is cut between characters, and marked. */
+    memset(words, 'z', 700);
+    words[700] = '\0';
+    cordon_error_set(&err, CORDON_E_INVALID, 0, "name \"%s\"", words);
+    len = strlen(err.message);
+    cr_assert_eq(len, sizeof(err.message) - 1, "%zu", len);
+    cr_expect_str_eq(err.message + len - 3, CORDON_TEXT_CUT_MARK);
+
+    /* A message that fits is left alone: no mark. */
+    cordon_error_set(&err, CORDON_E_INVALID, 0, "field: %s", "short words");
+    cr_expect_str_eq(err.message, "field: short words");
+
+    /* Cut after escaping: a name of controls expands, the escapes stay whole. */
+    memset(words, '\x01', 300);
+    words[300] = '\0';
+    cordon_error_set(&err, CORDON_E_INVALID, 0, "name %s end", words);
+    len = strlen(err.message);
+    cr_assert_lt(len, sizeof(err.message));
+    cr_expect_str_eq(err.message + len - 3, CORDON_TEXT_CUT_MARK);
+    cr_expect(cordon_text_is_utf8(err.message, len));
+    cr_expect_eq((len - 3 - strlen("name ")) % 4, 0, "an escape was cut: \"%s\"", err.message);
+}
+
+Test(text, mark_cut_backs_off_only_within_a_window)
+{
+    char buf[64];
+
+    snprintf(buf, sizeof(buf), "%s", "one two three four five six seven eight nine ten eleven twelve");
+    cordon_text_mark_cut(buf, 20);
+    cr_expect_str_eq(buf, "one two three" CORDON_TEXT_CUT_MARK);
+    snprintf(buf, sizeof(buf), "%s", "ab cd");
+    cordon_text_mark_cut(buf, 4);
+    cr_expect_str_eq(buf, "", "too small for the mark: nothing");
 }

@@ -1,6 +1,6 @@
 /*
- * sdk: probe facts (json.md §3): building them, validating them, and
- * normalising tool versions.
+ * sdk: probe facts (json.md §3): building them and normalising tool
+ * versions. The host validates what a probe returns against json.md §3.
  */
 #ifndef CORDON_SDK_FACTS_H
 #define CORDON_SDK_FACTS_H

@@ -3,7 +3,8 @@
  *
  * cordon_observe_run provisions an execution through the provider's own
  * vtable (exactly as a user's would be), copies the static cordon-observe
- * program in with import_tar, runs it with the host's canary file and
+ * program in (with import_files when observer_name is set and the provider has
+ * that slot, with import_tar otherwise), runs it with the host's canary file and
  * canary process named on its command line, compares what it saw with the
  * host's own view, asks each toolchain for its version inside the same
  * execution, and terminates the execution (also on failure).

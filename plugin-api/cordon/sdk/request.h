@@ -136,7 +136,8 @@ struct cordon_exec_result {
  * (the ABI defines four; the others pass through), exit_code an integer
  * 0..255 with exited, signal 1..64 with signaled (with a status other than
  * exited a valid one is kept, anything else ignored), signal_folded true
- * only counts with an exit 129..192, backstop_timeout true or absent.
+ * only counts with an exit 129..192, backstop_timeout only when true
+ * (optional keys are read leniently: another value of either is ignored).
  * Every refusal is CORDON_E_INVALID naming "result_json.<key>".
  */
 CORDON_EXTERN int cordon_exec_result_parse(const char *json, struct cordon_exec_result *ret,

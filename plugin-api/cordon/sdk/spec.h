@@ -33,7 +33,7 @@ extern "C" {
 
 /* Where the execution's files live (provider-abi.md §7.3). */
 enum cordon_spec_layout {
-    CORDON_SPEC_LAYOUT_CODE = 0,   /* "code": /workspace/{source,build,outputs}, a run */
+    CORDON_SPEC_LAYOUT_CODE = 0,   /* "code": /workspace/{source,build,output,logs}, a run */
     CORDON_SPEC_LAYOUT_HOST = 1,   /* "host": /workspace as one tree, the host flow */
 };
 
