@@ -250,7 +250,7 @@ struct cordon_provider_v1 {
      * nothing else). data_fd holds the files' bytes back to back in that
      * order and nothing more. dest as for import_tar. The same refusals and
      * bounds as import_tar apply, and the same placement and ownership;
-     * cordon_files_import_workspace (sdk/tar.h) implements it for a
+     * cordon_files_import_workspace (<cordon/sdk/tar.h>) implements it for a
      * workspace reachable as a directory. */
     int (*import_files)(struct cordon_resource *resource, const char *state_json,
                         const char *dest, const char *files_json, int data_fd,
@@ -266,7 +266,7 @@ struct cordon_provider_v1 {
      * exist is left out. Nothing else of the workspace is read. The run's
      * collect step uses it, when set, to read only the declared outputs,
      * and falls back to export_tar of "output" otherwise.
-     * cordon_tar_create_paths_fd (sdk/tar.h) implements it for a workspace
+     * cordon_tar_create_paths_fd (<cordon/sdk/tar.h>) implements it for a workspace
      * reachable as a directory. */
     int (*export_files)(struct cordon_resource *resource, const char *state_json,
                         const char *paths_json, int tar_fd, struct cordon_error *err);
