@@ -165,7 +165,18 @@ struct cordon_exec_io {
  *                 the sandbox user. timeout_ms is a backstop only: the host
  *                 keeps the clock and fires cancel_fd.
  *   result_json   {"status": "exited"|"signaled"|"oom"|"cancelled",
- *                 "exit_code", "signal"}
+ *                 "exit_code", "signal", "signal_folded",
+ *                 "backstop_timeout"}, at most 64 KiB: exit_code 0..255
+ *                 with exited, signal 1..64 with signaled. signal_folded
+ *                 true (optional, with exited 129..192; ignored otherwise)
+ *                 says the mechanism reports a death by signal N as exit
+ *                 128+N too and cannot tell which it was; never turn
+ *                 128+N into signaled by guessing. backstop_timeout true
+ *                 (optional) says the provider's own backstop deadline
+ *                 killed the process, reported as signaled 9; the host
+ *                 reports such an exec as any other signal death.
+ *                 struct cordon_exec_result (<cordon/sdk/request.h>) is
+ *                 this document as C fields.
  */
 struct cordon_provider_v1 {
     uint32_t abi_version;            /* CORDON_ABI_VERSION the provider was built against */
