@@ -90,8 +90,13 @@ struct cordon_host_v1 {
 
     /* Absolute path of the static observer program (cordon-observe). */
     const char *observer_path;
-    /* Absolute path of the static reaping init (cordon-init; its two forms,
-     * --deadline-ms and --exec: provider-authoring.md §4.6). */
+    /* Absolute path of the static reaping init, cordon-init. Three forms
+     * (provider-authoring.md §4.6): "--deadline-ms N", the sandbox's first
+     * process, which reaps orphans and exits after N ms (as PID 1, taking
+     * its pid namespace with it); "--deadline-ms N --agent", the same and also the resident
+     * agent that runs the host's commands (<cordon/sdk/agent.h>); and
+     * "--exec PROGRAM [ARG...]", a wrapper that runs PROGRAM as a process
+     * group leader, kills the group when it ends, and ends as it did. */
     const char *init_path;
     /* Identifies this host installation: 32 lowercase hex digits, the
      * same for as long as its state directory lives. Providers label every
