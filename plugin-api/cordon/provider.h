@@ -27,7 +27,8 @@
  * the call returns 0. Strings handed back to the host (facts, state,
  * results) are allocated with host->alloc; the host frees them.
  *
- * Threads: init runs once. Different executions may be driven from
+ * Threads: init runs once per host context that loads the provider (see
+ * CORDON_PROVIDER_DEFINE). Different executions may be driven from
  * different threads at the same time; calls on one execution are serialised
  * by the host. A provider never calls exit or abort, never installs signal
  * handlers, never changes the process's cwd, umask or environment, reaps
