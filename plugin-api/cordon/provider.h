@@ -27,7 +27,8 @@
  * the call returns 0. Strings handed back to the host (facts, state,
  * results) are allocated with host->alloc; the host frees them.
  *
- * Threads: init runs once. Different executions may be driven from
+ * Threads: init runs once per host context that loads the provider (see
+ * CORDON_PROVIDER_DEFINE). Different executions may be driven from
  * different threads at the same time; calls on one execution are serialised
  * by the host. A provider never calls exit or abort, never installs signal
  * handlers, never changes the process's cwd, umask or environment, reaps
@@ -90,8 +91,13 @@ struct cordon_host_v1 {
 
     /* Absolute path of the static observer program (cordon-observe). */
     const char *observer_path;
-    /* Absolute path of the static reaping init (cordon-init; its two forms,
-     * --deadline-ms and --exec: provider-authoring.md §4.6). */
+    /* Absolute path of the static reaping init, cordon-init. Three forms
+     * (provider-authoring.md §4.6): "--deadline-ms N", the sandbox's first
+     * process, which reaps orphans and exits after N ms (as PID 1, taking
+     * its pid namespace with it); "--deadline-ms N --agent", the same and also the resident
+     * agent that runs the host's commands (<cordon/sdk/agent.h>); and
+     * "--exec PROGRAM [ARG...]", a wrapper that runs PROGRAM as a process
+     * group leader, kills the group when it ends, and ends as it did. */
     const char *init_path;
     /* Identifies this host installation: 32 lowercase hex digits, the
      * same for as long as its state directory lives. Providers label every
@@ -165,7 +171,18 @@ struct cordon_exec_io {
  *                 the sandbox user. timeout_ms is a backstop only: the host
  *                 keeps the clock and fires cancel_fd.
  *   result_json   {"status": "exited"|"signaled"|"oom"|"cancelled",
- *                 "exit_code", "signal"}
+ *                 "exit_code", "signal", "signal_folded",
+ *                 "backstop_timeout"}, at most 64 KiB: exit_code 0..255
+ *                 with exited, signal 1..64 with signaled. signal_folded
+ *                 true (optional, with exited 129..192; ignored otherwise)
+ *                 says the mechanism reports a death by signal N as exit
+ *                 128+N too and cannot tell which it was; never turn
+ *                 128+N into signaled by guessing. backstop_timeout true
+ *                 (optional) says the provider's own backstop deadline
+ *                 killed the process, reported as signaled 9; the host
+ *                 reports such an exec as any other signal death.
+ *                 struct cordon_exec_result (<cordon/sdk/request.h>) is
+ *                 this document as C fields.
  */
 struct cordon_provider_v1 {
     uint32_t abi_version;            /* CORDON_ABI_VERSION the provider was built against */
@@ -250,7 +267,7 @@ struct cordon_provider_v1 {
      * nothing else). data_fd holds the files' bytes back to back in that
      * order and nothing more. dest as for import_tar. The same refusals and
      * bounds as import_tar apply, and the same placement and ownership;
-     * cordon_files_import_workspace (sdk/tar.h) implements it for a
+     * cordon_files_import_workspace (<cordon/sdk/tar.h>) implements it for a
      * workspace reachable as a directory. */
     int (*import_files)(struct cordon_resource *resource, const char *state_json,
                         const char *dest, const char *files_json, int data_fd,
@@ -266,7 +283,7 @@ struct cordon_provider_v1 {
      * exist is left out. Nothing else of the workspace is read. The run's
      * collect step uses it, when set, to read only the declared outputs,
      * and falls back to export_tar of "output" otherwise.
-     * cordon_tar_create_paths_fd (sdk/tar.h) implements it for a workspace
+     * cordon_tar_create_paths_fd (<cordon/sdk/tar.h>) implements it for a workspace
      * reachable as a directory. */
     int (*export_files)(struct cordon_resource *resource, const char *state_json,
                         const char *paths_json, int tar_fd, struct cordon_error *err);

@@ -70,7 +70,8 @@ struct cordon_observe_opts {
  *  "host_view": {"ns", "canary_path", "canary_token", "host_pid", "uid_map",
  *                "boot_id", "self", "pid1_ns", "boundary"}}
  * (observation.md describes every field.) The comparison behind
- * "isolation" is the host's (sdk/compare.c), not part of this header.
+ * "isolation" is the host's own: no installed header declares it and no
+ * library exports it.
  */
 CORDON_EXTERN int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json,
                                      struct cordon_error *err);

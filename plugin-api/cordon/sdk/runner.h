@@ -6,8 +6,10 @@
  * group then SIGKILL after a grace period, cancellation through an fd,
  * and either pass-through stdio (the child writes straight into fds the
  * caller gives) or bounded capture (struct cordon_capture). The child gets
- * only fds 0, 1 and 2. Every child is reaped before the call returns, and
- * when the leader ends every other member of its process group is killed.
+ * fds 0, 1 and 2, and the fds of opts.pass_fds at their own numbers;
+ * every other fd is closed before execve. Every child is reaped before the
+ * call returns, and when the leader ends every other member of its process
+ * group is killed.
  */
 #ifndef CORDON_SDK_RUNNER_H
 #define CORDON_SDK_RUNNER_H
