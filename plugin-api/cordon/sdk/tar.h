@@ -5,7 +5,7 @@
  * whose target is absolute or leaves the root (or any symlink without
  * CORDON_TAR_ALLOW_SYMLINKS), device nodes, FIFOs, sockets, setuid/setgid
  * bits, and more bytes or entries than the limits. Extraction is done with
- * fd-relative calls (sdk/fs.h) so that nothing already on disk is followed.
+ * fd-relative calls (<cordon/sdk/fs.h>) so that nothing already on disk is followed.
  * A refusal names the entry and the rule; what was extracted before it
  * stays, and the caller removes the destination.
  */
