@@ -14,6 +14,9 @@
 
 #define FACTS_MAX_BYTES (1024u * 1024u)
 #define FACTS_MAX_LIST 64
+/* The host's comparison makes a few dozen checks; a list far past that is
+ * no observation, and every entry is kept in each probe record. */
+#define FACTS_MAX_CHECKS 256
 #define VERSION_MAX_LEN 64
 #define FIRST_LINE_MAX 4096
 
@@ -315,6 +318,10 @@ static int check_checks(const cJSON *iso, struct cordon_error *err)
     if (!cJSON_IsArray(checks))
         return cordon_error_set(err, CORDON_E_INVALID, 0, "facts.isolation.checks: must be an array (got %s)",
                                 type_name(checks));
+    if (cJSON_GetArraySize(checks) > FACTS_MAX_CHECKS)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "facts.isolation.checks: %d entries, more than the limit of %d",
+                                cJSON_GetArraySize(checks), FACTS_MAX_CHECKS);
     cJSON_ArrayForEach(c, checks) {
         const cJSON *axis = cJSON_GetObjectItemCaseSensitive(c, "axis");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "check");

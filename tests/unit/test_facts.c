@@ -469,3 +469,38 @@ Test(facts, compose_host_copies_into_the_hosts_memory)
     cr_expect_eq(host_allocs, 1);
     cr_expect_eq(cordon_facts_compose_host(NULL, &parts, &json, &err), CORDON_E_INVALID);
 }
+
+/* isolation.checks is bounded: 256 entries pass, 257 are refused naming the limit. */
+Test(facts, validate_bounds_the_checks)
+{
+    struct cordon_error err;
+
+    for (int n = 256; n <= 257; n++) {
+        cJSON *root = cJSON_Parse(good_facts), *iso, *checks = cJSON_CreateArray();
+        char *doc;
+
+        cr_assert_not_null(root);
+        iso = cJSON_GetObjectItemCaseSensitive(root, "isolation");
+        for (int i = 0; i < n; i++) {
+            cJSON *c = cJSON_CreateObject();
+
+            cJSON_AddStringToObject(c, "axis", "process_contained");
+            cJSON_AddStringToObject(c, "check", "pid_namespace");
+            cJSON_AddBoolToObject(c, "ok", true);
+            cJSON_AddItemToArray(checks, c);
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(iso, "checks");
+        cJSON_AddItemToObject(iso, "checks", checks);
+        doc = cJSON_PrintUnformatted(root);
+        cordon_error_init(&err);
+        if (n == 256) {
+            cr_expect_eq(cordon_facts_validate(doc, &err), 0, "%s", err.message);
+        } else {
+            cr_expect_eq(cordon_facts_validate(doc, &err), CORDON_E_LIMIT);
+            cr_expect_str_eq(err.message,
+                             "facts.isolation.checks: 257 entries, more than the limit of 256");
+        }
+        free(doc);
+        cJSON_Delete(root);
+    }
+}
