@@ -39,7 +39,7 @@ Test(contract, attack_host_canary_file_stays_unreadable)
     cr_assert_eq(fchmod(fd, 0644), 0);
     close(fd);
 
-    state = contract_provision(NULL, "code");
+    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     argv[1] = path;
     cr_assert_eq(contract_exec(state, argv, NULL, &out, msg, sizeof(msg)), 0,
                  "the provider could not run the attack: %s", msg);
@@ -65,7 +65,7 @@ Test(contract, attack_host_process_stays_out_of_reach)
 
     contract_sleep_marker(marker, sizeof(marker));
     pid = contract_spawn_sleeper(marker);
-    state = contract_provision(NULL, "code");
+    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     snprintf(script, sizeof(script), "kill -0 %d", (int)pid);
     contract_sh(state, script, &out);
     cr_expect_eq(kill(pid, 0), 0, "the host sleeper died during the attack");
@@ -183,7 +183,7 @@ Test(contract, attack_privileges_are_not_held)
     struct cordon_exec_outcome out;
     char msg[600], capeff[64], nnp[16];
     cJSON *facts = contract_require_claim(CORDON_AXIS_PRIVESC_BLOCKED);
-    const char *state = contract_provision(NULL, "code");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     char *text, *end;
     long uid;
 
@@ -237,7 +237,7 @@ Test(contract, attack_forbidden_syscalls_are_refused)
     static const char *const outside[] = { "boundary_verified", "boundary_serves_syscalls",
                                            "boundary_seccomp_filter", NULL };
     cJSON *facts = contract_require_claim(CORDON_AXIS_SYSCALLS_RESTRICTED);
-    const char *state = contract_provision(NULL, "host");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     const cJSON *calls, *c;
     char answered[160] = "";
     cJSON *report;
@@ -302,7 +302,7 @@ Test(contract, attack_forbidden_syscalls_are_refused)
 Test(contract, attack_exec_inherits_only_stdin_stdout_stderr)
 {
     struct cordon_exec_outcome out;
-    const char *state = contract_provision(NULL, "code");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     char *text, clip[300];
 
     contract_sh(state, "(for f in /proc/$$/fd/*; do printf '%s ' \"${f##*/}\"; done)", &out);
@@ -332,7 +332,7 @@ Test(contract, attack_code_inside_cannot_stop_its_own_sandbox)
 {
     struct cordon_exec_outcome out;
     cJSON *facts = contract_require_claim(CORDON_AXIS_PROCESS_CONTAINED);
-    const char *state = contract_provision(NULL, "code");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     const char *argv[] = { "sh", "-c", NULL, NULL };
     char host_ns[64] = "", script[400], msg[600], *text, clip[300];
     int r;

@@ -164,7 +164,7 @@ static void assert_fd0_is_a_pipe(const char *what, const char *out)
 
 Test(contract, stdin_directory_is_relayed_not_handed_in)
 {
-    const char *state = contract_provision(NULL, "host");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     const char *dir = contract_temp_dir(0755);
     char path[4200], secret[33], *out = NULL;
     cJSON *doc;
@@ -202,7 +202,7 @@ static void open_pty(int *ret_master, int *ret_slave)
 
 Test(contract, stdin_terminal_is_relayed_not_handed_in)
 {
-    const char *state = contract_provision(NULL, "host");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     char *out = NULL;
     cJSON *doc;
     int m, s;
@@ -225,7 +225,7 @@ Test(contract, stdin_terminal_is_relayed_not_handed_in)
  */
 Test(contract, detached_child_cannot_read_the_terminal_after_exec)
 {
-    const char *state = contract_provision(NULL, "host");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     char secret[33], line[64], got[128], *out = NULL;
     struct cordon_exec_outcome o;
     struct pollfd pfd;
@@ -272,7 +272,7 @@ Test(contract, detached_child_cannot_read_the_terminal_after_exec)
  */
 static void check_exit_status(const char *script, int exit_code, int signal)
 {
-    const char *state = contract_provision(NULL, "host");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     char *out = NULL;
     cJSON *doc = raw_exec(state, script, -1, &out);
     const char *status = result_status(doc);
@@ -364,7 +364,7 @@ Test(contract, exec_does_not_inherit_the_callers_rlimits)
         { RLIMIT_NOFILE, "Max open files", true },
         { RLIMIT_CORE, "Max core file size", false },
     };
-    const char *state = contract_provision(NULL, "host");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     char mine[3][32], inside[32], *out = NULL;
     int checked = 0;
     cJSON *doc;

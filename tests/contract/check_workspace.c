@@ -44,7 +44,7 @@ Test(contract, source_is_read_only_in_code_layout)
     struct contract_tar_entry *entries = NULL;
     struct cordon_exec_outcome out;
     char msg[600], names[512];
-    const char *state = contract_provision(NULL, "code");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     int tar, n;
 
     tar = contract_tar_of(files);
@@ -93,7 +93,7 @@ Test(contract, export_never_follows_a_planted_symlink)
     struct contract_tar_entry *entries = NULL;
     struct cordon_exec_outcome out;
     char msg[600];
-    const char *state = contract_provision(NULL, "code");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     bool link_seen = false;
     int tar, n, r;
 
@@ -160,7 +160,7 @@ Test(contract, import_files_lands_like_import_tar)
     contract_load();
     if (contract.vt.import_files == NULL)
         contract_skip("the provider has no import_files (optional since ABI 1.1)");
-    state = contract_provision(NULL, "code");
+    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     cr_assert_eq(import_files(state, "{\"files\":[{\"path\":\"hello.txt\",\"size\":16,\"mode\":420},"
                                      "{\"path\":\"pkg/run.sh\",\"size\":9,\"mode\":493}]}",
                               "original source\necho hi; ", msg, sizeof(msg)), 0,
@@ -215,7 +215,7 @@ Test(contract, export_files_reads_only_the_named_paths)
     contract_load();
     if (contract.vt.export_files == NULL)
         contract_skip("the provider has no export_files (optional since ABI 1.2)");
-    state = contract_provision(NULL, "code");
+    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     contract_sh(state, "mkdir -p output/scratch && : > output/scratch/1 && : > output/scratch/2 && "
                        "echo 42 > output/r.txt && ln -s /etc/passwd output/leak && "
                        "mkfifo output/pipe", &out);
@@ -293,7 +293,7 @@ Test(contract, disk_budget_covers_every_writable_tmpfs)
                       "the host's, not the sandbox's to fill");
     }
     cJSON_Delete(facts);
-    state = contract_provision(NULL, "host");
+    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     contract_sh(state, TEST_FILL_TMPFS_SCRIPT, &out);
     text = contract_stream_text(&out.out);
     cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0,

@@ -24,7 +24,9 @@
 
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/capture.h>
+#include <cordon/sdk/spec.h>
 
 /* Environment variables that carry the command line to the workers. */
 #define CONTRACT_ENV_PROVIDER "CORDON_CONTRACT_PROVIDER"
@@ -45,6 +47,8 @@
 #define CONTRACT_PIDS 128
 #define CONTRACT_RUNTIME_MS 60000ull
 #define CONTRACT_MAX_OUTPUT_BYTES (1ull << 20)
+/* The same six as a struct, the limits of contract_spec. */
+extern const struct cordon_limits contract_limits;
 
 /* Default timeout of one exec when a test does not set its own. */
 #define CONTRACT_EXEC_TIMEOUT_MS 30000ull
@@ -100,16 +104,21 @@ cJSON *contract_observe(void);
 /* The check of that observation's isolation named check on axis, or NULL. */
 const cJSON *contract_observed_check(const cJSON *observation, const char *axis, const char *check);
 
-/* A provision spec with the suite's limits and image, network "none";
- * layout "code" or "host". id NULL: a fresh random id. Returns malloc'd
- * JSON (cordon_spec_print's). */
-char *contract_spec(const char *id, const char *layout);
+/* A provision spec written as the host writes one (a struct cordon_spec
+ * through cordon_spec_print): id NULL a fresh random id; limits NULL the
+ * suite's (contract_limits); the suite's image; network "none"; expires_at_ms
+ * runtime_ms from now, also into *ret_expires_at_ms when not NULL.
+ * Returns malloc'd JSON. */
+char *contract_spec_with(const char *id, enum cordon_spec_layout layout,
+                         const struct cordon_limits *limits, uint64_t *ret_expires_at_ms);
+/* contract_spec_with the suite's limits. */
+char *contract_spec(const char *id, enum cordon_spec_layout layout);
 /* A fresh execution id ("contract-" + random hex) in a static buffer of
  * the caller (at least 48 bytes). */
 void contract_new_id(char *buf, size_t size);
 /* Provision (assert success); the state is tracked and terminated in
  * teardown. Returns the borrowed state JSON. */
-const char *contract_provision(const char *id, const char *layout);
+const char *contract_provision(const char *id, enum cordon_spec_layout layout);
 /* Provision without asserting; a returned state is tracked. */
 int contract_try_provision(const char *spec_json, const char **ret_state, char *ret_msg,
                            size_t msg_size);

@@ -261,7 +261,17 @@ void contract_new_id(char *buf, size_t size)
     snprintf(buf, size, "contract-%s", hex);
 }
 
-char *contract_spec(const char *id, const char *layout)
+const struct cordon_limits contract_limits = {
+    .cpus = CONTRACT_CPUS,
+    .memory_bytes = CONTRACT_MEMORY_BYTES,
+    .disk_bytes = CONTRACT_DISK_BYTES,
+    .pids = CONTRACT_PIDS,
+    .runtime_ms = CONTRACT_RUNTIME_MS,
+    .max_output_bytes = CONTRACT_MAX_OUTPUT_BYTES,
+};
+
+char *contract_spec_with(const char *id, enum cordon_spec_layout layout,
+                         const struct cordon_limits *limits, uint64_t *ret_expires_at_ms)
 {
     struct cordon_spec spec;
     struct cordon_error err;
@@ -269,21 +279,29 @@ char *contract_spec(const char *id, const char *layout)
 
     cordon_spec_init(&spec);
     cordon_error_init(&err);
-    if (id == NULL)
+    if (id == NULL) {
         contract_new_id(spec.execution_id, sizeof(spec.execution_id));
-    else
-        snprintf(spec.execution_id, sizeof(spec.execution_id), "%s", id);
-    spec.resources = (struct cordon_limits){ CONTRACT_CPUS, CONTRACT_MEMORY_BYTES,
-                                             CONTRACT_DISK_BYTES, CONTRACT_PIDS,
-                                             CONTRACT_RUNTIME_MS, CONTRACT_MAX_OUTPUT_BYTES };
-    spec.layout = strcmp(layout, "code") == 0 ? CORDON_SPEC_LAYOUT_CODE : CORDON_SPEC_LAYOUT_HOST;
-    /* The lifetime matches runtime_ms, far beyond any single check. */
-    spec.expires_at_ms = cordon_now_wall_ms() + CONTRACT_RUNTIME_MS;
+    } else {
+        cr_assert_lt(strlen(id), sizeof(spec.execution_id), "execution id %s: longer than %d bytes",
+                     CONTRACT_CLIP(id), CORDON_EXECUTION_ID_MAX);
+        memcpy(spec.execution_id, id, strlen(id) + 1);
+    }
+    spec.resources = limits != NULL ? *limits : contract_limits;
+    spec.layout = layout;
+    /* The lifetime is runtime_ms from now, as the host gives it. */
+    spec.expires_at_ms = cordon_now_wall_ms() + spec.resources.runtime_ms;
     cr_assert(cordon_spec_set_image(&spec, contract.image, &err) == 0 &&
                   cordon_spec_print(&spec, &text, &err) == 0,
               "building a spec failed: %s", err.message);
+    if (ret_expires_at_ms != NULL)
+        *ret_expires_at_ms = spec.expires_at_ms;
     cordon_spec_clear(&spec);
     return text;
+}
+
+char *contract_spec(const char *id, enum cordon_spec_layout layout)
+{
+    return contract_spec_with(id, layout, NULL, NULL);
 }
 
 static void track_state(char *state)
@@ -329,7 +347,7 @@ int contract_try_provision(const char *spec_json, const char **ret_state, char *
     return r;
 }
 
-const char *contract_provision(const char *id, const char *layout)
+const char *contract_provision(const char *id, enum cordon_spec_layout layout)
 {
     char *spec = contract_spec(id, layout);
     const char *state = NULL;
@@ -338,7 +356,8 @@ const char *contract_provision(const char *id, const char *layout)
 
     r = contract_try_provision(spec, &state, msg, sizeof(msg));
     free(spec);
-    cr_assert_eq(r, 0, "provision (layout \"%s\") failed: %s", layout, msg);
+    cr_assert_eq(r, 0, "provision (layout \"%s\") failed: %s", cordon_spec_layout_name(layout),
+                 msg);
     return state;
 }
 
