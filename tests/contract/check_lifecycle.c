@@ -146,7 +146,7 @@ static bool listed(const char *id)
                  "list_executions failed: %s", err.message);
     snprintf(quoted, sizeof(quoted), "\"%s\"", id);
     found = ids != NULL && strstr(ids, quoted) != NULL;
-    contract.host.free(ids);
+    contract.host->free(ids);
     return found;
 }
 
@@ -245,7 +245,7 @@ static size_t boundary_processes(const char *state, struct host_proc *procs)
     cr_assert_eq(contract.vt.boundary(contract.resource, state, &answer, &err), 0,
                  "boundary of a running execution failed: %s", err.message);
     doc = cJSON_Parse(answer);
-    contract.host.free(answer);
+    contract.host->free(answer);
     cJSON_ArrayForEach(pid, cJSON_GetObjectItemCaseSensitive(doc, "pids"))
         if (cJSON_IsNumber(pid) && n < BOUNDARY_MAX && proc_start((long)pid->valuedouble, &procs[n].start))
             procs[n++].pid = (long)pid->valuedouble;

@@ -129,7 +129,7 @@ Test(contract, probe_full_facts_are_valid)
                       string_of(k, "version"));
     }
     cJSON_Delete(facts);
-    contract.host.free(text);
+    contract.host->free(text);
 }
 
 Test(contract, probe_facts_are_observed)
@@ -195,7 +195,7 @@ Test(contract, claims_hold_under_independent_observation)
     contract_ensure();
     memset(&opts, 0, sizeof(opts));
     opts.struct_size = sizeof(opts);
-    opts.host = &contract.host;
+    opts.host = contract.host;
     opts.provider = &contract.vt;
     opts.resource = contract.resource;
     opts.image = contract.image;

@@ -131,7 +131,7 @@ static struct cordon_exec_result raw_exec(const char *state, const char *script,
     contract_clip(x.result, 300, shown, sizeof(shown));
     cordon_error_init(&perr);
     r = cordon_exec_result_parse(x.result, &res, &perr);
-    contract.host.free(x.result);
+    contract.host->free(x.result);
     cr_assert_eq(r, 0, "exec of '%s' returned a result the host refuses (%s): %s", script,
                  perr.message, shown);
     *ret_out = out;

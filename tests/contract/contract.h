@@ -63,9 +63,11 @@ struct contract {
     const char *image;           /* NULL: the provider's default */
     char *config_json;           /* the caller's config merged with allow_unsafe_local */
     bool allow_synthetic;
-    char *state_dir;
+    const char *state_dir;       /* borrowed from host */
     bool shared_state;           /* made by main(), removed there */
-    struct cordon_host_v1 host;
+    /* This context's host services table, with its strings: never written
+     * or freed once made, as provider.h promises a provider (support.c). */
+    const struct cordon_host_v1 *host;
     struct cordon_provider_v1 vt;
     bool loaded;
     struct cordon_resource *resource;

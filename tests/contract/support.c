@@ -68,8 +68,77 @@ static char *merged_config(const char *config)
     return text;
 }
 
+/*
+ * The host services table of one context and every string it points to,
+ * in one allocation. provider.h promises a provider that a table it was
+ * given stays valid, unchanged, for the life of the process (and
+ * CORDON_PROVIDER_DEFINE keeps the first one in cordon_provider_host), so
+ * a table handed out is never written or freed again: a context whose
+ * strings differ (a state directory of its own) gets a table of its own,
+ * and every table stays reachable from host_tables until the process ends.
+ */
+struct host_table {
+    struct host_table *older;
+    struct cordon_host_v1 host;
+    char strings[];
+};
+static struct host_table *host_tables;
+
+/* Copy s (NULL stays NULL) to *at, advancing it. */
+static const char *host_table_put(char **at, const char *s)
+{
+    char *copy = *at;
+    size_t len;
+
+    if (s == NULL)
+        return NULL;
+    len = strlen(s) + 1;
+    memcpy(copy, s, len);
+    *at += len;
+    return copy;
+}
+
+static bool same_string(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* The table for these strings: one made before for the same strings, or a
+ * new one. NULL when out of memory. */
+static const struct cordon_host_v1 *host_table_for(const char *observer_path,
+                                                   const char *init_path, const char *state_dir)
+{
+    const char *const strings[] = { observer_path, init_path, CONTRACT_HOST_INSTANCE, state_dir };
+    enum { N = sizeof(strings) / sizeof(strings[0]) };
+    struct host_table *t;
+    size_t size = 0;
+    char *at;
+    const char *s[N];
+
+    for (t = host_tables; t != NULL; t = t->older)
+        if (same_string(t->host.observer_path, observer_path) &&
+            same_string(t->host.init_path, init_path) &&
+            same_string(t->host.state_dir, state_dir))
+            return &t->host;
+    for (size_t i = 0; i < N; i++)
+        size += strings[i] != NULL ? strlen(strings[i]) + 1 : 0;
+    t = malloc(sizeof(*t) + size);
+    if (t == NULL)
+        return NULL;
+    at = t->strings;
+    for (size_t i = 0; i < N; i++)
+        s[i] = host_table_put(&at, strings[i]);
+    cordon_host_table_init(&t->host, s[0], s[1], s[2], s[3]);
+    t->older = host_tables;
+    host_tables = t;
+    return &t->host;
+}
+
 void contract_setup(void)
 {
+    const char *shared = getenv("CORDON_CONTRACT_STATE_DIR");
+    char *own = NULL;
+
     memset(&contract, 0, sizeof(contract));
     contract.provider_path = getenv(CONTRACT_ENV_PROVIDER);
     contract.observer_path = env_or(CONTRACT_ENV_OBSERVER, CORDON_HELPERDIR "/cordon-observe");
@@ -80,16 +149,17 @@ void contract_setup(void)
     /* One state directory for the whole run when main() made one, so that a
      * provider's caches (runc's unpacked rootfs) are filled once, not per
      * test; otherwise a private one. Failures surface in contract_load. */
-    if (getenv("CORDON_CONTRACT_STATE_DIR") != NULL) {
-        contract.state_dir = strdup(getenv("CORDON_CONTRACT_STATE_DIR"));
+    if (shared != NULL) {
         contract.shared_state = true;
-    } else if (cordon_fs_mkdtemp(tmp_parent(), "cordon-contract-state.", &contract.state_dir, NULL) < 0) {
-        contract.state_dir = NULL;
+    } else if (cordon_fs_mkdtemp(tmp_parent(), "cordon-contract-state.", &own, NULL) < 0) {
+        own = NULL;
     }
-    /* The table borrows the paths: they live in the environment, which
-     * outlives the test. */
-    cordon_host_table_init(&contract.host, contract.observer_path, contract.init_path,
-                           CONTRACT_HOST_INSTANCE, contract.state_dir);
+    contract.host = host_table_for(contract.observer_path, contract.init_path,
+                                   shared != NULL ? shared : own);
+    contract.state_dir = contract.host != NULL ? contract.host->state_dir : NULL;
+    if (contract.host == NULL && own != NULL)
+        cordon_fs_remove_tree_path(own, NULL);
+    free(own);
 }
 
 void contract_teardown(void)
@@ -136,9 +206,10 @@ void contract_teardown(void)
         free(contract.temp_dirs[i]);
         contract.temp_dirs[i] = NULL;
     }
+    /* The directory goes; its name stays in the host table, which a
+     * provider may still hold. */
     if (contract.state_dir != NULL && !contract.shared_state)
         cordon_fs_remove_tree_path(contract.state_dir, NULL);
-    free(contract.state_dir);
     contract.state_dir = NULL;
     free(contract.config_json);
     contract.config_json = NULL;
@@ -167,10 +238,11 @@ void contract_load(void)
               "no absolute provider path in %s", CONTRACT_ENV_PROVIDER);
     cr_assert(contract.config_json != NULL, "the provider config (%s) is not a JSON object",
               CONTRACT_ENV_CONFIG);
+    cr_assert(contract.host != NULL, "out of memory for the host services table");
     cr_assert(contract.state_dir != NULL, "cannot create a state directory under %s",
               tmp_parent());
     cordon_error_init(&err);
-    r = cordon_provider_load(contract.provider_path, &contract.host, &contract.vt, &err);
+    r = cordon_provider_load(contract.provider_path, contract.host, &contract.vt, &err);
     cr_assert_eq(r, 0, "loading the provider failed (%s): %s", cordon_error_name(r), err.message);
     contract.loaded = true;
 }
@@ -184,7 +256,7 @@ cJSON *contract_probe(uint32_t flags, char **ret_text)
 
     contract_load();
     cordon_error_init(&err);
-    r = contract.vt.probe(&contract.host, contract.config_json, flags, &text, &err);
+    r = contract.vt.probe(contract.host, contract.config_json, flags, &text, &err);
     cr_assert_eq(r, 0, "probe (flags %u) returned %d (%s): %s", flags, r, cordon_error_name(r),
                  err.message);
     cr_assert(text != NULL, "probe (flags %u) returned 0 without facts", flags);
@@ -195,7 +267,7 @@ cJSON *contract_probe(uint32_t flags, char **ret_text)
     if (ret_text != NULL)
         *ret_text = text;
     else
-        contract.host.free(text);
+        contract.host->free(text);
     return facts;
 }
 
@@ -231,7 +303,7 @@ void contract_ensure(void)
     if (contract.resource != NULL)
         return;
     cordon_error_init(&err);
-    r = contract.vt.ensure(&contract.host, contract.config_json, &contract.resource, &err);
+    r = contract.vt.ensure(contract.host, contract.config_json, &contract.resource, &err);
     cr_assert_eq(r, 0, "ensure failed (%s): %s", cordon_error_name(r), err.message);
     cr_assert(contract.resource != NULL, "ensure returned 0 without a resource");
 }
@@ -402,7 +474,7 @@ int contract_exec(const char *state, const char *const *argv, const struct contr
     }
     contract_ensure();
     cordon_drive_opts_init(&d);
-    d.host = &contract.host;
+    d.host = contract.host;
     d.provider = &contract.vt;
     d.resource = contract.resource;
     d.state_json = state;
@@ -855,7 +927,7 @@ cJSON *contract_observe(void)
     contract_ensure();
     memset(&opts, 0, sizeof(opts));
     opts.struct_size = sizeof(opts);
-    opts.host = &contract.host;
+    opts.host = contract.host;
     opts.provider = &contract.vt;
     opts.resource = contract.resource;
     opts.image = contract.image;
