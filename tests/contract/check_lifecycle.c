@@ -299,7 +299,8 @@ static int boundary_left_after(const struct host_proc *procs, size_t n, unsigned
 
 Test(contract, terminate_leaves_no_detached_child_on_the_host)
 {
-    char markers[N_DETACHED][64], script[2048], left_desc[512] = "", msg[600];
+    char markers[N_DETACHED][64], script[2048], msg[600];
+    struct contract_text left_desc = { 0 };
     const char *argv[] = { "sh", "-c", script, NULL };
     struct host_proc boundary[BOUNDARY_MAX];
     size_t n_boundary;
@@ -384,15 +385,15 @@ Test(contract, terminate_leaves_no_detached_child_on_the_host)
             continue;
         n = contract_wait_no_processes(markers[i], LEFTOVER_MS);
         if (n > 0) {
-            used = strlen(left_desc);
-            snprintf(left_desc + used, sizeof(left_desc) - used, "%s%s (sleep %s)",
-                     left > 0 ? ", " : "", detached_forms[i].how, markers[i]);
+            contract_text_add(&left_desc, "%s%s (sleep %s)", left > 0 ? ", " : "",
+                              detached_forms[i].how, markers[i]);
             left += n;
         }
     }
     cr_expect_eq(left, 0,
                  "%d process(es) an exec started survive terminate on the host by %u ms: %s",
-                 left, LEFTOVER_MS, left_desc);
+                 left, LEFTOVER_MS, contract_text_str(&left_desc));
+    contract_text_clear(&left_desc);
     cr_expect_eq(boundary_left_after(boundary, n_boundary, LEFTOVER_MS), 0,
                  "host processes of the execution's boundary survive terminate by %u ms", LEFTOVER_MS);
 }

@@ -16,15 +16,15 @@
 
 static const char original[] = "original source\n";
 
-/* Regular files of a listing, as "a, b" into buf. */
-static void regular_names(const struct contract_tar_entry *e, int n, char *buf, size_t size)
+/* Regular files of a listing, as "a, b" (every one: contract_text_clear). */
+static struct contract_text regular_names(const struct contract_tar_entry *e, int n)
 {
-    size_t len = 0;
+    struct contract_text names = { 0 };
 
-    buf[0] = '\0';
-    for (int i = 0; i < n && len < size; i++)
+    for (int i = 0; i < n; i++)
         if (e[i].type == AE_IFREG)
-            len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? ", " : "", e[i].name);
+            contract_text_add(&names, "%s%s", names.len ? ", " : "", e[i].name);
+    return names;
 }
 
 Test(contract, source_is_read_only_in_code_layout)
@@ -43,7 +43,8 @@ Test(contract, source_is_read_only_in_code_layout)
     const char *files[] = { "hello.txt", original, NULL };
     struct contract_tar_entry *entries = NULL;
     struct cordon_exec_outcome out;
-    char msg[600], names[512];
+    struct contract_text names;
+    char msg[600];
     const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     int tar, n;
 
@@ -70,10 +71,11 @@ Test(contract, source_is_read_only_in_code_layout)
     n = contract_tar_list(tar, &entries);
     close(tar);
     cr_assert(n >= 0, "the export of source is not a tar stream");
-    regular_names(entries, n, names, sizeof(names));
+    names = regular_names(entries, n);
     cr_expect(n == 1 && entries[0].type == AE_IFREG && strcmp(entries[0].name, "hello.txt") == 0 &&
                   strcmp(entries[0].data, original) == 0,
-              "source/ changed: it holds [%s]", names);
+              "source/ changed: it holds [%s]", CONTRACT_CLIP(contract_text_str(&names)));
+    contract_text_clear(&names);
     contract_tar_entries_free(entries, n);
 
     cr_assert_eq(contract_export(state, "output", &tar, msg, sizeof(msg)), 0,
@@ -81,10 +83,12 @@ Test(contract, source_is_read_only_in_code_layout)
     n = contract_tar_list(tar, &entries);
     close(tar);
     cr_assert(n >= 0, "the export of output is not a tar stream");
-    regular_names(entries, n, names, sizeof(names));
+    names = regular_names(entries, n);
     cr_expect(n == 1 && entries[0].type == AE_IFREG && strcmp(entries[0].name, "ok.txt") == 0 &&
                   strcmp(entries[0].data, "x\n") == 0,
-              "the export of output/ should hold ok.txt only, it holds [%s]", names);
+              "the export of output/ should hold ok.txt only, it holds [%s]",
+              CONTRACT_CLIP(contract_text_str(&names)));
+    contract_text_clear(&names);
     contract_tar_entries_free(entries, n);
 }
 
@@ -154,7 +158,8 @@ Test(contract, import_files_lands_like_import_tar)
     struct contract_tar_entry *entries = NULL;
     struct cordon_exec_outcome out;
     const char *state;
-    char msg[600], names[512];
+    struct contract_text names;
+    char msg[600];
     int tar, n;
 
     contract_load();
@@ -180,10 +185,11 @@ Test(contract, import_files_lands_like_import_tar)
     n = contract_tar_list(tar, &entries);
     close(tar);
     cr_assert(n >= 0, "the export of the workspace is not a tar stream");
-    regular_names(entries, n, names, sizeof(names));
-    cr_expect(strcmp(names, "source/hello.txt, source/pkg/run.sh") == 0,
+    names = regular_names(entries, n);
+    cr_expect(strcmp(contract_text_str(&names), "source/hello.txt, source/pkg/run.sh") == 0,
               "the workspace should hold source/hello.txt and source/pkg/run.sh only, it holds [%s]",
-              names);
+              CONTRACT_CLIP(contract_text_str(&names)));
+    contract_text_clear(&names);
     contract_tar_entries_free(entries, n);
 }
 

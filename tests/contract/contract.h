@@ -146,12 +146,30 @@ int contract_exec(const char *state, const char *const *argv, const struct contr
 void contract_sh(const char *state, const char *script, struct cordon_exec_outcome *ret);
 /* A NUL-terminated copy of what was retained of a stream (free). */
 char *contract_stream_text(const struct cordon_stream_capture *stream);
-/* text for a failure message, at most about max bytes: cut after a whole
- * word (never inside one or inside a character) and said to be cut, with
- * how much was left out. Written into buf; returns buf. */
+/* text for a failure message, at most max bytes of it: cut after a whole
+ * word (never inside one or inside a character), marked "…" and said how
+ * much was left out. Written into buf, which holds max +
+ * CONTRACT_CLIP_MARK bytes (assert); returns buf. */
 const char *contract_clip(const char *text, size_t max, char *buf, size_t size);
-/* contract_clip to about 300 bytes, in a buffer of the caller's block. */
-#define CONTRACT_CLIP(text) contract_clip((text), 300, (char[400]){ 0 }, 400)
+/* Room for the mark: " … (N more bytes)" and the NUL. */
+#define CONTRACT_CLIP_MARK 48
+/* contract_clip to 300 bytes, in a buffer of the caller's block. */
+#define CONTRACT_CLIP(text) \
+    contract_clip((text), 300, (char[300 + CONTRACT_CLIP_MARK]){ 0 }, 300 + CONTRACT_CLIP_MARK)
+
+/* A message built in pieces, in memory that grows: nothing is cut while
+ * it is built (contract_clip cuts it, at a word, where it is shown).
+ * Zero it to start; contract_text_clear frees it. */
+struct contract_text {
+    char *s;      /* NULL until something is added */
+    size_t len;
+};
+/* Append the formatted piece (assert: out of memory). */
+void contract_text_add(struct contract_text *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* What t holds; "" when nothing was added. */
+const char *contract_text_str(const struct contract_text *t);
+void contract_text_clear(struct contract_text *t);
 
 /* A tar stream of the given files (path, content pairs; NULL-terminated)
  * in an anonymous temp file, rewound. Directories implied by the paths

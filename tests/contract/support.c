@@ -217,14 +217,17 @@ void contract_teardown(void)
 
 void contract_skip(const char *fmt, ...)
 {
-    char msg[1024];
+    /* Kept: the skip ends the test with it (reachable, never cut). */
+    static char *msg;
     va_list ap;
 
+    free(msg);
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
     va_end(ap);
     contract_teardown();
-    cr_skip_test("%s", msg);
+    cr_skip_test("%s", msg != NULL ? msg : "(out of memory for the reason)");
 }
 
 void contract_load(void)
@@ -741,11 +744,13 @@ const char *contract_clip(const char *text, size_t max, char *buf, size_t size)
 {
     size_t len, cut;
 
+    cr_assert_geq(size, max + CONTRACT_CLIP_MARK, "contract_clip: a buffer of %zu bytes for %zu",
+                  size, max);
     if (text == NULL)
         text = "(null)";
     len = strlen(text);
     if (len <= max) {
-        snprintf(buf, size, "%s", text);
+        memcpy(buf, text, len + 1);
         return buf;
     }
     /* Back to the last break in the second half; a text without one (a
@@ -757,8 +762,40 @@ const char *contract_clip(const char *text, size_t max, char *buf, size_t size)
             break;
         }
     }
-    snprintf(buf, size, "%.*s ... (%zu more bytes)", (int)cut, text, len - cut);
+    while (cut > 0 && strchr(" \t\n", text[cut - 1]) != NULL)
+        cut--;
+    snprintf(buf, size, "%.*s … (%zu more bytes)", (int)cut, text, len - cut);
     return buf;
+}
+
+void contract_text_add(struct contract_text *t, const char *fmt, ...)
+{
+    char *piece = NULL, *grown;
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vasprintf(&piece, fmt, ap);
+    va_end(ap);
+    cr_assert_geq(n, 0, "out of memory for a message");
+    grown = realloc(t->s, t->len + (size_t)n + 1);
+    cr_assert_not_null(grown, "out of memory for a message of %zu bytes", t->len + (size_t)n);
+    memcpy(grown + t->len, piece, (size_t)n + 1);
+    free(piece);
+    t->s = grown;
+    t->len += (size_t)n;
+}
+
+const char *contract_text_str(const struct contract_text *t)
+{
+    return t->s != NULL ? t->s : "";
+}
+
+void contract_text_clear(struct contract_text *t)
+{
+    free(t->s);
+    t->s = NULL;
+    t->len = 0;
 }
 
 const char *contract_temp_dir(mode_t mode)
