@@ -39,7 +39,7 @@ Test(contract, attack_host_canary_file_stays_unreadable)
     cr_assert_eq(fchmod(fd, 0644), 0);
     close(fd);
 
-    state = contract_provision(NULL, "code");
+    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     argv[1] = path;
     cr_assert_eq(contract_exec(state, argv, NULL, &out, msg, sizeof(msg)), 0,
                  "the provider could not run the attack: %s", msg);
@@ -65,7 +65,7 @@ Test(contract, attack_host_process_stays_out_of_reach)
 
     contract_sleep_marker(marker, sizeof(marker));
     pid = contract_spawn_sleeper(marker);
-    state = contract_provision(NULL, "code");
+    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     snprintf(script, sizeof(script), "kill -0 %d", (int)pid);
     contract_sh(state, script, &out);
     cr_expect_eq(kill(pid, 0), 0, "the host sleeper died during the attack");
@@ -91,8 +91,8 @@ Test(contract, attack_host_process_stays_out_of_reach)
     cJSON_Delete(facts);
 }
 
-/* The value of "Name:\t..." in /proc/self/status text, or NULL. */
-static const char *status_field(const char *status, const char *name, char *buf, size_t size)
+/* The value of "Name:\t..." in /proc/self/status text (free), or NULL. */
+static char *status_field(const char *status, const char *name)
 {
     size_t len = strlen(name);
 
@@ -102,12 +102,14 @@ static const char *status_field(const char *status, const char *name, char *buf,
 
         if (n > len && strncmp(line, name, len) == 0 && line[len] == ':') {
             const char *v = line + len + 1;
+            char *value;
 
             while (*v == ' ' || *v == '\t')
                 v++;
             n -= (size_t)(v - line);
-            snprintf(buf, size, "%.*s", (int)n, v);
-            return buf;
+            value = strndup(v, n);
+            cr_assert_not_null(value);
+            return value;
         }
         line = end != NULL ? end + 1 : NULL;
     }
@@ -181,9 +183,9 @@ Test(contract, attack_privileges_are_not_held)
     const char *id_argv[] = { "id", "-u", NULL };
     const char *status_argv[] = { "cat", "/proc/self/status", NULL };
     struct cordon_exec_outcome out;
-    char msg[600], capeff[64], nnp[16];
+    char msg[600], *capeff, *nnp;
     cJSON *facts = contract_require_claim(CORDON_AXIS_PRIVESC_BLOCKED);
-    const char *state = contract_provision(NULL, "code");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     char *text, *end;
     long uid;
 
@@ -201,13 +203,18 @@ Test(contract, attack_privileges_are_not_held)
     cr_assert_eq(contract_exec(state, status_argv, NULL, &out, msg, sizeof(msg)), 0,
                  "the provider could not run `cat /proc/self/status`: %s", msg);
     text = contract_stream_text(&out.out);
-    cr_assert(status_field(text, "CapEff", capeff, sizeof(capeff)) != NULL,
-              "no CapEff line in /proc/self/status inside");
+    capeff = status_field(text, "CapEff");
+    cr_assert(capeff != NULL, "no CapEff line in /proc/self/status inside");
     cr_expect(strtoull(capeff, NULL, 16) == 0,
-              "privilege_escalation_blocked is claimed, but CapEff inside is %s", capeff);
-    if (status_field(text, "NoNewPrivs", nnp, sizeof(nnp)) != NULL) {
+              "privilege_escalation_blocked is claimed, but CapEff inside is %s",
+              CONTRACT_CLIP(capeff));
+    free(capeff);
+    nnp = status_field(text, "NoNewPrivs");
+    if (nnp != NULL) {
         cr_expect_str_eq(nnp, "1",
-                         "privilege_escalation_blocked is claimed, but NoNewPrivs inside is %s", nnp);
+                         "privilege_escalation_blocked is claimed, but NoNewPrivs inside is %s",
+                         CONTRACT_CLIP(nnp));
+        free(nnp);
     } else {
         /* gVisor's status has no such line: its kernel still answers
          * prctl, and the Sentry's own confinement is seen from outside. */
@@ -237,9 +244,9 @@ Test(contract, attack_forbidden_syscalls_are_refused)
     static const char *const outside[] = { "boundary_verified", "boundary_serves_syscalls",
                                            "boundary_seccomp_filter", NULL };
     cJSON *facts = contract_require_claim(CORDON_AXIS_SYSCALLS_RESTRICTED);
-    const char *state = contract_provision(NULL, "host");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     const cJSON *calls, *c;
-    char answered[160] = "";
+    struct contract_text answered = { 0 };
     cJSON *report;
 
     report = report_inside(state);
@@ -256,8 +263,7 @@ Test(contract, attack_forbidden_syscalls_are_refused)
          * kernel; a lease must be refused wherever it is taken. */
         if (result != NULL && strcmp(forbidden[i], "file_lease") != 0 && answered_by_gvisor(report) &&
             (strcmp(result, "ok") == 0 || strcmp(result, "reachable") == 0)) {
-            snprintf(answered + strlen(answered), sizeof(answered) - strlen(answered), "%s%s",
-                     answered[0] != '\0' ? ", " : "", forbidden[i]);
+            contract_text_add(&answered, "%s%s", answered.len ? ", " : "", forbidden[i]);
             continue;
         }
         cr_expect(result != NULL && strcmp(result, "refused") == 0,
@@ -281,12 +287,11 @@ Test(contract, attack_forbidden_syscalls_are_refused)
         cr_expect(cJSON_IsFalse(created), "syscalls_restricted is claimed, but a %s socket %s inside",
                   families[i], created == NULL ? "was not reported" : "could be created");
     }
-    if (answered[0] != '\0') {
-        char what[200];
-
-        snprintf(what, sizeof(what), "%s answered", answered);
-        require_outside(CORDON_AXIS_SYSCALLS_RESTRICTED, outside, what);
+    if (answered.len > 0) {
+        contract_text_add(&answered, " answered");
+        require_outside(CORDON_AXIS_SYSCALLS_RESTRICTED, outside, contract_text_str(&answered));
     }
+    contract_text_clear(&answered);
     cJSON_Delete(report);
     cJSON_Delete(facts);
 }
@@ -302,7 +307,7 @@ Test(contract, attack_forbidden_syscalls_are_refused)
 Test(contract, attack_exec_inherits_only_stdin_stdout_stderr)
 {
     struct cordon_exec_outcome out;
-    const char *state = contract_provision(NULL, "code");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     char *text, clip[300];
 
     contract_sh(state, "(for f in /proc/$$/fd/*; do printf '%s ' \"${f##*/}\"; done)", &out);
@@ -332,7 +337,7 @@ Test(contract, attack_code_inside_cannot_stop_its_own_sandbox)
 {
     struct cordon_exec_outcome out;
     cJSON *facts = contract_require_claim(CORDON_AXIS_PROCESS_CONTAINED);
-    const char *state = contract_provision(NULL, "code");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     const char *argv[] = { "sh", "-c", NULL, NULL };
     char host_ns[64] = "", script[400], msg[600], *text, clip[300];
     int r;

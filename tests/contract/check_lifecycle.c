@@ -49,7 +49,7 @@ Test(contract, lifecycle_runs_in_order_and_round_trips_bytes)
 
     /* Each step in the host's order; every one must succeed for the next. */
     contract_ensure();
-    state = contract_provision(NULL, "code");
+    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     tar = contract_tar_of(files);
     cr_assert_eq(contract_import(state, "source", tar, msg, sizeof(msg)), 0,
                  "import_tar into source failed: %s", msg);
@@ -96,7 +96,7 @@ Test(contract, terminate_is_idempotent_and_final)
     const char *argv[] = { "true", NULL };
     struct cordon_exec_outcome out;
     struct cordon_error err;
-    const char *state = contract_provision(NULL, "host");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     int r;
 
     cordon_error_init(&err);
@@ -146,7 +146,7 @@ static bool listed(const char *id)
                  "list_executions failed: %s", err.message);
     snprintf(quoted, sizeof(quoted), "\"%s\"", id);
     found = ids != NULL && strstr(ids, quoted) != NULL;
-    contract.host.free(ids);
+    contract.host->free(ids);
     return found;
 }
 
@@ -157,7 +157,7 @@ Test(contract, terminate_and_reclaim_remove_a_tree_nested_without_end)
     const char *state;
 
     contract_new_id(id, sizeof(id));
-    state = contract_provision(id, "host");
+    state = contract_provision(id, CORDON_SPEC_LAYOUT_HOST);
     make_deep_tree(state);
     cordon_error_init(&err);
     cr_expect_eq(contract.vt.terminate(contract.resource, state, &err), 0,
@@ -166,7 +166,7 @@ Test(contract, terminate_and_reclaim_remove_a_tree_nested_without_end)
     cr_expect_not(listed(id), "after terminate, list_executions still holds %s", id);
 
     contract_new_id(other, sizeof(other));
-    state = contract_provision(other, "host");
+    state = contract_provision(other, CORDON_SPEC_LAYOUT_HOST);
     make_deep_tree(state);
     cr_expect_eq(contract.vt.reclaim(contract.resource, other, &err), 0,
                  "reclaim of an execution with a tree %d deep failed: %s", DEEP_LEVELS,
@@ -245,7 +245,7 @@ static size_t boundary_processes(const char *state, struct host_proc *procs)
     cr_assert_eq(contract.vt.boundary(contract.resource, state, &answer, &err), 0,
                  "boundary of a running execution failed: %s", err.message);
     doc = cJSON_Parse(answer);
-    contract.host.free(answer);
+    contract.host->free(answer);
     cJSON_ArrayForEach(pid, cJSON_GetObjectItemCaseSensitive(doc, "pids"))
         if (cJSON_IsNumber(pid) && n < BOUNDARY_MAX && proc_start((long)pid->valuedouble, &procs[n].start))
             procs[n++].pid = (long)pid->valuedouble;
@@ -299,7 +299,8 @@ static int boundary_left_after(const struct host_proc *procs, size_t n, unsigned
 
 Test(contract, terminate_leaves_no_detached_child_on_the_host)
 {
-    char markers[N_DETACHED][64], script[2048], left_desc[512] = "", msg[600];
+    char markers[N_DETACHED][64], script[2048], msg[600];
+    struct contract_text left_desc = { 0 };
     const char *argv[] = { "sh", "-c", script, NULL };
     struct host_proc boundary[BOUNDARY_MAX];
     size_t n_boundary;
@@ -320,15 +321,12 @@ Test(contract, terminate_leaves_no_detached_child_on_the_host)
          * platform the host's pids cgroup counts some forty tasks of the
          * Sentry and about thirty stub threads per sandbox process, and
          * three detached children with their shells exhaust 128. */
-        char *text = contract_spec(NULL, "host");
-        cJSON *spec = cJSON_Parse(text);
+        struct cordon_limits limits = contract_limits;
+        char *text;
         int r;
 
-        free(text);
-        cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(spec, "resources"), "pids",
-                                               cJSON_CreateNumber(DETACHED_PIDS));
-        text = cJSON_PrintUnformatted(spec);
-        cJSON_Delete(spec);
+        limits.pids = DETACHED_PIDS;
+        text = contract_spec_with(NULL, CORDON_SPEC_LAYOUT_HOST, &limits, NULL);
         r = contract_try_provision(text, &state, msg, sizeof(msg));
         free(text);
         cr_assert_eq(r, 0, "provision with pids %d failed: %s", DETACHED_PIDS, msg);
@@ -387,15 +385,15 @@ Test(contract, terminate_leaves_no_detached_child_on_the_host)
             continue;
         n = contract_wait_no_processes(markers[i], LEFTOVER_MS);
         if (n > 0) {
-            used = strlen(left_desc);
-            snprintf(left_desc + used, sizeof(left_desc) - used, "%s%s (sleep %s)",
-                     left > 0 ? ", " : "", detached_forms[i].how, markers[i]);
+            contract_text_add(&left_desc, "%s%s (sleep %s)", left > 0 ? ", " : "",
+                              detached_forms[i].how, markers[i]);
             left += n;
         }
     }
     cr_expect_eq(left, 0,
                  "%d process(es) an exec started survive terminate on the host by %u ms: %s",
-                 left, LEFTOVER_MS, left_desc);
+                 left, LEFTOVER_MS, contract_text_str(&left_desc));
+    contract_text_clear(&left_desc);
     cr_expect_eq(boundary_left_after(boundary, n_boundary, LEFTOVER_MS), 0,
                  "host processes of the execution's boundary survive terminate by %u ms", LEFTOVER_MS);
 }
@@ -413,7 +411,7 @@ Test(contract, reclaim_by_id_destroys_the_execution)
 
     contract_random_hex(token, 16);
     contract_new_id(id, sizeof(id));
-    state = contract_provision(id, "host");
+    state = contract_provision(id, CORDON_SPEC_LAYOUT_HOST);
     tar = contract_tar_of(files);
     cr_assert_eq(contract_import(state, "", tar, msg, sizeof(msg)), 0, "import failed: %s", msg);
     close(tar);
@@ -464,7 +462,7 @@ Test(contract, checkpoint_tar_round_trips_files_and_modes)
     static const char *const expected = "755 run.sh\n750 d\n600 d/e/f.txt\ndata\nran\n";
     struct cordon_exec_outcome out;
     char msg[600], *text;
-    const char *first = contract_provision(NULL, "host"), *second;
+    const char *first = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST), *second;
     int tar;
 
     /* What a checkpoint is at the ABI level: export of the workspace root
@@ -477,7 +475,7 @@ Test(contract, checkpoint_tar_round_trips_files_and_modes)
     cr_assert_eq(contract_export(first, "", &tar, msg, sizeof(msg)), 0,
                  "export_tar of the workspace failed: %s", msg);
 
-    second = contract_provision(NULL, "host");
+    second = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     cr_assert_eq(contract_import(second, "", tar, msg, sizeof(msg)), 0,
                  "import_tar of the exported workspace failed: %s", msg);
     close(tar);

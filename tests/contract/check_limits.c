@@ -30,7 +30,7 @@ Test(contract, output_budget_stops_the_exec)
     const char *argv[] = { "yes", NULL, NULL };
     struct contract_exec opts;
     struct cordon_exec_outcome out;
-    const char *state = contract_provision(NULL, "code");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     char marker[64], msg[600];
     uint64_t start, took, written;
 
@@ -60,7 +60,7 @@ Test(contract, timeout_kills_the_whole_tree)
     const char *argv[] = { "sh", "-c", NULL, NULL };
     struct contract_exec opts;
     struct cordon_exec_outcome out;
-    const char *state = contract_provision(NULL, "code");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     char marker[64], script[160], msg[600];
     uint64_t start, took;
 
@@ -87,7 +87,7 @@ Test(contract, timeout_kills_a_child_that_left_the_session)
     const char *argv[] = { "sh", "-c", NULL, NULL };
     struct contract_exec opts;
     struct cordon_exec_outcome out;
-    const char *state = contract_provision(NULL, "code");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     char marker[64], script[256], msg[600];
 
     /* setsid moves the child out of the process group (and session) that a
@@ -134,7 +134,7 @@ Test(contract, cancel_kills_the_whole_tree)
     struct contract_exec opts;
     struct cordon_exec_outcome out;
     struct delayed_write dw;
-    const char *state = contract_provision(NULL, "code");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     char marker[64], script[160], msg[600];
     pthread_t thread;
     int cancel[2], r;

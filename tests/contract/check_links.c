@@ -17,7 +17,7 @@ Test(contract, checkpoint_of_a_hard_link_restores_every_name)
     struct contract_tar_entry *entries = NULL;
     struct cordon_exec_outcome out;
     char msg[600], *text;
-    const char *first = contract_provision(NULL, "host"), *second;
+    const char *first = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST), *second;
     int tar, n, regular = 0;
 
     contract_sh(first, "mkdir d && printf content > d/a && ln d/a d/b && ln d/a top", &out);
@@ -43,7 +43,7 @@ Test(contract, checkpoint_of_a_hard_link_restores_every_name)
     cr_expect_eq(regular, 3, "the export holds %d of the 3 names", regular);
     cr_assert_eq(lseek(tar, 0, SEEK_SET), 0);
 
-    second = contract_provision(NULL, "host");
+    second = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     cr_assert_eq(contract_import(second, "", tar, msg, sizeof(msg)), 0,
                  "restoring the export failed: %s", msg);
     close(tar);

@@ -10,7 +10,6 @@
 #include "core/abi.h"
 #include <cordon/sdk/facts.h>
 #include "sdk/facts-validate.h"
-#include <cordon/sdk/observe.h>
 #include "tests/contract/contract.h"
 
 static const char *const axes[] = {
@@ -129,7 +128,7 @@ Test(contract, probe_full_facts_are_valid)
                       string_of(k, "version"));
     }
     cJSON_Delete(facts);
-    contract.host.free(text);
+    contract.host->free(text);
 }
 
 Test(contract, probe_facts_are_observed)
@@ -160,51 +159,33 @@ Test(contract, probe_availability_says_available)
     cJSON_Delete(facts);
 }
 
-/* Append the observation's failing checks of axis to buf. */
-static void append_failing_checks(char *buf, size_t size, const cJSON *observed, const char *axis)
+/* Append the observation's failing checks of axis to failures, each
+ * name and detail clipped on its own. */
+static void append_failing_checks(struct contract_text *failures, const cJSON *observed,
+                                  const char *axis)
 {
     const cJSON *iso = cJSON_GetObjectItemCaseSensitive(observed, "isolation");
     const cJSON *check;
-    size_t len = strlen(buf);
 
     cJSON_ArrayForEach(check, cJSON_GetObjectItemCaseSensitive(iso, "checks")) {
         if (strcmp(string_of(check, "axis"), axis) != 0 ||
             cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(check, "ok")))
             continue;
-        len += (size_t)snprintf(buf + len, len < size ? size - len : 0, " [%s: %s]",
-                                string_of(check, "check"), string_of(check, "detail"));
-        if (len >= size)
-            return;
+        contract_text_add(failures, " [%s: %s]", CONTRACT_CLIP(string_of(check, "check")),
+                          CONTRACT_CLIP(string_of(check, "detail")));
     }
 }
 
 Test(contract, claims_hold_under_independent_observation)
 {
-    struct cordon_observe_opts opts;
-    struct cordon_error err;
-    char failures[8192] = "";
-    char *text = NULL;
+    struct contract_text failures = { 0 };
     cJSON *facts, *observed;
     const char *claimed_net, *seen_net;
-    size_t len;
-    int r;
 
     /* Our own observation, through the provider's vtable, independent of
      * whatever its probe did. */
     facts = contract_probe(CORDON_PROBE_FULL, NULL);
-    contract_ensure();
-    memset(&opts, 0, sizeof(opts));
-    opts.struct_size = sizeof(opts);
-    opts.host = &contract.host;
-    opts.provider = &contract.vt;
-    opts.resource = contract.resource;
-    opts.image = contract.image;
-    cordon_error_init(&err);
-    r = cordon_observe_run(&opts, &text, &err);
-    cr_assert_eq(r, 0, "the suite's own observation through the provider failed (%s): %s",
-                 cordon_error_name(r), err.message);
-    observed = cJSON_Parse(text);
-    cr_assert(cJSON_IsObject(observed), "the observation is not JSON: %s", CONTRACT_CLIP(text));
+    observed = contract_observe();
 
     /* Only claims are judged: an axis claimed false is honest. */
     for (size_t i = 0; i < sizeof(axes) / sizeof(axes[0]); i++) {
@@ -214,21 +195,17 @@ Test(contract, claims_hold_under_independent_observation)
                     seen ? "true" : "false");
         if (!claimed || seen)
             continue;
-        len = strlen(failures);
-        snprintf(failures + len, sizeof(failures) - len,
-                 "%s%s is claimed true but observed false; failing checks:", len ? "; " : "",
-                 axes[i]);
-        append_failing_checks(failures, sizeof(failures), observed, axes[i]);
+        contract_text_add(&failures, "%s%s is claimed true but observed false; failing checks:",
+                          failures.len ? "; " : "", axes[i]);
+        append_failing_checks(&failures, observed, axes[i]);
     }
     claimed_net = string_of(facts, "network");
     seen_net = string_of(observed, "network");
-    if (strcmp(claimed_net, "none") == 0 && strcmp(seen_net, "none") != 0) {
-        len = strlen(failures);
-        snprintf(failures + len, sizeof(failures) - len,
-                 "%snetwork is claimed \"none\" but observed \"%s\"", len ? "; " : "", seen_net);
-    }
-    cr_expect_eq(failures[0], '\0', "claims disproved: %s", failures);
+    if (strcmp(claimed_net, "none") == 0 && strcmp(seen_net, "none") != 0)
+        contract_text_add(&failures, "%snetwork is claimed \"none\" but observed \"%s\"",
+                          failures.len ? "; " : "", CONTRACT_CLIP(seen_net));
+    cr_expect_eq(failures.len, 0, "claims disproved: %s", contract_text_str(&failures));
+    contract_text_clear(&failures);
     cJSON_Delete(observed);
     cJSON_Delete(facts);
-    free(text);
 }

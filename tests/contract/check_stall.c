@@ -68,7 +68,7 @@ Test(contract, attack_file_lease_stalls_neither_export_nor_terminate)
     uint64_t t0, took;
     int tar, r;
 
-    h.state = contract_provision(NULL, "host");
+    h.state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     tar = contract_tar_of(files);
     cr_assert_eq(contract_import(h.state, "", tar, msg, sizeof(msg)), 0, "import failed: %s", msg);
     close(tar);
@@ -113,26 +113,6 @@ Test(contract, attack_file_lease_stalls_neither_export_nor_terminate)
     cordon_exec_outcome_clear(&h.out);
 }
 
-/* The contract's spec with a short runtime and the deadline that goes with it. */
-static char *short_spec(uint64_t *ret_expires)
-{
-    char *text = contract_spec(NULL, "host"), *out;
-    cJSON *spec = cJSON_Parse(text);
-    uint64_t expires = cordon_now_wall_ms() + DEADLINE_RUNTIME_MS;
-
-    cr_assert_not_null(spec);
-    free(text);
-    cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(
-                             cJSON_GetObjectItemCaseSensitive(spec, "resources"), "runtime_ms"),
-                         DEADLINE_RUNTIME_MS);
-    cJSON_SetNumberValue(cJSON_GetObjectItemCaseSensitive(spec, "expires_at_ms"), (double)expires);
-    out = cJSON_PrintUnformatted(spec);
-    cJSON_Delete(spec);
-    cr_assert_not_null(out);
-    *ret_expires = expires;
-    return out;
-}
-
 /*
  * From inside: a marked sleeper in a session of its own, then SIGSTOP to
  * every process (kill -1, pid 1, and each pid in /proc but the shell
@@ -149,12 +129,15 @@ Test(contract, attack_stopping_every_process_inside_does_not_stop_the_deadline)
     const char *state, *argv[] = { "true", NULL };
     struct cordon_exec_outcome out;
     cJSON *facts = contract_require_claim(CORDON_AXIS_PROCESS_CONTAINED);
+    struct cordon_limits limits = contract_limits;
     uint64_t expires, now;
     bool visible;
     int r, left;
 
     contract_sleep_marker(marker, sizeof(marker));
-    spec = short_spec(&expires);
+    /* The suite's spec with a short runtime, and the deadline it gives. */
+    limits.runtime_ms = DEADLINE_RUNTIME_MS;
+    spec = contract_spec_with(NULL, CORDON_SPEC_LAYOUT_HOST, &limits, &expires);
     r = contract_try_provision(spec, &state, msg, sizeof(msg));
     free(spec);
     cr_assert_eq(r, 0, "provision with runtime_ms %u failed: %s", DEADLINE_RUNTIME_MS, msg);

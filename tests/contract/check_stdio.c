@@ -25,6 +25,7 @@
 #include <criterion/logging.h>
 
 #include <cordon/sdk/host.h>
+#include <cordon/sdk/request.h>
 #include "tests/contract/contract.h"
 
 #define RAW_TIMEOUT_MS 30000u
@@ -54,9 +55,11 @@ static void *raw_main(void *arg)
 }
 
 /* Run sh -c script with stdin_fd as the provider's io.stdin_fd; stdout
- * and stderr together into one pipe. Returns the parsed result (assert
- * success) and the output in *ret_out (free). */
-static cJSON *raw_exec(const char *state, const char *script, int stdin_fd, char **ret_out)
+ * and stderr together into one pipe. Returns the result as the host reads
+ * it (assert success: a result the host would refuse fails the check,
+ * saying what is wrong with it) and the output in *ret_out (free). */
+static struct cordon_exec_result raw_exec(const char *state, const char *script, int stdin_fd,
+                                          char **ret_out)
 {
     const char *argv[] = { "sh", "-c", script, NULL };
     struct raw x = { 0 };
@@ -65,8 +68,11 @@ static cJSON *raw_exec(const char *state, const char *script, int stdin_fd, char
     size_t len = 0;
     uint64_t end = cordon_now_monotonic_ms() + RAW_TIMEOUT_MS, drain_end = 0;
     pthread_t t;
-    cJSON *doc;
+    struct cordon_exec_result res;
+    struct cordon_error perr;
+    char shown[400];
     bool cancelled = false, done = false;
+    int r;
 
     cr_assert_not_null(out);
     contract_ensure();
@@ -122,23 +128,36 @@ static cJSON *raw_exec(const char *state, const char *script, int stdin_fd, char
     cr_assert_not(cancelled, "exec of '%s' did not return within %u ms", script, RAW_TIMEOUT_MS);
     cr_assert_eq(x.rc, 0, "exec of '%s' failed: %s: %s", script, cordon_error_name(x.rc),
                  x.err.message);
-    doc = cJSON_Parse(x.result);
-    cr_assert(cJSON_IsObject(doc), "result_json is not an object: %s", x.result);
-    contract.host.free(x.result);
+    contract_clip(x.result, 300, shown, sizeof(shown));
+    cordon_error_init(&perr);
+    r = cordon_exec_result_parse(x.result, &res, &perr);
+    contract.host->free(x.result);
+    cr_assert_eq(r, 0, "exec of '%s' returned a result the host refuses (%s): %s", script,
+                 perr.message, shown);
     *ret_out = out;
-    return doc;
+    return res;
 }
 
-static const char *result_status(const cJSON *doc)
+/* A result as messages say it: "exited 137", "signaled 9", "oom". */
+static const char *result_text(const struct cordon_exec_result *res, char *buf, size_t size)
 {
-    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "status")) ?: "";
+    if (res->status == CORDON_RUN_EXITED)
+        snprintf(buf, size, "exited %d%s", res->exit_code,
+                 res->signal_folded ? " (signal_folded)" : "");
+    else if (res->signal != 0)
+        snprintf(buf, size, "%s %d", cordon_run_status_name(res->status), res->signal);
+    else
+        snprintf(buf, size, "%s", cordon_run_status_name(res->status));
+    return buf;
 }
 
-static int result_int(const cJSON *doc, const char *key)
+/* The exec ended by itself with an exit status, whatever the status. */
+static void expect_exited(const struct cordon_exec_result *res, const char *out)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(doc, key);
+    char said[64];
 
-    return cJSON_IsNumber(v) ? v->valueint : -1;
+    cr_expect_eq(res->status, CORDON_RUN_EXITED, "reported as %s, not exited:\n%s",
+                 result_text(res, said, sizeof(said)), out);
 }
 
 /* What fd 0 is, and what it leads to, seen from inside. */
@@ -164,10 +183,10 @@ static void assert_fd0_is_a_pipe(const char *what, const char *out)
 
 Test(contract, stdin_directory_is_relayed_not_handed_in)
 {
-    const char *state = contract_provision(NULL, "host");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     const char *dir = contract_temp_dir(0755);
     char path[4200], secret[33], *out = NULL;
-    cJSON *doc;
+    struct cordon_exec_result res;
     int fd, dfd;
 
     contract_random_hex(secret, 16);
@@ -178,12 +197,11 @@ Test(contract, stdin_directory_is_relayed_not_handed_in)
     close(fd);
     dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     cr_assert_geq(dfd, 0);
-    doc = raw_exec(state, fd0_probe, dfd, &out);
+    res = raw_exec(state, fd0_probe, dfd, &out);
     close(dfd);
     assert_fd0_is_a_pipe("a host directory", out);
     cr_assert_null(strstr(out, secret), "a host file was read through fd 0:\n%s", out);
-    cr_expect_str_eq(result_status(doc), "exited", "%s", out);
-    cJSON_Delete(doc);
+    expect_exited(&res, out);
     free(out);
 }
 
@@ -202,16 +220,15 @@ static void open_pty(int *ret_master, int *ret_slave)
 
 Test(contract, stdin_terminal_is_relayed_not_handed_in)
 {
-    const char *state = contract_provision(NULL, "host");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     char *out = NULL;
-    cJSON *doc;
+    struct cordon_exec_result res;
     int m, s;
 
     open_pty(&m, &s);
-    doc = raw_exec(state, fd0_probe, s, &out);
+    res = raw_exec(state, fd0_probe, s, &out);
     assert_fd0_is_a_pipe("a terminal", out);
-    cr_expect_str_eq(result_status(doc), "exited", "%s", out);
-    cJSON_Delete(doc);
+    expect_exited(&res, out);
     free(out);
     close(s);
     close(m);
@@ -225,21 +242,20 @@ Test(contract, stdin_terminal_is_relayed_not_handed_in)
  */
 Test(contract, detached_child_cannot_read_the_terminal_after_exec)
 {
-    const char *state = contract_provision(NULL, "host");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     char secret[33], line[64], got[128], *out = NULL;
     struct cordon_exec_outcome o;
     struct pollfd pfd;
-    cJSON *doc;
+    struct cordon_exec_result res;
     ssize_t n;
     int m, s;
 
     open_pty(&m, &s);
-    doc = raw_exec(state,
+    res = raw_exec(state,
                    "exec 3<&0; setsid sh -c 'IFS= read -r l <&3; echo \"got:$l\" > stolen' "
                    ">/dev/null 2>&1 & sleep 0.3; exit 0",
                    s, &out);
-    cr_expect_str_eq(result_status(doc), "exited", "%s", out);
-    cJSON_Delete(doc);
+    expect_exited(&res, out);
     free(out);
     contract_random_hex(secret, 16);
     snprintf(line, sizeof(line), "%s\n", secret);
@@ -272,27 +288,23 @@ Test(contract, detached_child_cannot_read_the_terminal_after_exec)
  */
 static void check_exit_status(const char *script, int exit_code, int signal)
 {
-    const char *state = contract_provision(NULL, "host");
-    char *out = NULL;
-    cJSON *doc = raw_exec(state, script, -1, &out);
-    const char *status = result_status(doc);
-    bool folded = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "signal_folded"));
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
+    char *out = NULL, said[64];
+    struct cordon_exec_result res = raw_exec(state, script, -1, &out);
 
+    result_text(&res, said, sizeof(said));
     if (exit_code >= 0) {
-        cr_expect_str_eq(status, "exited", "'%s' is reported as %s", script, status);
-        cr_expect_eq(result_int(doc, "exit_code"), exit_code, "'%s' gave exit_code %d",
-                     script, result_int(doc, "exit_code"));
-    } else if (strcmp(status, "exited") == 0) {
-        cr_expect(folded, "'%s' is reported as exited %d, not signaled %d, without "
-                  "\"signal_folded\"", script, result_int(doc, "exit_code"), signal);
-        cr_expect_eq(result_int(doc, "exit_code"), 128 + signal, "'%s' gave exit_code %d",
-                     script, result_int(doc, "exit_code"));
+        cr_expect(res.status == CORDON_RUN_EXITED && res.exit_code == exit_code,
+                  "'%s' is reported as %s, not exited %d", script, said, exit_code);
+    } else if (res.status == CORDON_RUN_EXITED) {
+        cr_expect(res.signal_folded, "'%s' is reported as exited %d, not signaled %d, without "
+                  "\"signal_folded\"", script, res.exit_code, signal);
+        cr_expect_eq(res.exit_code, 128 + signal, "'%s' gave exit_code %d", script,
+                     res.exit_code);
     } else {
-        cr_expect_str_eq(status, "signaled", "'%s' is reported as %s", script, status);
-        cr_expect_eq(result_int(doc, "signal"), signal, "'%s' gave signal %d", script,
-                     result_int(doc, "signal"));
+        cr_expect(res.status == CORDON_RUN_SIGNALED && res.signal == signal,
+                  "'%s' is reported as %s, not signaled %d", script, said, signal);
     }
-    cJSON_Delete(doc);
     free(out);
 }
 
@@ -364,21 +376,22 @@ Test(contract, exec_does_not_inherit_the_callers_rlimits)
         { RLIMIT_NOFILE, "Max open files", true },
         { RLIMIT_CORE, "Max core file size", false },
     };
-    const char *state = contract_provision(NULL, "host");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     char mine[3][32], inside[32], *out = NULL;
     int checked = 0;
-    cJSON *doc;
+    struct cordon_exec_result res;
 
     for (size_t i = 0; i < 3; i++)
         raise_own(rows[i].resource, rows[i].odd, mine[i], sizeof(mine[i]));
     /* gVisor has no /proc/self/limits; prlimit(1) asks the kernel itself,
      * and its rows are turned into the same lines. */
-    doc = raw_exec(state,
+    res = raw_exec(state,
                    "cat /proc/self/limits 2>/dev/null || prlimit --pid $$ --raw --noheadings -o RESOURCE,SOFT | "
                    "sed -n 's/^STACK /Max stack size /p; s/^NOFILE /Max open files /p; "
                    "s/^CORE /Max core file size /p'",
                    -1, &out);
-    cr_assert_str_eq(result_status(doc), "exited", "%s", out);
+    cr_assert_eq(res.status, CORDON_RUN_EXITED, "reported as %s, not exited:\n%s",
+                 cordon_run_status_name(res.status), out);
     for (size_t i = 0; i < 3; i++) {
         limits_soft(out, rows[i].row, inside, sizeof(inside));
         cr_assert_neq(inside[0], '\0', "no \"%s\" row inside:\n%s", rows[i].row, out);
@@ -391,6 +404,5 @@ Test(contract, exec_does_not_inherit_the_callers_rlimits)
                           rows[i].row, mine[i], out);
     }
     cr_assert_gt(checked, 0, "no rlimit could be raised to a distinctive value");
-    cJSON_Delete(doc);
     free(out);
 }

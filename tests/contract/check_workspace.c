@@ -16,15 +16,15 @@
 
 static const char original[] = "original source\n";
 
-/* Regular files of a listing, as "a, b" into buf. */
-static void regular_names(const struct contract_tar_entry *e, int n, char *buf, size_t size)
+/* Regular files of a listing, as "a, b" (every one: contract_text_clear). */
+static struct contract_text regular_names(const struct contract_tar_entry *e, int n)
 {
-    size_t len = 0;
+    struct contract_text names = { 0 };
 
-    buf[0] = '\0';
-    for (int i = 0; i < n && len < size; i++)
+    for (int i = 0; i < n; i++)
         if (e[i].type == AE_IFREG)
-            len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? ", " : "", e[i].name);
+            contract_text_add(&names, "%s%s", names.len ? ", " : "", e[i].name);
+    return names;
 }
 
 Test(contract, source_is_read_only_in_code_layout)
@@ -43,8 +43,9 @@ Test(contract, source_is_read_only_in_code_layout)
     const char *files[] = { "hello.txt", original, NULL };
     struct contract_tar_entry *entries = NULL;
     struct cordon_exec_outcome out;
-    char msg[600], names[512];
-    const char *state = contract_provision(NULL, "code");
+    struct contract_text names;
+    char msg[600];
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     int tar, n;
 
     tar = contract_tar_of(files);
@@ -70,10 +71,11 @@ Test(contract, source_is_read_only_in_code_layout)
     n = contract_tar_list(tar, &entries);
     close(tar);
     cr_assert(n >= 0, "the export of source is not a tar stream");
-    regular_names(entries, n, names, sizeof(names));
+    names = regular_names(entries, n);
     cr_expect(n == 1 && entries[0].type == AE_IFREG && strcmp(entries[0].name, "hello.txt") == 0 &&
                   strcmp(entries[0].data, original) == 0,
-              "source/ changed: it holds [%s]", names);
+              "source/ changed: it holds [%s]", CONTRACT_CLIP(contract_text_str(&names)));
+    contract_text_clear(&names);
     contract_tar_entries_free(entries, n);
 
     cr_assert_eq(contract_export(state, "output", &tar, msg, sizeof(msg)), 0,
@@ -81,10 +83,12 @@ Test(contract, source_is_read_only_in_code_layout)
     n = contract_tar_list(tar, &entries);
     close(tar);
     cr_assert(n >= 0, "the export of output is not a tar stream");
-    regular_names(entries, n, names, sizeof(names));
+    names = regular_names(entries, n);
     cr_expect(n == 1 && entries[0].type == AE_IFREG && strcmp(entries[0].name, "ok.txt") == 0 &&
                   strcmp(entries[0].data, "x\n") == 0,
-              "the export of output/ should hold ok.txt only, it holds [%s]", names);
+              "the export of output/ should hold ok.txt only, it holds [%s]",
+              CONTRACT_CLIP(contract_text_str(&names)));
+    contract_text_clear(&names);
     contract_tar_entries_free(entries, n);
 }
 
@@ -93,7 +97,7 @@ Test(contract, export_never_follows_a_planted_symlink)
     struct contract_tar_entry *entries = NULL;
     struct cordon_exec_outcome out;
     char msg[600];
-    const char *state = contract_provision(NULL, "code");
+    const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     bool link_seen = false;
     int tar, n, r;
 
@@ -154,13 +158,14 @@ Test(contract, import_files_lands_like_import_tar)
     struct contract_tar_entry *entries = NULL;
     struct cordon_exec_outcome out;
     const char *state;
-    char msg[600], names[512];
+    struct contract_text names;
+    char msg[600];
     int tar, n;
 
     contract_load();
     if (contract.vt.import_files == NULL)
         contract_skip("the provider has no import_files (optional since ABI 1.1)");
-    state = contract_provision(NULL, "code");
+    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     cr_assert_eq(import_files(state, "{\"files\":[{\"path\":\"hello.txt\",\"size\":16,\"mode\":420},"
                                      "{\"path\":\"pkg/run.sh\",\"size\":9,\"mode\":493}]}",
                               "original source\necho hi; ", msg, sizeof(msg)), 0,
@@ -180,10 +185,11 @@ Test(contract, import_files_lands_like_import_tar)
     n = contract_tar_list(tar, &entries);
     close(tar);
     cr_assert(n >= 0, "the export of the workspace is not a tar stream");
-    regular_names(entries, n, names, sizeof(names));
-    cr_expect(strcmp(names, "source/hello.txt, source/pkg/run.sh") == 0,
+    names = regular_names(entries, n);
+    cr_expect(strcmp(contract_text_str(&names), "source/hello.txt, source/pkg/run.sh") == 0,
               "the workspace should hold source/hello.txt and source/pkg/run.sh only, it holds [%s]",
-              names);
+              CONTRACT_CLIP(contract_text_str(&names)));
+    contract_text_clear(&names);
     contract_tar_entries_free(entries, n);
 }
 
@@ -215,7 +221,7 @@ Test(contract, export_files_reads_only_the_named_paths)
     contract_load();
     if (contract.vt.export_files == NULL)
         contract_skip("the provider has no export_files (optional since ABI 1.2)");
-    state = contract_provision(NULL, "code");
+    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     contract_sh(state, "mkdir -p output/scratch && : > output/scratch/1 && : > output/scratch/2 && "
                        "echo 42 > output/r.txt && ln -s /etc/passwd output/leak && "
                        "mkfifo output/pipe", &out);
@@ -293,7 +299,7 @@ Test(contract, disk_budget_covers_every_writable_tmpfs)
                       "the host's, not the sandbox's to fill");
     }
     cJSON_Delete(facts);
-    state = contract_provision(NULL, "host");
+    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     contract_sh(state, TEST_FILL_TMPFS_SCRIPT, &out);
     text = contract_stream_text(&out.out);
     cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0,

@@ -24,7 +24,9 @@
 
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/capture.h>
+#include <cordon/sdk/spec.h>
 
 /* Environment variables that carry the command line to the workers. */
 #define CONTRACT_ENV_PROVIDER "CORDON_CONTRACT_PROVIDER"
@@ -45,6 +47,8 @@
 #define CONTRACT_PIDS 128
 #define CONTRACT_RUNTIME_MS 60000ull
 #define CONTRACT_MAX_OUTPUT_BYTES (1ull << 20)
+/* The same six as a struct, the limits of contract_spec. */
+extern const struct cordon_limits contract_limits;
 
 /* Default timeout of one exec when a test does not set its own. */
 #define CONTRACT_EXEC_TIMEOUT_MS 30000ull
@@ -59,9 +63,11 @@ struct contract {
     const char *image;           /* NULL: the provider's default */
     char *config_json;           /* the caller's config merged with allow_unsafe_local */
     bool allow_synthetic;
-    char *state_dir;
+    const char *state_dir;       /* borrowed from host */
     bool shared_state;           /* made by main(), removed there */
-    struct cordon_host_v1 host;
+    /* This context's host services table, with its strings: never written
+     * or freed once made, as provider.h promises a provider (support.c). */
+    const struct cordon_host_v1 *host;
     struct cordon_provider_v1 vt;
     bool loaded;
     struct cordon_resource *resource;
@@ -100,16 +106,21 @@ cJSON *contract_observe(void);
 /* The check of that observation's isolation named check on axis, or NULL. */
 const cJSON *contract_observed_check(const cJSON *observation, const char *axis, const char *check);
 
-/* A provision spec with the suite's limits and image, network "none";
- * layout "code" or "host". id NULL: a fresh random id. Returns malloc'd
- * JSON (cordon_spec_print's). */
-char *contract_spec(const char *id, const char *layout);
+/* A provision spec written as the host writes one (a struct cordon_spec
+ * through cordon_spec_print): id NULL a fresh random id; limits NULL the
+ * suite's (contract_limits); the suite's image; network "none"; expires_at_ms
+ * runtime_ms from now, also into *ret_expires_at_ms when not NULL.
+ * Returns malloc'd JSON. */
+char *contract_spec_with(const char *id, enum cordon_spec_layout layout,
+                         const struct cordon_limits *limits, uint64_t *ret_expires_at_ms);
+/* contract_spec_with the suite's limits. */
+char *contract_spec(const char *id, enum cordon_spec_layout layout);
 /* A fresh execution id ("contract-" + random hex) in a static buffer of
  * the caller (at least 48 bytes). */
 void contract_new_id(char *buf, size_t size);
 /* Provision (assert success); the state is tracked and terminated in
  * teardown. Returns the borrowed state JSON. */
-const char *contract_provision(const char *id, const char *layout);
+const char *contract_provision(const char *id, enum cordon_spec_layout layout);
 /* Provision without asserting; a returned state is tracked. */
 int contract_try_provision(const char *spec_json, const char **ret_state, char *ret_msg,
                            size_t msg_size);
@@ -135,12 +146,30 @@ int contract_exec(const char *state, const char *const *argv, const struct contr
 void contract_sh(const char *state, const char *script, struct cordon_exec_outcome *ret);
 /* A NUL-terminated copy of what was retained of a stream (free). */
 char *contract_stream_text(const struct cordon_stream_capture *stream);
-/* text for a failure message, at most about max bytes: cut after a whole
- * word (never inside one or inside a character) and said to be cut, with
- * how much was left out. Written into buf; returns buf. */
+/* text for a failure message, at most max bytes of it: cut after a whole
+ * word (never inside one or inside a character), marked "…" and said how
+ * much was left out. Written into buf, which holds max +
+ * CONTRACT_CLIP_MARK bytes (assert); returns buf. */
 const char *contract_clip(const char *text, size_t max, char *buf, size_t size);
-/* contract_clip to about 300 bytes, in a buffer of the caller's block. */
-#define CONTRACT_CLIP(text) contract_clip((text), 300, (char[400]){ 0 }, 400)
+/* Room for the mark: " … (N more bytes)" and the NUL. */
+#define CONTRACT_CLIP_MARK 48
+/* contract_clip to 300 bytes, in a buffer of the caller's block. */
+#define CONTRACT_CLIP(text) \
+    contract_clip((text), 300, (char[300 + CONTRACT_CLIP_MARK]){ 0 }, 300 + CONTRACT_CLIP_MARK)
+
+/* A message built in pieces, in memory that grows: nothing is cut while
+ * it is built (contract_clip cuts it, at a word, where it is shown).
+ * Zero it to start; contract_text_clear frees it. */
+struct contract_text {
+    char *s;      /* NULL until something is added */
+    size_t len;
+};
+/* Append the formatted piece (assert: out of memory). */
+void contract_text_add(struct contract_text *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* What t holds; "" when nothing was added. */
+const char *contract_text_str(const struct contract_text *t);
+void contract_text_clear(struct contract_text *t);
 
 /* A tar stream of the given files (path, content pairs; NULL-terminated)
  * in an anonymous temp file, rewound. Directories implied by the paths

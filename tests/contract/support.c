@@ -68,8 +68,77 @@ static char *merged_config(const char *config)
     return text;
 }
 
+/*
+ * The host services table of one context and every string it points to,
+ * in one allocation. provider.h promises a provider that a table it was
+ * given stays valid, unchanged, for the life of the process (and
+ * CORDON_PROVIDER_DEFINE keeps the first one in cordon_provider_host), so
+ * a table handed out is never written or freed again: a context whose
+ * strings differ (a state directory of its own) gets a table of its own,
+ * and every table stays reachable from host_tables until the process ends.
+ */
+struct host_table {
+    struct host_table *older;
+    struct cordon_host_v1 host;
+    char strings[];
+};
+static struct host_table *host_tables;
+
+/* Copy s (NULL stays NULL) to *at, advancing it. */
+static const char *host_table_put(char **at, const char *s)
+{
+    char *copy = *at;
+    size_t len;
+
+    if (s == NULL)
+        return NULL;
+    len = strlen(s) + 1;
+    memcpy(copy, s, len);
+    *at += len;
+    return copy;
+}
+
+static bool same_string(const char *a, const char *b)
+{
+    return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* The table for these strings: one made before for the same strings, or a
+ * new one. NULL when out of memory. */
+static const struct cordon_host_v1 *host_table_for(const char *observer_path,
+                                                   const char *init_path, const char *state_dir)
+{
+    const char *const strings[] = { observer_path, init_path, CONTRACT_HOST_INSTANCE, state_dir };
+    enum { N = sizeof(strings) / sizeof(strings[0]) };
+    struct host_table *t;
+    size_t size = 0;
+    char *at;
+    const char *s[N];
+
+    for (t = host_tables; t != NULL; t = t->older)
+        if (same_string(t->host.observer_path, observer_path) &&
+            same_string(t->host.init_path, init_path) &&
+            same_string(t->host.state_dir, state_dir))
+            return &t->host;
+    for (size_t i = 0; i < N; i++)
+        size += strings[i] != NULL ? strlen(strings[i]) + 1 : 0;
+    t = malloc(sizeof(*t) + size);
+    if (t == NULL)
+        return NULL;
+    at = t->strings;
+    for (size_t i = 0; i < N; i++)
+        s[i] = host_table_put(&at, strings[i]);
+    cordon_host_table_init(&t->host, s[0], s[1], s[2], s[3]);
+    t->older = host_tables;
+    host_tables = t;
+    return &t->host;
+}
+
 void contract_setup(void)
 {
+    const char *shared = getenv("CORDON_CONTRACT_STATE_DIR");
+    char *own = NULL;
+
     memset(&contract, 0, sizeof(contract));
     contract.provider_path = getenv(CONTRACT_ENV_PROVIDER);
     contract.observer_path = env_or(CONTRACT_ENV_OBSERVER, CORDON_HELPERDIR "/cordon-observe");
@@ -80,16 +149,17 @@ void contract_setup(void)
     /* One state directory for the whole run when main() made one, so that a
      * provider's caches (runc's unpacked rootfs) are filled once, not per
      * test; otherwise a private one. Failures surface in contract_load. */
-    if (getenv("CORDON_CONTRACT_STATE_DIR") != NULL) {
-        contract.state_dir = strdup(getenv("CORDON_CONTRACT_STATE_DIR"));
+    if (shared != NULL) {
         contract.shared_state = true;
-    } else if (cordon_fs_mkdtemp(tmp_parent(), "cordon-contract-state.", &contract.state_dir, NULL) < 0) {
-        contract.state_dir = NULL;
+    } else if (cordon_fs_mkdtemp(tmp_parent(), "cordon-contract-state.", &own, NULL) < 0) {
+        own = NULL;
     }
-    /* The table borrows the paths: they live in the environment, which
-     * outlives the test. */
-    cordon_host_table_init(&contract.host, contract.observer_path, contract.init_path,
-                           CONTRACT_HOST_INSTANCE, contract.state_dir);
+    contract.host = host_table_for(contract.observer_path, contract.init_path,
+                                   shared != NULL ? shared : own);
+    contract.state_dir = contract.host != NULL ? contract.host->state_dir : NULL;
+    if (contract.host == NULL && own != NULL)
+        cordon_fs_remove_tree_path(own, NULL);
+    free(own);
 }
 
 void contract_teardown(void)
@@ -136,9 +206,10 @@ void contract_teardown(void)
         free(contract.temp_dirs[i]);
         contract.temp_dirs[i] = NULL;
     }
+    /* The directory goes; its name stays in the host table, which a
+     * provider may still hold. */
     if (contract.state_dir != NULL && !contract.shared_state)
         cordon_fs_remove_tree_path(contract.state_dir, NULL);
-    free(contract.state_dir);
     contract.state_dir = NULL;
     free(contract.config_json);
     contract.config_json = NULL;
@@ -146,14 +217,17 @@ void contract_teardown(void)
 
 void contract_skip(const char *fmt, ...)
 {
-    char msg[1024];
+    /* Kept: the skip ends the test with it (reachable, never cut). */
+    static char *msg;
     va_list ap;
 
+    free(msg);
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    if (vasprintf(&msg, fmt, ap) < 0)
+        msg = NULL;
     va_end(ap);
     contract_teardown();
-    cr_skip_test("%s", msg);
+    cr_skip_test("%s", msg != NULL ? msg : "(out of memory for the reason)");
 }
 
 void contract_load(void)
@@ -167,10 +241,11 @@ void contract_load(void)
               "no absolute provider path in %s", CONTRACT_ENV_PROVIDER);
     cr_assert(contract.config_json != NULL, "the provider config (%s) is not a JSON object",
               CONTRACT_ENV_CONFIG);
+    cr_assert(contract.host != NULL, "out of memory for the host services table");
     cr_assert(contract.state_dir != NULL, "cannot create a state directory under %s",
               tmp_parent());
     cordon_error_init(&err);
-    r = cordon_provider_load(contract.provider_path, &contract.host, &contract.vt, &err);
+    r = cordon_provider_load(contract.provider_path, contract.host, &contract.vt, &err);
     cr_assert_eq(r, 0, "loading the provider failed (%s): %s", cordon_error_name(r), err.message);
     contract.loaded = true;
 }
@@ -184,7 +259,7 @@ cJSON *contract_probe(uint32_t flags, char **ret_text)
 
     contract_load();
     cordon_error_init(&err);
-    r = contract.vt.probe(&contract.host, contract.config_json, flags, &text, &err);
+    r = contract.vt.probe(contract.host, contract.config_json, flags, &text, &err);
     cr_assert_eq(r, 0, "probe (flags %u) returned %d (%s): %s", flags, r, cordon_error_name(r),
                  err.message);
     cr_assert(text != NULL, "probe (flags %u) returned 0 without facts", flags);
@@ -195,7 +270,7 @@ cJSON *contract_probe(uint32_t flags, char **ret_text)
     if (ret_text != NULL)
         *ret_text = text;
     else
-        contract.host.free(text);
+        contract.host->free(text);
     return facts;
 }
 
@@ -231,7 +306,7 @@ void contract_ensure(void)
     if (contract.resource != NULL)
         return;
     cordon_error_init(&err);
-    r = contract.vt.ensure(&contract.host, contract.config_json, &contract.resource, &err);
+    r = contract.vt.ensure(contract.host, contract.config_json, &contract.resource, &err);
     cr_assert_eq(r, 0, "ensure failed (%s): %s", cordon_error_name(r), err.message);
     cr_assert(contract.resource != NULL, "ensure returned 0 without a resource");
 }
@@ -261,7 +336,17 @@ void contract_new_id(char *buf, size_t size)
     snprintf(buf, size, "contract-%s", hex);
 }
 
-char *contract_spec(const char *id, const char *layout)
+const struct cordon_limits contract_limits = {
+    .cpus = CONTRACT_CPUS,
+    .memory_bytes = CONTRACT_MEMORY_BYTES,
+    .disk_bytes = CONTRACT_DISK_BYTES,
+    .pids = CONTRACT_PIDS,
+    .runtime_ms = CONTRACT_RUNTIME_MS,
+    .max_output_bytes = CONTRACT_MAX_OUTPUT_BYTES,
+};
+
+char *contract_spec_with(const char *id, enum cordon_spec_layout layout,
+                         const struct cordon_limits *limits, uint64_t *ret_expires_at_ms)
 {
     struct cordon_spec spec;
     struct cordon_error err;
@@ -269,21 +354,29 @@ char *contract_spec(const char *id, const char *layout)
 
     cordon_spec_init(&spec);
     cordon_error_init(&err);
-    if (id == NULL)
+    if (id == NULL) {
         contract_new_id(spec.execution_id, sizeof(spec.execution_id));
-    else
-        snprintf(spec.execution_id, sizeof(spec.execution_id), "%s", id);
-    spec.resources = (struct cordon_limits){ CONTRACT_CPUS, CONTRACT_MEMORY_BYTES,
-                                             CONTRACT_DISK_BYTES, CONTRACT_PIDS,
-                                             CONTRACT_RUNTIME_MS, CONTRACT_MAX_OUTPUT_BYTES };
-    spec.layout = strcmp(layout, "code") == 0 ? CORDON_SPEC_LAYOUT_CODE : CORDON_SPEC_LAYOUT_HOST;
-    /* The lifetime matches runtime_ms, far beyond any single check. */
-    spec.expires_at_ms = cordon_now_wall_ms() + CONTRACT_RUNTIME_MS;
+    } else {
+        cr_assert_lt(strlen(id), sizeof(spec.execution_id), "execution id %s: longer than %d bytes",
+                     CONTRACT_CLIP(id), CORDON_EXECUTION_ID_MAX);
+        memcpy(spec.execution_id, id, strlen(id) + 1);
+    }
+    spec.resources = limits != NULL ? *limits : contract_limits;
+    spec.layout = layout;
+    /* The lifetime is runtime_ms from now, as the host gives it. */
+    spec.expires_at_ms = cordon_now_wall_ms() + spec.resources.runtime_ms;
     cr_assert(cordon_spec_set_image(&spec, contract.image, &err) == 0 &&
                   cordon_spec_print(&spec, &text, &err) == 0,
               "building a spec failed: %s", err.message);
+    if (ret_expires_at_ms != NULL)
+        *ret_expires_at_ms = spec.expires_at_ms;
     cordon_spec_clear(&spec);
     return text;
+}
+
+char *contract_spec(const char *id, enum cordon_spec_layout layout)
+{
+    return contract_spec_with(id, layout, NULL, NULL);
 }
 
 static void track_state(char *state)
@@ -329,7 +422,7 @@ int contract_try_provision(const char *spec_json, const char **ret_state, char *
     return r;
 }
 
-const char *contract_provision(const char *id, const char *layout)
+const char *contract_provision(const char *id, enum cordon_spec_layout layout)
 {
     char *spec = contract_spec(id, layout);
     const char *state = NULL;
@@ -338,7 +431,8 @@ const char *contract_provision(const char *id, const char *layout)
 
     r = contract_try_provision(spec, &state, msg, sizeof(msg));
     free(spec);
-    cr_assert_eq(r, 0, "provision (layout \"%s\") failed: %s", layout, msg);
+    cr_assert_eq(r, 0, "provision (layout \"%s\") failed: %s", cordon_spec_layout_name(layout),
+                 msg);
     return state;
 }
 
@@ -383,7 +477,7 @@ int contract_exec(const char *state, const char *const *argv, const struct contr
     }
     contract_ensure();
     cordon_drive_opts_init(&d);
-    d.host = &contract.host;
+    d.host = contract.host;
     d.provider = &contract.vt;
     d.resource = contract.resource;
     d.state_json = state;
@@ -650,11 +744,13 @@ const char *contract_clip(const char *text, size_t max, char *buf, size_t size)
 {
     size_t len, cut;
 
+    cr_assert_geq(size, max + CONTRACT_CLIP_MARK, "contract_clip: a buffer of %zu bytes for %zu",
+                  size, max);
     if (text == NULL)
         text = "(null)";
     len = strlen(text);
     if (len <= max) {
-        snprintf(buf, size, "%s", text);
+        memcpy(buf, text, len + 1);
         return buf;
     }
     /* Back to the last break in the second half; a text without one (a
@@ -666,8 +762,40 @@ const char *contract_clip(const char *text, size_t max, char *buf, size_t size)
             break;
         }
     }
-    snprintf(buf, size, "%.*s ... (%zu more bytes)", (int)cut, text, len - cut);
+    while (cut > 0 && strchr(" \t\n", text[cut - 1]) != NULL)
+        cut--;
+    snprintf(buf, size, "%.*s … (%zu more bytes)", (int)cut, text, len - cut);
     return buf;
+}
+
+void contract_text_add(struct contract_text *t, const char *fmt, ...)
+{
+    char *piece = NULL, *grown;
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vasprintf(&piece, fmt, ap);
+    va_end(ap);
+    cr_assert_geq(n, 0, "out of memory for a message");
+    grown = realloc(t->s, t->len + (size_t)n + 1);
+    cr_assert_not_null(grown, "out of memory for a message of %zu bytes", t->len + (size_t)n);
+    memcpy(grown + t->len, piece, (size_t)n + 1);
+    free(piece);
+    t->s = grown;
+    t->len += (size_t)n;
+}
+
+const char *contract_text_str(const struct contract_text *t)
+{
+    return t->s != NULL ? t->s : "";
+}
+
+void contract_text_clear(struct contract_text *t)
+{
+    free(t->s);
+    t->s = NULL;
+    t->len = 0;
 }
 
 const char *contract_temp_dir(mode_t mode)
@@ -836,7 +964,7 @@ cJSON *contract_observe(void)
     contract_ensure();
     memset(&opts, 0, sizeof(opts));
     opts.struct_size = sizeof(opts);
-    opts.host = &contract.host;
+    opts.host = contract.host;
     opts.provider = &contract.vt;
     opts.resource = contract.resource;
     opts.image = contract.image;
