@@ -30,6 +30,9 @@
 #include "core/select.h"
 
 #define RUN_MAX_INPUTS 128
+/* Bytes of a stream kept per exec (limits.retention_bytes): held in memory
+ * and carried in the result document. */
+#define RUN_MAX_RETENTION (16ull << 20)
 
 /* Everything one call holds; released in run_finish whatever happened. */
 struct run {
@@ -245,14 +248,65 @@ static int read_u64(const cJSON *obj, const char *key, const char *field, uint64
     return 0;
 }
 
+/*
+ * The request's "limits" (NULL or an object; every key may be left out)
+ * over the run's defaults, as one complete resources object (new, into
+ * *ret) that cordon_limits_from_json reads like any other: the six keys,
+ * their kinds and bounds are the sdk's. retention_bytes is not one of the
+ * six (it bounds what the host keeps of a stream, not the sandbox): it
+ * goes to *ret_retention. A key given twice reaches the sdk twice, which
+ * refuses it.
+ */
+static int limits_merge(const cJSON *given, const struct cordon_limits *defaults, cJSON **ret,
+                        uint64_t *ret_retention, struct cordon_error *err)
+{
+    cJSON *defs = cordon_limits_to_json(defaults), *merged = cJSON_CreateObject();
+    uint64_t retention = *ret_retention;
+    int r = 0;
+
+    if (defs == NULL || merged == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "limits: out of memory");
+        goto out;
+    }
+    for (const cJSON *c = given != NULL ? given->child : NULL; r == 0 && c != NULL; c = c->next) {
+        size_t i = 0;
+
+        if (strcmp(c->string, "retention_bytes") == 0) {
+            r = read_u64(given, "retention_bytes", "limits", &retention, err);
+            continue;
+        }
+        while (i < CORDON_LIMIT_KEYS_COUNT && strcmp(c->string, cordon_limit_keys[i]) != 0)
+            i++;
+        if (i == CORDON_LIMIT_KEYS_COUNT)
+            r = cordon_error_set(err, CORDON_E_INVALID, 0, "limits.%.*s: unknown limit",
+                                 cordon_text_fit(c->string, 100), c->string);
+        else if (!cJSON_AddItemToObject(merged, c->string, cJSON_Duplicate(c, 1)))
+            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "limits: out of memory");
+    }
+    for (size_t i = 0; r == 0 && i < CORDON_LIMIT_KEYS_COUNT; i++) {
+        if (cJSON_GetObjectItemCaseSensitive(merged, cordon_limit_keys[i]) == NULL &&
+            !cJSON_AddItemToObject(merged, cordon_limit_keys[i],
+                                   cJSON_DetachItemFromObjectCaseSensitive(defs, cordon_limit_keys[i])))
+            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "limits: out of memory");
+    }
+    if (r < 0)
+        goto out;
+    *ret = merged;
+    merged = NULL;
+    *ret_retention = retention;
+out:
+    cJSON_Delete(merged);
+    cJSON_Delete(defs);
+    return r;
+}
+
 /* Limits: the run defaults, then the request's "limits" object. */
 static int read_limits(struct run *run, const cJSON *request, struct cordon_error *err)
 {
-    static const char *const keys[] = { "cpus", "memory_bytes", "disk_bytes", "pids", "runtime_ms",
-                                         "max_output_bytes", "retention_bytes", NULL };
     const cJSON *limits = cJSON_GetObjectItemCaseSensitive(request, "limits");
-    const cJSON *cpus;
     uint64_t retention = CORDON_RUN_DEFAULT_RETENTION, timeout = CORDON_RUN_DEFAULT_TIMEOUT_MS;
+    struct cordon_limits defaults, read;
+    cJSON *resources = NULL;
     bool runtime_given;
     int r;
 
@@ -263,45 +317,36 @@ static int read_limits(struct run *run, const cJSON *request, struct cordon_erro
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "timeout_ms: %llu must be between 1 and %llu",
                                 (unsigned long long)timeout, CORDON_LIMIT_RUNTIME_MAX);
-    run->limits = (struct cordon_limits){ CORDON_RUN_DEFAULT_CPUS, CORDON_RUN_DEFAULT_MEMORY,
-                                           CORDON_RUN_DEFAULT_DISK, CORDON_RUN_DEFAULT_PIDS,
-                                           timeout + CORDON_RUN_RUNTIME_SLACK_MS,
-                                           CORDON_RUN_DEFAULT_OUTPUT };
     if (limits != NULL && !cJSON_IsObject(limits))
         return cordon_error_set(err, CORDON_E_INVALID, 0, "limits: must be an object");
-    for (const cJSON *c = limits != NULL ? limits->child : NULL; c != NULL; c = c->next) {
-        bool known = false;
-        for (size_t i = 0; keys[i] != NULL; i++)
-            known = known || strcmp(c->string, keys[i]) == 0;
-        if (!known)
-            return cordon_error_set(err, CORDON_E_INVALID, 0, "limits.%s: unknown limit", c->string);
-    }
-    cpus = cJSON_GetObjectItemCaseSensitive(limits, "cpus");
-    if (cpus != NULL) {
-        if (!cJSON_IsNumber(cpus))
-            return cordon_error_set(err, CORDON_E_INVALID, 0, "limits.cpus: must be a number");
-        run->limits.cpus = cpus->valuedouble;
-    }
     runtime_given = cJSON_GetObjectItemCaseSensitive(limits, "runtime_ms") != NULL;
-    if ((r = read_u64(limits, "memory_bytes", "limits", &run->limits.memory_bytes, err)) < 0 ||
-        (r = read_u64(limits, "disk_bytes", "limits", &run->limits.disk_bytes, err)) < 0 ||
-        (r = read_u64(limits, "pids", "limits", &run->limits.pids, err)) < 0 ||
-        (r = read_u64(limits, "runtime_ms", "limits", &run->limits.runtime_ms, err)) < 0 ||
-        (r = read_u64(limits, "max_output_bytes", "limits", &run->limits.max_output_bytes, err)) < 0 ||
-        (r = read_u64(limits, "retention_bytes", "limits", &retention, err)) < 0)
-        return r;
-    r = cordon_limits_validate("resources", &run->limits, err);
+    defaults = (struct cordon_limits){ CORDON_RUN_DEFAULT_CPUS, CORDON_RUN_DEFAULT_MEMORY,
+                                       CORDON_RUN_DEFAULT_DISK, CORDON_RUN_DEFAULT_PIDS,
+                                       timeout + CORDON_RUN_RUNTIME_SLACK_MS,
+                                       CORDON_RUN_DEFAULT_OUTPUT };
+    /* The default runtime is derived from timeout_ms: name the key the
+     * caller gave, not one that was left out. */
+    if (!runtime_given && defaults.runtime_ms > CORDON_LIMIT_RUNTIME_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "timeout_ms: %llu leaves the default limits.runtime_ms "
+                                "(timeout_ms + %llu) above the maximum %llu; give limits.runtime_ms",
+                                (unsigned long long)timeout, CORDON_RUN_RUNTIME_SLACK_MS,
+                                CORDON_LIMIT_RUNTIME_MAX);
+    r = limits_merge(limits, &defaults, &resources, &retention, err);
+    if (r == 0)
+        r = cordon_limits_from_json(resources, "limits", &read, err);
+    cJSON_Delete(resources);
     if (r < 0)
         return r;
-    if (runtime_given && timeout > run->limits.runtime_ms)
+    if (runtime_given && timeout > read.runtime_ms)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "timeout_ms: %llu exceeds limits.runtime_ms %llu",
-                                (unsigned long long)timeout,
-                                (unsigned long long)run->limits.runtime_ms);
-    if (retention > (16u << 20))
+                                (unsigned long long)timeout, (unsigned long long)read.runtime_ms);
+    if (retention > RUN_MAX_RETENTION)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "limits.retention_bytes: %llu exceeds the maximum 16777216",
-                                (unsigned long long)retention);
+                                "limits.retention_bytes: %llu exceeds the maximum %llu",
+                                (unsigned long long)retention, RUN_MAX_RETENTION);
+    run->limits = read;
     run->timeout_ms = timeout;
     run->retention = (size_t)retention;
     return 0;
