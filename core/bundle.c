@@ -15,6 +15,7 @@
 
 #include "core/bundle.h"
 #include "core/canonical.h"
+#include "core/limits.h"
 
 /* Directory levels below a bundle directory; each level holds one fd. */
 #define BUNDLE_MAX_DIR_DEPTH 64
@@ -143,16 +144,16 @@ static int take_args(struct cordon__bundle *b, const char *const *args, size_t n
 {
     uint64_t total = 0;
 
-    if (n > CORDON_BUNDLE_MAX_ARGS)
+    if (n > CORDON_ARGV_MAX)
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "args: %zu entries exceeds the limit of %d",
-                                n, CORDON_BUNDLE_MAX_ARGS);
+                                n, CORDON_ARGV_MAX);
     /* Each entry costs its bytes and the NUL that execve needs. */
     for (size_t i = 0; i < n; i++)
         total += strlen(args[i]) + 1;
-    if (total > CORDON_BUNDLE_MAX_ARG_BYTES)
+    if (total > CORDON_HOST_ARGS_BYTES_MAX)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "args: %" PRIu64 " bytes in total exceeds the limit of %llu",
-                                total, CORDON_BUNDLE_MAX_ARG_BYTES);
+                                "args: %" PRIu64 " bytes in total exceeds the limit of %u",
+                                total, CORDON_HOST_ARGS_BYTES_MAX);
     if (n > 0 && (b->args = calloc(n, sizeof(*b->args))) == NULL)
         return nomem(err, "args");
     for (size_t i = 0; i < n; i++) {
@@ -754,7 +755,7 @@ int cordon__bundle_from_request(const cJSON *request, struct cordon__bundle **re
         goto out;
     }
     if (!is_absent(slots[K_ARGS])) {
-        if ((r = string_list("args", slots[K_ARGS], CORDON_BUNDLE_MAX_ARGS, &list, &n, err)) < 0 ||
+        if ((r = string_list("args", slots[K_ARGS], CORDON_ARGV_MAX, &list, &n, err)) < 0 ||
             (r = take_args(b, list, n, err)) < 0)
             goto out;
         free(list);

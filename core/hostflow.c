@@ -31,7 +31,6 @@
 #include "core/select.h"
 
 #define METADATA_MAX_BYTES (16u << 10)
-#define EXEC_MAX_ARG_BYTES (128u << 10)
 
 /* A bound provider for one call: loaded, ensured, released at the end. */
 struct bound {
@@ -860,9 +859,9 @@ static int exec_request(const cJSON *req, uint64_t left_ms, char **ret, uint64_t
             return cordon_error_set(err, CORDON_E_INVALID, 0, "args: every entry must be a string");
         bytes += strlen(a->valuestring) + 1;
     }
-    if (bytes > EXEC_MAX_ARG_BYTES)
+    if (bytes > CORDON_HOST_ARGS_BYTES_MAX)
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "args: %zu bytes exceed the limit of %u", bytes,
-                                EXEC_MAX_ARG_BYTES);
+                                CORDON_HOST_ARGS_BYTES_MAX);
     if ((r = cordon__env_validate("environment", env, err)) < 0)
         return r;
     *ret_timeout = left_ms;
