@@ -121,6 +121,21 @@ static char *record_state(const struct cordon__record *rec)
     return cJSON_IsObject(state) ? cJSON_PrintUnformatted(state) : NULL;
 }
 
+/* The limits rec was provisioned with, read as every resources object is
+ * (once, into a struct): a record whose resources no longer read so is
+ * damaged, and nothing goes by a guess at what it meant. */
+static int record_limits(const struct cordon__record *rec, struct cordon_limits *ret,
+                         struct cordon_error *err)
+{
+    struct cordon_error perr;
+
+    cordon_error_init(&perr);
+    if (cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(rec->doc, "resources"), "resources",
+                                ret, &perr) < 0)
+        return cordon_error_set(err, CORDON_E_IO, 0, "record %s: %s", rec->id, perr.message);
+    return 0;
+}
+
 /* Destroy the execution of rec (by its state, else by id) and remove the
  * record. A failure keeps the record, so that reclaim can try again. */
 static int destroy(struct cordon_ctx *ctx, struct cordon__record *rec, const struct bound *b,
@@ -917,10 +932,10 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     struct bound b = { NULL, NULL };
     struct cordon_exec_outcome out;
     struct cordon_drive_opts opts;
+    struct cordon_limits limits;
     cJSON *req = NULL, *result = NULL;
-    const cJSON *res;
     char *state = NULL, *ptext = NULL;
-    uint64_t left = 0, timeout = 0, budget;
+    uint64_t left = 0, timeout = 0;
     bool terminated = false;
     int r;
 
@@ -958,12 +973,12 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     if ((r = exec_request(req, left, &ptext, &timeout, err)) < 0)
         goto out;
     state = record_state(rec);
-    res = cJSON_GetObjectItemCaseSensitive(rec->doc, "resources");
-    budget = (uint64_t)cJSON_GetObjectItemCaseSensitive(res, "max_output_bytes")->valuedouble;
     if (state == NULL || ptext == NULL) {
         r = cordon_error_set(err, CORDON_E_IO, 0, "execution %s: not ready (no provider state)", execution_id);
         goto out;
     }
+    if ((r = record_limits(rec, &limits, err)) < 0)
+        goto out;
     if ((r = cordon__record_phase_passing(rec, "exec", true, err)) < 0)
         goto out;
     cordon_drive_opts_init(&opts);
@@ -974,8 +989,8 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     opts.request_json = ptext;
     opts.stdin_fd = stdin_fd;
     opts.timeout_ms = timeout;
-    opts.retention_bytes = (size_t)budget;   /* within the budget, everything is kept */
-    opts.output_budget = budget;
+    opts.retention_bytes = (size_t)limits.max_output_bytes;   /* within the budget, everything is kept */
+    opts.output_budget = limits.max_output_bytes;
     opts.cancel_fd = cancel_fd;
     r = cordon_drive_exec(&opts, &out, err);
     if (r < 0)
@@ -1081,8 +1096,8 @@ int cordon_checkpoint_json(struct cordon_ctx *ctx, const char *execution_id, con
     struct export_job job;
     struct pump pump;
     cJSON *meta = NULL, *fields = NULL, *manifest = NULL;
+    struct cordon_limits limits;
     char *state = NULL, *store = NULL;
-    uint64_t disk;
     int r, rfd = -1;
 
     if (metadata_json != NULL) {
@@ -1121,15 +1136,15 @@ int cordon_checkpoint_json(struct cordon_ctx *ctx, const char *execution_id, con
                               cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(rec->doc, copied[i]), 1));
     cJSON_AddItemToObject(fields, "metadata", meta != NULL ? meta : cJSON_CreateObject());
     meta = NULL;
-    disk = (uint64_t)cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rec->doc, "resources"),
-                                                      "disk_bytes")->valuedouble;
-    if ((r = cordon__record_phase(rec, "checkpointing", true, err)) < 0)
+    if ((r = record_limits(rec, &limits, err)) < 0 ||
+        (r = cordon__record_phase(rec, "checkpointing", true, err)) < 0)
         goto out;
     job.b = &b;
     job.state = state;
     r = pump_start(&pump, export_produce, &job, &rfd, err);
     if (r == 0) {
-        r = cordon__checkpoint_write(store, rfd, fields, disk, CORDON_TAR_ENTRIES_MAX, &manifest, err);
+        r = cordon__checkpoint_write(store, rfd, fields, limits.disk_bytes, CORDON_TAR_ENTRIES_MAX,
+                                     &manifest, err);
         close(rfd);
         r = pump_join(&pump, r, err);
         if (r < 0 && manifest != NULL) {

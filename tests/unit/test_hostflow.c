@@ -460,6 +460,40 @@ Test(hostflow, exec_bounds_its_args)
     env_close(&e);
 }
 
+/* Exec and checkpoint read the record's limits as every resources object
+ * is read: a record whose resources lost a key is refused as damaged,
+ * naming it, never read as a zero budget or a crash. */
+Test(hostflow, damaged_record_limits_are_refused)
+{
+    struct cordon__record *rec = NULL;
+    struct cordon_error err;
+    struct env e;
+    char *out = NULL;
+    cJSON *p;
+
+    env_open(&e);
+    p = provision_ok(&e, "{\"execution_id\":\"dmg-1\"}");
+    cordon_error_init(&err);
+    cr_assert_eq(cordon__record_open(e.ctx, "dmg-1", false, &rec, &err), 0, "%s", err.message);
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(rec->doc, "resources"),
+                                            "max_output_bytes");
+    cr_assert_eq(cordon__record_save(rec, &err), 0, "%s", err.message);
+    cordon__record_close(rec);
+    cr_expect_eq(cordon_exec_json(e.ctx, "dmg-1", "{\"command\":\"true\"}", -1, -1, &out, &err),
+                 CORDON_E_IO);
+    cr_expect_str_eq(err.message,
+                     "record dmg-1: resources.max_output_bytes: required (every limit must be given)");
+    cr_expect_null(out);
+    cordon_error_init(&err);
+    cr_expect_eq(cordon_checkpoint_json(e.ctx, "dmg-1", NULL, &out, &err), CORDON_E_IO);
+    cr_expect_str_eq(err.message,
+                     "record dmg-1: resources.max_output_bytes: required (every limit must be given)");
+    cr_expect_null(out);
+    cr_assert_eq(terminate(&e, "dmg-1"), 0);
+    cJSON_Delete(p);
+    env_close(&e);
+}
+
 Test(hostflow, checkpoint_change_restore_shows_checkpointed_bytes)
 {
     struct env e;
