@@ -523,13 +523,7 @@ static int select_verified(struct cordon_ctx *ctx, const struct spec *spec, cJSO
     memset(&sel, 0, sizeof(sel));
     r = cordon__select(ctx, &cand, 1, &opts, &sel, &probes, err);
     if (r < 0) {
-        const cJSON *skip = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(probes, 0), "skip");
-        const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "reason"));
-        const char *detail = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "detail"));
-
-        if (reason != NULL)
-            r = cordon_error_set(err, r, 0, "provider_unavailable: %s: %s: %.600s", spec->provider, reason,
-                                 detail != NULL ? detail : "");
+        r = cordon__select_refusal(r, spec->provider, probes, err);
     } else {
         *ret_verdict = cordon__selection_verdict(&sel, spec->isolation);
         if (*ret_verdict == NULL)

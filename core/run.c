@@ -1093,12 +1093,8 @@ int cordon__run_pool_target(struct cordon_ctx *ctx, const cJSON *request,
         r = cordon__select(ctx, cands, n, &opts, &ret->sel, &probes, err);
     cordon__candidates_free(cands, n);
     if (r < 0) {
-        const cJSON *skip = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(probes, 0), "skip");
-        const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "reason"));
-
-        if (reason != NULL)
-            r = cordon_error_set(err, r, 0, "provider_unavailable: %s: %.600s", reason,
-                                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "detail")) ?: "");
+        r = cordon__select_refusal(r, cJSON_GetObjectItemCaseSensitive(request, "provider")->valuestring,
+                                   probes, err);
         cJSON_Delete(probes);
         cordon__pool_target_clear(ret);
         return r;
