@@ -108,35 +108,6 @@ static int fail(struct run *run, const char *status, const char *step, uint64_t 
 
 /* --- stream fields ------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid or cut. */
-static size_t utf8_seq(const unsigned char *s, size_t avail)
-{
-    size_t need;
-    uint32_t cp;
-
-    if (s[0] < 0x80)
-        return 1;
-    if (s[0] >= 0xc2 && s[0] <= 0xdf)
-        need = 2, cp = s[0] & 0x1f;
-    else if (s[0] >= 0xe0 && s[0] <= 0xef)
-        need = 3, cp = s[0] & 0x0f;
-    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-        need = 4, cp = s[0] & 0x07;
-    else
-        return 0;
-    if (avail < need)
-        return 0;
-    for (size_t i = 1; i < need; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((need == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (need == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return need;
-}
-
 /* Append data to out as UTF-8, invalid bytes replaced by U+FFFD; a
  * sequence cut by a head/tail boundary (at the very end or start) is
  * dropped rather than counted as invalid. Returns true when data was
@@ -151,7 +122,8 @@ static bool utf8_append(char *out, size_t *pos, const unsigned char *s, size_t l
         while (i < len && i < 3 && (s[i] & 0xc0) == 0x80)
             i++;
     while (i < len) {
-        size_t n = utf8_seq(s + i, len - i);
+        uint32_t cp;
+        size_t n = cordon_text_utf8_seq(s + i, len - i, &cp);
         if (n == 0 && cut_end && len - i < 4 && s[i] >= 0xc2) {
             break;
         }

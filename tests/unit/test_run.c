@@ -753,3 +753,31 @@ ParameterizedTest(size_t *at, run, inline_refusals, .timeout = 60)
     expect_no_residue(&e);
     env_close(&e);
 }
+
+/* A stream's text: every byte that is not strict UTF-8 (an overlong form,
+ * a surrogate, a code point past U+10FFFF, NUL) becomes U+FFFD, and the
+ * exact bytes go to base64; a character cut by the head/tail boundary is
+ * dropped, not counted as invalid. */
+Test(run, stream_fields_replace_what_is_not_strict_utf8)
+{
+    static const char data[] = "a\xc0\x80" "b\xed\xa0\x80" "c\xf4\x90\x80\x80" "d\0e\xf0\x9f\x98\x80";
+    static const char want[] = "a\xef\xbf\xbd\xef\xbf\xbd"
+                               "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                               "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                               "d\xef\xbf\xbd" "e\xf0\x9f\x98\x80";
+    cJSON *r = cJSON_CreateObject();
+
+    cordon__result_add_stream(r, "stdout", data, sizeof(data) - 1, sizeof(data) - 1, 0);
+    cr_expect_str_eq(str(r, "stdout"), want);
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(r, "stdout_truncated")));
+    cr_expect_not_null(cJSON_GetObjectItem(r, "stdout_base64"));
+    cJSON_Delete(r);
+
+    /* "é" cut in two by the head's end: the head keeps the whole one only. */
+    r = cJSON_CreateObject();
+    cordon__result_add_stream(r, "stderr", "\xc3\xa9\xc3\xa9", 4, 3, 5);
+    cr_expect_str_eq(str(r, "stderr"), "\xc3\xa9\n[cordon: 5 bytes dropped]\n");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(r, "stderr_truncated")));
+    cr_expect_null(cJSON_GetObjectItem(r, "stderr_base64"));
+    cJSON_Delete(r);
+}
