@@ -14,6 +14,7 @@
 #include <cordon/sdk/runner.h>
 #include <cordon/sdk/spec.h>
 #include "core/config.h"
+#include "core/execution.h"
 #include "core/gitws.h"   /* struct cordon__git_export: the helper's report */
 #include "core/hostflow.h"
 #include "core/loader.h"
@@ -267,16 +268,14 @@ int cordon__provision(struct cordon_ctx *ctx, struct cordon__host_spec *spec, in
     uint64_t expires;
     struct cordon__record *rec = NULL;
     struct cordon__bound b = { NULL, NULL };
+    struct cordon__execution_intent intent;
     struct git_job git;
-    struct cordon_spec pspec;
-    cJSON *doc = cJSON_CreateObject(), *state = NULL, *result = NULL, *ws, *verdict = NULL;
+    cJSON *doc = NULL, *result = NULL, *ws, *verdict = NULL;
     char *text = NULL, *state_text = NULL, when[40];
-    struct cordon_error perr;
     bool created = false;
     int r;
 
     memset(&git, 0, sizeof(git));
-    cordon_spec_init(&pspec);
     /* Before anything exists: is this provider, as the host sees it, good
      * enough for what was asked? */
     r = select_verified(ctx, spec, &verdict, NULL, err);
@@ -291,59 +290,28 @@ int cordon__provision(struct cordon_ctx *ctx, struct cordon__host_spec *spec, in
     /* The lifetime starts now, not before the probe. */
     expires = cordon_now_wall_ms() + spec->limits.runtime_ms;
     /* The provider's spec, complete before anything exists. */
-    snprintf(pspec.execution_id, sizeof(pspec.execution_id), "%s", spec->id);
-    pspec.resources = spec->limits;
-    pspec.layout = CORDON_SPEC_LAYOUT_HOST;
-    pspec.expires_at_ms = expires;
-    r = cordon_spec_set_image(&pspec, cJSON_GetStringValue(spec->image), err);
-    if (r == 0)
-        r = cordon_env_from_json(spec->environment, "environment", &pspec.environment, err);
-    if (r == 0)
-        r = cordon_spec_print(&pspec, &text, err);
-    cordon_spec_clear(&pspec);
+    r = cordon__execution_spec(spec->id, &spec->limits, CORDON_SPEC_LAYOUT_HOST, expires,
+                               spec->image, spec->environment, &text, err);
     if (r < 0)
         goto out;
     /* The record (an intent) exists before anything else is created. */
-    cJSON_AddNumberToObject(doc, "version", CORDON_RECORD_VERSION);
-    cJSON_AddStringToObject(doc, "execution_id", spec->id);
-    cJSON_AddStringToObject(doc, "provider_id", spec->provider);
-    cJSON_AddItemToObject(doc, "provider_config", cJSON_Duplicate(spec->config, 1));
-    cJSON_AddItemToObject(doc, "image", spec->image != NULL ? cJSON_Duplicate(spec->image, 1) : cJSON_CreateNull());
-    cJSON_AddItemToObject(doc, "resources", cordon_limits_to_json(&spec->limits));
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(doc, "network"), "mode", "none");
-    cJSON_AddItemToObject(doc, "environment", spec->environment != NULL ? cJSON_Duplicate(spec->environment, 1)
-                                                                       : cJSON_CreateObject());
-    cJSON_AddItemToObject(doc, "metadata", spec->metadata != NULL ? cJSON_Duplicate(spec->metadata, 1)
-                                                                 : cJSON_CreateObject());
-    cJSON_AddNumberToObject(doc, "created_at_ms", (double)cordon_now_wall_ms());
-    cJSON_AddNumberToObject(doc, "expires_at_ms", (double)expires);
-    cJSON_AddStringToObject(doc, "host_instance_id", ctx->instance_id);
-    cJSON_AddStringToObject(doc, "phase", "creating");
-    cJSON_AddNumberToObject(doc, "owner_pid", (double)getpid());
-    cJSON_AddNullToObject(doc, "provider_state");
-    cJSON_AddItemToObject(doc, "verdict", cJSON_Duplicate(verdict, 1));
-    r = cordon__record_create(ctx, spec->id, doc, &rec, err);
+    intent = (struct cordon__execution_intent){
+        .id = spec->id, .provider_id = spec->provider, .provider_config = spec->config,
+        .image = spec->image, .limits = &spec->limits, .environment = spec->environment,
+        .metadata = spec->metadata, .verdict = verdict, .created_at_ms = cordon_now_wall_ms(),
+        .expires_at_ms = expires,
+    };
+    doc = cordon__execution_record(ctx, &intent);
+    r = doc != NULL ? cordon__record_create(ctx, spec->id, doc, &rec, err)
+                    : cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
     if (r < 0)
         goto out;
     r = cordon__bind_provider(ctx, spec->provider, spec->config, &b, err);
     if (r < 0)
         goto out;
-    cordon_error_init(&perr);
-    r = b.p->vt.provision(b.res, text, &state_text, &perr);
+    r = cordon__execution_provision(ctx, &b.p->vt, b.res, text, rec, &state_text, err);
     created = true;   /* from here, a failure must destroy what may exist */
-    if (r != 0) {
-        state_text = NULL;
-        r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "provision: %s", perr.message);
-        goto out;
-    }
-    state = cJSON_Parse(state_text);
-    if (!cJSON_IsObject(state)) {
-        r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "provision: the provider's state is not a JSON object");
-        goto out;
-    }
-    cJSON_ReplaceItemInObjectCaseSensitive(rec->doc, "provider_state", state);
-    state = NULL;
-    if ((r = cordon__record_save(rec, err)) < 0)
+    if (r < 0 || (r = cordon__record_save(rec, err)) < 0)
         goto out;
     result = cJSON_CreateObject();
     ws = cJSON_AddObjectToObject(result, "workspace");
@@ -409,7 +377,6 @@ out:
         ctx->host->free(state_text);
     free(text);
     cJSON_Delete(result);
-    cJSON_Delete(state);
     cJSON_Delete(doc);
     cJSON_Delete(verdict);
     return r;

@@ -25,6 +25,7 @@
 #include "core/adapter.h"
 #include "core/config.h"
 #include "core/env.h"
+#include "core/execution.h"
 #include "core/grant.h"
 #include "core/limits.h"
 #include "core/pool.h"
@@ -227,7 +228,6 @@ static int step_provision(struct run *run, const cJSON *request, struct cordon_e
 {
     const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
     const cJSON *image = cJSON_GetObjectItemCaseSensitive(request, "image");
-    struct cordon_spec spec;
     uint64_t t = cordon_now_monotonic_ms();
     struct cordon_error perr;
     char hex[17], key[65], *text;
@@ -266,16 +266,11 @@ static int step_provision(struct run *run, const cJSON *request, struct cordon_e
     /* The pid in the id tells `cordon gc` that this unrecorded execution
      * belongs to a live run (see cordon__run_owner_alive). */
     snprintf(run->execution_id, sizeof(run->execution_id), "run-%ld-%s", (long)getpid(), hex);
-    /* The run passes the caller's image as given: the provider judges it. */
-    cordon_spec_init(&spec);
-    snprintf(spec.execution_id, sizeof(spec.execution_id), "%s", run->execution_id);
-    spec.resources = run->limits;
-    spec.layout = CORDON_SPEC_LAYOUT_CODE;
-    spec.expires_at_ms = cordon_now_wall_ms() + run->limits.runtime_ms;
-    r = cordon_spec_set_image(&spec, cJSON_GetStringValue(image), err);
-    if (r == 0)
-        r = cordon_spec_print(&spec, &text, err);
-    cordon_spec_clear(&spec);
+    /* The run passes the caller's image as given: the provider judges it.
+     * Its variables go to its commands, not to the spec. */
+    r = cordon__execution_spec(run->execution_id, &run->limits, CORDON_SPEC_LAYOUT_CODE,
+                               cordon_now_wall_ms() + run->limits.runtime_ms, image, NULL, &text,
+                               err);
     if (r < 0)
         return fail(run, "error", "provision", t, err);
     cordon_error_init(&perr);
