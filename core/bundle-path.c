@@ -14,23 +14,10 @@
 
 #include "core/bundle-internal.h"
 #include "core/bundle.h"
+#include "core/internal.h"
 
 /* Directory levels below a bundle directory; each level holds one fd. */
 #define BUNDLE_MAX_DIR_DEPTH 64
-/* What a refused non-regular file is, for the message. */
-static const char *file_type_name(mode_t mode)
-{
-    if (S_ISFIFO(mode))
-        return "FIFO";
-    if (S_ISCHR(mode))
-        return "character device";
-    if (S_ISBLK(mode))
-        return "block device";
-    if (S_ISSOCK(mode))
-        return "socket";
-    return "special file";
-}
-
 /* Read what is left of fd, at most max bytes (one more means too big). */
 static int read_fd_bounded(int fd, const char *name, size_t max, unsigned char **ret_data,
                            size_t *ret_len, struct cordon_error *err)
@@ -195,7 +182,7 @@ static int walk_dir(struct walk *w, int dirfd, const char *prefix, int depth, st
         if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
             r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
                                  "bundle: %.*s is a %s, not a regular file (refused)",
-                                 cordon_text_fit(rel, 200), rel, file_type_name(st.st_mode));
+                                 cordon_text_fit(rel, 200), rel, cordon__file_type_name(st.st_mode));
             goto out;
         }
         if ((r = cordon_path_normalize("bundle", rel, &norm, err)) < 0)
@@ -311,7 +298,7 @@ int cordon__bundle_from_path(const char *path, const char *language, const char 
     } else {
         r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
                              "bundle: %.*s is a %s, not a regular file or directory (refused)",
-                             cordon_text_fit(path, 200), path, file_type_name(st.st_mode));
+                             cordon_text_fit(path, 200), path, cordon__file_type_name(st.st_mode));
     }
     if (r < 0 || (r = cordon__bundle_finish(b, path, err)) < 0)
         goto out;
