@@ -32,6 +32,22 @@ static void rfc3339(uint64_t ms, char *buf, size_t len)
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (unsigned)(ms % 1000));
 }
 
+/* What every provision result says of the execution it made or claimed:
+ * ok, its id and provider, its deadline, and the verdict (consumed). */
+static void add_provisioned(cJSON *result, const char *id, const char *provider_id,
+                            uint64_t expires, cJSON *verdict)
+{
+    char when[40];
+
+    cJSON_AddBoolToObject(result, "ok", true);
+    cJSON_AddStringToObject(result, "execution_id", id);
+    cJSON_AddStringToObject(result, "provider_id", provider_id);
+    rfc3339(expires, when, sizeof(when));
+    cJSON_AddStringToObject(result, "expires_at", when);
+    cJSON_AddNumberToObject(result, "expires_at_ms", (double)expires);
+    cJSON_AddItemToObject(result, "verdict", verdict);
+}
+
 struct git_job {
     const char *helper;           /* cordon-git-export */
     const char *repo, *rev;
@@ -171,7 +187,7 @@ static int claim_pooled(struct cordon_ctx *ctx, const struct cordon__host_spec *
     struct cordon__record *rec = NULL;
     cJSON *config = probe_config(spec), *result, *ws;
     uint64_t expires;
-    char key[65], when[40];
+    char key[65];
     int r;
 
     *ret = NULL;
@@ -204,15 +220,9 @@ static int claim_pooled(struct cordon_ctx *ctx, const struct cordon__host_spec *
     }
     result = cJSON_CreateObject();
     cJSON_AddItemToObject(result, "workspace", ws);
-    cJSON_AddBoolToObject(result, "ok", true);
-    cJSON_AddStringToObject(result, "execution_id", rec->id);
-    cJSON_AddStringToObject(result, "provider_id", spec->provider);
-    rfc3339(expires, when, sizeof(when));
-    cJSON_AddStringToObject(result, "expires_at", when);
-    cJSON_AddNumberToObject(result, "expires_at_ms", (double)expires);
-    cJSON_AddBoolToObject(result, "pooled", true);
-    cJSON_AddItemToObject(result, "verdict", *verdict);
+    add_provisioned(result, rec->id, spec->provider, expires, *verdict);
     *verdict = NULL;
+    cJSON_AddBoolToObject(result, "pooled", true);
     cordon__record_close(rec);
     *ret = result;
     return 0;
@@ -271,7 +281,7 @@ int cordon__provision(struct cordon_ctx *ctx, struct cordon__host_spec *spec, in
     struct cordon__execution_intent intent;
     struct git_job git;
     cJSON *doc = NULL, *result = NULL, *ws, *verdict = NULL;
-    char *text = NULL, *state_text = NULL, when[40];
+    char *text = NULL, *state_text = NULL;
     bool created = false;
     int r;
 
@@ -353,13 +363,7 @@ int cordon__provision(struct cordon_ctx *ctx, struct cordon__host_spec *spec, in
         cJSON_AddItemToObject(rec->doc, "workspace", cJSON_Duplicate(ws, 1));
     if ((r = cordon__record_phase(rec, "ready", false, err)) < 0)
         goto out;
-    cJSON_AddBoolToObject(result, "ok", true);
-    cJSON_AddStringToObject(result, "execution_id", spec->id);
-    cJSON_AddStringToObject(result, "provider_id", spec->provider);
-    rfc3339(expires, when, sizeof(when));
-    cJSON_AddStringToObject(result, "expires_at", when);
-    cJSON_AddNumberToObject(result, "expires_at_ms", (double)expires);
-    cJSON_AddItemToObject(result, "verdict", verdict);
+    add_provisioned(result, spec->id, spec->provider, expires, verdict);
     verdict = NULL;
     *ret = result;
     result = NULL;
