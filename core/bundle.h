@@ -12,14 +12,13 @@
 #include <cjson/cJSON.h>
 #include <cordon/error.h>
 
-/* Bounds on everything a bundle or a request carries (json.md §5). */
+/* Bounds on everything a bundle or a request carries (json.md §5). Its
+ * args are held to the sdk's CORDON_ARGV_MAX entries and the host's
+ * CORDON_HOST_ARGS_BYTES_MAX bytes in all (core/limits.h), as an exec's. */
 #define CORDON_BUNDLE_MAX_FILES 1024
 #define CORDON_BUNDLE_MAX_FILE_BYTES (16ull << 20)
 #define CORDON_BUNDLE_MAX_BYTES (64ull << 20)
-#define CORDON_BUNDLE_MAX_ARGS 256
-#define CORDON_BUNDLE_MAX_ARG_BYTES (128ull << 10)   /* all args, each counted with its NUL */
 #define CORDON_BUNDLE_MAX_OUTPUTS 128
-#define CORDON_BUNDLE_MAX_ENV 128
 #define CORDON_REQUEST_MAX_JSON (80ull << 20)
 #define CORDON_REQUEST_MAX_DEPTH 32
 

@@ -26,32 +26,21 @@ bool cordon__env_name_is_credential(const char *name)
 int cordon__env_validate(const char *field, const cJSON *env, struct cordon_error *err)
 {
     const cJSON *v;
-    int n = 0;
+    int r;
 
     if (env == NULL || cJSON_IsNull(env))
         return 0;
-    if (!cJSON_IsObject(env))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be an object of NAME: value", field);
+    if ((r = cordon_env_object_check(env, field, err)) < 0)
+        return r;
     cJSON_ArrayForEach(v, env) {
-        if (++n > CORDON_ENV_MAX)
-            return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: more than %d entries", field,
-                                    CORDON_ENV_MAX);
-        if (!cordon_env_name_valid(v->string))
-            return cordon_error_set(
-                err, CORDON_E_INVALID, 0,
-                "%s: name \"%.*s\" must match [A-Za-z_][A-Za-z0-9_]* (at most %d bytes)", field,
-                cordon_text_fit(v->string, 64), v->string, CORDON_ENV_NAME_MAX);
         if (cordon__env_name_is_credential(v->string))
             return cordon_error_set(err, CORDON_E_DENIED, 0,
                                     "%s.%s: looks like a credential (token, secret, password, API key, "
                                     "access key, private key, credential); secrets are not passed into sandboxes",
                                     field, v->string);
-        if (!cJSON_IsString(v))
-            return cordon_error_set(err, CORDON_E_INVALID, 0, "%s.%s: value must be a string", field,
-                                    v->string);
-        if (strlen(v->valuestring) > CORDON_ENV_MAX_VALUE)
+        if (strlen(v->valuestring) > CORDON_ENV_HOST_VALUE_MAX)
             return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s.%s: value longer than %u bytes", field,
-                                    v->string, CORDON_ENV_MAX_VALUE);
+                                    v->string, CORDON_ENV_HOST_VALUE_MAX);
     }
     return 0;
 }

@@ -232,8 +232,8 @@ static int check_args(const char *repository, const char *revision, int tar_fd,
 }
 
 /* The repository at its real path, and the tree of the commit revision names. */
-static int open_tree(const char *repository, const char *revision, git_repository **ret_repo,
-                     git_tree **ret_tree, char ret_commit[41], struct cordon_error *err)
+static int resolve_revision(const char *repository, const char *revision, git_repository **ret_repo,
+                            git_tree **ret_tree, char ret_commit[41], struct cordon_error *err)
 {
     char *real = realpath(repository, NULL);
     git_repository *repo = NULL;
@@ -306,7 +306,7 @@ int cordon__git_export_tar(const char *repository, const char *revision, uint64_
     if (git_init_result < 0)
         return cordon_error_set(err, CORDON_E_UNAVAILABLE, 0, "workspace: libgit2: %s",
                                 git_why());
-    r = open_tree(repository, revision, &wk.repo, &tree, out.commit, err);
+    r = resolve_revision(repository, revision, &wk.repo, &tree, out.commit, err);
     if (r < 0)
         goto out;
     wk.revision = revision;

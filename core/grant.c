@@ -15,26 +15,11 @@
 #include <cordon/sdk/path.h>
 
 #include "core/grant.h"
+#include "core/internal.h"
 
 #define GRANTS_DIR ".cordon/grants"
 /* Scratch directory inside the area where outputs wait until all are in. */
 #define COLLECT_DIR "collect"
-
-/* What a refused non-regular file is, for the message. */
-static const char *type_name(mode_t mode)
-{
-    if (S_ISDIR(mode))
-        return "directory";
-    if (S_ISFIFO(mode))
-        return "FIFO";
-    if (S_ISCHR(mode))
-        return "character device";
-    if (S_ISBLK(mode))
-        return "block device";
-    if (S_ISSOCK(mode))
-        return "socket";
-    return "special file";
-}
 
 /* Close *fd if open and mark it closed, so a second call is harmless. */
 static void close_fd(int *fd)
@@ -133,7 +118,7 @@ static int open_output_root(struct cordon__grant *g, struct cordon_error *err)
     } else if (!S_ISDIR(st.st_mode)) {
         return cordon_error_set(
             err, CORDON_E_UNSAFE, 0, "workspace: %.*s/output is a %s, not a directory (refused)",
-            cordon_text_fit(g->workspace, 200), g->workspace, type_name(st.st_mode));
+            cordon_text_fit(g->workspace, 200), g->workspace, cordon__file_type_name(st.st_mode));
     }
     return cordon_fs_open_beneath(g->workspace_fd, "output", O_RDONLY | O_DIRECTORY, 0,
                                   &g->output_fd, err);
@@ -250,7 +235,7 @@ int cordon__grant_add_input(struct cordon__grant *g, const char *host_path,
     if (!S_ISREG(st.st_mode))
         return cordon_error_set(err, CORDON_E_UNSAFE, 0,
                                 "inputs: %.*s is a %s, not a regular file (refused)",
-                                cordon_text_fit(host_path, 200), host_path, type_name(st.st_mode));
+                                cordon_text_fit(host_path, 200), host_path, cordon__file_type_name(st.st_mode));
     if ((uint64_t)st.st_size > CORDON_GRANT_MAX_FILE_BYTES)
         return cordon_error_set(err, CORDON_E_LIMIT, 0,
                                 "inputs: %.*s is %" PRIu64
@@ -587,7 +572,7 @@ static int check_outputs(int staging_dirfd, const struct cordon__bundle *b, bool
         if (!S_ISREG(st.st_mode))
             return cordon_error_set(err, CORDON_E_UNSAFE, 0,
                                     "outputs: %.*s is a %s, not a regular file (refused)",
-                                    cordon_text_fit(p, 200), p, type_name(st.st_mode));
+                                    cordon_text_fit(p, 200), p, cordon__file_type_name(st.st_mode));
         if ((uint64_t)st.st_size > max_file)
             return cordon_error_set(
                 err, CORDON_E_LIMIT, 0,

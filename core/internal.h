@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <cjson/cJSON.h>
 
 #include <cordon/cordon.h>
@@ -60,5 +61,9 @@ int cordon__random_hex(char *ret, size_t n_bytes, struct cordon_error *err);
 /* Duplicate an object, then merge every key of over into it (objects
  * recursively, everything else replaced). Either may be NULL. */
 cJSON *cordon__json_merge(const cJSON *base, const cJSON *over);
+
+/* What a file of mode is, for a refusal's message ("FIFO", "socket",
+ * "directory", ...): a static string. */
+const char *cordon__file_type_name(mode_t mode);
 
 #endif

@@ -1,6 +1,7 @@
 /*
- * core: the defaults of `cordon run` and the parsers for the command
- * line's SIZE and DUR arguments.
+ * core: the defaults of `cordon run`, the host's own bounds on a caller's
+ * arguments, and the parsers for the command line's SIZE and DUR
+ * arguments.
  */
 #ifndef CORDON_CORE_LIMITS_H
 #define CORDON_CORE_LIMITS_H
@@ -25,6 +26,15 @@
 #define CORDON_RUN_RUNTIME_SLACK_MS 10000ull
 #define CORDON_RUN_DEFAULT_OUTPUT (8ull << 20)
 #define CORDON_RUN_DEFAULT_RETENTION (64ull << 10)
+
+/*
+ * Host policy: the arguments a caller gives (a run's "args", an exec's
+ * "args"), each counted with its NUL, at most an eighth of the sdk's
+ * CORDON_ARGS_TOTAL_MAX, the budget argv and environment share, so that
+ * most of it is left to the variables the adapter and the caller add.
+ * json.md documents 128 KiB. The count is the sdk's CORDON_ARGV_MAX.
+ */
+#define CORDON_HOST_ARGS_BYTES_MAX (CORDON_ARGS_TOTAL_MAX / 8)
 
 /* Parse "512M", "1G", "4096" (K/M/G/T are powers of 1024). field names the
  * argument in the error. */

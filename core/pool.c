@@ -14,6 +14,7 @@
 #include <cordon/sdk/json.h>
 #include <cordon/sdk/spec.h>
 #include "core/canonical.h"
+#include "core/execution.h"
 #include "core/pool.h"
 
 #define POOL_DIR "pool"
@@ -233,10 +234,10 @@ static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
     uint64_t now = cordon_now_wall_ms(), until = now + ttl_ms;
     /* The sandbox lives through its claimable time and then one whole run. */
     uint64_t expires = until + t->limits.runtime_ms;
-    struct cordon_spec spec;
-    cJSON *doc = cJSON_CreateObject(), *pool, *state = NULL;
+    struct cordon__execution_intent intent;
+    enum cordon_spec_layout layout;
+    cJSON *doc = NULL, *pool, *verdict = NULL;
     char id[65], hex[25], *text = NULL, *state_text = NULL;
-    struct cordon_error perr;
     bool created = false;
     int r, mfd;
 
@@ -244,35 +245,21 @@ static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
         goto out;
     snprintf(id, sizeof(id), "pool-%s", hex);
     /* The provider's spec, complete before anything exists. */
-    cordon_spec_init(&spec);
-    snprintf(spec.execution_id, sizeof(spec.execution_id), "%s", id);
-    spec.resources = t->limits;
-    spec.layout = strcmp(t->layout, "host") == 0 ? CORDON_SPEC_LAYOUT_HOST : CORDON_SPEC_LAYOUT_CODE;
-    spec.expires_at_ms = expires;
-    r = cordon_spec_set_image(&spec, cJSON_GetStringValue(t->image), err);
-    if (r == 0)
-        r = cordon_env_from_json(t->environment, "environment", &spec.environment, err);
-    if (r == 0)
-        r = cordon_spec_print(&spec, &text, err);
-    cordon_spec_clear(&spec);
+    layout = strcmp(t->layout, "host") == 0 ? CORDON_SPEC_LAYOUT_HOST : CORDON_SPEC_LAYOUT_CODE;
+    r = cordon__execution_spec(id, &t->limits, layout, expires, t->image, t->environment, &text, err);
     if (r < 0)
         goto out;
-    cJSON_AddNumberToObject(doc, "version", CORDON_RECORD_VERSION);
-    cJSON_AddStringToObject(doc, "execution_id", id);
-    cJSON_AddStringToObject(doc, "provider_id", t->sel.provider->id);
-    cJSON_AddItemToObject(doc, "provider_config", cJSON_Duplicate(t->sel.config, 1));
-    cJSON_AddItemToObject(doc, "image", cJSON_Duplicate(t->image, 1));
-    cJSON_AddItemToObject(doc, "resources", cordon_limits_to_json(&t->limits));
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(doc, "network"), "mode", "none");
-    cJSON_AddItemToObject(doc, "environment", cJSON_Duplicate(t->environment, 1));
-    cJSON_AddObjectToObject(doc, "metadata");
-    cJSON_AddNumberToObject(doc, "created_at_ms", (double)now);
-    cJSON_AddNumberToObject(doc, "expires_at_ms", (double)expires);
-    cJSON_AddStringToObject(doc, "host_instance_id", ctx->instance_id);
-    cJSON_AddStringToObject(doc, "phase", "creating");
-    cJSON_AddNumberToObject(doc, "owner_pid", (double)getpid());
-    cJSON_AddNullToObject(doc, "provider_state");
-    cJSON_AddItemToObject(doc, "verdict", cordon__selection_verdict(&t->sel, t->isolation));
+    verdict = cordon__selection_verdict(&t->sel, t->isolation);
+    intent = (struct cordon__execution_intent){
+        .id = id, .provider_id = t->sel.provider->id, .provider_config = t->sel.config,
+        .image = t->image, .limits = &t->limits, .environment = t->environment,
+        .verdict = verdict, .created_at_ms = now, .expires_at_ms = expires,
+    };
+    doc = verdict != NULL ? cordon__execution_record(ctx, &intent) : NULL;
+    if (doc == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+        goto out;
+    }
     pool = cJSON_AddObjectToObject(doc, "pool");
     cJSON_AddStringToObject(pool, "key", t->key);
     cJSON_AddStringToObject(pool, "layout", t->layout);
@@ -280,22 +267,9 @@ static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
     /* The record (an intent) exists before the sandbox. */
     if ((r = cordon__record_create(ctx, id, doc, &rec, err)) < 0)
         goto out;
-    cordon_error_init(&perr);
-    r = vt->provision(res, text, &state_text, &perr);
+    r = cordon__execution_provision(ctx, vt, res, text, rec, &state_text, err);
     created = true;
-    if (r != 0) {
-        state_text = NULL;
-        r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "provision: %s", perr.message);
-        goto out;
-    }
-    state = cJSON_Parse(state_text);
-    if (!cJSON_IsObject(state)) {
-        r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "provision: the provider's state is not a JSON object");
-        goto out;
-    }
-    cJSON_ReplaceItemInObjectCaseSensitive(rec->doc, "provider_state", state);
-    state = NULL;
-    if ((r = cordon__record_phase(rec, "ready", false, err)) < 0)
+    if (r < 0 || (r = cordon__record_phase(rec, "ready", false, err)) < 0)
         goto out;
     /* Claimable from here: the marker is made last, under the record's lock. */
     mfd = openat(kfd, id, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -321,7 +295,7 @@ out:
     if (state_text != NULL)
         ctx->host->free(state_text);
     free(text);
-    cJSON_Delete(state);
+    cJSON_Delete(verdict);
     cJSON_Delete(doc);
     return r;
 }

@@ -1,4 +1,7 @@
-/* core: the code-execution flow. */
+/* core: the code-execution flow (core/run.h): the steps of one call,
+ * from grant to close, each recorded in meta.events. What the request
+ * asks is read by run-request.c; a stream becomes result fields in
+ * run-stream.c. */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <fcntl.h>
@@ -22,14 +25,14 @@
 #include "core/adapter.h"
 #include "core/config.h"
 #include "core/env.h"
+#include "core/execution.h"
 #include "core/grant.h"
 #include "core/limits.h"
 #include "core/pool.h"
 #include "core/record.h"
+#include "core/run-internal.h"
 #include "core/run.h"
 #include "core/select.h"
-
-#define RUN_MAX_INPUTS 128
 
 /* Everything one call holds; released in run_finish whatever happened. */
 struct run {
@@ -103,240 +106,6 @@ static int fail(struct run *run, const char *status, const char *step, uint64_t 
     return e->code != 0 ? e->code : CORDON_E_PROVIDER;
 }
 
-/* --- stream fields ------------------------------------------------------ */
-
-/* Length of the valid UTF-8 sequence at s (1..4), or 0 when invalid or cut. */
-static size_t utf8_seq(const unsigned char *s, size_t avail)
-{
-    size_t need;
-    uint32_t cp;
-
-    if (s[0] < 0x80)
-        return 1;
-    if (s[0] >= 0xc2 && s[0] <= 0xdf)
-        need = 2, cp = s[0] & 0x1f;
-    else if (s[0] >= 0xe0 && s[0] <= 0xef)
-        need = 3, cp = s[0] & 0x0f;
-    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-        need = 4, cp = s[0] & 0x07;
-    else
-        return 0;
-    if (avail < need)
-        return 0;
-    for (size_t i = 1; i < need; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((need == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (need == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return need;
-}
-
-/* Append data to out as UTF-8, invalid bytes replaced by U+FFFD; a
- * sequence cut by a head/tail boundary (at the very end or start) is
- * dropped rather than counted as invalid. Returns true when data was
- * valid apart from such cuts. */
-static bool utf8_append(char *out, size_t *pos, const unsigned char *s, size_t len, bool cut_start,
-                        bool cut_end)
-{
-    bool valid = true;
-    size_t i = 0;
-
-    if (cut_start)
-        while (i < len && i < 3 && (s[i] & 0xc0) == 0x80)
-            i++;
-    while (i < len) {
-        size_t n = utf8_seq(s + i, len - i);
-        if (n == 0 && cut_end && len - i < 4 && s[i] >= 0xc2) {
-            break;
-        }
-        if (n == 0 || (n == 1 && s[i] == 0)) {
-            /* NUL and invalid bytes are not text; keep the exact bytes in base64 */
-            memcpy(out + *pos, "\xef\xbf\xbd", 3);
-            *pos += 3;
-            valid = false;
-            i++;
-            continue;
-        }
-        memcpy(out + *pos, s + i, n);
-        *pos += n;
-        i += n;
-    }
-    return valid;
-}
-
-static char *base64_encode(const unsigned char *s, size_t len)
-{
-    static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
-
-    if (out == NULL)
-        return NULL;
-    for (size_t i = 0; i < len; i += 3) {
-        uint32_t v = (uint32_t)s[i] << 16;
-        if (i + 1 < len)
-            v |= (uint32_t)s[i + 1] << 8;
-        if (i + 2 < len)
-            v |= s[i + 2];
-        *o++ = t[(v >> 18) & 63];
-        *o++ = t[(v >> 12) & 63];
-        *o++ = i + 1 < len ? t[(v >> 6) & 63] : '=';
-        *o++ = i + 2 < len ? t[v & 63] : '=';
-    }
-    *o = '\0';
-    return out;
-}
-
-void cordon__result_add_stream(cJSON *result, const char *name, const char *data, size_t len,
-                               size_t head_len, uint64_t dropped)
-{
-    const unsigned char *d = (const unsigned char *)data;
-    char marker[64], field[64];
-    size_t pos = 0, mlen = 0;
-    bool valid;
-    char *text;
-
-    if (dropped > 0)
-        mlen = (size_t)snprintf(marker, sizeof(marker), "\n[cordon: %llu bytes dropped]\n",
-                                (unsigned long long)dropped);
-    else
-        head_len = len;
-    text = malloc(len * 3 + mlen + 1);
-    if (text == NULL)
-        return;
-    valid = utf8_append(text, &pos, d, head_len, false, dropped > 0);
-    if (dropped > 0) {
-        memcpy(text + pos, marker, mlen);
-        pos += mlen;
-        valid = utf8_append(text, &pos, d + head_len, len - head_len, true, false) && valid;
-    }
-    text[pos] = '\0';
-    cJSON_AddStringToObject(result, name, text);
-    free(text);
-    snprintf(field, sizeof(field), "%s_truncated", name);
-    cJSON_AddBoolToObject(result, field, dropped > 0);
-    snprintf(field, sizeof(field), "%s_dropped_bytes", name);
-    cJSON_AddNumberToObject(result, field, (double)dropped);
-    if (!valid) {
-        char *b64 = base64_encode(d, len);
-        snprintf(field, sizeof(field), "%s_base64", name);
-        if (b64 != NULL)
-            cJSON_AddStringToObject(result, field, b64);
-        free(b64);
-    }
-}
-
-/* --- request ------------------------------------------------------------ */
-
-static int read_u64(const cJSON *obj, const char *key, const char *field, uint64_t *ret,
-                    struct cordon_error *err)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-    if (v == NULL)
-        return 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9.0e15 ||
-        v->valuedouble != (double)(uint64_t)v->valuedouble)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s.%s: must be a whole number >= 0",
-                                field, key);
-    *ret = (uint64_t)v->valuedouble;
-    return 0;
-}
-
-/* Limits: the run defaults, then the request's "limits" object. */
-static int read_limits(struct run *run, const cJSON *request, struct cordon_error *err)
-{
-    static const char *const keys[] = { "cpus", "memory_bytes", "disk_bytes", "pids", "runtime_ms",
-                                         "max_output_bytes", "retention_bytes", NULL };
-    const cJSON *limits = cJSON_GetObjectItemCaseSensitive(request, "limits");
-    const cJSON *cpus;
-    uint64_t retention = CORDON_RUN_DEFAULT_RETENTION, timeout = CORDON_RUN_DEFAULT_TIMEOUT_MS;
-    bool runtime_given;
-    int r;
-
-    r = read_u64(request, "timeout_ms", "request", &timeout, err);
-    if (r < 0)
-        return r;
-    if (timeout == 0 || timeout > CORDON_LIMIT_RUNTIME_MAX)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "timeout_ms: %llu must be between 1 and %llu",
-                                (unsigned long long)timeout, CORDON_LIMIT_RUNTIME_MAX);
-    run->limits = (struct cordon_limits){ CORDON_RUN_DEFAULT_CPUS, CORDON_RUN_DEFAULT_MEMORY,
-                                           CORDON_RUN_DEFAULT_DISK, CORDON_RUN_DEFAULT_PIDS,
-                                           timeout + CORDON_RUN_RUNTIME_SLACK_MS,
-                                           CORDON_RUN_DEFAULT_OUTPUT };
-    if (limits != NULL && !cJSON_IsObject(limits))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "limits: must be an object");
-    for (const cJSON *c = limits != NULL ? limits->child : NULL; c != NULL; c = c->next) {
-        bool known = false;
-        for (size_t i = 0; keys[i] != NULL; i++)
-            known = known || strcmp(c->string, keys[i]) == 0;
-        if (!known)
-            return cordon_error_set(err, CORDON_E_INVALID, 0, "limits.%s: unknown limit", c->string);
-    }
-    cpus = cJSON_GetObjectItemCaseSensitive(limits, "cpus");
-    if (cpus != NULL) {
-        if (!cJSON_IsNumber(cpus))
-            return cordon_error_set(err, CORDON_E_INVALID, 0, "limits.cpus: must be a number");
-        run->limits.cpus = cpus->valuedouble;
-    }
-    runtime_given = cJSON_GetObjectItemCaseSensitive(limits, "runtime_ms") != NULL;
-    if ((r = read_u64(limits, "memory_bytes", "limits", &run->limits.memory_bytes, err)) < 0 ||
-        (r = read_u64(limits, "disk_bytes", "limits", &run->limits.disk_bytes, err)) < 0 ||
-        (r = read_u64(limits, "pids", "limits", &run->limits.pids, err)) < 0 ||
-        (r = read_u64(limits, "runtime_ms", "limits", &run->limits.runtime_ms, err)) < 0 ||
-        (r = read_u64(limits, "max_output_bytes", "limits", &run->limits.max_output_bytes, err)) < 0 ||
-        (r = read_u64(limits, "retention_bytes", "limits", &retention, err)) < 0)
-        return r;
-    r = cordon_limits_validate("resources", &run->limits, err);
-    if (r < 0)
-        return r;
-    if (runtime_given && timeout > run->limits.runtime_ms)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "timeout_ms: %llu exceeds limits.runtime_ms %llu",
-                                (unsigned long long)timeout,
-                                (unsigned long long)run->limits.runtime_ms);
-    if (retention > (16u << 20))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "limits.retention_bytes: %llu exceeds the maximum 16777216",
-                                (unsigned long long)retention);
-    run->timeout_ms = timeout;
-    run->retention = (size_t)retention;
-    return 0;
-}
-
-static int check_types(const cJSON *request, struct cordon_error *err)
-{
-    static const struct { const char *key; int type; } types[] = {
-        { "workspace", cJSON_String }, { "image", cJSON_String }, { "inputs", cJSON_Array },
-        { "providers", cJSON_Array },
-    };
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(request, "allow_unsafe_local");
-
-    if (v != NULL && !cJSON_IsBool(v))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "allow_unsafe_local: must be true or false");
-    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-        v = cJSON_GetObjectItemCaseSensitive(request, types[i].key);
-        if (v != NULL && !cJSON_IsNull(v) && (v->type & 0xff) != types[i].type)
-            return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be %s", types[i].key,
-                                    types[i].type == cJSON_String ? "a string" : "an array");
-    }
-    v = cJSON_GetObjectItemCaseSensitive(request, "workspace");
-    if (cJSON_IsString(v) && v->valuestring[0] != '/')
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "workspace: \"%s\" must be an absolute path", v->valuestring);
-    v = cJSON_GetObjectItemCaseSensitive(request, "inputs");
-    if (cJSON_GetArraySize(v) > RUN_MAX_INPUTS)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "inputs: %d exceeds the limit of %d",
-                                cJSON_GetArraySize(v), RUN_MAX_INPUTS);
-    for (int i = 0; i < cJSON_GetArraySize(v); i++)
-        if (!cJSON_IsString(cJSON_GetArrayItem(v, i)))
-            return cordon_error_set(err, CORDON_E_INVALID, 0, "inputs[%d]: must be a host path", i);
-    return 0;
-}
-
 /* --- steps -------------------------------------------------------------- */
 
 /*
@@ -395,36 +164,6 @@ static int step_grant(struct run *run, const cJSON *request, struct cordon_error
     return 0;
 }
 
-/* The request's candidates ("provider" or "providers"), each with the
- * request's consent and image in its config. */
-static int build_candidates(struct cordon_ctx *ctx, const cJSON *request, struct cordon__candidate **ret,
-                            size_t *ret_n, struct cordon_error *err)
-{
-    cJSON *overrides = cJSON_CreateObject();
-    int r;
-
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(request, "allow_unsafe_local")))
-        cJSON_AddBoolToObject(overrides, "allow_unsafe_local", true);
-    /* the image is part of what a candidate is probed with (its toolchains) */
-    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(request, "image")))
-        cJSON_AddStringToObject(overrides, "image",
-                                cJSON_GetObjectItemCaseSensitive(request, "image")->valuestring);
-    const cJSON *one = cJSON_GetObjectItemCaseSensitive(request, "provider");
-    cJSON *list = NULL;
-
-    /* "provider": "x" is the one-candidate form of "providers": ["x"] */
-    if (one != NULL && cJSON_GetObjectItemCaseSensitive(request, "providers") == NULL) {
-        list = cJSON_CreateArray();
-        cJSON_AddItemToArray(list, cJSON_Duplicate(one, 1));
-    }
-    r = cordon__candidates_build(ctx, list != NULL ? "provider" : "providers",
-                                 list != NULL ? list : cJSON_GetObjectItemCaseSensitive(request, "providers"),
-                                 overrides, ret, ret_n, err);
-    cJSON_Delete(list);
-    cJSON_Delete(overrides);
-    return r;
-}
-
 static int step_select(struct run *run, const cJSON *request, struct cordon_error *err)
 {
     struct cordon__select_opts opts = { run->isolation, "code_execution", run->plan->toolchain,
@@ -435,7 +174,7 @@ static int step_select(struct run *run, const cJSON *request, struct cordon_erro
     size_t n = 0;
     int r;
 
-    r = build_candidates(run->ctx, request, &cands, &n, err);
+    r = cordon__run_candidates(run->ctx, request, &cands, &n, err);
     if (r < 0)
         return fail(run, "blocked", "select", t, err);
     r = cordon__select(run->ctx, cands, n, &opts, &run->sel, &probes, err);
@@ -489,7 +228,6 @@ static int step_provision(struct run *run, const cJSON *request, struct cordon_e
 {
     const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
     const cJSON *image = cJSON_GetObjectItemCaseSensitive(request, "image");
-    struct cordon_spec spec;
     uint64_t t = cordon_now_monotonic_ms();
     struct cordon_error perr;
     char hex[17], key[65], *text;
@@ -528,16 +266,11 @@ static int step_provision(struct run *run, const cJSON *request, struct cordon_e
     /* The pid in the id tells `cordon gc` that this unrecorded execution
      * belongs to a live run (see cordon__run_owner_alive). */
     snprintf(run->execution_id, sizeof(run->execution_id), "run-%ld-%s", (long)getpid(), hex);
-    /* The run passes the caller's image as given: the provider judges it. */
-    cordon_spec_init(&spec);
-    snprintf(spec.execution_id, sizeof(spec.execution_id), "%s", run->execution_id);
-    spec.resources = run->limits;
-    spec.layout = CORDON_SPEC_LAYOUT_CODE;
-    spec.expires_at_ms = cordon_now_wall_ms() + run->limits.runtime_ms;
-    r = cordon_spec_set_image(&spec, cJSON_GetStringValue(image), err);
-    if (r == 0)
-        r = cordon_spec_print(&spec, &text, err);
-    cordon_spec_clear(&spec);
+    /* The run passes the caller's image as given: the provider judges it.
+     * Its variables go to its commands, not to the spec. */
+    r = cordon__execution_spec(run->execution_id, &run->limits, CORDON_SPEC_LAYOUT_CODE,
+                               cordon_now_wall_ms() + run->limits.runtime_ms, image, NULL, &text,
+                               err);
     if (r < 0)
         return fail(run, "error", "provision", t, err);
     cordon_error_init(&perr);
@@ -720,7 +453,7 @@ static int inline_data(const struct cordon__grant *g, cJSON *outputs, struct cor
         if (r < 0)
             return r;
         text = cordon_text_is_utf8(buf, len) && memchr(buf, '\0', len) == NULL;
-        if (!text && (b64 = base64_encode((const unsigned char *)buf, len)) == NULL) {
+        if (!text && (b64 = cordon__base64_encode((const unsigned char *)buf, len)) == NULL) {
             free(buf);
             return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "outputs: out of memory");
         }
@@ -937,7 +670,8 @@ int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordo
         run.bundle = run.own_bundle;
     }
     run.environment = cJSON_GetObjectItemCaseSensitive(request, "environment");
-    if (check_types(request, &e) < 0 || read_limits(&run, request, &e) < 0 ||
+    if (cordon__run_check_types(request, &e) < 0 ||
+        cordon__run_read_limits(request, &run.limits, &run.timeout_ms, &run.retention, &e) < 0 ||
         cordon__env_validate("environment", run.environment, &e) < 0 ||
         cordon__isolation_parse("isolation", cJSON_GetObjectItemCaseSensitive(request, "isolation"),
                                 &run.isolation, &e) < 0 ||
@@ -1010,66 +744,6 @@ int cordon_run_json(struct cordon_ctx *ctx, const char *request_json, char **ret
     *ret_result_json = cJSON_PrintUnformatted(result);
     cJSON_Delete(result);
     return *ret_result_json != NULL ? 0 : cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-}
-
-int cordon__run_pool_target(struct cordon_ctx *ctx, const cJSON *request,
-                            struct cordon__pool_target *ret, struct cordon_error *err)
-{
-    static const char *const keys[] = { "provider", "image", "limits", "timeout_ms", "isolation",
-                                        "allow_unsafe_local", NULL };
-    struct cordon__select_opts opts = { CORDON_ISOLATION_REQUIRED, "code_execution", NULL, NULL };
-    struct cordon__candidate *cands = NULL;
-    const cJSON *image;
-    cJSON *probes = NULL;
-    struct run run;
-    size_t n = 0;
-    int r;
-
-    memset(ret, 0, sizeof(*ret));
-    if (!cJSON_IsObject(request))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "request: must be a JSON object");
-    for (const cJSON *c = request->child; c != NULL; c = c->next) {
-        size_t i;
-        for (i = 0; keys[i] != NULL && strcmp(keys[i], c->string) != 0; i++)
-            ;
-        if (keys[i] == NULL)
-            return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: not a key of a pool request", c->string);
-    }
-    if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(request, "provider")))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "provider: required, one provider id");
-    /* The limits exactly as a run with the same request reads them. */
-    memset(&run, 0, sizeof(run));
-    if ((r = check_types(request, err)) < 0 || (r = read_limits(&run, request, err)) < 0 ||
-        (r = cordon__isolation_parse("isolation", cJSON_GetObjectItemCaseSensitive(request, "isolation"),
-                                     &opts.isolation, err)) < 0)
-        return r;
-    r = build_candidates(ctx, request, &cands, &n, err);
-    if (r == 0)
-        r = cordon__select(ctx, cands, n, &opts, &ret->sel, &probes, err);
-    cordon__candidates_free(cands, n);
-    if (r < 0) {
-        const cJSON *skip = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(probes, 0), "skip");
-        const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "reason"));
-
-        if (reason != NULL)
-            r = cordon_error_set(err, r, 0, "provider_unavailable: %s: %.600s", reason,
-                                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "detail")) ?: "");
-        cJSON_Delete(probes);
-        cordon__pool_target_clear(ret);
-        return r;
-    }
-    cJSON_Delete(probes);
-    image = cJSON_GetObjectItemCaseSensitive(request, "image");
-    ret->image = cJSON_IsString(image) ? cJSON_Duplicate(image, 1) : cJSON_CreateNull();
-    ret->limits = run.limits;
-    ret->environment = cJSON_CreateObject();   /* a run's variables go to its commands */
-    ret->layout = "code";
-    ret->isolation = opts.isolation;
-    r = cordon__pool_key(ret->sel.provider->id, ret->sel.config, ret->image, &ret->limits, NULL, "code",
-                         ret->key, err);
-    if (r < 0)
-        cordon__pool_target_clear(ret);
-    return r;
 }
 
 bool cordon__run_owner_alive(const char *execution_id)

@@ -6,6 +6,7 @@
 
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/json.h>
+#include "core/abi.h"
 #include "core/loader.h"
 #include "core/probe_cache.h"
 #include "core/select.h"
@@ -52,6 +53,28 @@ void cordon__selection_clear(struct cordon__selection *sel)
     cJSON_Delete(sel->config);
     cJSON_Delete(sel->facts);
     memset(sel, 0, sizeof(*sel));
+}
+
+/* Bytes of a skip's detail in a refusal: after "provider_unavailable: ",
+ * a provider id (at most CORDON_PROVIDER_ID_MAX) and a reason (a word of
+ * ours), 300 leave room below the 511 of a message for the escapes a
+ * provider's text may need. */
+#define REFUSAL_DETAIL_MAX 300
+
+int cordon__select_refusal(int r, const char *provider_id, const cJSON *probes,
+                           struct cordon_error *err)
+{
+    const cJSON *skip = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(probes, 0), "skip");
+    const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "reason"));
+    const char *detail = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "detail"));
+
+    if (reason == NULL || provider_id == NULL)
+        return r;
+    if (detail == NULL)
+        detail = "";
+    return cordon_error_set(err, r, 0, "provider_unavailable: %.*s: %s: %.*s",
+                            cordon_text_fit(provider_id, CORDON_PROVIDER_ID_MAX), provider_id, reason,
+                            cordon_text_fit(detail, REFUSAL_DETAIL_MAX), detail);
 }
 
 static cJSON *skip_new(const char *reason, const char *detail)

@@ -49,6 +49,15 @@ int cordon__select(struct cordon_ctx *ctx, const struct cordon__candidate *cands
                    cJSON **ret_probes, struct cordon_error *err);
 void cordon__selection_clear(struct cordon__selection *sel);
 
+/*
+ * After cordon__select refused (r < 0) the one candidate provider_id: the
+ * refusal as "provider_unavailable: <provider_id>: <reason>: <detail>"
+ * from probes' first skip, the detail cut between characters to fit the
+ * message. r, and err as it was, when there is no skip reason to name.
+ */
+int cordon__select_refusal(int r, const char *provider_id, const cJSON *probes,
+                           struct cordon_error *err);
+
 /* What a selection decided, for an execution's record (new object, the
  * caller's): {"isolation_requested", "status" (verified, disproved,
  * unverified), "verified_by", "observation_digest", "safety_class",

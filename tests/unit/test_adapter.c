@@ -298,7 +298,7 @@ Test(adapter, step_request_is_the_abi_object)
     cordon__bundle_free(b);
 }
 
-/* A bundle may carry CORDON_BUNDLE_MAX_ARGS arguments, but the adapter's own
+/* A bundle may carry CORDON_ARGV_MAX arguments, but the adapter's own
  * words (python3 main.py) count against the exec's CORDON_ARGV_MAX: the plan
  * refuses what no provider would run, naming args and the room left. */
 Test(adapter, args_leave_room_for_the_command)

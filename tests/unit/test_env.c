@@ -1,6 +1,7 @@
 /* Unit tests: environment validation (core/env.c). */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/env.h"
@@ -85,4 +86,34 @@ Test(env, ordinary_names_are_not_credentials)
     cr_expect(!cordon__env_name_is_credential(names[3]));
     cr_expect(!cordon__env_name_is_credential(names[4]));
     cr_expect(cordon__env_name_is_credential(names[5]));
+}
+
+/* The host's value bound is its own policy below the sdk's: a value past
+ * it is a limit the host names; one past the sdk's is the sdk's refusal. */
+Test(env, value_bounds_host_then_sdk)
+{
+    static const struct { size_t len; int code; const char *message; } cases[] = {
+        { CORDON_ENV_HOST_VALUE_MAX, 0, "" },
+        { CORDON_ENV_HOST_VALUE_MAX + 1, CORDON_E_LIMIT, "environment.BIG: value longer than 32768 bytes" },
+        { CORDON_ARG_BYTES_MAX + 1, CORDON_E_INVALID,
+          "environment.BIG: must be a string of at most 131072 bytes" },
+    };
+
+    cr_assert_eq(CORDON_ENV_HOST_VALUE_MAX, 32u << 10);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *value = malloc(cases[i].len + 1);
+        cJSON *env = cJSON_CreateObject();
+        struct cordon_error err;
+
+        cr_assert_not_null(value);
+        memset(value, 'v', cases[i].len);
+        value[cases[i].len] = '\0';
+        cJSON_AddStringToObject(env, "BIG", value);
+        cordon_error_init(&err);
+        cr_expect_eq(cordon__env_validate("environment", env, &err), cases[i].code, "%zu: %s",
+                     cases[i].len, err.message);
+        cr_expect_str_eq(err.message, cases[i].message, "%zu", cases[i].len);
+        cJSON_Delete(env);
+        free(value);
+    }
 }

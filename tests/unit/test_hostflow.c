@@ -15,6 +15,7 @@
 
 #include <cordon/text.h>
 
+#include "core/limits.h"
 #include "core/record.h"
 #include "tests/unit/helpers.h"
 
@@ -416,6 +417,79 @@ Test(hostflow, exec_refuses_bad_requests)
     cr_expect_eq(cordon_exec_json(e.ctx, "no-such", "{\"command\":\"true\"}", -1, -1, &(char *){ NULL }, NULL),
                  CORDON_E_NOT_FOUND);
     cr_assert_eq(terminate(&e, "bad-1"), 0);
+    cJSON_Delete(p);
+    env_close(&e);
+}
+
+/* An exec's args: the sdk's CORDON_ARGV_MAX entries with the command, and
+ * the host's CORDON_HOST_ARGS_BYTES_MAX bytes in all, each with its NUL;
+ * refused before any record is looked at. */
+Test(hostflow, exec_bounds_its_args)
+{
+    static const struct { size_t n, len; int code; const char *message; } cases[] = {
+        { 1, CORDON_HOST_ARGS_BYTES_MAX - 1, CORDON_E_NOT_FOUND, NULL },
+        { 1, CORDON_HOST_ARGS_BYTES_MAX, CORDON_E_LIMIT, "args: 131073 bytes exceed the limit of 131072" },
+        { CORDON_ARGV_MAX - 1, 1, CORDON_E_NOT_FOUND, NULL },
+        { CORDON_ARGV_MAX, 1, CORDON_E_LIMIT, "args: 257 entries exceed the limit of 256" },
+    };
+    struct env e;
+
+    env_open(&e);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *req = cJSON_CreateObject(), *args = cJSON_AddArrayToObject(req, "args");
+        char *arg = malloc(cases[i].len + 1), *text, *out = NULL;
+        struct cordon_error err;
+
+        cr_assert_not_null(arg);
+        memset(arg, 'a', cases[i].len);
+        arg[cases[i].len] = '\0';
+        cJSON_AddStringToObject(req, "command", "true");
+        for (size_t k = 0; k < cases[i].n; k++)
+            cJSON_AddItemToArray(args, cJSON_CreateString(arg));
+        text = cJSON_PrintUnformatted(req);
+        cordon_error_init(&err);
+        cr_expect_eq(cordon_exec_json(e.ctx, "no-such", text, -1, -1, &out, &err), cases[i].code,
+                     "case %zu: %s", i, err.message);
+        if (cases[i].message != NULL)
+            cr_expect_str_eq(err.message, cases[i].message);
+        cr_expect_null(out);
+        free(text);
+        free(arg);
+        cJSON_Delete(req);
+    }
+    env_close(&e);
+}
+
+/* Exec and checkpoint read the record's limits as every resources object
+ * is read: a record whose resources lost a key is refused as damaged,
+ * naming it, never read as a zero budget or a crash. */
+Test(hostflow, damaged_record_limits_are_refused)
+{
+    struct cordon__record *rec = NULL;
+    struct cordon_error err;
+    struct env e;
+    char *out = NULL;
+    cJSON *p;
+
+    env_open(&e);
+    p = provision_ok(&e, "{\"execution_id\":\"dmg-1\"}");
+    cordon_error_init(&err);
+    cr_assert_eq(cordon__record_open(e.ctx, "dmg-1", false, &rec, &err), 0, "%s", err.message);
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(rec->doc, "resources"),
+                                            "max_output_bytes");
+    cr_assert_eq(cordon__record_save(rec, &err), 0, "%s", err.message);
+    cordon__record_close(rec);
+    cr_expect_eq(cordon_exec_json(e.ctx, "dmg-1", "{\"command\":\"true\"}", -1, -1, &out, &err),
+                 CORDON_E_IO);
+    cr_expect_str_eq(err.message,
+                     "record dmg-1: resources.max_output_bytes: required (every limit must be given)");
+    cr_expect_null(out);
+    cordon_error_init(&err);
+    cr_expect_eq(cordon_checkpoint_json(e.ctx, "dmg-1", NULL, &out, &err), CORDON_E_IO);
+    cr_expect_str_eq(err.message,
+                     "record dmg-1: resources.max_output_bytes: required (every limit must be given)");
+    cr_expect_null(out);
+    cr_assert_eq(terminate(&e, "dmg-1"), 0);
     cJSON_Delete(p);
     env_close(&e);
 }

@@ -302,9 +302,9 @@ static const struct bad bad_rows[] = {
     { "{\"provider\":\"trusted-local\",\"isolation\":\"none\",\"allow_unsafe_local\":true,\"timeout_ms\":0}", 1,
       60000, "timeout_ms: 0 must be between 1 and" },
     { "{\"provider\":\"trusted-local\",\"isolation\":\"none\",\"allow_unsafe_local\":true,"
-      "\"limits\":{\"pids\":0}}", 1, 60000, "pids" },
+      "\"limits\":{\"pids\":0}}", 1, 60000, "limits.pids: 0 is below the minimum 8" },
     { "{\"provider\":\"trusted-local\",\"isolation\":\"required\",\"allow_unsafe_local\":true}", 1, 60000,
-      "provider_unavailable" },
+      "provider_unavailable: trusted-local: " },
     { "{\"provider\":\"no-such\",\"isolation\":\"none\"}", 1, 60000, "no-such" },
 };
 

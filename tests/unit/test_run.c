@@ -172,8 +172,18 @@ static struct refusal refuses_bad_requests_without_residue_cases[] = {
     { "output outside output/", "{\"outputs\":[\"../../etc/passwd\"]}", "output" },
     { "credential env", "{\"environment\":{\"OPENAI_API_KEY\":\"sk-x\"}}", "credential" },
     { "isolation label", "{\"isolation\":\"strict\"}", "isolation" },
-    { "memory too big", "{\"limits\":{\"memory_bytes\":1099511627776}}", "memory_bytes" },
-    { "unknown limit", "{\"limits\":{\"gpus\":1}}", "limits.gpus" },
+    { "memory too big", "{\"limits\":{\"memory_bytes\":1099511627776}}",
+      "limits.memory_bytes: 1 TiB (1099511627776) exceeds the maximum 549755813888" },
+    { "unknown limit", "{\"limits\":{\"gpus\":1}}", "limits.gpus: unknown limit" },
+    { "cpus a string", "{\"limits\":{\"cpus\":\"2\"}}", "limits.cpus: must be a positive number" },
+    { "pids too few", "{\"limits\":{\"pids\":4}}", "limits.pids: 4 is below the minimum 8" },
+    { "retention too big", "{\"limits\":{\"retention_bytes\":16777217}}",
+      "limits.retention_bytes: 16777217 exceeds the maximum 16777216" },
+    { "timeout past the runtime", "{\"timeout_ms\":5000,\"limits\":{\"runtime_ms\":1000}}",
+      "timeout_ms: 5000 exceeds limits.runtime_ms 1000" },
+    { "timeout leaves no slack", "{\"timeout_ms\":86400000}",
+      "timeout_ms: 86400000 leaves the default limits.runtime_ms (timeout_ms + 10000) above the "
+      "maximum 86400000" },
     { "relative workspace", "{\"workspace\":\"relative/dir\"}", "absolute" },
     { "provider label", "{\"providers\":[{\"provider_id\":\"trusted-local\",\"extra\":1}]}", "unknown key" },
 };
@@ -742,4 +752,32 @@ ParameterizedTest(size_t *at, run, inline_refusals, .timeout = 60)
     cr_expect_null(strstr(result_text(&e), "root:"), "%s: no host file content", c->what);
     expect_no_residue(&e);
     env_close(&e);
+}
+
+/* A stream's text: every byte that is not strict UTF-8 (an overlong form,
+ * a surrogate, a code point past U+10FFFF, NUL) becomes U+FFFD, and the
+ * exact bytes go to base64; a character cut by the head/tail boundary is
+ * dropped, not counted as invalid. */
+Test(run, stream_fields_replace_what_is_not_strict_utf8)
+{
+    static const char data[] = "a\xc0\x80" "b\xed\xa0\x80" "c\xf4\x90\x80\x80" "d\0e\xf0\x9f\x98\x80";
+    static const char want[] = "a\xef\xbf\xbd\xef\xbf\xbd"
+                               "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                               "c\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                               "d\xef\xbf\xbd" "e\xf0\x9f\x98\x80";
+    cJSON *r = cJSON_CreateObject();
+
+    cordon__result_add_stream(r, "stdout", data, sizeof(data) - 1, sizeof(data) - 1, 0);
+    cr_expect_str_eq(str(r, "stdout"), want);
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(r, "stdout_truncated")));
+    cr_expect_not_null(cJSON_GetObjectItem(r, "stdout_base64"));
+    cJSON_Delete(r);
+
+    /* "é" cut in two by the head's end: the head keeps the whole one only. */
+    r = cJSON_CreateObject();
+    cordon__result_add_stream(r, "stderr", "\xc3\xa9\xc3\xa9", 4, 3, 5);
+    cr_expect_str_eq(str(r, "stderr"), "\xc3\xa9\n[cordon: 5 bytes dropped]\n");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(r, "stderr_truncated")));
+    cr_expect_null(cJSON_GetObjectItem(r, "stderr_base64"));
+    cJSON_Delete(r);
 }

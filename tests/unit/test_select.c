@@ -401,3 +401,41 @@ Test(select, isolation_words)
         cJSON_Delete(v);
     }
 }
+
+/* A refusal names the provider, the reason and as much of the detail as
+ * fits a message, cut between characters: a long provider text is never
+ * cut inside a UTF-8 sequence nor lets the reason fall off the end. */
+Test(select, refusal_fits_the_detail_between_characters)
+{
+    cJSON *probes = cJSON_Parse("[{\"skip\":{\"reason\":\"claims_disproved\"}}]");
+    cJSON *skip = cJSON_GetObjectItem(cJSON_GetArrayItem(probes, 0), "skip");
+    static const char prefix[] = "provider_unavailable: synthetic: claims_disproved: ";
+    char detail[2001];
+    struct cordon_error err;
+    size_t len;
+
+    /* "x" then "é" (two bytes) 999 times: a cut at an even byte count
+     * would split one. */
+    detail[0] = 'x';
+    for (size_t i = 0; i < 999; i++)
+        memcpy(detail + 1 + 2 * i, "\xc3\xa9", 2);
+    detail[1999] = '\0';
+    cJSON_AddStringToObject(skip, "detail", detail);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon__select_refusal(CORDON_E_PROVIDER_UNAVAILABLE, "synthetic", probes, &err),
+                 CORDON_E_PROVIDER_UNAVAILABLE);
+    len = strlen(err.message);
+    cr_expect_eq(strncmp(err.message, prefix, strlen(prefix)), 0, "%s", err.message);
+    cr_expect_eq(len, strlen(prefix) + 299, "%zu", len);
+    cr_expect_lt(len, sizeof(err.message) - 1, "the detail was cut by the message, not fitted: %zu", len);
+    cr_expect(cordon_text_is_utf8(err.message, len), "%s", err.message);
+    cr_expect_str_eq(err.message + len - 2, "\xc3\xa9");
+    /* No skip reason: the refusal is left as it was. */
+    cJSON_Delete(probes);
+    probes = cJSON_Parse("[{\"skip\":null}]");
+    cordon_error_init(&err);
+    cr_expect_eq(cordon__select_refusal(CORDON_E_PROVIDER_UNAVAILABLE, "synthetic", probes, &err),
+                 CORDON_E_PROVIDER_UNAVAILABLE);
+    cr_expect_str_eq(err.message, "");
+    cJSON_Delete(probes);
+}

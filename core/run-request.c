@@ -1,0 +1,261 @@
+/* core: what a run request asks, read before anything is created: the
+ * types of its keys, its limits over the run's defaults, its candidate
+ * providers; and the pool target of `cordon pool fill`, which reads a
+ * request the same way. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cordon/sdk/bounds.h>
+#include "core/limits.h"
+#include "core/pool.h"
+#include "core/run-internal.h"
+#include "core/run.h"
+#include "core/select.h"
+
+#define RUN_MAX_INPUTS 128
+/* Bytes of a stream kept per exec (limits.retention_bytes): held in memory
+ * and carried in the result document. */
+#define RUN_MAX_RETENTION (16ull << 20)
+
+static int read_u64(const cJSON *obj, const char *key, const char *field, uint64_t *ret,
+                    struct cordon_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    if (v == NULL)
+        return 0;
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9.0e15 ||
+        v->valuedouble != (double)(uint64_t)v->valuedouble)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s.%s: must be a whole number >= 0",
+                                field, key);
+    *ret = (uint64_t)v->valuedouble;
+    return 0;
+}
+
+/*
+ * The request's "limits" (NULL or an object; every key may be left out)
+ * over the run's defaults, as one complete resources object (new, into
+ * *ret) that cordon_limits_from_json reads like any other: the six keys,
+ * their kinds and bounds are the sdk's. retention_bytes is not one of the
+ * six (it bounds what the host keeps of a stream, not the sandbox): it
+ * goes to *ret_retention. A key given twice reaches the sdk twice, which
+ * refuses it.
+ */
+static int limits_merge(const cJSON *given, const struct cordon_limits *defaults, cJSON **ret,
+                        uint64_t *ret_retention, struct cordon_error *err)
+{
+    cJSON *defs = cordon_limits_to_json(defaults), *merged = cJSON_CreateObject();
+    uint64_t retention = *ret_retention;
+    int r = 0;
+
+    if (defs == NULL || merged == NULL) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "limits: out of memory");
+        goto out;
+    }
+    for (const cJSON *c = given != NULL ? given->child : NULL; r == 0 && c != NULL; c = c->next) {
+        size_t i = 0;
+
+        if (strcmp(c->string, "retention_bytes") == 0) {
+            r = read_u64(given, "retention_bytes", "limits", &retention, err);
+            continue;
+        }
+        while (i < CORDON_LIMIT_KEYS_COUNT && strcmp(c->string, cordon_limit_keys[i]) != 0)
+            i++;
+        if (i == CORDON_LIMIT_KEYS_COUNT)
+            r = cordon_error_set(err, CORDON_E_INVALID, 0, "limits.%.*s: unknown limit",
+                                 cordon_text_fit(c->string, 100), c->string);
+        else if (!cJSON_AddItemToObject(merged, c->string, cJSON_Duplicate(c, 1)))
+            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "limits: out of memory");
+    }
+    for (size_t i = 0; r == 0 && i < CORDON_LIMIT_KEYS_COUNT; i++) {
+        const char *key = cordon_limit_keys[i];
+
+        if (cJSON_GetObjectItemCaseSensitive(merged, key) == NULL &&
+            !cJSON_AddItemToObject(merged, key, cJSON_DetachItemFromObjectCaseSensitive(defs, key)))
+            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "limits: out of memory");
+    }
+    if (r < 0)
+        goto out;
+    *ret = merged;
+    merged = NULL;
+    *ret_retention = retention;
+out:
+    cJSON_Delete(merged);
+    cJSON_Delete(defs);
+    return r;
+}
+
+/* Limits: the run defaults, then the request's "limits" object. */
+int cordon__run_read_limits(const cJSON *request, struct cordon_limits *ret_limits,
+                            uint64_t *ret_timeout_ms, size_t *ret_retention,
+                            struct cordon_error *err)
+{
+    const cJSON *limits = cJSON_GetObjectItemCaseSensitive(request, "limits");
+    uint64_t retention = CORDON_RUN_DEFAULT_RETENTION, timeout = CORDON_RUN_DEFAULT_TIMEOUT_MS;
+    struct cordon_limits defaults, read;
+    cJSON *resources = NULL;
+    bool runtime_given;
+    int r;
+
+    r = read_u64(request, "timeout_ms", "request", &timeout, err);
+    if (r < 0)
+        return r;
+    if (timeout == 0 || timeout > CORDON_LIMIT_RUNTIME_MAX)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "timeout_ms: %llu must be between 1 and %llu",
+                                (unsigned long long)timeout, CORDON_LIMIT_RUNTIME_MAX);
+    if (limits != NULL && !cJSON_IsObject(limits))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "limits: must be an object");
+    runtime_given = cJSON_GetObjectItemCaseSensitive(limits, "runtime_ms") != NULL;
+    defaults = (struct cordon_limits){ CORDON_RUN_DEFAULT_CPUS, CORDON_RUN_DEFAULT_MEMORY,
+                                       CORDON_RUN_DEFAULT_DISK, CORDON_RUN_DEFAULT_PIDS,
+                                       timeout + CORDON_RUN_RUNTIME_SLACK_MS,
+                                       CORDON_RUN_DEFAULT_OUTPUT };
+    /* The default runtime is derived from timeout_ms: name the key the
+     * caller gave, not one that was left out. */
+    if (!runtime_given && defaults.runtime_ms > CORDON_LIMIT_RUNTIME_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                "timeout_ms: %llu leaves the default limits.runtime_ms "
+                                "(timeout_ms + %llu) above the maximum %llu; "
+                                "give limits.runtime_ms",
+                                (unsigned long long)timeout, CORDON_RUN_RUNTIME_SLACK_MS,
+                                CORDON_LIMIT_RUNTIME_MAX);
+    r = limits_merge(limits, &defaults, &resources, &retention, err);
+    if (r == 0)
+        r = cordon_limits_from_json(resources, "limits", &read, err);
+    cJSON_Delete(resources);
+    if (r < 0)
+        return r;
+    if (runtime_given && timeout > read.runtime_ms)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "timeout_ms: %llu exceeds limits.runtime_ms %llu",
+                                (unsigned long long)timeout, (unsigned long long)read.runtime_ms);
+    if (retention > RUN_MAX_RETENTION)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "limits.retention_bytes: %llu exceeds the maximum %llu",
+                                (unsigned long long)retention, RUN_MAX_RETENTION);
+    *ret_limits = read;
+    *ret_timeout_ms = timeout;
+    *ret_retention = (size_t)retention;
+    return 0;
+}
+
+int cordon__run_check_types(const cJSON *request, struct cordon_error *err)
+{
+    static const struct { const char *key; int type; } types[] = {
+        { "workspace", cJSON_String }, { "image", cJSON_String }, { "inputs", cJSON_Array },
+        { "providers", cJSON_Array },
+    };
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(request, "allow_unsafe_local");
+
+    if (v != NULL && !cJSON_IsBool(v))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "allow_unsafe_local: must be true or false");
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        v = cJSON_GetObjectItemCaseSensitive(request, types[i].key);
+        if (v != NULL && !cJSON_IsNull(v) && (v->type & 0xff) != types[i].type)
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be %s", types[i].key,
+                                    types[i].type == cJSON_String ? "a string" : "an array");
+    }
+    v = cJSON_GetObjectItemCaseSensitive(request, "workspace");
+    if (cJSON_IsString(v) && v->valuestring[0] != '/')
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "workspace: \"%s\" must be an absolute path", v->valuestring);
+    v = cJSON_GetObjectItemCaseSensitive(request, "inputs");
+    if (cJSON_GetArraySize(v) > RUN_MAX_INPUTS)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "inputs: %d exceeds the limit of %d",
+                                cJSON_GetArraySize(v), RUN_MAX_INPUTS);
+    for (int i = 0; i < cJSON_GetArraySize(v); i++)
+        if (!cJSON_IsString(cJSON_GetArrayItem(v, i)))
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "inputs[%d]: must be a host path", i);
+    return 0;
+}
+
+/* The request's candidates ("provider" or "providers"), each with the
+ * request's consent and image in its config. */
+int cordon__run_candidates(struct cordon_ctx *ctx, const cJSON *request,
+                           struct cordon__candidate **ret, size_t *ret_n,
+                           struct cordon_error *err)
+{
+    cJSON *overrides = cJSON_CreateObject();
+    int r;
+
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(request, "allow_unsafe_local")))
+        cJSON_AddBoolToObject(overrides, "allow_unsafe_local", true);
+    /* the image is part of what a candidate is probed with (its toolchains) */
+    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(request, "image")))
+        cJSON_AddStringToObject(overrides, "image",
+                                cJSON_GetObjectItemCaseSensitive(request, "image")->valuestring);
+    const cJSON *one = cJSON_GetObjectItemCaseSensitive(request, "provider");
+    cJSON *list = NULL;
+
+    /* "provider": "x" is the one-candidate form of "providers": ["x"] */
+    if (one != NULL && cJSON_GetObjectItemCaseSensitive(request, "providers") == NULL) {
+        list = cJSON_CreateArray();
+        cJSON_AddItemToArray(list, cJSON_Duplicate(one, 1));
+    }
+    r = cordon__candidates_build(ctx, list != NULL ? "provider" : "providers",
+                                 list != NULL ? list : cJSON_GetObjectItemCaseSensitive(request, "providers"),
+                                 overrides, ret, ret_n, err);
+    cJSON_Delete(list);
+    cJSON_Delete(overrides);
+    return r;
+}
+
+int cordon__run_pool_target(struct cordon_ctx *ctx, const cJSON *request,
+                            struct cordon__pool_target *ret, struct cordon_error *err)
+{
+    static const char *const keys[] = { "provider", "image", "limits", "timeout_ms", "isolation",
+                                        "allow_unsafe_local", NULL };
+    struct cordon__select_opts opts = { CORDON_ISOLATION_REQUIRED, "code_execution", NULL, NULL };
+    struct cordon__candidate *cands = NULL;
+    struct cordon_limits limits;
+    const cJSON *image;
+    cJSON *probes = NULL;
+    uint64_t timeout;
+    size_t n = 0, retention;
+    int r;
+
+    memset(ret, 0, sizeof(*ret));
+    if (!cJSON_IsObject(request))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "request: must be a JSON object");
+    for (const cJSON *c = request->child; c != NULL; c = c->next) {
+        size_t i;
+        for (i = 0; keys[i] != NULL && strcmp(keys[i], c->string) != 0; i++)
+            ;
+        if (keys[i] == NULL)
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: not a key of a pool request", c->string);
+    }
+    if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(request, "provider")))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "provider: required, one provider id");
+    /* The limits exactly as a run with the same request reads them. */
+    if ((r = cordon__run_check_types(request, err)) < 0 ||
+        (r = cordon__run_read_limits(request, &limits, &timeout, &retention, err)) < 0 ||
+        (r = cordon__isolation_parse("isolation", cJSON_GetObjectItemCaseSensitive(request, "isolation"),
+                                     &opts.isolation, err)) < 0)
+        return r;
+    r = cordon__run_candidates(ctx, request, &cands, &n, err);
+    if (r == 0)
+        r = cordon__select(ctx, cands, n, &opts, &ret->sel, &probes, err);
+    cordon__candidates_free(cands, n);
+    if (r < 0) {
+        r = cordon__select_refusal(
+            r, cJSON_GetObjectItemCaseSensitive(request, "provider")->valuestring, probes, err);
+        cJSON_Delete(probes);
+        cordon__pool_target_clear(ret);
+        return r;
+    }
+    cJSON_Delete(probes);
+    image = cJSON_GetObjectItemCaseSensitive(request, "image");
+    ret->image = cJSON_IsString(image) ? cJSON_Duplicate(image, 1) : cJSON_CreateNull();
+    ret->limits = limits;
+    ret->environment = cJSON_CreateObject();   /* a run's variables go to its commands */
+    ret->layout = "code";
+    ret->isolation = opts.isolation;
+    r = cordon__pool_key(ret->sel.provider->id, ret->sel.config, ret->image, &ret->limits, NULL, "code",
+                         ret->key, err);
+    if (r < 0)
+        cordon__pool_target_clear(ret);
+    return r;
+}
