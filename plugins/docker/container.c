@@ -40,7 +40,7 @@
 /* ---- spec and state -------------------------------------------------------- */
 
 
-void dk_state_clear(struct dk_state *st)
+void dk__state_clear(struct dk_state *st)
 {
     if (st == NULL)
         return;
@@ -58,8 +58,8 @@ static bool container_id_valid(const char *id)
     return id != NULL && id[i] == '\0';
 }
 
-int dk_state_parse(const struct cordon_resource *res, const char *json, bool full,
-                   struct dk_state *ret, struct cordon_error *err)
+int dk__state_parse(const struct cordon_resource *res, const char *json, bool full,
+                    struct dk_state *ret, struct cordon_error *err)
 {
     struct dk_state st = { 0 };
     struct cordon_spec_state kept;
@@ -113,12 +113,12 @@ done:
     *ret = st;
     memset(&st, 0, sizeof(st));
 out:
-    dk_state_clear(&st);
+    dk__state_clear(&st);
     return r;
 }
 
 /* What a spec asks for, parsed and checked before anything is created. */
-struct dk_spec {
+struct spec {
     struct cordon_spec in;     /* the spec as the sdk read it */
     const char *image;         /* in.image, else the config's */
     bool pinned;
@@ -129,8 +129,8 @@ struct dk_spec {
     gid_t gid;
 };
 
-static int dk_spec_parse(const struct cordon_resource *res, const char *json, struct dk_spec *sp,
-                         struct cordon_error *err)
+static int spec_parse(const struct cordon_resource *res, const char *json, struct spec *sp,
+                      struct cordon_error *err)
 {
     int r = cordon_spec_parse(json, &sp->in, err);
 
@@ -142,7 +142,7 @@ static int dk_spec_parse(const struct cordon_resource *res, const char *json, st
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "image: none in the spec and none in the provider config "
                                 "(NAME@sha256:<64 hex> or sha256:<64 hex>)");
-    r = dk_image_check("image", sp->image, res->cfg.allow_unpinned, &sp->pinned, err);
+    r = dk__image_check("image", sp->image, res->cfg.allow_unpinned, &sp->pinned, err);
     if (r == 0)
         r = cordon_disk_split("resources.disk_bytes", sp->in.resources.disk_bytes, &sp->disk, err);
     if (r == 0)
@@ -161,7 +161,7 @@ static int dk_spec_parse(const struct cordon_resource *res, const char *json, st
  * so hits the filter's bad-architecture action instead of slipping past
  * the numbers below.
  */
-static const char *const dk_denied_syscalls[] = {
+static const char *const denied_syscalls[] = {
     "keyctl", "add_key", "request_key", "bpf", "mount", "umount", "umount2", "pivot_root",
     "chroot", "init_module", "finit_module", "delete_module", "create_module", "query_module",
     "get_kernel_syms", "kexec_load", "kexec_file_load", "ptrace", "process_vm_readv",
@@ -188,7 +188,7 @@ static const char *const dk_denied_syscalls[] = {
 #define DK_CMD_MASK 4294967295.0
 
 /* "seccomp=<profile JSON>", the daemon's inline form; malloc'd. */
-static char *dk_seccomp_opt(void)
+static char *seccomp_opt(void)
 {
     cJSON *p = cJSON_CreateObject(), *calls, *rule, *arr, *arg;
     char *text = NULL, *opt = NULL;
@@ -200,9 +200,9 @@ static char *dk_seccomp_opt(void)
               (calls = cJSON_AddArrayToObject(p, "syscalls")) != NULL &&
               (rule = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(calls, rule) &&
               cJSON_AddItemToObject(rule, "names",
-                                    cJSON_CreateStringArray(dk_denied_syscalls,
-                                                            (int)(sizeof(dk_denied_syscalls) /
-                                                                  sizeof(dk_denied_syscalls[0])))) &&
+                                    cJSON_CreateStringArray(denied_syscalls,
+                                                            (int)(sizeof(denied_syscalls) /
+                                                                  sizeof(denied_syscalls[0])))) &&
               cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") &&
               cJSON_AddNumberToObject(rule, "errnoRet", DK_EPERM) &&
               /* A new user namespace through clone (s390 passes flags second). */
@@ -259,7 +259,7 @@ static char *dk_seccomp_opt(void)
     return opt;
 }
 
-static const char *dk_host_label(const struct cordon_resource *res)
+static const char *host_label(const struct cordon_resource *res)
 {
     const struct cordon_host_v1 *h = res->host;
 
@@ -269,18 +269,18 @@ static const char *dk_host_label(const struct cordon_resource *res)
                : "unknown";
 }
 
-static bool dk_add_labels(cJSON *obj, const struct cordon_resource *res, const char *id)
+static bool add_labels(cJSON *obj, const struct cordon_resource *res, const char *id)
 {
     cJSON *labels = cJSON_AddObjectToObject(obj, "Labels");
 
     return labels != NULL && cJSON_AddStringToObject(labels, DK_LABEL_EXECUTION, id) &&
-           cJSON_AddStringToObject(labels, DK_LABEL_HOST, dk_host_label(res)) &&
+           cJSON_AddStringToObject(labels, DK_LABEL_HOST, host_label(res)) &&
            cJSON_AddStringToObject(labels, DK_LABEL_PROVIDER, DK_ID);
 }
 
 /* The mount options of the /workspace tmpfs; also what the read-back expects. */
-static void dk_workspace_options(const struct dk_spec *sp, uid_t uid, gid_t gid, char *buf,
-                                 size_t size)
+static void workspace_options(const struct spec *sp, uid_t uid, gid_t gid, char *buf,
+                              size_t size)
 {
     /* Layout "code": a root-owned root; "host": the sandbox user's. */
     snprintf(buf, size, "size=%llu,uid=%u,gid=%u,mode=0755,nosuid,nodev,exec",
@@ -289,14 +289,14 @@ static void dk_workspace_options(const struct dk_spec *sp, uid_t uid, gid_t gid,
 }
 
 /* HostConfig.Tmpfs["/tmp"]; also what the read-back expects. */
-static void dk_tmp_options(const struct dk_spec *sp, char *buf, size_t size)
+static void tmp_options(const struct spec *sp, char *buf, size_t size)
 {
     snprintf(buf, size, "rw,nosuid,nodev,exec,size=%llu,mode=1777",
              (unsigned long long)sp->disk.tmp_bytes);
 }
 
-static char *dk_create_body(const struct cordon_resource *res, const struct dk_spec *sp,
-                            uint64_t lifetime_ms, const char *seccomp)
+static char *create_body(const struct cordon_resource *res, const struct spec *sp,
+                         uint64_t lifetime_ms, const char *seccomp)
 {
     char user[32], ms[32], tmp[160], ws[200];
     cJSON *body = cJSON_CreateObject(), *hc, *arr = NULL, *mount, *vo, *dc, *opts, *ul;
@@ -305,8 +305,8 @@ static char *dk_create_body(const struct cordon_resource *res, const struct dk_s
 
     snprintf(user, sizeof(user), "%u:%u", (unsigned)sp->uid, (unsigned)sp->gid);
     snprintf(ms, sizeof(ms), "%llu", (unsigned long long)lifetime_ms);
-    dk_tmp_options(sp, tmp, sizeof(tmp));
-    dk_workspace_options(sp, sp->uid, sp->gid, ws, sizeof(ws));
+    tmp_options(sp, tmp, sizeof(tmp));
+    workspace_options(sp, sp->uid, sp->gid, ws, sizeof(ws));
     ok = body != NULL && cJSON_AddStringToObject(body, "Image", sp->image) &&
          /*
           * The first process is the host's cordon-init: PID 1 of the pid
@@ -328,7 +328,7 @@ static char *dk_create_body(const struct cordon_resource *res, const struct dk_s
          cJSON_AddStringToObject(body, "WorkingDir", DK_WORKSPACE) &&
          cJSON_AddBoolToObject(body, "NetworkDisabled", true) &&
          cJSON_AddStringToObject(body, "StopSignal", "SIGKILL") &&
-         cJSON_AddNumberToObject(body, "StopTimeout", 1) && dk_add_labels(body, res, sp->in.execution_id) &&
+         cJSON_AddNumberToObject(body, "StopTimeout", 1) && add_labels(body, res, sp->in.execution_id) &&
          (arr = cJSON_AddArrayToObject(body, "Env")) != NULL;
     for (size_t i = 0; ok && i < sp->in.environment.n; i++) {
         const struct cordon_env_var *e = &sp->in.environment.vars[i];
@@ -341,7 +341,7 @@ static char *dk_create_body(const struct cordon_resource *res, const struct dk_s
         ok = cJSON_AddItemToArray(arr, cJSON_CreateString(kv));
         free(kv);
     }
-    /* Every setting here has its read-back in dk_verify. */
+    /* Every setting here has its read-back in verify. */
     ok = ok && (hc = cJSON_AddObjectToObject(body, "HostConfig")) != NULL &&
          cJSON_AddBoolToObject(hc, "AutoRemove", true) && cJSON_AddBoolToObject(hc, "Init", false) &&
          cJSON_AddBoolToObject(hc, "Privileged", false) &&
@@ -373,7 +373,7 @@ static char *dk_create_body(const struct cordon_resource *res, const struct dk_s
          cJSON_AddStringToObject(mount, "Type", "volume") &&
          cJSON_AddStringToObject(mount, "Target", DK_WORKSPACE) &&
          (vo = cJSON_AddObjectToObject(mount, "VolumeOptions")) != NULL &&
-         dk_add_labels(vo, res, sp->in.execution_id) &&
+         add_labels(vo, res, sp->in.execution_id) &&
          (dc = cJSON_AddObjectToObject(vo, "DriverConfig")) != NULL &&
          cJSON_AddStringToObject(dc, "Name", "local") &&
          (opts = cJSON_AddObjectToObject(dc, "Options")) != NULL &&
@@ -422,8 +422,8 @@ static double hc_num(const cJSON *hc, const char *key)
  * Fail closed: compare what the daemon applied (the container's inspect)
  * with what was asked, setting by setting. The first one missing is named.
  */
-static int dk_verify(const struct cordon_resource *res, const struct dk_spec *sp,
-                     const char *seccomp, const cJSON *inspect, struct cordon_error *err)
+static int verify(const struct cordon_resource *res, const struct spec *sp,
+                  const char *seccomp, const cJSON *inspect, struct cordon_error *err)
 {
     static const char *const all[] = { "ALL", "CAP_ALL", NULL };
     static const char *const nnp[] = { "no-new-privileges", "no-new-privileges:true",
@@ -439,8 +439,8 @@ static int dk_verify(const struct cordon_resource *res, const struct dk_spec *sp
     bool ws_ok = false, init_ok = false, core_ok = false;
 
     snprintf(user, sizeof(user), "%u:%u", (unsigned)sp->uid, (unsigned)sp->gid);
-    dk_workspace_options(sp, sp->uid, sp->gid, ws, sizeof(ws));
-    dk_tmp_options(sp, tmp_want, sizeof(tmp_want));
+    workspace_options(sp, sp->uid, sp->gid, ws, sizeof(ws));
+    tmp_options(sp, tmp_want, sizeof(tmp_want));
     cJSON_ArrayForEach(m, mounts) {
         const cJSON *dc = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(m, "VolumeOptions"), "DriverConfig");
@@ -533,17 +533,17 @@ static int dk_verify(const struct cordon_resource *res, const struct dk_spec *sp
 }
 
 /* The name makes a second provision of one id on one host fail (409). */
-static void dk_container_name(const struct cordon_resource *res, const char *id, char *buf,
-                              size_t size)
+static void container_name(const struct cordon_resource *res, const char *id, char *buf,
+                           size_t size)
 {
     char hex[65];
 
-    cordon_sha256_hex(dk_host_label(res), strlen(dk_host_label(res)), hex);
+    cordon_sha256_hex(host_label(res), strlen(host_label(res)), hex);
     snprintf(buf, size, "cordon-%.12s-%s", hex, id);
 }
 
 /* Give a failed start a hint when the daemon names what the image lacks. */
-static int dk_start_error(int r, struct cordon_error *err)
+static int start_error(int r, struct cordon_error *err)
 {
     char hint[200] = "";
 
@@ -559,8 +559,8 @@ static int dk_start_error(int r, struct cordon_error *err)
 }
 
 /* The layout "code" directories, written through the archive API as root. */
-static int dk_put_layout(const struct cordon_resource *res, const struct dk_spec *sp,
-                         struct dk_conn *conn, const char *container_id, struct cordon_error *err)
+static int put_layout(const struct cordon_resource *res, const struct spec *sp,
+                      struct dk_conn *conn, const char *container_id, struct cordon_error *err)
 {
     const char *const paths[] = { "source", "build", "output", "logs" };
     const uid_t uids[] = { 0, sp->uid, sp->uid, sp->uid };
@@ -569,7 +569,7 @@ static int dk_put_layout(const struct cordon_resource *res, const struct dk_spec
     off_t len;
     int fd = -1, r;
 
-    r = dk_spool_open(res, &fd, err);
+    r = dk__spool_open(res, &fd, err);
     if (r == 0)
         r = cordon_tar_dirs_fd(fd, paths, uids, gids, modes, 4, err);
     if (r < 0)
@@ -579,7 +579,7 @@ static int dk_put_layout(const struct cordon_resource *res, const struct dk_spec
         r = cordon_error_set(err, CORDON_E_IO, errno, "provision: layout: %s", strerror(errno));
         goto out;
     }
-    r = dk_archive_put(conn, container_id, fd, (uint64_t)len, err);
+    r = dk__archive_put(conn, container_id, fd, (uint64_t)len, err);
 out:
     if (fd >= 0)
         close(fd);
@@ -635,7 +635,7 @@ static uint64_t start_time(pid_t pid)
     return field == 22 ? strtoull(p, NULL, 10) : 0;
 }
 
-int dk_init_pin(const struct dk_state *st, int *ret_pidfd, struct cordon_error *err)
+int dk__init_pin(const struct dk_state *st, int *ret_pidfd, struct cordon_error *err)
 {
     int fd = st->init_pid > 1 ? pidfd_open_pid(st->init_pid) : -1;
 
@@ -663,8 +663,8 @@ int dk_init_pin(const struct dk_state *st, int *ret_pidfd, struct cordon_error *
  * that a daemon in another pid namespace never makes us pin a stranger.
  * Nothing here fails the provision: without an agent, exec uses the daemon.
  */
-static int dk_init_find(struct dk_conn *conn, const char *container_id, pid_t *ret_pid,
-                        uint64_t *ret_start, bool *ret_agent, struct cordon_error *err)
+static int init_find(struct dk_conn *conn, const char *container_id, pid_t *ret_pid,
+                     uint64_t *ret_start, bool *ret_agent, struct cordon_error *err)
 {
     char path[160], text[4096];
     cJSON *inspect = NULL;
@@ -676,7 +676,7 @@ static int dk_init_find(struct dk_conn *conn, const char *container_id, pid_t *r
     *ret_start = 0;
     *ret_agent = false;
     snprintf(path, sizeof(path), "/containers/%s/json", container_id);
-    r = dk_api(conn, "GET", path, NULL, "provision: inspect", NULL, &inspect, err);
+    r = dk__api(conn, "GET", path, NULL, "provision: inspect", NULL, &inspect, err);
     if (r < 0)
         return r;
     pid = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(inspect, "State"),
@@ -713,9 +713,9 @@ out:
     return 0;
 }
 
-static char *dk_state_json(const struct cordon_resource *res, const struct dk_spec *sp,
-                           const char *container_id, const char *name, pid_t init_pid,
-                           uint64_t init_start, bool agent)
+static char *state_build(const struct cordon_resource *res, const struct spec *sp,
+                         const char *container_id, const char *name, pid_t init_pid,
+                         uint64_t init_start, bool agent)
 {
     const struct cordon_spec_state kept = { .resources = sp->in.resources,
                                             .expires_at_ms = sp->expires_at_ms,
@@ -739,10 +739,10 @@ static char *dk_state_json(const struct cordon_resource *res, const struct dk_sp
     return text;
 }
 
-int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
-                 struct cordon_error *err)
+int dk__op_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
+                     struct cordon_error *err)
 {
-    struct dk_spec sp = { 0 };
+    struct spec sp = { 0 };
     struct dk_conn *conn = NULL;
     struct cordon_error ignored;
     char name[160], path[320], container_id[DK_CONTAINER_ID_LEN + 1] = "";
@@ -757,7 +757,7 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "provision: resource and ret_state_json required");
-    r = dk_spec_parse(res, spec_json, &sp, err);
+    r = spec_parse(res, spec_json, &sp, err);
     if (r < 0)
         goto out;
     sp.uid = res->cfg.uid;
@@ -781,18 +781,18 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
         took_uid = true;
         sp.gid = (gid_t)sp.uid;
     }
-    seccomp = dk_seccomp_opt();
-    body = seccomp != NULL ? dk_create_body(res, &sp, sp.expires_at_ms - now, seccomp) : NULL;
+    seccomp = seccomp_opt();
+    body = seccomp != NULL ? create_body(res, &sp, sp.expires_at_ms - now, seccomp) : NULL;
     if (body == NULL) {
-        r = dk_nomem(err, "provision");
+        r = dk__nomem(err, "provision");
         goto out;
     }
-    r = dk_conn_open(&res->engine, &conn, err);
+    r = dk__conn_open(&res->engine, &conn, err);
     if (r < 0)
         goto out;
-    dk_container_name(res, sp.in.execution_id, name, sizeof(name));
+    container_name(res, sp.in.execution_id, name, sizeof(name));
     snprintf(path, sizeof(path), "/containers/create?name=%s", name);
-    r = dk_api(conn, "POST", path, body, "provision: create", &status, &reply, err);
+    r = dk__api(conn, "POST", path, body, "provision: create", &status, &reply, err);
     if (r == CORDON_E_EXISTS)
         r = cordon_error_set(err, CORDON_E_EXISTS, 0,
                              "execution_id: \"%s\" already has a container on this daemon (%s)",
@@ -805,7 +805,7 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
         goto out;
     if (!container_id_valid(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "Id")))) {
         r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "provision: create answered no valid Id");
-        dk_remove_labelled(conn, res, sp.in.execution_id, NULL);
+        dk__remove_labelled(conn, res, sp.in.execution_id, NULL);
         goto out;
     }
     snprintf(container_id, sizeof(container_id), "%s",
@@ -813,34 +813,34 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
 
     /* Read back what the daemon applied before anything runs in it. */
     snprintf(path, sizeof(path), "/containers/%s/json", container_id);
-    r = dk_api(conn, "GET", path, NULL, "provision: inspect", NULL, &inspect, err);
+    r = dk__api(conn, "GET", path, NULL, "provision: inspect", NULL, &inspect, err);
     if (r == 0)
-        r = dk_verify(res, &sp, seccomp, inspect, err);
+        r = verify(res, &sp, seccomp, inspect, err);
     if (r < 0)
         goto fail;
     /* Started before the layout: the volume's tmpfs is mounted at start,
      * and what the archive API wrote into it earlier would be lost. */
     snprintf(path, sizeof(path), "/containers/%s/start", container_id);
-    r = dk_api(conn, "POST", path, NULL, "provision: start", NULL, NULL, err);
+    r = dk__api(conn, "POST", path, NULL, "provision: start", NULL, NULL, err);
     if (r < 0) {
-        dk_start_error(r, err);
+        start_error(r, err);
         reap = true;
         goto fail;
     }
     if (sp.code_layout) {
-        r = dk_put_layout(res, &sp, conn, container_id, err);
+        r = put_layout(res, &sp, conn, container_id, err);
         if (r < 0)
             goto fail;
     }
     if (!res->cfg.no_agent) {
-        r = dk_init_find(conn, container_id, &init_pid, &init_start, &agent, err);
+        r = init_find(conn, container_id, &init_pid, &init_start, &agent, err);
         if (r < 0)
             goto fail;
     }
     res->provisioned_exec_path = agent ? "agent" : "engine";
-    state = dk_state_json(res, &sp, container_id, name, init_pid, init_start, agent);
+    state = state_build(res, &sp, container_id, name, init_pid, init_start, agent);
     if (state == NULL || (*ret_state_json = cordon_host_strdup(res->host, state)) == NULL) {
-        r = dk_nomem(err, "provision: state");
+        r = dk__nomem(err, "provision: state");
         goto fail;
     }
     took_uid = false; /* the execution's now, given back by terminate */
@@ -848,11 +848,11 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
 fail:
     /* Nothing half-made stays behind. */
     cordon_error_init(&ignored);
-    dk_container_remove(conn, container_id, &ignored);
-    dk_remove_labelled(conn, res, sp.in.execution_id, &ignored);
+    dk__container_remove(conn, container_id, &ignored);
+    dk__remove_labelled(conn, res, sp.in.execution_id, &ignored);
     /* Not even what the daemon itself forgot (reap.c). */
     if (reap) {
-        int killed = dk_runtime_reap(container_id, &ignored);
+        int killed = dk__runtime_reap(container_id, &ignored);
         char note[200];
 
         if (killed > 0)
@@ -872,7 +872,7 @@ out:
     cJSON_Delete(reply);
     cJSON_Delete(inspect);
     cordon_spec_clear(&sp.in);
-    dk_conn_close(conn);
+    dk__conn_close(conn);
     return r;
 }
 
@@ -886,7 +886,7 @@ static void sleep_ms(unsigned ms)
         ;
 }
 
-int dk_container_remove(struct dk_conn *conn, const char *container_id, struct cordon_error *err)
+int dk__container_remove(struct dk_conn *conn, const char *container_id, struct cordon_error *err)
 {
     uint64_t deadline = cordon_now_monotonic_ms() + DK_REMOVE_WAIT_MS;
     char path[160];
@@ -898,7 +898,7 @@ int dk_container_remove(struct dk_conn *conn, const char *container_id, struct c
                                 "container_id: must be 64 lowercase hex digits");
     /* force: SIGKILL to every process at once; v: the workspace volume too. */
     snprintf(path, sizeof(path), "/containers/%s?force=1&v=1", container_id);
-    r = dk_api(conn, "DELETE", path, NULL, "remove container", &status, NULL, err);
+    r = dk__api(conn, "DELETE", path, NULL, "remove container", &status, NULL, err);
     if (r == 0 || status == 404)
         return 0;
     if (status != 409)
@@ -906,7 +906,7 @@ int dk_container_remove(struct dk_conn *conn, const char *container_id, struct c
     /* AutoRemove is already at it (the deadline passed): wait for the end. */
     snprintf(path, sizeof(path), "/containers/%s/json", container_id);
     while (cordon_now_monotonic_ms() < deadline) {
-        r = dk_api(conn, "GET", path, NULL, "remove container", &status, NULL, err);
+        r = dk__api(conn, "GET", path, NULL, "remove container", &status, NULL, err);
         if (status == 404)
             return 0;
         if (r < 0 && status == 0)
@@ -920,12 +920,12 @@ int dk_container_remove(struct dk_conn *conn, const char *container_id, struct c
 
 /* ?filters={"label":["org.cordon.host=HOST"(,"org.cordon.execution-id=ID")]},
  * escaped; execution_id NULL lists the whole host's. */
-static char *dk_label_query(const struct cordon_resource *res, const char *execution_id)
+static char *label_query(const struct cordon_resource *res, const char *execution_id)
 {
     cJSON *f = cJSON_CreateObject(), *arr;
     char *label = NULL, *text = NULL, *esc = NULL;
     bool ok = f != NULL && (arr = cJSON_AddArrayToObject(f, "label")) != NULL &&
-              asprintf(&label, DK_LABEL_HOST "=%s", dk_host_label(res)) >= 0 &&
+              asprintf(&label, DK_LABEL_HOST "=%s", host_label(res)) >= 0 &&
               cJSON_AddItemToArray(arr, cJSON_CreateString(label));
 
     free(label);
@@ -936,7 +936,7 @@ static char *dk_label_query(const struct cordon_resource *res, const char *execu
     if (ok)
         text = cJSON_PrintUnformatted(f);
     if (text != NULL)
-        esc = dk_escape(text);
+        esc = dk__escape(text);
     free(label);
     free(text);
     cJSON_Delete(f);
@@ -952,25 +952,25 @@ static int list_labelled(struct dk_conn *conn, const char *prefix, const char *q
     if (snprintf(path, sizeof(path), "%s%s", prefix, query) >= (int)sizeof(path))
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: the label query is over %zu bytes",
                                 what, sizeof(path));
-    return dk_api(conn, "GET", path, NULL, what, NULL, ret, err);
+    return dk__api(conn, "GET", path, NULL, what, NULL, ret, err);
 }
 
-int dk_remove_labelled(struct dk_conn *conn, const struct cordon_resource *res,
-                       const char *execution_id, struct cordon_error *err)
+int dk__remove_labelled(struct dk_conn *conn, const struct cordon_resource *res,
+                        const char *execution_id, struct cordon_error *err)
 {
-    char *query = dk_label_query(res, execution_id);
+    char *query = label_query(res, execution_id);
     cJSON *list = NULL;
     const cJSON *item;
     int r;
 
     if (query == NULL)
-        return dk_nomem(err, "reclaim");
+        return dk__nomem(err, "reclaim");
     r = list_labelled(conn, "/containers/json?all=1&filters=", query, "reclaim: list containers",
                       &list, err);
     cJSON_ArrayForEach(item, list) {
-        r = dk_container_remove(conn, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item,
+        r = dk__container_remove(conn, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item,
                                                                                           "Id")),
-                                err);
+                                 err);
         if (r < 0)
             goto out;
     }
@@ -981,14 +981,14 @@ int dk_remove_labelled(struct dk_conn *conn, const struct cordon_resource *res,
         r = list_labelled(conn, "/volumes?filters=", query, "reclaim: list volumes", &list, err);
     cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "Volumes")) {
         const char *vname = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "Name"));
-        char *esc = vname != NULL ? dk_escape(vname) : NULL, vpath[400];
+        char *esc = vname != NULL ? dk__escape(vname) : NULL, vpath[400];
         long status = 0;
 
         if (esc == NULL)
             continue;
         snprintf(vpath, sizeof(vpath), "/volumes/%s?force=1", esc);
         free(esc);
-        r = dk_api(conn, "DELETE", vpath, NULL, "reclaim: remove volume", &status, NULL, err);
+        r = dk__api(conn, "DELETE", vpath, NULL, "reclaim: remove volume", &status, NULL, err);
         if (r < 0 && status != 404)
             goto out;
         r = 0;
@@ -1018,15 +1018,15 @@ static void add_ids(cJSON *ids, const cJSON *list)
     }
 }
 
-int dk_list_labelled(struct dk_conn *conn, const struct cordon_resource *res, cJSON **ret_ids,
-                     struct cordon_error *err)
+int dk__list_labelled(struct dk_conn *conn, const struct cordon_resource *res, cJSON **ret_ids,
+                      struct cordon_error *err)
 {
-    char *query = dk_label_query(res, NULL);
+    char *query = label_query(res, NULL);
     cJSON *ids = cJSON_CreateArray(), *list = NULL;
     int r;
 
     if (query == NULL || ids == NULL) {
-        r = dk_nomem(err, "list_executions");
+        r = dk__nomem(err, "list_executions");
         goto out;
     }
     r = list_labelled(conn, "/containers/json?all=1&filters=", query,

@@ -61,7 +61,7 @@
 /* The daemon reports a process that never started on the stdout stream. */
 static const char start_failure[] = "OCI runtime exec failed";
 
-struct dk_request {
+struct request {
     struct cordon_exec_request req;   /* the request as read */
     cJSON *body;               /* the exec create body being built */
     char *workdir;
@@ -72,7 +72,7 @@ struct dk_request {
     struct cordon_env env;     /* env, then workspace_env over it */
 };
 
-static void dk_request_clear(struct dk_request *rq)
+static void request_clear(struct request *rq)
 {
     cordon_exec_request_clear(&rq->req);
     cJSON_Delete(rq->body);
@@ -96,13 +96,13 @@ static char *workspace_path(const char *norm)
 }
 
 /* Remember norm and every parent of it, once each, parents first. */
-static int add_dirs(struct dk_request *rq, const char *norm, struct cordon_error *err)
+static int add_dirs(struct request *rq, const char *norm, struct cordon_error *err)
 {
     char *copy = strdup(norm), *slash = copy;
     int r = 0;
 
     if (copy == NULL)
-        return dk_nomem(err, "workspace_env");
+        return dk__nomem(err, "workspace_env");
     do {
         bool seen = false;
         char **grown;
@@ -122,7 +122,7 @@ static int add_dirs(struct dk_request *rq, const char *norm, struct cordon_error
             if (grown == NULL || (grown[rq->ndirs] = strdup(copy)) == NULL) {
                 if (grown != NULL)
                     rq->dirs = grown;
-                r = dk_nomem(err, "workspace_env");
+                r = dk__nomem(err, "workspace_env");
                 break;
             }
             rq->dirs = grown;
@@ -136,8 +136,8 @@ static int add_dirs(struct dk_request *rq, const char *norm, struct cordon_error
 }
 
 /* The request as provider.h describes it, turned into an exec create body. */
-static int dk_request_parse(const struct dk_state *st, const char *json, bool attach_stdin,
-                            struct dk_request *rq, struct cordon_error *err)
+static int request_parse(const struct dk_state *st, const char *json, bool attach_stdin,
+                         struct request *rq, struct cordon_error *err)
 {
     struct cordon_env merged = { 0 };
     cJSON *arr, *cmd;
@@ -153,7 +153,7 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
         total += strlen(rq->req.argv[i]) + 1;
     rq->workdir = workspace_path(rq->req.cwd);
     if (rq->workdir == NULL)
-        return dk_nomem(err, "cwd");
+        return dk__nomem(err, "cwd");
     rq->timeout_ms = rq->req.timeout_ms;
     /* env, then workspace_env over it: one set of names. */
     for (size_t i = 0; r == 0 && i < rq->req.env.n; i++)
@@ -166,13 +166,13 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
         if (st->code_layout && cordon_path_is_under(v->value, "source")) {
             free(rq->must_exist);
             rq->must_exist = strdup(v->value);
-            r = rq->must_exist != NULL ? 0 : dk_nomem(err, "workspace_env");
+            r = rq->must_exist != NULL ? 0 : dk__nomem(err, "workspace_env");
         } else if (v->value[0] != '\0') {
             r = add_dirs(rq, v->value, err);
         }
         value = r == 0 ? workspace_path(v->value) : NULL;
         if (r == 0 && value == NULL)
-            r = dk_nomem(err, "workspace_env");
+            r = dk__nomem(err, "workspace_env");
         if (r == 0)
             r = cordon_env_set(&merged, v->name, value, err);
         free(value);
@@ -192,12 +192,12 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
         !cJSON_AddStringToObject(rq->body, "WorkingDir", rq->workdir) ||
         (cmd = cJSON_AddArrayToObject(rq->body, "Cmd")) == NULL ||
         (arr = cJSON_AddArrayToObject(rq->body, "Env")) == NULL) {
-        r = dk_nomem(err, "exec");
+        r = dk__nomem(err, "exec");
         goto out;
     }
     for (size_t i = 0; i < rq->req.argc; i++) {
         if (!cJSON_AddItemToArray(cmd, cJSON_CreateString(rq->req.argv[i]))) {
-            r = dk_nomem(err, "argv");
+            r = dk__nomem(err, "argv");
             goto out;
         }
     }
@@ -208,7 +208,7 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
         if (asprintf(&kv, "%s=%s", merged.vars[i].name, merged.vars[i].value) < 0 ||
             !cJSON_AddItemToArray(arr, cJSON_CreateString(kv))) {
             free(kv);
-            r = dk_nomem(err, "env");
+            r = dk__nomem(err, "env");
             goto out;
         }
         free(kv);
@@ -226,9 +226,9 @@ out:
 
 /* ---- the workspace_env directories ------------------------------------------ */
 
-static int dk_make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
-                        const struct dk_state *st, const struct dk_request *rq,
-                        struct cordon_error *err)
+static int make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
+                     const struct dk_state *st, const struct request *rq,
+                     struct cordon_error *err)
 {
     uid_t *uids = NULL;
     gid_t *gids = NULL;
@@ -237,7 +237,7 @@ static int dk_make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
     int fd = -1, r = 0;
 
     if (rq->must_exist != NULL) {
-        char *where = workspace_path(rq->must_exist), *esc = where ? dk_escape(where) : NULL;
+        char *where = workspace_path(rq->must_exist), *esc = where ? dk__escape(where) : NULL;
         char path[600];
         long status = 0;
 
@@ -246,8 +246,8 @@ static int dk_make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
         free(where);
         free(esc);
         if (esc == NULL)
-            return dk_nomem(err, "workspace_env");
-        r = dk_api(conn, "HEAD", path, NULL, "workspace_env", &status, NULL, err);
+            return dk__nomem(err, "workspace_env");
+        r = dk__api(conn, "HEAD", path, NULL, "workspace_env", &status, NULL, err);
         if (status == 404)
             return cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
                                     "workspace_env: \"%s\" is missing, and nothing is created "
@@ -263,7 +263,7 @@ static int dk_make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
     gids = calloc(rq->ndirs, sizeof(*gids));
     modes = calloc(rq->ndirs, sizeof(*modes));
     if (uids == NULL || gids == NULL || modes == NULL) {
-        r = dk_nomem(err, "workspace_env");
+        r = dk__nomem(err, "workspace_env");
         goto out;
     }
     for (size_t i = 0; i < rq->ndirs; i++) {
@@ -271,14 +271,14 @@ static int dk_make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
         gids[i] = st->gid;
         modes[i] = 0755;
     }
-    r = dk_spool_open(res, &fd, err);
+    r = dk__spool_open(res, &fd, err);
     if (r == 0)
         r = cordon_tar_dirs_fd(fd, (const char *const *)rq->dirs, uids, gids, modes, rq->ndirs, err);
     if (r < 0)
         goto out;
     len = lseek(fd, 0, SEEK_END);
     r = len < 0 ? cordon_error_set(err, CORDON_E_IO, errno, "workspace_env: %s", strerror(errno))
-                : dk_archive_put(conn, st->container_id, fd, (uint64_t)len, err);
+                : dk__archive_put(conn, st->container_id, fd, (uint64_t)len, err);
 out:
     if (fd >= 0)
         close(fd);
@@ -456,7 +456,7 @@ static int pump_run(struct pump *p, bool attach_stdin, struct cordon_error *err)
     int r = 0;
 
     if (rbuf == NULL || (attach_stdin && ibuf == NULL)) {
-        r = dk_nomem(err, "exec");
+        r = dk__nomem(err, "exec");
         goto out;
     }
     while (!eof && p->stop == STOP_NONE) {
@@ -494,7 +494,7 @@ static int pump_run(struct pump *p, bool attach_stdin, struct cordon_error *err)
 
             /* A process that exited before reading all of its stdin closes
              * that side: the rest is dropped, its output still comes. */
-            r = dk_stream_send(p->s, ibuf + in_off, in_len, &sent, NULL);
+            r = dk__stream_send(p->s, ibuf + in_off, in_len, &sent, NULL);
             if (r < 0) {
                 stdin_open = false;
                 sent = in_len;
@@ -518,7 +518,7 @@ static int pump_run(struct pump *p, bool attach_stdin, struct cordon_error *err)
         if ((pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) || p->s->pending_len > 0) {
             size_t got = 0;
 
-            r = dk_stream_recv(p->s, rbuf, DK_RECV_CHUNK, &got, &eof, err);
+            r = dk__stream_recv(p->s, rbuf, DK_RECV_CHUNK, &got, &eof, err);
             if (r == 1) {
                 r = 0;
                 continue;
@@ -558,7 +558,7 @@ static int exec_wait(struct dk_conn *conn, const char *exec_id, const struct pum
     for (;;) {
         cJSON *doc = NULL;
         long status = 0;
-        int r = dk_api(conn, "GET", path, NULL, "exec: inspect", &status, &doc, err);
+        int r = dk__api(conn, "GET", path, NULL, "exec: inspect", &status, &doc, err);
         const cJSON *code, *pid;
         bool running;
 
@@ -607,7 +607,7 @@ static bool oom_since(struct dk_conn *conn, const char *container_id, uint64_t s
 
     snprintf(filters, sizeof(filters), "{\"container\":[\"%s\"],\"event\":[\"oom\"]}",
              container_id);
-    esc = dk_escape(filters);
+    esc = dk__escape(filters);
     if (esc == NULL)
         return false;
     /* until in the past makes the events call answer at once. */
@@ -615,11 +615,11 @@ static bool oom_since(struct dk_conn *conn, const char *container_id, uint64_t s
                                  ".%03" PRIu64 "000000&filters=%s",
              since_ms / 1000, since_ms % 1000, until / 1000, until % 1000, esc);
     free(esc);
-    dk_req_init(&rq, "GET", path);
+    dk__req_init(&rq, "GET", path);
     rq.timeout_ms = 10000;
-    if (dk_conn_call(conn, &rq, &reply, NULL) == 0 && reply.status == 200 && reply.body != NULL)
+    if (dk__conn_call(conn, &rq, &reply, NULL) == 0 && reply.status == 200 && reply.body != NULL)
         oom = strstr(reply.body, "\"oom\"") != NULL;
-    dk_reply_clear(&reply);
+    dk__reply_clear(&reply);
     return oom;
 }
 
@@ -644,8 +644,8 @@ static int start_failed(const struct pump *p, const char *argv0, struct cordon_e
 /* The daemon's exec inspect folds a death by signal N into ExitCode 128+N
  * (containerd's shim does), so an exit 128+N may have been a signal: the
  * result says so ("signal_folded") rather than guess either way. */
-static int dk_result(const struct cordon_host_v1 *host, const char *status, int code, int sig,
-                     bool backstop, bool folded, char **ret, struct cordon_error *err)
+static int exec_result(const struct cordon_host_v1 *host, const char *status, int code, int sig,
+                       bool backstop, bool folded, char **ret, struct cordon_error *err)
 {
     const struct cordon_exec_result r = { (enum cordon_run_status)cordon_run_status_parse(status),
                                           code, sig, folded, backstop };
@@ -685,7 +685,7 @@ static int strv_take(struct strv *a, char *s, struct cordon_error *err)
         }
     }
     if (s == NULL)
-        return dk_nomem(err, "exec: env");
+        return dk__nomem(err, "exec: env");
     a->v[a->n++] = s;
     a->v[a->n] = NULL;
     return 0;
@@ -727,7 +727,7 @@ static int agent_env(pid_t pid, const struct cordon_env *over, struct strv *ret,
     int fd, r = 0;
 
     if (buf == NULL)
-        return dk_nomem(err, "exec: env");
+        return dk__nomem(err, "exec: env");
     snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
     fd = open(path, O_RDONLY | O_CLOEXEC);
     while (fd >= 0 && len < DK_ENVIRON_MAX &&
@@ -780,8 +780,8 @@ static int agent_fail_closed(struct cordon_resource *res, struct dk_conn **conn,
     struct cordon_error ignored;
 
     cordon_error_init(&ignored);
-    if (*conn != NULL || dk_conn_open(&res->engine, conn, &ignored) == 0)
-        dk_container_remove(*conn, st->container_id, &ignored);
+    if (*conn != NULL || dk__conn_open(&res->engine, conn, &ignored) == 0)
+        dk__container_remove(*conn, st->container_id, &ignored);
     if (ignored.code != 0 && err != NULL &&
         strlen(err->message) + strlen(ignored.message) + 40 < sizeof(err->message)) {
         strcat(err->message, "; removing the container: ");
@@ -797,7 +797,7 @@ static int agent_fail_closed(struct cordon_resource *res, struct dk_conn **conn,
  * provisioned); the caller then uses the exec API.
  */
 static int agent_exec(struct cordon_resource *res, const struct dk_state *st,
-                      const struct dk_request *rq, const struct cordon_exec_io *io,
+                      const struct request *rq, const struct cordon_exec_io *io,
                       uint64_t remaining, bool *ret_used, char **ret, struct cordon_error *err)
 {
     struct strv envp = { 0 };
@@ -812,7 +812,7 @@ static int agent_exec(struct cordon_resource *res, const struct dk_state *st,
     int pidfd = -1, root_fd = -1, agent_fd = -1, in_fd = -1, null_in = -1, null_out = -1, r;
 
     *ret_used = true;
-    r = dk_init_pin(st, &pidfd, err);
+    r = dk__init_pin(st, &pidfd, err);
     if (r < 0)
         return agent_fail_closed(res, &conn, st, r, err);
     snprintf(root, sizeof(root), "/proc/%d/root", (int)st->init_pid);
@@ -853,9 +853,9 @@ static int agent_exec(struct cordon_resource *res, const struct dk_state *st,
     r = cordon_fs_find_program(root_fd, rq->req.argv[0], rq->workdir,
                                path != NULL ? path : DK_DEFAULT_PATH, err);
     if (r == 0 && (rq->ndirs > 0 || rq->must_exist != NULL)) {
-        r = dk_conn_open(&res->engine, &conn, err);
+        r = dk__conn_open(&res->engine, &conn, err);
         if (r == 0)
-            r = dk_make_dirs(res, conn, st, rq, err);
+            r = make_dirs(res, conn, st, rq, err);
     }
     if (r < 0)
         goto out;
@@ -888,13 +888,13 @@ static int agent_exec(struct cordon_resource *res, const struct dk_state *st,
     if (o.status == CORDON_RUN_CANCELLED || o.status == CORDON_RUN_TIMEOUT) {
         /* The command's group was killed; what it left was not. The whole
          * execution goes, as on the exec API's path. */
-        r = dk_conn_open(&res->engine, &conn, err);
+        r = dk__conn_open(&res->engine, &conn, err);
         if (r == 0)
-            r = dk_container_remove(conn, st->container_id, err);
+            r = dk__container_remove(conn, st->container_id, err);
         if (r == 0)
             r = o.status == CORDON_RUN_CANCELLED
-                    ? dk_result(res->host, "cancelled", 0, 0, false, false, ret, err)
-                    : dk_result(res->host, "signaled", 0, SIGKILL, true, false, ret, err);
+                    ? exec_result(res->host, "cancelled", 0, 0, false, false, ret, err)
+                    : exec_result(res->host, "signaled", 0, SIGKILL, true, false, ret, err);
     } else if (o.status == CORDON_RUN_SIGNALED || o.status == CORDON_RUN_EXITED) {
         /* The memory cgroup's kill shows in the daemon's events only; a
          * shell whose child it killed exits 137, which the exec API's path
@@ -903,7 +903,7 @@ static int agent_exec(struct cordon_resource *res, const struct dk_state *st,
 
         if (((o.status == CORDON_RUN_SIGNALED && o.signal == SIGKILL) ||
              (o.status == CORDON_RUN_EXITED && o.exit_code == DK_OOM_EXIT)) &&
-            dk_conn_open(&res->engine, &conn, NULL) == 0) {
+            dk__conn_open(&res->engine, &conn, NULL) == 0) {
             oom = oom_since(conn, st->container_id, started_wall);
             if (!oom) {
                 sleep_ms(100);
@@ -911,10 +911,10 @@ static int agent_exec(struct cordon_resource *res, const struct dk_state *st,
             }
         }
         /* The agent saw the real end: 128+N is an exit, never a signal. */
-        r = oom ? dk_result(res->host, "oom", 0, SIGKILL, false, false, ret, err)
+        r = oom ? exec_result(res->host, "oom", 0, SIGKILL, false, false, ret, err)
             : o.status == CORDON_RUN_SIGNALED
-                ? dk_result(res->host, "signaled", 0, o.signal, false, false, ret, err)
-                : dk_result(res->host, "exited", o.exit_code, 0, false, false, ret, err);
+                ? exec_result(res->host, "signaled", 0, o.signal, false, false, ret, err)
+                : exec_result(res->host, "exited", o.exit_code, 0, false, false, ret, err);
     } else {
         r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "exec: the agent reported status %s",
                              cordon_run_status_name(o.status));
@@ -932,16 +932,16 @@ out:
         close(root_fd);
     if (pidfd >= 0)
         close(pidfd);
-    dk_conn_close(conn);
+    dk__conn_close(conn);
     strv_clear(&envp);
     return r;
 }
 
-int dk_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
-            const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err)
+int dk__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
+                const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err)
 {
     struct dk_state st = { 0 };
-    struct dk_request rq = { 0 };
+    struct request rq = { 0 };
     struct dk_stream stream = { .fd = -1 };
     struct dk_conn *conn = NULL;
     struct pump *p = NULL;
@@ -959,9 +959,9 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
                                 "required", (size_t)CORDON_EXEC_IO_V1_0_SIZE);
     /* Attaching stdin costs a pipe and a half-close; /dev/null needs neither. */
     attach_stdin = !is_dev_null(io->stdin_fd);
-    r = dk_state_parse(res, state_json, true, &st, err);
+    r = dk__state_parse(res, state_json, true, &st, err);
     if (r == 0)
-        r = dk_request_parse(&st, request_json, attach_stdin, &rq, err);
+        r = request_parse(&st, request_json, attach_stdin, &rq, err);
     if (r < 0)
         goto out;
     /* A backstop only: the host keeps the clock and fires cancel_fd. */
@@ -971,7 +971,7 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
         goto out;
     p = calloc(1, sizeof(*p));
     if (p == NULL) {
-        r = dk_nomem(err, "exec");
+        r = dk__nomem(err, "exec");
         goto out;
     }
     p->deadline = cordon_now_monotonic_ms() + remaining;
@@ -986,21 +986,21 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
             goto out;
     }
 
-    r = dk_conn_open(&res->engine, &conn, err);
+    r = dk__conn_open(&res->engine, &conn, err);
     if (r == 0)
-        r = dk_make_dirs(res, conn, &st, &rq, err);
+        r = make_dirs(res, conn, &st, &rq, err);
     if (r < 0)
         goto out;
     body = cJSON_PrintUnformatted(rq.body);
     if (body == NULL) {
-        r = dk_nomem(err, "exec");
+        r = dk__nomem(err, "exec");
         goto out;
     }
     snprintf(path, sizeof(path), "/containers/%s/exec", st.container_id);
     {
         long status = 0;
 
-        r = dk_api(conn, "POST", path, body, "exec: create", &status, &created, err);
+        r = dk__api(conn, "POST", path, body, "exec: create", &status, &created, err);
         if (status == 404 || status == 409)
             r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
                                  "exec: execution \"%s\" has no running container (terminated "
@@ -1019,10 +1019,10 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
     }
     started_wall = cordon_now_wall_ms();
     snprintf(path, sizeof(path), "/exec/%s/start", exec_id);
-    r = dk_stream_open(&res->engine, path, "{\"Detach\":false,\"Tty\":false}", &stream, err);
+    r = dk__stream_open(&res->engine, path, "{\"Detach\":false,\"Tty\":false}", &stream, err);
     if (r == 0)
         r = pump_run(p, attach_stdin, err);
-    dk_stream_close(&stream);
+    dk__stream_close(&stream);
     if (r < 0)
         goto out;
     if (p->stop == STOP_NONE)
@@ -1031,12 +1031,12 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
         goto out;
     if (p->stop != STOP_NONE) {
         /* The whole execution goes: every process in it, at once. */
-        r = dk_container_remove(conn, st.container_id, err);
+        r = dk__container_remove(conn, st.container_id, err);
         if (r == 0)
             r = p->stop == STOP_CANCEL
-                    ? dk_result(res->host, "cancelled", 0, 0, false, true, ret_result_json, err)
-                    : dk_result(res->host, "signaled", 0, SIGKILL, true, true, ret_result_json,
-                                err);
+                    ? exec_result(res->host, "cancelled", 0, 0, false, true, ret_result_json, err)
+                    : exec_result(res->host, "signaled", 0, SIGKILL, true, true, ret_result_json,
+                                  err);
         goto out;
     }
     /* Pid 0: the runtime never started the process; what we held back is
@@ -1059,15 +1059,15 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
             oom = oom_since(conn, st.container_id, started_wall);
         }
     }
-    r = oom ? dk_result(res->host, "oom", 0, SIGKILL, false, true, ret_result_json, err)
-            : dk_result(res->host, "exited", code, 0, false, true, ret_result_json, err);
+    r = oom ? exec_result(res->host, "oom", 0, SIGKILL, false, true, ret_result_json, err)
+            : exec_result(res->host, "exited", code, 0, false, true, ret_result_json, err);
 out:
-    dk_stream_close(&stream);
+    dk__stream_close(&stream);
     free(body);
     free(p);
     cJSON_Delete(created);
-    dk_conn_close(conn);
-    dk_request_clear(&rq);
-    dk_state_clear(&st);
+    dk__conn_close(conn);
+    request_clear(&rq);
+    dk__state_clear(&st);
     return r;
 }

@@ -180,7 +180,7 @@ static bool alive(pid_t pid)
     return p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
-int dk_runtime_reap(const char *container_id, struct cordon_error *err)
+int dk__runtime_reap(const char *container_id, struct cordon_error *err)
 {
     pid_t shims[4], procs[REAP_PROCS_MAX], parents[REAP_PROCS_MAX];
     uint64_t deadline = cordon_now_monotonic_ms() + REAP_GRACE_MS;
