@@ -45,7 +45,7 @@
 #define DEFAULT_UID 65532u
 #define CONFIG_MAX (64u << 10)
 
-static const struct cordon_provider_v1 runc_provider;
+static const struct cordon_provider_v1 provider;
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -320,15 +320,15 @@ out:
     return r;
 }
 
-static int runc_ensure(const struct cordon_host_v1 *host, const char *config_json,
-                       struct cordon_resource **ret_resource, struct cordon_error *err)
+static int op_ensure(const struct cordon_host_v1 *host, const char *config_json,
+                     struct cordon_resource **ret_resource, struct cordon_error *err)
 {
     if (host == NULL || ret_resource == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
     return resource_new(host, config_json, false, ret_resource, err);
 }
 
-static int runc_health_check(struct cordon_resource *res, struct cordon_error *err)
+static int op_health_check(struct cordon_resource *res, struct cordon_error *err)
 {
     struct stat st;
 
@@ -343,7 +343,7 @@ static int runc_health_check(struct cordon_resource *res, struct cordon_error *e
     return 0;
 }
 
-static int runc_release(struct cordon_resource *res, struct cordon_error *err)
+static int op_release(struct cordon_resource *res, struct cordon_error *err)
 {
     resource_free(res);
     return 0;
@@ -552,8 +552,8 @@ static int state_build(const struct cordon_resource *res, const struct prov *p,
     return r;
 }
 
-static int runc_provision(struct cordon_resource *res, const char *spec_json,
-                          char **ret_state_json, struct cordon_error *err)
+static int op_provision(struct cordon_resource *res, const char *spec_json,
+                        char **ret_state_json, struct cordon_error *err)
 {
     struct runc_spec_in in = { 0 };
     struct prov p = { 0 };
@@ -707,8 +707,8 @@ static uint64_t workspace_bytes(const struct cordon_limits *l)
 }
 
 /* The execution's workspace, for the sdk's four file slots. */
-static int runc_workspace(struct cordon_resource *res, const char *state_json,
-                          struct cordon_workspace *ret, struct cordon_error *err)
+static int workspace_for_slots(struct cordon_resource *res, const char *state_json,
+                               struct cordon_workspace *ret, struct cordon_error *err)
 {
     struct runc_state st = { 0 };
     int r;
@@ -723,12 +723,12 @@ static int runc_workspace(struct cordon_resource *res, const char *state_json,
     return r;
 }
 
-CORDON_WORKSPACE_SLOTS(runc, runc_workspace)
+CORDON_WORKSPACE_SLOTS(op, workspace_for_slots)
 
 /* ---- terminate, reclaim, list ---------------------------------------------- */
 
-static int runc_terminate(struct cordon_resource *res, const char *state_json,
-                          struct cordon_error *err)
+static int op_terminate(struct cordon_resource *res, const char *state_json,
+                        struct cordon_error *err)
 {
     struct runc_state st = { 0 };
     int r;
@@ -743,8 +743,8 @@ static int runc_terminate(struct cordon_resource *res, const char *state_json,
     return r;
 }
 
-static int runc_reclaim(struct cordon_resource *res, const char *execution_id,
-                        struct cordon_error *err)
+static int op_reclaim(struct cordon_resource *res, const char *execution_id,
+                      struct cordon_error *err)
 {
     if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
@@ -759,8 +759,8 @@ static int runc_reclaim(struct cordon_resource *res, const char *execution_id,
  * execution's cgroup). The host checks it against the observer's own
  * namespaces.
  */
-static int runc_boundary(struct cordon_resource *res, const char *state_json,
-                         char **ret_boundary_json, struct cordon_error *err)
+static int op_boundary(struct cordon_resource *res, const char *state_json,
+                       char **ret_boundary_json, struct cordon_error *err)
 {
     struct runc_state st = { 0 };
     cJSON *doc = NULL, *arr;
@@ -802,8 +802,8 @@ static void add_unique(cJSON *ids, const char *id)
 
 /* Bundles under this host's state directory, and the runtime's containers
  * labelled with this host's instance id (a bundle may be gone already). */
-static int runc_list_executions(struct cordon_resource *res, char **ret_ids_json,
-                                struct cordon_error *err)
+static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
+                              struct cordon_error *err)
 {
     const char *args[] = { "list", "--format", "json", NULL };
     const char *me = res != NULL ? res->host->host_instance_id : NULL;
@@ -848,9 +848,9 @@ static int runc_list_executions(struct cordon_resource *res, char **ret_ids_json
 
 /* ---- probe ----------------------------------------------------------------- */
 
-static const char *const runc_kinds[] = { "code_execution", NULL };
+static const char *const kinds[] = { "code_execution", NULL };
 static const char *const access_modes[] = { "snapshot", NULL };
-static const char *const probe_toolchains[] = { "python", "node", "go", "c++", NULL };
+static const char *const toolchains[] = { "python", "node", "go", "c++", NULL };
 
 static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
                              struct cordon_error *err)
@@ -858,7 +858,7 @@ static int facts_unavailable(const struct cordon_host_v1 *host, const char *reas
     struct cordon_facts_parts parts = {
         .struct_size = sizeof(parts),
         .provider_id = RUNC_ID,
-        .supported_kinds = runc_kinds,
+        .supported_kinds = kinds,
         .available = false,
         .reason = reason,
         .safety_class = "isolated",
@@ -947,8 +947,8 @@ static char *mechanism_facts(const struct cordon_resource *res, const char *imag
     return text;
 }
 
-static int runc_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
-                      char **ret_facts_json, struct cordon_error *err)
+static int op_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
+                    char **ret_facts_json, struct cordon_error *err)
 {
     struct cordon_resource *res = NULL;
     struct runc_config cfg = { 0 };
@@ -981,10 +981,10 @@ static int runc_probe(const struct cordon_host_v1 *host, const char *config_json
         struct cordon_observe_opts oo = {
             .struct_size = sizeof(oo),
             .host = host,
-            .provider = &runc_provider,
+            .provider = &provider,
             .resource = res,
             .image = cfg.image,
-            .toolchains = cfg.image != NULL ? probe_toolchains : NULL,
+            .toolchains = cfg.image != NULL ? toolchains : NULL,
         };
 
         if (cordon_observe_run(&oo, &observation, &why) < 0) {
@@ -1004,7 +1004,7 @@ static int runc_probe(const struct cordon_host_v1 *host, const char *config_json
         struct cordon_facts_parts parts = {
             .struct_size = sizeof(parts),
             .provider_id = RUNC_ID,
-            .supported_kinds = runc_kinds,
+            .supported_kinds = kinds,
             .available = true,
             .reason = "ready",
             .safety_class = "isolated",
@@ -1033,26 +1033,26 @@ out:
 
 /* ---- entry point ------------------------------------------------------------ */
 
-static const struct cordon_provider_v1 runc_provider = {
+static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,
     .struct_size = sizeof(struct cordon_provider_v1),
     .provider_id = RUNC_ID,
     .version = PACKAGE_VERSION,
-    .supported_kinds = runc_kinds,
-    .probe = runc_probe,
-    .ensure = runc_ensure,
-    .health_check = runc_health_check,
-    .release = runc_release,
-    .provision = runc_provision,
-    .exec = runc__exec,
-    .import_tar = runc_import_tar,
-    .export_tar = runc_export_tar,
-    .export_files = runc_export_files,
-    .terminate = runc_terminate,
-    .reclaim = runc_reclaim,
-    .list_executions = runc_list_executions,
-    .import_files = runc_import_files,
-    .boundary = runc_boundary,
+    .supported_kinds = kinds,
+    .probe = op_probe,
+    .ensure = op_ensure,
+    .health_check = op_health_check,
+    .release = op_release,
+    .provision = op_provision,
+    .exec = runc__op_exec,
+    .import_tar = op_import_tar,
+    .export_tar = op_export_tar,
+    .export_files = op_export_files,
+    .terminate = op_terminate,
+    .reclaim = op_reclaim,
+    .list_executions = op_list_executions,
+    .import_files = op_import_files,
+    .boundary = op_boundary,
 };
 
-CORDON_PROVIDER_DEFINE(runc_provider)
+CORDON_PROVIDER_DEFINE(provider)

@@ -6,6 +6,11 @@
  * seccomp.c the seccomp profile inside it; rootfs.c the pinned image
  * cache; cgroup.c reads limits back and removes cgroup directories.
  * Nothing here is exported from runc.so (-fvisibility=hidden).
+ *
+ * Functions and variables shared across the files are runc__NAME
+ * (declared here), types shared here runc_NAME; what one file keeps to
+ * itself is static and unprefixed. A vtable operation is op_SLOT: static
+ * beside the vtable in runc.c, runc__op_SLOT when another file holds it.
  */
 #ifndef CORDON_PLUGIN_RUNC_H
 #define CORDON_PLUGIN_RUNC_H
@@ -218,8 +223,8 @@ int runc__workspace_layout(int ws_fd, uid_t uid, gid_t gid, struct cordon_error 
 bool runc__agent_wanted(const struct cordon_resource *res);
 
 /* The vtable's exec. */
-int runc__exec(struct cordon_resource *res, const char *state_json, const char *request_json,
-               const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err);
+int runc__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
+                  const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err);
 
 /* ---- config.c -------------------------------------------------------------- */
 
