@@ -11,7 +11,8 @@
  *   exec.c       exec through the exec API with the attached stream
  *   archive.c    import/export through the archive API, with tar checks
  *   reap.c       what a failed start leaves of the runtime on the host
- *   docker.c     config, probe, ensure, terminate, reclaim, the vtable
+ *   config.c     the provider config, image references
+ *   docker.c     probe, ensure, terminate, reclaim, the vtable
  */
 #ifndef CORDON_PLUGIN_DOCKER_H
 #define CORDON_PLUGIN_DOCKER_H
@@ -136,7 +137,7 @@ int dk__stream_recv(struct dk_stream *s, void *buf, size_t len, size_t *ret_n, b
 int dk__stream_send(struct dk_stream *s, const void *buf, size_t len, size_t *ret_n,
                     struct cordon_error *err);
 
-/* ---- docker.c: config and resource -------------------------------------- */
+/* ---- config.c: the provider config ---------------------------------------- */
 
 struct dk_config {
     char socket[DK_SOCKET_MAX + 1];
@@ -148,6 +149,16 @@ struct dk_config {
     bool allow_unpinned;
     bool no_agent;             /* config.exec_agent false: every exec goes through the Engine API */
 };
+
+/* Parse the provider config (NULL: "{}"); clear with dk__config_clear. */
+int dk__config_parse(const char *json, struct dk_config *ret, struct cordon_error *err);
+void dk__config_clear(struct dk_config *cfg);
+/* An image reference: NAME@sha256:<64 hex> or sha256:<64 hex> (pinned), or
+ * any other reference when allow_unpinned. */
+int dk__image_check(const char *field, const char *ref, bool allow_unpinned, bool *ret_pinned,
+                    struct cordon_error *err);
+
+/* ---- docker.c: the resource, helpers -------------------------------------- */
 
 struct cordon_resource {
     const struct cordon_host_v1 *host;
@@ -175,10 +186,6 @@ struct dk_state {
 
 /* CORDON_E_NOMEM with "what: out of memory". */
 int dk__nomem(struct cordon_error *err, const char *what);
-/* An image reference: NAME@sha256:<64 hex> or sha256:<64 hex> (pinned), or
- * any other reference when allow_unpinned. */
-int dk__image_check(const char *field, const char *ref, bool allow_unpinned, bool *ret_pinned,
-                    struct cordon_error *err);
 
 /* ---- container.c: provision and state ------------------------------------- */
 
