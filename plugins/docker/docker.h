@@ -7,7 +7,8 @@
  * beside the vtable in docker.c, dk__op_SLOT when another file holds it.
  *
  *   engine.c     the Docker Engine API over its unix socket (libcurl)
- *   container.c  provision: the container spec, the layout, the read-back
+ *   container.c  provision: the spec, create and start, the layout, removal
+ *   create.c     the container's create body and its read-back
  *   exec.c       exec through the exec API with the attached stream
  *   archive.c    import/export through the archive API, with tar checks
  *   reap.c       what a failed start leaves of the runtime on the host
@@ -26,6 +27,8 @@
 #include <cordon/provider.h>
 #include <cordon/sdk/bounds.h>
 #include <cordon/sdk/json.h>
+#include <cordon/sdk/sandbox.h>
+#include <cordon/sdk/spec.h>
 #include <cordon/sdk/tar.h>
 #include <cordon/sdk/uid.h>
 
@@ -211,6 +214,32 @@ int dk__list_labelled(struct dk_conn *conn, const struct cordon_resource *res, c
 /* A pidfd of the execution's init: st->init_pid, still started at
  * st->init_start (a reused pid is refused). CORDON_E_NOT_FOUND when it is gone. */
 int dk__init_pin(const struct dk_state *st, int *ret_pidfd, struct cordon_error *err);
+
+/* ---- create.c: the container asked for and read back ---------------------- */
+
+/* What a spec asks for, parsed and checked before anything is created. */
+struct dk_spec {
+    struct cordon_spec in;     /* the spec as the sdk read it */
+    const char *image;         /* in.image, else the config's */
+    bool pinned;
+    struct cordon_disk_split disk; /* resources.disk_bytes across /workspace, /tmp, /dev/shm */
+    bool code_layout;
+    uint64_t expires_at_ms;
+    uid_t uid;                 /* who the execution runs as */
+    gid_t gid;
+};
+
+/* "seccomp=<profile JSON>", the daemon's inline form of the profile; malloc'd. */
+char *dk__seccomp_opt(void);
+/* The host label of this host's containers and volumes ("unknown" without an id). */
+const char *dk__host_label(const struct cordon_resource *res);
+/* The body of POST /containers/create (malloc'd text; NULL when out of memory). */
+char *dk__create_body(const struct cordon_resource *res, const struct dk_spec *sp,
+                      uint64_t lifetime_ms, const char *seccomp);
+/* Compare the container's inspect with what was asked, setting by setting:
+ * CORDON_E_UNSUPPORTED naming the first one the daemon did not apply. */
+int dk__verify(const struct cordon_resource *res, const struct dk_spec *sp,
+               const char *seccomp, const cJSON *inspect, struct cordon_error *err);
 
 /* ---- reap.c --------------------------------------------------------------- */
 
