@@ -95,10 +95,30 @@ static int archive_put(struct dk_conn *conn, const char *container_id, int fd, u
     return r;
 }
 
-int dk__archive_put(struct dk_conn *conn, const char *container_id, int fd, uint64_t len,
+int dk__archive_put(struct dk_conn *conn, const char *container_id, int fd, const char *what,
                     struct cordon_error *err)
 {
-    return archive_put(conn, container_id, fd, len, NULL, err);
+    off_t len = lseek(fd, 0, SEEK_END);
+
+    if (len < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "%s: %s", what, strerror(errno));
+    return archive_put(conn, container_id, fd, (uint64_t)len, NULL, err);
+}
+
+int dk__archive_put_dirs(const struct cordon_resource *res, struct dk_conn *conn,
+                         const char *container_id, const char *const *paths, const uid_t *uids,
+                         const gid_t *gids, const mode_t *modes, size_t n, const char *what,
+                         struct cordon_error *err)
+{
+    int fd = -1, r = dk__spool_open(res, &fd, err);
+
+    if (r == 0)
+        r = cordon_tar_dirs_fd(fd, paths, uids, gids, modes, n, err);
+    if (r == 0)
+        r = dk__archive_put(conn, container_id, fd, what, err);
+    if (fd >= 0)
+        close(fd);
+    return r;
 }
 
 int dk__archive_put_stream(struct dk_conn *conn, const char *container_id, int fd,
@@ -153,7 +173,6 @@ int dk__op_import_tar(struct cordon_resource *res, const char *state_json, const
     struct dk_state st = { 0 };
     struct dk_conn *conn = NULL;
     char *norm = NULL;
-    off_t len;
     int checked = -1, spool = -1, r;
 
     if (res == NULL || tar_fd < 0)
@@ -176,14 +195,9 @@ int dk__op_import_tar(struct cordon_resource *res, const char *state_json, const
                                        CORDON_TAR_ENTRIES_MAX, err);
     if (r < 0)
         goto out;
-    len = lseek(spool, 0, SEEK_END);
-    if (len < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "import_tar: spool: %s", strerror(errno));
-        goto out;
-    }
     r = dk__conn_open(&res->engine, &conn, err);
     if (r == 0)
-        r = dk__archive_put(conn, st.container_id, spool, (uint64_t)len, err);
+        r = dk__archive_put(conn, st.container_id, spool, "import_tar: spool", err);
 out:
     if (checked >= 0)
         close(checked);

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cordon/sdk/agent.h>
@@ -160,24 +159,9 @@ static int put_layout(const struct cordon_resource *res, const struct dk_spec *s
     const uid_t uids[] = { 0, sp->uid, sp->uid, sp->uid };
     const gid_t gids[] = { 0, sp->gid, sp->gid, sp->gid };
     const mode_t modes[] = { 0755, 0755, 0755, 0755 };
-    off_t len;
-    int fd = -1, r;
 
-    r = dk__spool_open(res, &fd, err);
-    if (r == 0)
-        r = cordon_tar_dirs_fd(fd, paths, uids, gids, modes, 4, err);
-    if (r < 0)
-        goto out;
-    len = lseek(fd, 0, SEEK_END);
-    if (len < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "provision: layout: %s", strerror(errno));
-        goto out;
-    }
-    r = dk__archive_put(conn, container_id, fd, (uint64_t)len, err);
-out:
-    if (fd >= 0)
-        close(fd);
-    return r;
+    return dk__archive_put_dirs(res, conn, container_id, paths, uids, gids, modes, 4,
+                                "provision: layout", err);
 }
 
 /* ---- the init as the host sees it (the resident agent) ------------------------ */
@@ -193,26 +177,6 @@ static int pidfd_open_pid(pid_t pid)
 #endif
 }
 
-/* A small /proc file, NUL-terminated; its length or -1. */
-static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t size)
-{
-    char path[64];
-    ssize_t n;
-    int fd;
-
-    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    do
-        n = read(fd, buf, size - 1);
-    while (n < 0 && errno == EINTR);
-    close(fd);
-    if (n >= 0)
-        buf[n] = '\0';
-    return n;
-}
-
 /* Field 22 of /proc/PID/stat, the start time in clock ticks since boot:
  * with the pid it names one process for as long as the machine runs. */
 static uint64_t start_time(pid_t pid)
@@ -220,7 +184,7 @@ static uint64_t start_time(pid_t pid)
     char text[1024], *p;
     unsigned field = 2;
 
-    if (read_proc(pid, "stat", text, sizeof(text)) <= 0 || (p = strrchr(text, ')')) == NULL)
+    if (dk__read_proc(pid, "stat", text, sizeof(text)) <= 0 || (p = strrchr(text, ')')) == NULL)
         return 0;
     /* After the comm, fields 3 onwards, separated by single spaces. */
     for (p++; *p != '\0' && field < 22; p++)
@@ -280,12 +244,12 @@ static int init_find(struct dk_conn *conn, const char *container_id, pid_t *ret_
     *ret_pid = (pid_t)pid->valuedouble;
     pidfd = pidfd_open_pid(*ret_pid);
     *ret_start = pidfd >= 0 ? start_time(*ret_pid) : 0;
-    if (*ret_start == 0 || read_proc(*ret_pid, "cgroup", text, sizeof(text)) <= 0 ||
+    if (*ret_start == 0 || dk__read_proc(*ret_pid, "cgroup", text, sizeof(text)) <= 0 ||
         strstr(text, container_id) == NULL)
         goto out;
     /* runc's init is "runc:[2:INIT]" until its execve of the entrypoint. */
-    while (read_proc(*ret_pid, "comm", text, sizeof(text)) > 0 && strncmp(text, "runc:[", 6) == 0 &&
-           cordon_now_monotonic_ms() < until) {
+    while (dk__read_proc(*ret_pid, "comm", text, sizeof(text)) > 0 &&
+           strncmp(text, "runc:[", 6) == 0 && cordon_now_monotonic_ms() < until) {
         struct pollfd p = { pidfd, POLLIN, 0 };
 
         if (poll(&p, 1, 2) != 0)
@@ -472,14 +436,6 @@ out:
 
 /* ---- removal ---------------------------------------------------------------- */
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 int dk__container_remove(struct dk_conn *conn, const char *container_id, struct cordon_error *err)
 {
     uint64_t deadline = cordon_now_monotonic_ms() + DK_REMOVE_WAIT_MS;
@@ -505,7 +461,7 @@ int dk__container_remove(struct dk_conn *conn, const char *container_id, struct 
             return 0;
         if (r < 0 && status == 0)
             return r;
-        sleep_ms(50);
+        dk__sleep_ms(50);
     }
     return cordon_error_set(err, CORDON_E_TIMEOUT, 0,
                             "remove container %.12s: still there %u ms after its removal began",

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cordon/sdk/bounds.h>
@@ -38,6 +39,38 @@ static const char *const toolchains[] = { "python", "node", "go", "c++", NULL };
 int dk__nomem(struct cordon_error *err, const char *what)
 {
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
+}
+
+void dk__sleep_ms(unsigned ms)
+{
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+ssize_t dk__read_proc(pid_t pid, const char *name, char *buf, size_t size)
+{
+    char path[64];
+    ssize_t n = 0, got = 0;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%ld/%s", (long)pid, name);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    /* Read to the end: one read of cmdline or status may stop short. */
+    while ((size_t)got + 1 < size) {
+        n = read(fd, buf + got, size - 1 - (size_t)got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    return n < 0 && got == 0 ? -1 : got;
 }
 
 /* ---- what the daemon says about itself ------------------------------------ */

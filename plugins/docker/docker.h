@@ -189,6 +189,11 @@ struct dk_state {
 
 /* CORDON_E_NOMEM with "what: out of memory". */
 int dk__nomem(struct cordon_error *err, const char *what);
+/* nanosleep for ms, resumed after a signal. */
+void dk__sleep_ms(unsigned ms);
+/* /proc/<pid>/<name> read whole into buf (size >= 1), NUL-terminated: its
+ * length, or -1 when it cannot be opened or read. */
+ssize_t dk__read_proc(pid_t pid, const char *name, char *buf, size_t size);
 
 /* ---- container.c: provision and state ------------------------------------- */
 
@@ -264,10 +269,17 @@ int dk__op_exec(struct cordon_resource *res, const char *state_json, const char 
 int dk__spool_open(const struct cordon_resource *res, int *ret_fd, struct cordon_error *err);
 /* CORDON_E_TIMEOUT for an archive call past its bounds, naming what and them. */
 int dk__archive_timeout(const char *what, struct cordon_error *err);
-/* PUT the tar in fd (from offset 0, len bytes) at /workspace, telling the
- * daemon never to replace a directory by a non-directory or the reverse. */
-int dk__archive_put(struct dk_conn *conn, const char *container_id, int fd, uint64_t len,
+/* PUT the tar in fd (all of it from offset 0: its length is where it ends)
+ * at /workspace, telling the daemon never to replace a directory by a
+ * non-directory or the reverse. what names a failure to find that length. */
+int dk__archive_put(struct dk_conn *conn, const char *container_id, int fd, const char *what,
                     struct cordon_error *err);
+/* n directory entries (paths[i] owned uids[i]:gids[i], modes[i]) written
+ * to a spool and PUT as above. */
+int dk__archive_put_dirs(const struct cordon_resource *res, struct dk_conn *conn,
+                         const char *container_id, const char *const *paths, const uid_t *uids,
+                         const gid_t *gids, const mode_t *modes, size_t n, const char *what,
+                         struct cordon_error *err);
 /* The same from a pipe read to its end (DK_UPLOAD_STREAM), abandoned when
  * *abort is set by then. */
 int dk__archive_put_stream(struct dk_conn *conn, const char *container_id, int fd,

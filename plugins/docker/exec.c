@@ -34,7 +34,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sys/syscall.h>
@@ -233,8 +232,7 @@ static int make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
     uid_t *uids = NULL;
     gid_t *gids = NULL;
     mode_t *modes = NULL;
-    off_t len;
-    int fd = -1, r = 0;
+    int r = 0;
 
     if (rq->must_exist != NULL) {
         char *where = workspace_path(rq->must_exist), *esc = where ? dk__escape(where) : NULL;
@@ -271,17 +269,9 @@ static int make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
         gids[i] = st->gid;
         modes[i] = 0755;
     }
-    r = dk__spool_open(res, &fd, err);
-    if (r == 0)
-        r = cordon_tar_dirs_fd(fd, (const char *const *)rq->dirs, uids, gids, modes, rq->ndirs, err);
-    if (r < 0)
-        goto out;
-    len = lseek(fd, 0, SEEK_END);
-    r = len < 0 ? cordon_error_set(err, CORDON_E_IO, errno, "workspace_env: %s", strerror(errno))
-                : dk__archive_put(conn, st->container_id, fd, (uint64_t)len, err);
+    r = dk__archive_put_dirs(res, conn, st->container_id, (const char *const *)rq->dirs, uids,
+                             gids, modes, rq->ndirs, "workspace_env", err);
 out:
-    if (fd >= 0)
-        close(fd);
     free(uids);
     free(gids);
     free(modes);
@@ -538,14 +528,6 @@ out:
 
 /* ---- after the stream ------------------------------------------------------------ */
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 /* The exec's exit code and pid, once the daemon has seen it end. */
 static int exec_wait(struct dk_conn *conn, const char *exec_id, const struct pump *p,
                      int *ret_code, long *ret_pid, enum stop *ret_stop, struct cordon_error *err)
@@ -591,7 +573,7 @@ static int exec_wait(struct dk_conn *conn, const char *exec_id, const struct pum
             return cordon_error_set(err, CORDON_E_PROVIDER, 0,
                                     "exec: the stream ended but the daemon still reports the "
                                     "process running after %u ms", DK_EXIT_WAIT_MS);
-        sleep_ms(pause);
+        dk__sleep_ms(pause);
         pause = pause < 20 ? pause * 2 : 20;
     }
 }
@@ -621,6 +603,16 @@ static bool oom_since(struct dk_conn *conn, const char *container_id, uint64_t s
         oom = strstr(reply.body, "\"oom\"") != NULL;
     dk__reply_clear(&reply);
     return oom;
+}
+
+/* SIGKILL from the memory cgroup shows only in the daemon's events,
+ * which may trail the exit by a moment: look twice. */
+static bool oom_killed(struct dk_conn *conn, const char *container_id, uint64_t since_ms)
+{
+    if (oom_since(conn, container_id, since_ms))
+        return true;
+    dk__sleep_ms(100);
+    return oom_since(conn, container_id, since_ms);
 }
 
 /* A process that never started: the daemon's words, as an error. */
@@ -903,13 +895,8 @@ static int agent_exec(struct cordon_resource *res, const struct dk_state *st,
 
         if (((o.status == CORDON_RUN_SIGNALED && o.signal == SIGKILL) ||
              (o.status == CORDON_RUN_EXITED && o.exit_code == DK_OOM_EXIT)) &&
-            dk__conn_open(&res->engine, &conn, NULL) == 0) {
-            oom = oom_since(conn, st->container_id, started_wall);
-            if (!oom) {
-                sleep_ms(100);
-                oom = oom_since(conn, st->container_id, started_wall);
-            }
-        }
+            dk__conn_open(&res->engine, &conn, NULL) == 0)
+            oom = oom_killed(conn, st->container_id, started_wall);
         /* The agent saw the real end: 128+N is an exit, never a signal. */
         r = oom ? exec_result(res->host, "oom", 0, SIGKILL, false, false, ret, err)
             : o.status == CORDON_RUN_SIGNALED
@@ -1050,15 +1037,8 @@ int dk__op_exec(struct cordon_resource *res, const char *state_json, const char 
         if (r < 0)
             goto out;
     }
-    /* SIGKILL from the memory cgroup shows only in the daemon's events,
-     * which may trail the exit by a moment: look twice. */
-    if (code == DK_OOM_EXIT) {
-        oom = oom_since(conn, st.container_id, started_wall);
-        if (!oom) {
-            sleep_ms(100);
-            oom = oom_since(conn, st.container_id, started_wall);
-        }
-    }
+    if (code == DK_OOM_EXIT)
+        oom = oom_killed(conn, st.container_id, started_wall);
     r = oom ? exec_result(res->host, "oom", 0, SIGKILL, false, true, ret_result_json, err)
             : exec_result(res->host, "exited", code, 0, false, true, ret_result_json, err);
 out:
