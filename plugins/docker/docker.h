@@ -10,6 +10,7 @@
  *   container.c  provision: the spec, create and start, the layout, removal
  *   create.c     the container's create body and its read-back
  *   exec.c       exec through the exec API with the attached stream
+ *   agent.c      exec through the resident agent (the container's init)
  *   archive.c    import/export through the archive API, with tar checks
  *   reap.c       what a failed start leaves of the runtime on the host
  *   config.c     the provider config, image references
@@ -256,12 +257,48 @@ int dk__verify(const struct cordon_resource *res, const struct dk_spec *sp,
  */
 int dk__runtime_reap(const char *container_id, struct cordon_error *err);
 
-/* ---- exec.c --------------------------------------------------------------- */
+/* ---- exec.c: the exec API ------------------------------------------------- */
 
-/* The vtable's exec (provider.h): the attached exec stream, cancel_fd
- * removing the whole container, the exit code or OOM read back. */
+#define DK_OOM_EXIT 137            /* 128 + SIGKILL */
+
+/* An exec request as read (the sdk's), and what exec makes of it here. */
+struct dk_request {
+    struct cordon_exec_request req;   /* the request as read */
+    cJSON *body;               /* the exec create body being built */
+    char *workdir;
+    char **dirs;               /* workspace_env directories to create, parents first */
+    size_t ndirs;
+    char *must_exist;          /* a workspace_env directory under source/ (not created) */
+    uint64_t timeout_ms;
+    struct cordon_env env;     /* env, then workspace_env over it */
+};
+
+/* The vtable's exec (provider.h): through the agent when the state has
+ * one (agent.c), else the attached exec stream, cancel_fd removing the
+ * whole container, the exit code or OOM read back. */
 int dk__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
                 const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err);
+/* The request's workspace_env directories: must_exist checked, the others
+ * made (one PUT, every parent with its own entry). */
+int dk__make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
+                  const struct dk_state *st, const struct dk_request *rq,
+                  struct cordon_error *err);
+/* Whether the memory cgroup killed something in the container since
+ * since_ms, by the daemon's events (looked up twice: they may trail). */
+bool dk__oom_killed(struct dk_conn *conn, const char *container_id, uint64_t since_ms);
+/* The result JSON (cordon_exec_result) for the host; folded: an exit
+ * 128+N may have been signal N. */
+int dk__exec_result(const struct cordon_host_v1 *host, const char *status, int code, int sig,
+                    bool backstop, bool folded, char **ret, struct cordon_error *err);
+
+/* ---- agent.c: exec through the resident agent ---------------------------- */
+
+/* One exec through the agent, within remaining ms. *ret_used false (and 0)
+ * when it cannot be: the command does not fit one message, or this
+ * process may not take the init's channel; the caller uses the exec API. */
+int dk__agent_exec(struct cordon_resource *res, const struct dk_state *st,
+                   const struct dk_request *rq, const struct cordon_exec_io *io,
+                   uint64_t remaining, bool *ret_used, char **ret, struct cordon_error *err);
 
 /* ---- archive.c -------------------------------------------------------------- */
 

@@ -86,7 +86,7 @@ static void error_body(const uint8_t *data, size_t size)
 static void request(const uint8_t *data, size_t size)
 {
     struct dk_state st = { .uid = 100000, .gid = 100000, .code_layout = size > 0 && data[0] & 1 };
-    struct request rq = { 0 };
+    struct dk_request rq = { 0 };
     struct cordon_error err;
     char *json = fuzz_text(data, size);
     int r;
