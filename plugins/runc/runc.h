@@ -1,8 +1,9 @@
 /*
  * runc provider: what its files share. runc.c holds the vtable (config,
- * resource, provision, tar in and out, terminate, probe); runtime.c runs
- * the runtime binary; container.c reaches, enters and destroys a running
- * container; exec.c runs commands in it; config.c writes config.json;
+ * resource, tar in and out, terminate, probe); provision.c makes one
+ * execution's container; runtime.c runs the runtime binary; container.c
+ * reaches, enters and destroys a running container; exec.c runs commands
+ * in it; config.c writes config.json;
  * seccomp.c the seccomp profile inside it; rootfs.c the pinned image
  * cache; cgroup.c reads limits back and removes cgroup directories.
  * Nothing here is exported from runc.so (-fvisibility=hidden).
@@ -215,6 +216,12 @@ int runc__state_workspace(const struct cordon_resource *res, const struct runc_s
                           int *ret_fd, struct cordon_error *err);
 /* Layout "code": source/ root's; build/ output/ logs/ the user's. */
 int runc__workspace_layout(int ws_fd, uid_t uid, gid_t gid, struct cordon_error *err);
+
+/* ---- provision.c ---------------------------------------------------------- */
+
+/* The vtable's provision: the container made, started and checked. */
+int runc__op_provision(struct cordon_resource *res, const char *spec_json,
+                       char **ret_state_json, struct cordon_error *err);
 
 /* ---- exec.c ------------------------------------------------------------------ */
 
