@@ -129,6 +129,17 @@ int dk__archive_put_stream(struct dk_conn *conn, const char *container_id, int f
 
 /* ---- the provider's import_tar and export_tar ----------------------------------- */
 
+/* The /workspace volume's share of disk_bytes, the bound of what an import
+ * writes there: one too big fails by its size rather than halfway. */
+static uint64_t workspace_max(const struct dk_state *st)
+{
+    struct cordon_disk_split disk;
+
+    return cordon_disk_split(NULL, st->limits.disk_bytes, &disk, NULL) == 0
+               ? disk.workspace_bytes
+               : st->limits.disk_bytes;
+}
+
 /* The daemon's archive of root (in_fd, -1 for none) for the host; only
  * (n_only names, NULL for everything) as export_files asked. The daemon
  * names entries after the directory asked for: the workspace's own names
@@ -168,8 +179,6 @@ int dk__op_import_tar(struct cordon_resource *res, const char *state_json, const
                       int tar_fd, struct cordon_error *err)
 {
     struct cordon_workspace_owner owner = { .set_owner = true };
-    struct cordon_disk_split disk;
-    uint64_t max_bytes;
     struct dk_state st = { 0 };
     struct dk_conn *conn = NULL;
     char *norm = NULL;
@@ -186,13 +195,9 @@ int dk__op_import_tar(struct cordon_resource *res, const char *state_json, const
     owner.code_layout = st.code_layout;
     owner.uid = st.uid;
     owner.gid = st.gid;
-    /* The /workspace volume's share of disk_bytes: too big fails by its size. */
-    max_bytes = cordon_disk_split(NULL, st.limits.disk_bytes, &disk, NULL) == 0
-                    ? disk.workspace_bytes
-                    : st.limits.disk_bytes;
     /* Checked whole before the daemon sees a byte of it. */
-    r = cordon_tar_filter_workspace_fd(tar_fd, checked, spool, norm, &owner, max_bytes,
-                                       CORDON_TAR_ENTRIES_MAX, err);
+    r = cordon_tar_filter_workspace_fd(tar_fd, checked, spool, norm, &owner,
+                                       workspace_max(&st), CORDON_TAR_ENTRIES_MAX, err);
     if (r < 0)
         goto out;
     r = dk__conn_open(&res->engine, &conn, err);
@@ -240,7 +245,6 @@ int dk__op_import_files(struct cordon_resource *res, const char *state_json, con
                         const char *files_json, int data_fd, struct cordon_error *err)
 {
     struct files_job job = { .files_json = files_json, .data_fd = data_fd, .dest = dest };
-    struct cordon_disk_split disk;
     struct dk_state st = { 0 };
     struct dk_conn *conn = NULL;
     sigset_t pipe_only, saved;
@@ -259,10 +263,7 @@ int dk__op_import_files(struct cordon_resource *res, const char *state_json, con
         goto out;
     job.owner = (struct cordon_workspace_owner){ .code_layout = st.code_layout, .set_owner = true,
                                                  .uid = st.uid, .gid = st.gid };
-    /* The /workspace volume's share of disk_bytes, as import_tar. */
-    job.max_bytes = cordon_disk_split(NULL, st.limits.disk_bytes, &disk, NULL) == 0
-                        ? disk.workspace_bytes
-                        : st.limits.disk_bytes;
+    job.max_bytes = workspace_max(&st);
     if (pipe2(p, O_CLOEXEC) != 0) {
         r = cordon_error_set(err, CORDON_E_IO, errno, "import_files: pipe: %s", strerror(errno));
         goto out;

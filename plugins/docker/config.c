@@ -32,15 +32,14 @@ static bool name_valid(const char *s, size_t max)
     return true;
 }
 
-/* True for exactly 64 lowercase hex digits. */
-static bool hex64(const char *s)
+bool dk__hex64(const char *s)
 {
     size_t i;
 
-    for (i = 0; i < 64; i++)
+    for (i = 0; s != NULL && i < 64; i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
             return false;
-    return s[64] == '\0';
+    return s != NULL && s[64] == '\0';
 }
 
 int dk__image_check(const char *field, const char *ref, bool allow_unpinned, bool *ret_pinned,
@@ -65,8 +64,8 @@ int dk__image_check(const char *field, const char *ref, bool allow_unpinned, boo
     }
     at = strchr(ref, '@');
     /* A local image id, or a name pinned by its content digest. */
-    if ((strncmp(ref, "sha256:", 7) == 0 && hex64(ref + 7)) ||
-        (at != NULL && at > ref && strncmp(at, "@sha256:", 8) == 0 && hex64(at + 8) &&
+    if ((strncmp(ref, "sha256:", 7) == 0 && dk__hex64(ref + 7)) ||
+        (at != NULL && at > ref && strncmp(at, "@sha256:", 8) == 0 && dk__hex64(at + 8) &&
          strchr(at + 1, '@') == NULL)) {
         *ret_pinned = true;
         return 0;

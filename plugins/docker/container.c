@@ -34,16 +34,6 @@ void dk__state_clear(struct dk_state *st)
     memset(st, 0, sizeof(*st));
 }
 
-static bool container_id_valid(const char *id)
-{
-    size_t i;
-
-    for (i = 0; id != NULL && i < DK_CONTAINER_ID_LEN; i++)
-        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-            return false;
-    return id != NULL && id[i] == '\0';
-}
-
 int dk__state_parse(const struct cordon_resource *res, const char *json, bool full,
                     struct dk_state *ret, struct cordon_error *err)
 {
@@ -65,7 +55,7 @@ int dk__state_parse(const struct cordon_resource *res, const char *json, bool fu
     /* The id goes into request paths: exactly what the daemon handed out. */
     st.container_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc,
                                                                              "container_id"));
-    if (!container_id_valid(st.container_id)) {
+    if (!dk__hex64(st.container_id)) {
         r = cordon_error_set(err, CORDON_E_INVALID, 0,
                              "state.container_id: must be 64 lowercase hex digits");
         goto out;
@@ -361,7 +351,7 @@ int dk__op_provision(struct cordon_resource *res, const char *spec_json, char **
                              "(this provider never pulls)", sp.image);
     if (r < 0)
         goto out;
-    if (!container_id_valid(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "Id")))) {
+    if (!dk__hex64(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "Id")))) {
         r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "provision: create answered no valid Id");
         dk__remove_labelled(conn, res, sp.in.execution_id, NULL);
         goto out;
@@ -443,7 +433,7 @@ int dk__container_remove(struct dk_conn *conn, const char *container_id, struct 
     long status = 0;
     int r;
 
-    if (!container_id_valid(container_id))
+    if (!dk__hex64(container_id))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "container_id: must be 64 lowercase hex digits");
     /* force: SIGKILL to every process at once; v: the workspace volume too. */

@@ -161,6 +161,8 @@ void dk__config_clear(struct dk_config *cfg);
  * any other reference when allow_unpinned. */
 int dk__image_check(const char *field, const char *ref, bool allow_unpinned, bool *ret_pinned,
                     struct cordon_error *err);
+/* True for exactly 64 lowercase hex digits (a digest, a container or exec id). */
+bool dk__hex64(const char *s);
 
 /* ---- docker.c: the resource, helpers -------------------------------------- */
 
