@@ -608,23 +608,33 @@ static const char *const kinds[] = { "code_execution", NULL };
 static const char *const access_modes[] = { "snapshot", NULL };
 static const char *const toolchains[] = { "python", "node", "go", "c++", NULL };
 
-static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
-                             struct cordon_error *err)
+/* The facts, for the host: available with an observation, else why not. */
+static int facts_compose(const struct cordon_host_v1 *host, bool available, const char *reason,
+                         const char *observation, const char *mech, char **ret,
+                         struct cordon_error *err)
 {
     struct cordon_facts_parts parts = {
         .struct_size = sizeof(parts),
         .provider_id = RUNC_ID,
         .supported_kinds = kinds,
-        .available = false,
+        .available = available,
         .reason = reason,
         .safety_class = "isolated",
         .mechanism = "container",
         .rootfs_read_only = true,
         .workspace_access_modes = access_modes,
         .limits_enforced = cordon_limit_keys,
+        .observation_json = observation,
+        .mechanism_facts_json = mech,
     };
 
     return cordon_facts_compose_host(host, &parts, ret, err);
+}
+
+static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
+                             struct cordon_error *err)
+{
+    return facts_compose(host, false, reason, NULL, NULL, ret, err);
 }
 
 /* Availability only: the runtime is there, the init is there, the image
@@ -756,24 +766,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         r = runc__nomem(err, "facts");
         goto out;
     }
-    {
-        struct cordon_facts_parts parts = {
-            .struct_size = sizeof(parts),
-            .provider_id = RUNC_ID,
-            .supported_kinds = kinds,
-            .available = true,
-            .reason = "ready",
-            .safety_class = "isolated",
-            .mechanism = "container",
-            .rootfs_read_only = true,
-            .workspace_access_modes = access_modes,
-            .limits_enforced = cordon_limit_keys,
-            .observation_json = observation,
-            .mechanism_facts_json = mech,
-        };
-
-        r = cordon_facts_compose_host(host, &parts, &out, err);
-    }
+    r = facts_compose(host, true, "ready", observation, mech, &out, err);
 out:
     if (r == 0)
         *ret_facts_json = out;
