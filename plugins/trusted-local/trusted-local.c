@@ -372,23 +372,34 @@ static char *mechanism_facts(const struct tl_config *cfg, bool area_tmpfs)
     return text;
 }
 
-/* Facts of an unavailable provider. */
-static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
-                             struct cordon_error *err)
+/* The facts, for the host: available with an observation, else why not. */
+static int facts_compose(const struct cordon_host_v1 *host, bool available, const char *reason,
+                         const char *const *limits, const char *observation, const char *mech,
+                         char **ret, struct cordon_error *err)
 {
     struct cordon_facts_parts parts = {
         .struct_size = sizeof(parts),
         .provider_id = TL_ID,
         .supported_kinds = kinds,
-        .available = false,
+        .available = available,
         .reason = reason,
         .safety_class = "trusted_local",
         .mechanism = "host_process",
+        .rootfs_read_only = false,
         .workspace_access_modes = access_modes,
-        .limits_enforced = limits_self,
+        .limits_enforced = limits,
+        .observation_json = observation,
+        .mechanism_facts_json = mech,
     };
 
     return cordon_facts_compose_host(host, &parts, ret, err);
+}
+
+/* Facts of an unavailable provider. */
+static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
+                             struct cordon_error *err)
+{
+    return facts_compose(host, false, reason, limits_self, NULL, NULL, ret, err);
 }
 
 static int op_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
@@ -450,24 +461,9 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         r = tl__nomem(err, "facts");
         goto out;
     }
-    {
-        struct cordon_facts_parts parts = {
-            .struct_size = sizeof(parts),
-            .provider_id = TL_ID,
-            .supported_kinds = kinds,
-            .available = true,
-            .reason = "ready",
-            .safety_class = "trusted_local",
-            .mechanism = "host_process",
-            .rootfs_read_only = false,
-            .workspace_access_modes = access_modes,
-            .limits_enforced = area_tmpfs ? limits_area
-                               : cfg.switch_user ? limits_user : limits_self,
-            .observation_json = observation,
-            .mechanism_facts_json = mech,
-        };
-        r = cordon_facts_compose_host(host, &parts, &out, err);
-    }
+    r = facts_compose(host, true, "ready",
+                      area_tmpfs ? limits_area : cfg.switch_user ? limits_user : limits_self,
+                      observation, mech, &out, err);
 out:
     if (r == 0)
         *ret_facts_json = out;
