@@ -60,7 +60,7 @@ void tl__config_clear(struct tl_config *cfg)
 }
 
 int tl__config_parse(const struct cordon_host_v1 *host, const char *json,
-                           struct tl_config *ret, struct cordon_error *err)
+                     struct tl_config *ret, struct cordon_error *err)
 {
     struct tl_config cfg = { .seccomp = true };
     const char *root = NULL;

@@ -411,8 +411,8 @@ static int exec_result(const struct cordon_host_v1 *host, const struct cordon_ex
 }
 
 int tl__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
-                   const struct cordon_exec_io *io, char **ret_result_json,
-                   struct cordon_error *err)
+                const struct cordon_exec_io *io, char **ret_result_json,
+                struct cordon_error *err)
 {
     struct tl_state st = { 0 };
     struct request rq = { 0 };

@@ -229,7 +229,7 @@ nomem:
  * never make us remove or run somewhere else.
  */
 int tl__state_parse(const struct cordon_resource *res, const char *json, bool full,
-                          struct tl_state *ret, struct cordon_error *err)
+                    struct tl_state *ret, struct cordon_error *err)
 {
     struct tl_state st = { 0 };
     struct cordon_spec_state kept;
@@ -319,12 +319,12 @@ static const char *const access_modes[] = { "snapshot", NULL };
 static const char *const toolchains[] = { "python", "node", "go", "c++", NULL };
 /* pids only holds when children run as a dedicated uid (RLIMIT_NPROC). */
 static const char *const limits_user[] = { "memory_bytes", "pids", "runtime_ms",
-                                              "max_output_bytes", NULL };
+                                           "max_output_bytes", NULL };
 static const char *const limits_self[] = { "memory_bytes", "runtime_ms", "max_output_bytes",
-                                              NULL };
+                                           NULL };
 /* disk_bytes as a whole only when each area is a tmpfs of that size. */
 static const char *const limits_area[] = { "memory_bytes", "disk_bytes", "pids", "runtime_ms",
-                                              "max_output_bytes", NULL };
+                                           "max_output_bytes", NULL };
 
 static void area_mount(const char *dir, uint64_t disk_bytes);
 static void area_unmount(const char *dir);
