@@ -9,7 +9,7 @@
 #include <cordon/sdk/sandbox.h>
 #include "plugins/common/scmp.h"
 
-static enum scmp_compare scmp_op(enum cordon_seccomp_op op)
+static enum scmp_compare compare_of(enum cordon_seccomp_op op)
 {
     switch (op) {
     case CORDON_SECCOMP_EQ:
@@ -33,7 +33,7 @@ int scmp__socket_rules(scmp_filter_ctx ctx)
         struct scmp_arg_cmp cmp[CORDON_SOCKET_RULE_ARGS];
 
         for (unsigned k = 0; k < sr[i].nargs; k++)
-            cmp[k] = (struct scmp_arg_cmp){ sr[i].args[k].index, scmp_op(sr[i].args[k].op),
+            cmp[k] = (struct scmp_arg_cmp){ sr[i].args[k].index, compare_of(sr[i].args[k].op),
                                             sr[i].args[k].value, 0 };
         for (size_t k = 0; k < (sr[i].socketpair ? 2u : 1u) && rc == 0; k++) {
             int nr = seccomp_syscall_resolve_name(names[k]);

@@ -44,7 +44,7 @@
 
 /* ---- spools and the archive API ------------------------------------------ */
 
-int dk_spool_open(const struct cordon_resource *res, int *ret_fd, struct cordon_error *err)
+int dk__spool_open(const struct cordon_resource *res, int *ret_fd, struct cordon_error *err)
 {
     int fd = open(res->spool_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 
@@ -58,7 +58,7 @@ int dk_spool_open(const struct cordon_resource *res, int *ret_fd, struct cordon_
     return 0;
 }
 
-int dk_archive_timeout(const char *what, struct cordon_error *err)
+int dk__archive_timeout(const char *what, struct cordon_error *err)
 {
     return cordon_error_set(err, CORDON_E_TIMEOUT, 0,
                             "%s: the daemon's archive moved no byte for %ld ms or took over "
@@ -76,38 +76,69 @@ static int archive_put(struct dk_conn *conn, const char *container_id, int fd, u
 
     snprintf(path, sizeof(path), "/containers/%s/archive?path=" DK_WORKSPACE
                                  "&noOverwriteDirNonDir=true", container_id);
-    dk_req_init(&rq, "PUT", path);
+    dk__req_init(&rq, "PUT", path);
     rq.upload_fd = fd;
     rq.upload_len = len;
     rq.upload_abort = abort;
     rq.timeout_ms = ARCHIVE_TIMEOUT_MS;
     rq.stall_ms = ARCHIVE_STALL_MS;
-    r = dk_conn_call(conn, &rq, &reply, err);
+    r = dk__conn_call(conn, &rq, &reply, err);
     if (r == CORDON_E_TIMEOUT)
-        r = dk_archive_timeout("archive: write into the workspace", err);
+        r = dk__archive_timeout("archive: write into the workspace", err);
     if (r == 0 && (reply.status < 200 || reply.status >= 300))
-        r = dk_reply_error(&reply, "archive: write into the workspace", err);
+        r = dk__reply_error(&reply, "archive: write into the workspace", err);
     if (r == CORDON_E_NOT_FOUND)
         r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
                              "archive: container %.*s is gone (terminated or expired)",
                              cordon_text_fit(container_id, 12), container_id);
-    dk_reply_clear(&reply);
+    dk__reply_clear(&reply);
     return r;
 }
 
-int dk_archive_put(struct dk_conn *conn, const char *container_id, int fd, uint64_t len,
-                   struct cordon_error *err)
+int dk__archive_put(struct dk_conn *conn, const char *container_id, int fd, const char *what,
+                    struct cordon_error *err)
 {
-    return archive_put(conn, container_id, fd, len, NULL, err);
+    off_t len = lseek(fd, 0, SEEK_END);
+
+    if (len < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "%s: %s", what, strerror(errno));
+    return archive_put(conn, container_id, fd, (uint64_t)len, NULL, err);
 }
 
-int dk_archive_put_stream(struct dk_conn *conn, const char *container_id, int fd,
-                          const int *abort, struct cordon_error *err)
+int dk__archive_put_dirs(const struct cordon_resource *res, struct dk_conn *conn,
+                         const char *container_id, const char *const *paths, const uid_t *uids,
+                         const gid_t *gids, const mode_t *modes, size_t n, const char *what,
+                         struct cordon_error *err)
+{
+    int fd = -1, r = dk__spool_open(res, &fd, err);
+
+    if (r == 0)
+        r = cordon_tar_dirs_fd(fd, paths, uids, gids, modes, n, err);
+    if (r == 0)
+        r = dk__archive_put(conn, container_id, fd, what, err);
+    if (fd >= 0)
+        close(fd);
+    return r;
+}
+
+int dk__archive_put_stream(struct dk_conn *conn, const char *container_id, int fd,
+                           const int *abort, struct cordon_error *err)
 {
     return archive_put(conn, container_id, fd, DK_UPLOAD_STREAM, abort, err);
 }
 
 /* ---- the provider's import_tar and export_tar ----------------------------------- */
+
+/* The /workspace volume's share of disk_bytes, the bound of what an import
+ * writes there: one too big fails by its size rather than halfway. */
+static uint64_t workspace_max(const struct dk_state *st)
+{
+    struct cordon_disk_split disk;
+
+    return cordon_disk_split(NULL, st->limits.disk_bytes, &disk, NULL) == 0
+               ? disk.workspace_bytes
+               : st->limits.disk_bytes;
+}
 
 /* The daemon's archive of root (in_fd, -1 for none) for the host; only
  * (n_only names, NULL for everything) as export_files asked. The daemon
@@ -135,25 +166,22 @@ static int archive_begin(const struct cordon_resource *res, const char *state_js
                          const char *field, const char *rel, struct dk_state *st,
                          char **ret_norm, int *ret_spool, struct cordon_error *err)
 {
-    int r = dk_state_parse(res, state_json, true, st, err);
+    int r = dk__state_parse(res, state_json, true, st, err);
 
     if (r == 0)
         r = cordon_path_normalize_dir(field, rel != NULL ? rel : "", ret_norm, err);
     if (r == 0)
-        r = dk_spool_open(res, ret_spool, err);
+        r = dk__spool_open(res, ret_spool, err);
     return r;
 }
 
-int dk_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
-                  int tar_fd, struct cordon_error *err)
+int dk__op_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
+                      int tar_fd, struct cordon_error *err)
 {
     struct cordon_workspace_owner owner = { .set_owner = true };
-    struct cordon_disk_split disk;
-    uint64_t max_bytes;
     struct dk_state st = { 0 };
     struct dk_conn *conn = NULL;
     char *norm = NULL;
-    off_t len;
     int checked = -1, spool = -1, r;
 
     if (res == NULL || tar_fd < 0)
@@ -161,37 +189,28 @@ int dk_import_tar(struct cordon_resource *res, const char *state_json, const cha
                                 "import_tar: resource and tar_fd required");
     r = archive_begin(res, state_json, "dest", dest, &st, &norm, &spool, err);
     if (r == 0)
-        r = dk_spool_open(res, &checked, err);
+        r = dk__spool_open(res, &checked, err);
     if (r < 0)
         goto out;
     owner.code_layout = st.code_layout;
     owner.uid = st.uid;
     owner.gid = st.gid;
-    /* The /workspace volume's share of disk_bytes: too big fails by its size. */
-    max_bytes = cordon_disk_split(NULL, st.limits.disk_bytes, &disk, NULL) == 0
-                    ? disk.workspace_bytes
-                    : st.limits.disk_bytes;
     /* Checked whole before the daemon sees a byte of it. */
-    r = cordon_tar_filter_workspace_fd(tar_fd, checked, spool, norm, &owner, max_bytes,
-                                       CORDON_TAR_ENTRIES_MAX, err);
+    r = cordon_tar_filter_workspace_fd(tar_fd, checked, spool, norm, &owner,
+                                       workspace_max(&st), CORDON_TAR_ENTRIES_MAX, err);
     if (r < 0)
         goto out;
-    len = lseek(spool, 0, SEEK_END);
-    if (len < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "import_tar: spool: %s", strerror(errno));
-        goto out;
-    }
-    r = dk_conn_open(&res->engine, &conn, err);
+    r = dk__conn_open(&res->engine, &conn, err);
     if (r == 0)
-        r = dk_archive_put(conn, st.container_id, spool, (uint64_t)len, err);
+        r = dk__archive_put(conn, st.container_id, spool, "import_tar: spool", err);
 out:
     if (checked >= 0)
         close(checked);
     if (spool >= 0)
         close(spool);
-    dk_conn_close(conn);
+    dk__conn_close(conn);
     free(norm);
-    dk_state_clear(&st);
+    dk__state_clear(&st);
     return r;
 }
 
@@ -222,11 +241,10 @@ static void *files_job_main(void *arg)
     return NULL;
 }
 
-int dk_import_files(struct cordon_resource *res, const char *state_json, const char *dest,
-                    const char *files_json, int data_fd, struct cordon_error *err)
+int dk__op_import_files(struct cordon_resource *res, const char *state_json, const char *dest,
+                        const char *files_json, int data_fd, struct cordon_error *err)
 {
     struct files_job job = { .files_json = files_json, .data_fd = data_fd, .dest = dest };
-    struct cordon_disk_split disk;
     struct dk_state st = { 0 };
     struct dk_conn *conn = NULL;
     sigset_t pipe_only, saved;
@@ -238,17 +256,14 @@ int dk_import_files(struct cordon_resource *res, const char *state_json, const c
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "import_files: resource, files_json and data_fd required");
     cordon_error_init(&job.err);
-    r = dk_state_parse(res, state_json, true, &st, err);
+    r = dk__state_parse(res, state_json, true, &st, err);
     if (r == 0)
-        r = dk_conn_open(&res->engine, &conn, err);
+        r = dk__conn_open(&res->engine, &conn, err);
     if (r < 0)
         goto out;
     job.owner = (struct cordon_workspace_owner){ .code_layout = st.code_layout, .set_owner = true,
                                                  .uid = st.uid, .gid = st.gid };
-    /* The /workspace volume's share of disk_bytes, as import_tar. */
-    job.max_bytes = cordon_disk_split(NULL, st.limits.disk_bytes, &disk, NULL) == 0
-                        ? disk.workspace_bytes
-                        : st.limits.disk_bytes;
+    job.max_bytes = workspace_max(&st);
     if (pipe2(p, O_CLOEXEC) != 0) {
         r = cordon_error_set(err, CORDON_E_IO, errno, "import_files: pipe: %s", strerror(errno));
         goto out;
@@ -266,7 +281,7 @@ int dk_import_files(struct cordon_resource *res, const char *state_json, const c
         goto out;
     }
     p[1] = -1; /* the job's now */
-    r = dk_archive_put_stream(conn, st.container_id, p[0], &job.failed, err);
+    r = dk__archive_put_stream(conn, st.container_id, p[0], &job.failed, err);
     close(p[0]); /* a writer still at it gets EPIPE */
     p[0] = -1;
     pthread_join(thread, NULL);
@@ -283,8 +298,8 @@ out:
         close(p[1]);
     if (p[0] >= 0)
         close(p[0]);
-    dk_conn_close(conn);
-    dk_state_clear(&st);
+    dk__conn_close(conn);
+    dk__state_clear(&st);
     return r;
 }
 
@@ -313,7 +328,7 @@ static int export_src(struct cordon_resource *res, const struct dk_state *st, co
     if (asprintf(&root, "%s%s%s", nested || norm[0] == '\0' ? "workspace" : "",
                  nested ? "/" : "", norm) < 0) {
         root = NULL;
-        r = dk_nomem(err, "export_tar");
+        r = dk__nomem(err, "export_tar");
         goto out;
     }
     {
@@ -321,32 +336,32 @@ static int export_src(struct cordon_resource *res, const struct dk_state *st, co
 
         if (asprintf(&where, DK_WORKSPACE "%s%s", nested || norm[0] == '\0' ? "" : "/",
                      nested ? "" : norm) >= 0)
-            esc = dk_escape(where);
+            esc = dk__escape(where);
         if (esc == NULL || asprintf(&path, "/containers/%s/archive?path=%s", st->container_id,
                                     esc) < 0)
             path = NULL;
         free(where);
         free(esc);
         if (path == NULL) {
-            r = dk_nomem(err, "export_tar");
+            r = dk__nomem(err, "export_tar");
             goto out;
         }
     }
     limits.max_bytes = st->limits.disk_bytes;
     limits.max_entries = CORDON_TAR_ENTRIES_MAX;
-    r = dk_conn_open(&res->engine, &conn, err);
+    r = dk__conn_open(&res->engine, &conn, err);
     if (r < 0)
         goto out;
-    dk_req_init(&rq, "GET", path);
+    dk__req_init(&rq, "GET", path);
     rq.download_fd = spool;
     rq.max_bytes = st->limits.disk_bytes > UINT64_MAX / 2 - EXPORT_SLACK
                        ? UINT64_MAX
                        : 2 * st->limits.disk_bytes + EXPORT_SLACK;
     rq.timeout_ms = ARCHIVE_TIMEOUT_MS;
     rq.stall_ms = ARCHIVE_STALL_MS;
-    r = dk_conn_call(conn, &rq, &reply, err);
+    r = dk__conn_call(conn, &rq, &reply, err);
     if (r == CORDON_E_TIMEOUT)
-        r = dk_archive_timeout(only != NULL ? "export_files" : "export_tar", err);
+        r = dk__archive_timeout(only != NULL ? "export_files" : "export_tar", err);
     else if (r == 0 && reply.status == 404 && only != NULL)
         r = 1; /* no such top-level directory: every path under it is missing */
     else if (r == 0 && reply.status == 404)
@@ -354,7 +369,7 @@ static int export_src(struct cordon_resource *res, const struct dk_state *st, co
                              "src: \"%s\" is not in the workspace (or the execution is gone)",
                              norm);
     else if (r == 0 && (reply.status < 200 || reply.status >= 300))
-        r = dk_reply_error(&reply, only != NULL ? "export_files" : "export_tar", err);
+        r = dk__reply_error(&reply, only != NULL ? "export_files" : "export_tar", err);
     if (r == 1) {
         r = export_filter(-1, tar_fd, root, &limits, only, 0, err);
         goto out;
@@ -367,15 +382,15 @@ static int export_src(struct cordon_resource *res, const struct dk_state *st, co
     }
     r = export_filter(spool, tar_fd, root, &limits, only, n_only, err);
 out:
-    dk_reply_clear(&reply);
-    dk_conn_close(conn);
+    dk__reply_clear(&reply);
+    dk__conn_close(conn);
     free(root);
     free(path);
     return r;
 }
 
-int dk_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
-                  int tar_fd, struct cordon_error *err)
+int dk__op_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
+                      int tar_fd, struct cordon_error *err)
 {
     struct dk_state st = { 0 };
     char *norm = NULL;
@@ -390,7 +405,7 @@ int dk_export_tar(struct cordon_resource *res, const char *state_json, const cha
     if (spool >= 0)
         close(spool);
     free(norm);
-    dk_state_clear(&st);
+    dk__state_clear(&st);
     return r;
 }
 
@@ -402,8 +417,8 @@ int dk_export_tar(struct cordon_resource *res, const char *state_json, const cha
  * a symbolic link is not in the daemon's archive (it does not descend into
  * one) and is left out, as a missing path is.
  */
-int dk_export_files(struct cordon_resource *res, const char *state_json, const char *paths_json,
-                    int tar_fd, struct cordon_error *err)
+int dk__op_export_files(struct cordon_resource *res, const char *state_json, const char *paths_json,
+                        int tar_fd, struct cordon_error *err)
 {
     struct dk_state st = { 0 };
     cJSON *doc = NULL;
@@ -428,7 +443,7 @@ int dk_export_files(struct cordon_resource *res, const char *state_json, const c
     }
     only = calloc((size_t)cJSON_GetArraySize(doc) + 1, sizeof(*only));
     if (only == NULL) {
-        r = dk_nomem(err, "export_files");
+        r = dk__nomem(err, "export_files");
         goto out;
     }
     cJSON_ArrayForEach(item, doc) {
@@ -460,7 +475,7 @@ int dk_export_files(struct cordon_resource *res, const char *state_json, const c
         char *src = top != NULL ? strndup(top, top_len) : strdup("");
 
         r = src != NULL ? export_src(res, &st, src, spool, tar_fd, only, n, err)
-                        : dk_nomem(err, "export_files");
+                        : dk__nomem(err, "export_files");
         free(src);
     }
 out:
@@ -471,6 +486,6 @@ out:
     cJSON_Delete(doc);
     if (spool >= 0)
         close(spool);
-    dk_state_clear(&st);
+    dk__state_clear(&st);
     return r;
 }

@@ -1,29 +1,15 @@
 /*
- * docker: provisioning one execution as one container, with every default
- * of THE SANDBOX in cordon-provider-docker(7), read back after creation and
- * refused when the daemon did not apply any of it (fail closed); and
- * removing containers again.
- *
- * /workspace is an anonymous local volume of type tmpfs rather than a
- * HostConfig.Tmpfs mount: the archive API refuses to write into a
- * container with a read-only rootfs except into a volume, and only the
- * volume's mount options can say exec, uid, gid and mode. The volume goes
- * with the container (removed with v=1, and by AutoRemove).
- *
- * disk_bytes is one budget: /workspace, /tmp (HostConfig.Tmpfs) and
- * /dev/shm (HostConfig.ShmSize) share it as cordon_disk_split says, and
- * the read-back checks each size.
+ * docker: provisioning one execution as one container - the spec, create
+ * (the body and its read-back are create.c's), start, the layout "code",
+ * the init as the host sees it - and removing containers again.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cordon/sdk/agent.h>
@@ -40,7 +26,7 @@
 /* ---- spec and state -------------------------------------------------------- */
 
 
-void dk_state_clear(struct dk_state *st)
+void dk__state_clear(struct dk_state *st)
 {
     if (st == NULL)
         return;
@@ -48,18 +34,8 @@ void dk_state_clear(struct dk_state *st)
     memset(st, 0, sizeof(*st));
 }
 
-static bool container_id_valid(const char *id)
-{
-    size_t i;
-
-    for (i = 0; id != NULL && i < DK_CONTAINER_ID_LEN; i++)
-        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
-            return false;
-    return id != NULL && id[i] == '\0';
-}
-
-int dk_state_parse(const struct cordon_resource *res, const char *json, bool full,
-                   struct dk_state *ret, struct cordon_error *err)
+int dk__state_parse(const struct cordon_resource *res, const char *json, bool full,
+                    struct dk_state *ret, struct cordon_error *err)
 {
     struct dk_state st = { 0 };
     struct cordon_spec_state kept;
@@ -79,7 +55,7 @@ int dk_state_parse(const struct cordon_resource *res, const char *json, bool ful
     /* The id goes into request paths: exactly what the daemon handed out. */
     st.container_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc,
                                                                              "container_id"));
-    if (!container_id_valid(st.container_id)) {
+    if (!dk__hex64(st.container_id)) {
         r = cordon_error_set(err, CORDON_E_INVALID, 0,
                              "state.container_id: must be 64 lowercase hex digits");
         goto out;
@@ -113,24 +89,12 @@ done:
     *ret = st;
     memset(&st, 0, sizeof(st));
 out:
-    dk_state_clear(&st);
+    dk__state_clear(&st);
     return r;
 }
 
-/* What a spec asks for, parsed and checked before anything is created. */
-struct dk_spec {
-    struct cordon_spec in;     /* the spec as the sdk read it */
-    const char *image;         /* in.image, else the config's */
-    bool pinned;
-    struct cordon_disk_split disk; /* resources.disk_bytes across /workspace, /tmp, /dev/shm */
-    bool code_layout;
-    uint64_t expires_at_ms;
-    uid_t uid;                 /* who the execution runs as */
-    gid_t gid;
-};
-
-static int dk_spec_parse(const struct cordon_resource *res, const char *json, struct dk_spec *sp,
-                         struct cordon_error *err)
+static int spec_parse(const struct cordon_resource *res, const char *json, struct dk_spec *sp,
+                      struct cordon_error *err)
 {
     int r = cordon_spec_parse(json, &sp->in, err);
 
@@ -142,7 +106,7 @@ static int dk_spec_parse(const struct cordon_resource *res, const char *json, st
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "image: none in the spec and none in the provider config "
                                 "(NAME@sha256:<64 hex> or sha256:<64 hex>)");
-    r = dk_image_check("image", sp->image, res->cfg.allow_unpinned, &sp->pinned, err);
+    r = dk__image_check("image", sp->image, res->cfg.allow_unpinned, &sp->pinned, err);
     if (r == 0)
         r = cordon_disk_split("resources.disk_bytes", sp->in.resources.disk_bytes, &sp->disk, err);
     if (r == 0)
@@ -151,399 +115,18 @@ static int dk_spec_parse(const struct cordon_resource *res, const char *json, st
     return r;
 }
 
-/* ---- the container -------------------------------------------------------- */
-
-/*
- * The seccomp profile (cordon-provider-docker(7)): every call allowed but
- * what sandboxed code has no business making. The daemon's default profile
- * lets io_uring through on some versions, and a profile cannot be stacked
- * on it, so this one stands alone. Another ABI (i386, x32) is not listed and
- * so hits the filter's bad-architecture action instead of slipping past
- * the numbers below.
- */
-static const char *const dk_denied_syscalls[] = {
-    "keyctl", "add_key", "request_key", "bpf", "mount", "umount", "umount2", "pivot_root",
-    "chroot", "init_module", "finit_module", "delete_module", "create_module", "query_module",
-    "get_kernel_syms", "kexec_load", "kexec_file_load", "ptrace", "process_vm_readv",
-    "process_vm_writev", "kcmp", "pidfd_getfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "setns", "unshare", "perf_event_open", "userfaultfd", "swapon", "swapoff", "reboot", "acct",
-    "open_by_handle_at", "name_to_handle_at", "lookup_dcookie", "quotactl", "nfsservctl",
-    "uselib", "ustat", "sysfs", "_sysctl", "clock_adjtime", "clock_settime", "settimeofday",
-    "stime", "iopl", "ioperm", "vm86", "vm86old",
-};
-
-#if defined(__x86_64__)
-#define DK_SECCOMP_ARCH "SCMP_ARCH_X86_64"
-#elif defined(__aarch64__)
-#define DK_SECCOMP_ARCH "SCMP_ARCH_AARCH64"
-#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define DK_SECCOMP_ARCH "SCMP_ARCH_PPC64LE"
-#elif defined(__s390x__)
-#define DK_SECCOMP_ARCH "SCMP_ARCH_S390X"
-#endif
-#define DK_CLONE_NEWUSER 0x10000000
-#define DK_ENOSYS 38
-#define DK_EPERM 1
-#define DK_F_SETLEASE 1024
-#define DK_CMD_MASK 4294967295.0
-
-/* "seccomp=<profile JSON>", the daemon's inline form; malloc'd. */
-static char *dk_seccomp_opt(void)
-{
-    cJSON *p = cJSON_CreateObject(), *calls, *rule, *arr, *arg;
-    char *text = NULL, *opt = NULL;
-    bool ok = p != NULL && cJSON_AddStringToObject(p, "defaultAction", "SCMP_ACT_ALLOW") &&
-              (arr = cJSON_AddArrayToObject(p, "architectures")) != NULL &&
-#ifdef DK_SECCOMP_ARCH
-              cJSON_AddItemToArray(arr, cJSON_CreateString(DK_SECCOMP_ARCH)) &&
-#endif
-              (calls = cJSON_AddArrayToObject(p, "syscalls")) != NULL &&
-              (rule = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(calls, rule) &&
-              cJSON_AddItemToObject(rule, "names",
-                                    cJSON_CreateStringArray(dk_denied_syscalls,
-                                                            (int)(sizeof(dk_denied_syscalls) /
-                                                                  sizeof(dk_denied_syscalls[0])))) &&
-              cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") &&
-              cJSON_AddNumberToObject(rule, "errnoRet", DK_EPERM) &&
-              /* A new user namespace through clone (s390 passes flags second). */
-              (rule = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(calls, rule) &&
-              cJSON_AddItemToObject(rule, "names", cJSON_CreateStringArray(
-                                                       (const char *const[]){ "clone" }, 1)) &&
-              cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") &&
-              cJSON_AddNumberToObject(rule, "errnoRet", DK_EPERM) &&
-              (arr = cJSON_AddArrayToObject(rule, "args")) != NULL &&
-              (arg = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(arr, arg) &&
-#if defined(__s390x__)
-              cJSON_AddNumberToObject(arg, "index", 1) &&
-#else
-              cJSON_AddNumberToObject(arg, "index", 0) &&
-#endif
-              cJSON_AddNumberToObject(arg, "value", DK_CLONE_NEWUSER) &&
-              cJSON_AddNumberToObject(arg, "valueTwo", DK_CLONE_NEWUSER) &&
-              cJSON_AddStringToObject(arg, "op", "SCMP_CMP_MASKED_EQ") &&
-              /* clone3 hides its flags in memory: ENOSYS makes libc fall back to clone. */
-              (rule = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(calls, rule) &&
-              cJSON_AddItemToObject(rule, "names", cJSON_CreateStringArray(
-                                                       (const char *const[]){ "clone3" }, 1)) &&
-              cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") &&
-              cJSON_AddNumberToObject(rule, "errnoRet", DK_ENOSYS) &&
-              /* A file lease makes the daemon's archive process wait the
-               * lease-break time on every open of the file: F_SETLEASE is
-               * refused, whatever the lease type. The kernel reads cmd as
-               * 32 bits, so only those are compared. */
-              (rule = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(calls, rule) &&
-              cJSON_AddItemToObject(rule, "names",
-                                    cJSON_CreateStringArray((const char *const[]){ "fcntl",
-                                                                                   "fcntl64" },
-                                                            2)) &&
-              cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") &&
-              cJSON_AddNumberToObject(rule, "errnoRet", DK_EPERM) &&
-              (arr = cJSON_AddArrayToObject(rule, "args")) != NULL &&
-              (arg = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(arr, arg) &&
-              cJSON_AddNumberToObject(arg, "index", 1) &&
-              cJSON_AddNumberToObject(arg, "value", DK_CMD_MASK) &&
-              cJSON_AddNumberToObject(arg, "valueTwo", DK_F_SETLEASE) &&
-              cJSON_AddStringToObject(arg, "op", "SCMP_CMP_MASKED_EQ") &&
-              /* Network "none" means no family reaches outside: AF_VSOCK
-               * (the hypervisor's host), AF_PACKET, netlink uevents (the
-               * host's device events) and every other family but the
-               * sdk's allow-list are refused. */
-              cordon_socket_rules_oci(calls, NULL) == 0;
-
-    if (ok)
-        text = cJSON_PrintUnformatted(p);
-    if (text != NULL && asprintf(&opt, "seccomp=%s", text) < 0)
-        opt = NULL;
-    free(text);
-    cJSON_Delete(p);
-    return opt;
-}
-
-static const char *dk_host_label(const struct cordon_resource *res)
-{
-    const struct cordon_host_v1 *h = res->host;
-
-    return CORDON_HOST_HAS(h, host_instance_id) && h->host_instance_id != NULL &&
-                   h->host_instance_id[0] != '\0'
-               ? h->host_instance_id
-               : "unknown";
-}
-
-static bool dk_add_labels(cJSON *obj, const struct cordon_resource *res, const char *id)
-{
-    cJSON *labels = cJSON_AddObjectToObject(obj, "Labels");
-
-    return labels != NULL && cJSON_AddStringToObject(labels, DK_LABEL_EXECUTION, id) &&
-           cJSON_AddStringToObject(labels, DK_LABEL_HOST, dk_host_label(res)) &&
-           cJSON_AddStringToObject(labels, DK_LABEL_PROVIDER, DK_ID);
-}
-
-/* The mount options of the /workspace tmpfs; also what the read-back expects. */
-static void dk_workspace_options(const struct dk_spec *sp, uid_t uid, gid_t gid, char *buf,
-                                 size_t size)
-{
-    /* Layout "code": a root-owned root; "host": the sandbox user's. */
-    snprintf(buf, size, "size=%llu,uid=%u,gid=%u,mode=0755,nosuid,nodev,exec",
-             (unsigned long long)sp->disk.workspace_bytes, sp->code_layout ? 0u : (unsigned)uid,
-             sp->code_layout ? 0u : (unsigned)gid);
-}
-
-/* HostConfig.Tmpfs["/tmp"]; also what the read-back expects. */
-static void dk_tmp_options(const struct dk_spec *sp, char *buf, size_t size)
-{
-    snprintf(buf, size, "rw,nosuid,nodev,exec,size=%llu,mode=1777",
-             (unsigned long long)sp->disk.tmp_bytes);
-}
-
-static char *dk_create_body(const struct cordon_resource *res, const struct dk_spec *sp,
-                            uint64_t lifetime_ms, const char *seccomp)
-{
-    char user[32], ms[32], tmp[160], ws[200];
-    cJSON *body = cJSON_CreateObject(), *hc, *arr = NULL, *mount, *vo, *dc, *opts, *ul;
-    char *text = NULL;
-    bool ok;
-
-    snprintf(user, sizeof(user), "%u:%u", (unsigned)sp->uid, (unsigned)sp->gid);
-    snprintf(ms, sizeof(ms), "%llu", (unsigned long long)lifetime_ms);
-    dk_tmp_options(sp, tmp, sizeof(tmp));
-    dk_workspace_options(sp, sp->uid, sp->gid, ws, sizeof(ws));
-    ok = body != NULL && cJSON_AddStringToObject(body, "Image", sp->image) &&
-         /*
-          * The first process is the host's cordon-init: PID 1 of the pid
-          * namespace reaps and holds the deadline. The kernel drops
-          * SIGKILL and SIGSTOP sent to a namespace's init from inside,
-          * and it makes itself non-dumpable against same-uid ptrace and
-          * /proc/1/mem, so nothing inside can stop the clock. When it
-          * exits at the deadline the container stops and AutoRemove
-          * removes it, whether or not a cordon command runs.
-          */
-         (arr = cJSON_AddArrayToObject(body, "Entrypoint")) != NULL &&
-         cJSON_AddItemToArray(arr, cJSON_CreateString(DK_INIT_IN_CONTAINER)) &&
-         (arr = cJSON_AddArrayToObject(body, "Cmd")) != NULL &&
-         cJSON_AddItemToArray(arr, cJSON_CreateString("--deadline-ms")) &&
-         cJSON_AddItemToArray(arr, cJSON_CreateString(ms)) &&
-         /* The resident agent (exec.c): exec without the daemon. */
-         (res->cfg.no_agent || cJSON_AddItemToArray(arr, cJSON_CreateString("--agent"))) &&
-         cJSON_AddStringToObject(body, "User", user) &&
-         cJSON_AddStringToObject(body, "WorkingDir", DK_WORKSPACE) &&
-         cJSON_AddBoolToObject(body, "NetworkDisabled", true) &&
-         cJSON_AddStringToObject(body, "StopSignal", "SIGKILL") &&
-         cJSON_AddNumberToObject(body, "StopTimeout", 1) && dk_add_labels(body, res, sp->in.execution_id) &&
-         (arr = cJSON_AddArrayToObject(body, "Env")) != NULL;
-    for (size_t i = 0; ok && i < sp->in.environment.n; i++) {
-        const struct cordon_env_var *e = &sp->in.environment.vars[i];
-        char *kv = NULL;
-
-        if (asprintf(&kv, "%s=%s", e->name, e->value) < 0) {
-            ok = false;
-            break;
-        }
-        ok = cJSON_AddItemToArray(arr, cJSON_CreateString(kv));
-        free(kv);
-    }
-    /* Every setting here has its read-back in dk_verify. */
-    ok = ok && (hc = cJSON_AddObjectToObject(body, "HostConfig")) != NULL &&
-         cJSON_AddBoolToObject(hc, "AutoRemove", true) && cJSON_AddBoolToObject(hc, "Init", false) &&
-         cJSON_AddBoolToObject(hc, "Privileged", false) &&
-         cJSON_AddBoolToObject(hc, "ReadonlyRootfs", true) &&
-         cJSON_AddStringToObject(hc, "NetworkMode", "none") &&
-         cJSON_AddStringToObject(hc, "IpcMode", "private") &&
-         (arr = cJSON_AddArrayToObject(hc, "CapDrop")) != NULL &&
-         cJSON_AddItemToArray(arr, cJSON_CreateString("ALL")) &&
-         (arr = cJSON_AddArrayToObject(hc, "SecurityOpt")) != NULL &&
-         cJSON_AddItemToArray(arr, cJSON_CreateString("no-new-privileges")) &&
-         cJSON_AddItemToArray(arr, cJSON_CreateString(seccomp)) &&
-         cJSON_AddNumberToObject(hc, "NanoCpus", llround(sp->in.resources.cpus * 1e9)) &&
-         cJSON_AddNumberToObject(hc, "Memory", (double)sp->in.resources.memory_bytes) &&
-         cJSON_AddNumberToObject(hc, "MemorySwap", (double)sp->in.resources.memory_bytes) &&
-         cJSON_AddNumberToObject(hc, "PidsLimit", (double)sp->in.resources.pids) &&
-         cJSON_AddNumberToObject(hc, "ShmSize", (double)sp->disk.shm_bytes) &&
-         /* No core dumps, set rather than inherited: it is the one rlimit
-          * the runtimes leave differently (runc the daemon's soft 0, runsc
-          * gVisor's unlimited), and a dump is the sandbox's memory written
-          * where the runtime chooses. */
-         (arr = cJSON_AddArrayToObject(hc, "Ulimits")) != NULL &&
-         (ul = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(arr, ul) &&
-         cJSON_AddStringToObject(ul, "Name", "core") && cJSON_AddNumberToObject(ul, "Soft", 0) &&
-         cJSON_AddNumberToObject(ul, "Hard", 0) &&
-         (opts = cJSON_AddObjectToObject(hc, "Tmpfs")) != NULL &&
-         cJSON_AddStringToObject(opts, "/tmp", tmp) &&
-         (arr = cJSON_AddArrayToObject(hc, "Mounts")) != NULL &&
-         (mount = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(arr, mount) &&
-         cJSON_AddStringToObject(mount, "Type", "volume") &&
-         cJSON_AddStringToObject(mount, "Target", DK_WORKSPACE) &&
-         (vo = cJSON_AddObjectToObject(mount, "VolumeOptions")) != NULL &&
-         dk_add_labels(vo, res, sp->in.execution_id) &&
-         (dc = cJSON_AddObjectToObject(vo, "DriverConfig")) != NULL &&
-         cJSON_AddStringToObject(dc, "Name", "local") &&
-         (opts = cJSON_AddObjectToObject(dc, "Options")) != NULL &&
-         cJSON_AddStringToObject(opts, "type", "tmpfs") &&
-         cJSON_AddStringToObject(opts, "device", "tmpfs") && cJSON_AddStringToObject(opts, "o", ws) &&
-         (mount = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(arr, mount) &&
-         cJSON_AddStringToObject(mount, "Type", "bind") &&
-         cJSON_AddStringToObject(mount, "Source", res->init_path) &&
-         cJSON_AddStringToObject(mount, "Target", DK_INIT_IN_CONTAINER) &&
-         cJSON_AddBoolToObject(mount, "ReadOnly", true) &&
-         (opts = cJSON_AddObjectToObject(hc, "LogConfig")) != NULL &&
-         cJSON_AddStringToObject(opts, "Type", "none") &&
-         (res->cfg.runtime == NULL || cJSON_AddStringToObject(hc, "Runtime", res->cfg.runtime));
-    if (ok)
-        text = cJSON_PrintUnformatted(body);
-    cJSON_Delete(body);
-    return text;
-}
-
-static bool list_has(const cJSON *arr, const char *const *accepted)
-{
-    const cJSON *item;
-
-    cJSON_ArrayForEach(item, arr)
-        for (size_t i = 0; cJSON_IsString(item) && accepted[i] != NULL; i++)
-            if (strcasecmp(item->valuestring, accepted[i]) == 0)
-                return true;
-    return false;
-}
-
-static const char *hc_str(const cJSON *hc, const char *key)
-{
-    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(hc, key));
-
-    return s != NULL ? s : "";
-}
-
-static double hc_num(const cJSON *hc, const char *key)
-{
-    const cJSON *n = cJSON_GetObjectItemCaseSensitive(hc, key);
-
-    return cJSON_IsNumber(n) ? n->valuedouble : -1;
-}
-
-/*
- * Fail closed: compare what the daemon applied (the container's inspect)
- * with what was asked, setting by setting. The first one missing is named.
- */
-static int dk_verify(const struct cordon_resource *res, const struct dk_spec *sp,
-                     const char *seccomp, const cJSON *inspect, struct cordon_error *err)
-{
-    static const char *const all[] = { "ALL", "CAP_ALL", NULL };
-    static const char *const nnp[] = { "no-new-privileges", "no-new-privileges:true",
-                                       "no-new-privileges=true", NULL };
-    const cJSON *hc = cJSON_GetObjectItemCaseSensitive(inspect, "HostConfig");
-    const cJSON *config = cJSON_GetObjectItemCaseSensitive(inspect, "Config");
-    const cJSON *mounts = cJSON_GetObjectItemCaseSensitive(hc, "Mounts"), *m;
-    const char *tmp = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(hc, "Tmpfs"), "/tmp"));
-    const char *image = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(inspect, "Image"));
-    char user[32], ws[200], tmp_want[160], what[160] = "", got[200] = "";
-    double mem = (double)sp->in.resources.memory_bytes;
-    bool ws_ok = false, init_ok = false, core_ok = false;
-
-    snprintf(user, sizeof(user), "%u:%u", (unsigned)sp->uid, (unsigned)sp->gid);
-    dk_workspace_options(sp, sp->uid, sp->gid, ws, sizeof(ws));
-    dk_tmp_options(sp, tmp_want, sizeof(tmp_want));
-    cJSON_ArrayForEach(m, mounts) {
-        const cJSON *dc = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(m, "VolumeOptions"), "DriverConfig");
-        const cJSON *o = cJSON_GetObjectItemCaseSensitive(dc, "Options");
-
-        if (strcmp(hc_str(m, "Target"), DK_WORKSPACE) == 0 && strcmp(hc_str(o, "type"), "tmpfs") == 0 &&
-            strcmp(hc_str(o, "o"), ws) == 0)
-            ws_ok = true;
-        if (strcmp(hc_str(m, "Target"), DK_INIT_IN_CONTAINER) == 0 &&
-            strcmp(hc_str(m, "Type"), "bind") == 0 &&
-            strcmp(hc_str(m, "Source"), res->init_path) == 0 &&
-            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "ReadOnly")))
-            init_ok = true;
-    }
-    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(hc, "Ulimits"))
-        if (strcmp(hc_str(m, "Name"), "core") == 0)
-            core_ok = hc_num(m, "Soft") == 0 && hc_num(m, "Hard") == 0;
-#define DK_REQUIRE(cond, name, ...)                                                   \
-    do {                                                                              \
-        if (!(cond) && what[0] == '\0') {                                             \
-            snprintf(what, sizeof(what), "%s", name);                                 \
-            snprintf(got, sizeof(got), __VA_ARGS__);                                  \
-        }                                                                             \
-    } while (0)
-    DK_REQUIRE(cJSON_IsObject(hc) && cJSON_IsObject(config), "HostConfig", "no HostConfig");
-    DK_REQUIRE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "AutoRemove")),
-               "HostConfig.AutoRemove", "not true");
-    /* docker-init would be PID 1 and the deadline's keeper one of its children. */
-    DK_REQUIRE(!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "Init")), "HostConfig.Init",
-               "true: docker-init would be PID 1, not cordon-init");
-    DK_REQUIRE(!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "Privileged")),
-               "HostConfig.Privileged", "true");
-    DK_REQUIRE(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(hc, "ReadonlyRootfs")),
-               "HostConfig.ReadonlyRootfs", "not true");
-    DK_REQUIRE(strcmp(hc_str(hc, "NetworkMode"), "none") == 0, "HostConfig.NetworkMode",
-               "\"%s\", not \"none\"", hc_str(hc, "NetworkMode"));
-    DK_REQUIRE(hc_num(hc, "NanoCpus") == (double)llround(sp->in.resources.cpus * 1e9),
-               "HostConfig.NanoCpus", "%.0f, asked %lld", hc_num(hc, "NanoCpus"),
-               llround(sp->in.resources.cpus * 1e9));
-    DK_REQUIRE(hc_num(hc, "Memory") == mem, "HostConfig.Memory", "%.0f, asked %.0f",
-               hc_num(hc, "Memory"), mem);
-    DK_REQUIRE(hc_num(hc, "MemorySwap") == mem, "HostConfig.MemorySwap",
-               "%.0f, asked %.0f (equal to Memory: no swap)", hc_num(hc, "MemorySwap"), mem);
-    DK_REQUIRE(hc_num(hc, "PidsLimit") == (double)sp->in.resources.pids, "HostConfig.PidsLimit",
-               "%.0f, asked %llu", hc_num(hc, "PidsLimit"), (unsigned long long)sp->in.resources.pids);
-    DK_REQUIRE(core_ok, "HostConfig.Ulimits[core]", "not 0:0");
-    DK_REQUIRE(list_has(cJSON_GetObjectItemCaseSensitive(hc, "CapDrop"), all),
-               "HostConfig.CapDrop", "ALL is not dropped");
-    DK_REQUIRE(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(hc, "CapAdd")) == 0,
-               "HostConfig.CapAdd", "capabilities are added");
-    DK_REQUIRE(list_has(cJSON_GetObjectItemCaseSensitive(hc, "SecurityOpt"), nnp),
-               "HostConfig.SecurityOpt", "no-new-privileges is missing");
-    DK_REQUIRE(list_has(cJSON_GetObjectItemCaseSensitive(hc, "SecurityOpt"),
-                        (const char *const[]){ seccomp, NULL }),
-               "HostConfig.SecurityOpt", "the seccomp profile is not cordon's");
-    DK_REQUIRE(strcmp(hc_str(config, "User"), user) == 0, "Config.User", "\"%s\", asked \"%s\"",
-               hc_str(config, "User"), user);
-    /* The three writable tmpfs mounts share disk_bytes: each size as asked. */
-    DK_REQUIRE(tmp != NULL && strcmp(tmp, tmp_want) == 0, "HostConfig.Tmpfs[/tmp]",
-               "\"%s\", asked \"%s\"", tmp != NULL ? tmp : "none", tmp_want);
-    DK_REQUIRE(hc_num(hc, "ShmSize") == (double)sp->disk.shm_bytes, "HostConfig.ShmSize",
-               "%.0f, asked %llu", hc_num(hc, "ShmSize"), (unsigned long long)sp->disk.shm_bytes);
-    DK_REQUIRE(ws_ok, "HostConfig.Mounts[/workspace]", "no tmpfs volume with \"%s\"", ws);
-    DK_REQUIRE(init_ok, "HostConfig.Mounts[" DK_INIT_IN_CONTAINER "]",
-               "no read-only bind of %s", res->init_path);
-    DK_REQUIRE(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(hc, "Binds")) == 0 &&
-                   cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(hc, "Devices")) == 0 &&
-                   cJSON_GetArraySize(mounts) == 2,
-               "HostConfig.Binds/Devices/Mounts", "host paths or devices are mounted");
-    DK_REQUIRE(strcmp(hc_str(hc, "PidMode"), "host") != 0 &&
-                   strcmp(hc_str(hc, "IpcMode"), "host") != 0 &&
-                   strcmp(hc_str(hc, "UTSMode"), "host") != 0 &&
-                   strcmp(hc_str(hc, "UsernsMode"), "host") != 0,
-               "HostConfig.PidMode/IpcMode/UTSMode/UsernsMode", "a host namespace is shared");
-    DK_REQUIRE(res->cfg.runtime == NULL || strcmp(hc_str(hc, "Runtime"), res->cfg.runtime) == 0,
-               "HostConfig.Runtime", "\"%s\", asked \"%s\"", hc_str(hc, "Runtime"),
-               res->cfg.runtime != NULL ? res->cfg.runtime : "");
-    DK_REQUIRE(strcmp(hc_str(inspect, "Path"), DK_INIT_IN_CONTAINER) == 0, "Path",
-               "\"%s\", not " DK_INIT_IN_CONTAINER, hc_str(inspect, "Path"));
-    /* A local id pins the image itself: the container must use exactly it. */
-    DK_REQUIRE(strncmp(sp->image, "sha256:", 7) != 0 ||
-                   (image != NULL && strcmp(image, sp->image) == 0),
-               "Image", "%s, asked %s", image != NULL ? image : "none", sp->image);
-#undef DK_REQUIRE
-    if (what[0] == '\0')
-        return 0;
-    return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
-                            "provision: the daemon did not apply %s (%s); refusing to run without "
-                            "it (the container was removed)", what, got);
-}
-
 /* The name makes a second provision of one id on one host fail (409). */
-static void dk_container_name(const struct cordon_resource *res, const char *id, char *buf,
-                              size_t size)
+static void container_name(const struct cordon_resource *res, const char *id, char *buf,
+                           size_t size)
 {
     char hex[65];
 
-    cordon_sha256_hex(dk_host_label(res), strlen(dk_host_label(res)), hex);
+    cordon_sha256_hex(dk__host_label(res), strlen(dk__host_label(res)), hex);
     snprintf(buf, size, "cordon-%.12s-%s", hex, id);
 }
 
 /* Give a failed start a hint when the daemon names what the image lacks. */
-static int dk_start_error(int r, struct cordon_error *err)
+static int start_error(int r, struct cordon_error *err)
 {
     char hint[200] = "";
 
@@ -559,31 +142,16 @@ static int dk_start_error(int r, struct cordon_error *err)
 }
 
 /* The layout "code" directories, written through the archive API as root. */
-static int dk_put_layout(const struct cordon_resource *res, const struct dk_spec *sp,
-                         struct dk_conn *conn, const char *container_id, struct cordon_error *err)
+static int put_layout(const struct cordon_resource *res, const struct dk_spec *sp,
+                      struct dk_conn *conn, const char *container_id, struct cordon_error *err)
 {
     const char *const paths[] = { "source", "build", "output", "logs" };
     const uid_t uids[] = { 0, sp->uid, sp->uid, sp->uid };
     const gid_t gids[] = { 0, sp->gid, sp->gid, sp->gid };
     const mode_t modes[] = { 0755, 0755, 0755, 0755 };
-    off_t len;
-    int fd = -1, r;
 
-    r = dk_spool_open(res, &fd, err);
-    if (r == 0)
-        r = cordon_tar_dirs_fd(fd, paths, uids, gids, modes, 4, err);
-    if (r < 0)
-        goto out;
-    len = lseek(fd, 0, SEEK_END);
-    if (len < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "provision: layout: %s", strerror(errno));
-        goto out;
-    }
-    r = dk_archive_put(conn, container_id, fd, (uint64_t)len, err);
-out:
-    if (fd >= 0)
-        close(fd);
-    return r;
+    return dk__archive_put_dirs(res, conn, container_id, paths, uids, gids, modes, 4,
+                                "provision: layout", err);
 }
 
 /* ---- the init as the host sees it (the resident agent) ------------------------ */
@@ -599,26 +167,6 @@ static int pidfd_open_pid(pid_t pid)
 #endif
 }
 
-/* A small /proc file, NUL-terminated; its length or -1. */
-static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t size)
-{
-    char path[64];
-    ssize_t n;
-    int fd;
-
-    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    do
-        n = read(fd, buf, size - 1);
-    while (n < 0 && errno == EINTR);
-    close(fd);
-    if (n >= 0)
-        buf[n] = '\0';
-    return n;
-}
-
 /* Field 22 of /proc/PID/stat, the start time in clock ticks since boot:
  * with the pid it names one process for as long as the machine runs. */
 static uint64_t start_time(pid_t pid)
@@ -626,7 +174,7 @@ static uint64_t start_time(pid_t pid)
     char text[1024], *p;
     unsigned field = 2;
 
-    if (read_proc(pid, "stat", text, sizeof(text)) <= 0 || (p = strrchr(text, ')')) == NULL)
+    if (dk__read_proc(pid, "stat", text, sizeof(text)) <= 0 || (p = strrchr(text, ')')) == NULL)
         return 0;
     /* After the comm, fields 3 onwards, separated by single spaces. */
     for (p++; *p != '\0' && field < 22; p++)
@@ -635,7 +183,7 @@ static uint64_t start_time(pid_t pid)
     return field == 22 ? strtoull(p, NULL, 10) : 0;
 }
 
-int dk_init_pin(const struct dk_state *st, int *ret_pidfd, struct cordon_error *err)
+int dk__init_pin(const struct dk_state *st, int *ret_pidfd, struct cordon_error *err)
 {
     int fd = st->init_pid > 1 ? pidfd_open_pid(st->init_pid) : -1;
 
@@ -663,8 +211,8 @@ int dk_init_pin(const struct dk_state *st, int *ret_pidfd, struct cordon_error *
  * that a daemon in another pid namespace never makes us pin a stranger.
  * Nothing here fails the provision: without an agent, exec uses the daemon.
  */
-static int dk_init_find(struct dk_conn *conn, const char *container_id, pid_t *ret_pid,
-                        uint64_t *ret_start, bool *ret_agent, struct cordon_error *err)
+static int init_find(struct dk_conn *conn, const char *container_id, pid_t *ret_pid,
+                     uint64_t *ret_start, bool *ret_agent, struct cordon_error *err)
 {
     char path[160], text[4096];
     cJSON *inspect = NULL;
@@ -676,7 +224,7 @@ static int dk_init_find(struct dk_conn *conn, const char *container_id, pid_t *r
     *ret_start = 0;
     *ret_agent = false;
     snprintf(path, sizeof(path), "/containers/%s/json", container_id);
-    r = dk_api(conn, "GET", path, NULL, "provision: inspect", NULL, &inspect, err);
+    r = dk__api(conn, "GET", path, NULL, "provision: inspect", NULL, &inspect, err);
     if (r < 0)
         return r;
     pid = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(inspect, "State"),
@@ -686,12 +234,12 @@ static int dk_init_find(struct dk_conn *conn, const char *container_id, pid_t *r
     *ret_pid = (pid_t)pid->valuedouble;
     pidfd = pidfd_open_pid(*ret_pid);
     *ret_start = pidfd >= 0 ? start_time(*ret_pid) : 0;
-    if (*ret_start == 0 || read_proc(*ret_pid, "cgroup", text, sizeof(text)) <= 0 ||
+    if (*ret_start == 0 || dk__read_proc(*ret_pid, "cgroup", text, sizeof(text)) <= 0 ||
         strstr(text, container_id) == NULL)
         goto out;
     /* runc's init is "runc:[2:INIT]" until its execve of the entrypoint. */
-    while (read_proc(*ret_pid, "comm", text, sizeof(text)) > 0 && strncmp(text, "runc:[", 6) == 0 &&
-           cordon_now_monotonic_ms() < until) {
+    while (dk__read_proc(*ret_pid, "comm", text, sizeof(text)) > 0 &&
+           strncmp(text, "runc:[", 6) == 0 && cordon_now_monotonic_ms() < until) {
         struct pollfd p = { pidfd, POLLIN, 0 };
 
         if (poll(&p, 1, 2) != 0)
@@ -713,9 +261,9 @@ out:
     return 0;
 }
 
-static char *dk_state_json(const struct cordon_resource *res, const struct dk_spec *sp,
-                           const char *container_id, const char *name, pid_t init_pid,
-                           uint64_t init_start, bool agent)
+static char *state_build(const struct cordon_resource *res, const struct dk_spec *sp,
+                         const char *container_id, const char *name, pid_t init_pid,
+                         uint64_t init_start, bool agent)
 {
     const struct cordon_spec_state kept = { .resources = sp->in.resources,
                                             .expires_at_ms = sp->expires_at_ms,
@@ -739,8 +287,8 @@ static char *dk_state_json(const struct cordon_resource *res, const struct dk_sp
     return text;
 }
 
-int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
-                 struct cordon_error *err)
+int dk__op_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
+                     struct cordon_error *err)
 {
     struct dk_spec sp = { 0 };
     struct dk_conn *conn = NULL;
@@ -757,7 +305,7 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "provision: resource and ret_state_json required");
-    r = dk_spec_parse(res, spec_json, &sp, err);
+    r = spec_parse(res, spec_json, &sp, err);
     if (r < 0)
         goto out;
     sp.uid = res->cfg.uid;
@@ -781,18 +329,18 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
         took_uid = true;
         sp.gid = (gid_t)sp.uid;
     }
-    seccomp = dk_seccomp_opt();
-    body = seccomp != NULL ? dk_create_body(res, &sp, sp.expires_at_ms - now, seccomp) : NULL;
+    seccomp = dk__seccomp_opt();
+    body = seccomp != NULL ? dk__create_body(res, &sp, sp.expires_at_ms - now, seccomp) : NULL;
     if (body == NULL) {
-        r = dk_nomem(err, "provision");
+        r = dk__nomem(err, "provision");
         goto out;
     }
-    r = dk_conn_open(&res->engine, &conn, err);
+    r = dk__conn_open(&res->engine, &conn, err);
     if (r < 0)
         goto out;
-    dk_container_name(res, sp.in.execution_id, name, sizeof(name));
+    container_name(res, sp.in.execution_id, name, sizeof(name));
     snprintf(path, sizeof(path), "/containers/create?name=%s", name);
-    r = dk_api(conn, "POST", path, body, "provision: create", &status, &reply, err);
+    r = dk__api(conn, "POST", path, body, "provision: create", &status, &reply, err);
     if (r == CORDON_E_EXISTS)
         r = cordon_error_set(err, CORDON_E_EXISTS, 0,
                              "execution_id: \"%s\" already has a container on this daemon (%s)",
@@ -803,9 +351,9 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
                              "(this provider never pulls)", sp.image);
     if (r < 0)
         goto out;
-    if (!container_id_valid(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "Id")))) {
+    if (!dk__hex64(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(reply, "Id")))) {
         r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "provision: create answered no valid Id");
-        dk_remove_labelled(conn, res, sp.in.execution_id, NULL);
+        dk__remove_labelled(conn, res, sp.in.execution_id, NULL);
         goto out;
     }
     snprintf(container_id, sizeof(container_id), "%s",
@@ -813,34 +361,34 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
 
     /* Read back what the daemon applied before anything runs in it. */
     snprintf(path, sizeof(path), "/containers/%s/json", container_id);
-    r = dk_api(conn, "GET", path, NULL, "provision: inspect", NULL, &inspect, err);
+    r = dk__api(conn, "GET", path, NULL, "provision: inspect", NULL, &inspect, err);
     if (r == 0)
-        r = dk_verify(res, &sp, seccomp, inspect, err);
+        r = dk__verify(res, &sp, seccomp, inspect, err);
     if (r < 0)
         goto fail;
     /* Started before the layout: the volume's tmpfs is mounted at start,
      * and what the archive API wrote into it earlier would be lost. */
     snprintf(path, sizeof(path), "/containers/%s/start", container_id);
-    r = dk_api(conn, "POST", path, NULL, "provision: start", NULL, NULL, err);
+    r = dk__api(conn, "POST", path, NULL, "provision: start", NULL, NULL, err);
     if (r < 0) {
-        dk_start_error(r, err);
+        start_error(r, err);
         reap = true;
         goto fail;
     }
     if (sp.code_layout) {
-        r = dk_put_layout(res, &sp, conn, container_id, err);
+        r = put_layout(res, &sp, conn, container_id, err);
         if (r < 0)
             goto fail;
     }
     if (!res->cfg.no_agent) {
-        r = dk_init_find(conn, container_id, &init_pid, &init_start, &agent, err);
+        r = init_find(conn, container_id, &init_pid, &init_start, &agent, err);
         if (r < 0)
             goto fail;
     }
     res->provisioned_exec_path = agent ? "agent" : "engine";
-    state = dk_state_json(res, &sp, container_id, name, init_pid, init_start, agent);
+    state = state_build(res, &sp, container_id, name, init_pid, init_start, agent);
     if (state == NULL || (*ret_state_json = cordon_host_strdup(res->host, state)) == NULL) {
-        r = dk_nomem(err, "provision: state");
+        r = dk__nomem(err, "provision: state");
         goto fail;
     }
     took_uid = false; /* the execution's now, given back by terminate */
@@ -848,11 +396,11 @@ int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_
 fail:
     /* Nothing half-made stays behind. */
     cordon_error_init(&ignored);
-    dk_container_remove(conn, container_id, &ignored);
-    dk_remove_labelled(conn, res, sp.in.execution_id, &ignored);
+    dk__container_remove(conn, container_id, &ignored);
+    dk__remove_labelled(conn, res, sp.in.execution_id, &ignored);
     /* Not even what the daemon itself forgot (reap.c). */
     if (reap) {
-        int killed = dk_runtime_reap(container_id, &ignored);
+        int killed = dk__runtime_reap(container_id, &ignored);
         char note[200];
 
         if (killed > 0)
@@ -872,33 +420,25 @@ out:
     cJSON_Delete(reply);
     cJSON_Delete(inspect);
     cordon_spec_clear(&sp.in);
-    dk_conn_close(conn);
+    dk__conn_close(conn);
     return r;
 }
 
 /* ---- removal ---------------------------------------------------------------- */
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-int dk_container_remove(struct dk_conn *conn, const char *container_id, struct cordon_error *err)
+int dk__container_remove(struct dk_conn *conn, const char *container_id, struct cordon_error *err)
 {
     uint64_t deadline = cordon_now_monotonic_ms() + DK_REMOVE_WAIT_MS;
     char path[160];
     long status = 0;
     int r;
 
-    if (!container_id_valid(container_id))
+    if (!dk__hex64(container_id))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "container_id: must be 64 lowercase hex digits");
     /* force: SIGKILL to every process at once; v: the workspace volume too. */
     snprintf(path, sizeof(path), "/containers/%s?force=1&v=1", container_id);
-    r = dk_api(conn, "DELETE", path, NULL, "remove container", &status, NULL, err);
+    r = dk__api(conn, "DELETE", path, NULL, "remove container", &status, NULL, err);
     if (r == 0 || status == 404)
         return 0;
     if (status != 409)
@@ -906,12 +446,12 @@ int dk_container_remove(struct dk_conn *conn, const char *container_id, struct c
     /* AutoRemove is already at it (the deadline passed): wait for the end. */
     snprintf(path, sizeof(path), "/containers/%s/json", container_id);
     while (cordon_now_monotonic_ms() < deadline) {
-        r = dk_api(conn, "GET", path, NULL, "remove container", &status, NULL, err);
+        r = dk__api(conn, "GET", path, NULL, "remove container", &status, NULL, err);
         if (status == 404)
             return 0;
         if (r < 0 && status == 0)
             return r;
-        sleep_ms(50);
+        dk__sleep_ms(50);
     }
     return cordon_error_set(err, CORDON_E_TIMEOUT, 0,
                             "remove container %.12s: still there %u ms after its removal began",
@@ -920,12 +460,12 @@ int dk_container_remove(struct dk_conn *conn, const char *container_id, struct c
 
 /* ?filters={"label":["org.cordon.host=HOST"(,"org.cordon.execution-id=ID")]},
  * escaped; execution_id NULL lists the whole host's. */
-static char *dk_label_query(const struct cordon_resource *res, const char *execution_id)
+static char *label_query(const struct cordon_resource *res, const char *execution_id)
 {
     cJSON *f = cJSON_CreateObject(), *arr;
     char *label = NULL, *text = NULL, *esc = NULL;
     bool ok = f != NULL && (arr = cJSON_AddArrayToObject(f, "label")) != NULL &&
-              asprintf(&label, DK_LABEL_HOST "=%s", dk_host_label(res)) >= 0 &&
+              asprintf(&label, DK_LABEL_HOST "=%s", dk__host_label(res)) >= 0 &&
               cJSON_AddItemToArray(arr, cJSON_CreateString(label));
 
     free(label);
@@ -936,7 +476,7 @@ static char *dk_label_query(const struct cordon_resource *res, const char *execu
     if (ok)
         text = cJSON_PrintUnformatted(f);
     if (text != NULL)
-        esc = dk_escape(text);
+        esc = dk__escape(text);
     free(label);
     free(text);
     cJSON_Delete(f);
@@ -952,25 +492,25 @@ static int list_labelled(struct dk_conn *conn, const char *prefix, const char *q
     if (snprintf(path, sizeof(path), "%s%s", prefix, query) >= (int)sizeof(path))
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: the label query is over %zu bytes",
                                 what, sizeof(path));
-    return dk_api(conn, "GET", path, NULL, what, NULL, ret, err);
+    return dk__api(conn, "GET", path, NULL, what, NULL, ret, err);
 }
 
-int dk_remove_labelled(struct dk_conn *conn, const struct cordon_resource *res,
-                       const char *execution_id, struct cordon_error *err)
+int dk__remove_labelled(struct dk_conn *conn, const struct cordon_resource *res,
+                        const char *execution_id, struct cordon_error *err)
 {
-    char *query = dk_label_query(res, execution_id);
+    char *query = label_query(res, execution_id);
     cJSON *list = NULL;
     const cJSON *item;
     int r;
 
     if (query == NULL)
-        return dk_nomem(err, "reclaim");
+        return dk__nomem(err, "reclaim");
     r = list_labelled(conn, "/containers/json?all=1&filters=", query, "reclaim: list containers",
                       &list, err);
     cJSON_ArrayForEach(item, list) {
-        r = dk_container_remove(conn, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item,
+        r = dk__container_remove(conn, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item,
                                                                                           "Id")),
-                                err);
+                                 err);
         if (r < 0)
             goto out;
     }
@@ -981,14 +521,14 @@ int dk_remove_labelled(struct dk_conn *conn, const struct cordon_resource *res,
         r = list_labelled(conn, "/volumes?filters=", query, "reclaim: list volumes", &list, err);
     cJSON_ArrayForEach(item, cJSON_GetObjectItemCaseSensitive(list, "Volumes")) {
         const char *vname = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item, "Name"));
-        char *esc = vname != NULL ? dk_escape(vname) : NULL, vpath[400];
+        char *esc = vname != NULL ? dk__escape(vname) : NULL, vpath[400];
         long status = 0;
 
         if (esc == NULL)
             continue;
         snprintf(vpath, sizeof(vpath), "/volumes/%s?force=1", esc);
         free(esc);
-        r = dk_api(conn, "DELETE", vpath, NULL, "reclaim: remove volume", &status, NULL, err);
+        r = dk__api(conn, "DELETE", vpath, NULL, "reclaim: remove volume", &status, NULL, err);
         if (r < 0 && status != 404)
             goto out;
         r = 0;
@@ -1018,15 +558,15 @@ static void add_ids(cJSON *ids, const cJSON *list)
     }
 }
 
-int dk_list_labelled(struct dk_conn *conn, const struct cordon_resource *res, cJSON **ret_ids,
-                     struct cordon_error *err)
+int dk__list_labelled(struct dk_conn *conn, const struct cordon_resource *res, cJSON **ret_ids,
+                      struct cordon_error *err)
 {
-    char *query = dk_label_query(res, NULL);
+    char *query = label_query(res, NULL);
     cJSON *ids = cJSON_CreateArray(), *list = NULL;
     int r;
 
     if (query == NULL || ids == NULL) {
-        r = dk_nomem(err, "list_executions");
+        r = dk__nomem(err, "list_executions");
         goto out;
     }
     r = list_labelled(conn, "/containers/json?all=1&filters=", query,

@@ -1,8 +1,8 @@
 /*
  * docker: the Docker provider (cordon-provider-docker(7)), over the Engine API.
  *
- * This file holds the config, the probe, the resource, terminate and
- * reclaim, and the vtable; provisioning, exec and the archive calls live in
+ * This file holds the probe, the resource, terminate and reclaim, and the
+ * vtable; the config, provisioning, exec and the archive calls live in
  * their own files (docker.h lists them). Nothing is global but libcurl's
  * one-time init: every call works from the resource and the state JSON.
  *
@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cordon/sdk/bounds.h>
@@ -27,191 +28,56 @@
 #include <cordon/sdk/observe.h>
 #include "plugins/docker/docker.h"
 
-#define DK_CONFIG_MAX (64u << 10)
-#define DK_RUNTIME_MAX 64u
+static const struct cordon_provider_v1 provider;
 
-static const struct cordon_provider_v1 dk_provider;
-
-static const char *const dk_kinds[] = { "code_execution", NULL };
-static const char *const dk_access_modes[] = { "snapshot", NULL };
-static const char *const dk_toolchains[] = { "python", "node", "go", "c++", NULL };
+static const char *const kinds[] = { "code_execution", NULL };
+static const char *const access_modes[] = { "snapshot", NULL };
+static const char *const toolchains[] = { "python", "node", "go", "c++", NULL };
 
 /* ---- helpers shared by the provider's files ------------------------------ */
 
-int dk_nomem(struct cordon_error *err, const char *what)
+int dk__nomem(struct cordon_error *err, const char *what)
 {
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
 }
 
-/* [A-Za-z0-9] first, then [A-Za-z0-9_.-], at most max bytes. */
-static bool name_valid(const char *s, size_t max)
+void dk__sleep_ms(unsigned ms)
 {
-    size_t i;
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
 
-    if (s == NULL || s[0] == '\0')
-        return false;
-    for (i = 0; s[i] != '\0'; i++) {
-        char c = s[i];
-        bool alnum = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-
-        if (i >= max || !(alnum || (i > 0 && (c == '_' || c == '.' || c == '-'))))
-            return false;
-    }
-    return true;
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
 }
 
-/* True for exactly 64 lowercase hex digits. */
-static bool hex64(const char *s)
+ssize_t dk__read_proc(pid_t pid, const char *name, char *buf, size_t size)
 {
-    size_t i;
+    char path[64];
+    ssize_t n = 0, got = 0;
+    int fd;
 
-    for (i = 0; i < 64; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-            return false;
-    return s[64] == '\0';
-}
-
-int dk_image_check(const char *field, const char *ref, bool allow_unpinned, bool *ret_pinned,
-                   struct cordon_error *err)
-{
-    const char *at;
-    size_t len = strnlen(ref, 300);
-
-    if (len == 0 || len > 255)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: must be 1 to 255 bytes (NAME@sha256:<64 hex> or "
-                                "sha256:<64 hex>)", field);
-    for (size_t i = 0; i < len; i++) {
-        char c = ref[i];
-
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-' || c == '/' || c == ':' || c == '@'))
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "%s: \"%.*s\": character '%c' is not allowed in an image "
-                                    "reference",
-                                    field, cordon_text_fit(ref, 80), ref, c);
+    snprintf(path, sizeof(path), "/proc/%ld/%s", (long)pid, name);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    /* Read to the end: one read of cmdline or status may stop short. */
+    while ((size_t)got + 1 < size) {
+        n = read(fd, buf + got, size - 1 - (size_t)got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += n;
     }
-    at = strchr(ref, '@');
-    /* A local image id, or a name pinned by its content digest. */
-    if ((strncmp(ref, "sha256:", 7) == 0 && hex64(ref + 7)) ||
-        (at != NULL && at > ref && strncmp(at, "@sha256:", 8) == 0 && hex64(at + 8) &&
-         strchr(at + 1, '@') == NULL)) {
-        *ret_pinned = true;
-        return 0;
-    }
-    if (at != NULL || strncmp(ref, "sha256:", 7) == 0)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: \"%.*s\" is malformed: a digest is sha256: and 64 lowercase "
-                                "hex digits",
-                                field, cordon_text_fit(ref, 80), ref);
-    if (!allow_unpinned)
-        return cordon_error_set(err, CORDON_E_DENIED, 0,
-                                "%s: \"%.*s\" is not pinned; use NAME@sha256:<64 hex> or a local "
-                                "image id sha256:<64 hex> (or set \"allow_unpinned\": true in the "
-                                "provider config)",
-                                field, cordon_text_fit(ref, 80), ref);
-    *ret_pinned = false;
-    return 0;
-}
-
-/* ---- config ------------------------------------------------------------- */
-
-static void dk_config_clear(struct dk_config *cfg)
-{
-    if (cfg == NULL)
-        return;
-    free(cfg->image);
-    free(cfg->runtime);
-    memset(cfg, 0, sizeof(*cfg));
-}
-
-static int dk_config_string(const cJSON *item, char **ret, struct cordon_error *err)
-{
-    if (!cJSON_IsString(item))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "config.%s: must be a string",
-                                item->string);
-    *ret = strdup(item->valuestring);
-    return *ret != NULL ? 0 : dk_nomem(err, "config");
-}
-
-static int dk_config_parse(const char *json, struct dk_config *ret, struct cordon_error *err)
-{
-    struct dk_config cfg = { .uid = DK_DEFAULT_UID, .gid = DK_DEFAULT_UID };
-    char *socket = NULL;
-    cJSON *doc = NULL, *item;
-    bool pinned, user_set = false;
-    int r;
-
-    r = cordon_json_parse_object("config", json != NULL ? json : "{}", DK_CONFIG_MAX, &doc, err);
-    if (r < 0)
-        goto out;
-    cJSON_ArrayForEach(item, doc) {
-        const char *key = item->string;
-
-        if (strcmp(key, "socket") == 0) {
-            r = dk_config_string(item, &socket, err);
-        } else if (strcmp(key, "image") == 0) {
-            r = dk_config_string(item, &cfg.image, err);
-        } else if (strcmp(key, "runtime") == 0) {
-            r = dk_config_string(item, &cfg.runtime, err);
-            if (r == 0 && !name_valid(cfg.runtime, DK_RUNTIME_MAX))
-                r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                     "config.runtime: \"%.*s\" must match "
-                                     "[A-Za-z0-9][A-Za-z0-9_.-]{0,63}",
-                                     cordon_text_fit(cfg.runtime, 80), cfg.runtime);
-        } else if (strcmp(key, "user") == 0) {
-            user_set = true; /* one user for all: they share its per-user limits */
-            r = cordon_uid_parse("config.user", cJSON_GetStringValue(item), &cfg.uid, &cfg.gid,
-                                 err);
-        } else if (strcmp(key, "exec_agent") == 0) {
-            if (!cJSON_IsBool(item))
-                r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                     "config.exec_agent: must be true or false");
-            cfg.no_agent = cJSON_IsFalse(item);
-        } else if (strcmp(key, "allow_unpinned") == 0 || strcmp(key, "allow_unsafe_local") == 0) {
-            /* allow_unsafe_local is the host's consent flag for trusted-local,
-             * merged into every candidate's config; docker runs nothing
-             * unprotected, so it is accepted and means nothing here. */
-            if (!cJSON_IsBool(item))
-                r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                     "config.%s: must be true or false", key);
-            else if (strcmp(key, "allow_unpinned") == 0)
-                cfg.allow_unpinned = cJSON_IsTrue(item);
-        } else {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "config.%.*s: unknown key (known: allow_unpinned, exec_agent, "
-                                 "image, runtime, socket, user)",
-                                 cordon_text_fit(key, 64), key);
-        }
-        if (r < 0)
-            goto out;
-    }
-    r = dk_engine_init(&(struct dk_engine){ 0 }, socket != NULL ? socket : DK_SOCKET_DEFAULT,
-                       err);
-    if (r < 0)
-        goto out;
-    snprintf(cfg.socket, sizeof(cfg.socket), "%s", socket != NULL ? socket : DK_SOCKET_DEFAULT);
-    if (cfg.image != NULL) {
-        r = dk_image_check("config.image", cfg.image, cfg.allow_unpinned, &pinned, err);
-        if (r < 0)
-            goto out;
-    }
-    /* The pool is root's: a caller in the docker group keeps the fixed user. */
-    cfg.pooled = !user_set && geteuid() == 0;
-    *ret = cfg;
-    memset(&cfg, 0, sizeof(cfg));
-out:
-    free(socket);
-    dk_config_clear(&cfg);
-    cJSON_Delete(doc);
-    return r;
+    close(fd);
+    buf[got] = '\0';
+    return n < 0 && got == 0 ? -1 : got;
 }
 
 /* ---- what the daemon says about itself ------------------------------------ */
 
 /* GET /info: the runtime must be registered (never replaced by the
  * default), and the kernel features behind the limits must be there. */
-struct dk_daemon_facts {
+struct daemon_facts {
     cJSON *info;               /* the /info document */
     char server[64];
     bool runtime_ok;
@@ -219,14 +85,14 @@ struct dk_daemon_facts {
     bool limits_ok;
 };
 
-static void dk_daemon_facts_clear(struct dk_daemon_facts *df)
+static void daemon_facts_clear(struct daemon_facts *df)
 {
     cJSON_Delete(df->info);
     memset(df, 0, sizeof(*df));
 }
 
-static int dk_daemon_facts(struct dk_conn *conn, const struct dk_config *cfg,
-                           struct dk_daemon_facts *df, struct cordon_error *err)
+static int daemon_facts_read(struct dk_conn *conn, const struct dk_config *cfg,
+                             struct daemon_facts *df, struct cordon_error *err)
 {
     static const char *const needed[] = { "MemoryLimit", "SwapLimit", "PidsLimit",
                                           "CpuCfsQuota" };
@@ -235,7 +101,7 @@ static int dk_daemon_facts(struct dk_conn *conn, const struct dk_config *cfg,
     int r;
 
     /* /info is the one place the daemon lists its runtimes and kernel features. */
-    r = dk_api(conn, "GET", "/info", NULL, "GET /info", NULL, &df->info, err);
+    r = dk__api(conn, "GET", "/info", NULL, "GET /info", NULL, &df->info, err);
     if (r < 0)
         return r;
     runtimes = cJSON_GetObjectItemCaseSensitive(df->info, "Runtimes");
@@ -269,19 +135,19 @@ static int dk_daemon_facts(struct dk_conn *conn, const struct dk_config *cfg,
 }
 
 /* GET /images/<ref>/json: present, and its id. ret_id holds 80 bytes. */
-static int dk_image_inspect(struct dk_conn *conn, const char *ref, char *ret_id,
-                            struct cordon_error *err)
+static int image_inspect(struct dk_conn *conn, const char *ref, char *ret_id,
+                         struct cordon_error *err)
 {
-    char *esc = dk_escape(ref), path[400];
+    char *esc = dk__escape(ref), path[400];
     cJSON *doc = NULL;
     long status = 0;
     int r;
 
     if (esc == NULL)
-        return dk_nomem(err, "image");
+        return dk__nomem(err, "image");
     snprintf(path, sizeof(path), "/images/%s/json", esc);
     free(esc);
-    r = dk_api(conn, "GET", path, NULL, "image", &status, &doc, err);
+    r = dk__api(conn, "GET", path, NULL, "image", &status, &doc, err);
     if (r == CORDON_E_NOT_FOUND)
         r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
                              "image: \"%s\" is not present in the daemon; load or pull it first "
@@ -297,18 +163,18 @@ static int dk_image_inspect(struct dk_conn *conn, const char *ref, char *ret_id,
 
 /* ---- resource ------------------------------------------------------------- */
 
-static void dk_resource_free(struct cordon_resource *res)
+static void resource_free(struct cordon_resource *res)
 {
     if (res == NULL)
         return;
-    dk_config_clear(&res->cfg);
+    dk__config_clear(&res->cfg);
     free(res->spool_dir);
     free(res);
 }
 
 /* <state_dir>/providers/docker/spool when the host has a state dir we can
  * use, else $TMPDIR or /tmp: spools are O_TMPFILE and leave nothing. */
-static char *dk_spool_dir(const struct cordon_host_v1 *host)
+static char *spool_dir_choose(const struct cordon_host_v1 *host)
 {
     const char *sd = CORDON_HOST_HAS(host, state_dir) ? host->state_dir : NULL;
     const char *tmp = getenv("TMPDIR");
@@ -337,8 +203,8 @@ static char *dk_spool_dir(const struct cordon_host_v1 *host)
  * the pid namespace it holds the deadline where nothing inside can stop it.
  * The daemon is local (a unix socket), so the host's path is the daemon's.
  */
-static int dk_check_init(const struct cordon_host_v1 *host, const char **ret,
-                         struct cordon_error *err)
+static int check_init(const struct cordon_host_v1 *host, const char **ret,
+                      struct cordon_error *err)
 {
     const char *init = CORDON_HOST_HAS(host, init_path) ? host->init_path : NULL;
     struct stat st;
@@ -355,10 +221,10 @@ static int dk_check_init(const struct cordon_host_v1 *host, const char **ret,
 }
 
 /* Parse the config, reach the daemon, check runtime and configured image. */
-static int dk_resource_new(const struct cordon_host_v1 *host, const char *config_json,
-                           struct cordon_resource **ret, struct cordon_error *err)
+static int resource_new(const struct cordon_host_v1 *host, const char *config_json,
+                        struct cordon_resource **ret, struct cordon_error *err)
 {
-    struct dk_daemon_facts df = { 0 };
+    struct daemon_facts df = { 0 };
     struct cordon_resource *res;
     struct dk_conn *conn = NULL;
     char image_id[80];
@@ -366,23 +232,23 @@ static int dk_resource_new(const struct cordon_host_v1 *host, const char *config
 
     res = calloc(1, sizeof(*res));
     if (res == NULL)
-        return dk_nomem(err, "ensure");
+        return dk__nomem(err, "ensure");
     res->host = host;
-    r = dk_config_parse(config_json, &res->cfg, err);
+    r = dk__config_parse(config_json, &res->cfg, err);
     if (r == 0)
-        r = dk_check_init(host, &res->init_path, err);
+        r = check_init(host, &res->init_path, err);
     if (r < 0)
         goto out;
-    r = dk_engine_init(&res->engine, res->cfg.socket, err);
+    r = dk__engine_init(&res->engine, res->cfg.socket, err);
     res->engine.host = host;
     if (r == 0)
-        r = dk_engine_negotiate(&res->engine, NULL, err);
+        r = dk__engine_negotiate(&res->engine, NULL, err);
     if (r == 0)
-        r = dk_conn_open(&res->engine, &conn, err);
+        r = dk__conn_open(&res->engine, &conn, err);
     if (r < 0)
         goto out;
     if (res->cfg.runtime != NULL) {
-        r = dk_daemon_facts(conn, &res->cfg, &df, err);
+        r = daemon_facts_read(conn, &res->cfg, &df, err);
         if (r == 0 && !df.runtime_ok)
             r = cordon_error_set(err, CORDON_E_UNAVAILABLE, 0, "runtime_unregistered: %s",
                                  df.detail);
@@ -390,33 +256,33 @@ static int dk_resource_new(const struct cordon_host_v1 *host, const char *config
             goto out;
     }
     if (res->cfg.image != NULL) {
-        r = dk_image_inspect(conn, res->cfg.image, image_id, err);
+        r = image_inspect(conn, res->cfg.image, image_id, err);
         if (r < 0)
             goto out;
     }
-    res->spool_dir = dk_spool_dir(host);
+    res->spool_dir = spool_dir_choose(host);
     if (res->spool_dir == NULL) {
-        r = dk_nomem(err, "ensure");
+        r = dk__nomem(err, "ensure");
         goto out;
     }
     *ret = res;
     res = NULL;
 out:
-    dk_daemon_facts_clear(&df);
-    dk_conn_close(conn);
-    dk_resource_free(res);
+    daemon_facts_clear(&df);
+    dk__conn_close(conn);
+    resource_free(res);
     return r;
 }
 
-static int dk_ensure(const struct cordon_host_v1 *host, const char *config_json,
+static int op_ensure(const struct cordon_host_v1 *host, const char *config_json,
                      struct cordon_resource **ret_resource, struct cordon_error *err)
 {
     if (host == NULL || ret_resource == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
-    return dk_resource_new(host, config_json, ret_resource, err);
+    return resource_new(host, config_json, ret_resource, err);
 }
 
-static int dk_health_check(struct cordon_resource *res, struct cordon_error *err)
+static int op_health_check(struct cordon_resource *res, struct cordon_error *err)
 {
     struct dk_conn *conn = NULL;
     struct dk_reply reply = { 0 };
@@ -425,39 +291,39 @@ static int dk_health_check(struct cordon_resource *res, struct cordon_error *err
 
     if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "health_check: resource required");
-    r = dk_conn_open(&res->engine, &conn, err);
+    r = dk__conn_open(&res->engine, &conn, err);
     if (r < 0)
         return r;
-    dk_req_init(&rq, "GET", "/_ping");
+    dk__req_init(&rq, "GET", "/_ping");
     rq.unversioned = true;
     rq.timeout_ms = 10000;
-    r = dk_conn_call(conn, &rq, &reply, err);
+    r = dk__conn_call(conn, &rq, &reply, err);
     if (r == 0 && reply.status != 200) {
-        dk_reply_error(&reply, "GET /_ping", err);
+        dk__reply_error(&reply, "GET /_ping", err);
         r = cordon_error_set(err, CORDON_E_UNAVAILABLE, 0, "socket %s: the daemon is not "
                              "healthy (ping answered %ld)", res->engine.socket, reply.status);
     }
-    dk_reply_clear(&reply);
-    dk_conn_close(conn);
+    dk__reply_clear(&reply);
+    dk__conn_close(conn);
     return r;
 }
 
-static int dk_release(struct cordon_resource *res, struct cordon_error *err)
+static int op_release(struct cordon_resource *res, struct cordon_error *err)
 {
-    dk_resource_free(res);
+    resource_free(res);
     return 0;
 }
 
 /* ---- probe ---------------------------------------------------------------- */
 
 /* Facts of an unavailable provider: reason, the detail and what is known. */
-static int dk_unavailable(const struct cordon_host_v1 *host, const char *reason,
-                          const char *detail, cJSON *mech, char **ret, struct cordon_error *err)
+static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason,
+                             const char *detail, cJSON *mech, char **ret, struct cordon_error *err)
 {
     struct cordon_facts_parts parts = {
         .struct_size = sizeof(parts),
         .provider_id = DK_ID,
-        .supported_kinds = dk_kinds,
+        .supported_kinds = kinds,
         .available = false,
         .reason = reason,
     };
@@ -471,7 +337,7 @@ static int dk_unavailable(const struct cordon_host_v1 *host, const char *reason,
     doc = cJSON_Parse(text);
     if (doc == NULL || cJSON_AddStringToObject(doc, "detail", detail) == NULL ||
         (mech != NULL && !cJSON_AddItemReferenceToObject(doc, "mechanism_facts", mech)))
-        r = dk_nomem(err, "facts");
+        r = dk__nomem(err, "facts");
     else
         r = cordon_json_print_host(host, doc, ret, err);
     cJSON_Delete(doc);
@@ -497,7 +363,7 @@ static bool add_string_list(cJSON *obj, const char *key, const cJSON *src, bool 
 
 /* Whether the runtime's containers run under gVisor (runsc): its init is
  * then the Sentry's guest, which no host pidfd reaches. */
-static bool dk_runtime_is_gvisor(const cJSON *info, const char *runtime)
+static bool runtime_is_gvisor(const cJSON *info, const char *runtime)
 {
     const cJSON *rt = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(info, "Runtimes"), runtime);
@@ -512,13 +378,13 @@ static bool dk_runtime_is_gvisor(const cJSON *info, const char *runtime)
 /* mechanism_facts.exec_path before a sandbox was seen: "agent" where
  * provision will find cordon-init as State.Pid and may take its channel
  * (root), "engine" otherwise; exec_path_reason says why not. */
-static const char *dk_exec_path(const struct dk_config *cfg, const cJSON *info, const char *rt,
-                                const char **ret_reason)
+static const char *exec_path(const struct dk_config *cfg, const cJSON *info, const char *rt,
+                             const char **ret_reason)
 {
     *ret_reason = NULL;
     if (cfg->no_agent)
         *ret_reason = "exec_agent is false";
-    else if (dk_runtime_is_gvisor(info, rt))
+    else if (runtime_is_gvisor(info, rt))
         *ret_reason = "gVisor: State.Pid is the Sentry's sandbox process, not cordon-init";
     else if (geteuid() != 0)
         *ret_reason = "not root: the agent's channel is taken with pidfd_getfd, which needs "
@@ -527,9 +393,9 @@ static const char *dk_exec_path(const struct dk_config *cfg, const cJSON *info, 
 }
 
 /* mechanism_facts: the daemon, the runtime, the image and our settings. */
-static cJSON *dk_mechanism_facts(const struct dk_config *cfg, const struct dk_engine *e,
-                                 const struct dk_daemon_facts *df, const char *init,
-                                 const char *image_id, bool pinned)
+static cJSON *mechanism_facts(const struct dk_config *cfg, const struct dk_engine *e,
+                              const struct daemon_facts *df, const char *init,
+                              const char *image_id, bool pinned)
 {
     const cJSON *info = df->info;
     const char *def = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info,
@@ -537,7 +403,7 @@ static cJSON *dk_mechanism_facts(const struct dk_config *cfg, const struct dk_en
     const char *cg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(info,
                                                                             "CgroupVersion"));
     const char *rt = cfg->runtime != NULL ? cfg->runtime : def != NULL ? def : "runc";
-    const char *why, *path = dk_exec_path(cfg, info, rt, &why);
+    const char *why, *path = exec_path(cfg, info, rt, &why);
     cJSON *m = cJSON_CreateObject();
     char user[32];
     bool ok;
@@ -577,10 +443,10 @@ static cJSON *dk_mechanism_facts(const struct dk_config *cfg, const struct dk_en
 }
 
 /* CORDON_PROBE_AVAILABILITY: version, image inspect, runtime registered. */
-static int dk_probe_cheap(const struct cordon_host_v1 *host, const struct dk_config *cfg,
-                          char **ret, struct cordon_error *err)
+static int probe_availability(const struct cordon_host_v1 *host, const struct dk_config *cfg,
+                              char **ret, struct cordon_error *err)
 {
-    struct dk_daemon_facts df = { 0 };
+    struct daemon_facts df = { 0 };
     struct dk_engine e;
     struct dk_conn *conn = NULL;
     struct cordon_error perr;
@@ -590,15 +456,15 @@ static int dk_probe_cheap(const struct cordon_host_v1 *host, const struct dk_con
     int r;
 
     cordon_error_init(&perr);
-    if (dk_engine_init(&e, cfg->socket, &perr) < 0 || dk_engine_negotiate(&e, NULL, &perr) < 0 ||
-        dk_conn_open(&e, &conn, &perr) < 0)
+    if (dk__engine_init(&e, cfg->socket, &perr) < 0 || dk__engine_negotiate(&e, NULL, &perr) < 0 ||
+        dk__conn_open(&e, &conn, &perr) < 0)
         reason = "daemon_unreachable";
     else if (cfg->image == NULL)
         reason = "no_image";
-    else if (dk_image_inspect(conn, cfg->image, image_id, &perr) < 0)
+    else if (image_inspect(conn, cfg->image, image_id, &perr) < 0)
         reason = perr.code == CORDON_E_NOT_FOUND ? "image_missing" : "daemon_unreachable";
     else if (cfg->runtime != NULL &&
-             (dk_daemon_facts(conn, cfg, &df, &perr) < 0 || !df.runtime_ok))
+             (daemon_facts_read(conn, cfg, &df, &perr) < 0 || !df.runtime_ok))
         reason = df.info == NULL ? "daemon_unreachable" : "runtime_unregistered";
     doc = cJSON_CreateObject();
     if (doc == NULL || !cJSON_AddStringToObject(doc, "provider_id", DK_ID) ||
@@ -609,19 +475,19 @@ static int dk_probe_cheap(const struct cordon_host_v1 *host, const struct dk_con
                                   strcmp(reason, "no_image") == 0
                                       ? "no image configured: set \"image\" in the provider config"
                                   : df.detail[0] != '\0' ? df.detail : perr.message)))
-        r = dk_nomem(err, "facts");
+        r = dk__nomem(err, "facts");
     else
         r = cordon_json_print_host(host, doc, ret, err);
     cJSON_Delete(doc);
-    dk_daemon_facts_clear(&df);
-    dk_conn_close(conn);
+    daemon_facts_clear(&df);
+    dk__conn_close(conn);
     return r;
 }
 
-static int dk_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
+static int op_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
                     char **ret_facts_json, struct cordon_error *err)
 {
-    struct dk_daemon_facts df = { 0 };
+    struct daemon_facts df = { 0 };
     struct dk_config cfg = { 0 };
     struct cordon_resource *res = NULL;
     struct dk_engine e;
@@ -640,71 +506,71 @@ static int dk_probe(const struct cordon_host_v1 *host, const char *config_json, 
     cordon_error_init(&perr);
     cordon_error_init(&iperr);
     /* A config we cannot parse is an error; a daemon we cannot use is facts. */
-    r = dk_config_parse(config_json, &cfg, err);
+    r = dk__config_parse(config_json, &cfg, err);
     if (r < 0)
         goto out;
     if (flags & CORDON_PROBE_AVAILABILITY) {
-        r = dk_probe_cheap(host, &cfg, &out, err);
+        r = probe_availability(host, &cfg, &out, err);
         goto out;
     }
-    if (dk_engine_init(&e, cfg.socket, &perr) < 0 ||
-        dk_engine_negotiate(&e, df.server, &perr) < 0 || dk_conn_open(&e, &conn, &perr) < 0 ||
-        dk_daemon_facts(conn, &cfg, &df, &perr) < 0) {
-        r = dk_unavailable(host, "daemon_unreachable", perr.message, NULL, &out, err);
+    if (dk__engine_init(&e, cfg.socket, &perr) < 0 ||
+        dk__engine_negotiate(&e, df.server, &perr) < 0 || dk__conn_open(&e, &conn, &perr) < 0 ||
+        daemon_facts_read(conn, &cfg, &df, &perr) < 0) {
+        r = facts_unavailable(host, "daemon_unreachable", perr.message, NULL, &out, err);
         goto out;
     }
     if (cfg.image != NULL) {
-        dk_image_check("config.image", cfg.image, cfg.allow_unpinned, &pinned, NULL);
-        if (dk_image_inspect(conn, cfg.image, image_id, &perr) < 0) {
-            r = dk_unavailable(host, perr.code == CORDON_E_NOT_FOUND ? "image_missing"
+        dk__image_check("config.image", cfg.image, cfg.allow_unpinned, &pinned, NULL);
+        if (image_inspect(conn, cfg.image, image_id, &perr) < 0) {
+            r = facts_unavailable(host, perr.code == CORDON_E_NOT_FOUND ? "image_missing"
                                                                      : "daemon_unreachable",
-                               perr.message, NULL, &out, err);
+                                  perr.message, NULL, &out, err);
             goto out;
         }
     }
     /* What is known goes into the facts even when the provider is unavailable. */
-    dk_check_init(host, &init, &iperr);
-    mech = dk_mechanism_facts(&cfg, &e, &df, init, image_id, pinned);
+    check_init(host, &init, &iperr);
+    mech = mechanism_facts(&cfg, &e, &df, init, image_id, pinned);
     if (mech == NULL) {
-        r = dk_nomem(err, "facts");
+        r = dk__nomem(err, "facts");
         goto out;
     }
     if (!df.runtime_ok) {
-        r = dk_unavailable(host, "runtime_unregistered", df.detail, mech, &out, err);
+        r = facts_unavailable(host, "runtime_unregistered", df.detail, mech, &out, err);
         goto out;
     }
     if (!df.limits_ok) {
-        r = dk_unavailable(host, "limits_unsupported", df.detail, mech, &out, err);
+        r = facts_unavailable(host, "limits_unsupported", df.detail, mech, &out, err);
         goto out;
     }
     if (init == NULL) {
-        r = dk_unavailable(host, "init_missing", iperr.message, mech, &out, err);
+        r = facts_unavailable(host, "init_missing", iperr.message, mech, &out, err);
         goto out;
     }
     if (cfg.image == NULL) {
-        r = dk_unavailable(host, "no_image",
-                           "no image configured: set \"image\" in the provider config "
-                           "(NAME@sha256:<64 hex> or sha256:<64 hex>); the probe observes the "
-                           "sandbox it would give, which needs the image", mech, &out, err);
+        r = facts_unavailable(host, "no_image",
+                              "no image configured: set \"image\" in the provider config "
+                              "(NAME@sha256:<64 hex> or sha256:<64 hex>); the probe observes the "
+                              "sandbox it would give, which needs the image", mech, &out, err);
         goto out;
     }
     /* Observe a sandbox made exactly as a user's would be: our own calls. */
-    if (dk_resource_new(host, config_json, &res, &perr) < 0) {
-        r = dk_unavailable(host, "daemon_unreachable", perr.message, mech, &out, err);
+    if (resource_new(host, config_json, &res, &perr) < 0) {
+        r = facts_unavailable(host, "daemon_unreachable", perr.message, mech, &out, err);
         goto out;
     }
     {
         struct cordon_observe_opts oo = {
             .struct_size = sizeof(oo),
             .host = host,
-            .provider = &dk_provider,
+            .provider = &provider,
             .resource = res,
             .image = cfg.image,
-            .toolchains = dk_toolchains,
+            .toolchains = toolchains,
         };
         if (cordon_observe_run(&oo, &observation, &perr) < 0) {
             snprintf(reason, sizeof(reason), "%s", perr.message);
-            r = dk_unavailable(host, "observation_failed", reason, mech, &out, err);
+            r = facts_unavailable(host, "observation_failed", reason, mech, &out, err);
             goto out;
         }
     }
@@ -721,20 +587,20 @@ static int dk_probe(const struct cordon_host_v1 *host, const char *config_json, 
     }
     mech_text = cJSON_PrintUnformatted(mech);
     if (mech_text == NULL) {
-        r = dk_nomem(err, "facts");
+        r = dk__nomem(err, "facts");
         goto out;
     }
     {
         struct cordon_facts_parts parts = {
             .struct_size = sizeof(parts),
             .provider_id = DK_ID,
-            .supported_kinds = dk_kinds,
+            .supported_kinds = kinds,
             .available = true,
             .reason = "ready",
             .safety_class = "isolated",
             .mechanism = "container",
             .rootfs_read_only = true,
-            .workspace_access_modes = dk_access_modes,
+            .workspace_access_modes = access_modes,
             .limits_enforced = cordon_limit_keys,
             .observation_json = observation,
             .mechanism_facts_json = mech_text,
@@ -749,24 +615,24 @@ out:
     free(mech_text);
     free(observation);
     cJSON_Delete(mech);
-    dk_resource_free(res);
-    dk_conn_close(conn);
-    dk_daemon_facts_clear(&df);
-    dk_config_clear(&cfg);
+    resource_free(res);
+    dk__conn_close(conn);
+    daemon_facts_clear(&df);
+    dk__config_clear(&cfg);
     return r;
 }
 
 /* ---- terminate and reclaim ------------------------------------------------ */
 
-static int dk_uid_give_back(const struct cordon_resource *res, const char *id,
-                            struct cordon_error *err)
+static int uid_give_back(const struct cordon_resource *res, const char *id,
+                         struct cordon_error *err)
 {
     return res->cfg.pooled ? cordon_uid_give_back(NULL, res->host->host_instance_id, id, err) : 0;
 }
 
 /* Remove the container, then anything else labelled for the execution:
  * a container gone by AutoRemove is success, a volume it left is not. */
-static int dk_terminate(struct cordon_resource *res, const char *state_json,
+static int op_terminate(struct cordon_resource *res, const char *state_json,
                         struct cordon_error *err)
 {
     struct dk_state st = { 0 };
@@ -776,23 +642,23 @@ static int dk_terminate(struct cordon_resource *res, const char *state_json,
     if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "terminate: resource required");
     /* Only the ids are needed: terminate works from every state. */
-    r = dk_state_parse(res, state_json, false, &st, err);
+    r = dk__state_parse(res, state_json, false, &st, err);
     if (r == 0)
-        r = dk_conn_open(&res->engine, &conn, err);
+        r = dk__conn_open(&res->engine, &conn, err);
     if (r == 0)
-        r = dk_container_remove(conn, st.container_id, err);
+        r = dk__container_remove(conn, st.container_id, err);
     /* What the container's removal may have missed (its volume). */
     if (r == 0)
-        r = dk_remove_labelled(conn, res, st.execution_id, err);
+        r = dk__remove_labelled(conn, res, st.execution_id, err);
     /* Nothing runs as the execution's uid any more: it goes back. */
     if (r == 0)
-        r = dk_uid_give_back(res, st.execution_id, err);
-    dk_conn_close(conn);
-    dk_state_clear(&st);
+        r = uid_give_back(res, st.execution_id, err);
+    dk__conn_close(conn);
+    dk__state_clear(&st);
     return r;
 }
 
-static int dk_reclaim(struct cordon_resource *res, const char *execution_id,
+static int op_reclaim(struct cordon_resource *res, const char *execution_id,
                       struct cordon_error *err)
 {
     struct dk_conn *conn = NULL;
@@ -802,16 +668,16 @@ static int dk_reclaim(struct cordon_resource *res, const char *execution_id,
         return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
     r = cordon_execution_id_check("execution_id", execution_id, err);
     if (r == 0)
-        r = dk_conn_open(&res->engine, &conn, err);
+        r = dk__conn_open(&res->engine, &conn, err);
     if (r == 0)
-        r = dk_remove_labelled(conn, res, execution_id, err);
+        r = dk__remove_labelled(conn, res, execution_id, err);
     if (r == 0)
-        r = dk_uid_give_back(res, execution_id, err);
-    dk_conn_close(conn);
+        r = uid_give_back(res, execution_id, err);
+    dk__conn_close(conn);
     return r;
 }
 
-static int dk_list_executions(struct cordon_resource *res, char **ret_ids_json,
+static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
                               struct cordon_error *err)
 {
     struct dk_conn *conn = NULL;
@@ -821,13 +687,13 @@ static int dk_list_executions(struct cordon_resource *res, char **ret_ids_json,
     if (res == NULL || ret_ids_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "list_executions: resource and ret_ids_json required");
-    r = dk_conn_open(&res->engine, &conn, err);
+    r = dk__conn_open(&res->engine, &conn, err);
     if (r == 0)
-        r = dk_list_labelled(conn, res, &ids, err);
+        r = dk__list_labelled(conn, res, &ids, err);
     if (r == 0)
         r = cordon_json_print_host(res->host, ids, ret_ids_json, err);
     cJSON_Delete(ids);
-    dk_conn_close(conn);
+    dk__conn_close(conn);
     return r;
 }
 
@@ -838,7 +704,7 @@ static int dk_list_executions(struct cordon_resource *res, char **ret_ids_json,
  * Sentry. The host checks the pid itself; a daemon in a pid namespace
  * other than the host's would name a pid that the host's checks refuse.
  */
-static int dk_boundary(struct cordon_resource *res, const char *state_json,
+static int op_boundary(struct cordon_resource *res, const char *state_json,
                        char **ret_boundary_json, struct cordon_error *err)
 {
     struct dk_state st = { 0 };
@@ -851,12 +717,12 @@ static int dk_boundary(struct cordon_resource *res, const char *state_json,
     if (res == NULL || ret_boundary_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "boundary: resource and ret_boundary_json required");
-    r = dk_state_parse(res, state_json, false, &st, err);
+    r = dk__state_parse(res, state_json, false, &st, err);
     if (r == 0)
-        r = dk_conn_open(&res->engine, &conn, err);
+        r = dk__conn_open(&res->engine, &conn, err);
     if (r == 0) {
         snprintf(path, sizeof(path), "/containers/%s/json", st.container_id);
-        r = dk_api(conn, "GET", path, NULL, "boundary: inspect", NULL, &inspect, err);
+        r = dk__api(conn, "GET", path, NULL, "boundary: inspect", NULL, &inspect, err);
     }
     if (r < 0)
         goto out;
@@ -872,40 +738,40 @@ static int dk_boundary(struct cordon_resource *res, const char *state_json,
     doc = cJSON_CreateObject();
     arr = doc != NULL ? cJSON_AddArrayToObject(doc, "pids") : NULL;
     if (arr == NULL || !cJSON_AddItemToArray(arr, cJSON_CreateNumber(pid->valuedouble))) {
-        r = dk_nomem(err, "boundary");
+        r = dk__nomem(err, "boundary");
         goto out;
     }
     r = cordon_json_print_host(res->host, doc, ret_boundary_json, err);
 out:
     cJSON_Delete(doc);
     cJSON_Delete(inspect);
-    dk_conn_close(conn);
-    dk_state_clear(&st);
+    dk__conn_close(conn);
+    dk__state_clear(&st);
     return r;
 }
 
 /* ---- entry point ---------------------------------------------------------- */
 
-static const struct cordon_provider_v1 dk_provider = {
+static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,
     .struct_size = sizeof(struct cordon_provider_v1),
     .provider_id = DK_ID,
     .version = PACKAGE_VERSION,
-    .supported_kinds = dk_kinds,
-    .probe = dk_probe,
-    .ensure = dk_ensure,
-    .health_check = dk_health_check,
-    .release = dk_release,
-    .provision = dk_provision,
-    .exec = dk_exec,
-    .import_tar = dk_import_tar,
-    .import_files = dk_import_files,
-    .export_tar = dk_export_tar,
-    .export_files = dk_export_files,
-    .terminate = dk_terminate,
-    .reclaim = dk_reclaim,
-    .list_executions = dk_list_executions,
-    .boundary = dk_boundary,
+    .supported_kinds = kinds,
+    .probe = op_probe,
+    .ensure = op_ensure,
+    .health_check = op_health_check,
+    .release = op_release,
+    .provision = dk__op_provision,
+    .exec = dk__op_exec,
+    .import_tar = dk__op_import_tar,
+    .import_files = dk__op_import_files,
+    .export_tar = dk__op_export_tar,
+    .export_files = dk__op_export_files,
+    .terminate = op_terminate,
+    .reclaim = op_reclaim,
+    .list_executions = op_list_executions,
+    .boundary = op_boundary,
 };
 
-CORDON_PROVIDER_DEFINE(dk_provider)
+CORDON_PROVIDER_DEFINE(provider)

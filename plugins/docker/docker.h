@@ -1,14 +1,20 @@
 /*
  * docker.so internals, shared by its source files and by nothing else
  * (the object is built with -fvisibility=hidden and exports only its entry
- * point). The dk_ prefix marks the provider's own cross-file symbols.
+ * point). Functions and variables shared across the files are dk__NAME
+ * (declared here), types shared here dk_NAME; what one file keeps to
+ * itself is static and unprefixed. A vtable operation is op_SLOT: static
+ * beside the vtable in docker.c, dk__op_SLOT when another file holds it.
  *
  *   engine.c     the Docker Engine API over its unix socket (libcurl)
- *   container.c  provision: the container spec, the layout, the read-back
+ *   container.c  provision: the spec, create and start, the layout, removal
+ *   create.c     the container's create body and its read-back
  *   exec.c       exec through the exec API with the attached stream
+ *   agent.c      exec through the resident agent (the container's init)
  *   archive.c    import/export through the archive API, with tar checks
  *   reap.c       what a failed start leaves of the runtime on the host
- *   docker.c     config, probe, ensure, terminate, reclaim, the vtable
+ *   config.c     the provider config, image references
+ *   docker.c     probe, ensure, terminate, reclaim, the vtable
  */
 #ifndef CORDON_PLUGIN_DOCKER_H
 #define CORDON_PLUGIN_DOCKER_H
@@ -22,6 +28,8 @@
 #include <cordon/provider.h>
 #include <cordon/sdk/bounds.h>
 #include <cordon/sdk/json.h>
+#include <cordon/sdk/sandbox.h>
+#include <cordon/sdk/spec.h>
 #include <cordon/sdk/tar.h>
 #include <cordon/sdk/uid.h>
 
@@ -47,7 +55,7 @@ struct dk_engine {
 };
 
 /* Check and copy the socket path (absolute, at most DK_SOCKET_MAX bytes). */
-int dk_engine_init(struct dk_engine *e, const char *socket, struct cordon_error *err);
+int dk__engine_init(struct dk_engine *e, const char *socket, struct cordon_error *err);
 
 /* Choose the API version: the daemon's own if it is older than ours, the
  * daemon's oldest if it dropped ours, refused when older than the oldest
@@ -55,13 +63,13 @@ int dk_engine_init(struct dk_engine *e, const char *socket, struct cordon_error 
  * /version (slower: it asks containerd and the runtime) is used when the
  * daemon is newer than us or when ret_server (64 bytes, optional) wants
  * the daemon's release. */
-int dk_engine_negotiate(struct dk_engine *e, char *ret_server, struct cordon_error *err);
+int dk__engine_negotiate(struct dk_engine *e, char *ret_server, struct cordon_error *err);
 
 /* One HTTP connection to the daemon, reused by the calls made through it.
  * Not shared between threads. */
 struct dk_conn;
-int dk_conn_open(const struct dk_engine *e, struct dk_conn **ret_conn, struct cordon_error *err);
-void dk_conn_close(struct dk_conn *conn);
+int dk__conn_open(const struct dk_engine *e, struct dk_conn **ret_conn, struct cordon_error *err);
+void dk__conn_close(struct dk_conn *conn);
 
 /* One request. path is the part after the API version ("/containers/json?all=1"),
  * with its query already escaped. */
@@ -79,7 +87,7 @@ struct dk_req {
     long stall_ms;             /* > 0: give up when no byte moves for this long */
 };
 #define DK_UPLOAD_STREAM UINT64_MAX
-void dk_req_init(struct dk_req *rq, const char *method, const char *path);
+void dk__req_init(struct dk_req *rq, const char *method, const char *path);
 
 /* A reply: the status, the daemon's API-Version header and (unless
  * downloaded) the body, NUL-terminated. */
@@ -89,29 +97,29 @@ struct dk_reply {
     char *body;
     size_t len;
 };
-void dk_reply_clear(struct dk_reply *reply);
+void dk__reply_clear(struct dk_reply *reply);
 
 /* Send rq and read the reply. Returns 0 when the daemon answered, whatever
  * the status; CORDON_E_UNAVAILABLE (naming the socket) when it could not be
  * reached; CORDON_E_LIMIT when the body passed its bound. */
-int dk_conn_call(struct dk_conn *conn, const struct dk_req *rq, struct dk_reply *ret,
-                 struct cordon_error *err);
+int dk__conn_call(struct dk_conn *conn, const struct dk_req *rq, struct dk_reply *ret,
+                  struct cordon_error *err);
 
 /* The error of a non-2xx reply: 400 invalid, 404 not found, 409 exists,
  * else provider; the message is "what: the daemon answered N: message". */
-int dk_reply_error(const struct dk_reply *reply, const char *what, struct cordon_error *err);
+int dk__reply_error(const struct dk_reply *reply, const char *what, struct cordon_error *err);
 
 /*
  * A JSON call: send, then on 2xx parse the body (when ret_json is not NULL;
- * an empty body gives NULL), else fail with dk_reply_error. ret_status
+ * an empty body gives NULL), else fail with dk__reply_error. ret_status
  * (optional) is written in every case the daemon answered, so that a
  * caller can treat 404 as "already gone".
  */
-int dk_api(struct dk_conn *conn, const char *method, const char *path, const char *body,
-           const char *what, long *ret_status, cJSON **ret_json, struct cordon_error *err);
+int dk__api(struct dk_conn *conn, const char *method, const char *path, const char *body,
+            const char *what, long *ret_status, cJSON **ret_json, struct cordon_error *err);
 
 /* URL-escape s for a query parameter; malloc'd. */
-char *dk_escape(const char *s);
+char *dk__escape(const char *s);
 
 /* An attached (hijacked) stream: the HTTP exchange is done, the socket
  * carries the process's multiplexed stdio both ways. */
@@ -123,17 +131,17 @@ struct dk_stream {
     size_t pending_len;
 };
 /* POST path with body and "Upgrade: tcp"; accept 101 or 200. */
-int dk_stream_open(const struct dk_engine *e, const char *path, const char *body,
-                   struct dk_stream *ret, struct cordon_error *err);
-void dk_stream_close(struct dk_stream *s);
+int dk__stream_open(const struct dk_engine *e, const char *path, const char *body,
+                    struct dk_stream *ret, struct cordon_error *err);
+void dk__stream_close(struct dk_stream *s);
 /* Non-blocking reads and writes: 0 with *ret_n bytes (0 and *ret_eof on
  * end of stream), 1 when the socket would block, or a negative code. */
-int dk_stream_recv(struct dk_stream *s, void *buf, size_t len, size_t *ret_n, bool *ret_eof,
-                   struct cordon_error *err);
-int dk_stream_send(struct dk_stream *s, const void *buf, size_t len, size_t *ret_n,
-                   struct cordon_error *err);
+int dk__stream_recv(struct dk_stream *s, void *buf, size_t len, size_t *ret_n, bool *ret_eof,
+                    struct cordon_error *err);
+int dk__stream_send(struct dk_stream *s, const void *buf, size_t len, size_t *ret_n,
+                    struct cordon_error *err);
 
-/* ---- docker.c: config and resource -------------------------------------- */
+/* ---- config.c: the provider config ---------------------------------------- */
 
 struct dk_config {
     char socket[DK_SOCKET_MAX + 1];
@@ -145,6 +153,18 @@ struct dk_config {
     bool allow_unpinned;
     bool no_agent;             /* config.exec_agent false: every exec goes through the Engine API */
 };
+
+/* Parse the provider config (NULL: "{}"); clear with dk__config_clear. */
+int dk__config_parse(const char *json, struct dk_config *ret, struct cordon_error *err);
+void dk__config_clear(struct dk_config *cfg);
+/* An image reference: NAME@sha256:<64 hex> or sha256:<64 hex> (pinned), or
+ * any other reference when allow_unpinned. */
+int dk__image_check(const char *field, const char *ref, bool allow_unpinned, bool *ret_pinned,
+                    struct cordon_error *err);
+/* True for exactly 64 lowercase hex digits (a digest, a container or exec id). */
+bool dk__hex64(const char *s);
+
+/* ---- docker.c: the resource, helpers -------------------------------------- */
 
 struct cordon_resource {
     const struct cordon_host_v1 *host;
@@ -171,36 +191,63 @@ struct dk_state {
 };
 
 /* CORDON_E_NOMEM with "what: out of memory". */
-int dk_nomem(struct cordon_error *err, const char *what);
-/* An image reference: NAME@sha256:<64 hex> or sha256:<64 hex> (pinned), or
- * any other reference when allow_unpinned. */
-int dk_image_check(const char *field, const char *ref, bool allow_unpinned, bool *ret_pinned,
-                   struct cordon_error *err);
+int dk__nomem(struct cordon_error *err, const char *what);
+/* nanosleep for ms, resumed after a signal. */
+void dk__sleep_ms(unsigned ms);
+/* /proc/<pid>/<name> read whole into buf (size >= 1), NUL-terminated: its
+ * length, or -1 when it cannot be opened or read. */
+ssize_t dk__read_proc(pid_t pid, const char *name, char *buf, size_t size);
 
 /* ---- container.c: provision and state ------------------------------------- */
 
 /* The vtable's provision (provider.h): create, read back, start, lay out. */
-int dk_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
-                 struct cordon_error *err);
+int dk__op_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
+                     struct cordon_error *err);
 /* full: every field; otherwise only the ids (terminate works from any state). */
-int dk_state_parse(const struct cordon_resource *res, const char *json, bool full,
-                   struct dk_state *ret, struct cordon_error *err);
-void dk_state_clear(struct dk_state *st);
+int dk__state_parse(const struct cordon_resource *res, const char *json, bool full,
+                    struct dk_state *ret, struct cordon_error *err);
+void dk__state_clear(struct dk_state *st);
 /* Remove the container (force, with its anonymous volumes) and wait until
  * the daemon no longer knows it; gone already is success. */
-int dk_container_remove(struct dk_conn *conn, const char *container_id, struct cordon_error *err);
+int dk__container_remove(struct dk_conn *conn, const char *container_id, struct cordon_error *err);
 /* Remove every container and volume labelled with execution_id and this host. */
-int dk_remove_labelled(struct dk_conn *conn, const struct cordon_resource *res,
-                       const char *execution_id, struct cordon_error *err);
+int dk__remove_labelled(struct dk_conn *conn, const struct cordon_resource *res,
+                        const char *execution_id, struct cordon_error *err);
 
 /* The execution ids labelled on this host's containers and volumes, as a
  * JSON array (cJSON_Delete). */
-int dk_list_labelled(struct dk_conn *conn, const struct cordon_resource *res, cJSON **ret_ids,
-                     struct cordon_error *err);
+int dk__list_labelled(struct dk_conn *conn, const struct cordon_resource *res, cJSON **ret_ids,
+                      struct cordon_error *err);
 
 /* A pidfd of the execution's init: st->init_pid, still started at
  * st->init_start (a reused pid is refused). CORDON_E_NOT_FOUND when it is gone. */
-int dk_init_pin(const struct dk_state *st, int *ret_pidfd, struct cordon_error *err);
+int dk__init_pin(const struct dk_state *st, int *ret_pidfd, struct cordon_error *err);
+
+/* ---- create.c: the container asked for and read back ---------------------- */
+
+/* What a spec asks for, parsed and checked before anything is created. */
+struct dk_spec {
+    struct cordon_spec in;     /* the spec as the sdk read it */
+    const char *image;         /* in.image, else the config's */
+    bool pinned;
+    struct cordon_disk_split disk; /* resources.disk_bytes across /workspace, /tmp, /dev/shm */
+    bool code_layout;
+    uint64_t expires_at_ms;
+    uid_t uid;                 /* who the execution runs as */
+    gid_t gid;
+};
+
+/* "seccomp=<profile JSON>", the daemon's inline form of the profile; malloc'd. */
+char *dk__seccomp_opt(void);
+/* The host label of this host's containers and volumes ("unknown" without an id). */
+const char *dk__host_label(const struct cordon_resource *res);
+/* The body of POST /containers/create (malloc'd text; NULL when out of memory). */
+char *dk__create_body(const struct cordon_resource *res, const struct dk_spec *sp,
+                      uint64_t lifetime_ms, const char *seccomp);
+/* Compare the container's inspect with what was asked, setting by setting:
+ * CORDON_E_UNSUPPORTED naming the first one the daemon did not apply. */
+int dk__verify(const struct cordon_resource *res, const struct dk_spec *sp,
+               const char *seccomp, const cJSON *inspect, struct cordon_error *err);
 
 /* ---- reap.c --------------------------------------------------------------- */
 
@@ -210,42 +257,85 @@ int dk_init_pin(const struct dk_state *st, int *ret_pidfd, struct cordon_error *
  * every process below it. Returns how many processes were killed (0 when
  * none was left), or CORDON_E_PROVIDER when some still ran 10 s later.
  */
-int dk_runtime_reap(const char *container_id, struct cordon_error *err);
+int dk__runtime_reap(const char *container_id, struct cordon_error *err);
 
-/* ---- exec.c --------------------------------------------------------------- */
+/* ---- exec.c: the exec API ------------------------------------------------- */
 
-/* The vtable's exec (provider.h): the attached exec stream, cancel_fd
- * removing the whole container, the exit code or OOM read back. */
-int dk_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
-            const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err);
+#define DK_OOM_EXIT 137            /* 128 + SIGKILL */
+
+/* An exec request as read (the sdk's), and what exec makes of it here. */
+struct dk_request {
+    struct cordon_exec_request req;   /* the request as read */
+    cJSON *body;               /* the exec create body being built */
+    char *workdir;
+    char **dirs;               /* workspace_env directories to create, parents first */
+    size_t ndirs;
+    char *must_exist;          /* a workspace_env directory under source/ (not created) */
+    uint64_t timeout_ms;
+    struct cordon_env env;     /* env, then workspace_env over it */
+};
+
+/* The vtable's exec (provider.h): through the agent when the state has
+ * one (agent.c), else the attached exec stream, cancel_fd removing the
+ * whole container, the exit code or OOM read back. */
+int dk__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
+                const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err);
+/* The request's workspace_env directories: must_exist checked, the others
+ * made (one PUT, every parent with its own entry). */
+int dk__make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
+                  const struct dk_state *st, const struct dk_request *rq,
+                  struct cordon_error *err);
+/* Whether the memory cgroup killed something in the container since
+ * since_ms, by the daemon's events (looked up twice: they may trail). */
+bool dk__oom_killed(struct dk_conn *conn, const char *container_id, uint64_t since_ms);
+/* The result JSON (cordon_exec_result) for the host; folded: an exit
+ * 128+N may have been signal N. */
+int dk__exec_result(const struct cordon_host_v1 *host, const char *status, int code, int sig,
+                    bool backstop, bool folded, char **ret, struct cordon_error *err);
+
+/* ---- agent.c: exec through the resident agent ---------------------------- */
+
+/* One exec through the agent, within remaining ms. *ret_used false (and 0)
+ * when it cannot be: the command does not fit one message, or this
+ * process may not take the init's channel; the caller uses the exec API. */
+int dk__agent_exec(struct cordon_resource *res, const struct dk_state *st,
+                   const struct dk_request *rq, const struct cordon_exec_io *io,
+                   uint64_t remaining, bool *ret_used, char **ret, struct cordon_error *err);
 
 /* ---- archive.c -------------------------------------------------------------- */
 
 /* An anonymous read-write file in res->spool_dir (O_TMPFILE), for streams. */
-int dk_spool_open(const struct cordon_resource *res, int *ret_fd, struct cordon_error *err);
+int dk__spool_open(const struct cordon_resource *res, int *ret_fd, struct cordon_error *err);
 /* CORDON_E_TIMEOUT for an archive call past its bounds, naming what and them. */
-int dk_archive_timeout(const char *what, struct cordon_error *err);
-/* PUT the tar in fd (from offset 0, len bytes) at /workspace, telling the
- * daemon never to replace a directory by a non-directory or the reverse. */
-int dk_archive_put(struct dk_conn *conn, const char *container_id, int fd, uint64_t len,
-                   struct cordon_error *err);
+int dk__archive_timeout(const char *what, struct cordon_error *err);
+/* PUT the tar in fd (all of it from offset 0: its length is where it ends)
+ * at /workspace, telling the daemon never to replace a directory by a
+ * non-directory or the reverse. what names a failure to find that length. */
+int dk__archive_put(struct dk_conn *conn, const char *container_id, int fd, const char *what,
+                    struct cordon_error *err);
+/* n directory entries (paths[i] owned uids[i]:gids[i], modes[i]) written
+ * to a spool and PUT as above. */
+int dk__archive_put_dirs(const struct cordon_resource *res, struct dk_conn *conn,
+                         const char *container_id, const char *const *paths, const uid_t *uids,
+                         const gid_t *gids, const mode_t *modes, size_t n, const char *what,
+                         struct cordon_error *err);
 /* The same from a pipe read to its end (DK_UPLOAD_STREAM), abandoned when
  * *abort is set by then. */
-int dk_archive_put_stream(struct dk_conn *conn, const char *container_id, int fd,
-                          const int *abort, struct cordon_error *err);
+int dk__archive_put_stream(struct dk_conn *conn, const char *container_id, int fd,
+                           const int *abort, struct cordon_error *err);
 
 /* The vtable's import_tar and export_tar (provider.h), through spools and
  * the filters above. */
-int dk_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
-                  int tar_fd, struct cordon_error *err);
-int dk_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
-                  int tar_fd, struct cordon_error *err);
+int dk__op_import_tar(struct cordon_resource *res, const char *state_json, const char *dest,
+                      int tar_fd, struct cordon_error *err);
+int dk__op_export_tar(struct cordon_resource *res, const char *state_json, const char *src,
+                      int tar_fd, struct cordon_error *err);
 /* import_files (ABI 1.2): the named host files streamed as one tar into
  * the archive API, no spool. */
-int dk_import_files(struct cordon_resource *res, const char *state_json, const char *dest,
-                    const char *files_json, int data_fd, struct cordon_error *err);
+int dk__op_import_files(struct cordon_resource *res, const char *state_json, const char *dest,
+                        const char *files_json, int data_fd, struct cordon_error *err);
 /* export_files (ABI 1.2): only the named paths of the daemon's archive. */
-int dk_export_files(struct cordon_resource *res, const char *state_json, const char *paths_json,
-                    int tar_fd, struct cordon_error *err);
+int dk__op_export_files(struct cordon_resource *res, const char *state_json, const char *paths_json,
+                        int tar_fd, struct cordon_error *err);
 
 #endif

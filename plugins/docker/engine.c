@@ -55,7 +55,7 @@ static int curl_ready(struct cordon_error *err)
     return 0;
 }
 
-int dk_engine_init(struct dk_engine *e, const char *socket, struct cordon_error *err)
+int dk__engine_init(struct dk_engine *e, const char *socket, struct cordon_error *err)
 {
     size_t len = strnlen(socket, DK_SOCKET_MAX + 1);
 
@@ -73,7 +73,7 @@ int dk_engine_init(struct dk_engine *e, const char *socket, struct cordon_error 
     return 0;
 }
 
-void dk_req_init(struct dk_req *rq, const char *method, const char *path)
+void dk__req_init(struct dk_req *rq, const char *method, const char *path)
 {
     memset(rq, 0, sizeof(*rq));
     rq->method = method;
@@ -82,7 +82,7 @@ void dk_req_init(struct dk_req *rq, const char *method, const char *path)
     rq->download_fd = -1;
 }
 
-void dk_reply_clear(struct dk_reply *reply)
+void dk__reply_clear(struct dk_reply *reply)
 {
     if (reply == NULL)
         return;
@@ -90,7 +90,7 @@ void dk_reply_clear(struct dk_reply *reply)
     memset(reply, 0, sizeof(*reply));
 }
 
-int dk_conn_open(const struct dk_engine *e, struct dk_conn **ret_conn, struct cordon_error *err)
+int dk__conn_open(const struct dk_engine *e, struct dk_conn **ret_conn, struct cordon_error *err)
 {
     struct dk_conn *conn;
     int r = curl_ready(err);
@@ -99,18 +99,18 @@ int dk_conn_open(const struct dk_engine *e, struct dk_conn **ret_conn, struct co
         return r;
     conn = calloc(1, sizeof(*conn));
     if (conn == NULL)
-        return dk_nomem(err, "engine");
+        return dk__nomem(err, "engine");
     conn->engine = e;
     conn->curl = curl_easy_init();
     if (conn->curl == NULL) {
         free(conn);
-        return dk_nomem(err, "engine: curl handle");
+        return dk__nomem(err, "engine: curl handle");
     }
     *ret_conn = conn;
     return 0;
 }
 
-void dk_conn_close(struct dk_conn *conn)
+void dk__conn_close(struct dk_conn *conn)
 {
     if (conn == NULL)
         return;
@@ -275,8 +275,8 @@ static int transport_error(const struct dk_engine *e, CURL *curl, CURLcode rc, c
                             e->socket, curl_easy_strerror(rc));
 }
 
-int dk_conn_call(struct dk_conn *conn, const struct dk_req *rq, struct dk_reply *ret,
-                 struct cordon_error *err)
+int dk__conn_call(struct dk_conn *conn, const struct dk_req *rq, struct dk_reply *ret,
+                  struct cordon_error *err)
 {
     struct sink sink = { .curl = conn->curl, .fd = rq->download_fd };
     struct source source = { .fd = rq->upload_fd, .len = rq->upload_len,
@@ -397,10 +397,10 @@ int dk_conn_call(struct dk_conn *conn, const struct dk_req *rq, struct dk_reply 
     return 0;
 nomem:
     curl_slist_free_all(headers);
-    return dk_nomem(err, "engine: request headers");
+    return dk__nomem(err, "engine: request headers");
 }
 
-int dk_reply_error(const struct dk_reply *reply, const char *what, struct cordon_error *err)
+int dk__reply_error(const struct dk_reply *reply, const char *what, struct cordon_error *err)
 {
     char text[320] = "";
     cJSON *doc = NULL;
@@ -426,23 +426,23 @@ int dk_reply_error(const struct dk_reply *reply, const char *what, struct cordon
                             text[0] != '\0' ? text : "(no message)");
 }
 
-int dk_api(struct dk_conn *conn, const char *method, const char *path, const char *body,
-           const char *what, long *ret_status, cJSON **ret_json, struct cordon_error *err)
+int dk__api(struct dk_conn *conn, const char *method, const char *path, const char *body,
+            const char *what, long *ret_status, cJSON **ret_json, struct cordon_error *err)
 {
     struct dk_reply reply;
     struct dk_req rq;
     cJSON *doc = NULL;
     int r;
 
-    dk_req_init(&rq, method, path);
+    dk__req_init(&rq, method, path);
     rq.json = body;
-    r = dk_conn_call(conn, &rq, &reply, err);
+    r = dk__conn_call(conn, &rq, &reply, err);
     if (r < 0)
         return r;
     if (ret_status != NULL)
         *ret_status = reply.status;
     if (reply.status < 200 || reply.status >= 300) {
-        r = dk_reply_error(&reply, what, err);
+        r = dk__reply_error(&reply, what, err);
         goto out;
     }
     if (ret_json != NULL && reply.len > 0) {
@@ -458,11 +458,11 @@ int dk_api(struct dk_conn *conn, const char *method, const char *path, const cha
     doc = NULL;
 out:
     cJSON_Delete(doc);
-    dk_reply_clear(&reply);
+    dk__reply_clear(&reply);
     return r;
 }
 
-char *dk_escape(const char *s)
+char *dk__escape(const char *s)
 {
     char *e, *copy;
 
@@ -494,13 +494,13 @@ static int engine_get(struct dk_conn *conn, const char *path, struct dk_reply *r
     struct dk_req rq;
     int r;
 
-    dk_req_init(&rq, "GET", path);
+    dk__req_init(&rq, "GET", path);
     rq.unversioned = true;
     rq.timeout_ms = 30000;
-    r = dk_conn_call(conn, &rq, ret, err);
+    r = dk__conn_call(conn, &rq, ret, err);
     if (r == 0 && ret->status != 200) {
         /* Something answers on the socket, but not as a usable daemon. */
-        dk_reply_error(ret, path, err);
+        dk__reply_error(ret, path, err);
         if (err != NULL)
             err->code = CORDON_E_UNAVAILABLE;
         r = CORDON_E_UNAVAILABLE;
@@ -510,7 +510,7 @@ static int engine_get(struct dk_conn *conn, const char *path, struct dk_reply *r
     return r;
 }
 
-int dk_engine_negotiate(struct dk_engine *e, char *ret_server, struct cordon_error *err)
+int dk__engine_negotiate(struct dk_engine *e, char *ret_server, struct cordon_error *err)
 {
     struct dk_conn *conn = NULL;
     struct dk_reply reply = { 0 };
@@ -518,7 +518,7 @@ int dk_engine_negotiate(struct dk_engine *e, char *ret_server, struct cordon_err
     unsigned theirs = 0, their_min = 0, use;
     int r;
 
-    r = dk_conn_open(e, &conn, err);
+    r = dk__conn_open(e, &conn, err);
     if (r < 0)
         return r;
     if (ret_server == NULL) {
@@ -526,7 +526,7 @@ int dk_engine_negotiate(struct dk_engine *e, char *ret_server, struct cordon_err
         if (r < 0)
             goto out;
         theirs = api_number(reply.api_version);
-        dk_reply_clear(&reply);
+        dk__reply_clear(&reply);
     }
     if (ret_server != NULL || theirs == 0 || theirs > DK_API_MAX) {
         r = engine_get(conn, "/version", &reply, &doc, err);
@@ -562,8 +562,8 @@ int dk_engine_negotiate(struct dk_engine *e, char *ret_server, struct cordon_err
     }
 out:
     cJSON_Delete(doc);
-    dk_reply_clear(&reply);
-    dk_conn_close(conn);
+    dk__reply_clear(&reply);
+    dk__conn_close(conn);
     return r;
 }
 
@@ -594,8 +594,8 @@ static int stream_wait(int fd, short events, uint64_t deadline, const char *what
 
 /* curl_easy_send/recv on the CONNECT_ONLY handle: the socket is
  * non-blocking, so both report "would block" instead of waiting. */
-int dk_stream_send(struct dk_stream *s, const void *buf, size_t len, size_t *ret_n,
-                   struct cordon_error *err)
+int dk__stream_send(struct dk_stream *s, const void *buf, size_t len, size_t *ret_n,
+                    struct cordon_error *err)
 {
     size_t n = 0;
     CURLcode rc = curl_easy_send(s->curl, buf, len, &n);
@@ -610,8 +610,8 @@ int dk_stream_send(struct dk_stream *s, const void *buf, size_t len, size_t *ret
     return 0;
 }
 
-int dk_stream_recv(struct dk_stream *s, void *buf, size_t len, size_t *ret_n, bool *ret_eof,
-                   struct cordon_error *err)
+int dk__stream_recv(struct dk_stream *s, void *buf, size_t len, size_t *ret_n, bool *ret_eof,
+                    struct cordon_error *err)
 {
     size_t n = 0;
     CURLcode rc;
@@ -637,7 +637,7 @@ int dk_stream_recv(struct dk_stream *s, void *buf, size_t len, size_t *ret_n, bo
     return 0;
 }
 
-void dk_stream_close(struct dk_stream *s)
+void dk__stream_close(struct dk_stream *s)
 {
     if (s == NULL)
         return;
@@ -654,7 +654,7 @@ static int stream_send_all(struct dk_stream *s, const char *buf, size_t len, uin
 {
     while (len > 0) {
         size_t n = 0;
-        int r = dk_stream_send(s, buf, len, &n, err);
+        int r = dk__stream_send(s, buf, len, &n, err);
 
         if (r < 0)
             return r;
@@ -709,11 +709,11 @@ static int stream_head(char *head, size_t head_len, char **ret_rest, struct cord
     if (length >= 0 && (unsigned long long)length < reply.len)
         reply.len = (size_t)length;
     end[reply.len] = '\0';
-    return dk_reply_error(&reply, "exec start", err);
+    return dk__reply_error(&reply, "exec start", err);
 }
 
-int dk_stream_open(const struct dk_engine *e, const char *path, const char *body,
-                   struct dk_stream *ret, struct cordon_error *err)
+int dk__stream_open(const struct dk_engine *e, const char *path, const char *body,
+                    struct dk_stream *ret, struct cordon_error *err)
 {
     struct dk_stream s = { .fd = -1, .socket = e->socket };
     uint64_t deadline = cordon_now_monotonic_ms() + DK_STREAM_SETUP_MS;
@@ -729,7 +729,7 @@ int dk_stream_open(const struct dk_engine *e, const char *path, const char *body
     s.curl = curl_easy_init();
     head = malloc(DK_STREAM_HEADER_MAX + 1);
     if (s.curl == NULL || head == NULL) {
-        r = dk_nomem(err, "exec stream");
+        r = dk__nomem(err, "exec stream");
         goto out;
     }
     curl_easy_setopt(s.curl, CURLOPT_UNIX_SOCKET_PATH, e->socket);
@@ -755,7 +755,7 @@ int dk_stream_open(const struct dk_engine *e, const char *path, const char *body
                            "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n%s",
                  e->version, path, blen, body) < 0) {
         request = NULL;
-        r = dk_nomem(err, "exec stream");
+        r = dk__nomem(err, "exec stream");
         goto out;
     }
     r = stream_send_all(&s, request, strlen(request), deadline, err);
@@ -776,7 +776,7 @@ int dk_stream_open(const struct dk_engine *e, const char *path, const char *body
                                  DK_STREAM_HEADER_MAX);
             goto out;
         }
-        r = dk_stream_recv(&s, head + head_len, DK_STREAM_HEADER_MAX - head_len, &n, &eof, err);
+        r = dk__stream_recv(&s, head + head_len, DK_STREAM_HEADER_MAX - head_len, &n, &eof, err);
         if (r == 1) {
             r = stream_wait(s.fd, POLLIN, deadline, "exec stream: reply", err);
             if (r < 0)
@@ -801,7 +801,7 @@ int dk_stream_open(const struct dk_engine *e, const char *path, const char *body
     if (s.pending_len > 0) {
         s.pending = malloc(s.pending_len);
         if (s.pending == NULL) {
-            r = dk_nomem(err, "exec stream");
+            r = dk__nomem(err, "exec stream");
             goto out;
         }
         memcpy(s.pending, end, s.pending_len);
@@ -812,6 +812,6 @@ int dk_stream_open(const struct dk_engine *e, const char *path, const char *body
 out:
     free(request);
     free(head);
-    dk_stream_close(&s);
+    dk__stream_close(&s);
     return r;
 }

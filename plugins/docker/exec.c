@@ -1,15 +1,5 @@
 /*
- * docker: one exec, through the resident agent or the exec API.
- *
- * The agent (cordon/sdk/agent.h) is the container's init, cordon-init
- * --agent, found by provision as State.Pid and recorded with its start
- * time: the host pins it with a pidfd, takes its channel and hands it the
- * command with the host's own stdio fds. No daemon call is made for the
- * command, and the result is the command's real exit or signal. The env
- * is the init's own (what the daemon gives every process of the
- * container: PATH, HOSTNAME, the image's and the spec's variables, HOME)
- * with the request's over it, as the exec API merges them; cwd, user and
- * confinement are the init's, which an exec through the API gets as well.
+ * docker: one exec, through the resident agent (agent.c) or the exec API.
  *
  * The exec API stays for a state without the agent (exec_agent false,
  * gVisor, not root), or a command that does not fit one agent message:
@@ -34,18 +24,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <sys/syscall.h>
-
-
-#include <cordon/sdk/agent.h>
 #include <cordon/sdk/capture.h>
-#include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/path.h>
-#include <cordon/sdk/relay.h>
 #include <cordon/sdk/request.h>
 #include "plugins/docker/docker.h"
 
@@ -53,26 +36,12 @@
 #define DK_WRITE_CHUNK 4096u              /* PIPE_BUF: never blocks after POLLOUT */
 #define DK_EXIT_WAIT_MS 10000u
 #define DK_HELD_MAX 4096u
-#define DK_OOM_EXIT 137                   /* 128 + SIGKILL */
 #define DK_DIRS_MAX 1024u                 /* workspace_env directories, parents included */
-#define DK_ENVIRON_MAX (256u << 10)       /* the init's /proc/PID/environ */
-#define DK_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* The daemon reports a process that never started on the stdout stream. */
 static const char start_failure[] = "OCI runtime exec failed";
 
-struct dk_request {
-    struct cordon_exec_request req;   /* the request as read */
-    cJSON *body;               /* the exec create body being built */
-    char *workdir;
-    char **dirs;               /* workspace_env directories to create, parents first */
-    size_t ndirs;
-    char *must_exist;          /* a workspace_env directory under source/ (not created) */
-    uint64_t timeout_ms;
-    struct cordon_env env;     /* env, then workspace_env over it */
-};
-
-static void dk_request_clear(struct dk_request *rq)
+static void request_clear(struct dk_request *rq)
 {
     cordon_exec_request_clear(&rq->req);
     cJSON_Delete(rq->body);
@@ -102,7 +71,7 @@ static int add_dirs(struct dk_request *rq, const char *norm, struct cordon_error
     int r = 0;
 
     if (copy == NULL)
-        return dk_nomem(err, "workspace_env");
+        return dk__nomem(err, "workspace_env");
     do {
         bool seen = false;
         char **grown;
@@ -122,7 +91,7 @@ static int add_dirs(struct dk_request *rq, const char *norm, struct cordon_error
             if (grown == NULL || (grown[rq->ndirs] = strdup(copy)) == NULL) {
                 if (grown != NULL)
                     rq->dirs = grown;
-                r = dk_nomem(err, "workspace_env");
+                r = dk__nomem(err, "workspace_env");
                 break;
             }
             rq->dirs = grown;
@@ -136,8 +105,8 @@ static int add_dirs(struct dk_request *rq, const char *norm, struct cordon_error
 }
 
 /* The request as provider.h describes it, turned into an exec create body. */
-static int dk_request_parse(const struct dk_state *st, const char *json, bool attach_stdin,
-                            struct dk_request *rq, struct cordon_error *err)
+static int request_parse(const struct dk_state *st, const char *json, bool attach_stdin,
+                         struct dk_request *rq, struct cordon_error *err)
 {
     struct cordon_env merged = { 0 };
     cJSON *arr, *cmd;
@@ -153,7 +122,7 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
         total += strlen(rq->req.argv[i]) + 1;
     rq->workdir = workspace_path(rq->req.cwd);
     if (rq->workdir == NULL)
-        return dk_nomem(err, "cwd");
+        return dk__nomem(err, "cwd");
     rq->timeout_ms = rq->req.timeout_ms;
     /* env, then workspace_env over it: one set of names. */
     for (size_t i = 0; r == 0 && i < rq->req.env.n; i++)
@@ -166,13 +135,13 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
         if (st->code_layout && cordon_path_is_under(v->value, "source")) {
             free(rq->must_exist);
             rq->must_exist = strdup(v->value);
-            r = rq->must_exist != NULL ? 0 : dk_nomem(err, "workspace_env");
+            r = rq->must_exist != NULL ? 0 : dk__nomem(err, "workspace_env");
         } else if (v->value[0] != '\0') {
             r = add_dirs(rq, v->value, err);
         }
         value = r == 0 ? workspace_path(v->value) : NULL;
         if (r == 0 && value == NULL)
-            r = dk_nomem(err, "workspace_env");
+            r = dk__nomem(err, "workspace_env");
         if (r == 0)
             r = cordon_env_set(&merged, v->name, value, err);
         free(value);
@@ -192,12 +161,12 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
         !cJSON_AddStringToObject(rq->body, "WorkingDir", rq->workdir) ||
         (cmd = cJSON_AddArrayToObject(rq->body, "Cmd")) == NULL ||
         (arr = cJSON_AddArrayToObject(rq->body, "Env")) == NULL) {
-        r = dk_nomem(err, "exec");
+        r = dk__nomem(err, "exec");
         goto out;
     }
     for (size_t i = 0; i < rq->req.argc; i++) {
         if (!cJSON_AddItemToArray(cmd, cJSON_CreateString(rq->req.argv[i]))) {
-            r = dk_nomem(err, "argv");
+            r = dk__nomem(err, "argv");
             goto out;
         }
     }
@@ -208,7 +177,7 @@ static int dk_request_parse(const struct dk_state *st, const char *json, bool at
         if (asprintf(&kv, "%s=%s", merged.vars[i].name, merged.vars[i].value) < 0 ||
             !cJSON_AddItemToArray(arr, cJSON_CreateString(kv))) {
             free(kv);
-            r = dk_nomem(err, "env");
+            r = dk__nomem(err, "env");
             goto out;
         }
         free(kv);
@@ -226,18 +195,17 @@ out:
 
 /* ---- the workspace_env directories ------------------------------------------ */
 
-static int dk_make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
-                        const struct dk_state *st, const struct dk_request *rq,
-                        struct cordon_error *err)
+int dk__make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
+                  const struct dk_state *st, const struct dk_request *rq,
+                  struct cordon_error *err)
 {
     uid_t *uids = NULL;
     gid_t *gids = NULL;
     mode_t *modes = NULL;
-    off_t len;
-    int fd = -1, r = 0;
+    int r = 0;
 
     if (rq->must_exist != NULL) {
-        char *where = workspace_path(rq->must_exist), *esc = where ? dk_escape(where) : NULL;
+        char *where = workspace_path(rq->must_exist), *esc = where ? dk__escape(where) : NULL;
         char path[600];
         long status = 0;
 
@@ -246,8 +214,8 @@ static int dk_make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
         free(where);
         free(esc);
         if (esc == NULL)
-            return dk_nomem(err, "workspace_env");
-        r = dk_api(conn, "HEAD", path, NULL, "workspace_env", &status, NULL, err);
+            return dk__nomem(err, "workspace_env");
+        r = dk__api(conn, "HEAD", path, NULL, "workspace_env", &status, NULL, err);
         if (status == 404)
             return cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
                                     "workspace_env: \"%s\" is missing, and nothing is created "
@@ -263,7 +231,7 @@ static int dk_make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
     gids = calloc(rq->ndirs, sizeof(*gids));
     modes = calloc(rq->ndirs, sizeof(*modes));
     if (uids == NULL || gids == NULL || modes == NULL) {
-        r = dk_nomem(err, "workspace_env");
+        r = dk__nomem(err, "workspace_env");
         goto out;
     }
     for (size_t i = 0; i < rq->ndirs; i++) {
@@ -271,17 +239,9 @@ static int dk_make_dirs(const struct cordon_resource *res, struct dk_conn *conn,
         gids[i] = st->gid;
         modes[i] = 0755;
     }
-    r = dk_spool_open(res, &fd, err);
-    if (r == 0)
-        r = cordon_tar_dirs_fd(fd, (const char *const *)rq->dirs, uids, gids, modes, rq->ndirs, err);
-    if (r < 0)
-        goto out;
-    len = lseek(fd, 0, SEEK_END);
-    r = len < 0 ? cordon_error_set(err, CORDON_E_IO, errno, "workspace_env: %s", strerror(errno))
-                : dk_archive_put(conn, st->container_id, fd, (uint64_t)len, err);
+    r = dk__archive_put_dirs(res, conn, st->container_id, (const char *const *)rq->dirs, uids,
+                             gids, modes, rq->ndirs, "workspace_env", err);
 out:
-    if (fd >= 0)
-        close(fd);
     free(uids);
     free(gids);
     free(modes);
@@ -456,7 +416,7 @@ static int pump_run(struct pump *p, bool attach_stdin, struct cordon_error *err)
     int r = 0;
 
     if (rbuf == NULL || (attach_stdin && ibuf == NULL)) {
-        r = dk_nomem(err, "exec");
+        r = dk__nomem(err, "exec");
         goto out;
     }
     while (!eof && p->stop == STOP_NONE) {
@@ -494,7 +454,7 @@ static int pump_run(struct pump *p, bool attach_stdin, struct cordon_error *err)
 
             /* A process that exited before reading all of its stdin closes
              * that side: the rest is dropped, its output still comes. */
-            r = dk_stream_send(p->s, ibuf + in_off, in_len, &sent, NULL);
+            r = dk__stream_send(p->s, ibuf + in_off, in_len, &sent, NULL);
             if (r < 0) {
                 stdin_open = false;
                 sent = in_len;
@@ -518,7 +478,7 @@ static int pump_run(struct pump *p, bool attach_stdin, struct cordon_error *err)
         if ((pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) || p->s->pending_len > 0) {
             size_t got = 0;
 
-            r = dk_stream_recv(p->s, rbuf, DK_RECV_CHUNK, &got, &eof, err);
+            r = dk__stream_recv(p->s, rbuf, DK_RECV_CHUNK, &got, &eof, err);
             if (r == 1) {
                 r = 0;
                 continue;
@@ -538,14 +498,6 @@ out:
 
 /* ---- after the stream ------------------------------------------------------------ */
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 /* The exec's exit code and pid, once the daemon has seen it end. */
 static int exec_wait(struct dk_conn *conn, const char *exec_id, const struct pump *p,
                      int *ret_code, long *ret_pid, enum stop *ret_stop, struct cordon_error *err)
@@ -558,7 +510,7 @@ static int exec_wait(struct dk_conn *conn, const char *exec_id, const struct pum
     for (;;) {
         cJSON *doc = NULL;
         long status = 0;
-        int r = dk_api(conn, "GET", path, NULL, "exec: inspect", &status, &doc, err);
+        int r = dk__api(conn, "GET", path, NULL, "exec: inspect", &status, &doc, err);
         const cJSON *code, *pid;
         bool running;
 
@@ -591,7 +543,7 @@ static int exec_wait(struct dk_conn *conn, const char *exec_id, const struct pum
             return cordon_error_set(err, CORDON_E_PROVIDER, 0,
                                     "exec: the stream ended but the daemon still reports the "
                                     "process running after %u ms", DK_EXIT_WAIT_MS);
-        sleep_ms(pause);
+        dk__sleep_ms(pause);
         pause = pause < 20 ? pause * 2 : 20;
     }
 }
@@ -607,7 +559,7 @@ static bool oom_since(struct dk_conn *conn, const char *container_id, uint64_t s
 
     snprintf(filters, sizeof(filters), "{\"container\":[\"%s\"],\"event\":[\"oom\"]}",
              container_id);
-    esc = dk_escape(filters);
+    esc = dk__escape(filters);
     if (esc == NULL)
         return false;
     /* until in the past makes the events call answer at once. */
@@ -615,12 +567,22 @@ static bool oom_since(struct dk_conn *conn, const char *container_id, uint64_t s
                                  ".%03" PRIu64 "000000&filters=%s",
              since_ms / 1000, since_ms % 1000, until / 1000, until % 1000, esc);
     free(esc);
-    dk_req_init(&rq, "GET", path);
+    dk__req_init(&rq, "GET", path);
     rq.timeout_ms = 10000;
-    if (dk_conn_call(conn, &rq, &reply, NULL) == 0 && reply.status == 200 && reply.body != NULL)
+    if (dk__conn_call(conn, &rq, &reply, NULL) == 0 && reply.status == 200 && reply.body != NULL)
         oom = strstr(reply.body, "\"oom\"") != NULL;
-    dk_reply_clear(&reply);
+    dk__reply_clear(&reply);
     return oom;
+}
+
+/* SIGKILL from the memory cgroup shows only in the daemon's events,
+ * which may trail the exit by a moment: look twice. */
+bool dk__oom_killed(struct dk_conn *conn, const char *container_id, uint64_t since_ms)
+{
+    if (oom_since(conn, container_id, since_ms))
+        return true;
+    dk__sleep_ms(100);
+    return oom_since(conn, container_id, since_ms);
 }
 
 /* A process that never started: the daemon's words, as an error. */
@@ -644,8 +606,8 @@ static int start_failed(const struct pump *p, const char *argv0, struct cordon_e
 /* The daemon's exec inspect folds a death by signal N into ExitCode 128+N
  * (containerd's shim does), so an exit 128+N may have been a signal: the
  * result says so ("signal_folded") rather than guess either way. */
-static int dk_result(const struct cordon_host_v1 *host, const char *status, int code, int sig,
-                     bool backstop, bool folded, char **ret, struct cordon_error *err)
+int dk__exec_result(const struct cordon_host_v1 *host, const char *status, int code, int sig,
+                    bool backstop, bool folded, char **ret, struct cordon_error *err)
 {
     const struct cordon_exec_result r = { (enum cordon_run_status)cordon_run_status_parse(status),
                                           code, sig, folded, backstop };
@@ -653,292 +615,8 @@ static int dk_result(const struct cordon_host_v1 *host, const char *status, int 
     return cordon_exec_result_print_host(host, &r, ret, err);
 }
 
-/* ---- the resident agent ------------------------------------------------------- */
-
-/* A NULL-terminated string vector with its strings owned here. */
-struct strv {
-    char **v;
-    size_t n, cap;
-};
-
-static void strv_clear(struct strv *a)
-{
-    for (size_t i = 0; i < a->n; i++)
-        free(a->v[i]);
-    free(a->v);
-    memset(a, 0, sizeof(*a));
-}
-
-/* Takes s (malloc'd, may be NULL: out of memory) in every case. */
-static int strv_take(struct strv *a, char *s, struct cordon_error *err)
-{
-    if (s != NULL && a->n + 2 > a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        char **grown = reallocarray(a->v, cap, sizeof(*grown));
-
-        if (grown == NULL) {
-            free(s);
-            s = NULL;
-        } else {
-            a->v = grown;
-            a->cap = cap;
-        }
-    }
-    if (s == NULL)
-        return dk_nomem(err, "exec: env");
-    a->v[a->n++] = s;
-    a->v[a->n] = NULL;
-    return 0;
-}
-
-/* NAME=VALUE over a: in place of an earlier NAME, else appended. */
-static int strv_env_set(struct strv *a, const char *name, const char *value,
-                        struct cordon_error *err)
-{
-    size_t len = strlen(name);
-    char *pair = NULL;
-
-    if (asprintf(&pair, "%s=%s", name, value) < 0)
-        pair = NULL;
-    for (size_t i = 0; pair != NULL && i < a->n; i++)
-        if (strncmp(a->v[i], name, len) == 0 && a->v[i][len] == '=') {
-            free(a->v[i]);
-            a->v[i] = pair;
-            return 0;
-        }
-    return strv_take(a, pair, err);
-}
-
-/*
- * The environment of an exec through the API, built from the init's: the
- * daemon starts the init and every exec alike with PATH, HOSTNAME and the
- * container's Config.Env (the image's, then the spec's), runc adds HOME
- * from the image's passwd to both, and cordon-init never changes its own.
- * The request's variables replace or extend it by name, as the API's
- * ReplaceOrAppendEnvValues does. /proc/PID/environ is the init's original
- * block, which nothing inside can write (the init is not dumpable).
- */
-static int agent_env(pid_t pid, const struct cordon_env *over, struct strv *ret,
-                     struct cordon_error *err)
-{
-    char path[64], *buf = malloc(DK_ENVIRON_MAX);
-    size_t len = 0;
-    ssize_t n = 0;
-    int fd, r = 0;
-
-    if (buf == NULL)
-        return dk_nomem(err, "exec: env");
-    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    while (fd >= 0 && len < DK_ENVIRON_MAX &&
-           ((n = read(fd, buf + len, DK_ENVIRON_MAX - len)) > 0 || (n < 0 && errno == EINTR)))
-        len += n > 0 ? (size_t)n : 0;
-    if (fd < 0 || n < 0 || len >= DK_ENVIRON_MAX) {
-        r = cordon_error_set(err, fd < 0 || n < 0 ? CORDON_E_NOT_FOUND : CORDON_E_LIMIT,
-                             fd < 0 || n < 0 ? errno : 0,
-                             "exec: %s: %s", path, fd < 0 || n < 0 ? strerror(errno)
-                                                               : "longer than 256 KiB");
-        goto out;
-    }
-    for (size_t i = 0; r == 0 && i < len;) {
-        size_t k = strnlen(buf + i, len - i);
-
-        if (k > 0 && memchr(buf + i, '=', k) != NULL)
-            r = strv_take(ret, strndup(buf + i, k), err);
-        i += k + 1;
-    }
-    for (size_t i = 0; r == 0 && i < over->n; i++)
-        r = strv_env_set(ret, over->vars[i].name, over->vars[i].value, err);
-out:
-    if (fd >= 0)
-        close(fd);
-    free(buf);
-    return r;
-}
-
-static const char *strv_env_get(const struct strv *a, const char *name)
-{
-    size_t len = strlen(name);
-
-    for (size_t i = 0; i < a->n; i++)
-        if (strncmp(a->v[i], name, len) == 0 && a->v[i][len] == '=')
-            return a->v[i] + len + 1;
-    return NULL;
-}
-
-static bool pidfd_alive(int pidfd)
-{
-    return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0u) == 0;
-}
-
-/* Fail closed: the agent is the container's init, and without it the
- * container is over; whatever is left of it goes now, so that the record
- * never points at a live sandbox. r and err are the caller's error. */
-static int agent_fail_closed(struct cordon_resource *res, struct dk_conn **conn,
-                             const struct dk_state *st, int r, struct cordon_error *err)
-{
-    struct cordon_error ignored;
-
-    cordon_error_init(&ignored);
-    if (*conn != NULL || dk_conn_open(&res->engine, conn, &ignored) == 0)
-        dk_container_remove(*conn, st->container_id, &ignored);
-    if (ignored.code != 0 && err != NULL &&
-        strlen(err->message) + strlen(ignored.message) + 40 < sizeof(err->message)) {
-        strcat(err->message, "; removing the container: ");
-        strcat(err->message, ignored.message);
-    }
-    return r;
-}
-
-/*
- * One exec through the agent. *ret_used false (and 0) when it cannot be:
- * the command does not fit one message, or this process may not take the
- * channel of an init that still lives (another user than the one that
- * provisioned); the caller then uses the exec API.
- */
-static int agent_exec(struct cordon_resource *res, const struct dk_state *st,
-                      const struct dk_request *rq, const struct cordon_exec_io *io,
-                      uint64_t remaining, bool *ret_used, char **ret, struct cordon_error *err)
-{
-    struct strv envp = { 0 };
-    struct cordon_agent_cmd cmd;
-    struct cordon_exec_outcome o = { 0 };
-    struct cordon_relay *relay = NULL;
-    struct cordon_error oerr;
-    struct dk_conn *conn = NULL;
-    char root[64];
-    const char *path;
-    uint64_t started_wall;
-    int pidfd = -1, root_fd = -1, agent_fd = -1, in_fd = -1, null_in = -1, null_out = -1, r;
-
-    *ret_used = true;
-    r = dk_init_pin(st, &pidfd, err);
-    if (r < 0)
-        return agent_fail_closed(res, &conn, st, r, err);
-    snprintf(root, sizeof(root), "/proc/%d/root", (int)st->init_pid);
-    root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    /* Still alive after the opens: what they read was our init's. */
-    if (root_fd < 0 || !pidfd_alive(pidfd)) {
-        r = agent_fail_closed(res, &conn, st,
-                              cordon_error_set(err, CORDON_E_NOT_FOUND, errno,
-                                               "exec: execution \"%s\": its init (pid %d) is "
-                                               "gone", st->execution_id, (int)st->init_pid),
-                              err);
-        goto out;
-    }
-    if ((r = agent_env(st->init_pid, &rq->env, &envp, err)) < 0)
-        goto out;
-    path = strv_env_get(&envp, "PATH");
-    cmd = (struct cordon_agent_cmd){ (const char *const *)rq->req.argv,
-                                     (const char *const *)envp.v, rq->workdir, -1, -1, -1 };
-    if (!cordon_agent_fits(&cmd)) {
-        *ret_used = false;
-        goto out;
-    }
-    /* Before anything is read from the host's stdin or made in the
-     * workspace, so that falling back leaves both to the exec API. */
-    cordon_error_init(&oerr);
-    if (cordon_agent_open(pidfd, &agent_fd, &oerr) < 0) {
-        /* Alive and ours, but not ours to ptrace: not a dead agent. */
-        if (pidfd_alive(pidfd) && (oerr.os_errno == EPERM || oerr.os_errno == EACCES)) {
-            *ret_used = false;
-            goto out;
-        }
-        r = agent_fail_closed(res, &conn, st,
-                              cordon_error_set(err, oerr.code, oerr.os_errno, "exec: %s",
-                                               oerr.message),
-                              err);
-        goto out;
-    }
-    r = cordon_fs_find_program(root_fd, rq->req.argv[0], rq->workdir,
-                               path != NULL ? path : DK_DEFAULT_PATH, err);
-    if (r == 0 && (rq->ndirs > 0 || rq->must_exist != NULL)) {
-        r = dk_conn_open(&res->engine, &conn, err);
-        if (r == 0)
-            r = dk_make_dirs(res, conn, st, rq, err);
-    }
-    if (r < 0)
-        goto out;
-    /* fd 0 goes into the container: a terminal or a directory would be a
-     * way out of it (/proc/self/fd/0/..), so anything but a pipe or
-     * /dev/null is relayed. */
-    if (io->stdin_fd >= 0) {
-        r = cordon_relay_open(io->stdin_fd, 0, &in_fd, &relay, err);
-    } else if ((null_in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
-    }
-    if (r == 0 && (io->stdout_fd < 0 || io->stderr_fd < 0) &&
-        (null_out = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
-        r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
-    if (r < 0)
-        goto out;
-    cmd.stdin_fd = in_fd >= 0 ? in_fd : null_in;
-    cmd.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : null_out;
-    cmd.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_out;
-    started_wall = cordon_now_wall_ms();
-    r = cordon_agent_run(agent_fd, pidfd, &cmd, io->cancel_fd, remaining, &o, err);
-    cordon_relay_close(relay); /* the command ended: so does its stdin */
-    relay = NULL;
-    if (r == CORDON_E_UNAVAILABLE) {
-        r = agent_fail_closed(res, &conn, st, r, err);
-        goto out;
-    }
-    if (r < 0)
-        goto out;
-    if (o.status == CORDON_RUN_CANCELLED || o.status == CORDON_RUN_TIMEOUT) {
-        /* The command's group was killed; what it left was not. The whole
-         * execution goes, as on the exec API's path. */
-        r = dk_conn_open(&res->engine, &conn, err);
-        if (r == 0)
-            r = dk_container_remove(conn, st->container_id, err);
-        if (r == 0)
-            r = o.status == CORDON_RUN_CANCELLED
-                    ? dk_result(res->host, "cancelled", 0, 0, false, false, ret, err)
-                    : dk_result(res->host, "signaled", 0, SIGKILL, true, false, ret, err);
-    } else if (o.status == CORDON_RUN_SIGNALED || o.status == CORDON_RUN_EXITED) {
-        /* The memory cgroup's kill shows in the daemon's events only; a
-         * shell whose child it killed exits 137, which the exec API's path
-         * reports as the OOM it was, and so does this one. */
-        bool oom = false;
-
-        if (((o.status == CORDON_RUN_SIGNALED && o.signal == SIGKILL) ||
-             (o.status == CORDON_RUN_EXITED && o.exit_code == DK_OOM_EXIT)) &&
-            dk_conn_open(&res->engine, &conn, NULL) == 0) {
-            oom = oom_since(conn, st->container_id, started_wall);
-            if (!oom) {
-                sleep_ms(100);
-                oom = oom_since(conn, st->container_id, started_wall);
-            }
-        }
-        /* The agent saw the real end: 128+N is an exit, never a signal. */
-        r = oom ? dk_result(res->host, "oom", 0, SIGKILL, false, false, ret, err)
-            : o.status == CORDON_RUN_SIGNALED
-                ? dk_result(res->host, "signaled", 0, o.signal, false, false, ret, err)
-                : dk_result(res->host, "exited", o.exit_code, 0, false, false, ret, err);
-    } else {
-        r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "exec: the agent reported status %s",
-                             cordon_run_status_name(o.status));
-    }
-out:
-    cordon_relay_close(relay);
-    cordon_exec_outcome_clear(&o);
-    if (agent_fd >= 0)
-        close(agent_fd);
-    if (null_in >= 0)
-        close(null_in);
-    if (null_out >= 0)
-        close(null_out);
-    if (root_fd >= 0)
-        close(root_fd);
-    if (pidfd >= 0)
-        close(pidfd);
-    dk_conn_close(conn);
-    strv_clear(&envp);
-    return r;
-}
-
-int dk_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
-            const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err)
+int dk__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
+                const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err)
 {
     struct dk_state st = { 0 };
     struct dk_request rq = { 0 };
@@ -959,9 +637,9 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
                                 "required", (size_t)CORDON_EXEC_IO_V1_0_SIZE);
     /* Attaching stdin costs a pipe and a half-close; /dev/null needs neither. */
     attach_stdin = !is_dev_null(io->stdin_fd);
-    r = dk_state_parse(res, state_json, true, &st, err);
+    r = dk__state_parse(res, state_json, true, &st, err);
     if (r == 0)
-        r = dk_request_parse(&st, request_json, attach_stdin, &rq, err);
+        r = request_parse(&st, request_json, attach_stdin, &rq, err);
     if (r < 0)
         goto out;
     /* A backstop only: the host keeps the clock and fires cancel_fd. */
@@ -971,7 +649,7 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
         goto out;
     p = calloc(1, sizeof(*p));
     if (p == NULL) {
-        r = dk_nomem(err, "exec");
+        r = dk__nomem(err, "exec");
         goto out;
     }
     p->deadline = cordon_now_monotonic_ms() + remaining;
@@ -981,26 +659,26 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
     if (st.agent && !res->cfg.no_agent) {
         bool used = false;
 
-        r = agent_exec(res, &st, &rq, io, remaining, &used, ret_result_json, err);
+        r = dk__agent_exec(res, &st, &rq, io, remaining, &used, ret_result_json, err);
         if (used || r < 0)
             goto out;
     }
 
-    r = dk_conn_open(&res->engine, &conn, err);
+    r = dk__conn_open(&res->engine, &conn, err);
     if (r == 0)
-        r = dk_make_dirs(res, conn, &st, &rq, err);
+        r = dk__make_dirs(res, conn, &st, &rq, err);
     if (r < 0)
         goto out;
     body = cJSON_PrintUnformatted(rq.body);
     if (body == NULL) {
-        r = dk_nomem(err, "exec");
+        r = dk__nomem(err, "exec");
         goto out;
     }
     snprintf(path, sizeof(path), "/containers/%s/exec", st.container_id);
     {
         long status = 0;
 
-        r = dk_api(conn, "POST", path, body, "exec: create", &status, &created, err);
+        r = dk__api(conn, "POST", path, body, "exec: create", &status, &created, err);
         if (status == 404 || status == 409)
             r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0,
                                  "exec: execution \"%s\" has no running container (terminated "
@@ -1019,10 +697,10 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
     }
     started_wall = cordon_now_wall_ms();
     snprintf(path, sizeof(path), "/exec/%s/start", exec_id);
-    r = dk_stream_open(&res->engine, path, "{\"Detach\":false,\"Tty\":false}", &stream, err);
+    r = dk__stream_open(&res->engine, path, "{\"Detach\":false,\"Tty\":false}", &stream, err);
     if (r == 0)
         r = pump_run(p, attach_stdin, err);
-    dk_stream_close(&stream);
+    dk__stream_close(&stream);
     if (r < 0)
         goto out;
     if (p->stop == STOP_NONE)
@@ -1031,12 +709,13 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
         goto out;
     if (p->stop != STOP_NONE) {
         /* The whole execution goes: every process in it, at once. */
-        r = dk_container_remove(conn, st.container_id, err);
+        r = dk__container_remove(conn, st.container_id, err);
         if (r == 0)
             r = p->stop == STOP_CANCEL
-                    ? dk_result(res->host, "cancelled", 0, 0, false, true, ret_result_json, err)
-                    : dk_result(res->host, "signaled", 0, SIGKILL, true, true, ret_result_json,
-                                err);
+                    ? dk__exec_result(res->host, "cancelled", 0, 0, false, true, ret_result_json,
+                                      err)
+                    : dk__exec_result(res->host, "signaled", 0, SIGKILL, true, true,
+                                      ret_result_json, err);
         goto out;
     }
     /* Pid 0: the runtime never started the process; what we held back is
@@ -1050,24 +729,17 @@ int dk_exec(struct cordon_resource *res, const char *state_json, const char *req
         if (r < 0)
             goto out;
     }
-    /* SIGKILL from the memory cgroup shows only in the daemon's events,
-     * which may trail the exit by a moment: look twice. */
-    if (code == DK_OOM_EXIT) {
-        oom = oom_since(conn, st.container_id, started_wall);
-        if (!oom) {
-            sleep_ms(100);
-            oom = oom_since(conn, st.container_id, started_wall);
-        }
-    }
-    r = oom ? dk_result(res->host, "oom", 0, SIGKILL, false, true, ret_result_json, err)
-            : dk_result(res->host, "exited", code, 0, false, true, ret_result_json, err);
+    if (code == DK_OOM_EXIT)
+        oom = dk__oom_killed(conn, st.container_id, started_wall);
+    r = oom ? dk__exec_result(res->host, "oom", 0, SIGKILL, false, true, ret_result_json, err)
+            : dk__exec_result(res->host, "exited", code, 0, false, true, ret_result_json, err);
 out:
-    dk_stream_close(&stream);
+    dk__stream_close(&stream);
     free(body);
     free(p);
     cJSON_Delete(created);
-    dk_conn_close(conn);
-    dk_request_clear(&rq);
-    dk_state_clear(&st);
+    dk__conn_close(conn);
+    request_clear(&rq);
+    dk__state_clear(&st);
     return r;
 }

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cordon/sdk/host.h>
@@ -35,37 +34,11 @@
 #define REAP_POLL_MS 50u
 #define CMDLINE_MAX 8192u
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-/* /proc/<pid>/<name> into buf (NUL-terminated); its length or -1. */
-static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t size)
-{
-    char path[64];
-    ssize_t n, got = 0;
-    int fd;
-
-    snprintf(path, sizeof(path), "/proc/%ld/%s", (long)pid, name);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    while ((size_t)got + 1 < size && (n = read(fd, buf + got, size - 1 - (size_t)got)) > 0)
-        got += n;
-    close(fd);
-    buf[got] = '\0';
-    return got;
-}
-
 /* True when pid is a containerd shim whose argv holds "-id" <container_id>. */
 static bool is_shim_of(pid_t pid, const char *container_id)
 {
     char cmd[CMDLINE_MAX];
-    ssize_t n = read_proc(pid, "cmdline", cmd, sizeof(cmd));
+    ssize_t n = dk__read_proc(pid, "cmdline", cmd, sizeof(cmd));
     const char *arg0, *base;
     bool after_id = false;
 
@@ -122,7 +95,7 @@ static void add_children(pid_t pid, pid_t *procs, size_t *n, size_t max)
         if (de->d_name[0] < '0' || de->d_name[0] > '9')
             continue;
         snprintf(name, sizeof(name), "task/%s/children", de->d_name);
-        if (read_proc(pid, name, list, sizeof(list)) < 0)
+        if (dk__read_proc(pid, name, list, sizeof(list)) < 0)
             continue;
         for (char *p = list, *end; *p != '\0' && *n < max; p = end) {
             long kid;
@@ -148,7 +121,7 @@ static pid_t parent_of(pid_t pid)
 {
     char status[4096], *p;
 
-    if (read_proc(pid, "status", status, sizeof(status)) <= 0 || (p = strstr(status, "\nPPid:")) == NULL)
+    if (dk__read_proc(pid, "status", status, sizeof(status)) <= 0 || (p = strstr(status, "\nPPid:")) == NULL)
         return 0;
     return (pid_t)atol(p + 6);
 }
@@ -174,13 +147,13 @@ static bool alive(pid_t pid)
     char state[512];
     const char *p;
 
-    if (read_proc(pid, "stat", state, sizeof(state)) <= 0 || (p = strrchr(state, ')')) == NULL)
+    if (dk__read_proc(pid, "stat", state, sizeof(state)) <= 0 || (p = strrchr(state, ')')) == NULL)
         return false;
     /* A zombie waits for its reaper; it runs nothing any more. */
     return p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
 }
 
-int dk_runtime_reap(const char *container_id, struct cordon_error *err)
+int dk__runtime_reap(const char *container_id, struct cordon_error *err)
 {
     pid_t shims[4], procs[REAP_PROCS_MAX], parents[REAP_PROCS_MAX];
     uint64_t deadline = cordon_now_monotonic_ms() + REAP_GRACE_MS;
@@ -189,7 +162,7 @@ int dk_runtime_reap(const char *container_id, struct cordon_error *err)
 
     /* Whatever cleans up on its own is given the time to. */
     while ((nshims = find_shims(container_id, shims, 4)) > 0 && cordon_now_monotonic_ms() < deadline)
-        sleep_ms(REAP_POLL_MS);
+        dk__sleep_ms(REAP_POLL_MS);
     if (nshims == 0)
         return 0;
     for (size_t s = 0; s < nshims; s++) {
@@ -220,7 +193,7 @@ int dk_runtime_reap(const char *container_id, struct cordon_error *err)
         for (size_t s = 0; s < nshims && !left; s++)
             left = alive(shims[s]);
         if (left)
-            sleep_ms(REAP_POLL_MS);
+            dk__sleep_ms(REAP_POLL_MS);
     } while (left && cordon_now_monotonic_ms() < deadline);
     if (left)
         return cordon_error_set(err, CORDON_E_PROVIDER, 0,

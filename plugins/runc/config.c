@@ -282,7 +282,7 @@ int runc__spec_build(const struct runc_spec_in *in, char **ret_json, struct cord
         (in->host_instance_id != NULL &&
          cJSON_AddStringToObject(notes, "org.cordon.host", in->host_instance_id) == NULL) ||
         !add_linux(root, in, &seccomp) || (text = cJSON_PrintUnformatted(root)) == NULL) {
-        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "config.json: out of memory");
+        r = runc__nomem(err, "config.json");
         goto out;
     }
     *ret_json = text;

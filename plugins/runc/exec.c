@@ -362,7 +362,7 @@ static int exec_log_error(const char *bundle, const char *log_name, struct cordo
 }
 
 /* folded: the runtime reported an exit status 128+N that a signal N would
- * also give, and nothing tells the two apart (see runc__exec). */
+ * also give, and nothing tells the two apart (see runc__op_exec). */
 static int exec_result(const struct cordon_host_v1 *host, const char *status, int code, int sig,
                        bool backstop, bool folded, char **ret, struct cordon_error *err)
 {
@@ -485,9 +485,9 @@ out:
     return r;
 }
 
-int runc__exec(struct cordon_resource *res, const char *state_json, const char *request_json,
-               const struct cordon_exec_io *io, char **ret_result_json,
-               struct cordon_error *err)
+int runc__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
+                  const struct cordon_exec_io *io, char **ret_result_json,
+                  struct cordon_error *err)
 {
     static const char *const envp[] = { RUNC_RUNTIME_ENV_PATH, NULL };
     struct runc_state st = { 0 };

@@ -91,7 +91,7 @@ int runc__image_parse(const char *ref, bool allow_unpinned, struct runc_image *r
                                 cordon_text_fit(ref, 200), ref);
     img.tar_path = at != NULL ? strndup(ref, (size_t)(at - ref)) : strndup(ref, len);
     if (img.tar_path == NULL)
-        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "image: out of memory");
+        return runc__nomem(err, "image");
     r = runc__check_abs_path("image", img.tar_path, err);
     if (r < 0) {
         runc__image_clear(&img);
@@ -111,7 +111,7 @@ static int cache_dir(const char *base, char **ret, struct cordon_error *err)
     int r;
 
     if (asprintf(&dir, "%s/rootfs", base) < 0)
-        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "rootfs cache: out of memory");
+        return runc__nomem(err, "rootfs cache");
     r = runc__mkdir_p("rootfs cache", dir, 0700, err);
     if (r < 0) {
         free(dir);
@@ -274,7 +274,7 @@ static int write_meta(const char *cache, const char *digest, const char *tar_pat
         cJSON_AddNumberToObject(doc, "file_bytes", (double)stats->bytes) == NULL ||
         (text = cJSON_PrintUnformatted(doc)) == NULL) {
         cJSON_Delete(doc);
-        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "rootfs: out of memory");
+        return runc__nomem(err, "rootfs");
     }
     cJSON_Delete(doc);
     dfd = open(cache, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -396,7 +396,7 @@ int runc__rootfs_ensure(const char *base, const struct runc_image *img, char **r
         goto out;
     if (asprintf(&dir, "%s/%s", cache, digest) < 0) {
         dir = NULL;
-        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "rootfs: out of memory");
+        r = runc__nomem(err, "rootfs");
         goto out;
     }
     if (is_dir(dir))
@@ -405,7 +405,7 @@ int runc__rootfs_ensure(const char *base, const struct runc_image *img, char **r
     /* One unpack per digest: the others wait here, then find the tree. */
     if (asprintf(&lock_name, "%s/%s.lock", cache, digest) < 0) {
         lock_name = NULL;
-        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "rootfs: out of memory");
+        r = runc__nomem(err, "rootfs");
         goto out;
     }
     lock_fd = open(lock_name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -463,7 +463,7 @@ int runc__rootfs_empty(const char *base, char **ret_path, struct cordon_error *e
         return r;
     if (asprintf(&dir, "%s/" EMPTY_NAME, cache) < 0) {
         dir = NULL;
-        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "rootfs: out of memory");
+        r = runc__nomem(err, "rootfs");
         goto out;
     }
     if (is_dir(dir))

@@ -8,16 +8,15 @@
  * (config.c), a pinned, read-only root filesystem from the cache
  * (rootfs.c), cordon-init as its first process, and cgroup limits read
  * back before anything runs (cgroup.c). container.c reaches a running
- * container (its init, its workspace) and destroys it; exec.c runs
- * commands in it. This file holds the vtable: config, resource,
- * provision, tar in and out, terminate, reclaim, list and probe.
+ * container (its init, its workspace) and destroys it; provision.c
+ * makes one and exec.c runs commands in it. This file holds the vtable:
+ * config, resource, tar in and out, terminate, reclaim, list and probe.
  *
  * Nothing global: every call works from the resource (parsed config, the
  * runtime found) and the execution's state JSON.
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -30,7 +29,6 @@
 
 #include <cordon/provider.h>
 #include <cordon/sdk/facts.h>
-#include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/observe.h>
 #include <cordon/sdk/path.h>
@@ -45,7 +43,7 @@
 #define DEFAULT_UID 65532u
 #define CONFIG_MAX (64u << 10)
 
-static const struct cordon_provider_v1 runc_provider;
+static const struct cordon_provider_v1 provider;
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -320,15 +318,15 @@ out:
     return r;
 }
 
-static int runc_ensure(const struct cordon_host_v1 *host, const char *config_json,
-                       struct cordon_resource **ret_resource, struct cordon_error *err)
+static int op_ensure(const struct cordon_host_v1 *host, const char *config_json,
+                     struct cordon_resource **ret_resource, struct cordon_error *err)
 {
     if (host == NULL || ret_resource == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
     return resource_new(host, config_json, false, ret_resource, err);
 }
 
-static int runc_health_check(struct cordon_resource *res, struct cordon_error *err)
+static int op_health_check(struct cordon_resource *res, struct cordon_error *err)
 {
     struct stat st;
 
@@ -343,7 +341,7 @@ static int runc_health_check(struct cordon_resource *res, struct cordon_error *e
     return 0;
 }
 
-static int runc_release(struct cordon_resource *res, struct cordon_error *err)
+static int op_release(struct cordon_resource *res, struct cordon_error *err)
 {
     resource_free(res);
     return 0;
@@ -453,248 +451,6 @@ out:
     return r;
 }
 
-/* ---- provision ------------------------------------------------------------ */
-
-static int read_pid_file(const char *bundle, pid_t *ret, struct cordon_error *err)
-{
-    char *text = NULL, *end;
-    size_t len;
-    long v;
-    int dfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
-
-    if (dfd < 0)
-        return cordon_error_set(err, CORDON_E_IO, errno, "bundle %s: %s", bundle, strerror(errno));
-    r = cordon_fs_read_file(dfd, "init.pid", 32, &text, &len, err);
-    close(dfd);
-    if (r < 0)
-        return r;
-    v = strtol(text, &end, 10);
-    r = v > 1 && v < 0x7fffffff && end != text
-            ? 0
-            : cordon_error_set(err, CORDON_E_PROVIDER, 0, "init.pid: \"%.*s\"",
-                               cordon_text_fit(text, 20), text);
-    if (r == 0)
-        *ret = (pid_t)v;
-    free(text);
-    return r;
-}
-
-/* What provision works from: the sdk's typed spec, and what follows. */
-struct prov {
-    struct cordon_spec spec;
-    const char *image;           /* spec's, else the config's, else NULL */
-    uint64_t expires_at_ms;      /* the deadline, once the image is ready */
-    uid_t uid;                   /* who the execution runs as */
-    gid_t gid;
-};
-
-static int spec_parse(const char *json, struct prov *p, struct cordon_error *err)
-{
-    struct cordon_disk_split disk;
-    int r = cordon_spec_parse(json, &p->spec, err);
-
-    /* /workspace, /tmp and /dev/shm share disk_bytes: it must split. */
-    if (r == 0)
-        r = cordon_disk_split("resources.disk_bytes", p->spec.resources.disk_bytes, &disk, err);
-    return r;
-}
-
-/* The root filesystem of a provision: the pinned image's cached tree. */
-static int provision_rootfs(const struct cordon_resource *res, const char *ref, char **ret_path,
-                            char *ret_digest, struct cordon_error *err)
-{
-    struct runc_image img = { 0 };
-    int r;
-
-    if (ref == NULL) {
-        if (res->probe_only) {
-            snprintf(ret_digest, 65, "empty");
-            return runc__rootfs_empty(res->base, ret_path, err);
-        }
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "image: required (the spec's image or config.image), as "
-                                "/absolute/path/rootfs.tar@sha256:<64 hex>");
-    }
-    r = runc__image_parse(ref, res->cfg.allow_unpinned, &img, err);
-    if (r == 0)
-        r = runc__rootfs_ensure(res->base, &img, ret_path, ret_digest, err);
-    runc__image_clear(&img);
-    return r;
-}
-
-static int state_build(const struct cordon_resource *res, const struct prov *p,
-                       const char *bundle, pid_t pid, const char *digest, char **ret,
-                       struct cordon_error *err)
-{
-    const struct cordon_spec_state kept = { .resources = p->spec.resources,
-                                            .expires_at_ms = p->expires_at_ms,
-                                            .layout = p->spec.layout };
-    cJSON *st = cJSON_CreateObject();
-    int r;
-
-    if (st == NULL || cJSON_AddStringToObject(st, "execution_id", p->spec.execution_id) == NULL ||
-        cJSON_AddStringToObject(st, "container_id", p->spec.execution_id) == NULL ||
-        cJSON_AddStringToObject(st, "bundle", bundle) == NULL ||
-        cJSON_AddStringToObject(st, "runtime", res->runtime) == NULL ||
-        cJSON_AddStringToObject(st, "root", res->cfg.root) == NULL ||
-        cJSON_AddNumberToObject(st, "pid", (double)pid) == NULL ||
-        cJSON_AddNumberToObject(st, "uid", (double)p->uid) == NULL ||
-        cJSON_AddNumberToObject(st, "gid", (double)p->gid) == NULL ||
-        !cordon_spec_state_add(st, &kept) ||
-        cJSON_AddStringToObject(st, "rootfs_digest", digest) == NULL ||
-        (runc__agent_wanted(res) && cJSON_AddTrueToObject(st, "agent") == NULL) ||
-        !cJSON_AddItemToObject(st, "environment", cordon_env_to_json(&p->spec.environment))) {
-        cJSON_Delete(st);
-        return runc__nomem(err, "state");
-    }
-    r = cordon_json_print_host(res->host, st, ret, err);
-    cJSON_Delete(st);
-    return r;
-}
-
-static int runc_provision(struct cordon_resource *res, const char *spec_json,
-                          char **ret_state_json, struct cordon_error *err)
-{
-    struct runc_spec_in in = { 0 };
-    struct prov p = { 0 };
-    struct runc_cmd_result c = { 0 };
-    char *bundle = NULL, *rootfs = NULL, *config = NULL, *bundles = NULL, digest[65] = "";
-    char msg[320];
-    uint64_t now;
-    pid_t pid = 0;
-    int pidfd = -1, root_fd = -1, ws_fd = -1, bfd = -1, r;
-    bool made_bundle = false, created = false, took_uid = false;
-
-    if (res == NULL || ret_state_json == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "provision: resource and ret_state_json required");
-    cordon_spec_init(&p.spec);
-    if ((r = spec_parse(spec_json, &p, err)) < 0)
-        goto out;
-    p.image = p.spec.image != NULL ? p.spec.image : res->cfg.image;
-    /* A first use of the image may take seconds: the clock is read after. */
-    r = provision_rootfs(res, p.image, &rootfs, digest, err);
-    if (r < 0)
-        goto out;
-    now = cordon_now_wall_ms();
-    if ((r = cordon_spec_deadline(&p.spec, now, &p.expires_at_ms, err)) < 0)
-        goto out;
-
-    /* mkdir is the per-host existence check of the id. */
-    bundle = runc__bundle_path(res, p.spec.execution_id);
-    if (bundle == NULL || asprintf(&bundles, "%s/bundles", res->base) < 0) {
-        bundles = NULL;
-        r = runc__nomem(err, "provision");
-        goto out;
-    }
-    if ((r = runc__mkdir_p("state_dir", bundles, 0700, err)) < 0)
-        goto out;
-    if (mkdir(bundle, 0700) != 0) {
-        r = cordon_error_set(err, errno == EEXIST ? CORDON_E_EXISTS : CORDON_E_IO, errno,
-                             "execution_id: %s: %s", bundle,
-                             errno == EEXIST ? "already exists" : strerror(errno));
-        goto out;
-    }
-    made_bundle = true;
-    /* The id is ours now: so is a uid of its own (or the one configured). */
-    p.uid = res->cfg.uid;
-    p.gid = res->cfg.gid;
-    if (res->cfg.pooled) {
-        if ((r = cordon_uid_take(NULL, res->host->host_instance_id, p.spec.execution_id, &p.uid, err)) < 0)
-            goto out;
-        took_uid = true;
-        p.gid = (gid_t)p.uid;
-    }
-    in.execution_id = p.spec.execution_id;
-    in.host_instance_id = res->host->host_instance_id;
-    in.rootfs = rootfs;
-    in.init_path = res->host->init_path;
-    in.uid = p.uid;
-    in.gid = p.gid;
-    in.code_layout = p.spec.layout == CORDON_SPEC_LAYOUT_CODE;
-    in.limit_swap = res->memsw;
-    in.limits = &p.spec.resources;
-    in.init_deadline_ms = p.expires_at_ms - now;
-    in.agent = runc__agent_wanted(res);
-    bfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (bfd < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "bundle %s: %s", bundle, strerror(errno));
-        goto out;
-    }
-    if ((r = runc__spec_build(&in, &config, err)) < 0 ||
-        (r = cordon_fs_write_new(bfd, "config.json", config, strlen(config), 0600, err)) < 0)
-        goto out;
-
-    /*
-     * One runtime invocation: run --detach creates and starts the
-     * container. Its first process is our cordon-init, which runs nothing
-     * but its clock, so reading every limit back after the start still
-     * holds the rule that nothing of the user's runs before: the first
-     * command comes with exec, after provision returned. The runtime hands
-     * its stdio to the init, which drops it at once; it is the memfds of
-     * runtime.c, never a pipe that could be held open.
-     */
-    {
-        char pid_file[RUNC_PATH_MAX + 16];
-        const char *args[] = { "run", "--detach", "--bundle", bundle, "--pid-file", pid_file,
-                               p.spec.execution_id, NULL };
-
-        snprintf(pid_file, sizeof(pid_file), "%s/init.pid", bundle);
-        r = runc__runtime_cmd(res, args, &c, err);
-    }
-    if (r < 0)
-        goto out;
-    if (c.exit_code != 0) {
-        runc__cmd_message(c.errtext, msg, sizeof(msg));
-        /* Another host's container of that id is not ours to clean up. */
-        r = cordon_error_set(err, strstr(msg, "exists") != NULL ? CORDON_E_EXISTS
-                                                                : CORDON_E_PROVIDER, 0,
-                             "%s run %s: %s (exit %d)", res->runtime_name, p.spec.execution_id, msg,
-                             c.exit_code);
-        created = strstr(msg, "exists") == NULL;
-        goto out;
-    }
-    created = true;
-    if ((r = read_pid_file(bundle, &pid, err)) < 0 ||
-        (r = runc__init_pin(res, p.spec.execution_id, pid, &pidfd, err)) < 0)
-        goto out;
-    /* Fail closed: no command before every limit reads back right. */
-    r = runc__cgroup_verify(res->cgroup_version, p.spec.execution_id, pid, &p.spec.resources, res->memsw, err);
-    if (r < 0 || (r = runc__lo_up(pidfd, pid, err)) < 0)
-        goto out;
-    if (p.spec.layout == CORDON_SPEC_LAYOUT_CODE &&
-        ((r = runc__init_root(pidfd, pid, p.spec.execution_id, &root_fd, err)) < 0 ||
-         (r = runc__workspace_open(root_fd, &ws_fd, err)) < 0 ||
-         (r = runc__workspace_layout(ws_fd, p.uid, p.gid, err)) < 0))
-        goto out;
-    r = state_build(res, &p, bundle, pid, digest, ret_state_json, err);
-out:
-    if (r < 0 && created) {
-        runc__destroy(res, p.spec.execution_id, pid, NULL); /* gives the uid back too */
-        made_bundle = false;
-        took_uid = false;
-    }
-    if (r < 0 && took_uid)
-        cordon_uid_give_back(NULL, res->host->host_instance_id, p.spec.execution_id, NULL);
-    if (r < 0 && made_bundle)
-        cordon_fs_remove_tree_path(bundle, NULL);
-    runc__cmd_result_clear(&c);
-    if (ws_fd >= 0)
-        close(ws_fd);
-    if (root_fd >= 0)
-        close(root_fd);
-    if (pidfd >= 0)
-        close(pidfd);
-    if (bfd >= 0)
-        close(bfd);
-    free(config);
-    free(rootfs);
-    free(bundle);
-    free(bundles);
-    cordon_spec_clear(&p.spec);
-    return r;
-}
-
 /* ---- tar in and out ------------------------------------------------------- */
 
 /* The /workspace tmpfs's share of disk_bytes (config.c): the bound of an
@@ -707,8 +463,8 @@ static uint64_t workspace_bytes(const struct cordon_limits *l)
 }
 
 /* The execution's workspace, for the sdk's four file slots. */
-static int runc_workspace(struct cordon_resource *res, const char *state_json,
-                          struct cordon_workspace *ret, struct cordon_error *err)
+static int workspace_for_slots(struct cordon_resource *res, const char *state_json,
+                               struct cordon_workspace *ret, struct cordon_error *err)
 {
     struct runc_state st = { 0 };
     int r;
@@ -723,12 +479,12 @@ static int runc_workspace(struct cordon_resource *res, const char *state_json,
     return r;
 }
 
-CORDON_WORKSPACE_SLOTS(runc, runc_workspace)
+CORDON_WORKSPACE_SLOTS(op, workspace_for_slots)
 
 /* ---- terminate, reclaim, list ---------------------------------------------- */
 
-static int runc_terminate(struct cordon_resource *res, const char *state_json,
-                          struct cordon_error *err)
+static int op_terminate(struct cordon_resource *res, const char *state_json,
+                        struct cordon_error *err)
 {
     struct runc_state st = { 0 };
     int r;
@@ -743,8 +499,8 @@ static int runc_terminate(struct cordon_resource *res, const char *state_json,
     return r;
 }
 
-static int runc_reclaim(struct cordon_resource *res, const char *execution_id,
-                        struct cordon_error *err)
+static int op_reclaim(struct cordon_resource *res, const char *execution_id,
+                      struct cordon_error *err)
 {
     if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
@@ -759,8 +515,8 @@ static int runc_reclaim(struct cordon_resource *res, const char *execution_id,
  * execution's cgroup). The host checks it against the observer's own
  * namespaces.
  */
-static int runc_boundary(struct cordon_resource *res, const char *state_json,
-                         char **ret_boundary_json, struct cordon_error *err)
+static int op_boundary(struct cordon_resource *res, const char *state_json,
+                       char **ret_boundary_json, struct cordon_error *err)
 {
     struct runc_state st = { 0 };
     cJSON *doc = NULL, *arr;
@@ -802,8 +558,8 @@ static void add_unique(cJSON *ids, const char *id)
 
 /* Bundles under this host's state directory, and the runtime's containers
  * labelled with this host's instance id (a bundle may be gone already). */
-static int runc_list_executions(struct cordon_resource *res, char **ret_ids_json,
-                                struct cordon_error *err)
+static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
+                              struct cordon_error *err)
 {
     const char *args[] = { "list", "--format", "json", NULL };
     const char *me = res != NULL ? res->host->host_instance_id : NULL;
@@ -848,27 +604,37 @@ static int runc_list_executions(struct cordon_resource *res, char **ret_ids_json
 
 /* ---- probe ----------------------------------------------------------------- */
 
-static const char *const runc_kinds[] = { "code_execution", NULL };
+static const char *const kinds[] = { "code_execution", NULL };
 static const char *const access_modes[] = { "snapshot", NULL };
-static const char *const probe_toolchains[] = { "python", "node", "go", "c++", NULL };
+static const char *const toolchains[] = { "python", "node", "go", "c++", NULL };
 
-static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
-                             struct cordon_error *err)
+/* The facts, for the host: available with an observation, else why not. */
+static int facts_compose(const struct cordon_host_v1 *host, bool available, const char *reason,
+                         const char *observation, const char *mech, char **ret,
+                         struct cordon_error *err)
 {
     struct cordon_facts_parts parts = {
         .struct_size = sizeof(parts),
         .provider_id = RUNC_ID,
-        .supported_kinds = runc_kinds,
-        .available = false,
+        .supported_kinds = kinds,
+        .available = available,
         .reason = reason,
         .safety_class = "isolated",
         .mechanism = "container",
         .rootfs_read_only = true,
         .workspace_access_modes = access_modes,
         .limits_enforced = cordon_limit_keys,
+        .observation_json = observation,
+        .mechanism_facts_json = mech,
     };
 
     return cordon_facts_compose_host(host, &parts, ret, err);
+}
+
+static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
+                             struct cordon_error *err)
+{
+    return facts_compose(host, false, reason, NULL, NULL, ret, err);
 }
 
 /* Availability only: the runtime is there, the init is there, the image
@@ -947,8 +713,8 @@ static char *mechanism_facts(const struct cordon_resource *res, const char *imag
     return text;
 }
 
-static int runc_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
-                      char **ret_facts_json, struct cordon_error *err)
+static int op_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
+                    char **ret_facts_json, struct cordon_error *err)
 {
     struct cordon_resource *res = NULL;
     struct runc_config cfg = { 0 };
@@ -981,10 +747,10 @@ static int runc_probe(const struct cordon_host_v1 *host, const char *config_json
         struct cordon_observe_opts oo = {
             .struct_size = sizeof(oo),
             .host = host,
-            .provider = &runc_provider,
+            .provider = &provider,
             .resource = res,
             .image = cfg.image,
-            .toolchains = cfg.image != NULL ? probe_toolchains : NULL,
+            .toolchains = cfg.image != NULL ? toolchains : NULL,
         };
 
         if (cordon_observe_run(&oo, &observation, &why) < 0) {
@@ -1000,24 +766,7 @@ static int runc_probe(const struct cordon_host_v1 *host, const char *config_json
         r = runc__nomem(err, "facts");
         goto out;
     }
-    {
-        struct cordon_facts_parts parts = {
-            .struct_size = sizeof(parts),
-            .provider_id = RUNC_ID,
-            .supported_kinds = runc_kinds,
-            .available = true,
-            .reason = "ready",
-            .safety_class = "isolated",
-            .mechanism = "container",
-            .rootfs_read_only = true,
-            .workspace_access_modes = access_modes,
-            .limits_enforced = cordon_limit_keys,
-            .observation_json = observation,
-            .mechanism_facts_json = mech,
-        };
-
-        r = cordon_facts_compose_host(host, &parts, &out, err);
-    }
+    r = facts_compose(host, true, "ready", observation, mech, &out, err);
 out:
     if (r == 0)
         *ret_facts_json = out;
@@ -1033,26 +782,26 @@ out:
 
 /* ---- entry point ------------------------------------------------------------ */
 
-static const struct cordon_provider_v1 runc_provider = {
+static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,
     .struct_size = sizeof(struct cordon_provider_v1),
     .provider_id = RUNC_ID,
     .version = PACKAGE_VERSION,
-    .supported_kinds = runc_kinds,
-    .probe = runc_probe,
-    .ensure = runc_ensure,
-    .health_check = runc_health_check,
-    .release = runc_release,
-    .provision = runc_provision,
-    .exec = runc__exec,
-    .import_tar = runc_import_tar,
-    .export_tar = runc_export_tar,
-    .export_files = runc_export_files,
-    .terminate = runc_terminate,
-    .reclaim = runc_reclaim,
-    .list_executions = runc_list_executions,
-    .import_files = runc_import_files,
-    .boundary = runc_boundary,
+    .supported_kinds = kinds,
+    .probe = op_probe,
+    .ensure = op_ensure,
+    .health_check = op_health_check,
+    .release = op_release,
+    .provision = runc__op_provision,
+    .exec = runc__op_exec,
+    .import_tar = op_import_tar,
+    .export_tar = op_export_tar,
+    .export_files = op_export_files,
+    .terminate = op_terminate,
+    .reclaim = op_reclaim,
+    .list_executions = op_list_executions,
+    .import_files = op_import_files,
+    .boundary = op_boundary,
 };
 
-CORDON_PROVIDER_DEFINE(runc_provider)
+CORDON_PROVIDER_DEFINE(provider)

@@ -1,11 +1,17 @@
 /*
  * runc provider: what its files share. runc.c holds the vtable (config,
- * resource, provision, tar in and out, terminate, probe); runtime.c runs
- * the runtime binary; container.c reaches, enters and destroys a running
- * container; exec.c runs commands in it; config.c writes config.json;
+ * resource, tar in and out, terminate, probe); provision.c makes one
+ * execution's container; runtime.c runs the runtime binary; container.c
+ * reaches, enters and destroys a running container; exec.c runs commands
+ * in it; config.c writes config.json;
  * seccomp.c the seccomp profile inside it; rootfs.c the pinned image
  * cache; cgroup.c reads limits back and removes cgroup directories.
  * Nothing here is exported from runc.so (-fvisibility=hidden).
+ *
+ * Functions and variables shared across the files are runc__NAME
+ * (declared here), types shared here runc_NAME; what one file keeps to
+ * itself is static and unprefixed. A vtable operation is op_SLOT: static
+ * beside the vtable in runc.c, runc__op_SLOT when another file holds it.
  */
 #ifndef CORDON_PLUGIN_RUNC_H
 #define CORDON_PLUGIN_RUNC_H
@@ -211,6 +217,12 @@ int runc__state_workspace(const struct cordon_resource *res, const struct runc_s
 /* Layout "code": source/ root's; build/ output/ logs/ the user's. */
 int runc__workspace_layout(int ws_fd, uid_t uid, gid_t gid, struct cordon_error *err);
 
+/* ---- provision.c ---------------------------------------------------------- */
+
+/* The vtable's provision: the container made, started and checked. */
+int runc__op_provision(struct cordon_resource *res, const char *spec_json,
+                       char **ret_state_json, struct cordon_error *err);
+
 /* ---- exec.c ------------------------------------------------------------------ */
 
 /* Whether provision starts the resident agent: only where exec enters the
@@ -218,8 +230,8 @@ int runc__workspace_layout(int ws_fd, uid_t uid, gid_t gid, struct cordon_error 
 bool runc__agent_wanted(const struct cordon_resource *res);
 
 /* The vtable's exec. */
-int runc__exec(struct cordon_resource *res, const char *state_json, const char *request_json,
-               const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err);
+int runc__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
+                  const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err);
 
 /* ---- config.c -------------------------------------------------------------- */
 

@@ -101,11 +101,6 @@ static const struct rule rules[] = {
     { fcntl_names, COUNT(fcntl_names), EPERM, true, 1, CMD_MASK, F_SETLEASE, true },
 };
 
-static int nomem(struct cordon_error *err)
-{
-    return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "seccomp profile: out of memory");
-}
-
 static int none_resolved(struct cordon_error *err)
 {
     return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
@@ -188,7 +183,7 @@ int runc__seccomp_profile(cJSON **ret, struct cordon_error *err)
     return 0;
 nomem:
     cJSON_Delete(profile);
-    return nomem(err);
+    return runc__nomem(err, "seccomp profile");
 }
 
 void runc__seccomp_bpf_clear(struct sock_fprog *bpf)
@@ -210,7 +205,7 @@ int runc__seccomp_bpf(struct sock_fprog *ret, struct cordon_error *err)
     int r = 0, rc = 0;
 
     if (ctx == NULL)
-        return nomem(err);
+        return runc__nomem(err, "seccomp profile");
     rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
     for (size_t i = 0; i < COUNT(rules) && rc == 0; i++) {
         const struct rule *ru = &rules[i];

@@ -25,7 +25,7 @@ int tl__nomem(struct cordon_error *err, const char *what)
 
 /* An absolute, clean directory path: no "." or ".." component, no "//",
  * no trailing '/', no control characters, not "/" itself. */
-static int tl_check_root(const char *root, struct cordon_error *err)
+static int check_root(const char *root, struct cordon_error *err)
 {
     size_t len = strnlen(root, TL_ROOT_MAX + 1);
     const char *p;
@@ -60,7 +60,7 @@ void tl__config_clear(struct tl_config *cfg)
 }
 
 int tl__config_parse(const struct cordon_host_v1 *host, const char *json,
-                           struct tl_config *ret, struct cordon_error *err)
+                     struct tl_config *ret, struct cordon_error *err)
 {
     struct tl_config cfg = { .seccomp = true };
     const char *root = NULL;
@@ -141,7 +141,7 @@ int tl__config_parse(const struct cordon_host_v1 *host, const char *json,
         r = tl__nomem(err, "config.root");
         goto out;
     }
-    r = tl_check_root(cfg.root, err);
+    r = check_root(cfg.root, err);
     if (r < 0)
         goto out;
     *ret = cfg;

@@ -31,7 +31,7 @@
 #include "plugins/trusted-local/trusted-local.h"
 
 /* What the child needs, prepared in the parent: the child may not allocate. */
-struct tl_child {
+struct child_plan {
     struct { int resource; rlim_t value; } limits[7];
     int n_limits;
     bool switch_user;
@@ -46,7 +46,7 @@ struct tl_child {
 
 /* What sandboxed code has no business calling: the kernel keyring, bpf,
  * mounts, modules, kexec, ptrace, io_uring, namespaces and a few more. */
-static const char *const tl_denied_syscalls[] = {
+static const char *const denied_syscalls[] = {
     "keyctl", "add_key", "request_key", "bpf", "mount", "umount2", "pivot_root", "chroot",
     "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
     "ptrace", "process_vm_readv", "process_vm_writev",
@@ -71,15 +71,15 @@ int tl__seccomp_build(struct sock_fprog *ret, struct cordon_error *err)
     /* Another ABI (i386, x32) would bypass the numbers below: kill it. The
      * default, killing the thread, remains where the kernel is too old. */
     seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-    for (i = 0; i < sizeof(tl_denied_syscalls) / sizeof(tl_denied_syscalls[0]); i++) {
+    for (i = 0; i < sizeof(denied_syscalls) / sizeof(denied_syscalls[0]); i++) {
         /* Negative numbers are names this architecture does not have. */
-        nr = seccomp_syscall_resolve_name(tl_denied_syscalls[i]);
+        nr = seccomp_syscall_resolve_name(denied_syscalls[i]);
         if (nr < 0)
             continue;
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
         if (rc < 0) {
             r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: rule for %s: %s",
-                                 tl_denied_syscalls[i], strerror(-rc));
+                                 denied_syscalls[i], strerror(-rc));
             goto out;
         }
     }
@@ -151,13 +151,13 @@ int tl__cap_last(void)
 /* ---- exec --------------------------------------------------------------- */
 
 /* The environment being built: "NAME=VALUE" strings, a later NAME wins. */
-struct tl_env {
+struct env_list {
     char **entries;     /* NULL-terminated, malloc'd */
     size_t n, cap;
     size_t bytes;
 };
 
-static void tl_env_clear(struct tl_env *env)
+static void env_clear(struct env_list *env)
 {
     size_t i;
 
@@ -167,8 +167,8 @@ static void tl_env_clear(struct tl_env *env)
     memset(env, 0, sizeof(*env));
 }
 
-static int tl_env_set(struct tl_env *env, const char *name, const char *value,
-                      struct cordon_error *err)
+static int env_set(struct env_list *env, const char *name, const char *value,
+                   struct cordon_error *err)
 {
     size_t i, nlen = strlen(name);
     char *entry;
@@ -204,13 +204,13 @@ static int tl_env_set(struct tl_env *env, const char *name, const char *value,
     return 0;
 }
 
-static int tl_env_add_object(struct tl_env *env, const cJSON *obj, struct cordon_error *err)
+static int env_add_object(struct env_list *env, const cJSON *obj, struct cordon_error *err)
 {
     const cJSON *item;
     int r = 0;
 
     cJSON_ArrayForEach(item, obj) {
-        r = tl_env_set(env, item->string, item->valuestring, err);
+        r = env_set(env, item->string, item->valuestring, err);
         if (r < 0)
             break;
     }
@@ -218,25 +218,25 @@ static int tl_env_add_object(struct tl_env *env, const cJSON *obj, struct cordon
 }
 
 /* A request as read (the sdk's), and what exec makes of it here. */
-struct tl_request {
+struct request {
     struct cordon_exec_request req;
     char *cwd;              /* absolute, malloc'd */
     uint64_t timeout_ms;    /* 0 = none */
-    struct tl_env env;
+    struct env_list env;
 };
 
-static void tl_request_clear(struct tl_request *rq)
+static void request_clear(struct request *rq)
 {
     cordon_exec_request_clear(&rq->req);
     free(rq->cwd);
-    tl_env_clear(&rq->env);
+    env_clear(&rq->env);
     memset(rq, 0, sizeof(*rq));
 }
 
-static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *json,
-                            struct tl_request *ret, struct cordon_error *err)
+static int request_parse(const struct tl_state *st, int ws_fd, const char *json,
+                         struct request *ret, struct cordon_error *err)
 {
-    struct tl_request rq = { 0 };
+    struct request rq = { 0 };
     int fd = -1, r;
 
     cordon_exec_request_init(&rq.req);
@@ -257,11 +257,11 @@ static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *js
     rq.timeout_ms = rq.req.timeout_ms;
 
     /* The spec's environment, then the request's, then workspace paths. */
-    r = tl_env_set(&rq.env, "PATH", TL_DEFAULT_PATH, err);
+    r = env_set(&rq.env, "PATH", TL_DEFAULT_PATH, err);
     if (r == 0 && st->environment != NULL)
-        r = tl_env_add_object(&rq.env, st->environment, err);
+        r = env_add_object(&rq.env, st->environment, err);
     for (size_t i = 0; r == 0 && i < rq.req.env.n; i++)
-        r = tl_env_set(&rq.env, rq.req.env.vars[i].name, rq.req.env.vars[i].value, err);
+        r = env_set(&rq.env, rq.req.env.vars[i].name, rq.req.env.vars[i].value, err);
     for (size_t i = 0; r == 0 && i < rq.req.workspace_env.n; i++) {
         const struct cordon_env_var *v = &rq.req.workspace_env.vars[i];
         char field[CORDON_ENV_NAME_MAX + 32], *value = NULL;
@@ -280,7 +280,7 @@ static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *js
             r = tl__nomem(err, field);
             break;
         }
-        r = tl_env_set(&rq.env, v->name, value, err);
+        r = env_set(&rq.env, v->name, value, err);
         free(value);
     }
     if (r < 0)
@@ -290,13 +290,13 @@ static int tl_request_parse(const struct tl_state *st, int ws_fd, const char *js
 out:
     if (fd >= 0)
         close(fd);
-    tl_request_clear(&rq);
+    request_clear(&rq);
     return r;
 }
 
 /* Raw syscalls in the child: async-signal-safe, and they touch only this
  * process's credentials, without glibc's all-threads setxid machinery. */
-static long tl_sys_prlimit(int resource, const struct rlimit *set, struct rlimit *old)
+static long sys_prlimit(int resource, const struct rlimit *set, struct rlimit *old)
 {
     return syscall(SYS_prlimit64, 0, resource, set, old);
 }
@@ -306,9 +306,9 @@ static long tl_sys_prlimit(int resource, const struct rlimit *set, struct rlimit
  * set, groups, gid and uid, then no_new_privs and the seccomp filter.
  * Async-signal-safe: no allocation, no libc state, raw syscalls only.
  */
-static int tl_child_setup(void *arg)
+static int child_setup(void *arg)
 {
-    const struct tl_child *c = arg;
+    const struct child_plan *c = arg;
     struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
     struct __user_cap_data_struct data[2] = { { 0, 0, 0 }, { 0, 0, 0 } };
     int i;
@@ -317,13 +317,13 @@ static int tl_child_setup(void *arg)
         struct rlimit old, set;
         rlim_t v = c->limits[i].value;
 
-        if (tl_sys_prlimit(c->limits[i].resource, NULL, &old) != 0)
+        if (sys_prlimit(c->limits[i].resource, NULL, &old) != 0)
             return errno;
         /* Without privilege a hard limit can only go down. */
         if (!c->switch_user && old.rlim_max != RLIM_INFINITY && v > old.rlim_max)
             v = old.rlim_max;
         set.rlim_cur = set.rlim_max = v;
-        if (tl_sys_prlimit(c->limits[i].resource, &set, NULL) != 0)
+        if (sys_prlimit(c->limits[i].resource, &set, NULL) != 0)
             return errno;
     }
     if (c->switch_user) {
@@ -366,8 +366,8 @@ static int tl_child_setup(void *arg)
     return 0;
 }
 
-static void tl_child_prepare(const struct cordon_resource *res, const struct tl_state *st,
-                             struct tl_child *c)
+static void child_prepare(const struct cordon_resource *res, const struct tl_state *st,
+                          struct child_plan *c)
 {
     uint64_t cpu_s = st->res.runtime_ms / 1000 + (st->res.runtime_ms % 1000 != 0) + 1;
 
@@ -401,8 +401,8 @@ static void tl_child_prepare(const struct cordon_resource *res, const struct tl_
     c->prog = res->prog.filter != NULL ? &res->prog : NULL;
 }
 
-static int tl_result(const struct cordon_host_v1 *host, const struct cordon_exec_outcome *o,
-                     char **ret, struct cordon_error *err)
+static int exec_result(const struct cordon_host_v1 *host, const struct cordon_exec_outcome *o,
+                       char **ret, struct cordon_error *err)
 {
     struct cordon_exec_result res;
     int r = cordon_exec_result_from_outcome(o, &res, err);
@@ -410,13 +410,13 @@ static int tl_result(const struct cordon_host_v1 *host, const struct cordon_exec
     return r < 0 ? r : cordon_exec_result_print_host(host, &res, ret, err);
 }
 
-int tl__exec(struct cordon_resource *res, const char *state_json, const char *request_json,
-                   const struct cordon_exec_io *io, char **ret_result_json,
-                   struct cordon_error *err)
+int tl__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
+                const struct cordon_exec_io *io, char **ret_result_json,
+                struct cordon_error *err)
 {
     struct tl_state st = { 0 };
-    struct tl_request rq = { 0 };
-    struct tl_child child;
+    struct request rq = { 0 };
+    struct child_plan child;
     struct cordon_runner_opts opts;
     struct cordon_exec_outcome outcome = { 0 };
     struct cordon_relay *relay = NULL;
@@ -435,7 +435,7 @@ int tl__exec(struct cordon_resource *res, const char *state_json, const char *re
     r = tl__open_workspace(&st, &ws_fd, err);
     if (r < 0)
         goto out;
-    r = tl_request_parse(&st, ws_fd, request_json, &rq, err);
+    r = request_parse(&st, ws_fd, request_json, &rq, err);
     if (r < 0)
         goto out;
 
@@ -456,7 +456,7 @@ int tl__exec(struct cordon_resource *res, const char *state_json, const char *re
     /* A terminal or a directory as stdin is relayed, never handed over. */
     if (io->stdin_fd >= 0 && (r = cordon_relay_open(io->stdin_fd, 0, &stdin_fd, &relay, err)) < 0)
         goto out;
-    tl_child_prepare(res, &st, &child);
+    child_prepare(res, &st, &child);
     cordon_runner_opts_init(&opts);
     opts.argv = (const char *const *)rq.req.argv;
     opts.envp = (const char *const *)rq.env.entries;
@@ -467,7 +467,7 @@ int tl__exec(struct cordon_resource *res, const char *state_json, const char *re
     opts.timeout_ms = timeout;
     opts.grace_ms = 0;
     opts.cancel_fd = io->cancel_fd;
-    opts.child_setup = tl_child_setup;
+    opts.child_setup = child_setup;
     opts.child_setup_arg = &child;
     ran = true;
     r = cordon_runner_run(&opts, &outcome, err);
@@ -475,7 +475,7 @@ int tl__exec(struct cordon_resource *res, const char *state_json, const char *re
     relay = NULL;
     if (r < 0)
         goto out;
-    r = tl_result(res->host, &outcome, ret_result_json, err);
+    r = exec_result(res->host, &outcome, ret_result_json, err);
 out:
     cordon_relay_close(relay);
     /* setsid() escapes the runner's group kill; look for what stayed. */
@@ -486,7 +486,7 @@ out:
         close(null_out);
     if (ws_fd >= 0)
         close(ws_fd);
-    tl_request_clear(&rq);
+    request_clear(&rq);
     tl__state_clear(&st);
     return r;
 }

@@ -46,11 +46,11 @@
 #include <cordon/sdk/workspace.h>
 #include "plugins/trusted-local/trusted-local.h"
 
-static const struct cordon_provider_v1 tl_provider;
+static const struct cordon_provider_v1 provider;
 
 /* ---- resource ----------------------------------------------------------- */
 
-static void tl_resource_free(struct cordon_resource *res)
+static void resource_free(struct cordon_resource *res)
 {
     if (res == NULL)
         return;
@@ -59,9 +59,9 @@ static void tl_resource_free(struct cordon_resource *res)
     free(res);
 }
 
-static int tl_resource_new(const struct cordon_host_v1 *host, const char *config_json,
-                           bool require_allow, struct cordon_resource **ret,
-                           struct cordon_error *err)
+static int resource_new(const struct cordon_host_v1 *host, const char *config_json,
+                        bool require_allow, struct cordon_resource **ret,
+                        struct cordon_error *err)
 {
     struct cordon_resource *res;
     int r;
@@ -92,19 +92,19 @@ static int tl_resource_new(const struct cordon_host_v1 *host, const char *config
     *ret = res;
     res = NULL;
 out:
-    tl_resource_free(res);
+    resource_free(res);
     return r;
 }
 
-static int tl_ensure(const struct cordon_host_v1 *host, const char *config_json,
+static int op_ensure(const struct cordon_host_v1 *host, const char *config_json,
                      struct cordon_resource **ret_resource, struct cordon_error *err)
 {
     if (host == NULL || ret_resource == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
-    return tl_resource_new(host, config_json, true, ret_resource, err);
+    return resource_new(host, config_json, true, ret_resource, err);
 }
 
-static int tl_health_check(struct cordon_resource *res, struct cordon_error *err)
+static int op_health_check(struct cordon_resource *res, struct cordon_error *err)
 {
     struct stat st;
 
@@ -119,16 +119,16 @@ static int tl_health_check(struct cordon_resource *res, struct cordon_error *err
     return 0;
 }
 
-static int tl_release(struct cordon_resource *res, struct cordon_error *err)
+static int op_release(struct cordon_resource *res, struct cordon_error *err)
 {
-    tl_resource_free(res);
+    resource_free(res);
     return 0;
 }
 
 /* ---- processes left behind ---------------------------------------------- */
 
 /* True when pid's working directory is dir or lies beneath it. */
-static bool tl_cwd_under(pid_t pid, const char *dir, size_t dlen)
+static bool cwd_under(pid_t pid, const char *dir, size_t dlen)
 {
     char link[64], cwd[PATH_MAX];
     ssize_t n;
@@ -173,14 +173,14 @@ void tl__sweep(const char *dir, uid_t uid)
                 continue;
             snprintf(path, sizeof(path), "/proc/%ld", pid);
             if (stat(path, &st) != 0 || st.st_uid != uid ||
-                (!own_uid && !tl_cwd_under((pid_t)pid, dir, dlen)))
+                (!own_uid && !cwd_under((pid_t)pid, dir, dlen)))
                 continue;
             /* Pin the process, then look again: the pid may have been reused. */
             pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
             if (pidfd < 0)
                 continue;
             if ((own_uid ? stat(path, &st) == 0 && st.st_uid == uid
-                         : tl_cwd_under((pid_t)pid, dir, dlen)) &&
+                         : cwd_under((pid_t)pid, dir, dlen)) &&
                 syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
                 killed++;
             close(pidfd);
@@ -203,8 +203,8 @@ void tl__state_clear(struct tl_state *st)
 }
 
 /* Where an execution lives: <root>/<id>, and its workspace below it. */
-static int tl_paths(const struct cordon_resource *res, const char *id, char **ret_dir,
-                    char **ret_workspace, struct cordon_error *err)
+static int execution_paths(const struct cordon_resource *res, const char *id, char **ret_dir,
+                           char **ret_workspace, struct cordon_error *err)
 {
     char *dir = NULL, *ws = NULL;
 
@@ -229,7 +229,7 @@ nomem:
  * never make us remove or run somewhere else.
  */
 int tl__state_parse(const struct cordon_resource *res, const char *json, bool full,
-                          struct tl_state *ret, struct cordon_error *err)
+                    struct tl_state *ret, struct cordon_error *err)
 {
     struct tl_state st = { 0 };
     struct cordon_spec_state kept;
@@ -245,7 +245,7 @@ int tl__state_parse(const struct cordon_resource *res, const char *json, bool fu
     r = cordon_execution_id_check("state.execution_id", st.execution_id, err);
     if (r < 0)
         goto out;
-    r = tl_paths(res, st.execution_id, &st.dir, &st.workspace, err);
+    r = execution_paths(res, st.execution_id, &st.dir, &st.workspace, err);
     if (r < 0)
         goto out;
     item = cJSON_GetObjectItemCaseSensitive(st.doc, "dir");
@@ -314,23 +314,23 @@ int tl__open_workspace(const struct tl_state *st, int *ret_fd, struct cordon_err
 
 /* ---- probe -------------------------------------------------------------- */
 
-static const char *const tl_kinds[] = { "code_execution", NULL };
-static const char *const tl_access_modes[] = { "snapshot", NULL };
-static const char *const tl_probe_toolchains[] = { "python", "node", "go", "c++", NULL };
+static const char *const kinds[] = { "code_execution", NULL };
+static const char *const access_modes[] = { "snapshot", NULL };
+static const char *const toolchains[] = { "python", "node", "go", "c++", NULL };
 /* pids only holds when children run as a dedicated uid (RLIMIT_NPROC). */
-static const char *const tl_limits_user[] = { "memory_bytes", "pids", "runtime_ms",
-                                              "max_output_bytes", NULL };
-static const char *const tl_limits_self[] = { "memory_bytes", "runtime_ms", "max_output_bytes",
-                                              NULL };
+static const char *const limits_user[] = { "memory_bytes", "pids", "runtime_ms",
+                                           "max_output_bytes", NULL };
+static const char *const limits_self[] = { "memory_bytes", "runtime_ms", "max_output_bytes",
+                                           NULL };
 /* disk_bytes as a whole only when each area is a tmpfs of that size. */
-static const char *const tl_limits_area[] = { "memory_bytes", "disk_bytes", "pids", "runtime_ms",
-                                              "max_output_bytes", NULL };
+static const char *const limits_area[] = { "memory_bytes", "disk_bytes", "pids", "runtime_ms",
+                                           "max_output_bytes", NULL };
 
-static void tl_area_mount(const char *dir, uint64_t disk_bytes);
-static void tl_area_unmount(const char *dir);
+static void area_mount(const char *dir, uint64_t disk_bytes);
+static void area_unmount(const char *dir);
 
 /* Whether provision can make an area a tmpfs here: tried, not assumed. */
-static bool tl_area_tmpfs_works(const struct tl_config *cfg)
+static bool area_tmpfs_works(const struct tl_config *cfg)
 {
     char dir[TL_ROOT_MAX + 32];
     struct statfs sfs;
@@ -341,14 +341,14 @@ static bool tl_area_tmpfs_works(const struct tl_config *cfg)
     snprintf(dir, sizeof(dir), "%s/.area-probe-XXXXXX", cfg->root);
     if (mkdtemp(dir) == NULL)
         return false;
-    tl_area_mount(dir, 4096);
+    area_mount(dir, 4096);
     ok = statfs(dir, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
-    tl_area_unmount(dir);
+    area_unmount(dir);
     rmdir(dir);
     return ok;
 }
 
-static char *tl_mechanism_facts(const struct tl_config *cfg, bool area_tmpfs)
+static char *mechanism_facts(const struct tl_config *cfg, bool area_tmpfs)
 {
     cJSON *obj = cJSON_CreateObject();
     char run_as[32];
@@ -372,26 +372,37 @@ static char *tl_mechanism_facts(const struct tl_config *cfg, bool area_tmpfs)
     return text;
 }
 
-/* Facts of an unavailable provider. */
-static int tl_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
-                          struct cordon_error *err)
+/* The facts, for the host: available with an observation, else why not. */
+static int facts_compose(const struct cordon_host_v1 *host, bool available, const char *reason,
+                         const char *const *limits, const char *observation, const char *mech,
+                         char **ret, struct cordon_error *err)
 {
     struct cordon_facts_parts parts = {
         .struct_size = sizeof(parts),
         .provider_id = TL_ID,
-        .supported_kinds = tl_kinds,
-        .available = false,
+        .supported_kinds = kinds,
+        .available = available,
         .reason = reason,
         .safety_class = "trusted_local",
         .mechanism = "host_process",
-        .workspace_access_modes = tl_access_modes,
-        .limits_enforced = tl_limits_self,
+        .rootfs_read_only = false,
+        .workspace_access_modes = access_modes,
+        .limits_enforced = limits,
+        .observation_json = observation,
+        .mechanism_facts_json = mech,
     };
 
     return cordon_facts_compose_host(host, &parts, ret, err);
 }
 
-static int tl_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
+/* Facts of an unavailable provider. */
+static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
+                             struct cordon_error *err)
+{
+    return facts_compose(host, false, reason, limits_self, NULL, NULL, ret, err);
+}
+
+static int op_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
                     char **ret_facts_json, struct cordon_error *err)
 {
     struct cordon_resource *res = NULL;
@@ -424,50 +435,35 @@ static int tl_probe(const struct cordon_host_v1 *host, const char *config_json, 
     }
 
     /* Probing runs only our own observer, so it needs no allow_unsafe_local. */
-    if (tl_resource_new(host, config_json, false, &res, &perr) < 0) {
-        r = tl_unavailable(host, perr.message, &out, err);
+    if (resource_new(host, config_json, false, &res, &perr) < 0) {
+        r = facts_unavailable(host, perr.message, &out, err);
         goto out;
     }
     {
         struct cordon_observe_opts oo = {
             .struct_size = sizeof(oo),
             .host = host,
-            .provider = &tl_provider,
+            .provider = &provider,
             .resource = res,
-            .toolchains = tl_probe_toolchains,
+            .toolchains = toolchains,
         };
         if (cordon_observe_run(&oo, &observation, &perr) < 0) {
             char reason[600];
 
             snprintf(reason, sizeof(reason), "observation failed: %s", perr.message);
-            r = tl_unavailable(host, reason, &out, err);
+            r = facts_unavailable(host, reason, &out, err);
             goto out;
         }
     }
-    area_tmpfs = cfg.switch_user && tl_area_tmpfs_works(&cfg);
-    mech = tl_mechanism_facts(&cfg, area_tmpfs);
+    area_tmpfs = cfg.switch_user && area_tmpfs_works(&cfg);
+    mech = mechanism_facts(&cfg, area_tmpfs);
     if (mech == NULL) {
         r = tl__nomem(err, "facts");
         goto out;
     }
-    {
-        struct cordon_facts_parts parts = {
-            .struct_size = sizeof(parts),
-            .provider_id = TL_ID,
-            .supported_kinds = tl_kinds,
-            .available = true,
-            .reason = "ready",
-            .safety_class = "trusted_local",
-            .mechanism = "host_process",
-            .rootfs_read_only = false,
-            .workspace_access_modes = tl_access_modes,
-            .limits_enforced = area_tmpfs ? tl_limits_area
-                               : cfg.switch_user ? tl_limits_user : tl_limits_self,
-            .observation_json = observation,
-            .mechanism_facts_json = mech,
-        };
-        r = cordon_facts_compose_host(host, &parts, &out, err);
-    }
+    r = facts_compose(host, true, "ready",
+                      area_tmpfs ? limits_area : cfg.switch_user ? limits_user : limits_self,
+                      observation, mech, &out, err);
 out:
     if (r == 0)
         *ret_facts_json = out;
@@ -475,7 +471,7 @@ out:
         host->free(out);
     free(mech);
     free(observation);
-    tl_resource_free(res);
+    resource_free(res);
     tl__config_clear(&cfg);
     return r;
 }
@@ -490,7 +486,7 @@ out:
  * privilege, a container without CAP_SYS_ADMIN) the area stays a plain
  * directory and disk_bytes is RLIMIT_FSIZE alone, as the man page says.
  */
-static void tl_area_mount(const char *dir, uint64_t disk_bytes)
+static void area_mount(const char *dir, uint64_t disk_bytes)
 {
     char opts[96];
 
@@ -503,14 +499,14 @@ static void tl_area_mount(const char *dir, uint64_t disk_bytes)
 
 /* Detach the area's tmpfs if it has one; processes still in it keep it
  * alive until they are gone, nobody can reach it by path any more. */
-static void tl_area_unmount(const char *dir)
+static void area_unmount(const char *dir)
 {
     if (geteuid() == 0)
         (void)umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
 }
 
-static int tl_mkdir_owned(int dirfd, const char *name, bool give, uid_t uid, gid_t gid,
-                          struct cordon_error *err)
+static int mkdir_owned(int dirfd, const char *name, bool give, uid_t uid, gid_t gid,
+                       struct cordon_error *err)
 {
     int fd, r = 0;
 
@@ -532,28 +528,28 @@ static int tl_mkdir_owned(int dirfd, const char *name, bool give, uid_t uid, gid
  * write into source/ nor rename it away; build/, output/, logs/ are its.
  * Layout "host": the whole workspace is the sandbox user's.
  */
-static int tl_make_workspace(int dir_fd, const struct tl_config *cfg, bool code,
-                             struct cordon_error *err)
+static int make_workspace(int dir_fd, const struct tl_config *cfg, bool code,
+                          struct cordon_error *err)
 {
     static const char *const user_dirs[] = { "build", "output", "logs" };
     size_t i;
     int ws_fd, r;
 
-    r = tl_mkdir_owned(dir_fd, "workspace", cfg->switch_user && !code, cfg->uid, cfg->gid, err);
+    r = mkdir_owned(dir_fd, "workspace", cfg->switch_user && !code, cfg->uid, cfg->gid, err);
     if (r < 0 || !code)
         return r;
     ws_fd = openat(dir_fd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (ws_fd < 0)
         return cordon_error_set(err, CORDON_E_IO, errno, "provision: workspace: %s",
                                 strerror(errno));
-    r = tl_mkdir_owned(ws_fd, "source", false, 0, 0, err);
+    r = mkdir_owned(ws_fd, "source", false, 0, 0, err);
     for (i = 0; r == 0 && i < sizeof(user_dirs) / sizeof(user_dirs[0]); i++)
-        r = tl_mkdir_owned(ws_fd, user_dirs[i], cfg->switch_user, cfg->uid, cfg->gid, err);
+        r = mkdir_owned(ws_fd, user_dirs[i], cfg->switch_user, cfg->uid, cfg->gid, err);
     close(ws_fd);
     return r;
 }
 
-static int tl_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
+static int op_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
                         struct cordon_error *err)
 {
     struct cordon_spec spec;
@@ -585,7 +581,7 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
     kept.layout = spec.layout;
     code = spec.layout == CORDON_SPEC_LAYOUT_CODE;
 
-    r = tl_paths(res, id, &dir, &ws, err);
+    r = execution_paths(res, id, &dir, &ws, err);
     if (r < 0)
         goto out;
     root_fd = open(res->cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -610,14 +606,14 @@ static int tl_provision(struct cordon_resource *res, const char *spec_json, char
         took_uid = true;
         cfg.gid = (gid_t)cfg.uid;
     }
-    tl_area_mount(dir, kept.resources.disk_bytes);
+    area_mount(dir, kept.resources.disk_bytes);
     /* 0711: the sandbox user may pass through but not list or change it. */
     dir_fd = openat(root_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dir_fd < 0 || fchmod(dir_fd, 0711) != 0) {
         r = cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", dir, strerror(errno));
         goto out;
     }
-    r = tl_make_workspace(dir_fd, &cfg, code, err);
+    r = make_workspace(dir_fd, &cfg, code, err);
     if (r < 0)
         goto out;
     /* Whose execution this is, so that list_executions (cordon gc) never
@@ -646,7 +642,7 @@ out:
     if (dir_fd >= 0)
         close(dir_fd);
     if (r < 0 && created) {
-        tl_area_unmount(dir);
+        area_unmount(dir);
         cordon_fs_remove_tree(root_fd, id, NULL);
     }
     if (r < 0 && took_uid)
@@ -665,8 +661,8 @@ out:
 /* The execution's workspace, for the sdk's four file slots; who owns what
  * lands in it: not root, everything stays the invoking user's (see the
  * man page). */
-static int tl_workspace(struct cordon_resource *res, const char *state_json,
-                        struct cordon_workspace *ret, struct cordon_error *err)
+static int workspace_for_slots(struct cordon_resource *res, const char *state_json,
+                               struct cordon_workspace *ret, struct cordon_error *err)
 {
     struct tl_state st = { 0 };
     int r = tl__state_parse(res, state_json, true, &st, err);
@@ -683,14 +679,14 @@ static int tl_workspace(struct cordon_resource *res, const char *state_json,
     return r;
 }
 
-CORDON_WORKSPACE_SLOTS(tl, tl_workspace)
+CORDON_WORKSPACE_SLOTS(op, workspace_for_slots)
 
 /* ---- terminate and reclaim ---------------------------------------------- */
 
 /* Kill what is left in the area and remove it; missing is success. The
  * execution's uid goes back to the pool only once nothing runs as it. */
-static int tl_destroy(const struct cordon_resource *res, const char *dir, const char *id,
-                      uid_t uid, struct cordon_error *err)
+static int destroy(const struct cordon_resource *res, const char *dir, const char *id,
+                   uid_t uid, struct cordon_error *err)
 {
     const char *host = res->host->host_instance_id;
     uid_t held;
@@ -699,14 +695,14 @@ static int tl_destroy(const struct cordon_resource *res, const char *dir, const 
     if (cordon_uid_held(NULL, host, id, &held, NULL) == 1)
         uid = held;
     tl__sweep(dir, uid);
-    tl_area_unmount(dir);
+    area_unmount(dir);
     r = cordon_fs_remove_tree_path(dir, err);
     if (r == 0 && cordon_uid_in_pool(uid))
         r = cordon_uid_give_back(NULL, host, id, err);
     return r;
 }
 
-static int tl_terminate(struct cordon_resource *res, const char *state_json,
+static int op_terminate(struct cordon_resource *res, const char *state_json,
                         struct cordon_error *err)
 {
     struct tl_state st = { 0 };
@@ -723,13 +719,13 @@ static int tl_terminate(struct cordon_resource *res, const char *state_json,
     if (r == 0) {
         cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 0,
                     0xfffffffeu, &uid, &ignored);
-        r = tl_destroy(res, st.dir, st.execution_id, (uid_t)uid, err);
+        r = destroy(res, st.dir, st.execution_id, (uid_t)uid, err);
     }
     tl__state_clear(&st);
     return r;
 }
 
-static int tl_reclaim(struct cordon_resource *res, const char *execution_id,
+static int op_reclaim(struct cordon_resource *res, const char *execution_id,
                       struct cordon_error *err)
 {
     char *dir = NULL;
@@ -739,14 +735,14 @@ static int tl_reclaim(struct cordon_resource *res, const char *execution_id,
         return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
     r = cordon_execution_id_check("execution_id", execution_id, err);
     if (r == 0)
-        r = tl_paths(res, execution_id, &dir, NULL, err);
+        r = execution_paths(res, execution_id, &dir, NULL, err);
     if (r == 0)
-        r = tl_destroy(res, dir, execution_id, res->cfg.uid, err);
+        r = destroy(res, dir, execution_id, res->cfg.uid, err);
     free(dir);
     return r;
 }
 
-static int tl_list_executions(struct cordon_resource *res, char **ret_ids_json,
+static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
                               struct cordon_error *err)
 {
     const char *me = res != NULL ? res->host->host_instance_id : NULL;
@@ -785,25 +781,25 @@ static int tl_list_executions(struct cordon_resource *res, char **ret_ids_json,
 
 /* ---- entry point -------------------------------------------------------- */
 
-static const struct cordon_provider_v1 tl_provider = {
+static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,
     .struct_size = sizeof(struct cordon_provider_v1),
     .provider_id = TL_ID,
     .version = PACKAGE_VERSION,
-    .supported_kinds = tl_kinds,
-    .probe = tl_probe,
-    .ensure = tl_ensure,
-    .health_check = tl_health_check,
-    .release = tl_release,
-    .provision = tl_provision,
-    .exec = tl__exec,
-    .import_tar = tl_import_tar,
-    .export_tar = tl_export_tar,
-    .export_files = tl_export_files,
-    .terminate = tl_terminate,
-    .reclaim = tl_reclaim,
-    .list_executions = tl_list_executions,
-    .import_files = tl_import_files,
+    .supported_kinds = kinds,
+    .probe = op_probe,
+    .ensure = op_ensure,
+    .health_check = op_health_check,
+    .release = op_release,
+    .provision = op_provision,
+    .exec = tl__op_exec,
+    .import_tar = op_import_tar,
+    .export_tar = op_export_tar,
+    .export_files = op_export_files,
+    .terminate = op_terminate,
+    .reclaim = op_reclaim,
+    .list_executions = op_list_executions,
+    .import_files = op_import_files,
 };
 
-CORDON_PROVIDER_DEFINE(tl_provider)
+CORDON_PROVIDER_DEFINE(provider)

@@ -3,8 +3,12 @@
  * trusted-local.c the vtable, the resource, the probe, provision, the
  * files and terminate; config.c the provider config and the execution
  * root; exec.c running one command, with the child's hardening and the
- * seccomp filter. Functions used across files are tl__NAME, the others
- * static tl_NAME.
+ * seccomp filter.
+ *
+ * Functions and variables shared across the files are tl__NAME (declared
+ * here), types shared here tl_NAME; what one file keeps to itself is
+ * static and unprefixed. A vtable operation is op_SLOT: static beside the
+ * vtable in trusted-local.c, tl__op_SLOT when another file holds it.
  */
 #ifndef CORDON_PLUGINS_TRUSTED_LOCAL_H
 #define CORDON_PLUGINS_TRUSTED_LOCAL_H
@@ -109,8 +113,8 @@ int tl__root_prepare(const struct tl_config *cfg, struct cordon_error *err);
 int tl__seccomp_build(struct sock_fprog *ret, struct cordon_error *err);
 /* The highest capability number of the running kernel. */
 int tl__cap_last(void);
-int tl__exec(struct cordon_resource *res, const char *state_json, const char *request_json,
-             const struct cordon_exec_io *io, char **ret_result_json,
-             struct cordon_error *err);
+int tl__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
+                const struct cordon_exec_io *io, char **ret_result_json,
+                struct cordon_error *err);
 
 #endif

@@ -46,7 +46,7 @@ static void head(const uint8_t *data, size_t size)
     if (size > DK_STREAM_HEADER_MAX)
         size = DK_STREAM_HEADER_MAX;
     h = fuzz_text(data, size);
-    /* dk_stream_open reads until the end of the headers first. */
+    /* dk__stream_open reads until the end of the headers first. */
     if (strstr(h, "\r\n\r\n") != NULL) {
         cordon_error_init(&err);
         r = stream_head(h, strlen(h), &rest, &err);
@@ -75,7 +75,7 @@ static void error_body(const uint8_t *data, size_t size)
     reply.body = fuzz_text(data, size);
     reply.len = size;
     cordon_error_init(&err);
-    if (dk_reply_error(&reply, "fuzz", &err) >= 0 || err.message[0] == '\0')
+    if (dk__reply_error(&reply, "fuzz", &err) >= 0 || err.message[0] == '\0')
         abort();
     for (const char *c = err.message; *c != '\0'; c++)
         if ((unsigned char)*c < 0x20)
@@ -92,14 +92,14 @@ static void request(const uint8_t *data, size_t size)
     int r;
 
     cordon_error_init(&err);
-    r = dk_request_parse(&st, json, size > 0 && data[0] & 2, &rq, &err);
+    r = request_parse(&st, json, size > 0 && data[0] & 2, &rq, &err);
     fuzz_check_refusal(r, &err);
-    dk_request_clear(&rq);
+    request_clear(&rq);
     free(json);
 }
 
 /* docker.so's import: the sdk's filter with the workspace-owner policy,
- * as dk_import_tar calls it. */
+ * as dk__op_import_tar calls it. */
 static void import_filter(const uint8_t *data, size_t size)
 {
     const struct cordon_workspace_owner owner = { .code_layout = size > 0 && data[0] & 2,

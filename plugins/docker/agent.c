@@ -1,0 +1,309 @@
+/*
+ * docker: one exec through the resident agent.
+ *
+ * The agent (cordon/sdk/agent.h) is the container's init, cordon-init
+ * --agent, found by provision as State.Pid and recorded with its start
+ * time: the host pins it with a pidfd, takes its channel and hands it the
+ * command with the host's own stdio fds. No daemon call is made for the
+ * command, and the result is the command's real exit or signal. The env
+ * is the init's own (what the daemon gives every process of the
+ * container: PATH, HOSTNAME, the image's and the spec's variables, HOME)
+ * with the request's over it, as the exec API merges them; cwd, user and
+ * confinement are the init's, which an exec through the API gets as well.
+ * exec.c parses the request and falls back to the exec API.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cordon/sdk/agent.h>
+#include <cordon/sdk/fs.h>
+#include <cordon/sdk/host.h>
+#include <cordon/sdk/relay.h>
+#include <cordon/sdk/request.h>
+#include "plugins/docker/docker.h"
+
+#define DK_ENVIRON_MAX (256u << 10)       /* the init's /proc/PID/environ */
+#define DK_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* A NULL-terminated string vector with its strings owned here. */
+struct strv {
+    char **v;
+    size_t n, cap;
+};
+
+static void strv_clear(struct strv *a)
+{
+    for (size_t i = 0; i < a->n; i++)
+        free(a->v[i]);
+    free(a->v);
+    memset(a, 0, sizeof(*a));
+}
+
+/* Takes s (malloc'd, may be NULL: out of memory) in every case. */
+static int strv_take(struct strv *a, char *s, struct cordon_error *err)
+{
+    if (s != NULL && a->n + 2 > a->cap) {
+        size_t cap = a->cap ? a->cap * 2 : 64;
+        char **grown = reallocarray(a->v, cap, sizeof(*grown));
+
+        if (grown == NULL) {
+            free(s);
+            s = NULL;
+        } else {
+            a->v = grown;
+            a->cap = cap;
+        }
+    }
+    if (s == NULL)
+        return dk__nomem(err, "exec: env");
+    a->v[a->n++] = s;
+    a->v[a->n] = NULL;
+    return 0;
+}
+
+/* NAME=VALUE over a: in place of an earlier NAME, else appended. */
+static int strv_env_set(struct strv *a, const char *name, const char *value,
+                        struct cordon_error *err)
+{
+    size_t len = strlen(name);
+    char *pair = NULL;
+
+    if (asprintf(&pair, "%s=%s", name, value) < 0)
+        pair = NULL;
+    for (size_t i = 0; pair != NULL && i < a->n; i++)
+        if (strncmp(a->v[i], name, len) == 0 && a->v[i][len] == '=') {
+            free(a->v[i]);
+            a->v[i] = pair;
+            return 0;
+        }
+    return strv_take(a, pair, err);
+}
+
+/*
+ * The environment of an exec through the API, built from the init's: the
+ * daemon starts the init and every exec alike with PATH, HOSTNAME and the
+ * container's Config.Env (the image's, then the spec's), runc adds HOME
+ * from the image's passwd to both, and cordon-init never changes its own.
+ * The request's variables replace or extend it by name, as the API's
+ * ReplaceOrAppendEnvValues does. /proc/PID/environ is the init's original
+ * block, which nothing inside can write (the init is not dumpable).
+ */
+static int agent_env(pid_t pid, const struct cordon_env *over, struct strv *ret,
+                     struct cordon_error *err)
+{
+    char path[64], *buf = malloc(DK_ENVIRON_MAX);
+    size_t len = 0;
+    ssize_t n = 0;
+    int fd, r = 0;
+
+    if (buf == NULL)
+        return dk__nomem(err, "exec: env");
+    snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    while (fd >= 0 && len < DK_ENVIRON_MAX &&
+           ((n = read(fd, buf + len, DK_ENVIRON_MAX - len)) > 0 || (n < 0 && errno == EINTR)))
+        len += n > 0 ? (size_t)n : 0;
+    if (fd < 0 || n < 0 || len >= DK_ENVIRON_MAX) {
+        r = cordon_error_set(err, fd < 0 || n < 0 ? CORDON_E_NOT_FOUND : CORDON_E_LIMIT,
+                             fd < 0 || n < 0 ? errno : 0,
+                             "exec: %s: %s", path, fd < 0 || n < 0 ? strerror(errno)
+                                                               : "longer than 256 KiB");
+        goto out;
+    }
+    for (size_t i = 0; r == 0 && i < len;) {
+        size_t k = strnlen(buf + i, len - i);
+
+        if (k > 0 && memchr(buf + i, '=', k) != NULL)
+            r = strv_take(ret, strndup(buf + i, k), err);
+        i += k + 1;
+    }
+    for (size_t i = 0; r == 0 && i < over->n; i++)
+        r = strv_env_set(ret, over->vars[i].name, over->vars[i].value, err);
+out:
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    return r;
+}
+
+static const char *strv_env_get(const struct strv *a, const char *name)
+{
+    size_t len = strlen(name);
+
+    for (size_t i = 0; i < a->n; i++)
+        if (strncmp(a->v[i], name, len) == 0 && a->v[i][len] == '=')
+            return a->v[i] + len + 1;
+    return NULL;
+}
+
+static bool pidfd_alive(int pidfd)
+{
+    return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0u) == 0;
+}
+
+/* Fail closed: the agent is the container's init, and without it the
+ * container is over; whatever is left of it goes now, so that the record
+ * never points at a live sandbox. r and err are the caller's error. */
+static int agent_fail_closed(struct cordon_resource *res, struct dk_conn **conn,
+                             const struct dk_state *st, int r, struct cordon_error *err)
+{
+    struct cordon_error ignored;
+
+    cordon_error_init(&ignored);
+    if (*conn != NULL || dk__conn_open(&res->engine, conn, &ignored) == 0)
+        dk__container_remove(*conn, st->container_id, &ignored);
+    if (ignored.code != 0 && err != NULL &&
+        strlen(err->message) + strlen(ignored.message) + 40 < sizeof(err->message)) {
+        strcat(err->message, "; removing the container: ");
+        strcat(err->message, ignored.message);
+    }
+    return r;
+}
+
+/*
+ * One exec through the agent. *ret_used false (and 0) when it cannot be:
+ * the command does not fit one message, or this process may not take the
+ * channel of an init that still lives (another user than the one that
+ * provisioned); the caller then uses the exec API.
+ */
+int dk__agent_exec(struct cordon_resource *res, const struct dk_state *st,
+                   const struct dk_request *rq, const struct cordon_exec_io *io,
+                   uint64_t remaining, bool *ret_used, char **ret, struct cordon_error *err)
+{
+    struct strv envp = { 0 };
+    struct cordon_agent_cmd cmd;
+    struct cordon_exec_outcome o = { 0 };
+    struct cordon_relay *relay = NULL;
+    struct cordon_error oerr;
+    struct dk_conn *conn = NULL;
+    char root[64];
+    const char *path;
+    uint64_t started_wall;
+    int pidfd = -1, root_fd = -1, agent_fd = -1, in_fd = -1, null_in = -1, null_out = -1, r;
+
+    *ret_used = true;
+    r = dk__init_pin(st, &pidfd, err);
+    if (r < 0)
+        return agent_fail_closed(res, &conn, st, r, err);
+    snprintf(root, sizeof(root), "/proc/%d/root", (int)st->init_pid);
+    root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    /* Still alive after the opens: what they read was our init's. */
+    if (root_fd < 0 || !pidfd_alive(pidfd)) {
+        r = agent_fail_closed(res, &conn, st,
+                              cordon_error_set(err, CORDON_E_NOT_FOUND, errno,
+                                               "exec: execution \"%s\": its init (pid %d) is "
+                                               "gone", st->execution_id, (int)st->init_pid),
+                              err);
+        goto out;
+    }
+    if ((r = agent_env(st->init_pid, &rq->env, &envp, err)) < 0)
+        goto out;
+    path = strv_env_get(&envp, "PATH");
+    cmd = (struct cordon_agent_cmd){ (const char *const *)rq->req.argv,
+                                     (const char *const *)envp.v, rq->workdir, -1, -1, -1 };
+    if (!cordon_agent_fits(&cmd)) {
+        *ret_used = false;
+        goto out;
+    }
+    /* Before anything is read from the host's stdin or made in the
+     * workspace, so that falling back leaves both to the exec API. */
+    cordon_error_init(&oerr);
+    if (cordon_agent_open(pidfd, &agent_fd, &oerr) < 0) {
+        /* Alive and ours, but not ours to ptrace: not a dead agent. */
+        if (pidfd_alive(pidfd) && (oerr.os_errno == EPERM || oerr.os_errno == EACCES)) {
+            *ret_used = false;
+            goto out;
+        }
+        r = agent_fail_closed(res, &conn, st,
+                              cordon_error_set(err, oerr.code, oerr.os_errno, "exec: %s",
+                                               oerr.message),
+                              err);
+        goto out;
+    }
+    r = cordon_fs_find_program(root_fd, rq->req.argv[0], rq->workdir,
+                               path != NULL ? path : DK_DEFAULT_PATH, err);
+    if (r == 0 && (rq->ndirs > 0 || rq->must_exist != NULL)) {
+        r = dk__conn_open(&res->engine, &conn, err);
+        if (r == 0)
+            r = dk__make_dirs(res, conn, st, rq, err);
+    }
+    if (r < 0)
+        goto out;
+    /* fd 0 goes into the container: a terminal or a directory would be a
+     * way out of it (/proc/self/fd/0/..), so anything but a pipe or
+     * /dev/null is relayed. */
+    if (io->stdin_fd >= 0) {
+        r = cordon_relay_open(io->stdin_fd, 0, &in_fd, &relay, err);
+    } else if ((null_in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
+    }
+    if (r == 0 && (io->stdout_fd < 0 || io->stderr_fd < 0) &&
+        (null_out = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
+        r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
+    if (r < 0)
+        goto out;
+    cmd.stdin_fd = in_fd >= 0 ? in_fd : null_in;
+    cmd.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : null_out;
+    cmd.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_out;
+    started_wall = cordon_now_wall_ms();
+    r = cordon_agent_run(agent_fd, pidfd, &cmd, io->cancel_fd, remaining, &o, err);
+    cordon_relay_close(relay); /* the command ended: so does its stdin */
+    relay = NULL;
+    if (r == CORDON_E_UNAVAILABLE) {
+        r = agent_fail_closed(res, &conn, st, r, err);
+        goto out;
+    }
+    if (r < 0)
+        goto out;
+    if (o.status == CORDON_RUN_CANCELLED || o.status == CORDON_RUN_TIMEOUT) {
+        /* The command's group was killed; what it left was not. The whole
+         * execution goes, as on the exec API's path. */
+        r = dk__conn_open(&res->engine, &conn, err);
+        if (r == 0)
+            r = dk__container_remove(conn, st->container_id, err);
+        if (r == 0)
+            r = o.status == CORDON_RUN_CANCELLED
+                    ? dk__exec_result(res->host, "cancelled", 0, 0, false, false, ret, err)
+                    : dk__exec_result(res->host, "signaled", 0, SIGKILL, true, false, ret, err);
+    } else if (o.status == CORDON_RUN_SIGNALED || o.status == CORDON_RUN_EXITED) {
+        /* The memory cgroup's kill shows in the daemon's events only; a
+         * shell whose child it killed exits 137, which the exec API's path
+         * reports as the OOM it was, and so does this one. */
+        bool oom = false;
+
+        if (((o.status == CORDON_RUN_SIGNALED && o.signal == SIGKILL) ||
+             (o.status == CORDON_RUN_EXITED && o.exit_code == DK_OOM_EXIT)) &&
+            dk__conn_open(&res->engine, &conn, NULL) == 0)
+            oom = dk__oom_killed(conn, st->container_id, started_wall);
+        /* The agent saw the real end: 128+N is an exit, never a signal. */
+        r = oom ? dk__exec_result(res->host, "oom", 0, SIGKILL, false, false, ret, err)
+            : o.status == CORDON_RUN_SIGNALED
+                ? dk__exec_result(res->host, "signaled", 0, o.signal, false, false, ret, err)
+                : dk__exec_result(res->host, "exited", o.exit_code, 0, false, false, ret, err);
+    } else {
+        r = cordon_error_set(err, CORDON_E_PROVIDER, 0, "exec: the agent reported status %s",
+                             cordon_run_status_name(o.status));
+    }
+out:
+    cordon_relay_close(relay);
+    cordon_exec_outcome_clear(&o);
+    if (agent_fd >= 0)
+        close(agent_fd);
+    if (null_in >= 0)
+        close(null_in);
+    if (null_out >= 0)
+        close(null_out);
+    if (root_fd >= 0)
+        close(root_fd);
+    if (pidfd >= 0)
+        close(pidfd);
+    dk__conn_close(conn);
+    strv_clear(&envp);
+    return r;
+}
