@@ -44,6 +44,35 @@ int cordon_json_print_host(const struct cordon_host_v1 *host, const cJSON *doc, 
     return 0;
 }
 
+int cordon_json_bool(const cJSON *item, const char *parent, bool *ret, struct cordon_error *err)
+{
+    if (item == NULL || item->string == NULL || parent == NULL || ret == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "json: a named item and a result required");
+    if (!cJSON_IsBool(item))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s.%.*s: must be true or false", parent,
+                                cordon_text_fit(item->string, 64), item->string);
+    *ret = cJSON_IsTrue(item);
+    return 0;
+}
+
+int cordon_json_strdup(const cJSON *item, const char *parent, char **ret, struct cordon_error *err)
+{
+    char *copy;
+
+    if (item == NULL || item->string == NULL || parent == NULL || ret == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "json: a named item and a result required");
+    if (!cJSON_IsString(item))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s.%.*s: must be a string", parent,
+                                cordon_text_fit(item->string, 64), item->string);
+    copy = strdup(item->valuestring);
+    if (copy == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s.%.*s: out of memory", parent,
+                                cordon_text_fit(item->string, 64), item->string);
+    free(*ret);
+    *ret = copy;
+    return 0;
+}
+
 int cordon_json_u64(const cJSON *item, const char *field, uint64_t min, uint64_t max,
                     uint64_t *ret, struct cordon_error *err)
 {

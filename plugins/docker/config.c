@@ -96,21 +96,12 @@ void dk__config_clear(struct dk_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
-static int config_string(const cJSON *item, char **ret, struct cordon_error *err)
-{
-    if (!cJSON_IsString(item))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "config.%s: must be a string",
-                                item->string);
-    *ret = strdup(item->valuestring);
-    return *ret != NULL ? 0 : dk__nomem(err, "config");
-}
-
 int dk__config_parse(const char *json, struct dk_config *ret, struct cordon_error *err)
 {
     struct dk_config cfg = { .uid = DK_DEFAULT_UID, .gid = DK_DEFAULT_UID };
     char *socket = NULL;
     cJSON *doc = NULL, *item;
-    bool pinned, user_set = false;
+    bool pinned, user_set = false, flag;
     int r;
 
     r = cordon_json_parse_object("config", json != NULL ? json : "{}", DK_CONFIG_MAX, &doc, err);
@@ -120,11 +111,11 @@ int dk__config_parse(const char *json, struct dk_config *ret, struct cordon_erro
         const char *key = item->string;
 
         if (strcmp(key, "socket") == 0) {
-            r = config_string(item, &socket, err);
+            r = cordon_json_strdup(item, "config", &socket, err);
         } else if (strcmp(key, "image") == 0) {
-            r = config_string(item, &cfg.image, err);
+            r = cordon_json_strdup(item, "config", &cfg.image, err);
         } else if (strcmp(key, "runtime") == 0) {
-            r = config_string(item, &cfg.runtime, err);
+            r = cordon_json_strdup(item, "config", &cfg.runtime, err);
             if (r == 0 && !name_valid(cfg.runtime, DK_RUNTIME_MAX))
                 r = cordon_error_set(err, CORDON_E_INVALID, 0,
                                      "config.runtime: \"%.*s\" must match "
@@ -135,19 +126,14 @@ int dk__config_parse(const char *json, struct dk_config *ret, struct cordon_erro
             r = cordon_uid_parse("config.user", cJSON_GetStringValue(item), &cfg.uid, &cfg.gid,
                                  err);
         } else if (strcmp(key, "exec_agent") == 0) {
-            if (!cJSON_IsBool(item))
-                r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                     "config.exec_agent: must be true or false");
-            cfg.no_agent = cJSON_IsFalse(item);
-        } else if (strcmp(key, "allow_unpinned") == 0 || strcmp(key, "allow_unsafe_local") == 0) {
-            /* allow_unsafe_local is the host's consent flag for trusted-local,
-             * merged into every candidate's config; docker runs nothing
-             * unprotected, so it is accepted and means nothing here. */
-            if (!cJSON_IsBool(item))
-                r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                     "config.%s: must be true or false", key);
-            else if (strcmp(key, "allow_unpinned") == 0)
-                cfg.allow_unpinned = cJSON_IsTrue(item);
+            r = cordon_json_bool(item, "config", &flag, err);
+            cfg.no_agent = r == 0 && !flag;
+        } else if (strcmp(key, "allow_unpinned") == 0) {
+            r = cordon_json_bool(item, "config", &cfg.allow_unpinned, err);
+        } else if (strcmp(key, "allow_unsafe_local") == 0) {
+            /* The host's consent flag for trusted-local, merged into every
+             * candidate's config; docker runs nothing unprotected. */
+            r = cordon_json_bool(item, "config", &flag, err);
         } else {
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
                                  "config.%.*s: unknown key (known: allow_unpinned, exec_agent, "

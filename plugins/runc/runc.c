@@ -127,21 +127,12 @@ static void config_clear(struct runc_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
-static int config_string(const cJSON *item, char **ret, struct cordon_error *err)
-{
-    if (!cJSON_IsString(item))
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "config.%s: must be a string",
-                                item->string);
-    free(*ret);
-    *ret = strdup(item->valuestring);
-    return *ret != NULL ? 0 : runc__nomem(err, "config");
-}
-
 static int config_parse(const char *json, struct runc_config *ret, struct cordon_error *err)
 {
     struct runc_config cfg = { .uid = DEFAULT_UID, .gid = DEFAULT_UID, .pooled = true };
     struct runc_image img = { 0 };
     cJSON *doc = NULL, *item;
+    bool flag;
     int r;
 
     r = cordon_json_parse_object("config", json != NULL ? json : "{}", CONFIG_MAX, &doc, err);
@@ -151,11 +142,11 @@ static int config_parse(const char *json, struct runc_config *ret, struct cordon
         const char *key = item->string;
 
         if (strcmp(key, "runtime_path") == 0)
-            r = config_string(item, &cfg.runtime_path, err);
+            r = cordon_json_strdup(item, "config", &cfg.runtime_path, err);
         else if (strcmp(key, "root") == 0)
-            r = config_string(item, &cfg.root, err);
+            r = cordon_json_strdup(item, "config", &cfg.root, err);
         else if (strcmp(key, "image") == 0)
-            r = config_string(item, &cfg.image, err);
+            r = cordon_json_strdup(item, "config", &cfg.image, err);
         else if (strcmp(key, "user") == 0) {
             /* One user for every execution: they share its per-user limits. */
             cfg.pooled = false;
@@ -163,19 +154,15 @@ static int config_parse(const char *json, struct runc_config *ret, struct cordon
                                  err);
         }
         else if (strcmp(key, "exec_agent") == 0) {
-            if (!cJSON_IsBool(item))
-                r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                     "config.exec_agent: must be true or false");
-            cfg.no_agent = cJSON_IsFalse(item);
-        } else if (strcmp(key, "allow_unpinned") == 0 || strcmp(key, "allow_unsafe_local") == 0) {
-            /* allow_unsafe_local is the host's consent to trusted-local; it
-             * changes nothing here and is accepted for merged configs. */
-            if (!cJSON_IsBool(item))
-                r = cordon_error_set(err, CORDON_E_INVALID, 0, "config.%s: must be true or false",
-                                     key);
-            else if (strcmp(key, "allow_unpinned") == 0)
-                cfg.allow_unpinned = cJSON_IsTrue(item);
-        } else
+            r = cordon_json_bool(item, "config", &flag, err);
+            cfg.no_agent = r == 0 && !flag;
+        } else if (strcmp(key, "allow_unpinned") == 0)
+            r = cordon_json_bool(item, "config", &cfg.allow_unpinned, err);
+        else if (strcmp(key, "allow_unsafe_local") == 0)
+            /* The host's consent to trusted-local; it changes nothing here
+             * and is accepted for merged configs. */
+            r = cordon_json_bool(item, "config", &flag, err);
+        else
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
                                  "config.%.*s: unknown key (known: runtime_path, root, image, "
                                  "user, exec_agent, allow_unpinned, allow_unsafe_local)",

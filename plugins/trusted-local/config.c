@@ -74,15 +74,10 @@ int tl__config_parse(const struct cordon_host_v1 *host, const char *json,
         const char *key = item->string;
 
         if (strcmp(key, "allow_unsafe_local") == 0 || strcmp(key, "seccomp") == 0) {
-            if (!cJSON_IsBool(item)) {
-                r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                     "config.%s: must be true or false", key);
+            r = cordon_json_bool(item, "config",
+                                 key[0] == 'a' ? &cfg.allow_unsafe_local : &cfg.seccomp, err);
+            if (r < 0)
                 goto out;
-            }
-            if (key[0] == 'a')
-                cfg.allow_unsafe_local = cJSON_IsTrue(item);
-            else
-                cfg.seccomp = cJSON_IsTrue(item);
         } else if (strcmp(key, "image") == 0) {
             /* the host passes a run's --image to every candidate */
             if (!cJSON_IsNull(item)) {

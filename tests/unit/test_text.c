@@ -307,3 +307,43 @@ Test(text, mark_cut_backs_off_only_within_a_window)
     cordon_text_mark_cut(buf, 4);
     cr_expect_str_eq(buf, "", "too small for the mark: nothing");
 }
+
+/* cordon_json_bool and cordon_json_strdup: a config key read once, for every provider. */
+Test(text, json_bool_and_strdup_name_the_key)
+{
+    cJSON *doc = cJSON_Parse("{\"on\": true, \"off\": false, \"num\": 1, \"str\": \"x\","
+                             " \"path\": \"/a/b\", \"nul\": null}");
+    struct cordon_error err;
+    bool b = false;
+    char *s = NULL;
+
+    cr_assert_not_null(doc);
+    cordon_error_init(&err);
+    cr_expect_eq(cordon_json_bool(cJSON_GetObjectItem(doc, "on"), "config", &b, &err), 0);
+    cr_expect(b);
+    cr_expect_eq(cordon_json_bool(cJSON_GetObjectItem(doc, "off"), "config", &b, &err), 0);
+    cr_expect_not(b);
+    b = true;
+    cr_expect_eq(cordon_json_bool(cJSON_GetObjectItem(doc, "num"), "config", &b, &err),
+                 CORDON_E_INVALID);
+    cr_expect_str_eq(err.message, "config.num: must be true or false");
+    cr_expect(b, "a refusal wrote its result");
+    cr_expect_eq(cordon_json_bool(cJSON_GetObjectItem(doc, "str"), "config", &b, &err),
+                 CORDON_E_INVALID);
+    cr_expect_eq(cordon_json_bool(NULL, "config", &b, &err), CORDON_E_INVALID);
+
+    cr_expect_eq(cordon_json_strdup(cJSON_GetObjectItem(doc, "str"), "config", &s, &err), 0);
+    cr_expect_str_eq(s, "x");
+    /* A second value replaces the first, which is freed (LSan would see it). */
+    cr_expect_eq(cordon_json_strdup(cJSON_GetObjectItem(doc, "path"), "config", &s, &err), 0);
+    cr_expect_str_eq(s, "/a/b");
+    cr_expect_eq(cordon_json_strdup(cJSON_GetObjectItem(doc, "nul"), "config", &s, &err),
+                 CORDON_E_INVALID);
+    cr_expect_str_eq(err.message, "config.nul: must be a string");
+    cr_expect_str_eq(s, "/a/b", "a refusal changed its result");
+    cr_expect_eq(cordon_json_strdup(cJSON_GetObjectItem(doc, "on"), "state", &s, &err),
+                 CORDON_E_INVALID);
+    cr_expect_str_eq(err.message, "state.on: must be a string");
+    free(s);
+    cJSON_Delete(doc);
+}

@@ -7,6 +7,7 @@
 #ifndef CORDON_SDK_JSON_H
 #define CORDON_SDK_JSON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
@@ -29,6 +30,18 @@ CORDON_EXTERN int cordon_json_parse_object(const char *field, const char *text, 
  * frees it). */
 CORDON_EXTERN int cordon_json_print_host(const struct cordon_host_v1 *host, const cJSON *doc,
                                          char **ret, struct cordon_error *err);
+
+/* A key of an object (parent "config", say: item->string is the key's
+ * name) as a boolean: CORDON_E_INVALID "config.KEY: must be true or false"
+ * otherwise. *ret is written only on success. */
+CORDON_EXTERN int cordon_json_bool(const cJSON *item, const char *parent, bool *ret,
+                                   struct cordon_error *err);
+
+/* A key of an object as a string, copied into *ret (malloc'd, free();
+ * a string *ret held already is freed first): CORDON_E_INVALID
+ * "config.KEY: must be a string" otherwise, or CORDON_E_NOMEM. */
+CORDON_EXTERN int cordon_json_strdup(const cJSON *item, const char *parent, char **ret,
+                                     struct cordon_error *err);
 
 /* item as a whole number in min..max, at most 2^53 (beyond it a double is
  * no longer exact). Errors name field and the bounds. */
