@@ -215,3 +215,53 @@ void cordon_relay_close(struct cordon_relay *rl)
     close_fd(&rl->stop_fd);
     free(rl);
 }
+
+void cordon_exec_stdio_close(struct cordon_exec_stdio *s)
+{
+    if (s == NULL)
+        return;
+    cordon_relay_close(s->relay);
+    if (s->null_in >= 0)
+        close(s->null_in);
+    if (s->null_out >= 0)
+        close(s->null_out);
+    *s = (struct cordon_exec_stdio){ .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1,
+                                     .null_in = -1, .null_out = -1 };
+}
+
+int cordon_exec_stdio_open(const struct cordon_exec_io *io, uint32_t flags,
+                           struct cordon_exec_stdio *ret, struct cordon_error *err)
+{
+    struct cordon_exec_stdio s = { .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1,
+                                   .null_in = -1, .null_out = -1 };
+    int r = 0;
+
+    if (ret == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "exec: stdio result required");
+    *ret = s;
+    if (io == NULL || io->struct_size < CORDON_EXEC_IO_V1_0_SIZE)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "exec: io (struct_size >= %zu) required",
+                                (size_t)CORDON_EXEC_IO_V1_0_SIZE);
+    /* A host that passes no descriptor gets the stream discarded. */
+    if ((io->stdout_fd < 0 || io->stderr_fd < 0) &&
+        (s.null_out = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0) {
+        r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
+        goto out;
+    }
+    /* A terminal or a directory as stdin is relayed, never handed over:
+     * an fd inside is a path out (/proc/self/fd/0/..). */
+    if (io->stdin_fd >= 0)
+        r = cordon_relay_open(io->stdin_fd, 0, &s.stdin_fd, &s.relay, err);
+    else if ((flags & CORDON_EXEC_STDIO_NULL_STDIN) &&
+             (s.null_in = s.stdin_fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+        r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
+    if (r < 0)
+        goto out;
+    s.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : s.null_out;
+    s.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : s.null_out;
+    *ret = s;
+    return 0;
+out:
+    cordon_exec_stdio_close(&s);
+    return r;
+}

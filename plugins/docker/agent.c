@@ -179,13 +179,13 @@ int dk__agent_exec(struct cordon_resource *res, const struct dk_state *st,
     struct strv envp = { 0 };
     struct cordon_agent_cmd cmd;
     struct cordon_exec_outcome o = { 0 };
-    struct cordon_relay *relay = NULL;
+    struct cordon_exec_stdio sio = CORDON_EXEC_STDIO_INIT;
     struct cordon_error oerr;
     struct dk_conn *conn = NULL;
     char root[64];
     const char *path;
     uint64_t started_wall;
-    int pidfd = -1, root_fd = -1, agent_fd = -1, in_fd = -1, null_in = -1, null_out = -1, r;
+    int pidfd = -1, root_fd = -1, agent_fd = -1, r;
 
     *ret_used = true;
     r = dk__init_pin(st, &pidfd, err);
@@ -235,26 +235,17 @@ int dk__agent_exec(struct cordon_resource *res, const struct dk_state *st,
     }
     if (r < 0)
         goto out;
-    /* fd 0 goes into the container: a terminal or a directory would be a
-     * way out of it (/proc/self/fd/0/..), so anything but a pipe or
-     * /dev/null is relayed. */
-    if (io->stdin_fd >= 0) {
-        r = cordon_relay_open(io->stdin_fd, 0, &in_fd, &relay, err);
-    } else if ((null_in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
-    }
-    if (r == 0 && (io->stdout_fd < 0 || io->stderr_fd < 0) &&
-        (null_out = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
-        r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
+    /* fd 0 goes into the container: the agent needs one, and anything but
+     * a pipe or /dev/null is relayed. */
+    r = cordon_exec_stdio_open(io, CORDON_EXEC_STDIO_NULL_STDIN, &sio, err);
     if (r < 0)
         goto out;
-    cmd.stdin_fd = in_fd >= 0 ? in_fd : null_in;
-    cmd.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : null_out;
-    cmd.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_out;
+    cmd.stdin_fd = sio.stdin_fd;
+    cmd.stdout_fd = sio.stdout_fd;
+    cmd.stderr_fd = sio.stderr_fd;
     started_wall = cordon_now_wall_ms();
     r = cordon_agent_run(agent_fd, pidfd, &cmd, io->cancel_fd, remaining, &o, err);
-    cordon_relay_close(relay); /* the command ended: so does its stdin */
-    relay = NULL;
+    cordon_exec_stdio_close(&sio); /* the command ended: so does its stdin */
     if (r == CORDON_E_UNAVAILABLE) {
         r = agent_fail_closed(res, &conn, st, r, err);
         goto out;
@@ -291,14 +282,10 @@ int dk__agent_exec(struct cordon_resource *res, const struct dk_state *st,
                              cordon_run_status_name(o.status));
     }
 out:
-    cordon_relay_close(relay);
+    cordon_exec_stdio_close(&sio);
     cordon_exec_outcome_clear(&o);
     if (agent_fd >= 0)
         close(agent_fd);
-    if (null_in >= 0)
-        close(null_in);
-    if (null_out >= 0)
-        close(null_out);
     if (root_fd >= 0)
         close(root_fd);
     if (pidfd >= 0)

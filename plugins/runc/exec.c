@@ -494,13 +494,13 @@ int runc__op_exec(struct cordon_resource *res, const char *state_json, const cha
     struct request rq = { 0 };
     struct cordon_runner_opts opts;
     struct cordon_exec_outcome o = { 0 };
-    struct cordon_relay *relay = NULL;
+    struct cordon_exec_stdio sio = CORDON_EXEC_STDIO_INIT;
     int code = 0, sig = 0;   /* how the command ended: exited with code, or signal sig */
     bool folded = false;     /* code is 128+N from a runtime that folds signals */
     bool used_agent = false;
     const char *kill_args[] = { "kill", "--all", NULL, "KILL", NULL };
     uint64_t timeout, oom_before;
-    int pidfd = -1, root_fd = -1, ws_fd = -1, null_fd = -1, stdin_fd = -1, r;
+    int pidfd = -1, root_fd = -1, ws_fd = -1, r;
 
     if (res == NULL || io == NULL || ret_result_json == NULL ||
         io->struct_size < CORDON_EXEC_IO_V1_0_SIZE)
@@ -521,24 +521,17 @@ int runc__op_exec(struct cordon_resource *res, const char *state_json, const cha
     if ((r = cordon_exec_backstop_ms(st.expires_at_ms, rq.timeout_ms, cordon_now_wall_ms(),
                                      &timeout, err)) < 0)
         goto out;
-    if (io->stdout_fd < 0 || io->stderr_fd < 0) {
-        null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-        if (null_fd < 0) {
-            r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
-            goto out;
-        }
-    }
     /* Both paths hand fd 0 into the container: a terminal or a directory
      * would be a way out of it (/proc/self/fd/0/..), so it is relayed. */
-    if (io->stdin_fd >= 0 && (r = cordon_relay_open(io->stdin_fd, 0, &stdin_fd, &relay, err)) < 0)
+    if ((r = cordon_exec_stdio_open(io, 0, &sio, err)) < 0)
         goto out;
     oom_before = runc__cgroup_oom_kills(res->cgroup_version, st.id);
     cordon_runner_opts_init(&opts);
     opts.envp = envp;
     /* Pass-through: the sandbox writes into the host's fds. */
-    opts.stdin_fd = stdin_fd;
-    opts.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : null_fd;
-    opts.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_fd;
+    opts.stdin_fd = sio.stdin_fd;
+    opts.stdout_fd = sio.stdout_fd;
+    opts.stderr_fd = sio.stderr_fd;
     opts.timeout_ms = timeout;
     opts.cancel_fd = io->cancel_fd;
     if (st.agent && res->exec_setns)
@@ -553,8 +546,7 @@ int runc__op_exec(struct cordon_resource *res, const char *state_json, const cha
         runc__destroy(res, st.id, st.pid, NULL);
         goto out;
     }
-    cordon_relay_close(relay);   /* the command ended: so does its stdin */
-    relay = NULL;
+    cordon_exec_stdio_close(&sio);   /* the command ended: so does its stdin */
     if (r < 0)
         goto out;
 
@@ -597,10 +589,8 @@ int runc__op_exec(struct cordon_resource *res, const char *state_json, const cha
     else
         r = exec_result(res->host, "exited", code, 0, false, folded, ret_result_json, err);
 out:
-    cordon_relay_close(relay);
+    cordon_exec_stdio_close(&sio);
     cordon_exec_outcome_clear(&o);
-    if (null_fd >= 0)
-        close(null_fd);
     if (ws_fd >= 0)
         close(ws_fd);
     if (root_fd >= 0)

@@ -419,9 +419,9 @@ int tl__op_exec(struct cordon_resource *res, const char *state_json, const char 
     struct child_plan child;
     struct cordon_runner_opts opts;
     struct cordon_exec_outcome outcome = { 0 };
-    struct cordon_relay *relay = NULL;
+    struct cordon_exec_stdio sio = CORDON_EXEC_STDIO_INIT;
     uint64_t timeout;
-    int ws_fd = -1, null_out = -1, stdin_fd = -1, r;
+    int ws_fd = -1, r;
     bool ran = false;
 
     if (res == NULL || io == NULL || ret_result_json == NULL ||
@@ -445,25 +445,17 @@ int tl__op_exec(struct cordon_resource *res, const char *state_json, const char 
     if (r < 0)
         goto out;
 
-    /* A host that passes no descriptor gets the stream discarded. */
-    if (io->stdout_fd < 0 || io->stderr_fd < 0) {
-        null_out = open("/dev/null", O_WRONLY | O_CLOEXEC);
-        if (null_out < 0) {
-            r = cordon_error_set(err, CORDON_E_IO, errno, "exec: /dev/null: %s", strerror(errno));
-            goto out;
-        }
-    }
-    /* A terminal or a directory as stdin is relayed, never handed over. */
-    if (io->stdin_fd >= 0 && (r = cordon_relay_open(io->stdin_fd, 0, &stdin_fd, &relay, err)) < 0)
+    /* No host fd but a pipe or /dev/null is handed over; none discards. */
+    if ((r = cordon_exec_stdio_open(io, 0, &sio, err)) < 0)
         goto out;
     child_prepare(res, &st, &child);
     cordon_runner_opts_init(&opts);
     opts.argv = (const char *const *)rq.req.argv;
     opts.envp = (const char *const *)rq.env.entries;
     opts.cwd = rq.cwd;
-    opts.stdin_fd = stdin_fd;
-    opts.stdout_fd = io->stdout_fd >= 0 ? io->stdout_fd : null_out;
-    opts.stderr_fd = io->stderr_fd >= 0 ? io->stderr_fd : null_out;
+    opts.stdin_fd = sio.stdin_fd;
+    opts.stdout_fd = sio.stdout_fd;
+    opts.stderr_fd = sio.stderr_fd;
     opts.timeout_ms = timeout;
     opts.grace_ms = 0;
     opts.cancel_fd = io->cancel_fd;
@@ -471,19 +463,16 @@ int tl__op_exec(struct cordon_resource *res, const char *state_json, const char 
     opts.child_setup_arg = &child;
     ran = true;
     r = cordon_runner_run(&opts, &outcome, err);
-    cordon_relay_close(relay);   /* the process ended: so does its stdin */
-    relay = NULL;
+    cordon_exec_stdio_close(&sio);   /* the process ended: so does its stdin */
     if (r < 0)
         goto out;
     r = exec_result(res->host, &outcome, ret_result_json, err);
 out:
-    cordon_relay_close(relay);
+    cordon_exec_stdio_close(&sio);
     /* setsid() escapes the runner's group kill; look for what stayed. */
     if (ran)
         tl__sweep(st.dir, st.uid);
     cordon_exec_outcome_clear(&outcome);
-    if (null_out >= 0)
-        close(null_out);
     if (ws_fd >= 0)
         close(ws_fd);
     request_clear(&rq);

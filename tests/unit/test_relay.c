@@ -200,3 +200,59 @@ Test(relay, always_relays_a_pipe_and_ends_at_close)
     close(held);
     close(p[0]), close(p[1]);
 }
+
+/* The three fds of one command: the host's, /dev/null where it passed none,
+ * a relay for a stdin that must not be handed in. */
+Test(relay, exec_stdio_hands_in_only_what_may_go_in)
+{
+    struct cordon_exec_io io = { .struct_size = sizeof(io), .stdin_fd = -1, .stdout_fd = -1,
+                                 .stderr_fd = -1, .cancel_fd = -1 };
+    struct cordon_exec_stdio s = CORDON_EXEC_STDIO_INIT;
+    struct cordon_error err;
+    int p[2], dir;
+
+    cordon_error_init(&err);
+    /* Nothing passed: stdout and stderr discarded, no stdin unless asked. */
+    cr_assert_eq(cordon_exec_stdio_open(&io, 0, &s, &err), 0, "%s", err.message);
+    cr_expect_eq(s.stdin_fd, -1);
+    cr_expect(s.stdout_fd >= 0 && s.stdout_fd == s.stderr_fd && s.stdout_fd == s.null_out);
+    cr_expect(cordon_fd_is_pipe_or_null(s.stdout_fd), "stdout is not /dev/null");
+    cordon_exec_stdio_close(&s);
+    cr_expect(s.null_out == -1 && s.stdout_fd == -1 && s.relay == NULL);
+    cordon_exec_stdio_close(&s); /* a second close is a no-op */
+    cr_assert_eq(cordon_exec_stdio_open(&io, CORDON_EXEC_STDIO_NULL_STDIN, &s, &err), 0);
+    cr_expect(s.stdin_fd >= 0 && s.stdin_fd == s.null_in);
+    cordon_exec_stdio_close(&s);
+
+    /* The host's pipes go in as they are; nothing of ours is opened. */
+    cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+    io.stdin_fd = p[0];
+    io.stdout_fd = p[1];
+    io.stderr_fd = 2;
+    cr_assert_eq(cordon_exec_stdio_open(&io, CORDON_EXEC_STDIO_NULL_STDIN, &s, &err), 0);
+    cr_expect_eq(s.stdin_fd, p[0]);
+    cr_expect_eq(s.stdout_fd, p[1]);
+    cr_expect_eq(s.stderr_fd, 2);
+    cr_expect(s.null_in == -1 && s.null_out == -1 && s.relay == NULL);
+    cordon_exec_stdio_close(&s);
+    cr_expect_eq(fcntl(p[0], F_GETFD), FD_CLOEXEC, "close closed the host's fd");
+
+    /* A directory as stdin is relayed: the command gets a fresh pipe. */
+    dir = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cr_assert_geq(dir, 0);
+    io.stdin_fd = dir;
+    cr_assert_eq(cordon_exec_stdio_open(&io, 0, &s, &err), 0, "%s", err.message);
+    cr_expect_neq(s.stdin_fd, dir);
+    cr_expect_not_null(s.relay);
+    cr_expect(cordon_fd_is_pipe_or_null(s.stdin_fd));
+    cordon_exec_stdio_close(&s);
+    close(dir);
+    close(p[0]);
+    close(p[1]);
+
+    /* An io too small is refused, and leaves nothing open. */
+    io.struct_size = 4;
+    s.null_out = 12345;
+    cr_expect_eq(cordon_exec_stdio_open(&io, 0, &s, &err), CORDON_E_INVALID);
+    cr_expect(s.null_out == -1 && s.relay == NULL);
+}

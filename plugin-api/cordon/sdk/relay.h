@@ -42,6 +42,37 @@ CORDON_EXTERN int cordon_relay_open(int src_fd, uint32_t flags, int *ret_fd,
  * Returns at once: the thread never blocks on anything but poll. */
 CORDON_EXTERN void cordon_relay_close(struct cordon_relay *relay);
 
+/*
+ * The three fds one command gets from the host's struct cordon_exec_io:
+ * stdin relayed as above (or /dev/null when the host passed none and
+ * CORDON_EXEC_STDIO_NULL_STDIN asks for it; else -1), stdout and stderr the
+ * host's own or /dev/null when it passed none. Caller-owned: open, hand
+ * the three to the command, close once it ended.
+ */
+struct cordon_exec_stdio {
+    int stdin_fd, stdout_fd, stderr_fd;   /* for the command; valid until close */
+    int null_in, null_out;                /* owned: /dev/null, or -1 */
+    struct cordon_relay *relay;           /* owned: the stdin relay, or NULL */
+};
+
+/* A struct cordon_exec_stdio that holds nothing: close is a no-op. */
+#define CORDON_EXEC_STDIO_INIT { -1, -1, -1, -1, -1, NULL }
+
+/* Give stdin /dev/null when the host passed none (a mechanism that needs
+ * an fd 0 to hand over). */
+#define CORDON_EXEC_STDIO_NULL_STDIN 0x1u
+
+/* Fill *ret from io (borrowed; its fds stay the host's): CORDON_E_IO when
+ * /dev/null cannot be opened, another error from cordon_relay_open. On
+ * failure nothing is left open and *ret is as after close. */
+CORDON_EXTERN int cordon_exec_stdio_open(const struct cordon_exec_io *io, uint32_t flags,
+                                         struct cordon_exec_stdio *ret,
+                                         struct cordon_error *err);
+
+/* End the relay (the command ended: so does its stdin) and close what s
+ * owns; every fd is -1 afterwards, so a second close is a no-op. */
+CORDON_EXTERN void cordon_exec_stdio_close(struct cordon_exec_stdio *s);
+
 #ifdef __cplusplus
 }
 #endif
