@@ -1,8 +1,8 @@
 /*
  * What the sdk's tar files share, and nothing else uses: sdk/tar.c
- * (extraction, the workspace imports), sdk/tar-create.c (streams from a
- * tree and from memory), sdk/tar-filter.c (a stream checked on its way
- * through), sdk/tar-rewrite.c (streams rewritten for a mechanism that
+ * (extraction, the workspace imports), sdk/tar-check.c (the checks on one
+ * header), sdk/tar-create.c (streams from a tree and from memory),
+ * sdk/tar-filter.c (a stream checked on its way through), sdk/tar-rewrite.c (streams rewritten for a mechanism that
  * writes them as root) and sdk/tar-export.c (a mechanism's export
  * rewritten). Private to libcordon-sdk (hidden, in no installed header).
  */
@@ -34,6 +34,12 @@ int cordon__tar_reader_open(int fd, struct archive **ret_a, struct cordon_error 
 
 /* ---- sdk/tar.c ---------------------------------------------------------- */
 
+/* Read what follows the end blocks (at most 1 MiB, CORDON__TAR_CHUNK at a
+ * time into chunk) so that a writer on a pipe can finish. */
+void cordon__tar_drain(int fd, char *chunk);
+
+/* ---- sdk/tar-check.c ---------------------------------------------------- */
+
 /*
  * The checks of cordon/sdk/tar.h on one header, shared by extraction and
  * cordon_tar_filter_fd so that both refuse exactly the same streams: the
@@ -44,9 +50,13 @@ int cordon__tar_reader_open(int fd, struct archive **ret_a, struct cordon_error 
 int cordon__tar_entry_check(struct archive_entry *entry, unsigned flags, uint64_t max_bytes,
                             uint64_t max_entries, struct cordon_tar_stats *stats,
                             char **ret_name, struct cordon_error *err);
-/* Read what follows the end blocks (at most 1 MiB, CORDON__TAR_CHUNK at a
- * time into chunk) so that a writer on a pipe can finish. */
-void cordon__tar_drain(int fd, char *chunk);
+/* Any stored form of a link name marks a hardlink, whatever the locale can convert. */
+bool cordon__tar_is_hardlink(struct archive_entry *entry);
+/* A hardlink of a root filesystem names an earlier entry of the stream: its
+ * target must be a normalised relative name. ret_target (optional) gets the
+ * normalised name, freed by the caller. */
+int cordon__tar_check_hardlink_target(struct archive_entry *entry, const char *name,
+                                      char **ret_target, struct cordon_error *err);
 
 /* ---- sdk/tar-create.c ----------------------------------------------------- */
 
