@@ -16,71 +16,35 @@
  * lease on FILE (made if missing) with SIGIO ignored, prints "lease held"
  * or "lease refused ERRNO", and holds it SECONDS before it exits (at once
  * when refused).
- * docs/observation.md describes every field.
+ * docs/observation.md describes every field. The JSON writer, the
+ * process's privileges and the system calls tried are in sdk/observer-*.c
+ * (sdk/observer.h).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/capability.h>
 #include <sys/klog.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/random.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
-#include <linux/bpf.h>
-#include <linux/io_uring.h>
-#include <linux/keyctl.h>
-#include <linux/netlink.h>
 
-#ifndef SYS_io_uring_setup
-#define SYS_io_uring_setup 425
-#endif
-/* Families an older libc may not name; the numbers are the kernel's. */
-#ifndef AF_RDS
-#define AF_RDS 21
-#endif
-#ifndef AF_CAN
-#define AF_CAN 29
-#endif
-#ifndef AF_BLUETOOTH
-#define AF_BLUETOOTH 31
-#endif
-#ifndef AF_NFC
-#define AF_NFC 39
-#endif
-#ifndef AF_VSOCK
-#define AF_VSOCK 40
-#endif
-#ifndef AF_QIPCRTR
-#define AF_QIPCRTR 42
-#endif
-#ifndef AF_XDP
-#define AF_XDP 44
-#endif
+#include "sdk/observer.h"
 
 #define REPORT_VERSION 1
-#define MAX_REPORT_BYTES (512u * 1024u)
-#define MAX_DEPTH 16
 #define MAX_ERRORS 64
 #define MAX_FDS 256
 #define MAX_IFACES 256
@@ -89,207 +53,16 @@
 #define BOOT_ID_MAX 64
 #define KLOG_BYTES 4096
 #define KLOG_LINE_MAX 200
-#define CAP_PROBE_MAX 64
 /* The first line gVisor's Sentry writes to its own kernel log, at time 0
  * ("[   0.000000] Starting gVisor...", however wide the time is padded). */
 #define GVISOR_KLOG_FIRST "0.000000] Starting gVisor..."
-
-/* ---- a bounded JSON writer ---------------------------------------------- */
-
-struct jw {
-    char *buf;
-    size_t len;
-    size_t cap;
-    unsigned depth;
-    bool need_comma[MAX_DEPTH];
-    bool failed;
-};
-
-static void jw_raw(struct jw *w, const char *s, size_t n)
-{
-    if (w->failed)
-        return;
-    if (n > MAX_REPORT_BYTES - w->len) {
-        w->failed = true;
-        return;
-    }
-    if (w->len + n > w->cap) {
-        size_t cap = w->cap ? w->cap : 4096;
-        char *grown;
-
-        while (cap < w->len + n)
-            cap *= 2;
-        grown = realloc(w->buf, cap);
-        if (grown == NULL) {
-            w->failed = true;
-            return;
-        }
-        w->buf = grown;
-        w->cap = cap;
-    }
-    memcpy(w->buf + w->len, s, n);
-    w->len += n;
-}
-
-static void jw_str(struct jw *w, const char *s)
-{
-    jw_raw(w, s, strlen(s));
-}
-
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
-{
-    size_t len;
-    uint32_t cp;
-
-    if (s[0] < 0x80)
-        return 1;
-    if (s[0] >= 0xc2 && s[0] <= 0xdf)
-        len = 2, cp = s[0] & 0x1f;
-    else if (s[0] >= 0xe0 && s[0] <= 0xef)
-        len = 3, cp = s[0] & 0x0f;
-    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-        len = 4, cp = s[0] & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    /* Overlong forms, UTF-16 surrogates and values past U+10FFFF. */
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
-/* A JSON string literal. Bytes that are not valid UTF-8 become U+00XX, so
- * that a planted file name can never break the report. */
-static void jw_quoted(struct jw *w, const char *s, size_t n)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    char esc[8];
-
-    jw_raw(w, "\"", 1);
-    for (size_t i = 0; i < n;) {
-        size_t seq = utf8_seq_len(p + i, n - i);
-
-        if (p[i] == '"' || p[i] == '\\') {
-            esc[0] = '\\';
-            esc[1] = (char)p[i];
-            jw_raw(w, esc, 2);
-        } else if (p[i] == '\n') {
-            jw_raw(w, "\\n", 2);
-        } else if (p[i] == '\t') {
-            jw_raw(w, "\\t", 2);
-        } else if (p[i] < 0x20 || p[i] == 0x7f || seq == 0) {
-            snprintf(esc, sizeof(esc), "\\u%04x", p[i]);
-            jw_raw(w, esc, 6);
-        } else {
-            jw_raw(w, s + i, seq);
-            i += seq;
-            continue;
-        }
-        i++;
-    }
-    jw_raw(w, "\"", 1);
-}
-
-/* Separator and key before a value; key is NULL inside arrays. */
-static void jw_key(struct jw *w, const char *key)
-{
-    if (w->depth > 0 && w->need_comma[w->depth - 1])
-        jw_raw(w, ",", 1);
-    if (w->depth > 0)
-        w->need_comma[w->depth - 1] = true;
-    if (key != NULL) {
-        jw_quoted(w, key, strlen(key));
-        jw_raw(w, ":", 1);
-    }
-}
-
-static void jw_open(struct jw *w, const char *key, char bracket)
-{
-    jw_key(w, key);
-    jw_raw(w, &bracket, 1);
-    if (w->depth >= MAX_DEPTH) {
-        w->failed = true;
-        return;
-    }
-    w->need_comma[w->depth++] = false;
-}
-
-static void jw_close(struct jw *w, char bracket)
-{
-    if (w->depth > 0)
-        w->depth--;
-    jw_raw(w, &bracket, 1);
-}
-
-static void jw_string(struct jw *w, const char *key, const char *s)
-{
-    jw_key(w, key);
-    if (s == NULL)
-        jw_str(w, "null");
-    else
-        jw_quoted(w, s, strlen(s));
-}
-
-static void jw_string_n(struct jw *w, const char *key, const char *s, size_t n)
-{
-    jw_key(w, key);
-    jw_quoted(w, s, n);
-}
-
-static void jw_int(struct jw *w, const char *key, long long v)
-{
-    char num[32];
-
-    jw_key(w, key);
-    snprintf(num, sizeof(num), "%lld", v);
-    jw_str(w, num);
-}
-
-static void jw_uint(struct jw *w, const char *key, unsigned long long v)
-{
-    char num[32];
-
-    jw_key(w, key);
-    snprintf(num, sizeof(num), "%llu", v);
-    jw_str(w, num);
-}
-
-static void jw_bool(struct jw *w, const char *key, bool v)
-{
-    jw_key(w, key);
-    jw_str(w, v ? "true" : "false");
-}
-
-static void jw_null(struct jw *w, const char *key)
-{
-    jw_key(w, key);
-    jw_str(w, "null");
-}
-
-/* errno as a number plus its symbolic name, e.g. "errno": 1, "errno_name": "EPERM". */
-static void jw_errno(struct jw *w, int e)
-{
-    const char *name = e != 0 ? strerrorname_np(e) : NULL;
-
-    jw_int(w, "errno", e);
-    jw_string(w, "errno_name", name);
-}
 
 /* ---- what went wrong while observing ------------------------------------ */
 
 static char g_errors[MAX_ERRORS][256];
 static unsigned g_nerrors;
 
-static void note_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void note_error(const char *fmt, ...)
+void cordon__note_error(const char *fmt, ...)
 {
     va_list ap;
 
@@ -301,7 +74,7 @@ static void note_error(const char *fmt, ...)
 }
 
 /* Read at most max bytes of path; returns the length or -1 with errno. */
-static ssize_t read_small(const char *path, char *buf, size_t max)
+ssize_t cordon__read_small(const char *path, char *buf, size_t max)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     size_t got = 0;
@@ -388,30 +161,30 @@ static bool ns_inode(const char *name, unsigned long long *ret)
             }
         }
     }
-    note_error("ns.%s: cannot read %s: %s", name, path, strerror(errno));
+    cordon__note_error("ns.%s: cannot read %s: %s", name, path, strerror(errno));
     return false;
 }
 
-static void observe_ns(struct jw *w)
+static void observe_ns(struct cordon__jw *w)
 {
     static const char *const names[] = { "pid", "mnt", "net", "ipc", "uts", "user", "cgroup" };
 
-    jw_open(w, "ns", '{');
+    cordon__jw_open(w, "ns", '{');
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         unsigned long long ino;
 
         if (ns_inode(names[i], &ino))
-            jw_uint(w, names[i], ino);
+            cordon__jw_uint(w, names[i], ino);
         else
-            jw_null(w, names[i]);
+            cordon__jw_null(w, names[i]);
     }
-    jw_close(w, '}');
+    cordon__jw_close(w, '}');
 }
 
 /* The kernel's boot id (a UUID per boot), trimmed; false when unreadable. */
 static bool read_boot_id(char *out, size_t size, int *ret_errno)
 {
-    ssize_t n = read_small("/proc/sys/kernel/random/boot_id", out, size - 1);
+    ssize_t n = cordon__read_small("/proc/sys/kernel/random/boot_id", out, size - 1);
 
     if (n < 0) {
         *ret_errno = errno;
@@ -481,7 +254,7 @@ static void hypervisor_vendor(char out[13])
  * as far as we can tell. "kind" is only our reading: the host decides
  * from the raw fields, and checks from outside what a kind implies.
  */
-static void observe_kernel(struct jw *w, const struct opts *o)
+static void observe_kernel(struct cordon__jw *w, const struct opts *o)
 {
     char boot_id[BOOT_ID_MAX + 1], klog[KLOG_LINE_MAX + 1], hv[13], up[64];
     struct utsname u;
@@ -493,21 +266,21 @@ static void observe_kernel(struct jw *w, const struct opts *o)
     ssize_t n;
     const char *kind;
 
-    jw_open(w, "kernel", '{');
+    cordon__jw_open(w, "kernel", '{');
     if (uname(&u) == 0) {
-        jw_string(w, "sysname", u.sysname);
-        jw_string(w, "release", u.release);
-        jw_string(w, "version", u.version);
-        jw_string(w, "machine", u.machine);
+        cordon__jw_string(w, "sysname", u.sysname);
+        cordon__jw_string(w, "release", u.release);
+        cordon__jw_string(w, "version", u.version);
+        cordon__jw_string(w, "machine", u.machine);
     } else {
-        note_error("kernel: uname failed: %s", strerror(errno));
+        cordon__note_error("kernel: uname failed: %s", strerror(errno));
     }
-    jw_string(w, "boot_id", have_boot ? boot_id : NULL);
+    cordon__jw_string(w, "boot_id", have_boot ? boot_id : NULL);
     if (!have_boot)
-        jw_errno(w, boot_errno);
-    jw_string(w, "klog_first", have_klog ? klog : NULL);
-    jw_int(w, "klog_errno", klog_errno);
-    n = read_small("/proc/uptime", up, sizeof(up) - 1);
+        cordon__jw_errno(w, boot_errno);
+    cordon__jw_string(w, "klog_first", have_klog ? klog : NULL);
+    cordon__jw_int(w, "klog_errno", klog_errno);
+    n = cordon__read_small("/proc/uptime", up, sizeof(up) - 1);
     if (n > 0) {
         char *end;
         double secs;
@@ -516,15 +289,15 @@ static void observe_kernel(struct jw *w, const struct opts *o)
         errno = 0;
         secs = strtod(up, &end);
         if (errno == 0 && end != up && secs >= 0)
-            jw_uint(w, "uptime_ms", (unsigned long long)(secs * 1000.0));
+            cordon__jw_uint(w, "uptime_ms", (unsigned long long)(secs * 1000.0));
         else
-            jw_null(w, "uptime_ms");
+            cordon__jw_null(w, "uptime_ms");
     } else {
-        note_error("kernel: cannot read /proc/uptime: %s", n < 0 ? strerror(errno) : "empty");
-        jw_null(w, "uptime_ms");
+        cordon__note_error("kernel: cannot read /proc/uptime: %s", n < 0 ? strerror(errno) : "empty");
+        cordon__jw_null(w, "uptime_ms");
     }
     hypervisor_vendor(hv);
-    jw_string(w, "hypervisor", hv[0] != '\0' ? hv : NULL);
+    cordon__jw_string(w, "hypervisor", hv[0] != '\0' ? hv : NULL);
     if (have_boot && o->host_boot_id != NULL && strcmp(boot_id, o->host_boot_id) == 0)
         kind = "host";
     else if (gvisor)
@@ -533,64 +306,11 @@ static void observe_kernel(struct jw *w, const struct opts *o)
         kind = "vm";
     else
         kind = "unknown";
-    jw_string(w, "kind", kind);
-    jw_close(w, '}');
+    cordon__jw_string(w, "kind", kind);
+    cordon__jw_close(w, '}');
 }
 
-/*
- * What prctl(2) says, for the kernels whose /proc/self/status is silent
- * (gVisor's has no NoNewPrivs and no CapAmb line). Ambient capabilities
- * are probed one by one; EINVAL for the first one means the kernel has
- * none at all, "unsupported".
- */
-static void observe_prctl(struct jw *w)
-{
-    unsigned long long ambient = 0;
-    bool unsupported = false, failed = false;
-    int r;
-
-    jw_open(w, "prctl", '{');
-    errno = 0;
-    r = prctl(PR_GET_NO_NEW_PRIVS, 0UL, 0UL, 0UL, 0UL);
-    if (r >= 0)
-        jw_int(w, "no_new_privs", r);
-    else
-        jw_null(w, "no_new_privs");
-    errno = 0;
-    r = prctl(PR_GET_SECCOMP, 0UL, 0UL, 0UL, 0UL);
-    if (r >= 0)
-        jw_int(w, "seccomp", r);
-    else
-        jw_null(w, "seccomp");
-    for (int cap = 0; cap < CAP_PROBE_MAX; cap++) {
-        errno = 0;
-        r = prctl(PR_CAP_AMBIENT, (unsigned long)PR_CAP_AMBIENT_IS_SET, (unsigned long)cap, 0UL, 0UL);
-        if (r < 0 && errno == EINVAL) {
-            /* Past the kernel's last capability, or no ambient set at all. */
-            unsupported = cap == 0;
-            break;
-        }
-        if (r < 0) {
-            failed = true;
-            break;
-        }
-        if (r == 1)
-            ambient |= 1ull << cap;
-    }
-    if (failed)
-        jw_null(w, "ambient");
-    else if (unsupported)
-        jw_string(w, "ambient", "unsupported");
-    else {
-        char hex[17];
-
-        snprintf(hex, sizeof(hex), "%016llx", ambient);
-        jw_string(w, "ambient", hex);
-    }
-    jw_close(w, '}');
-}
-
-static void observe_canary_file(struct jw *w, const struct opts *o)
+static void observe_canary_file(struct cordon__jw *w, const struct opts *o)
 {
     size_t token_len = strlen(o->canary_token);
     char buf[MAX_TOKEN + 1];
@@ -603,21 +323,21 @@ static void observe_canary_file(struct jw *w, const struct opts *o)
     if (!exists)
         stat_errno = errno;
     /* One byte more than the token, so that a longer file does not match. */
-    n = read_small(o->canary_path, buf, token_len + 1);
+    n = cordon__read_small(o->canary_path, buf, token_len + 1);
     if (n >= 0) {
         readable = true;
         matches = (size_t)n == token_len && memcmp(buf, o->canary_token, token_len) == 0;
     } else {
         read_errno = errno;
     }
-    jw_open(w, "canary_file", '{');
-    jw_string(w, "path", o->canary_path);
-    jw_bool(w, "exists", exists);
-    jw_int(w, "stat_errno", stat_errno);
-    jw_bool(w, "readable", readable);
-    jw_int(w, "read_errno", read_errno);
-    jw_bool(w, "content_matches", matches);
-    jw_close(w, '}');
+    cordon__jw_open(w, "canary_file", '{');
+    cordon__jw_string(w, "path", o->canary_path);
+    cordon__jw_bool(w, "exists", exists);
+    cordon__jw_int(w, "stat_errno", stat_errno);
+    cordon__jw_bool(w, "readable", readable);
+    cordon__jw_int(w, "read_errno", read_errno);
+    cordon__jw_bool(w, "content_matches", matches);
+    cordon__jw_close(w, '}');
 }
 
 /*
@@ -626,7 +346,7 @@ static void observe_canary_file(struct jw *w, const struct opts *o)
  * (which carries TOKEN after --host-pid-token) from matching when the
  * host's pid number happens to be ours inside a pid namespace.
  */
-static void observe_host_pid(struct jw *w, const struct opts *o)
+static void observe_host_pid(struct cordon__jw *w, const struct opts *o)
 {
     char path[64], cmd[4096], pattern[MAX_TOKEN + 16];
     size_t plen;
@@ -636,7 +356,7 @@ static void observe_host_pid(struct jw *w, const struct opts *o)
 
     snprintf(path, sizeof(path), "/proc/%ld/cmdline", o->host_pid);
     plen = (size_t)snprintf(pattern, sizeof(pattern), "--idle%c%s%c", '\0', o->host_pid_token, '\0');
-    n = read_small(path, cmd, sizeof(cmd));
+    n = cordon__read_small(path, cmd, sizeof(cmd));
     readable = n >= 0;
     if (!readable)
         cmd_errno = errno;
@@ -645,25 +365,25 @@ static void observe_host_pid(struct jw *w, const struct opts *o)
     signalable = kill((pid_t)o->host_pid, 0) == 0;
     if (!signalable)
         kill_errno = errno;
-    jw_open(w, "host_pid", '{');
-    jw_int(w, "pid", o->host_pid);
-    jw_bool(w, "cmdline_readable", readable);
-    jw_int(w, "cmdline_errno", cmd_errno);
-    jw_bool(w, "visible", visible);
-    jw_bool(w, "kill_ok", signalable);
+    cordon__jw_open(w, "host_pid", '{');
+    cordon__jw_int(w, "pid", o->host_pid);
+    cordon__jw_bool(w, "cmdline_readable", readable);
+    cordon__jw_int(w, "cmdline_errno", cmd_errno);
+    cordon__jw_bool(w, "visible", visible);
+    cordon__jw_bool(w, "kill_ok", signalable);
     /* A pid that answers kill(0) but is not the canary is someone else. */
-    jw_bool(w, "signalable", signalable && visible);
-    jw_int(w, "kill_errno", kill_errno);
-    jw_close(w, '}');
+    cordon__jw_bool(w, "signalable", signalable && visible);
+    cordon__jw_int(w, "kill_errno", kill_errno);
+    cordon__jw_close(w, '}');
 }
 
-static void observe_writes(struct jw *w)
+static void observe_writes(struct cordon__jw *w)
 {
     static const char *const dirs[] = { "/", "/etc", "/usr", "/bin" };
     char suffix[17];
 
     random_hex(suffix, 8);
-    jw_open(w, "writes", '[');
+    cordon__jw_open(w, "writes", '[');
     for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
         char path[PATH_MAX];
         int fd, e = 0;
@@ -678,23 +398,24 @@ static void observe_writes(struct jw *w)
             close(fd);
             if (unlink(path) != 0) {
                 removed = false;
-                note_error("writes: created %s but cannot remove it: %s", path, strerror(errno));
+                cordon__note_error("writes: created %s but cannot remove it: %s", path,
+                                   strerror(errno));
             }
         }
-        jw_open(w, NULL, '{');
-        jw_string(w, "path", dirs[i]);
-        jw_bool(w, "writable", fd >= 0);
-        jw_errno(w, e);
+        cordon__jw_open(w, NULL, '{');
+        cordon__jw_string(w, "path", dirs[i]);
+        cordon__jw_bool(w, "writable", fd >= 0);
+        cordon__jw_errno(w, e);
         if (fd >= 0)
-            jw_bool(w, "removed", removed);
-        jw_close(w, '}');
+            cordon__jw_bool(w, "removed", removed);
+        cordon__jw_close(w, '}');
     }
-    jw_close(w, ']');
+    cordon__jw_close(w, ']');
 }
 
 /* Every fd we did not expect: a host directory fd leaked into the sandbox
  * (CVE-2024-21626, runc's leaked /sys/fs/cgroup fd) shows up here. */
-static void observe_fds(struct jw *w)
+static void observe_fds(struct cordon__jw *w)
 {
     DIR *d = opendir("/proc/self/fd");
     struct dirent *de;
@@ -702,12 +423,12 @@ static void observe_fds(struct jw *w)
     int own;
 
     if (d == NULL) {
-        note_error("fds: cannot open /proc/self/fd: %s", strerror(errno));
-        jw_null(w, "fds");
+        cordon__note_error("fds: cannot open /proc/self/fd: %s", strerror(errno));
+        cordon__jw_null(w, "fds");
         return;
     }
     own = dirfd(d);
-    jw_open(w, "fds", '[');
+    cordon__jw_open(w, "fds", '[');
     while ((de = readdir(d)) != NULL) {
         char target[PATH_MAX];
         char *end;
@@ -720,366 +441,37 @@ static void observe_fds(struct jw *w)
         if (*end != '\0' || fd <= 2 || fd == own)
             continue;
         if (++count > MAX_FDS) {
-            note_error("fds: more than %d inherited fds; the rest are not listed", MAX_FDS);
+            cordon__note_error("fds: more than %d inherited fds; the rest are not listed", MAX_FDS);
             break;
         }
         n = readlinkat(own, de->d_name, target, sizeof(target));
-        jw_open(w, NULL, '{');
-        jw_int(w, "fd", fd);
+        cordon__jw_open(w, NULL, '{');
+        cordon__jw_int(w, "fd", fd);
         if (n >= 0)
-            jw_string_n(w, "target", target, (size_t)n);
+            cordon__jw_string_n(w, "target", target, (size_t)n);
         else
-            jw_null(w, "target");
-        jw_close(w, '}');
+            cordon__jw_null(w, "target");
+        cordon__jw_close(w, '}');
     }
-    jw_close(w, ']');
+    cordon__jw_close(w, ']');
     closedir(d);
 }
 
-/* Our user namespace's uid map as the kernel prints it (bounded): the host
- * maps our euid through it to the uid that would act on its files. */
-static void observe_uid_map(struct jw *w)
-{
-    char map[1024];
-    ssize_t n = -1;
-    int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
-
-    if (fd >= 0) {
-        n = read(fd, map, sizeof(map) - 1);
-        close(fd);
-    }
-    if (n >= 0)
-        jw_string_n(w, "uid_map", map, (size_t)n);
-    else
-        jw_null(w, "uid_map");
-}
-
-static void observe_ids(struct jw *w)
-{
-    int groups = getgroups(0, NULL);
-
-    jw_open(w, "ids", '{');
-    jw_uint(w, "uid", getuid());
-    jw_uint(w, "euid", geteuid());
-    jw_uint(w, "gid", getgid());
-    jw_uint(w, "egid", getegid());
-    jw_int(w, "groups", groups);
-    observe_uid_map(w);
-    jw_close(w, '}');
-}
-
-/* The value after "Key:\t" in /proc/self/status, or NULL. */
-static const char *status_field(const char *status, const char *key, char *out, size_t out_size)
-{
-    size_t klen = strlen(key);
-
-    for (const char *line = status; line != NULL && *line != '\0';) {
-        const char *nl = strchr(line, '\n');
-        size_t llen = nl != NULL ? (size_t)(nl - line) : strlen(line);
-
-        if (llen > klen && memcmp(line, key, klen) == 0 && line[klen] == ':') {
-            const char *v = line + klen + 1;
-            size_t vlen;
-
-            while (v < line + llen && (*v == ' ' || *v == '\t'))
-                v++;
-            vlen = (size_t)(line + llen - v);
-            if (vlen >= out_size)
-                vlen = out_size - 1;
-            memcpy(out, v, vlen);
-            out[vlen] = '\0';
-            return out;
-        }
-        line = nl != NULL ? nl + 1 : NULL;
-    }
-    return NULL;
-}
-
-static void observe_status(struct jw *w)
-{
-    static const char *const int_keys[] = { "NoNewPrivs", "Seccomp", "Seccomp_filters" };
-    static const char *const cap_keys[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
-    static char status[64 * 1024];
-    ssize_t n = read_small("/proc/self/status", status, sizeof(status) - 1);
-    cap_t caps;
-
-    if (n < 0) {
-        note_error("status: cannot read /proc/self/status: %s", strerror(errno));
-        n = 0;
-    }
-    status[n] = '\0';
-    jw_open(w, "status", '{');
-    for (size_t i = 0; i < sizeof(int_keys) / sizeof(int_keys[0]); i++) {
-        char v[64], *end;
-        long val;
-
-        if (status_field(status, int_keys[i], v, sizeof(v)) == NULL) {
-            jw_null(w, int_keys[i]);
-            continue;
-        }
-        val = strtol(v, &end, 10);
-        if (end == v || *end != '\0') {
-            note_error("status: %s has an unexpected value \"%s\"", int_keys[i], v);
-            jw_null(w, int_keys[i]);
-        } else {
-            jw_int(w, int_keys[i], val);
-        }
-    }
-    for (size_t i = 0; i < sizeof(cap_keys) / sizeof(cap_keys[0]); i++) {
-        char v[64];
-
-        jw_string(w, cap_keys[i], status_field(status, cap_keys[i], v, sizeof(v)));
-    }
-    caps = cap_get_proc();
-    if (caps != NULL) {
-        char *text = cap_to_text(caps, NULL);
-
-        jw_string(w, "caps_text", text);
-        if (text == NULL)
-            note_error("status: cap_to_text failed: %s", strerror(errno));
-        cap_free(text);
-        cap_free(caps);
-    } else {
-        note_error("status: cap_get_proc failed: %s", strerror(errno));
-        jw_null(w, "caps_text");
-    }
-    jw_close(w, '}');
-}
-
-/* A filter or a missing capability answers EPERM/EACCES/ENOSYS; any other
- * errno means the kernel got as far as the syscall's own argument checks. */
-static const char *syscall_verdict(long rc, int e)
-{
-    if (rc >= 0)
-        return "ok";
-    if (e == EPERM || e == EACCES || e == ENOSYS)
-        return "refused";
-    return "reachable";
-}
-
-static void jw_syscall(struct jw *w, const char *name, const char *result, int e)
-{
-    jw_open(w, NULL, '{');
-    jw_string(w, "name", name);
-    jw_string(w, "result", result);
-    jw_errno(w, e);
-    jw_close(w, '}');
-}
-
-static void try_keyctl(struct jw *w)
-{
-    long rc = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0);
-    int e = rc < 0 ? errno : 0;
-
-    jw_syscall(w, "keyctl", syscall_verdict(rc, e), e);
-}
-
-static void try_bpf(struct jw *w)
-{
-    union bpf_attr attr;
-    long rc;
-    int e;
-
-    memset(&attr, 0, sizeof(attr));
-    rc = syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
-    e = rc < 0 ? errno : 0;
-    if (rc >= 0)
-        close((int)rc);
-    jw_syscall(w, "bpf", syscall_verdict(rc, e), e);
-}
-
-/* mount a tmpfs on a directory of our own; undone at once if it worked. */
-static void try_mount(struct jw *w)
-{
-    char dir[PATH_MAX] = "/tmp/.cordon-observe-mnt-XXXXXX";
-    bool made = mkdtemp(dir) != NULL;
-    long rc;
-    int e;
-
-    if (!made) {
-        snprintf(dir, sizeof(dir), ".cordon-observe-mnt-XXXXXX");
-        made = mkdtemp(dir) != NULL;
-    }
-    if (!made) {
-        /* A path that does not exist still tells a filter (EPERM) from the
-         * kernel's lookup (ENOENT); never fall back to an existing path. */
-        note_error("syscalls.mount: no writable directory for a mount point; used a missing path");
-        snprintf(dir, sizeof(dir), "/.cordon-observe-missing-%ld", (long)getpid());
-    }
-    rc = syscall(SYS_mount, "none", dir, "tmpfs", 0UL, "size=4k");
-    e = rc < 0 ? errno : 0;
-    if (rc == 0 && umount2(dir, MNT_DETACH) != 0)
-        note_error("syscalls.mount: mounted %s but cannot unmount it: %s", dir, strerror(errno));
-    if (made && rmdir(dir) != 0)
-        note_error("syscalls.mount: cannot remove %s: %s", dir, strerror(errno));
-    jw_syscall(w, "mount", syscall_verdict(rc, e), e);
-}
-
-/* unshare changes the caller, so a child tries it and exits with its errno. */
-static void try_unshare_user(struct jw *w)
-{
-    int status;
-    pid_t pid = fork();
-
-    if (pid == 0) {
-        long rc = syscall(SYS_unshare, CLONE_NEWUSER);
-
-        _exit(rc == 0 ? 0 : (errno > 0 && errno < 255 ? errno : 255));
-    }
-    if (pid < 0) {
-        int e = errno;
-
-        note_error("syscalls.unshare_user: fork failed: %s", strerror(e));
-        jw_syscall(w, "unshare_user", "untested", e);
-        return;
-    }
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            note_error("syscalls.unshare_user: waitpid failed: %s", strerror(errno));
-            jw_syscall(w, "unshare_user", "untested", errno);
-            return;
-        }
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) == 255) {
-        note_error("syscalls.unshare_user: the child did not report an errno (status %d)", status);
-        jw_syscall(w, "unshare_user", "untested", 0);
-        return;
-    }
-    jw_syscall(w, "unshare_user", syscall_verdict(WEXITSTATUS(status) == 0 ? 0 : -1,
-                                                  WEXITSTATUS(status)),
-               WEXITSTATUS(status));
-}
-
-static void try_io_uring(struct jw *w)
-{
-    struct io_uring_params params;
-    long rc;
-    int e;
-
-    memset(&params, 0, sizeof(params));
-    rc = syscall(SYS_io_uring_setup, 1, &params);
-    e = rc < 0 ? errno : 0;
-    if (rc >= 0)
-        close((int)rc);
-    jw_syscall(w, "io_uring_setup", syscall_verdict(rc, e), e);
-}
-
-/*
- * A write lease on a file of our own. A lease makes every other open of
- * the file (the host's export or checkpoint reading the workspace) wait
- * the kernel's lease-break time, 45 s by default, so a sandbox must not
- * be able to take one. The file is made in the working directory (the
- * workspace the host reads), else in /tmp, reopened read-only so that no
- * other descriptor of it is open, and removed again; a lease that was
- * granted is released at once. EINVAL counts as refused: the kernel or
- * filesystem (gVisor's) has no leases to grant.
- */
-static void try_lease(struct jw *w)
-{
-    char path[PATH_MAX] = ".cordon-observe-lease-XXXXXX";
-    int fd = mkstemp(path), e;
-    long rc;
-
-    if (fd < 0) {
-        snprintf(path, sizeof(path), "/tmp/.cordon-observe-lease-XXXXXX");
-        fd = mkstemp(path);
-    }
-    if (fd < 0) {
-        e = errno;
-        note_error("syscalls.file_lease: no writable directory for a file: %s", strerror(e));
-        jw_syscall(w, "file_lease", "untested", e);
-        return;
-    }
-    close(fd);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    e = errno;
-    if (unlink(path) != 0)
-        note_error("syscalls.file_lease: cannot remove %s: %s", path, strerror(errno));
-    if (fd < 0) {
-        note_error("syscalls.file_lease: cannot reopen %s: %s", path, strerror(e));
-        jw_syscall(w, "file_lease", "untested", e);
-        return;
-    }
-    rc = fcntl(fd, F_SETLEASE, F_WRLCK);
-    e = rc < 0 ? errno : 0;
-    if (rc == 0)
-        fcntl(fd, F_SETLEASE, F_UNLCK);
-    close(fd);
-    jw_syscall(w, "file_lease", rc < 0 && e == EINVAL ? "refused" : syscall_verdict(rc, e), e);
-}
-
-static void observe_syscalls(struct jw *w)
-{
-    jw_open(w, "syscalls", '[');
-    try_keyctl(w);
-    try_bpf(w);
-    try_mount(w);
-    try_unshare_user(w);
-    try_io_uring(w);
-    try_lease(w);
-    jw_close(w, ']');
-}
-
-/*
- * Sockets of the families that reach past a network namespace: the
- * hypervisor's host (vsock), the link layer (packet, xdp), the machine's
- * hardware (bluetooth, can, nfc, a modem's qipcrtr, rds over InfiniBand),
- * and the host's device events (a netlink uevent socket). Each is only
- * created and closed at once, with a type and protocol the family accepts,
- * so that an error is the family's refusal and not a wrong argument. On a
- * kernel with nothing to refuse them, creating one may load its module.
- */
-static void observe_sockets(struct jw *w)
-{
-    static const struct {
-        const char *name;
-        int family, type, protocol;
-    } tries[] = {
-        { "vsock", AF_VSOCK, SOCK_STREAM, 0 },
-        { "packet", AF_PACKET, SOCK_DGRAM, 0 },
-        { "xdp", AF_XDP, SOCK_RAW, 0 },
-        { "bluetooth", AF_BLUETOOTH, SOCK_SEQPACKET, 0 },   /* BTPROTO_L2CAP */
-        { "can", AF_CAN, SOCK_RAW, 1 },                     /* CAN_RAW */
-        { "nfc", AF_NFC, SOCK_SEQPACKET, 1 },               /* NFC_SOCKPROTO_LLCP */
-        { "qipcrtr", AF_QIPCRTR, SOCK_DGRAM, 0 },
-        { "rds", AF_RDS, SOCK_SEQPACKET, 0 },
-        { "netlink_uevent", AF_NETLINK, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT },
-    };
-
-    jw_open(w, "sockets", '[');
-    for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
-        long fd = syscall(SYS_socket, tries[i].family, tries[i].type | SOCK_CLOEXEC,
-                          tries[i].protocol);
-        int e = fd < 0 ? errno : 0;
-
-        if (fd >= 0)
-            close((int)fd);
-        jw_open(w, NULL, '{');
-        jw_string(w, "name", tries[i].name);
-        jw_int(w, "family", tries[i].family);
-        jw_int(w, "protocol", tries[i].protocol);
-        jw_bool(w, "created", fd >= 0);
-        jw_errno(w, e);
-        jw_close(w, '}');
-    }
-    jw_close(w, ']');
-}
-
-static void observe_net(struct jw *w)
+static void observe_net(struct cordon__jw *w)
 {
     static char dev[64 * 1024];
-    ssize_t n = read_small("/proc/net/dev", dev, sizeof(dev) - 1);
+    ssize_t n = cordon__read_small("/proc/net/dev", dev, sizeof(dev) - 1);
     unsigned line_no = 0, count = 0;
 
-    jw_open(w, "net", '{');
+    cordon__jw_open(w, "net", '{');
     if (n < 0) {
-        note_error("net: cannot read /proc/net/dev: %s", strerror(errno));
-        jw_null(w, "interfaces");
-        jw_close(w, '}');
+        cordon__note_error("net: cannot read /proc/net/dev: %s", strerror(errno));
+        cordon__jw_null(w, "interfaces");
+        cordon__jw_close(w, '}');
         return;
     }
     dev[n] = '\0';
-    jw_open(w, "interfaces", '[');
+    cordon__jw_open(w, "interfaces", '[');
     for (char *line = dev; line != NULL && *line != '\0'; line_no++) {
         char *nl = strchr(line, '\n');
         char *colon;
@@ -1093,16 +485,16 @@ static void observe_net(struct jw *w)
 
             while (*name == ' ')
                 name++;
-            jw_string_n(w, NULL, name, (size_t)(colon - name));
+            cordon__jw_string_n(w, NULL, name, (size_t)(colon - name));
             count++;
         }
         line = nl != NULL ? nl + 1 : NULL;
     }
-    jw_close(w, ']');
-    jw_close(w, '}');
+    cordon__jw_close(w, ']');
+    cordon__jw_close(w, '}');
 }
 
-static void observe_files(struct jw *w)
+static void observe_files(struct cordon__jw *w)
 {
     int fd = open("/proc/kcore", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     int kcore_errno = fd < 0 ? errno : 0;
@@ -1112,11 +504,11 @@ static void observe_files(struct jw *w)
 
     if (fd >= 0)
         close(fd);
-    jw_open(w, "files", '{');
-    jw_open(w, "proc_kcore", '{');
-    jw_bool(w, "readable", fd >= 0);
-    jw_errno(w, kcore_errno);
-    jw_close(w, '}');
+    cordon__jw_open(w, "files", '{');
+    cordon__jw_open(w, "proc_kcore", '{');
+    cordon__jw_bool(w, "readable", fd >= 0);
+    cordon__jw_errno(w, kcore_errno);
+    cordon__jw_close(w, '}');
 
     /* An empty tmpfs mounted over /sys/firmware (docker's masking) lists
      * nothing, so readable means an entry beyond . and .. showed up. */
@@ -1136,11 +528,11 @@ static void observe_files(struct jw *w)
         fw_errno = firmware ? 0 : errno;
         closedir(d);
     }
-    jw_open(w, "sys_firmware", '{');
-    jw_bool(w, "readable", firmware);
-    jw_errno(w, fw_errno);
-    jw_close(w, '}');
-    jw_close(w, '}');
+    cordon__jw_open(w, "sys_firmware", '{');
+    cordon__jw_bool(w, "readable", firmware);
+    cordon__jw_errno(w, fw_errno);
+    cordon__jw_close(w, '}');
+    cordon__jw_close(w, '}');
 }
 
 static int write_all(int fd, const char *buf, size_t len)
@@ -1160,41 +552,42 @@ static int write_all(int fd, const char *buf, size_t len)
 
 static int report(const struct opts *o)
 {
-    struct jw w = { 0 };
+    struct cordon__jw w = { 0 };
 
-    jw_open(&w, NULL, '{');
-    jw_int(&w, "report_version", REPORT_VERSION);
-    jw_string(&w, "observer", "cordon-observe");
-    jw_int(&w, "pid", getpid());
-    jw_string(&w, "host_ns", o->host_ns);
-    jw_string(&w, "host_boot_id", o->host_boot_id);
+    cordon__jw_open(&w, NULL, '{');
+    cordon__jw_int(&w, "report_version", REPORT_VERSION);
+    cordon__jw_string(&w, "observer", "cordon-observe");
+    cordon__jw_int(&w, "pid", getpid());
+    cordon__jw_string(&w, "host_ns", o->host_ns);
+    cordon__jw_string(&w, "host_boot_id", o->host_boot_id);
     observe_kernel(&w, o);
     observe_ns(&w);
     if (o->canary_path != NULL)
         observe_canary_file(&w, o);
     else
-        jw_null(&w, "canary_file");
+        cordon__jw_null(&w, "canary_file");
     if (o->host_pid > 0)
         observe_host_pid(&w, o);
     else
-        jw_null(&w, "host_pid");
+        cordon__jw_null(&w, "host_pid");
     observe_writes(&w);
     observe_fds(&w);
-    observe_ids(&w);
-    observe_status(&w);
-    observe_prctl(&w);
-    observe_syscalls(&w);
-    observe_sockets(&w);
+    cordon__observe_ids(&w);
+    cordon__observe_status(&w);
+    cordon__observe_prctl(&w);
+    cordon__observe_syscalls(&w);
+    cordon__observe_sockets(&w);
     observe_net(&w);
     observe_files(&w);
-    jw_open(&w, "errors", '[');
+    cordon__jw_open(&w, "errors", '[');
     for (unsigned i = 0; i < g_nerrors; i++)
-        jw_string(&w, NULL, g_errors[i]);
-    jw_close(&w, ']');
-    jw_close(&w, '}');
-    jw_raw(&w, "\n", 1);
+        cordon__jw_string(&w, NULL, g_errors[i]);
+    cordon__jw_close(&w, ']');
+    cordon__jw_close(&w, '}');
+    cordon__jw_raw(&w, "\n", 1);
     if (w.failed) {
-        fprintf(stderr, "cordon-observe: the report does not fit in %u bytes\n", MAX_REPORT_BYTES);
+        fprintf(stderr, "cordon-observe: the report does not fit in %u bytes\n",
+                CORDON__MAX_REPORT_BYTES);
         free(w.buf);
         return 1;
     }

@@ -1,5 +1,5 @@
-/* sdk: host file work beneath a directory fd that never follows a link. */
-#include <dirent.h>
+/* sdk: host file work beneath a directory fd that never follows a link (removal of a
+ * tree: sdk/fs-remove.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,11 +18,9 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/path.h>
 
+#include "sdk/fs-internal.h"
+
 #define COPY_CHUNK (64u * 1024u)
-#define REMOVE_DEPTH_MAX 256
-#define REMOVE_PASSES_MAX 16
-#define REMOVE_MOVES_MAX 1000000
-#define TEMP_TRIES 16
 #define RESOLVE_SAFE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
 
 /* Set once the kernel said ENOSYS to openat2; the component walk is used from then on. */
@@ -56,7 +54,7 @@ static int code_of_errno(int e)
 }
 
 /* The error of a failed system call on rel; ELOOP and EXDEV come from the resolve flags. */
-static int fs_fail(struct cordon_error *err, int e, const char *rel, const char *what)
+int cordon__fs_fail(struct cordon_error *err, int e, const char *rel, const char *what)
 {
     if (e == ELOOP || e == EXDEV)
         return cordon_error_set(err, CORDON_E_UNSAFE, e,
@@ -83,7 +81,7 @@ static bool has_dotdot(const char *rel)
 
 /* Absolute paths and ".." are refused before the kernel sees them, so that
  * the openat2 path and the fallback walk agree. */
-static int check_rel(const char *rel, struct cordon_error *err)
+int cordon__fs_check_rel(const char *rel, struct cordon_error *err)
 {
     if (rel == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "path: missing");
@@ -155,7 +153,7 @@ static int open_walk(int dirfd, const char *rel, int flags, mode_t mode)
 }
 
 /* Open rel (already checked) beneath dirfd. Returns an fd or -errno. */
-static int open_raw(int dirfd, const char *rel, int flags, mode_t mode)
+int cordon__fs_open_raw(int dirfd, const char *rel, int flags, mode_t mode)
 {
     struct open_how how;
     bool creates = (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
@@ -193,15 +191,15 @@ int cordon_fs_open_beneath(int dirfd, const char *rel, int flags, mode_t mode, i
 {
     int r, fd;
 
-    r = check_rel(rel, err);
+    r = cordon__fs_check_rel(rel, err);
     if (r < 0)
         return r;
     if (ret_fd == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "path \"%.*s\": no result pointer",
                                 cordon_text_fit(rel, 200), rel);
-    fd = open_raw(dirfd, rel, flags, mode);
+    fd = cordon__fs_open_raw(dirfd, rel, flags, mode);
     if (fd < 0)
-        return fs_fail(err, -fd, rel, "open");
+        return cordon__fs_fail(err, -fd, rel, "open");
     *ret_fd = fd;
     return 0;
 }
@@ -219,7 +217,7 @@ int cordon_fs_open_regular(int dirfd, const char *rel, uint64_t max_bytes, int *
     if (r < 0)
         return r;
     if (fstat(fd, &st) < 0) {
-        r = fs_fail(err, errno, rel, "stat");
+        r = cordon__fs_fail(err, errno, rel, "stat");
         goto out;
     }
     if (!S_ISREG(st.st_mode)) {
@@ -237,7 +235,7 @@ int cordon_fs_open_regular(int dirfd, const char *rel, uint64_t max_bytes, int *
     }
     fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
-        r = fs_fail(err, errno, rel, "fcntl");
+        r = cordon__fs_fail(err, errno, rel, "fcntl");
         goto out;
     }
     *ret_fd = fd;
@@ -256,12 +254,12 @@ int cordon_fs_mkdirs_beneath(int dirfd, const char *rel, mode_t mode, struct cor
     const char *p;
     int cur = -1, r;
 
-    r = check_rel(rel, err);
+    r = cordon__fs_check_rel(rel, err);
     if (r < 0)
         return r;
     cur = openat(dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (cur < 0)
-        return fs_fail(err, errno, rel, "open the base directory");
+        return cordon__fs_fail(err, errno, rel, "open the base directory");
     for (p = rel; *p != '\0';) {
         size_t clen = strcspn(p, "/");
         int fd;
@@ -280,10 +278,10 @@ int cordon_fs_mkdirs_beneath(int dirfd, const char *rel, mode_t mode, struct cor
             continue;
         /* mkdirat never follows a link; EEXIST is checked by the open below. */
         if (mkdirat(cur, comp, mode) < 0 && errno != EEXIST) {
-            r = fs_fail(err, errno, rel, "create directory");
+            r = cordon__fs_fail(err, errno, rel, "create directory");
             goto out;
         }
-        fd = open_raw(cur, comp, O_PATH | O_DIRECTORY, 0);
+        fd = cordon__fs_open_raw(cur, comp, O_PATH | O_DIRECTORY, 0);
         if (fd == -ENOTDIR) {
             r = cordon_error_set(err, CORDON_E_EXISTS, ENOTDIR,
                                  "path \"%.*s\": \"%s\" exists and is not a directory",
@@ -291,7 +289,7 @@ int cordon_fs_mkdirs_beneath(int dirfd, const char *rel, mode_t mode, struct cor
             goto out;
         }
         if (fd < 0) {
-            r = fs_fail(err, -fd, rel, "open directory");
+            r = cordon__fs_fail(err, -fd, rel, "open directory");
             goto out;
         }
         close(cur);
@@ -337,7 +335,7 @@ int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes, char **ret
                 if (n < 0 && errno == EINTR)
                     continue;
                 if (n < 0) {
-                    r = fs_fail(err, errno, rel, "read");
+                    r = cordon__fs_fail(err, errno, rel, "read");
                     goto out;
                 }
                 if (n > 0) {
@@ -362,7 +360,7 @@ int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes, char **ret
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            r = fs_fail(err, errno, rel, "read");
+            r = cordon__fs_fail(err, errno, rel, "read");
             goto out;
         }
         if (n == 0)
@@ -404,8 +402,8 @@ int cordon_fs_write_all(int fd, const void *buf, size_t len)
  * Split rel into its parent ("." when none; malloc'd) and its last
  * component (points into rel). Trailing slashes are ignored.
  */
-static int split_parent(const char *rel, char **ret_parent, char **ret_base,
-                        struct cordon_error *err)
+int cordon__fs_split_parent(const char *rel, char **ret_parent, char **ret_base,
+                            struct cordon_error *err)
 {
     size_t len = strlen(rel);
     char *copy, *slash, *parent, *base;
@@ -449,7 +447,7 @@ static int make_temp(int pfd, char name[32])
 {
     static uint64_t counter;
 
-    for (int tries = 0; tries < TEMP_TRIES; tries++) {
+    for (int tries = 0; tries < CORDON__FS_TEMP_TRIES; tries++) {
         uint64_t rnd;
         int fd;
 
@@ -557,13 +555,13 @@ static int replace_file(int dirfd, const char *rel, const void *buf, size_t len,
     bool tmp_live = false;
     int pfd = -1, fd = -1, r, e;
 
-    r = check_rel(rel, err);
+    r = cordon__fs_check_rel(rel, err);
     if (r < 0)
         return r;
     if (buf == NULL && len > 0)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "path \"%.*s\": no data",
                                 cordon_text_fit(rel, 200), rel);
-    r = split_parent(rel, &parent, &base, err);
+    r = cordon__fs_split_parent(rel, &parent, &base, err);
     if (r < 0)
         return r;
     /* O_RDONLY rather than O_PATH: the directory may be fsync'd after the rename. */
@@ -572,34 +570,34 @@ static int replace_file(int dirfd, const char *rel, const void *buf, size_t len,
         goto out;
     fd = make_temp(pfd, tmp);
     if (fd < 0) {
-        r = fs_fail(err, -fd, rel, "create temporary file");
+        r = cordon__fs_fail(err, -fd, rel, "create temporary file");
         goto out;
     }
     tmp_live = true;
     e = cordon_fs_write_all(fd, buf, len);
     if (e < 0) {
-        r = fs_fail(err, -e, rel, "write");
+        r = cordon__fs_fail(err, -e, rel, "write");
         goto out;
     }
     /* Mode and data are settled before the rename, so that a crash leaves
      * the old file or the whole new one, never an empty or 0600 one. */
     if (fchmod(fd, mode & 0777) < 0 || (durable && fsync(fd) < 0)) {
-        r = fs_fail(err, errno, rel, "sync");
+        r = cordon__fs_fail(err, errno, rel, "sync");
         goto out;
     }
     e = close(fd);
     fd = -1;
     if (e < 0) {
-        r = fs_fail(err, errno, rel, "close");
+        r = cordon__fs_fail(err, errno, rel, "close");
         goto out;
     }
     if (renameat(pfd, tmp, pfd, base) < 0) {
-        r = fs_fail(err, errno, rel, "rename into place");
+        r = cordon__fs_fail(err, errno, rel, "rename into place");
         goto out;
     }
     tmp_live = false;
     if (durable && fsync(pfd) < 0)
-        r = fs_fail(err, errno, rel, "sync directory");
+        r = cordon__fs_fail(err, errno, rel, "sync directory");
 out:
     if (fd >= 0)
         close(fd);
@@ -634,13 +632,13 @@ int cordon_fs_copy_beneath(int src_dirfd, const char *src_rel, int dst_dirfd, co
     bool tmp_live = false;
     int sfd = -1, pfd = -1, fd = -1, r, e;
 
-    r = check_rel(dst_rel, err);
+    r = cordon__fs_check_rel(dst_rel, err);
     if (r < 0)
         return r;
     r = cordon_fs_open_regular(src_dirfd, src_rel, max_bytes, &sfd, NULL, err);
     if (r < 0)
         return r;
-    r = split_parent(dst_rel, &parent, &base, err);
+    r = cordon__fs_split_parent(dst_rel, &parent, &base, err);
     if (r < 0)
         goto out;
     r = cordon_fs_mkdirs_beneath(dst_dirfd, parent, 0755, err);
@@ -659,7 +657,7 @@ int cordon_fs_copy_beneath(int src_dirfd, const char *src_rel, int dst_dirfd, co
      * systems; no fsync, as a copy only has to appear whole, not survive a crash. */
     fd = make_temp(pfd, tmp);
     if (fd < 0) {
-        r = fs_fail(err, -fd, dst_rel, "create temporary file");
+        r = cordon__fs_fail(err, -fd, dst_rel, "create temporary file");
         goto out;
     }
     tmp_live = true;
@@ -671,7 +669,7 @@ int cordon_fs_copy_beneath(int src_dirfd, const char *src_rel, int dst_dirfd, co
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            r = fs_fail(err, errno, src_rel, "read");
+            r = cordon__fs_fail(err, errno, src_rel, "read");
             goto out;
         }
         if (n == 0)
@@ -687,22 +685,22 @@ int cordon_fs_copy_beneath(int src_dirfd, const char *src_rel, int dst_dirfd, co
         cordon_sha256_update(&sha, chunk, (size_t)n);
         e = cordon_fs_write_all(fd, chunk, (size_t)n);
         if (e < 0) {
-            r = fs_fail(err, -e, dst_rel, "write");
+            r = cordon__fs_fail(err, -e, dst_rel, "write");
             goto out;
         }
     }
     if (fchmod(fd, mode & 0777) < 0) {
-        r = fs_fail(err, errno, dst_rel, "chmod");
+        r = cordon__fs_fail(err, errno, dst_rel, "chmod");
         goto out;
     }
     e = close(fd);
     fd = -1;
     if (e < 0) {
-        r = fs_fail(err, errno, dst_rel, "close");
+        r = cordon__fs_fail(err, errno, dst_rel, "close");
         goto out;
     }
     if (renameat(pfd, tmp, pfd, base) < 0) {
-        r = fs_fail(err, errno, dst_rel, "rename into place");
+        r = cordon__fs_fail(err, errno, dst_rel, "rename into place");
         goto out;
     }
     tmp_live = false;
@@ -722,218 +720,6 @@ out:
     free(chunk);
     free(parent);
     free(base);
-    return r;
-}
-
-/*
- * One removal. The tree may be nested deeper than we hold directory fds for
- * (a sandbox can mkdir and chdir without end): a directory reached at
- * REMOVE_DEPTH_MAX is moved up into the top directory under a fresh name
- * and removed from there on a later pass, so any depth is removed with at
- * most REMOVE_DEPTH_MAX fds open.
- */
-struct remove {
-    const char *top;   /* the path the caller named, for messages */
-    int top_fd;        /* the directory being removed, once open */
-    unsigned long moved;
-};
-
-static int remove_at(struct remove *rm, int pfd, const char *name, unsigned depth,
-                     struct cordon_error *err);
-
-/* Move the directory name (in pfd) into the top directory; 1 when moved. */
-static int remove_move_up(struct remove *rm, int pfd, const char *name, struct cordon_error *err)
-{
-    char fresh[48];
-
-    if (rm->moved >= REMOVE_MOVES_MAX)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "path \"%.*s\": directories nested deeper than %d, moved up "
-                                "more than %d times: the tree is still growing",
-                                cordon_text_fit(rm->top, 200), rm->top, REMOVE_DEPTH_MAX,
-                                REMOVE_MOVES_MAX);
-    for (int i = 0; i < TEMP_TRIES; i++) {
-        snprintf(fresh, sizeof(fresh), ".cordon-deep-%lu", rm->moved++);
-        if (renameat2(pfd, name, rm->top_fd, fresh, RENAME_NOREPLACE) == 0)
-            return 1;
-        if (errno != EEXIST && errno != ENOTEMPTY)
-            return fs_fail(err, errno, rm->top, "move a deep directory up");
-    }
-    return fs_fail(err, EEXIST, rm->top, "move a deep directory up");
-}
-
-/* Remove everything inside the open directory dir; *ret_removed counts entries gone. */
-static int remove_entries(struct remove *rm, DIR *dir, unsigned depth, size_t *ret_removed,
-                          struct cordon_error *err)
-{
-    struct dirent *de;
-    size_t removed = 0;
-    int r;
-
-    rewinddir(dir);
-    for (;;) {
-        errno = 0;
-        de = readdir(dir);
-        if (de == NULL)
-            break;
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        /* A non-directory goes with one unlink; the rest takes the careful path. */
-        if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN &&
-            unlinkat(dirfd(dir), de->d_name, 0) == 0) {
-            removed++;
-            continue;
-        }
-        r = remove_at(rm, dirfd(dir), de->d_name, depth + 1, err);
-        if (r < 0)
-            return r;
-        removed++;
-    }
-    if (errno != 0)
-        return fs_fail(err, errno, rm->top, "read directory");
-    *ret_removed = removed;
-    return 0;
-}
-
-static int remove_at(struct remove *rm, int pfd, const char *name, unsigned depth,
-                     struct cordon_error *err)
-{
-    DIR *dir = NULL;
-    struct stat st;
-    int fd = -1, r = 0;
-
-    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return errno == ENOENT ? 0 : fs_fail(err, errno, rm->top, "stat");
-    if (!S_ISDIR(st.st_mode)) {
-        if (unlinkat(pfd, name, 0) < 0 && errno != ENOENT)
-            return fs_fail(err, errno, rm->top, "remove");
-        return 0;
-    }
-    if (depth >= REMOVE_DEPTH_MAX) {
-        r = remove_move_up(rm, pfd, name, err);
-        return r < 0 ? r : 0;
-    }
-    fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0 && errno == EACCES) {
-        /* A directory we may not read: make it ours to empty (never follows a link). */
-        if (fchmodat(pfd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0)
-            fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        else
-            errno = EACCES;
-    }
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return 0;
-        return fs_fail(err, errno, rm->top, "open directory");
-    }
-    /* A read-only directory cannot lose its entries until it is writable. */
-    if (fstat(fd, &st) == 0 && (st.st_mode & 0700) != 0700)
-        fchmod(fd, (st.st_mode & 07777) | 0700);
-    dir = fdopendir(fd);
-    if (dir == NULL) {
-        r = fs_fail(err, errno, rm->top, "open directory");
-        close(fd);
-        return r;
-    }
-    if (depth == 0)
-        rm->top_fd = fd;
-    /* Entries removed while reading may hide others from readdir, and deep
-     * directories moved up arrive during a pass: repeat while a pass made
-     * progress. Passes that only found what was moved up are not counted. */
-    for (int pass = 0;; pass++) {
-        unsigned long moved = rm->moved;
-        size_t removed = 0;
-
-        r = remove_entries(rm, dir, depth, &removed, err);
-        if (r < 0)
-            goto out;
-        if (unlinkat(pfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
-            break;
-        if (depth == 0 && rm->moved != moved)
-            pass = 0;
-        if ((errno != ENOTEMPTY && errno != EEXIST) || removed == 0 ||
-            pass + 1 >= REMOVE_PASSES_MAX) {
-            r = fs_fail(err, errno, rm->top, "remove directory");
-            goto out;
-        }
-    }
-out:
-    if (depth == 0)
-        rm->top_fd = -1;
-    closedir(dir);
-    return r;
-}
-
-int cordon_fs_remove_tree(int dirfd, const char *name, struct cordon_error *err)
-{
-    char *parent = NULL, *base = NULL;
-    int pfd = -1, r;
-
-    r = check_rel(name, err);
-    if (r < 0)
-        return r;
-    r = split_parent(name, &parent, &base, err);
-    if (r < 0)
-        return r;
-    /* A missing parent means nothing to remove; a link on the way is refused. */
-    pfd = open_raw(dirfd, parent, O_PATH | O_DIRECTORY, 0);
-    if (pfd == -ENOENT)
-        goto out;
-    if (pfd < 0) {
-        r = fs_fail(err, -pfd, name, "open parent directory");
-        goto out;
-    }
-    r = remove_at(&(struct remove){ .top = name, .top_fd = -1 }, pfd, base, 0, err);
-out:
-    if (pfd >= 0)
-        close(pfd);
-    free(parent);
-    free(base);
-    return r;
-}
-
-int cordon_fs_remove_tree_path(const char *path, struct cordon_error *err)
-{
-    char *copy = NULL, *slash;
-    const char *parent, *base;
-    size_t len;
-    int pfd = -1, r = 0;
-
-    if (path == NULL || path[0] == '\0')
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "path: missing");
-    len = strlen(path);
-    while (len > 1 && path[len - 1] == '/')
-        len--;
-    copy = strndup(path, len);
-    if (copy == NULL)
-        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path: out of memory");
-    slash = strrchr(copy, '/');
-    if (slash == NULL) {
-        parent = ".";
-        base = copy;
-    } else {
-        *slash = '\0';
-        parent = slash == copy ? "/" : copy;
-        base = slash + 1;
-    }
-    if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                             "path \"%.*s\": does not name an entry to remove",
-                             cordon_text_fit(path, 200), path);
-        goto out;
-    }
-    /* The parent is the caller's own path and may be reached through links. */
-    pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (pfd < 0) {
-        if (errno != ENOENT)
-            r = fs_fail(err, errno, path, "open parent directory");
-        goto out;
-    }
-    r = remove_at(&(struct remove){ .top = path, .top_fd = -1 }, pfd, base, 0, err);
-out:
-    if (pfd >= 0)
-        close(pfd);
-    free(copy);
     return r;
 }
 

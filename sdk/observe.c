@@ -4,6 +4,7 @@
  * canary process), the observer landed and run exactly as user code, the
  * toolchains asked for their versions, and the comparison of sdk/compare.c
  * applied to what came back. docs/observation.md explains every check.
+ * How the observer lands in the sandbox is sdk/observe-land.c.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -13,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -29,11 +29,11 @@
 #include <cordon/sdk/observe.h>
 #include <cordon/sdk/request.h>
 #include <cordon/sdk/spec.h>
-#include <cordon/sdk/tar.h>
 
 #include "sdk/boundary.h"
 #include "sdk/compare.h"
 #include "sdk/drive.h"
+#include "sdk/observe-internal.h"
 
 #define OBSERVE_TIMEOUT_MS 20000u
 #define OBSERVE_RETENTION (1024u * 1024u)
@@ -41,9 +41,7 @@
 #define OBSERVE_LIFETIME_MS 120000u
 #define OBSERVE_PATH_ENV "/usr/local/bin:/usr/bin:/bin"
 #define OBSERVER_IN_SANDBOX "./.cordon/cordon-observe"
-#define OBSERVER_MAX_BYTES (64u * 1024u * 1024u)
 #define OBSERVER_NAME_MAX 64
-#define OBSERVER_PAD 32   /* random bytes after a landed observer (even) */
 #define CANARY_IDLE_SECONDS "120"
 #define CANARY_START_MS 3000u
 #define MAX_JSON_BYTES (1024u * 1024u)
@@ -76,7 +74,7 @@ static const char *get_str(const cJSON *obj, const char *key)
 
 /* ---- the host's view ------------------------------------------------------ */
 
-static int random_hex(char *out, size_t nbytes, struct cordon_error *err)
+int cordon__observe_random_hex(char *out, size_t nbytes, struct cordon_error *err)
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char raw[32];
@@ -140,7 +138,7 @@ static int canary_file_create(char *dir, size_t dir_size, char *path, size_t pat
 {
     int fd, rc;
 
-    if ((rc = random_hex(token, 16, err)) < 0)
+    if ((rc = cordon__observe_random_hex(token, 16, err)) < 0)
         return rc;
     snprintf(dir, dir_size, "/tmp/cordon-observe-XXXXXX");
     if (mkdtemp(dir) == NULL) {
@@ -269,195 +267,6 @@ static int build_spec(const struct cordon_observe_opts *opts, const char *execut
         rc = cordon_spec_print(&spec, ret, err);
     cordon_spec_clear(&spec);
     cJSON_Delete(env);
-    return rc;
-}
-
-/* The observer, opened and checked: a regular file within OBSERVER_MAX_BYTES. */
-static int observer_open(const char *observer, int *ret_fd, uint64_t *ret_size, struct cordon_error *err)
-{
-    struct stat st;
-    int fd = open(observer, O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int e = errno;
-
-        if (fd >= 0)
-            close(fd);
-        return cordon_error_set(err, CORDON_E_NOT_FOUND, e, "observe: observer %s: %s", observer, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > OBSERVER_MAX_BYTES) {
-        close(fd);
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "observe: observer %s must be a regular file of at most %u bytes", observer,
-                                OBSERVER_MAX_BYTES);
-    }
-    *ret_fd = fd;
-    *ret_size = (uint64_t)st.st_size;
-    return 0;
-}
-
-/* Exactly size bytes from src to dst: a file that changed length while we
- * read it is refused, not landed half. */
-static int copy_exact(int src, int dst, uint64_t size, struct cordon_error *err)
-{
-    char buf[65536];
-    uint64_t done = 0;
-
-    while (done < size) {
-        size_t want = size - done < sizeof(buf) ? (size_t)(size - done) : sizeof(buf);
-        ssize_t n = read(src, buf, want);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return cordon_error_set(err, CORDON_E_IO, n < 0 ? errno : 0,
-                                    "observe: reading the observer stopped at byte %llu of %llu",
-                                    (unsigned long long)done, (unsigned long long)size);
-        for (ssize_t off = 0; off < n;) {
-            ssize_t w = write(dst, buf + off, (size_t)(n - off));
-
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w < 0)
-                return cordon_error_set(err, CORDON_E_IO, errno, "observe: copying the observer failed: %s",
-                                        strerror(errno));
-            off += w;
-        }
-        done += (uint64_t)n;
-    }
-    return 0;
-}
-
-static bool has_import_files(const struct cordon_provider_v1 *p)
-{
-    return p->struct_size >= offsetof(struct cordon_provider_v1, import_files) + sizeof(p->import_files) &&
-           p->import_files != NULL;
-}
-
-/*
- * Land the observer as one ordinary file, name, at the workspace root:
- * through import_files when the provider has it (the way a bundle's source
- * lands), else as a one-entry tar through import_tar. The bytes are the
- * host's own copy plus OBSERVER_PAD random bytes after its end (the kernel
- * never reads past the ELF's segments), read through a memfd so that what
- * lands is what the host checked, and so that no two landings share a
- * digest a provider could recognise.
- */
-static int observer_land_as(const struct cordon_observe_opts *opts, const char *state, const char *name,
-                            struct cordon_error *err)
-{
-    struct cordon_tar_writer *w = NULL;
-    struct cordon_error perr;
-    char *files = NULL, pad[OBSERVER_PAD + 1];
-    uint64_t size = 0;
-    int bin_fd = -1, copy = -1, tar = -1, rc;
-
-    cordon_error_init(&perr);
-    if ((rc = observer_open(opts->host->observer_path, &bin_fd, &size, err)) < 0)
-        return rc;
-    copy = memfd_create("cordon-observer", MFD_CLOEXEC);
-    if (copy < 0) {
-        rc = cordon_error_set(err, CORDON_E_IO, errno, "observe: memfd for the observer failed: %s",
-                              strerror(errno));
-        goto out;
-    }
-    if ((rc = copy_exact(bin_fd, copy, size, err)) < 0 || (rc = random_hex(pad, OBSERVER_PAD / 2, err)) < 0)
-        goto out;
-    if (write(copy, pad, OBSERVER_PAD) != OBSERVER_PAD || lseek(copy, 0, SEEK_SET) != 0) {
-        rc = cordon_error_set(err, CORDON_E_IO, errno, "observe: preparing the observer failed: %s",
-                              strerror(errno));
-        goto out;
-    }
-    size += OBSERVER_PAD;
-    if (has_import_files(opts->provider)) {
-        if (asprintf(&files, "{\"files\":[{\"path\":\"%s\",\"size\":%llu,\"mode\":493}]}", name,
-                     (unsigned long long)size) < 0) {
-            files = NULL;
-            rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
-            goto out;
-        }
-        rc = opts->provider->import_files(opts->resource, state, "", files, copy, &perr);
-    } else {
-        tar = memfd_create("cordon-observer.tar", MFD_CLOEXEC);
-        if (tar < 0) {
-            rc = cordon_error_set(err, CORDON_E_IO, errno, "observe: memfd for the observer tar failed: %s",
-                                  strerror(errno));
-            goto out;
-        }
-        if ((rc = cordon_tar_writer_open(tar, &w, err)) < 0 ||
-            (rc = cordon_tar_writer_add_fd(w, name, copy, size, 0755, err)) < 0)
-            goto out;
-        rc = cordon_tar_writer_close(w, err);
-        w = NULL;
-        if (rc < 0)
-            goto out;
-        if (lseek(tar, 0, SEEK_SET) != 0) {
-            rc = cordon_error_set(err, CORDON_E_IO, errno, "observe: rewinding the observer tar failed: %s",
-                                  strerror(errno));
-            goto out;
-        }
-        rc = opts->provider->import_tar(opts->resource, state, "", tar, &perr);
-    }
-    if (rc < 0)
-        rc = cordon_error_set(err, rc, perr.os_errno, "observe: %s failed: %s",
-                              files != NULL ? "import_files" : "import_tar", perr.message);
-out:
-    cordon_tar_writer_free(w);
-    free(files);
-    if (tar >= 0)
-        close(tar);
-    if (copy >= 0)
-        close(copy);
-    if (bin_fd >= 0)
-        close(bin_fd);
-    return rc;
-}
-
-/* A tar stream in a memfd holding .cordon/ and .cordon/cordon-observe. */
-static int observer_tar(const char *observer, int *ret_fd, struct cordon_error *err)
-{
-    struct cordon_tar_writer *w = NULL;
-    struct stat st;
-    int tar_fd, bin_fd = -1, rc;
-
-    tar_fd = memfd_create("cordon-observe.tar", MFD_CLOEXEC);
-    if (tar_fd < 0)
-        return cordon_error_set(err, CORDON_E_IO, errno, "observe: memfd for the observer tar failed: %s",
-                                strerror(errno));
-    bin_fd = open(observer, O_RDONLY | O_CLOEXEC);
-    if (bin_fd < 0 || fstat(bin_fd, &st) != 0) {
-        rc = cordon_error_set(err, CORDON_E_NOT_FOUND, errno, "observe: observer %s: %s", observer,
-                              strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > OBSERVER_MAX_BYTES) {
-        rc = cordon_error_set(err, CORDON_E_INVALID, 0,
-                              "observe: observer %s must be a regular file of at most %u bytes", observer,
-                              OBSERVER_MAX_BYTES);
-        goto out;
-    }
-    if ((rc = cordon_tar_writer_open(tar_fd, &w, err)) < 0 ||
-        (rc = cordon_tar_writer_add_dir(w, ".cordon", 0755, err)) < 0 ||
-        (rc = cordon_tar_writer_add_fd(w, ".cordon/cordon-observe", bin_fd, (uint64_t)st.st_size, 0755, err)) < 0)
-        goto out;
-    rc = cordon_tar_writer_close(w, err);
-    w = NULL;
-    if (rc < 0)
-        goto out;
-    if (lseek(tar_fd, 0, SEEK_SET) != 0) {
-        rc = cordon_error_set(err, CORDON_E_IO, errno, "observe: rewinding the observer tar failed: %s",
-                              strerror(errno));
-        goto out;
-    }
-    *ret_fd = tar_fd;
-    tar_fd = -1;
-    rc = 0;
-out:
-    cordon_tar_writer_free(w);
-    if (bin_fd >= 0)
-        close(bin_fd);
-    if (tar_fd >= 0)
-        close(tar_fd);
     return rc;
 }
 
@@ -800,7 +609,8 @@ int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json, 
         goto out;
     }
     if ((rc = host_namespaces(ns, ns_arg, sizeof(ns_arg), err)) < 0 ||
-        (rc = random_hex(pid_token, 16, err)) < 0 || (rc = random_hex(exec_hex, 12, err)) < 0 ||
+        (rc = cordon__observe_random_hex(pid_token, 16, err)) < 0 ||
+        (rc = cordon__observe_random_hex(exec_hex, 12, err)) < 0 ||
         (rc = canary_file_create(canary_dir, sizeof(canary_dir), canary_path, sizeof(canary_path), token,
                                  err)) < 0 ||
         (rc = canary_start(opts->host->observer_path, pid_token, &canary, err)) < 0)
@@ -836,11 +646,11 @@ int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json, 
     /* (c) copy the observer in: under the caller's name as an ordinary
      * file, or as the provider-facing .cordon/cordon-observe. */
     if (observer_name_of(opts) != NULL) {
-        if ((rc = observer_land_as(opts, state, opts->observer_name, err)) < 0)
+        if ((rc = cordon__observer_land_as(opts, state, opts->observer_name, err)) < 0)
             goto out;
         snprintf(observer_argv0, sizeof(observer_argv0), "./%s", opts->observer_name);
     } else {
-        if ((rc = observer_tar(opts->host->observer_path, &tar_fd, err)) < 0)
+        if ((rc = cordon__observer_tar(opts->host->observer_path, &tar_fd, err)) < 0)
             goto out;
         rc = opts->provider->import_tar(opts->resource, state, "", tar_fd, &perr);
         if (rc < 0) {

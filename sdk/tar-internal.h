@@ -1,9 +1,10 @@
 /*
  * What the sdk's tar files share, and nothing else uses: sdk/tar.c
- * (extraction, the workspace imports), sdk/tar-create.c (streams from a
- * tree and from memory), sdk/tar-filter.c (a stream checked on its way
- * through) and sdk/tar-rewrite.c. Private to libcordon-sdk (hidden, in no
- * installed header).
+ * (extraction, the workspace imports), sdk/tar-check.c (the checks on one
+ * header), sdk/tar-create.c (streams from a tree and from memory),
+ * sdk/tar-filter.c (a stream checked on its way through), sdk/tar-rewrite.c (streams rewritten for a mechanism that
+ * writes them as root) and sdk/tar-export.c (a mechanism's export
+ * rewritten). Private to libcordon-sdk (hidden, in no installed header).
  */
 #ifndef CORDON_SDK_TAR_INTERNAL_H
 #define CORDON_SDK_TAR_INTERNAL_H
@@ -12,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <cordon/error.h>
 #include <cordon/sdk/fs.h>
@@ -32,6 +34,12 @@ int cordon__tar_reader_open(int fd, struct archive **ret_a, struct cordon_error 
 
 /* ---- sdk/tar.c ---------------------------------------------------------- */
 
+/* Read what follows the end blocks (at most 1 MiB, CORDON__TAR_CHUNK at a
+ * time into chunk) so that a writer on a pipe can finish. */
+void cordon__tar_drain(int fd, char *chunk);
+
+/* ---- sdk/tar-check.c ---------------------------------------------------- */
+
 /*
  * The checks of cordon/sdk/tar.h on one header, shared by extraction and
  * cordon_tar_filter_fd so that both refuse exactly the same streams: the
@@ -42,9 +50,13 @@ int cordon__tar_reader_open(int fd, struct archive **ret_a, struct cordon_error 
 int cordon__tar_entry_check(struct archive_entry *entry, unsigned flags, uint64_t max_bytes,
                             uint64_t max_entries, struct cordon_tar_stats *stats,
                             char **ret_name, struct cordon_error *err);
-/* Read what follows the end blocks (at most 1 MiB, CORDON__TAR_CHUNK at a
- * time into chunk) so that a writer on a pipe can finish. */
-void cordon__tar_drain(int fd, char *chunk);
+/* Any stored form of a link name marks a hardlink, whatever the locale can convert. */
+bool cordon__tar_is_hardlink(struct archive_entry *entry);
+/* A hardlink of a root filesystem names an earlier entry of the stream: its
+ * target must be a normalised relative name. ret_target (optional) gets the
+ * normalised name, freed by the caller. */
+int cordon__tar_check_hardlink_target(struct archive_entry *entry, const char *name,
+                                      char **ret_target, struct cordon_error *err);
 
 /* ---- sdk/tar-create.c ----------------------------------------------------- */
 
@@ -68,5 +80,30 @@ int cordon__tar_sink_close(struct cordon__tar_sink *sink, bool ok, struct cordon
 /* archive_write_header, its failure named by path. */
 int cordon__tar_write_header(struct archive *a, struct archive_entry *entry, const char *path,
                              struct cordon_error *err);
+
+/* ---- sdk/tar-rewrite.c ---------------------------------------------------- */
+
+/* CORDON_E_NOMEM: "WHAT: out of memory". */
+int cordon__tar_nomem(struct cordon_error *err, const char *what);
+/* A pax writer on fd, as the sdk's own writer: long names and numeric
+ * owners survive. */
+int cordon__tar_rewriter_open(int fd, struct archive **ret, struct cordon_error *err);
+/* Finish with the end blocks when ok; otherwise leave the stream cut off,
+ * so that it cannot pass for a complete one. Frees w (NULL: nothing). */
+int cordon__tar_rewriter_close(struct archive *w, bool ok, struct cordon_error *err);
+/*
+ * A fresh header of type and owner/mode (nothing of from's travels but
+ * its mtime and symlink target), then for a file exactly the size from
+ * claims, read from rd through chunk (CORDON__TAR_CHUNK bytes).
+ */
+int cordon__tar_write_entry(struct archive *w, const char *name, mode_t type, mode_t perm,
+                            uid_t uid, gid_t gid, struct archive_entry *from, struct archive *rd,
+                            char *chunk, struct cordon_error *err);
+/* The entry's name, whatever form the stream stored it in. */
+const char *cordon__tar_entry_name(struct archive_entry *e);
+/* Any stored form of a link name marks a hardlink. */
+bool cordon__tar_entry_is_hardlink(struct archive_entry *e);
+/* CORDON_E_UNSAFE for a device node, FIFO, socket or other type. */
+int cordon__tar_refuse_type(const char *name, mode_t type, struct cordon_error *err);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * sdk: rewriting tar streams for a mechanism that writes them itself, as
  * root (cordon/sdk/tar.h: cordon_tar_filter_workspace_fd,
- * cordon_tar_export_rewrite_fd, cordon_tar_dirs_fd).
+ * cordon_tar_dirs_fd, cordon_files_tar_workspace_fd), and the writing of
+ * entries that the export's rewrite (sdk/tar-export.c) shares.
  *
  * Import: the stream is checked whole by cordon_tar_filter_fd first, then
  * every entry is written again under the destination with the owners of
@@ -11,10 +12,6 @@
  * import_files for such a mechanism: the manifest checked whole, then the
  * files written as the same kind of stream, their bytes read from the
  * host's fd on the way, never spooled.
- * Export: the mechanism's archive of a directory is renamed relative to
- * it, narrowed to the paths asked for, and every hardlink becomes a
- * regular file of its own. Each entry is a fresh header: nothing of the
- * source's travels unless named here.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,11 +31,10 @@
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/tar.h>
 
-#define DATA_CHUNK (64u << 10)
 #define FILES_JSON_MAX (8u << 20)            /* as cordon_files_import_workspace */
 #define FILES_SIZE_MAX 9007199254740992.0    /* 2^53: exact in a double */
 
-static int nomem(struct cordon_error *err, const char *what)
+int cordon__tar_nomem(struct cordon_error *err, const char *what)
 {
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
 }
@@ -46,7 +42,7 @@ static int nomem(struct cordon_error *err, const char *what)
 /* ---- writing entries ------------------------------------------------------ */
 
 /* pax, like the sdk's writer: long names and numeric owners survive. */
-static int writer_open(int fd, struct archive **ret, struct cordon_error *err)
+int cordon__tar_rewriter_open(int fd, struct archive **ret, struct cordon_error *err)
 {
     struct archive *w;
     int r = cordon__archive_load(err);
@@ -55,7 +51,7 @@ static int writer_open(int fd, struct archive **ret, struct cordon_error *err)
         return r;
     w = archive_write_new();
     if (w == NULL)
-        return nomem(err, "tar stream");
+        return cordon__tar_nomem(err, "tar stream");
     if (archive_write_set_format_pax_restricted(w) != ARCHIVE_OK ||
         archive_write_set_bytes_in_last_block(w, 1) != ARCHIVE_OK ||
         archive_write_open_fd(w, fd) != ARCHIVE_OK) {
@@ -69,7 +65,7 @@ static int writer_open(int fd, struct archive **ret, struct cordon_error *err)
 
 /* Finish with the end blocks when ok; otherwise leave the stream cut off,
  * so that it cannot pass for a complete one. */
-static int writer_close(struct archive *w, bool ok, struct cordon_error *err)
+int cordon__tar_rewriter_close(struct archive *w, bool ok, struct cordon_error *err)
 {
     int r = 0;
 
@@ -84,16 +80,16 @@ static int writer_close(struct archive *w, bool ok, struct cordon_error *err)
 }
 
 /* A header of type and owner/mode, then (for a file) size bytes from rd. */
-static int write_entry(struct archive *w, const char *name, mode_t type, mode_t perm, uid_t uid,
-                       gid_t gid, struct archive_entry *from, struct archive *rd, char *chunk,
-                       struct cordon_error *err)
+int cordon__tar_write_entry(struct archive *w, const char *name, mode_t type, mode_t perm,
+                            uid_t uid, gid_t gid, struct archive_entry *from, struct archive *rd,
+                            char *chunk, struct cordon_error *err)
 {
     struct archive_entry *e = archive_entry_new();
     int64_t size = from != NULL && type == AE_IFREG ? archive_entry_size(from) : 0;
     int r = 0;
 
     if (e == NULL)
-        return nomem(err, "tar stream");
+        return cordon__tar_nomem(err, "tar stream");
     /* A fresh entry: nothing of the source's header travels unless named
      * here (no xattrs, no ACLs, no setuid bits, no user names). */
     archive_entry_set_pathname(e, name);
@@ -116,7 +112,7 @@ static int write_entry(struct archive *w, const char *name, mode_t type, mode_t 
     }
     /* Exactly the size the header promised, or the stream is broken. */
     while (size > 0) {
-        la_ssize_t n = archive_read_data(rd, chunk, DATA_CHUNK);
+        la_ssize_t n = archive_read_data(rd, chunk, CORDON__TAR_CHUNK);
 
         if (n < 0) {
             r = cordon__tar_fail(err, rd, "read data");
@@ -140,20 +136,20 @@ out:
 }
 
 /* The entry's name, whatever form the stream stored it in. */
-static const char *entry_name(struct archive_entry *e)
+const char *cordon__tar_entry_name(struct archive_entry *e)
 {
     const char *raw = archive_entry_pathname(e);
 
     return raw != NULL ? raw : archive_entry_pathname_utf8(e);
 }
 
-static bool entry_is_hardlink(struct archive_entry *e)
+bool cordon__tar_entry_is_hardlink(struct archive_entry *e)
 {
     return archive_entry_hardlink(e) != NULL || archive_entry_hardlink_utf8(e) != NULL ||
            archive_entry_hardlink_w(e) != NULL;
 }
 
-static int refuse_type(const char *name, mode_t type, struct cordon_error *err)
+int cordon__tar_refuse_type(const char *name, mode_t type, struct cordon_error *err)
 {
     const char *what = type == AE_IFCHR || type == AE_IFBLK ? "device nodes"
                        : type == AE_IFIFO                   ? "FIFOs"
@@ -205,7 +201,7 @@ static int dir_set_add(struct dir_set *set, char *path, struct cordon_error *err
         grown.slots = calloc(grown.cap, sizeof(*grown.slots));
         if (grown.slots == NULL) {
             free(path);
-            return nomem(err, "tar stream");
+            return cordon__tar_nomem(err, "tar stream");
         }
         for (i = 0; i < set->cap; i++) {
             size_t j;
@@ -279,10 +275,10 @@ static int importer_dir(struct importer *im, const char *full, mode_t perm,
     int r;
 
     if (copy == NULL)
-        return nomem(err, "tar stream");
+        return cordon__tar_nomem(err, "tar stream");
     entry_owner(im, src, from, &uid, &gid);
-    r = write_entry(im->w, full, AE_IFDIR, src ? perm & ~(mode_t)0222 : perm, uid, gid, from, NULL,
-                    NULL, err);
+    r = cordon__tar_write_entry(im->w, full, AE_IFDIR, src ? perm & ~(mode_t)0222 : perm, uid, gid,
+                                from, NULL, NULL, err);
     if (r < 0) {
         free(copy);
         return r;
@@ -297,7 +293,7 @@ static int importer_parents(struct importer *im, const char *full, struct cordon
     int r = 0;
 
     if (path == NULL)
-        return nomem(err, "tar stream");
+        return cordon__tar_nomem(err, "tar stream");
     for (slash = strchr(path, '/'); slash != NULL && r == 0; slash = strchr(slash + 1, '/')) {
         *slash = '\0';
         if (!dir_set_has(&im->dirs, path))
@@ -313,7 +309,7 @@ static int importer_parents(struct importer *im, const char *full, struct cordon
 static int import_entry(struct importer *im, struct archive *rd, struct archive_entry *e,
                         char *chunk, struct cordon_error *err)
 {
-    const char *name = entry_name(e);
+    const char *name = cordon__tar_entry_name(e);
     mode_t type = archive_entry_filetype(e), perm = archive_entry_perm(e);
     char *full = NULL;
     bool src;
@@ -323,7 +319,7 @@ static int import_entry(struct importer *im, struct archive *rd, struct archive_
     if (name == NULL || name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "./") == 0)
         return 0;
     if (asprintf(&full, "%s%s%s", im->prefix, im->prefix[0] ? "/" : "", name) < 0)
-        return nomem(err, "tar stream");
+        return cordon__tar_nomem(err, "tar stream");
     /* A trailing slash (directories) would make two names for one path. */
     if (full[0] != '\0' && full[strlen(full) - 1] == '/')
         full[strlen(full) - 1] = '\0';
@@ -339,7 +335,7 @@ static int import_entry(struct importer *im, struct archive *rd, struct archive_
                              "source/",
                              cordon_text_fit(name, 300), name);
     } else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
-        r = refuse_type(name, type, err);
+        r = cordon__tar_refuse_type(name, type, err);
     } else {
         uid_t uid;
         gid_t gid;
@@ -350,8 +346,8 @@ static int import_entry(struct importer *im, struct archive *rd, struct archive_
         if (r == 0 && type == AE_IFDIR)
             r = importer_dir(im, full, perm, e, err);
         else if (r == 0)
-            r = write_entry(im->w, full, type, src ? perm & ~(mode_t)0222 : perm, uid, gid, e, rd,
-                            chunk, err);
+            r = cordon__tar_write_entry(im->w, full, type, src ? perm & ~(mode_t)0222 : perm, uid,
+                                        gid, e, rd, chunk, err);
     }
     free(full);
     return r;
@@ -365,7 +361,7 @@ int cordon_tar_filter_workspace_fd(int in_fd, int checked_fd, int out_fd, const 
     struct importer im = { .prefix = dest, .owner = owner };
     struct archive *rd = NULL;
     struct archive_entry *e;
-    char *chunk = malloc(DATA_CHUNK);
+    char *chunk = malloc(CORDON__TAR_CHUNK);
     unsigned flags = CORDON_TAR_ALLOW_SYMLINKS;
     int r;
 
@@ -375,7 +371,7 @@ int cordon_tar_filter_workspace_fd(int in_fd, int checked_fd, int out_fd, const 
         goto out;
     }
     if (chunk == NULL) {
-        r = nomem(err, "tar stream");
+        r = cordon__tar_nomem(err, "tar stream");
         goto out;
     }
     /* The checks are the sdk's, the same as every extraction's; a
@@ -388,7 +384,7 @@ int cordon_tar_filter_workspace_fd(int in_fd, int checked_fd, int out_fd, const 
     if (r == 0)
         r = cordon__tar_reader_open(checked_fd, &rd, err);
     if (r == 0)
-        r = writer_open(out_fd, &im.w, err);
+        r = cordon__tar_rewriter_open(out_fd, &im.w, err);
     if (r < 0)
         goto out;
     /* The destination exists after an import, even of an empty stream. */
@@ -414,7 +410,7 @@ int cordon_tar_filter_workspace_fd(int in_fd, int checked_fd, int out_fd, const 
     }
 out:
     if (im.w != NULL) {
-        int c = writer_close(im.w, r == 0, err);
+        int c = cordon__tar_rewriter_close(im.w, r == 0, err);
 
         if (r == 0)
             r = c;
@@ -434,11 +430,12 @@ int cordon_tar_dirs_fd(int out_fd, const char *const *paths, const uid_t *uids, 
 
     if (out_fd < 0 || (n > 0 && (paths == NULL || uids == NULL || gids == NULL || modes == NULL)))
         return cordon_error_set(err, CORDON_E_INVALID, 0, "tar stream: an fd and n of each are required");
-    r = writer_open(out_fd, &w, err);
+    r = cordon__tar_rewriter_open(out_fd, &w, err);
     for (size_t i = 0; r == 0 && i < n; i++)
-        r = write_entry(w, paths[i], AE_IFDIR, modes[i], uids[i], gids[i], NULL, NULL, NULL, err);
+        r = cordon__tar_write_entry(w, paths[i], AE_IFDIR, modes[i], uids[i], gids[i], NULL, NULL,
+                                    NULL, err);
     if (w != NULL) {
-        int c = writer_close(w, r == 0, err);
+        int c = cordon__tar_rewriter_close(w, r == 0, err);
 
         if (r == 0)
             r = c;
@@ -457,7 +454,7 @@ static int write_file_fd(struct archive *w, const char *name, mode_t perm, uid_t
     int r = 0;
 
     if (e == NULL)
-        return nomem(err, "tar stream");
+        return cordon__tar_nomem(err, "tar stream");
     archive_entry_set_pathname(e, name);
     archive_entry_set_filetype(e, AE_IFREG);
     archive_entry_set_perm(e, perm & 0777);
@@ -470,7 +467,8 @@ static int write_file_fd(struct archive *w, const char *name, mode_t perm, uid_t
         goto out;
     }
     while (left > 0) {
-        ssize_t n = read(data_fd, chunk, left < DATA_CHUNK ? (size_t)left : DATA_CHUNK);
+        ssize_t n = read(data_fd, chunk,
+                         left < CORDON__TAR_CHUNK ? (size_t)left : CORDON__TAR_CHUNK);
 
         if (n < 0 && errno == EINTR)
             continue;
@@ -539,7 +537,7 @@ static int manifest_read(const char *files_json, const char *dest, uint64_t max_
     m->sizes = calloc(count + 1, sizeof(*m->sizes));
     m->modes = calloc(count + 1, sizeof(*m->modes));
     if (m->names == NULL || m->sizes == NULL || m->modes == NULL) {
-        r = nomem(err, "files");
+        r = cordon__tar_nomem(err, "files");
         goto out;
     }
     cJSON_ArrayForEach(f, files) {
@@ -587,7 +585,7 @@ static int manifest_read(const char *files_json, const char *dest, uint64_t max_
         if (asprintf(&m->names[i], "%s%s%s", dest, dest[0] ? "/" : "", name) < 0) {
             m->names[i] = NULL;
             free(name);
-            r = nomem(err, "files");
+            r = cordon__tar_nomem(err, "files");
             goto out;
         }
         free(name);
@@ -639,12 +637,12 @@ int cordon_files_tar_workspace_fd(const char *files_json, int data_fd, int out_f
         }
     }
     im.prefix = norm;
-    chunk = malloc(DATA_CHUNK);
+    chunk = malloc(CORDON__TAR_CHUNK);
     if (chunk == NULL) {
-        r = nomem(err, "files");
+        r = cordon__tar_nomem(err, "files");
         goto out;
     }
-    r = writer_open(out_fd, &im.w, err);
+    r = cordon__tar_rewriter_open(out_fd, &im.w, err);
     /* The destination exists after an import, even of no file. */
     if (r == 0 && norm[0] != '\0') {
         r = importer_parents(&im, norm, err);
@@ -675,7 +673,7 @@ int cordon_files_tar_workspace_fd(const char *files_json, int data_fd, int out_f
     }
 out:
     if (im.w != NULL) {
-        int c = writer_close(im.w, r == 0, err);
+        int c = cordon__tar_rewriter_close(im.w, r == 0, err);
 
         if (r == 0)
             r = c;
@@ -684,397 +682,5 @@ out:
     manifest_clear(&m);
     free(chunk);
     free(norm);
-    return r;
-}
-
-/* ---- export ---------------------------------------------------------------- */
-
-struct exporter {
-    const char *root;
-    size_t root_len;
-    const struct cordon_tar_limits *limits;
-    struct archive *w;
-    bool root_seen;
-    /* export_files: only these workspace-relative names, named so (NULL:
-     * everything below root, named relative to it). workspace_root: root is
-     * the daemon's "workspace" (names are relative to it), else root is a
-     * top-level name of the workspace (names are the daemon's own). */
-    const char *const *only;
-    size_t n_only;
-    bool workspace_root;
-    uint64_t entries, bytes;
-    /* Hardlinks seen, written as regular files once their targets are read. */
-    struct export_link *links;
-    size_t nlinks, links_cap;
-};
-
-/* A second name of a file: written with the content of target, its first
- * name in the stream, as a regular file of its own. */
-struct export_link {
-    char *rel;                 /* the name to write, relative to the root */
-    char *target;              /* the target's normalised name in the daemon's stream */
-    mode_t perm;
-    uid_t uid;
-    gid_t gid;
-    bool done;
-};
-
-static void export_links_clear(struct exporter *ex)
-{
-    for (size_t i = 0; i < ex->nlinks; i++) {
-        free(ex->links[i].rel);
-        free(ex->links[i].target);
-    }
-    free(ex->links);
-    ex->links = NULL;
-    ex->nlinks = ex->links_cap = 0;
-}
-
-/* Remember the hardlink e (named rel), to be written in the second pass. */
-static int export_link_add(struct exporter *ex, struct archive_entry *e, const char *rel,
-                           struct cordon_error *err)
-{
-    const char *raw = archive_entry_hardlink(e);
-    struct export_link *l;
-    char *target = NULL;
-    int r;
-
-    if (raw == NULL)
-        raw = archive_entry_hardlink_utf8(e);
-    if (raw == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "export entry \"%.*s\": the hardlink target cannot be read",
-                                cordon_text_fit(rel, 300), rel);
-    r = cordon_path_normalize_dir("export hardlink target", raw, &target, err);
-    if (r < 0)
-        return r;
-    /* Bounded: every link counted against the entry limit already. */
-    if (ex->nlinks == ex->links_cap) {
-        size_t cap = ex->links_cap != 0 ? ex->links_cap * 2 : 16;
-        struct export_link *grown = realloc(ex->links, cap * sizeof(*grown));
-
-        if (grown == NULL) {
-            free(target);
-            return nomem(err, "export");
-        }
-        ex->links = grown;
-        ex->links_cap = cap;
-    }
-    l = &ex->links[ex->nlinks];
-    memset(l, 0, sizeof(*l));
-    l->rel = strdup(rel);
-    if (l->rel == NULL) {
-        free(target);
-        return nomem(err, "export");
-    }
-    l->target = target;
-    l->perm = archive_entry_perm(e);
-    l->uid = archive_entry_uid(e);
-    l->gid = archive_entry_gid(e);
-    ex->nlinks++;
-    return 0;
-}
-
-/* Whether export_files asked for the workspace-relative name. */
-static bool wanted(const struct exporter *ex, const char *name)
-{
-    for (size_t i = 0; i < ex->n_only; i++)
-        if (strcmp(ex->only[i], name) == 0)
-            return true;
-    return false;
-}
-
-static int export_entry(struct exporter *ex, struct archive *rd, struct archive_entry *e,
-                        char *chunk, struct cordon_error *err)
-{
-    const char *raw = entry_name(e), *rel;
-    mode_t type = archive_entry_filetype(e);
-    char *name = NULL;
-    int r;
-
-    if (raw == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "export: an entry's name cannot be read");
-    r = cordon_path_normalize_dir("export entry", raw, &name, err);
-    if (r < 0)
-        return r;
-    /* The daemon names entries after the directory asked for: strip it. */
-    if (strcmp(name, ex->root) == 0) {
-        if (type != AE_IFDIR)
-            r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                 "src: \"%.*s\" is %s in the workspace, not a directory",
-                                 cordon_text_fit(name, 300), name,
-                                 type == AE_IFLNK ? "a symbolic link" : "not a directory");
-        ex->root_seen = true;
-        /* export_files of a top-level directory itself: an entry of its own. */
-        if (r == 0 && ex->only != NULL && !ex->workspace_root && wanted(ex, name))
-            r = write_entry(ex->w, name, AE_IFDIR, archive_entry_perm(e), archive_entry_uid(e),
-                            archive_entry_gid(e), e, rd, chunk, err);
-        goto out;
-    }
-    if (!cordon_path_is_under(name, ex->root))
-        goto out;
-    rel = name + ex->root_len + (ex->root_len > 0);
-    /* export_files: what was not asked for is neither counted nor read. */
-    if (ex->only != NULL) {
-        if (!ex->workspace_root)
-            rel = name;
-        if (!wanted(ex, rel))
-            goto out;
-    }
-    if (++ex->entries > ex->limits->max_entries) {
-        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                             "export: more than the limit of %" PRIu64 " entries",
-                             ex->limits->max_entries);
-        goto out;
-    }
-    /* Every provider exports each name of a file as a regular file of its
-     * own: the content comes in the second pass, from the target's entry. */
-    if (entry_is_hardlink(e)) {
-        r = export_link_add(ex, e, rel, err);
-        goto out;
-    }
-    if (type == AE_IFREG) {
-        int64_t size = archive_entry_size(e);
-
-        if (size < 0 || (uint64_t)size > ex->limits->max_bytes - ex->bytes) {
-            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                 "export entry \"%.*s\": the total passes the limit of %" PRIu64
-                                 " bytes",
-                                 cordon_text_fit(rel, 300), rel, ex->limits->max_bytes);
-            goto out;
-        }
-        ex->bytes += (uint64_t)size;
-    } else if (type != AE_IFDIR && type != AE_IFLNK) {
-        r = refuse_type(rel, type, err);
-        goto out;
-    }
-    /* Only permission bits travel: setuid and friends would be refused on the way in. */
-    r = write_entry(ex->w, rel, type, archive_entry_perm(e), archive_entry_uid(e),
-                    archive_entry_gid(e), e, rd, chunk, err);
-out:
-    free(name);
-    return r;
-}
-
-/* The content of entry e, read from rd into a memfd (size bytes); rewound. */
-static int copy_data(struct archive *rd, const char *name, int64_t size, char *chunk, int *ret_fd,
-                     struct cordon_error *err)
-{
-    int fd = memfd_create("cordon-docker-link", MFD_CLOEXEC), r = 0;
-
-    if (fd < 0)
-        return cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s", strerror(errno));
-    while (size > 0) {
-        la_ssize_t n = archive_read_data(rd, chunk, DATA_CHUNK);
-
-        if (n < 0) {
-            r = cordon__tar_fail(err, rd, "read data");
-            goto out;
-        }
-        if (n == 0 || n > size) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "tar entry \"%.*s\": the data does not match its size",
-                                 cordon_text_fit(name, 300), name);
-            goto out;
-        }
-        for (la_ssize_t done = 0; done < n;) {
-            ssize_t w = write(fd, chunk + done, (size_t)(n - done));
-
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                r = cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s",
-                                     strerror(errno));
-                goto out;
-            }
-            done += w;
-        }
-        size -= n;
-    }
-    if (lseek(fd, 0, SEEK_SET) != 0)
-        r = cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s", strerror(errno));
-out:
-    if (r < 0) {
-        close(fd);
-        return r;
-    }
-    *ret_fd = fd;
-    return 0;
-}
-
-/* One link written as a regular file: the target's header fields but the
- * link's own name, mode and owners, then size bytes from data_fd. */
-static int write_link(struct exporter *ex, const struct export_link *l, struct archive_entry *from,
-                      int data_fd, int64_t size, char *chunk, struct cordon_error *err)
-{
-    struct archive_entry *e = archive_entry_new();
-    int r = 0;
-
-    if (e == NULL)
-        return nomem(err, "tar stream");
-    if ((uint64_t)size > ex->limits->max_bytes - ex->bytes) {
-        r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                             "export entry \"%.*s\": the total passes the limit of %" PRIu64
-                             " bytes", cordon_text_fit(l->rel, 300), l->rel, ex->limits->max_bytes);
-        goto out;
-    }
-    ex->bytes += (uint64_t)size;
-    archive_entry_set_pathname(e, l->rel);
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, l->perm & 0777);
-    archive_entry_set_uid(e, l->uid);
-    archive_entry_set_gid(e, l->gid);
-    if (archive_entry_mtime_is_set(from))
-        archive_entry_set_mtime(e, archive_entry_mtime(from), archive_entry_mtime_nsec(from));
-    else
-        archive_entry_set_mtime(e, time(NULL), 0);
-    archive_entry_set_size(e, size);
-    if (archive_write_header(ex->w, e) < ARCHIVE_WARN) {
-        r = cordon__tar_fail(err, ex->w, "write header");
-        goto out;
-    }
-    if (lseek(data_fd, 0, SEEK_SET) != 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s", strerror(errno));
-        goto out;
-    }
-    while (size > 0) {
-        ssize_t n = read(data_fd, chunk, size < DATA_CHUNK ? (size_t)size : DATA_CHUNK);
-
-        if (n <= 0) {
-            r = cordon_error_set(err, CORDON_E_IO, n < 0 ? errno : 0,
-                                 "export: memfd: %s", n < 0 ? strerror(errno) : "short read");
-            goto out;
-        }
-        if (archive_write_data(ex->w, chunk, (size_t)n) != n) {
-            r = cordon__tar_fail(err, ex->w, "write data");
-            goto out;
-        }
-        size -= n;
-    }
-out:
-    archive_entry_free(e);
-    return r;
-}
-
-/*
- * The second pass, when the first saw hardlinks: read the stream again and,
- * at each regular file that is a link's target, write every link to it as
- * a regular file with its content. A tar names a link's target before the
- * link, so every target is in the stream; one that is not is refused.
- */
-static int export_links(struct exporter *ex, int in_fd, char *chunk, struct cordon_error *err)
-{
-    struct archive *rd = NULL;
-    struct archive_entry *e;
-    size_t left = ex->nlinks;
-    int r;
-
-    if (lseek(in_fd, 0, SEEK_SET) != 0)
-        return cordon_error_set(err, CORDON_E_IO, errno, "export: spool: %s", strerror(errno));
-    r = cordon__tar_reader_open(in_fd, &rd, err);
-    while (r == 0 && left > 0) {
-        int ar = archive_read_next_header(rd, &e), data_fd = -1;
-        const char *raw;
-        char *name = NULL;
-
-        if (ar == ARCHIVE_EOF)
-            break;
-        if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
-            r = cordon__tar_fail(err, rd, "read header");
-            break;
-        }
-        raw = entry_name(e);
-        if (raw == NULL || archive_entry_filetype(e) != AE_IFREG || entry_is_hardlink(e) ||
-            cordon_path_normalize_dir("export entry", raw, &name, NULL) < 0) {
-            free(name);
-            continue;
-        }
-        for (size_t i = 0; r == 0 && i < ex->nlinks; i++) {
-            struct export_link *l = &ex->links[i];
-
-            if (l->done || strcmp(l->target, name) != 0)
-                continue;
-            if (data_fd < 0)
-                r = copy_data(rd, name, archive_entry_size(e), chunk, &data_fd, err);
-            if (r == 0)
-                r = write_link(ex, l, e, data_fd, archive_entry_size(e), chunk, err);
-            l->done = true;
-            left--;
-        }
-        if (data_fd >= 0)
-            close(data_fd);
-        free(name);
-    }
-    for (size_t i = 0; r == 0 && i < ex->nlinks; i++)
-        if (!ex->links[i].done)
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "export entry \"%.*s\": its hardlink target \"%.*s\" is not "
-                                 "a regular file of the archive",
-                                 cordon_text_fit(ex->links[i].rel, 200), ex->links[i].rel,
-                                 cordon_text_fit(ex->links[i].target, 200), ex->links[i].target);
-    if (rd != NULL)
-        archive_read_free(rd);
-    return r;
-}
-
-int cordon_tar_export_rewrite_fd(int in_fd, int out_fd, const struct cordon_tar_export *opts,
-                                 struct cordon_error *err)
-{
-    struct cordon_tar_limits limits = { 0 };
-    struct exporter ex = { .limits = &limits };
-    struct archive *rd = NULL;
-    struct archive_entry *e;
-    char *chunk = malloc(DATA_CHUNK);
-    int r;
-
-    if (out_fd < 0 || opts == NULL || opts->struct_size < sizeof(*opts) || opts->root == NULL ||
-        (opts->paths == NULL && opts->n_paths > 0)) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                             "export: out_fd and options with a root are required");
-        goto out;
-    }
-    ex.root = opts->root;
-    ex.root_len = strlen(opts->root);
-    ex.only = opts->paths;
-    ex.n_only = opts->paths != NULL ? opts->n_paths : 0;
-    ex.workspace_root = opts->paths_from_root;
-    limits.max_bytes = opts->max_bytes;
-    limits.max_entries = opts->max_entries;
-    if (chunk == NULL) {
-        r = nomem(err, "export");
-        goto out;
-    }
-    /* in_fd < 0: nothing to read, an empty stream (export_files of paths
-     * that are all missing). */
-    r = in_fd >= 0 ? cordon__tar_reader_open(in_fd, &rd, err) : 0;
-    if (r == 0)
-        r = writer_open(out_fd, &ex.w, err);
-    while (r == 0 && rd != NULL) {
-        int ar = archive_read_next_header(rd, &e);
-
-        if (ar == ARCHIVE_EOF)
-            break;
-        if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
-            r = cordon__tar_fail(err, rd, "read header");
-            break;
-        }
-        r = export_entry(&ex, rd, e, chunk, err);
-    }
-    if (r == 0 && !ex.root_seen && ex.only == NULL)
-        r = cordon_error_set(err, CORDON_E_NOT_FOUND, 0, "src: \"%s\" is not in the workspace",
-                             ex.root);
-    if (r == 0 && ex.nlinks > 0)
-        r = export_links(&ex, in_fd, chunk, err);
-out:
-    export_links_clear(&ex);
-    if (ex.w != NULL) {
-        int c = writer_close(ex.w, r == 0, err);
-
-        if (r == 0)
-            r = c;
-    }
-    if (rd != NULL)
-        archive_read_free(rd);
-    free(chunk);
     return r;
 }

@@ -1,0 +1,31 @@
+/*
+ * What the sdk's host file work shares, and nothing else uses: sdk/fs.c
+ * (opening, reading, writing and copying beneath a directory fd) and
+ * sdk/fs-remove.c (removing a tree). Private to libcordon-sdk (hidden, in
+ * no installed header).
+ */
+#ifndef CORDON_SDK_FS_INTERNAL_H
+#define CORDON_SDK_FS_INTERNAL_H
+
+#include <sys/types.h>
+
+#include <cordon/error.h>
+
+/* Fresh names tried before giving up. */
+#define CORDON__FS_TEMP_TRIES 16
+
+/* ---- sdk/fs.c ------------------------------------------------------------ */
+
+/* The error of a failed system call on rel; ELOOP and EXDEV come from the resolve flags. */
+int cordon__fs_fail(struct cordon_error *err, int e, const char *rel, const char *what);
+/* Absolute paths and ".." are refused before the kernel sees them. */
+int cordon__fs_check_rel(const char *rel, struct cordon_error *err);
+/* Open rel (already checked) beneath dirfd, never through a link. Returns an fd or -errno. */
+int cordon__fs_open_raw(int dirfd, const char *rel, int flags, mode_t mode);
+/* Split rel into its parent ("." when none) and its last component, both
+ * malloc'd. Trailing slashes are ignored; a rel that names no entry is
+ * CORDON_E_INVALID. */
+int cordon__fs_split_parent(const char *rel, char **ret_parent, char **ret_base,
+                            struct cordon_error *err);
+
+#endif

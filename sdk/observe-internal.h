@@ -1,0 +1,31 @@
+/*
+ * sdk (internal): what the files of one observation share, and nothing
+ * else uses: sdk/observe.c (cordon_observe_run: the host's view, the
+ * provider driven, the result assembled) and sdk/observe-land.c (the
+ * observer landed in the sandbox). Private to libcordon-sdk (hidden, in no
+ * installed header).
+ */
+#ifndef CORDON_SDK_OBSERVE_INTERNAL_H
+#define CORDON_SDK_OBSERVE_INTERNAL_H
+
+#include <stddef.h>
+
+#include <cordon/error.h>
+#include <cordon/sdk/observe.h>
+
+/* ---- sdk/observe.c ------------------------------------------------------- */
+
+/* 2 * nbytes hex digits of getrandom and a NUL into out; nbytes at most 32. */
+int cordon__observe_random_hex(char *out, size_t nbytes, struct cordon_error *err);
+
+/* ---- sdk/observe-land.c -------------------------------------------------- */
+
+/* Land the observer as one ordinary file, name, at the workspace root:
+ * through import_files when the provider has it, else import_tar. */
+int cordon__observer_land_as(const struct cordon_observe_opts *opts, const char *state, const char *name,
+                             struct cordon_error *err);
+/* A tar stream in a memfd (*ret_fd, rewound) holding .cordon/ and
+ * .cordon/cordon-observe. */
+int cordon__observer_tar(const char *observer, int *ret_fd, struct cordon_error *err);
+
+#endif
