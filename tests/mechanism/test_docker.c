@@ -1504,6 +1504,7 @@ ParameterizedTestParameters(docker, bad_config_is_refused_naming_the_key)
           "malformed" },
         { "root as the user", "{\"user\": \"0:0\"}", "must not be root" },
         { "a named user", "{\"user\": \"nobody\"}", "UID:GID" },
+        { "a user of the uid pool", "{\"user\": \"1879048200:1879048200\"}", "is the uid pool" },
         { "a relative socket", "{\"socket\": \"docker.sock\"}", "absolute" },
         { "a runtime with a slash", "{\"runtime\": \"../runc\"}", "config.runtime" },
         { "allow_unpinned not a boolean", "{\"allow_unpinned\": \"yes\"}", "true or false" },

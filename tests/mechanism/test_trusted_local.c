@@ -470,6 +470,7 @@ static const struct config_case config_cases[] = {
     { "{\"root\": \"@\", \"allow_unsafe_local\": true, \"run_as\": \"65532\"}", CORDON_E_INVALID },
     { "{\"root\": \"@\", \"allow_unsafe_local\": true, \"run_as\": \"0:0\"}", CORDON_E_INVALID },
     { "{\"root\": \"@\", \"allow_unsafe_local\": true, \"run_as\": \"a:b\"}", CORDON_E_INVALID },
+    { "{\"root\": \"@\", \"allow_unsafe_local\": true, \"run_as\": \"1879048200:1879048200\"}", CORDON_E_INVALID },
     { "{\"root\": \"@\", \"allow_unsafe_local\": true, \"seccomp\": \"yes\"}", CORDON_E_INVALID },
     { "[\"@\"]", CORDON_E_INVALID },
     { "{\"root\": \"@\",", CORDON_E_INVALID },
