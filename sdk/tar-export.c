@@ -197,29 +197,13 @@ static int copy_data(struct archive *rd, const char *name, int64_t size, char *c
     if (fd < 0)
         return cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s", strerror(errno));
     while (size > 0) {
-        la_ssize_t n = archive_read_data(rd, chunk, CORDON__TAR_CHUNK);
+        la_ssize_t n;
 
-        if (n < 0) {
-            r = cordon__tar_fail(err, rd, "read data");
+        if ((r = cordon__tar_read_chunk(rd, name, size, chunk, &n, err)) < 0)
             goto out;
-        }
-        if (n == 0 || n > size) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "tar entry \"%.*s\": the data does not match its size",
-                                 cordon_text_fit(name, 300), name);
+        if ((r = cordon_fs_write_all(fd, chunk, (size_t)n)) < 0) {
+            r = cordon_error_set(err, CORDON_E_IO, -r, "export: memfd: %s", strerror(-r));
             goto out;
-        }
-        for (la_ssize_t done = 0; done < n;) {
-            ssize_t w = write(fd, chunk + done, (size_t)(n - done));
-
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                r = cordon_error_set(err, CORDON_E_IO, errno, "export: memfd: %s",
-                                     strerror(errno));
-                goto out;
-            }
-            done += w;
         }
         size -= n;
     }

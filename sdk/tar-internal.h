@@ -27,6 +27,11 @@
 /* libarchive's error on a as a cordon error: "tar stream: WHAT: MSG";
  * ENOMEM is NOMEM, a real errno from the fd is IO, a format error INVALID. */
 int cordon__tar_fail(struct cordon_error *err, struct archive *a, const char *what);
+/* The next chunk of entry name's data from rd into chunk (CORDON__TAR_CHUNK
+ * bytes), size bytes still promised by its header: *ret_n is 1..size, or
+ * the refusal "the data does not match its size". */
+int cordon__tar_read_chunk(struct archive *rd, const char *name, int64_t size, char *chunk,
+                           la_ssize_t *ret_n, struct cordon_error *err);
 
 /* A reader of plain tar (ustar, pax, GNU) on fd: no compression; an empty
  * stream is no entries. Loads libarchive on first use. */

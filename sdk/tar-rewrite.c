@@ -112,18 +112,10 @@ int cordon__tar_write_entry(struct archive *w, const char *name, mode_t type, mo
     }
     /* Exactly the size the header promised, or the stream is broken. */
     while (size > 0) {
-        la_ssize_t n = archive_read_data(rd, chunk, CORDON__TAR_CHUNK);
+        la_ssize_t n;
 
-        if (n < 0) {
-            r = cordon__tar_fail(err, rd, "read data");
+        if ((r = cordon__tar_read_chunk(rd, name, size, chunk, &n, err)) < 0)
             goto out;
-        }
-        if (n == 0 || n > size) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "tar entry \"%.*s\": the data does not match its size",
-                                 cordon_text_fit(name, 300), name);
-            goto out;
-        }
         if (archive_write_data(w, chunk, (size_t)n) != n) {
             r = cordon__tar_fail(err, w, "write data");
             goto out;

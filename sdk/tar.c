@@ -39,6 +39,21 @@ int cordon__tar_fail(struct cordon_error *err, struct archive *a, const char *wh
                             msg != NULL ? msg : "unknown error");
 }
 
+int cordon__tar_read_chunk(struct archive *rd, const char *name, int64_t size, char *chunk,
+                           la_ssize_t *ret_n, struct cordon_error *err)
+{
+    la_ssize_t n = archive_read_data(rd, chunk, CORDON__TAR_CHUNK);
+
+    if (n < 0)
+        return cordon__tar_fail(err, rd, "read data");
+    if (n == 0 || n > size)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "tar entry \"%.*s\": the data does not match its size",
+                                cordon_text_fit(name, 300), name);
+    *ret_n = n;
+    return 0;
+}
+
 /* Re-issue an error from sdk/fs.h with the entry it concerns in front. */
 static int entry_fail(struct cordon_error *err, const char *entry, const struct cordon_error *in)
 {
