@@ -220,7 +220,29 @@ static int check_init(const struct cordon_host_v1 *host, const char **ret,
     return 0;
 }
 
-/* Parse the config, reach the daemon, check runtime and configured image. */
+/* The daemon's socket is there and is a socket: the check ensure makes
+ * without a call (a daemon that stopped behind it fails the first call). */
+static int socket_check(const char *path, struct cordon_error *err)
+{
+    struct stat st;
+
+    int e;
+
+    if (stat(path, &st) != 0) {
+        e = errno;
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, e,
+                                "socket: cannot connect to the Docker daemon at %s (%s); is "
+                                "dockerd running?", path, strerror(e));
+    }
+    if (!S_ISSOCK(st.st_mode))
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, 0,
+                                "socket: cannot connect to the Docker daemon at %s (not a "
+                                "socket); is dockerd running?", path);
+    return 0;
+}
+
+/* Parse the config and check the daemon's socket; a runtime or an image
+ * the config names is checked with the daemon. */
 static int resource_new(const struct cordon_host_v1 *host, const char *config_json,
                         struct cordon_resource **ret, struct cordon_error *err)
 {
@@ -242,8 +264,11 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
     r = dk__engine_init(&res->engine, res->cfg.socket, err);
     res->engine.host = host;
     if (r == 0)
-        r = dk__engine_negotiate(&res->engine, NULL, err);
-    if (r == 0)
+        r = socket_check(res->cfg.socket, err);
+    /* Only what the config names needs the daemon's answer now. The API
+     * version is chosen on the first call that needs it, and libcurl is
+     * loaded then: an exec through the resident agent needs neither. */
+    if (r == 0 && (res->cfg.runtime != NULL || res->cfg.image != NULL))
         r = dk__conn_open(&res->engine, &conn, err);
     if (r < 0)
         goto out;

@@ -50,7 +50,8 @@
 /* Where the daemon is and which API version this provider speaks to it. */
 struct dk_engine {
     char socket[DK_SOCKET_MAX + 1];
-    char version[16];                  /* "1.41" once negotiated, "" before */
+    char version[16];                  /* "1.41" once negotiated (by the first versioned
+                                        * call, under a lock), "" before */
     const struct cordon_host_v1 *host; /* for debug logs of each call; may be NULL */
 };
 
@@ -68,7 +69,7 @@ int dk__engine_negotiate(struct dk_engine *e, char *ret_server, struct cordon_er
 /* One HTTP connection to the daemon, reused by the calls made through it.
  * Not shared between threads. */
 struct dk_conn;
-int dk__conn_open(const struct dk_engine *e, struct dk_conn **ret_conn, struct cordon_error *err);
+int dk__conn_open(struct dk_engine *e, struct dk_conn **ret_conn, struct cordon_error *err);
 void dk__conn_close(struct dk_conn *conn);
 
 /* One request. path is the part after the API version ("/containers/json?all=1"),
@@ -131,7 +132,7 @@ struct dk_stream {
     size_t pending_len;
 };
 /* POST path with body and "Upgrade: tcp"; accept 101 or 200. */
-int dk__stream_open(const struct dk_engine *e, const char *path, const char *body,
+int dk__stream_open(struct dk_engine *e, const char *path, const char *body,
                     struct dk_stream *ret, struct cordon_error *err);
 void dk__stream_close(struct dk_stream *s);
 /* Non-blocking reads and writes: 0 with *ret_n bytes (0 and *ret_eof on

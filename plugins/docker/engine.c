@@ -1,5 +1,6 @@
 /*
- * docker: the Docker Engine API over its unix socket, with libcurl.
+ * docker: the Docker Engine API over its unix socket, with libcurl
+ * (loaded on the first call: curl-lazy.h).
  *
  * Plain calls go through one curl easy handle per dk_conn (so that a
  * sequence of calls reuses its connection); an attached exec stream is a
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +19,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
+#include "plugins/docker/curl-lazy.h"
 #include "plugins/docker/docker.h"
 
 /* The API versions this provider was written and tested against. */
@@ -33,26 +35,26 @@
 #define DK_STREAM_SETUP_MS 30000u
 
 struct dk_conn {
-    const struct dk_engine *engine;
+    struct dk_engine *engine;
     CURL *curl;
 };
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc = CURLE_FAILED_INIT;
+/* The API version is chosen on the first versioned call of an engine, not
+ * at ensure: an exec through the resident agent never reaches the daemon. */
+static pthread_mutex_t version_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* libcurl's global init is not thread-safe on every version: once only. */
-static void curl_init_once(void)
+/* The engine's API version (at most 15 bytes), negotiated on first use. */
+static int engine_version(struct dk_engine *e, char *ret, size_t size, struct cordon_error *err)
 {
-    curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
+    int r = 0;
 
-static int curl_ready(struct cordon_error *err)
-{
-    pthread_once(&curl_once, curl_init_once);
-    if (curl_init_rc != CURLE_OK)
-        return cordon_error_set(err, CORDON_E_PROVIDER, 0, "libcurl: global init failed: %s",
-                                curl_easy_strerror(curl_init_rc));
-    return 0;
+    pthread_mutex_lock(&version_lock);
+    if (e->version[0] == '\0')
+        r = dk__engine_negotiate(e, NULL, err);
+    if (r == 0)
+        snprintf(ret, size, "%s", e->version);
+    pthread_mutex_unlock(&version_lock);
+    return r;
 }
 
 int dk__engine_init(struct dk_engine *e, const char *socket, struct cordon_error *err)
@@ -90,10 +92,10 @@ void dk__reply_clear(struct dk_reply *reply)
     memset(reply, 0, sizeof(*reply));
 }
 
-int dk__conn_open(const struct dk_engine *e, struct dk_conn **ret_conn, struct cordon_error *err)
+int dk__conn_open(struct dk_engine *e, struct dk_conn **ret_conn, struct cordon_error *err)
 {
     struct dk_conn *conn;
-    int r = curl_ready(err);
+    int r = dk__curl_load(err);
 
     if (r < 0)
         return r;
@@ -283,15 +285,17 @@ int dk__conn_call(struct dk_conn *conn, const struct dk_req *rq, struct dk_reply
                              .abort = rq->upload_abort };
     struct curl_slist *headers = NULL, *h;
     CURL *c = conn->curl;
-    char url[2048];
+    char url[2048], version[16] = "";
     uint64_t started;
     CURLcode rc;
     int r = 0;
 
     memset(ret, 0, sizeof(*ret));
     sink.max = rq->max_bytes != 0 ? rq->max_bytes : DK_REPLY_MAX;
+    if (!rq->unversioned && (r = engine_version(conn->engine, version, sizeof(version), err)) < 0)
+        return r;
     if (snprintf(url, sizeof(url), "http://localhost%s%s%s", rq->unversioned ? "" : "/v",
-                 rq->unversioned ? "" : conn->engine->version, rq->path) >= (int)sizeof(url))
+                 version, rq->path) >= (int)sizeof(url))
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "engine: request path over %zu bytes",
                                 sizeof(url));
     /* A reset keeps the live connection: the next call reuses it. */
@@ -462,18 +466,30 @@ out:
     return r;
 }
 
+/* Percent-encoding of everything but RFC 3986's unreserved characters, as
+ * curl_easy_escape does, without loading libcurl for it. */
 char *dk__escape(const char *s)
 {
-    char *e, *copy;
+    static const char hex[] = "0123456789ABCDEF";
+    size_t len = strlen(s), j = 0;
+    char *e;
 
-    if (curl_ready(NULL) < 0)
+    if (len > (SIZE_MAX - 1) / 3 || (e = malloc(len * 3 + 1)) == NULL)
         return NULL;
-    e = curl_easy_escape(NULL, s, 0);
-    if (e == NULL)
-        return NULL;
-    copy = strdup(e);
-    curl_free(e);
-    return copy;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~') {
+            e[j++] = (char)c;
+        } else {
+            e[j++] = '%';
+            e[j++] = hex[c >> 4];
+            e[j++] = hex[c & 15];
+        }
+    }
+    e[j] = '\0';
+    return e;
 }
 
 /* "1.41" as 141; 0 when malformed. */
@@ -712,9 +728,10 @@ static int stream_head(char *head, size_t head_len, char **ret_rest, struct cord
     return dk__reply_error(&reply, "exec start", err);
 }
 
-int dk__stream_open(const struct dk_engine *e, const char *path, const char *body,
+int dk__stream_open(struct dk_engine *e, const char *path, const char *body,
                     struct dk_stream *ret, struct cordon_error *err)
 {
+    char version[16];
     struct dk_stream s = { .fd = -1, .socket = e->socket };
     uint64_t deadline = cordon_now_monotonic_ms() + DK_STREAM_SETUP_MS;
     char *request = NULL, *head = NULL, *end;
@@ -723,7 +740,9 @@ int dk__stream_open(const struct dk_engine *e, const char *path, const char *bod
     CURLcode rc;
     int r;
 
-    r = curl_ready(err);
+    r = dk__curl_load(err);
+    if (r == 0)
+        r = engine_version(e, version, sizeof(version), err);
     if (r < 0)
         return r;
     s.curl = curl_easy_init();
@@ -753,7 +772,7 @@ int dk__stream_open(const struct dk_engine *e, const char *path, const char *bod
     if (asprintf(&request, "POST /v%s%s HTTP/1.1\r\nHost: localhost\r\n"
                            "Content-Type: application/json\r\nContent-Length: %zu\r\n"
                            "Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n%s",
-                 e->version, path, blen, body) < 0) {
+                 version, path, blen, body) < 0) {
         request = NULL;
         r = dk__nomem(err, "exec stream");
         goto out;

@@ -1981,6 +1981,78 @@ Test(docker, exec_agent_false_keeps_the_engine_path)
     cordon_exec_outcome_clear(&o);
 }
 
+/* Calls to the daemon, counted from the engine's debug line per call
+ * ("GET /_ping: 200 in 1 ms"). */
+static unsigned daemon_calls;
+
+static void count_daemon_calls(enum cordon_log_level level, const char *provider_id,
+                               const char *msg)
+{
+    static const char *const methods[] = { "GET ", "POST ", "PUT ", "HEAD ", "DELETE " };
+
+    (void)level;
+    (void)provider_id;
+    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+        if (strncmp(msg, methods[i], strlen(methods[i])) == 0)
+            __atomic_add_fetch(&daemon_calls, 1, __ATOMIC_SEQ_CST);
+}
+
+/* An ensure whose config names no image or runtime, and an exec through
+ * the agent, make no call to the daemon: they never load libcurl either.
+ * The exec API's path makes calls, so the count is seen to move. */
+Test(docker, agent_exec_and_a_plain_ensure_make_no_daemon_call)
+{
+    struct cordon_resource *plain = NULL, *engine_res = NULL, *first;
+    struct cordon_exec_outcome o;
+    const char *state;
+    unsigned before;
+
+    need_daemon();
+    host.log = count_daemon_calls;
+    state = provision_default("code");
+    cr_assert_gt(daemon_calls, 0u, "the provision made no daemon call that the log counted");
+    first = res;
+    before = daemon_calls;
+    cr_assert_eq(vt.ensure(&host, "{}", &plain, &err), 0, "ensure {}: %s", err.message);
+    cr_expect_eq(daemon_calls, before, "ensure {} made %u daemon calls", daemon_calls - before);
+    res = plain;
+    sh(state, "exit 5", &o);
+    cr_expect(o.status == CORDON_RUN_EXITED && o.exit_code == 5, "status %s exit %d",
+              cordon_run_status_name(o.status), o.exit_code);
+    cordon_exec_outcome_clear(&o);
+    cr_expect_eq(daemon_calls, before, "the agent exec made %u daemon calls",
+                 daemon_calls - before);
+    cr_assert_eq(vt.ensure(&host, "{\"exec_agent\": false}", &engine_res, &err), 0, "%s",
+                 err.message);
+    res = engine_res;
+    sh(state, "exit 6", &o);
+    cr_expect(o.status == CORDON_RUN_EXITED && o.exit_code == 6, "engine: status %s exit %d",
+              cordon_run_status_name(o.status), o.exit_code);
+    cordon_exec_outcome_clear(&o);
+    cr_expect_gt(daemon_calls, before, "the exec API's path made no daemon call");
+    vt.release(engine_res, &err);
+    vt.release(first, &err);
+    res = plain;   /* teardown terminates through it */
+}
+
+/* ensure checks the socket without a call: a path with no socket is
+ * refused there, naming it, and leaves no resource. */
+Test(docker, ensure_refuses_a_socket_path_with_no_socket)
+{
+    static const char *const configs[] = { "{\"socket\": \"/nonexistent/docker.sock\"}",
+                                           "{\"socket\": \"/etc/hostname\"}" };
+
+    for (size_t i = 0; i < sizeof(configs) / sizeof(configs[0]); i++) {
+        struct cordon_resource *r = NULL;
+
+        cr_expect_eq(vt.ensure(&host, configs[i], &r, &err), CORDON_E_UNAVAILABLE, "%s: %s",
+                     configs[i], err.message);
+        cr_expect(r == NULL, "%s: a resource was returned", configs[i]);
+        cr_expect(strstr(err.message, i == 0 ? "/nonexistent/docker.sock" : "not a socket") != NULL,
+                  "%s: %s", configs[i], err.message);
+    }
+}
+
 struct exec_job {
     const char *state;
     const char *const *argv;
