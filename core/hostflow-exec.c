@@ -155,7 +155,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     }
     if ((r = cordon__record_limits(rec, &limits, err)) < 0)
         goto out;
-    if ((r = cordon__record_phase_passing(rec, "exec", true, err)) < 0)
+    if ((r = cordon__record_exec_begin(rec, err)) < 0)
         goto out;
     cordon_drive_opts_init(&opts);
     opts.host = ctx->host;
@@ -203,10 +203,6 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
             cordon__record_close(rec);
             rec = NULL;
         }
-    } else {
-        r = cordon__record_phase_passing(rec, "ready", false, err);
-        if (r < 0)
-            goto out;
     }
     r = 0;
     cJSON_AddBoolToObject(result, "execution_terminated", terminated);
@@ -214,10 +210,8 @@ done:
     r = cordon__hostflow_done(result, ret_json, err);
     result = NULL;
 out:
-    if (rec != NULL && r < 0 &&
-        cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rec->doc, "phase")) &&
-        strcmp(cJSON_GetObjectItemCaseSensitive(rec->doc, "phase")->valuestring, "exec") == 0)
-        cordon__record_phase_passing(rec, "ready", false, NULL);
+    /* The execution lives on (or its record went with it): the mark goes. */
+    cordon__record_exec_end(rec);
     cordon_exec_outcome_clear(&out);
     cordon__unbind_provider(&b);
     cordon__record_close(rec);

@@ -297,6 +297,7 @@ int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
     for (size_t i = 0; r == 0 && i < n; i++) {
         /* Without the lock: ls never waits for a long exec. */
         char path[4200], *text = NULL;
+        const char *phase;
         size_t len = 0;
         cJSON *rec, *item;
         int fd;
@@ -308,13 +309,16 @@ int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
                 close(fd);
             continue;
         }
-        close(fd);
         rec = cJSON_Parse(text);
         free(text);
+        phase = cordon__record_phase_at(fd, rec);   /* an exec's mark shows as "exec" */
+        close(fd);
         item = cJSON_CreateObject();
         for (size_t k = 0; k < sizeof(shown) / sizeof(shown[0]); k++) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(rec, shown[k]);
-            if (v != NULL)
+            if (strcmp(shown[k], "phase") == 0 && phase != NULL)
+                cJSON_AddStringToObject(item, "phase", phase);
+            else if (v != NULL)
                 cJSON_AddItemToObject(item, shown[k], cJSON_Duplicate(v, 1));
         }
         {
@@ -355,7 +359,7 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         struct cordon__record *rec = NULL;
         struct cordon__bound b = { NULL, NULL };
         struct cordon_error perr;
-        const cJSON *phase;
+        const char *phase;
 
         cordon_error_init(&perr);
         /* A held lock means a live cordon is using it: not ours to take. */
@@ -363,13 +367,13 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
             kept++;
             continue;
         }
-        phase = cJSON_GetObjectItemCaseSensitive(rec->doc, "phase");
-        /* We hold the lock, so a phase other than "ready" means the cordon
-         * that set it died mid-call (kill -9, a crash): its execution is in
-         * an unknown state and goes, like an expired one. A pooled one
-         * goes when it can no longer be claimed. */
+        phase = cordon__record_phase_now(rec);
+        /* We hold the lock, so a phase other than "ready" (or an exec's
+         * mark) means the cordon that set it died mid-call (kill -9, a
+         * crash): its execution is in an unknown state and goes, like an
+         * expired one. A pooled one goes when it can no longer be claimed. */
         if (!cordon__record_expired(rec, NULL) && !cordon__pool_record_stale(ctx, rec) &&
-            cJSON_IsString(phase) && strcmp(phase->valuestring, "ready") == 0) {
+            phase != NULL && strcmp(phase, "ready") == 0) {
             kept++;
             cordon__unbind_provider(&b);
             cordon__record_close(rec);

@@ -152,7 +152,8 @@ int cordon__pool_claim(struct cordon_ctx *ctx, const char *key, struct cordon__r
         return 0;
     }
     while (r == 0 && *ret_rec == NULL && (de = readdir(dir)) != NULL) {
-        const cJSON *p, *phase;
+        const cJSON *p;
+        const char *phase;
         struct cordon_error e;
 
         if (!cordon_execution_id_valid(de->d_name))
@@ -165,11 +166,11 @@ int cordon__pool_claim(struct cordon_ctx *ctx, const char *key, struct cordon__r
         if (cordon__record_open(ctx, de->d_name, false, &rec, &e) < 0)
             continue;
         p = pool_of(rec);
-        phase = cJSON_GetObjectItemCaseSensitive(rec->doc, "phase");
+        phase = cordon__record_phase_now(rec);
         /* The marker alone proves nothing: the record, read under its lock,
          * must be of this key, ready, and claimable still. One that is not
          * stays for gc (expired) or drain. */
-        if (p == NULL || !cJSON_IsString(phase) || strcmp(phase->valuestring, "ready") != 0 ||
+        if (p == NULL || phase == NULL || strcmp(phase, "ready") != 0 ||
             strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "key")) ?: "", key) != 0 ||
             cordon__pool_record_expired(rec)) {
             cordon__record_close(rec);

@@ -50,25 +50,22 @@ static struct cordon__record *record_new(const char *id, int dir_fd)
     return rec;
 }
 
-/* rec->doc into record.json, replaced atomically; durable: fsync'd too. */
-static int record_write(struct cordon__record *rec, bool durable, struct cordon_error *err)
+/* rec->doc into record.json, replaced atomically and fsync'd. */
+static int record_write(struct cordon__record *rec, struct cordon_error *err)
 {
     char *text = cJSON_Print(rec->doc);
     int r;
 
     if (text == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "record %s: out of memory", rec->id);
-    if (durable)
-        r = cordon_fs_write_atomic(rec->dir_fd, RECORD_FILE, text, strlen(text), 0600, err);
-    else
-        r = cordon_fs_write_replace(rec->dir_fd, RECORD_FILE, text, strlen(text), 0600, err);
+    r = cordon_fs_write_atomic(rec->dir_fd, RECORD_FILE, text, strlen(text), 0600, err);
     free(text);
     return r;
 }
 
 int cordon__record_save(struct cordon__record *rec, struct cordon_error *err)
 {
-    return record_write(rec, true, err);
+    return record_write(rec, err);
 }
 
 int cordon__record_create(struct cordon_ctx *ctx, const char *id, const cJSON *doc,
@@ -253,25 +250,44 @@ int cordon__record_list(struct cordon_ctx *ctx, char ***ret_ids, size_t *ret_n,
     return 0;
 }
 
-static int set_phase(struct cordon__record *rec, const char *phase, bool owned, bool durable,
-                     struct cordon_error *err)
+int cordon__record_phase(struct cordon__record *rec, const char *phase, bool owned,
+                         struct cordon_error *err)
 {
     cJSON_DeleteItemFromObjectCaseSensitive(rec->doc, "phase");
     cJSON_DeleteItemFromObjectCaseSensitive(rec->doc, "owner_pid");
     cJSON_AddStringToObject(rec->doc, "phase", phase);
     if (owned)
         cJSON_AddNumberToObject(rec->doc, "owner_pid", (double)getpid());
-    return record_write(rec, durable, err);
+    return record_write(rec, err);
 }
 
-int cordon__record_phase(struct cordon__record *rec, const char *phase, bool owned,
-                         struct cordon_error *err)
+int cordon__record_exec_begin(struct cordon__record *rec, struct cordon_error *err)
 {
-    return set_phase(rec, phase, owned, true, err);
+    /* A mark left by a cordon that died mid-exec is taken over as it is. */
+    int fd = openat(rec->dir_fd, CORDON__RECORD_EXEC_MARK,
+                    O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+    if (fd < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "record %s: %s: %s", rec->id,
+                                CORDON__RECORD_EXEC_MARK, strerror(errno));
+    close(fd);
+    return 0;
 }
 
-int cordon__record_phase_passing(struct cordon__record *rec, const char *phase, bool owned,
-                                 struct cordon_error *err)
+void cordon__record_exec_end(struct cordon__record *rec)
 {
-    return set_phase(rec, phase, owned, false, err);
+    if (rec != NULL)
+        (void)unlinkat(rec->dir_fd, CORDON__RECORD_EXEC_MARK, 0);
+}
+
+const char *cordon__record_phase_at(int dir_fd, const cJSON *doc)
+{
+    if (faccessat(dir_fd, CORDON__RECORD_EXEC_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        return "exec";
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "phase"));
+}
+
+const char *cordon__record_phase_now(const struct cordon__record *rec)
+{
+    return cordon__record_phase_at(rec->dir_fd, rec->doc);
 }

@@ -57,13 +57,24 @@ int cordon__record_list(struct cordon_ctx *ctx, char ***ret_ids, size_t *ret_n,
 int cordon__record_phase(struct cordon__record *rec, const char *phase, bool owned,
                          struct cordon_error *err);
 
-/* The same, written atomically but not fsync'd (cordon_fs_write_replace):
- * for the exec path's "exec" and back to "ready", twice per exec. Those
- * phases mean something only while this boot lasts (an owner pid that is
- * alive or not), and every other field of the record was made durable when
- * it was written; after a power loss no sandbox runs anyway, and gc goes
- * by what the mechanism still holds. */
-int cordon__record_phase_passing(struct cordon__record *rec, const char *phase, bool owned,
-                                 struct cordon_error *err);
+/*
+ * An exec under way, marked without rewriting the record: an empty file
+ * (CORDON__RECORD_EXEC_MARK) beside record.json, made before the
+ * provider's exec and removed after, under the record's lock. Making and
+ * removing an empty file writes no data; replacing record.json twice per
+ * exec did (ext4 flushes a file renamed over another), and an exec is the
+ * hot path. The mark means something only while this boot lasts: gc, which
+ * holds the lock, takes a record with the mark as one whose cordon died
+ * mid-exec; ls shows its phase as "exec".
+ */
+#define CORDON__RECORD_EXEC_MARK "exec.running"
+int cordon__record_exec_begin(struct cordon__record *rec, struct cordon_error *err);
+/* Remove the mark (a record already removed has none). */
+void cordon__record_exec_end(struct cordon__record *rec);
+/* The record's phase as its readers take it: "exec" while the mark is
+ * there, else the record's own "phase" (NULL when it has none). */
+const char *cordon__record_phase_now(const struct cordon__record *rec);
+/* The same for a record read without its lock (ls): dir_fd its directory. */
+const char *cordon__record_phase_at(int dir_fd, const cJSON *doc);
 
 #endif

@@ -289,8 +289,13 @@ int runc__enter_open(const struct cordon_resource *res, const struct runc_state 
     e->gid = st->gid;
     e->max_fd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
                         rl.rlim_cur < 1048576 ? (long)rl.rlim_cur : 1048576;
-    e->seccomp.len = res->seccomp.len;
-    e->seccomp.filter = res->seccomp.filter;
+    if (res->seccomp == NULL)
+        r = cordon_error_set(err, CORDON_E_PROVIDER, 0,
+                             "exec: the runtime %s is not entered by setns", res->runtime_name);
+    else
+        r = runc__bpf_cache_get(res->seccomp, &e->seccomp, err);
+    if (r < 0)
+        goto out;
     e->report = mmap(NULL, sizeof(*e->report), PROT_READ | PROT_WRITE,
                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (e->report == MAP_FAILED) {

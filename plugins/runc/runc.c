@@ -198,7 +198,7 @@ static void resource_free(struct cordon_resource *res)
     if (res == NULL)
         return;
     config_clear(&res->cfg);
-    runc__seccomp_bpf_clear(&res->seccomp);
+    runc__bpf_cache_free(res->seccomp);
     free(res->runtime);
     free(res->base);
     free(res);
@@ -296,7 +296,7 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
      * through its own exec. The name is the binary's own, from --version. */
     res->exec_setns = (strcmp(res->runtime_name, "runc") == 0 ||
                        strcmp(res->runtime_name, "crun") == 0) && kernel_at_least(5, 8);
-    if (res->exec_setns && (r = runc__seccomp_bpf(&res->seccomp, err)) < 0)
+    if (res->exec_setns && (r = runc__bpf_cache_new(&res->seccomp, err)) < 0)
         goto out;
     *ret = res;
     res = NULL;

@@ -72,7 +72,7 @@ struct cordon_resource {
     bool memsw;
     bool probe_only;             /* the probe's own: no image means the empty root */
     bool exec_setns;             /* exec enters the container itself (runc, crun), else `exec` */
-    struct sock_fprog seccomp;   /* the profile compiled, for exec_setns */
+    struct runc_bpf_cache *seccomp; /* the profile compiled on first use, for exec_setns */
 };
 
 /* One execution, parsed back from its state JSON. */
@@ -283,6 +283,17 @@ int runc__seccomp_denied_count(void);
  * compiles it. Clear with runc__seccomp_bpf_clear. */
 int runc__seccomp_bpf(struct sock_fprog *ret, struct cordon_error *err);
 void runc__seccomp_bpf_clear(struct sock_fprog *bpf);
+
+/* The compiled profile of one resource, built on the first exec that
+ * enters a container by setns: compiling it costs libseccomp a
+ * millisecond, which an exec through the agent never needs to pay. */
+struct runc_bpf_cache;
+int runc__bpf_cache_new(struct runc_bpf_cache **ret, struct cordon_error *err);
+void runc__bpf_cache_free(struct runc_bpf_cache *c);
+/* The filter (built now if it was not yet; thread-safe). *ret borrows the
+ * cache's program, valid until runc__bpf_cache_free. */
+int runc__bpf_cache_get(struct runc_bpf_cache *c, struct sock_fprog *ret,
+                        struct cordon_error *err);
 
 /* ---- rootfs.c -------------------------------------------------------------- */
 

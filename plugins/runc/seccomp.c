@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,5 +237,45 @@ int runc__seccomp_bpf(struct sock_fprog *ret, struct cordon_error *err)
     if (r == 0 && (r = scmp__export(ctx, &bpf, err)) == 0)
         *ret = bpf;
     seccomp_release(ctx);
+    return r;
+}
+
+struct runc_bpf_cache {
+    pthread_mutex_t lock;
+    bool built;
+    struct sock_fprog prog;
+};
+
+int runc__bpf_cache_new(struct runc_bpf_cache **ret, struct cordon_error *err)
+{
+    struct runc_bpf_cache *c = calloc(1, sizeof(*c));
+
+    if (c == NULL)
+        return runc__nomem(err, "seccomp profile");
+    pthread_mutex_init(&c->lock, NULL);
+    *ret = c;
+    return 0;
+}
+
+void runc__bpf_cache_free(struct runc_bpf_cache *c)
+{
+    if (c == NULL)
+        return;
+    runc__seccomp_bpf_clear(&c->prog);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+int runc__bpf_cache_get(struct runc_bpf_cache *c, struct sock_fprog *ret,
+                        struct cordon_error *err)
+{
+    int r = 0;
+
+    pthread_mutex_lock(&c->lock);
+    if (!c->built && (r = runc__seccomp_bpf(&c->prog, err)) == 0)
+        c->built = true;
+    if (r == 0)
+        *ret = c->prog;
+    pthread_mutex_unlock(&c->lock);
     return r;
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cordon/sdk/fs.h>
 #include <cordon/text.h>
 
 #include "core/limits.h"
@@ -163,21 +164,23 @@ static int record_count(const struct env *e)
     return (int)n;
 }
 
-static bool record_phase_is(const struct env *e, const char *id, const char *phase)
+/* The phase `cordon ls` shows for id (it reads records without their lock). */
+static bool ls_phase_is(const struct env *e, const char *id, const char *phase)
 {
-    char path[800], *text = NULL;
-    size_t len = 0;
-    bool is;
-    FILE *f;
+    const cJSON *item;
+    char *out = NULL;
+    cJSON *doc;
+    bool is = false;
 
-    snprintf(path, sizeof(path), "%s/executions/%s/record.json", e->state, id);
-    f = fopen(path, "r");
-    if (f == NULL)
+    if (cordon_ls_json(e->ctx, &out, NULL) < 0)
         return false;
-    is = getdelim(&text, &len, '\0', f) > 0 && strstr(text, phase) != NULL &&
-         strstr(strstr(text, "\"phase\""), phase) != NULL;
-    free(text);
-    fclose(f);
+    doc = cJSON_Parse(out);
+    free(out);
+    cJSON_ArrayForEach(item, cJSON_GetObjectItem(doc, "executions")) {
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(item, "execution_id")) ?: "", id) == 0)
+            is = strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(item, "phase")) ?: "", phase) == 0;
+    }
+    cJSON_Delete(doc);
     return is;
 }
 
@@ -707,12 +710,13 @@ Test(hostflow, kill_9_mid_exec_then_gc_leaves_nothing, .timeout = 60)
               "sleep 1000.5151", (char *)NULL);
         _exit(127);
     }
-    /* wait until the exec is under way: the record says so, and the
-     * sleeper runs (cordon's own command line names it too: 2 or more) */
-    for (int i = 0; i < 200 && !(record_phase_is(&e, "crash-1", "exec") &&
+    /* wait until the exec is under way: ls says so (the exec's mark beside
+     * the record), and the sleeper runs (cordon's own command line names it
+     * too: 2 or more) */
+    for (int i = 0; i < 200 && !(ls_phase_is(&e, "crash-1", "exec") &&
                                  test_count_processes("1000.5151") >= 2); i++)
         usleep(50 * 1000);
-    cr_assert(record_phase_is(&e, "crash-1", "exec"));
+    cr_assert(ls_phase_is(&e, "crash-1", "exec"));
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     cr_expect_eq(record_count(&e), 1, "the record stays for gc");
@@ -723,6 +727,45 @@ Test(hostflow, kill_9_mid_exec_then_gc_leaves_nothing, .timeout = 60)
     cr_expect_eq(test_count_processes("1000.5151"), 0, "no process of that execution remains");
     cr_expect_eq(record_count(&e), 0);
     cr_expect_not(area_exists(&e, "crash-1"));
+    cJSON_Delete(p);
+    env_close(&e);
+}
+
+/* An exec leaves the record as it was: no rewrite, the mark gone, ls back
+ * at "ready"; a mark left by a cordon that died mid-exec is taken over by
+ * the next exec and removed by it. */
+Test(hostflow, exec_marks_itself_beside_the_record_and_removes_the_mark)
+{
+    struct env e;
+    cJSON *p;
+    char path[800], *out = NULL, *before = NULL, *after = NULL;
+    size_t len = 0;
+    int fd;
+
+    env_open(&e);
+    p = provision_ok(&e, "{\"execution_id\":\"mark-1\"}");
+    snprintf(path, sizeof(path), "%s/executions/mark-1", e.state);
+    fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(cordon_fs_read_file(fd, "record.json", 1u << 20, &before, &len, NULL), 0);
+    cr_assert_eq(cordon_exec_json(e.ctx, "mark-1", "{\"command\": \"true\"}", -1, -1, &out, NULL), 0);
+    cr_expect_neq(strstr(out, "\"exited\""), NULL, "%s", out);
+    free(out);
+    cr_assert_eq(cordon_fs_read_file(fd, "record.json", 1u << 20, &after, &len, NULL), 0);
+    cr_expect_str_eq(after, before, "the exec rewrote the record");
+    cr_expect_neq(faccessat(fd, "exec.running", F_OK, AT_SYMLINK_NOFOLLOW), 0, "the mark stayed");
+    cr_expect(ls_phase_is(&e, "mark-1", "ready"));
+    /* A mark from a cordon that died: ls says exec, the next exec clears it. */
+    close(openat(fd, "exec.running", O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    cr_expect(ls_phase_is(&e, "mark-1", "exec"));
+    cr_assert_eq(cordon_exec_json(e.ctx, "mark-1", "{\"command\": \"true\"}", -1, -1, &out, NULL), 0);
+    free(out);
+    cr_expect_neq(faccessat(fd, "exec.running", F_OK, AT_SYMLINK_NOFOLLOW), 0, "the mark stayed");
+    cr_expect(ls_phase_is(&e, "mark-1", "ready"));
+    close(fd);
+    free(before);
+    free(after);
+    terminate(&e, "mark-1");
     cJSON_Delete(p);
     env_close(&e);
 }
