@@ -254,12 +254,23 @@ int cordon__bundle_add_file(struct cordon__bundle *b, char *path, unsigned char 
 
     if ((r = cordon__bundle_check_file_room(b, path, len, err)) < 0)
         goto fail;
-    /* One allocation at the bound: check_file_room keeps n_files below it. */
-    if (b->files == NULL && (b->files = calloc(CORDON_BUNDLE_MAX_FILES, sizeof(*b->files))) == NULL) {
-        r = cordon__bundle_nomem(err, "files");
-        goto fail;
+    /* Doubled as it fills: check_file_room keeps n_files below the bound,
+     * and a one-file bundle (most runs) zeroes no 100 KiB table. */
+    if (b->n_files == b->files_cap) {
+        size_t cap = b->files_cap == 0 ? 8 : b->files_cap * 2;
+        struct cordon__bundle_file *grown;
+
+        if (cap > CORDON_BUNDLE_MAX_FILES)
+            cap = CORDON_BUNDLE_MAX_FILES;
+        if ((grown = realloc(b->files, cap * sizeof(*grown))) == NULL) {
+            r = cordon__bundle_nomem(err, "files");
+            goto fail;
+        }
+        b->files = grown;
+        b->files_cap = cap;
     }
     f = &b->files[b->n_files++];
+    memset(f, 0, sizeof(*f));
     f->path = path;
     f->data = data;
     f->len = len;

@@ -42,7 +42,7 @@ struct cordon__bundle {
     char **args;
     size_t n_args;
     struct cordon__bundle_file *files;
-    size_t n_files;
+    size_t n_files, files_cap;
     char **outputs;          /* normalised, relative to output/ ("r.txt", not "output/r.txt") */
     size_t n_outputs;
     char *min_version;       /* toolchain floor asked by the request ("3.10"), or NULL */

@@ -1,6 +1,8 @@
 /* core: provider probes and their cache. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,14 +17,70 @@
 #include "core/probe_cache.h"
 #include "core/verify.h"
 
-/* sha256 hex of a file's bytes (at most max_bytes), or an error. */
-static int file_digest(const char *path, char ret_hex[65])
+static int cache_dir(struct cordon_ctx *ctx);
+
+/* n lowercase hex digits. */
+static bool lower_hex(const char *s, size_t n)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* A file's digest is remembered only once its last change is this old:
+ * the kernel stamps changes with a coarse clock, so two writes within one
+ * tick can leave the same mtime and ctime (git's "racy" index entries). */
+#define DIGEST_MEMO_SETTLED_S 2
+
+/*
+ * sha256 hex of a file's bytes (at most CORDON_PROBE_CACHE_MAX_FILE), or
+ * an error. Hashing the observer and the provider (a megabyte or more) cost
+ * every cordon command that selects a provider several milliseconds, so
+ * the digest is remembered in the probe cache beside the facts, under the
+ * file's identity: device, inode, size, mtime and ctime to the nanosecond.
+ * Any write to the file, a rename over it or a new build changes one of
+ * them; ctime cannot be set back by anyone but the clock's owner. A memo
+ * that does not match is ignored and the file hashed again.
+ */
+static int file_digest(struct cordon_ctx *ctx, const char *path, char ret_hex[65])
+{
+    char pathsum[65], memo[48], identity[160], *text = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC), dfd = -1, r;
+    size_t len = 0, ilen;
+    struct stat st;
 
     if (fd < 0)
         return CORDON_E_IO;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return CORDON_E_IO;
+    }
+    snprintf(identity, sizeof(identity), "%ju %ju %jd %jd.%09ld %jd.%09ld ", (uintmax_t)st.st_dev,
+             (uintmax_t)st.st_ino, (intmax_t)st.st_size, (intmax_t)st.st_mtim.tv_sec,
+             st.st_mtim.tv_nsec, (intmax_t)st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+    ilen = strlen(identity);
+    cordon_sha256_hex(path, strlen(path), pathsum);
+    snprintf(memo, sizeof(memo), "digest-%.32s", pathsum);
+    dfd = cache_dir(ctx);
+    if (dfd >= 0 && cordon_fs_read_file(dfd, memo, 256, &text, &len, NULL) == 0 &&
+        len == ilen + 64 && memcmp(text, identity, ilen) == 0 && lower_hex(text + ilen, 64)) {
+        memcpy(ret_hex, text + ilen, 64);
+        ret_hex[64] = '\0';
+        r = 0;
+        goto out;
+    }
     r = cordon_sha256_fd(fd, CORDON_PROBE_CACHE_MAX_FILE, ret_hex, NULL, NULL);
+    if (r == 0 && dfd >= 0 && st.st_ctim.tv_sec + DIGEST_MEMO_SETTLED_S < time(NULL)) {
+        char line[sizeof(identity) + 65];
+
+        snprintf(line, sizeof(line), "%s%s", identity, ret_hex);
+        cordon_fs_write_replace(dfd, memo, line, strlen(line), 0600, NULL);
+    }
+out:
+    free(text);
+    if (dfd >= 0)
+        close(dfd);
     close(fd);
     return r;
 }
@@ -40,7 +98,7 @@ static int cache_key(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJS
     char so[65], ob[65], *canon = NULL, *text = NULL;
     int r;
 
-    if (file_digest(p->path, so) < 0 || file_digest(ctx->observer_path, ob) < 0)
+    if (file_digest(ctx, p->path, so) < 0 || file_digest(ctx, ctx->observer_path, ob) < 0)
         return CORDON_E_IO;
     r = cordon__json_canonical(config, &canon, NULL);
     if (r < 0)

@@ -344,6 +344,75 @@ Test(verify, a_changed_provider_file_is_verified_again_even_with_the_same_mtime)
     probed_clear(&pr);
 }
 
+/* The provider's digest is remembered under its identity (core/probe_cache.c):
+ * a memo is used while the file is unchanged, and a file changed in place,
+ * same size and mtime put back, is hashed again (its ctime moved). */
+Test(verify, the_digest_memo_holds_only_while_the_file_is_unchanged, .timeout = 60)
+{
+    struct probed pr;
+    struct cordon_error err;
+    struct stat st;
+    struct timespec times[2];
+    char *dir = test_mkdtemp(), copy[512], sum[65], memo[900], line[400], *text = NULL;
+    cJSON *config = cJSON_CreateObject(), *facts = NULL;
+    bool cached = false;
+    size_t len = 0;
+    int fd;
+
+    probe(&pr, "trusted-local", NULL);
+    snprintf(copy, sizeof(copy), "%s/trusted-local.so", dir);
+    copy_file(pr.p->path, copy);
+    free(pr.p->path);
+    pr.p->path = strdup(copy);
+    pr.ctx->fresh = false;
+    cordon_error_init(&err);
+    /* A memo is written only for a file whose last change is 2 s old. */
+    sleep(3);
+    cr_assert_eq(cordon__probe_full(pr.ctx, pr.p, config, &facts, &cached, &err), 0, "%s", err.message);
+    cr_expect(cached, "the same bytes at another path are the same provider");
+    cJSON_Delete(facts);
+    cordon_sha256_hex(copy, strlen(copy), sum);
+    snprintf(memo, sizeof(memo), "%s/probe-cache/digest-%.32s", pr.ctx->state_dir, sum);
+    {
+        FILE *f = fopen(memo, "r");
+
+        cr_assert_not_null(f, "no digest memo at %s", memo);
+        text = calloc(1, 400);
+        cr_assert_not_null(text);
+        len = fread(text, 1, 399, f);
+        fclose(f);
+    }
+    cr_assert_gt(len, 64u, "memo: %s", text);
+    /* The memo is what the key is made of: a planted digest (same identity)
+     * makes another key, so the facts are not found in the cache. */
+    snprintf(line, sizeof(line), "%.*s%s", (int)(len - 64), text,
+             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+    cr_assert_eq(test_write_file(memo, line, strlen(line)), 0);
+    cr_assert_eq(cordon__probe_full(pr.ctx, pr.p, config, &facts, &cached, &err), 0, "%s", err.message);
+    cr_expect_not(cached, "the memo was not used");
+    cJSON_Delete(facts);
+    /* One byte changed in place, size and mtime kept: the planted memo no
+     * longer matches the file, which is hashed again; its bytes are new,
+     * so it is verified again (a stale memo would have found the facts
+     * the probe above stored under the planted digest). */
+    cr_assert_eq(stat(copy, &st), 0);
+    fd = open(copy, O_WRONLY);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(pwrite(fd, "\x7f", 1, st.st_size - 1), 1);
+    close(fd);
+    times[0] = st.st_atim;
+    times[1] = st.st_mtim;
+    cr_assert_eq(utimensat(AT_FDCWD, copy, times, 0), 0);
+    cr_assert_eq(cordon__probe_full(pr.ctx, pr.p, config, &facts, &cached, &err), 0, "%s", err.message);
+    cr_expect_not(cached, "a file changed in place was taken by its memo");
+    cJSON_Delete(facts);
+    free(text);
+    cJSON_Delete(config);
+    test_rmtree(dir);
+    free(dir);
+    probed_clear(&pr);
+}
+
 /* ---- the command --------------------------------------------------------------------- */
 
 /* Run the cordon command with args; stdout into out, the exit code back. */
