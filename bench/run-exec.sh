@@ -6,6 +6,10 @@
 #                                 docker: the Engine API's exec)
 #   runc exec ID true             / docker exec ID true: the mechanism's CLI
 #   cordon_exec_json              the library call, from bench/exec-bench.c
+#   /bin/true                     the harness's own cost of starting a program
+# and, once, the cost of one fork and exec of true inside the sandbox. The
+# machine's process start is the floor under every exec figure: cordon's
+# own share is the CLI less both, the library call less the sandbox's.
 # Reports medians (p50) and p95 of RUNS (>= 30) runs each, and the ratios.
 # Writes bench/results/exec-<date>.json and .md and prints the table.
 #
@@ -98,15 +102,24 @@ for prov in providers:
     mech_argv = mech(ids["agent"])
     facts = json.loads(timed(states["agent"] + ["probe", prov, "--json"])[1])["probes"][0]
     exec_path = facts.get("mechanism_facts", {}).get("exec_path")
-    series = {"cordon_exec_agent": [], "cordon_exec_fallback": [], "mechanism_exec": []}
+    series = {"cordon_exec_agent": [], "cordon_exec_fallback": [], "mechanism_exec": [],
+              "host_spawn": []}
     for i in range(runs + 3):                  # 3 warm-up rounds, not counted
         a, _ = timed(states["agent"] + ["exec", ids["agent"], "--", "true"])
         f, _ = timed(states["fallback"] + ["exec", ids["fallback"], "--", "true"])
         m, _ = timed(mech_argv)
+        h, _ = timed(["/bin/true"])
         if i >= 3:
             series["cordon_exec_agent"].append(a)
             series["cordon_exec_fallback"].append(f)
             series["mechanism_exec"].append(m)
+            series["host_spawn"].append(h)
+    # The floor inside: what one fork and exec of true costs in this
+    # sandbox (a shell loop of 200, timed by the sandbox's own clock).
+    _, text = timed(states["agent"] + ["exec", ids["agent"], "--", "sh", "-c",
+                    'i=0; s=$(date +%s%N); while [ $i -lt 200 ]; do /usr/bin/true; i=$((i+1)); done; '
+                    'e=$(date +%s%N); echo $(( (e - s) / 200 ))'])
+    sandbox_spawn = round(int(text.strip().splitlines()[-1]) / 1e6, 3)
     lib = json.loads(timed([bench, states["agent"][2], ids["agent"], str(runs)])[1])
     libf = json.loads(timed([bench, states["fallback"][2], ids["fallback"], str(runs)])[1])
     for mode in ids:
@@ -117,6 +130,12 @@ for prov in providers:
     r["exec_path_fact"] = exec_path
     r["runs"] = runs
     r["agent_over_mechanism"] = round(r["cordon_exec_agent"]["p50_ms"] / r["mechanism_exec"]["p50_ms"], 3)
+    r["sandbox_spawn_ms"] = sandbox_spawn
+    # What cordon itself adds: the CLI less its own start (the harness's
+    # spawn of /bin/true) and less the command's (true in the sandbox);
+    # the library call less the command's.
+    r["cli_own_ms"] = round(r["cordon_exec_agent"]["p50_ms"] - r["host_spawn"]["p50_ms"] - sandbox_spawn, 2)
+    r["library_own_ms"] = round(r["library_agent"]["p50_ms"] - sandbox_spawn, 3)
     r["raw_ms"] = {k: [round(x, 2) for x in v] for k, v in series.items()}
     results[prov] = r
 
@@ -131,9 +150,16 @@ for prov, r in results.items():
                  f"{r['cordon_exec_fallback']['p50_ms']} | {r['mechanism_exec']['p50_ms']} | "
                  f"**{r['library_agent']['p50_ms']}** / {r['library_agent']['p95_ms']} | "
                  f"{r['library_fallback']['p50_ms']} | {r['agent_over_mechanism']} |")
+lines += ["", "The floors, in the same run: what starting any program costs here, and what cordon adds to it.", "",
+          "| provider | /bin/true from the harness p50 ms | fork+exec of true in the sandbox ms | cordon exec less both ms | cordon_exec_json less the sandbox's ms |",
+          "|---|---|---|---|---|"]
+for prov, r in results.items():
+    lines.append(f"| {prov} | {r['host_spawn']['p50_ms']} | {r['sandbox_spawn_ms']} | **{r['cli_own_ms']}** | "
+                 f"**{r['library_own_ms']}** |")
 lines += ["", f"{runs} interleaved runs of each CLI (after 3 warm-up rounds); the library call "
           f"{runs} times in a row on one context; mechanism = `runc exec` / `docker exec` into the "
-          "same execution."]
+          "same execution. The sandbox's floor is a shell loop of 200 `/usr/bin/true` inside the "
+          "agent's execution, timed by its own clock."]
 open(out + ".md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

@@ -112,7 +112,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     cJSON *req = NULL, *result = NULL;
     char *state = NULL, *ptext = NULL;
     uint64_t left = 0, timeout = 0;
-    bool terminated = false;
+    bool terminated = false, marked = false;
     int r;
 
     memset(&out, 0, sizeof(out));
@@ -157,6 +157,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
         goto out;
     if ((r = cordon__record_exec_begin(rec, err)) < 0)
         goto out;
+    marked = true;
     cordon_drive_opts_init(&opts);
     opts.host = ctx->host;
     opts.provider = &b.p->vt;
@@ -203,6 +204,10 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
             cordon__record_close(rec);
             rec = NULL;
         }
+        /* Destroyed, the mark went with the record. Not destroyed, what the
+         * process tree left may still run: the mark stays, and gc destroys
+         * the execution as one whose exec never finished. */
+        marked = false;
     }
     r = 0;
     cJSON_AddBoolToObject(result, "execution_terminated", terminated);
@@ -210,8 +215,11 @@ done:
     r = cordon__hostflow_done(result, ret_json, err);
     result = NULL;
 out:
-    /* The execution lives on (or its record went with it): the mark goes. */
-    cordon__record_exec_end(rec);
+    /* Only the mark this call made goes, and only when the execution is
+     * in a known state (the command ended, or the mechanism failed before
+     * or around it and the record stays for reclaim, as before). */
+    if (marked)
+        cordon__record_exec_end(rec);
     cordon_exec_outcome_clear(&out);
     cordon__unbind_provider(&b);
     cordon__record_close(rec);

@@ -282,7 +282,11 @@ void cordon__record_exec_end(struct cordon__record *rec)
 
 const char *cordon__record_phase_at(int dir_fd, const cJSON *doc)
 {
-    if (faccessat(dir_fd, CORDON__RECORD_EXEC_MARK, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+    struct stat st;
+
+    /* A mark we cannot rule out counts as there: gc then destroys rather
+     * than keeps, and a pool claim passes it by. */
+    if (fstatat(dir_fd, CORDON__RECORD_EXEC_MARK, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
         return "exec";
     return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "phase"));
 }

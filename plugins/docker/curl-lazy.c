@@ -16,8 +16,9 @@ static char load_error[256];
 static void load(void)
 {
     /* RTLD_LOCAL: nothing else in the process sees these symbols;
-     * RTLD_NODELETE: libcurl's global state outlives a dlclose of docker.so,
-     * so a provider loaded again never runs curl_global_init twice on it. */
+     * RTLD_NODELETE: libcurl stays mapped after a dlclose of docker.so. A
+     * docker.so loaded again runs curl_global_init once more, which
+     * libcurl counts (and its cleanup is never called). */
     void *h = dlopen(CORDON_LIBCURL_SONAME, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     const char *e;
     CURLcode rc;

@@ -3,8 +3,9 @@
  *
  * This file holds the probe, the resource, terminate and reclaim, and the
  * vtable; the config, provisioning, exec and the archive calls live in
- * their own files (docker.h lists them). Nothing is global but libcurl's
- * one-time init: every call works from the resource and the state JSON.
+ * their own files (docker.h lists them). Nothing is global but libcurl,
+ * loaded once (curl-lazy.c), and the lock that publishes an engine's API
+ * version: every call works from the resource and the state JSON.
  *
  * The runtime-variant seam: "runtime" in the config names a runtime the
  * daemon must have registered (docker info's Runtimes). It becomes

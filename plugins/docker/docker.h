@@ -51,8 +51,9 @@
 struct dk_engine {
     char socket[DK_SOCKET_MAX + 1];
     char version[16];                  /* "1.41" once negotiated (by the first versioned
-                                        * call, under a lock), "" before */
+                                        * call), "" before; fixed once negotiated is set */
     const struct cordon_host_v1 *host; /* for debug logs of each call; may be NULL */
+    bool negotiated;                   /* read and set with atomics */
 };
 
 /* Check and copy the socket path (absolute, at most DK_SOCKET_MAX bytes). */
@@ -63,7 +64,8 @@ int dk__engine_init(struct dk_engine *e, const char *socket, struct cordon_error
  * we speak. GET /_ping answers the daemon's version in a header; GET
  * /version (slower: it asks containerd and the runtime) is used when the
  * daemon is newer than us or when ret_server (64 bytes, optional) wants
- * the daemon's release. */
+ * the daemon's release. Only for an engine no other thread uses (the
+ * probe's own): a resource's engine negotiates on its first versioned call. */
 int dk__engine_negotiate(struct dk_engine *e, char *ret_server, struct cordon_error *err);
 
 /* One HTTP connection to the daemon, reused by the calls made through it.

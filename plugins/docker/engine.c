@@ -40,21 +40,33 @@ struct dk_conn {
 };
 
 /* The API version is chosen on the first versioned call of an engine, not
- * at ensure: an exec through the resident agent never reaches the daemon. */
+ * at ensure: an exec through the resident agent never reaches the daemon.
+ * The negotiation runs on a copy, under no lock, so that a slow daemon
+ * stalls only the calls that need its answer; two first calls may both
+ * ask, and the first answer is kept. The lock guards the publication. */
 static pthread_mutex_t version_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* The engine's API version (at most 15 bytes), negotiated on first use. */
 static int engine_version(struct dk_engine *e, char *ret, size_t size, struct cordon_error *err)
 {
-    int r = 0;
+    struct dk_engine asked;
+    int r;
 
-    pthread_mutex_lock(&version_lock);
-    if (e->version[0] == '\0')
-        r = dk__engine_negotiate(e, NULL, err);
-    if (r == 0)
-        snprintf(ret, size, "%s", e->version);
-    pthread_mutex_unlock(&version_lock);
-    return r;
+    if (!__atomic_load_n(&e->negotiated, __ATOMIC_ACQUIRE)) {
+        memset(&asked, 0, sizeof(asked));
+        memcpy(asked.socket, e->socket, sizeof(asked.socket));
+        asked.host = e->host;
+        if ((r = dk__engine_negotiate(&asked, NULL, err)) < 0)
+            return r;
+        pthread_mutex_lock(&version_lock);
+        if (!e->negotiated) {
+            memcpy(e->version, asked.version, sizeof(e->version));
+            __atomic_store_n(&e->negotiated, true, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&version_lock);
+    }
+    snprintf(ret, size, "%s", e->version);
+    return 0;
 }
 
 int dk__engine_init(struct dk_engine *e, const char *socket, struct cordon_error *err)
@@ -571,6 +583,7 @@ int dk__engine_negotiate(struct dk_engine *e, char *ret_server, struct cordon_er
         goto out;
     }
     snprintf(e->version, sizeof(e->version), "%u.%u", use / 100, use % 100);
+    __atomic_store_n(&e->negotiated, true, __ATOMIC_RELEASE);
     if (ret_server != NULL) {
         const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "Version"));
 
