@@ -298,16 +298,34 @@ static void copy_file(const char *from, const char *to)
     free(buf);
 }
 
+/* Change the file at path and put its mtime back: append a byte (append)
+ * or overwrite its last one (same size). */
+static void change_keeping_mtime(const char *path, bool append)
+{
+    struct timespec times[2];
+    struct stat st;
+    int fd;
+
+    cr_assert_eq(stat(path, &st), 0);
+    fd = open(path, append ? O_WRONLY | O_APPEND : O_WRONLY);
+    cr_assert_geq(fd, 0);
+    if (append)
+        cr_assert_eq(write(fd, "", 1), 1);
+    else
+        cr_assert_eq(pwrite(fd, "\x7f", 1, st.st_size - 1), 1);
+    close(fd);
+    times[0] = st.st_atim;
+    times[1] = st.st_mtim;
+    cr_assert_eq(utimensat(AT_FDCWD, path, times, 0), 0);
+}
+
 Test(verify, a_changed_provider_file_is_verified_again_even_with_the_same_mtime)
 {
     struct probed pr;
     struct cordon_error err;
-    struct stat st;
-    struct timespec times[2];
     char *dir = test_mkdtemp(), copy[512];
     cJSON *config = cJSON_CreateObject(), *facts = NULL;
     bool cached = false;
-    int fd;
 
     probe(&pr, "trusted-local", NULL);
     cr_assert_not(pr.cached);
@@ -327,14 +345,7 @@ Test(verify, a_changed_provider_file_is_verified_again_even_with_the_same_mtime)
         cJSON_Delete(facts);
     }
     /* Same path, size + 1, mtime put back: only the content tells. */
-    cr_assert_eq(stat(copy, &st), 0);
-    fd = open(copy, O_WRONLY | O_APPEND);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, "", 1), 1);
-    close(fd);
-    times[0] = st.st_atim;
-    times[1] = st.st_mtim;
-    cr_assert_eq(utimensat(AT_FDCWD, copy, times, 0), 0);
+    change_keeping_mtime(copy, true);
     cr_assert_eq(cordon__probe_full(pr.ctx, pr.p, config, &facts, &cached, &err), 0, "%s", err.message);
     cr_expect_not(cached, "a changed .so is verified again");
     cJSON_Delete(facts);
@@ -351,13 +362,10 @@ Test(verify, the_digest_memo_holds_only_while_the_file_is_unchanged, .timeout = 
 {
     struct probed pr;
     struct cordon_error err;
-    struct stat st;
-    struct timespec times[2];
     char *dir = test_mkdtemp(), copy[512], sum[65], memo[900], line[400], *text = NULL;
     cJSON *config = cJSON_CreateObject(), *facts = NULL;
     bool cached = false;
     size_t len = 0;
-    int fd;
 
     probe(&pr, "trusted-local", NULL);
     snprintf(copy, sizeof(copy), "%s/trusted-local.so", dir);
@@ -395,14 +403,7 @@ Test(verify, the_digest_memo_holds_only_while_the_file_is_unchanged, .timeout = 
      * longer matches the file, which is hashed again; its bytes are new,
      * so it is verified again (a stale memo would have found the facts
      * the probe above stored under the planted digest). */
-    cr_assert_eq(stat(copy, &st), 0);
-    fd = open(copy, O_WRONLY);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(pwrite(fd, "\x7f", 1, st.st_size - 1), 1);
-    close(fd);
-    times[0] = st.st_atim;
-    times[1] = st.st_mtim;
-    cr_assert_eq(utimensat(AT_FDCWD, copy, times, 0), 0);
+    change_keeping_mtime(copy, false);
     cr_assert_eq(cordon__probe_full(pr.ctx, pr.p, config, &facts, &cached, &err), 0, "%s", err.message);
     cr_expect_not(cached, "a file changed in place was taken by its memo");
     cJSON_Delete(facts);
