@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/magic.h>
@@ -141,12 +144,59 @@ static bool cwd_under(pid_t pid, const char *dir, size_t dlen)
     return strncmp(cwd, dir, dlen) == 0 && (cwd[dlen] == '\0' || cwd[dlen] == '/');
 }
 
+/* The child of kill_uid: become uid (raw syscalls: this task only, and
+ * no capability is left after it) and signal every process it may. */
+static int kill_uid_child(void *arg)
+{
+    uid_t uid = *(const uid_t *)arg;
+
+    if (syscall(SYS_setgroups, 0, NULL) != 0 ||
+        syscall(SYS_setresgid, (gid_t)uid, (gid_t)uid, (gid_t)uid) != 0 ||
+        syscall(SYS_setresuid, uid, uid, uid) != 0)
+        _exit(2);
+    /* kill(-1) answers 0 while any other process exists, signalled or not:
+     * its answer says nothing of uid's processes, only that it ran. */
+    if (syscall(SYS_kill, -1, SIGKILL) != 0 && errno != ESRCH)
+        _exit(2);
+    _exit(0);
+}
+
+/*
+ * Every process of uid, by one kill(-1) from a child that takes the uid.
+ * The kernel signals, under its task list's lock, each process whose real
+ * or saved uid is uid, where reading /proc cost a stat per process on the
+ * machine and needed passes: a fork in progress is either on the list and
+ * killed, or its parent was, and a parent with SIGKILL pending does not
+ * finish a fork. The child shares our memory until it exits (CLONE_VFORK),
+ * with every signal blocked so that no handler of ours runs on its stack.
+ * false when this cannot be done (the caller then reads /proc).
+ */
+static bool kill_uid(uid_t uid)
+{
+    char stack[16384] __attribute__((aligned(16)));
+    sigset_t all, old;
+    int status = 0;
+    pid_t pid;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid = clone(kill_uid_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &uid);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0)
+        return false;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return false;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 /*
  * Kill what escaped the runner's process-group kill with setsid(). With a
  * uid of the pool, the uid is the execution's alone: every process of it,
- * wherever it went. With a configured run_as shared by every execution,
- * only those whose working directory lies in the execution area; one that
- * moved elsewhere is not found (the facts say process_contained false).
+ * wherever it went (kill_uid). With a configured run_as shared by every
+ * execution, only those whose working directory lies in the execution
+ * area; one that moved elsewhere is not found (the facts say
+ * process_contained false).
  */
 void tl__sweep(const char *dir, uid_t uid)
 {
@@ -155,6 +205,8 @@ void tl__sweep(const char *dir, uid_t uid)
     size_t dlen = strlen(dir);
     int pass;
 
+    if (own_uid && kill_uid(uid))
+        return;
     for (pass = 0; pass < TL_SWEEP_PASSES; pass++) {
         DIR *proc = opendir("/proc");
         struct dirent *de;
