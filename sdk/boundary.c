@@ -24,6 +24,7 @@
 #include <cordon/sdk/json.h>
 
 #include "sdk/boundary.h"
+#include "sdk/proc-status.h"
 
 #define ANSWER_MAX 4096u
 #define STATUS_MAX (64u * 1024u)
@@ -75,41 +76,12 @@ static ssize_t read_at(int dirfd, const char *name, char *buf, size_t max)
     return (ssize_t)got;
 }
 
-/* The value after "Key:" on its line of a /proc status file, or NULL. */
-static const char *status_value(const char *status, const char *key, char *out, size_t size)
-{
-    size_t klen = strlen(key);
-
-    for (const char *line = status; *line != '\0';) {
-        const char *nl = strchr(line, '\n');
-        size_t llen = nl != NULL ? (size_t)(nl - line) : strlen(line);
-
-        if (llen > klen && memcmp(line, key, klen) == 0 && line[klen] == ':') {
-            const char *v = line + klen + 1;
-            size_t vlen;
-
-            while (v < line + llen && (*v == ' ' || *v == '\t'))
-                v++;
-            vlen = (size_t)(line + llen - v);
-            if (vlen >= size)
-                vlen = size - 1;
-            memcpy(out, v, vlen);
-            out[vlen] = '\0';
-            return out;
-        }
-        if (nl == NULL)
-            break;
-        line = nl + 1;
-    }
-    return NULL;
-}
-
 static bool add_status_int(cJSON *obj, const char *status, const char *key, const char *as)
 {
     char v[64], *end;
     long n;
 
-    if (status_value(status, key, v, sizeof(v)) == NULL)
+    if (cordon__status_value(status, key, v, sizeof(v)) == NULL)
         return cJSON_AddNullToObject(obj, as) != NULL;
     errno = 0;
     n = strtol(v, &end, 10);
@@ -329,7 +301,7 @@ static cJSON *read_process(pid_t pid, pid_t root, bool boundary, const char *obs
          cJSON_AddStringToObject(p, "state", (char[]){ state, '\0' }) != NULL &&
          cJSON_AddNumberToObject(p, "starttime_ms",
                                  clk > 0 ? (double)start * 1000.0 / (double)clk : 0.0) != NULL;
-    if (ok && status_value(status, "Name", v, sizeof(v)) != NULL)
+    if (ok && cordon__status_value(status, "Name", v, sizeof(v)) != NULL)
         ok = cordon_json_add_text(p, "name", v);
     n = readlinkat(dirfd, "exe", exe, sizeof(exe) - 1);
     if (ok && n > 0) {
@@ -339,7 +311,7 @@ static cJSON *read_process(pid_t pid, pid_t root, bool boundary, const char *obs
     ok = ok && add_status_int(p, status, "PPid", "parent") && add_status_int(p, status, "TracerPid", "tracer") &&
          add_status_int(p, status, "NoNewPrivs", "no_new_privs") && add_status_int(p, status, "Seccomp", "seccomp");
     /* Real, effective, saved and filesystem uid, as the host numbers them. */
-    if (ok && status_value(status, "Uid", v, sizeof(v)) != NULL) {
+    if (ok && cordon__status_value(status, "Uid", v, sizeof(v)) != NULL) {
         cJSON *uids = cJSON_AddArrayToObject(p, "uids");
         char *s = v, *end;
 
@@ -357,7 +329,7 @@ static cJSON *read_process(pid_t pid, pid_t root, bool boundary, const char *obs
     obj = ok ? cJSON_AddObjectToObject(p, "caps") : NULL;
     ok = obj != NULL;
     for (size_t i = 0; ok && i < COUNT(caps); i++) {
-        const char *hex = status_value(status, caps[i][0], v, sizeof(v));
+        const char *hex = cordon__status_value(status, caps[i][0], v, sizeof(v));
 
         ok = hex != NULL ? cJSON_AddStringToObject(obj, caps[i][1], hex) != NULL
                          : cJSON_AddNullToObject(obj, caps[i][1]) != NULL;
@@ -433,7 +405,7 @@ bool cordon__host_self(cJSON *view)
             break;
         n = read_at(dfd, "status", status, sizeof(status));
         close(dfd);
-        if (n < 0 || status_value(status, "PPid", v, sizeof(v)) == NULL || (pid = (pid_t)atol(v)) <= 0)
+        if (n < 0 || cordon__status_value(status, "PPid", v, sizeof(v)) == NULL || (pid = (pid_t)atol(v)) <= 0)
             break;
         ok = cJSON_AddItemToArray(anc, cJSON_CreateNumber(pid));
     }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "sdk/observer.h"
+#include "sdk/proc-status.h"
 
 #define CAP_PROBE_MAX 64
 
@@ -50,33 +51,6 @@ void cordon__observe_ids(struct cordon__jw *w)
     cordon__jw_close(w, '}');
 }
 
-/* The value after "Key:\t" in /proc/self/status, or NULL. */
-static const char *status_field(const char *status, const char *key, char *out, size_t out_size)
-{
-    size_t klen = strlen(key);
-
-    for (const char *line = status; line != NULL && *line != '\0';) {
-        const char *nl = strchr(line, '\n');
-        size_t llen = nl != NULL ? (size_t)(nl - line) : strlen(line);
-
-        if (llen > klen && memcmp(line, key, klen) == 0 && line[klen] == ':') {
-            const char *v = line + klen + 1;
-            size_t vlen;
-
-            while (v < line + llen && (*v == ' ' || *v == '\t'))
-                v++;
-            vlen = (size_t)(line + llen - v);
-            if (vlen >= out_size)
-                vlen = out_size - 1;
-            memcpy(out, v, vlen);
-            out[vlen] = '\0';
-            return out;
-        }
-        line = nl != NULL ? nl + 1 : NULL;
-    }
-    return NULL;
-}
-
 void cordon__observe_status(struct cordon__jw *w)
 {
     static const char *const int_keys[] = { "NoNewPrivs", "Seccomp", "Seccomp_filters" };
@@ -95,7 +69,7 @@ void cordon__observe_status(struct cordon__jw *w)
         char v[64], *end;
         long val;
 
-        if (status_field(status, int_keys[i], v, sizeof(v)) == NULL) {
+        if (cordon__status_value(status, int_keys[i], v, sizeof(v)) == NULL) {
             cordon__jw_null(w, int_keys[i]);
             continue;
         }
@@ -110,7 +84,7 @@ void cordon__observe_status(struct cordon__jw *w)
     for (size_t i = 0; i < sizeof(cap_keys) / sizeof(cap_keys[0]); i++) {
         char v[64];
 
-        cordon__jw_string(w, cap_keys[i], status_field(status, cap_keys[i], v, sizeof(v)));
+        cordon__jw_string(w, cap_keys[i], cordon__status_value(status, cap_keys[i], v, sizeof(v)));
     }
     caps = cap_get_proc();
     if (caps != NULL) {
