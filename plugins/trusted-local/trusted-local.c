@@ -32,7 +32,6 @@
 #include <unistd.h>
 
 #include <linux/magic.h>
-#include <sys/capability.h>
 #include <cjson/cJSON.h>
 
 #include <cordon/provider.h>

@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -629,6 +631,25 @@ Test(trusted_local, hardening_is_applied_in_the_child)
         cr_assert_eq(sh("", "grep ^CapBnd: /proc/self/status", out, sizeof(out)), 0);
         cr_assert_str_eq(out, "CapBnd:\t0000000000000000\n");
     }
+}
+
+/* The last capability number is read from /proc/sys/kernel/cap_last_cap;
+ * where that is hidden (a tmpfs over /proc/sys, in a mount namespace of
+ * this test process alone) the provider asks the bounding set instead, and
+ * the child must still end with an empty one. */
+Test(trusted_local, bounding_set_is_emptied_without_proc_sys)
+{
+    char out[64];
+
+    cr_assert(is_root(), "this test needs root: it hides /proc/sys in a mount namespace");
+    cr_assert_eq(unshare(CLONE_NEWNS), 0, "unshare: %s", strerror(errno));
+    cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+    cr_assert_eq(mount("none", "/proc/sys", "tmpfs", MS_NOSUID | MS_NODEV, "size=4k"), 0,
+                 "mount: %s", strerror(errno));
+    cr_assert_eq(access("/proc/sys/kernel/cap_last_cap", F_OK), -1);
+    provision("nosys", "host");
+    cr_assert_eq(sh("", "grep ^CapBnd: /proc/self/status", out, sizeof(out)), 0);
+    cr_assert_str_eq(out, "CapBnd:\t0000000000000000\n");
 }
 
 Test(trusted_local, new_user_namespace_is_refused)
