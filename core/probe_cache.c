@@ -142,10 +142,12 @@ static cJSON *cache_get(struct cordon_ctx *ctx, const char *name)
         goto out;
     if (time(NULL) - st.st_mtime > CORDON_PROBE_CACHE_TTL_S)
         goto out;
-    if (cordon_fs_read_file(dfd, name, 4u << 20, &text, &len, NULL) < 0)
+    /* What call_probe would accept from the provider, and no more: the
+     * cache holds a document the host itself wrote, but the state
+     * directory is a file like any other. */
+    if (cordon_fs_read_file(dfd, name, CORDON_FACTS_MAX_BYTES, &text, &len, NULL) < 0)
         goto out;
-    if (cordon_facts_validate(text, NULL) == 0)
-        facts = cJSON_Parse(text);
+    cordon_facts_parse_valid(text, &facts, NULL);
 out:
     free(text);
     if (fd >= 0)
@@ -182,11 +184,12 @@ static int call_probe(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJ
         goto out;
     }
     if (flags == CORDON_PROBE_FULL) {
-        r = cordon_facts_validate(facts_text, err);
+        r = cordon_facts_parse_valid(facts_text, ret_facts, err);
         if (r < 0)
             goto out;
+    } else {
+        *ret_facts = cJSON_Parse(facts_text);
     }
-    *ret_facts = cJSON_Parse(facts_text);
     if (*ret_facts == NULL || !cJSON_IsObject(*ret_facts)) {
         cJSON_Delete(*ret_facts);
         *ret_facts = NULL;

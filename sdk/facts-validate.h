@@ -10,6 +10,7 @@
 #define CORDON_SDK_FACTS_VALIDATE_H
 
 #include <stdbool.h>
+#include <cjson/cJSON.h>
 #include <cordon/provider.h>
 
 /*
@@ -22,6 +23,14 @@
  * provider_id, available and reason.
  */
 int cordon_facts_validate(const char *facts_json, struct cordon_error *err);
+
+/* The largest facts document either function accepts: 1 MiB. */
+#define CORDON_FACTS_MAX_BYTES (1024u * 1024u)
+
+/* The same check, handing back the parsed document when it passes (the
+ * caller deletes it), so that a host reading facts parses them once.
+ * *ret_facts is NULL on any refusal. */
+int cordon_facts_parse_valid(const char *facts_json, cJSON **ret_facts, struct cordon_error *err);
 
 /* True when safety_class is one of isolated, namespace, host_policy,
  * filesystem_only, trusted_local. */

@@ -12,7 +12,7 @@
 
 #include "sdk/facts-validate.h"
 
-#define FACTS_MAX_BYTES (1024u * 1024u)
+#define FACTS_MAX_BYTES CORDON_FACTS_MAX_BYTES
 #define FACTS_MAX_LIST 64
 /* The host's comparison makes a few dozen checks; a list far past that is
  * no observation, and every entry is kept in each probe record. */
@@ -531,12 +531,14 @@ static int validate_tree(const cJSON *facts, struct cordon_error *err)
     return 0;
 }
 
-int cordon_facts_validate(const char *facts_json, struct cordon_error *err)
+int cordon_facts_parse_valid(const char *facts_json, cJSON **ret_facts, struct cordon_error *err)
 {
     cJSON *facts;
     size_t len;
     int rc;
 
+    if (ret_facts != NULL)
+        *ret_facts = NULL;
     if (facts_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "facts: no document");
     len = strnlen(facts_json, FACTS_MAX_BYTES + 1);
@@ -546,8 +548,16 @@ int cordon_facts_validate(const char *facts_json, struct cordon_error *err)
     if (facts == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "facts: not valid JSON");
     rc = validate_tree(facts, err);
-    cJSON_Delete(facts);
+    if (rc == 0 && ret_facts != NULL)
+        *ret_facts = facts;
+    else
+        cJSON_Delete(facts);
     return rc;
+}
+
+int cordon_facts_validate(const char *facts_json, struct cordon_error *err)
+{
+    return cordon_facts_parse_valid(facts_json, NULL, err);
 }
 
 /* ---- composition ---------------------------------------------------------- */

@@ -291,6 +291,30 @@ Test(facts, validate_refuses_non_documents)
     cr_assert_eq(cordon_facts_validate(NULL, &err), CORDON_E_INVALID);
 }
 
+/* The host parses facts once: the tree handed back is the document, and a
+ * refused document hands back nothing. */
+Test(facts, parse_valid_hands_back_the_checked_tree_or_nothing)
+{
+    struct cordon_error err;
+    cJSON *tree = (cJSON *)1, *want = cJSON_Parse(good_facts);
+    char *doc = mutated(good_facts, "isolation", "\"isolated\"");
+
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_facts_parse_valid(good_facts, &tree, &err), 0, "%s", err.message);
+    cr_assert_not_null(tree);
+    cr_assert(cJSON_Compare(tree, want, 1));
+    cJSON_Delete(tree);
+    tree = (cJSON *)1;
+    cr_assert_eq(cordon_facts_parse_valid(doc, &tree, &err), CORDON_E_INVALID);
+    cr_assert_null(tree);
+    cr_assert(strstr(err.message, "facts.isolation") != NULL, "%s", err.message);
+    tree = (cJSON *)1;
+    cr_assert_eq(cordon_facts_parse_valid("not json", &tree, &err), CORDON_E_INVALID);
+    cr_assert_null(tree);
+    free(doc);
+    cJSON_Delete(want);
+}
+
 /* ---- composition ---------------------------------------------------------- */
 
 static const char observation[] =
