@@ -335,7 +335,7 @@ static char *spec(const char *id, const char *image, const char *layout, const s
 
     cr_assert(asprintf(&text,
                        "{\"execution_id\": \"%s\", \"image\": \"%s\", \"layout\": \"%s\","
-                       " \"resources\": {\"cpus\": %g, \"memory_bytes\": %.0f, \"disk_bytes\": %.0f,"
+                       " \"resources\": {\"cpus\": %.17g, \"memory_bytes\": %.0f, \"disk_bytes\": %.0f,"
                        " \"pids\": %d, \"runtime_ms\": %.0f, \"max_output_bytes\": 1048576},"
                        " \"network\": {\"mode\": \"none\"}, \"environment\": {\"CORDON_TEST\": \"1\"},"
                        " \"expires_at_ms\": %llu}",
@@ -481,6 +481,26 @@ static char *text_of(const struct cordon_stream_capture *s)
     memcpy(t, s->data != NULL ? s->data : "", s->len);
     t[s->len] = '\0';
     return t;
+}
+
+/* NanoCpus is cpus times 1e9 rounded to nearest, half away from zero:
+ * 0.2500000005 cpus is 250000000.5 ns, so 250000001. */
+Test(docker, fractional_cpus_round_to_the_nearest_nanosecond)
+{
+    struct limits l = small;
+    char *out = NULL;
+    cJSON *doc, *hc;
+
+    need_daemon();
+    l.cpus = 0.2500000005;
+    cr_assert_eq(docker_cmd(&out, "inspect", "--type", "container",
+                            container_of(provision_with(minimal, "code", &l)), NULL), 0);
+    doc = cJSON_Parse(out);
+    free(out);
+    hc = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(doc, 0), "HostConfig");
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(hc, "NanoCpus")),
+                 250000001.0);
+    cJSON_Delete(doc);
 }
 
 /* ---- the defaults of THE SANDBOX in cordon-provider-docker(7) --------------------- */
