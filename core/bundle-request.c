@@ -9,6 +9,7 @@
 
 #include "core/bundle-internal.h"
 #include "core/bundle.h"
+#include "core/internal.h"
 
 /* A toolchain floor such as "3.10": short, dotted digits. */
 #define MIN_VERSION_MAX 32
@@ -110,18 +111,6 @@ static int base64_decode(const char *field, const char *in, size_t chars, unsign
         out[o++] = (unsigned char)(acc >> 2);
     }
     return 0;
-}
-
-/* The file with exactly this normalised path, or NULL. */
-/* True when item nests deeper than a request may (depth counts item itself). */
-static bool too_deep(const cJSON *item, int depth)
-{
-    if (depth > CORDON_REQUEST_MAX_DEPTH)
-        return true;
-    for (const cJSON *c = item->child; c != NULL; c = c->next)
-        if (too_deep(c, depth + 1))
-            return true;
-    return false;
 }
 
 /* An optional member that is missing or null means the same. */
@@ -290,7 +279,7 @@ int cordon__bundle_from_request(const cJSON *request, struct cordon__bundle **re
 
     if (!cJSON_IsObject(request))
         return cordon_error_set(err, CORDON_E_INVALID, 0, "request: must be a JSON object");
-    if (too_deep(request, 1))
+    if (cordon__json_deeper_than(request, CORDON_REQUEST_MAX_DEPTH))
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "request: nesting deeper than the limit of %d",
                                 CORDON_REQUEST_MAX_DEPTH);
     /* Keys first: an unknown one is refused before any content is looked at. */

@@ -49,18 +49,19 @@ const char *cordon__file_type_name(mode_t mode)
     return "special file";
 }
 
-static int json_depth(const cJSON *v, int depth)
+static bool deeper_at(const cJSON *v, int depth, int limit)
 {
-    int max = depth;
+    if (depth > limit)
+        return true;
+    for (const cJSON *c = v->child; c != NULL; c = c->next)
+        if (deeper_at(c, depth + 1, limit))
+            return true;
+    return false;
+}
 
-    for (const cJSON *c = v->child; c != NULL; c = c->next) {
-        int d = json_depth(c, depth + 1);
-        if (d > max)
-            max = d;
-        if (max > CORDON_JSON_MAX_DEPTH)
-            break;
-    }
-    return max;
+bool cordon__json_deeper_than(const cJSON *v, int limit)
+{
+    return v != NULL && deeper_at(v, 1, limit);
 }
 
 int cordon__json_parse_bounded(const char *field, const char *text, cJSON **ret,
@@ -79,7 +80,7 @@ int cordon__json_parse_bounded(const char *field, const char *text, cJSON **ret,
     if (v == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: not valid JSON (near byte %td)", field,
                                 cJSON_GetErrorPtr() != NULL ? cJSON_GetErrorPtr() - text : (ptrdiff_t)0);
-    if (json_depth(v, 1) > CORDON_JSON_MAX_DEPTH) {
+    if (cordon__json_deeper_than(v, CORDON_JSON_MAX_DEPTH)) {
         cJSON_Delete(v);
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: JSON nested deeper than %d levels",
                                 field, CORDON_JSON_MAX_DEPTH);

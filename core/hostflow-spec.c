@@ -11,18 +11,6 @@
 
 #define METADATA_MAX_BYTES (16u << 10)
 
-static int json_depth(const cJSON *v)
-{
-    int max = 0;
-
-    for (const cJSON *c = v->child; c != NULL; c = c->next) {
-        int d = json_depth(c);
-        if (d > max)
-            max = d;
-    }
-    return max + 1;
-}
-
 static bool hex64(const char *s)
 {
     for (int i = 0; i < 64; i++)
@@ -126,7 +114,7 @@ int cordon__host_spec_validate(struct cordon_ctx *ctx, const cJSON *req,
         if (!cJSON_IsObject(ret->metadata))
             return cordon_error_set(err, CORDON_E_INVALID, 0, "metadata: must be a JSON object");
         meta = cJSON_PrintUnformatted(ret->metadata);
-        r = meta != NULL && strlen(meta) <= METADATA_MAX_BYTES && json_depth(ret->metadata) <= 8;
+        r = meta != NULL && strlen(meta) <= METADATA_MAX_BYTES && !cordon__json_deeper_than(ret->metadata, 8);
         free(meta);
         if (!r)
             return cordon_error_set(err, CORDON_E_LIMIT, 0,

@@ -50,6 +50,10 @@ struct cordon_ctx {
 #define CORDON_JSON_MAX_BYTES (80u << 20)
 #define CORDON_JSON_MAX_DEPTH 32
 
+/* True when v nests more than limit levels (v itself is level 1, each
+ * member or element one more); stops at the first path past the limit. */
+bool cordon__json_deeper_than(const cJSON *v, int limit);
+
 /* Parse text as JSON within the bounds above; field names the document in
  * errors ("request", "config"). */
 int cordon__json_parse_bounded(const char *field, const char *text, cJSON **ret,

@@ -6,6 +6,7 @@
 #include <criterion/parameterized.h>
 
 #include "core/canonical.h"
+#include "core/internal.h"
 
 /* Criterion runs each case in a fresh process where pointers taken in the
  * runner mean nothing: the parameters are indices into a static table. */
@@ -168,4 +169,56 @@ Test(canonical, same_meaning_gives_same_text)
     free(ty);
     cJSON_Delete(x);
     cJSON_Delete(y);
+}
+
+/* ---- the nesting bound every JSON entry point shares ----------------------- */
+
+Test(json_depth, the_root_is_level_one_and_every_member_one_more)
+{
+    static const struct { const char *text; int depth; } cases[] = {
+        { "1", 1 }, { "{}", 1 }, { "[[1]]", 3 }, { "{\"a\": {\"b\": []}}", 3 },
+        /* the deepest path counts, wherever it is among its siblings */
+        { "[1, [2, [3]], {}]", 4 }, { "[[[[0]]], 1]", 5 },
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *v = cJSON_Parse(cases[i].text);
+
+        cr_assert_not_null(v, "%s", cases[i].text);
+        cr_expect(cordon__json_deeper_than(v, cases[i].depth - 1), "%s", cases[i].text);
+        cr_expect(!cordon__json_deeper_than(v, cases[i].depth), "%s", cases[i].text);
+        cJSON_Delete(v);
+    }
+    cr_expect(!cordon__json_deeper_than(NULL, 0));
+}
+
+/* arrays nested depth deep: "[[...]]" */
+static char *nested(int depth)
+{
+    char *s = malloc((size_t)depth * 2 + 1);
+
+    cr_assert_not_null(s);
+    memset(s, '[', (size_t)depth);
+    memset(s + depth, ']', (size_t)depth);
+    s[depth * 2] = '\0';
+    return s;
+}
+
+Test(json_depth, parse_bounded_takes_the_limit_and_refuses_one_more)
+{
+    struct cordon_error err;
+    char *text = nested(CORDON_JSON_MAX_DEPTH);
+    cJSON *v = NULL;
+
+    cordon_error_init(&err);
+    cr_assert_eq(cordon__json_parse_bounded("request", text, &v, &err), 0, "%s", err.message);
+    cJSON_Delete(v);
+    free(text);
+    v = NULL;
+    text = nested(CORDON_JSON_MAX_DEPTH + 1);
+    cr_assert_eq(cordon__json_parse_bounded("request", text, &v, &err), CORDON_E_LIMIT);
+    cr_assert_null(v);
+    cr_assert(strstr(err.message, "request: JSON nested deeper than 32 levels") != NULL, "%s",
+              err.message);
+    free(text);
 }

@@ -219,6 +219,9 @@ static struct refusal provision_refusals[] = {
     { "bad env name", "{\"environment\":{\"1X\":\"x\"}}", CORDON_E_INVALID, "1X" },
     { "bad id", "{\"execution_id\":\"../evil\"}", CORDON_E_INVALID, "execution_id" },
     { "metadata not an object", "{\"metadata\":[1]}", CORDON_E_INVALID, "metadata" },
+    { "metadata nine levels deep",
+      "{\"metadata\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":1}}}}}}}}}",
+      CORDON_E_LIMIT, "deeper than 8 levels" },
     { "unknown key", "{\"privileged\":true}", CORDON_E_INVALID, "privileged" },
     { "relative repository", "{\"workspace\":{\"kind\":\"git\",\"repository\":\"repo\",\"revision\":\"main\"}}",
       CORDON_E_INVALID, "absolute" },
@@ -494,6 +497,20 @@ Test(hostflow, damaged_record_limits_are_refused)
     cr_expect_null(out);
     cr_assert_eq(terminate(&e, "dmg-1"), 0);
     cJSON_Delete(p);
+    env_close(&e);
+}
+
+/* Eight levels of metadata are within the bound (nine are refused above). */
+Test(hostflow, metadata_eight_levels_deep_is_accepted)
+{
+    struct env e;
+    cJSON *p;
+
+    env_open(&e);
+    p = provision_ok(&e, "{\"execution_id\":\"md-8\",\"metadata\":"
+                         "{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":1}}}}}}}}");
+    cJSON_Delete(p);
+    cr_assert_eq(terminate(&e, "md-8"), 0);
     env_close(&e);
 }
 
