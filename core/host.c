@@ -34,21 +34,6 @@ int cordon__random_hex(char *ret, size_t n_bytes, struct cordon_error *err)
     return 0;
 }
 
-const char *cordon__file_type_name(mode_t mode)
-{
-    if (S_ISDIR(mode))
-        return "directory";
-    if (S_ISFIFO(mode))
-        return "FIFO";
-    if (S_ISCHR(mode))
-        return "character device";
-    if (S_ISBLK(mode))
-        return "block device";
-    if (S_ISSOCK(mode))
-        return "socket";
-    return "special file";
-}
-
 static bool deeper_at(const cJSON *v, int depth, int limit)
 {
     if (depth > limit)

@@ -11,6 +11,8 @@
 
 #include <cordon/cordon.h>
 #include <cordon/provider.h>
+/* cordon__file_type_name: one wording of file types, the sdk's. */
+#include "sdk/fs-internal.h"
 
 /* A provider the host loaded. Never unloaded; lives as long as the ctx. */
 struct cordon__loaded {
@@ -66,8 +68,5 @@ int cordon__random_hex(char *ret, size_t n_bytes, struct cordon_error *err);
  * recursively, everything else replaced). Either may be NULL. */
 cJSON *cordon__json_merge(const cJSON *base, const cJSON *over);
 
-/* What a file of mode is, for a refusal's message ("FIFO", "socket",
- * "directory", ...): a static string. */
-const char *cordon__file_type_name(mode_t mode);
 
 #endif

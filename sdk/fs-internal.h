@@ -1,8 +1,9 @@
 /*
- * What the sdk's host file work shares, and nothing else uses: sdk/fs.c
- * (opening, reading, writing and copying beneath a directory fd) and
- * sdk/fs-remove.c (removing a tree). Private to libcordon-sdk (hidden, in
- * no installed header).
+ * What the sdk's host file work shares: sdk/fs.c (opening, reading,
+ * writing and copying beneath a directory fd) and sdk/fs-remove.c
+ * (removing a tree); the core uses cordon__file_type_name too, so that
+ * every refusal names a file's type in the same words. Private to
+ * libcordon-sdk (hidden, in no installed header).
  */
 #ifndef CORDON_SDK_FS_INTERNAL_H
 #define CORDON_SDK_FS_INTERNAL_H
@@ -15,6 +16,11 @@
 #define CORDON__FS_TEMP_TRIES 16
 
 /* ---- sdk/fs.c ------------------------------------------------------------ */
+
+/* "regular file", "directory", "symbolic link", "FIFO", "socket",
+ * "character device", "block device" or "file of unknown type", for
+ * "%s is a %s" messages. */
+const char *cordon__file_type_name(mode_t mode);
 
 /* The error of a failed system call on rel; ELOOP and EXDEV come from the resolve flags. */
 int cordon__fs_fail(struct cordon_error *err, int e, const char *rel, const char *what);

@@ -26,13 +26,13 @@
 /* Set once the kernel said ENOSYS to openat2; the component walk is used from then on. */
 static int openat2_missing;
 
-static const char *type_name(mode_t mode)
+const char *cordon__file_type_name(mode_t mode)
 {
     switch (mode & S_IFMT) {
     case S_IFREG: return "regular file";
     case S_IFDIR: return "directory";
     case S_IFLNK: return "symbolic link";
-    case S_IFIFO: return "fifo";
+    case S_IFIFO: return "FIFO";
     case S_IFSOCK: return "socket";
     case S_IFCHR: return "character device";
     case S_IFBLK: return "block device";
@@ -223,7 +223,7 @@ int cordon_fs_open_regular(int dirfd, const char *rel, uint64_t max_bytes, int *
     if (!S_ISREG(st.st_mode)) {
         r = cordon_error_set(err, CORDON_E_UNSAFE, 0,
                              "path \"%.*s\": is a %s; only regular files are allowed",
-                             cordon_text_fit(rel, 200), rel, type_name(st.st_mode));
+                             cordon_text_fit(rel, 200), rel, cordon__file_type_name(st.st_mode));
         goto out;
     }
     if (max_bytes != 0 && (uint64_t)st.st_size > max_bytes) {

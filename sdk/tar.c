@@ -17,6 +17,7 @@
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/tar.h>
 
+#include "sdk/fs-internal.h"
 #include "sdk/tar-internal.h"
 
 #define TAR_BLOCK 10240
@@ -203,7 +204,7 @@ static int clear_slot(int pfd, const char *base, const char *entry, struct cordo
     if (!S_ISREG(st.st_mode))
         return cordon_error_set(
             err, CORDON_E_EXISTS, 0, "tar entry \"%.*s\": a %s is already there",
-            cordon_text_fit(entry, 300), entry, S_ISDIR(st.st_mode) ? "directory" : "special file");
+            cordon_text_fit(entry, 300), entry, cordon__file_type_name(st.st_mode));
     if (unlinkat(pfd, base, 0) < 0 && errno != ENOENT)
         return cordon_error_set(err, CORDON_E_IO, errno, "tar entry \"%.*s\": replace file: %s",
                                 cordon_text_fit(entry, 300), entry, strerror(errno));

@@ -265,7 +265,7 @@ Test(fs, open_regular_refuses_fifo)
     cr_assert_eq(cordon_fs_open_regular(infd, "fifo", 0, &fd, NULL, &err), CORDON_E_UNSAFE, "%s",
                  err.message);
     cr_assert_eq(fd, -77);
-    cr_assert(strstr(err.message, "fifo") != NULL, "%s", err.message);
+    cr_assert(strstr(err.message, "\"fifo\": is a FIFO") != NULL, "%s", err.message);
 }
 
 Test(fs, open_regular_refuses_directory)

@@ -224,6 +224,14 @@ Test(grant, open_refuses_bad_workspaces_and_modes)
     cr_assert(strstr(err.message, "output is a symbolic link") != NULL, "%s", err.message);
     cr_assert_null(g);
     cr_assert_not(exists_at("ws2/.cordon"), "a refused grant left its area behind");
+    /* A plain file there is named as one (not a "special file"). */
+    cr_assert_eq(unlink(ws), 0);
+    write_at("ws2/output", "x");
+    cr_assert_eq(cordon__grant_open(ws2, CORDON_GRANT_SNAPSHOT, &g, &err), CORDON_E_UNSAFE);
+    cr_assert(strstr(err.message, "output is a regular file, not a directory") != NULL, "%s",
+              err.message);
+    cr_assert_null(g);
+    cr_assert_not(exists_at("ws2/.cordon"), "a refused grant left its area behind");
     cr_assert_eq(count_entries("host"), 1);
     free(ws);
     free(ws2);
