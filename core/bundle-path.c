@@ -15,6 +15,7 @@
 #include "core/bundle-internal.h"
 #include "core/bundle.h"
 #include "core/internal.h"
+#include "sdk/fs-internal.h"
 
 /* Directory levels below a bundle directory; each level holds one fd. */
 #define BUNDLE_MAX_DIR_DEPTH 64

@@ -16,6 +16,7 @@
 
 #include "core/grant.h"
 #include "core/internal.h"
+#include "sdk/fs-internal.h"
 
 #define GRANTS_DIR ".cordon/grants"
 /* Scratch directory inside the area where outputs wait until all are in. */

@@ -34,6 +34,7 @@ int cordon__random_hex(char *ret, size_t n_bytes, struct cordon_error *err)
     return 0;
 }
 
+/* The recursion goes no deeper than limit + 1, however deep the tree. */
 static bool deeper_at(const cJSON *v, int depth, int limit)
 {
     if (depth > limit)

@@ -10,6 +10,7 @@
 #include "core/hostflow.h"
 
 #define METADATA_MAX_BYTES (16u << 10)
+#define METADATA_MAX_DEPTH 8
 
 static bool hex64(const char *s)
 {
@@ -114,11 +115,13 @@ int cordon__host_spec_validate(struct cordon_ctx *ctx, const cJSON *req,
         if (!cJSON_IsObject(ret->metadata))
             return cordon_error_set(err, CORDON_E_INVALID, 0, "metadata: must be a JSON object");
         meta = cJSON_PrintUnformatted(ret->metadata);
-        r = meta != NULL && strlen(meta) <= METADATA_MAX_BYTES && !cordon__json_deeper_than(ret->metadata, 8);
+        r = meta != NULL && strlen(meta) <= METADATA_MAX_BYTES &&
+            !cordon__json_deeper_than(ret->metadata, METADATA_MAX_DEPTH);
         free(meta);
         if (!r)
             return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                    "metadata: more than %u bytes or deeper than 8 levels", METADATA_MAX_BYTES);
+                                    "metadata: more than %u bytes or deeper than %d levels",
+                                    METADATA_MAX_BYTES, METADATA_MAX_DEPTH);
     }
     v = cJSON_GetObjectItemCaseSensitive(req, "execution_id");
     if (v != NULL) {

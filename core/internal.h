@@ -11,8 +11,6 @@
 
 #include <cordon/cordon.h>
 #include <cordon/provider.h>
-/* cordon__file_type_name: one wording of file types, the sdk's. */
-#include "sdk/fs-internal.h"
 
 /* A provider the host loaded. Never unloaded; lives as long as the ctx. */
 struct cordon__loaded {
@@ -67,6 +65,5 @@ int cordon__random_hex(char *ret, size_t n_bytes, struct cordon_error *err);
 /* Duplicate an object, then merge every key of over into it (objects
  * recursively, everything else replaced). Either may be NULL. */
 cJSON *cordon__json_merge(const cJSON *base, const cJSON *over);
-
 
 #endif

@@ -29,7 +29,8 @@ int cordon_facts_validate(const char *facts_json, struct cordon_error *err);
 
 /* The same check, handing back the parsed document when it passes (the
  * caller deletes it), so that a host reading facts parses them once.
- * *ret_facts is NULL on any refusal. */
+ * Unlike most ret_ arguments, *ret_facts is also written on a refusal: NULL,
+ * so that a caller may hand it on unchecked. */
 int cordon_facts_parse_valid(const char *facts_json, cJSON **ret_facts, struct cordon_error *err);
 
 /* True when safety_class is one of isolated, namespace, host_policy,

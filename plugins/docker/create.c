@@ -162,15 +162,16 @@ static void workspace_options(const struct dk_spec *sp, uid_t uid, gid_t gid, ch
 /* cpus in nanoseconds of CPU per second, rounded to nearest (half away from
  * zero, as llround would) without libm: loading it cost a third of a
  * millisecond of every command that loads this provider. cpus is checked
- * positive and at most CORDON_LIMIT_CPUS_MAX, so the product is far below
- * 2^53 and x - trunc(x) is exact. */
+ * between CORDON_LIMIT_CPUS_MIN and _MAX, so the product is far below 2^53
+ * and x - trunc(x) is exact. Anything else gets the minimum, never 0, which
+ * the daemon would read as no limit at all. */
 static long long nano_cpus(double cpus)
 {
     double x = cpus * 1e9;
     long long n;
 
-    if (!(x > 0))
-        return 0;
+    if (!(x >= CORDON_LIMIT_CPUS_MIN * 1e9))
+        return (long long)(CORDON_LIMIT_CPUS_MIN * 1e9);
     n = (long long)x;
     return x - (double)n >= 0.5 ? n + 1 : n;
 }

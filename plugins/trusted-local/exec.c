@@ -153,7 +153,10 @@ int tl__cap_last(void)
         if (errno != EINVAL)
             break;
     }
-    /* prctl refused outright (a seccomp profile): the headers' number. */
+    /* prctl answered nothing usable (refused, or EINVAL for every number):
+     * the headers' number. The child drops every capability up to 63
+     * whatever this says; the number only decides which refusals of that
+     * drop it may ignore. */
     return CAP_LAST_CAP;
 }
 
@@ -336,9 +339,13 @@ static int child_setup(void *arg)
             return errno;
     }
     if (c->switch_user) {
-        for (i = 0; i <= c->cap_last; i++)
+        /* Every number a capability can have, so that a kernel newer than
+         * cap_last says is still emptied; EINVAL (no such capability) is
+         * accepted only past cap_last, so that a filter answering EINVAL
+         * to prctl cannot leave the set as it was. */
+        for (i = 0; i < 64; i++)
             if (syscall(SYS_prctl, PR_CAPBSET_DROP, (unsigned long)i, 0UL, 0UL, 0UL) != 0 &&
-                errno != EINVAL)
+                (errno != EINVAL || i <= c->cap_last))
                 return errno;
 #ifdef SYS_setresuid32
         if (syscall(SYS_setgroups32, 0, NULL) != 0 ||

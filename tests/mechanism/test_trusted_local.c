@@ -20,6 +20,10 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <stddef.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -633,23 +637,88 @@ Test(trusted_local, hardening_is_applied_in_the_child)
     }
 }
 
-/* The last capability number is read from /proc/sys/kernel/cap_last_cap;
- * where that is hidden (a tmpfs over /proc/sys, in a mount namespace of
- * this test process alone) the provider asks the bounding set instead, and
- * the child must still end with an empty one. */
-Test(trusted_local, bounding_set_is_emptied_without_proc_sys)
+/* Hide /proc/sys (a tmpfs over it, in a mount namespace of this test
+ * process alone), so that /proc/sys/kernel/cap_last_cap cannot be read. */
+static void hide_proc_sys(void)
 {
-    char out[64];
-
-    cr_assert(is_root(), "this test needs root: it hides /proc/sys in a mount namespace");
+    if (!is_root())
+        cr_skip_test("needs root: hides /proc/sys in a mount namespace");
     cr_assert_eq(unshare(CLONE_NEWNS), 0, "unshare: %s", strerror(errno));
     cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
     cr_assert_eq(mount("none", "/proc/sys", "tmpfs", MS_NOSUID | MS_NODEV, "size=4k"), 0,
                  "mount: %s", strerror(errno));
     cr_assert_eq(access("/proc/sys/kernel/cap_last_cap", F_OK), -1);
+}
+
+/* A seccomp filter on this test process (and so on the provider's child):
+ * prctl(option, ...) fails with e, every other call is allowed. */
+static void refuse_prctl(unsigned option, int e)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    const unsigned arg0_low = offsetof(struct seccomp_data, args[0]) + 4;
+#else
+    const unsigned arg0_low = offsetof(struct seccomp_data, args[0]);
+#endif
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arg0_low),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, option, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ((unsigned)e & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])), f };
+
+    cr_assert_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0), 0, "seccomp: %s",
+                 strerror(errno));
+}
+
+/* Where cap_last_cap is hidden the provider asks the bounding set, and the
+ * child still ends with an empty one. */
+Test(trusted_local, bounding_set_is_emptied_without_proc_sys)
+{
+    char out[64];
+
+    hide_proc_sys();
     provision("nosys", "host");
     cr_assert_eq(sh("", "grep ^CapBnd: /proc/self/status", out, sizeof(out)), 0);
     cr_assert_str_eq(out, "CapBnd:\t0000000000000000\n");
+}
+
+/* ...and where the bounding set will not answer either, the build's
+ * CAP_LAST_CAP stands in, and the child drops up to 63 all the same. */
+Test(trusted_local, bounding_set_is_emptied_when_prctl_will_not_say)
+{
+    char out[64];
+
+    hide_proc_sys();
+    refuse_prctl(PR_CAPBSET_READ, EPERM);
+    provision("noread", "host");
+    cr_assert_eq(sh("", "grep ^CapBnd: /proc/self/status", out, sizeof(out)), 0);
+    cr_assert_str_eq(out, "CapBnd:\t0000000000000000\n");
+}
+
+/* A filter that answers EINVAL ("no such capability") to every drop must
+ * not leave the bounding set as it was: the command does not run. */
+Test(trusted_local, a_refused_capability_drop_fails_closed)
+{
+    const char *argv[] = { "sh", "-c", "grep ^CapBnd: /proc/self/status", NULL };
+    struct cordon_exec_outcome o = { 0 };
+    char *req;
+    int r;
+
+    if (!is_root())
+        cr_skip_test("needs root: only root drops capabilities");
+    provision("nodrop", "host");
+    refuse_prctl(PR_CAPBSET_DROP, EINVAL);
+    req = request("", argv, NULL);
+    r = drive(req, 60000, &o);
+    free(req);
+    cr_assert(r != 0 || o.status != CORDON_RUN_EXITED || o.exit_code != 0,
+              "the command ran: %.*s", (int)o.out.len, o.out.data);
+    cr_assert(o.out.len == 0 || memmem(o.out.data, o.out.len, "CapBnd", 6) == NULL,
+              "the command ran: %.*s", (int)o.out.len, o.out.data);
+    cordon_exec_outcome_clear(&o);
 }
 
 Test(trusted_local, new_user_namespace_is_refused)
