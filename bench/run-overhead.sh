@@ -37,6 +37,6 @@ for name in ("spawn-floor", "python3", "cordon"):
     x = r[name]
     print(f"{name:<14}{ms(x['mean']):>10.2f}{ms(x['median']):>11.2f}{ms(x['stddev']):>9.2f}")
 print(f"cordon / python3 (median): {co['median'] / py['median']:.2f}x")
-print(f"added by cordon (median):  {ms(co['median'] - py['median']):.2f} ms   (target: at most 5 ms)")
+print(f"added by cordon (median):  {ms(co['median'] - py['median']):.2f} ms   (target: at most 3 ms)")
 PY
 echo "results: $out"
