@@ -1,6 +1,7 @@
 /*
  * sdk (internal): one field of a /proc status file, for the sdk's boundary
- * reader and the static observer alike (both compile proc-status.c).
+ * reader and the static observer alike (both compile proc-status.c), and
+ * for the contract suite's reading of a sandbox's own status.
  */
 #ifndef CORDON_SDK_PROC_STATUS_H
 #define CORDON_SDK_PROC_STATUS_H
