@@ -319,6 +319,17 @@ static void change_keeping_mtime(const char *path, bool append)
     cr_assert_eq(utimensat(AT_FDCWD, path, times, 0), 0);
 }
 
+/* Point the probed provider at a copy of its file in dir (path in copy),
+ * and let the next probes use the cache. */
+static void load_from_a_copy(struct probed *pr, const char *dir, char *copy, size_t size)
+{
+    snprintf(copy, size, "%s/trusted-local.so", dir);
+    copy_file(pr->p->path, copy);
+    free(pr->p->path);
+    pr->p->path = strdup(copy);
+    pr->ctx->fresh = false;
+}
+
 Test(verify, a_changed_provider_file_is_verified_again_even_with_the_same_mtime)
 {
     struct probed pr;
@@ -329,11 +340,7 @@ Test(verify, a_changed_provider_file_is_verified_again_even_with_the_same_mtime)
 
     probe(&pr, "trusted-local", NULL);
     cr_assert_not(pr.cached);
-    snprintf(copy, sizeof(copy), "%s/trusted-local.so", dir);
-    copy_file(pr.p->path, copy);
-    free(pr.p->path);
-    pr.p->path = strdup(copy);
-    pr.ctx->fresh = false;
+    load_from_a_copy(&pr, dir, copy, sizeof(copy));
     cordon_error_init(&err);
     for (int i = 0; i < 2; i++) {
         cr_assert_eq(cordon__probe_full(pr.ctx, pr.p, config, &facts, &cached, &err), 0, "%s", err.message);
@@ -368,11 +375,7 @@ Test(verify, the_digest_memo_holds_only_while_the_file_is_unchanged, .timeout = 
     size_t len = 0;
 
     probe(&pr, "trusted-local", NULL);
-    snprintf(copy, sizeof(copy), "%s/trusted-local.so", dir);
-    copy_file(pr.p->path, copy);
-    free(pr.p->path);
-    pr.p->path = strdup(copy);
-    pr.ctx->fresh = false;
+    load_from_a_copy(&pr, dir, copy, sizeof(copy));
     cordon_error_init(&err);
     /* A memo is written only for a file whose last change is 2 s old. */
     sleep(3);
