@@ -160,6 +160,22 @@ int tl__cap_last(void)
     return CAP_LAST_CAP;
 }
 
+int tl__become(uid_t uid, gid_t gid)
+{
+    /* Where the 32-bit calls exist, the plain ones take 16-bit ids. */
+#ifdef SYS_setresuid32
+    if (syscall(SYS_setgroups32, 0, NULL) != 0 ||
+        syscall(SYS_setresgid32, gid, gid, gid) != 0 ||
+        syscall(SYS_setresuid32, uid, uid, uid) != 0)
+        return -1;
+#else
+    if (syscall(SYS_setgroups, 0, NULL) != 0 || syscall(SYS_setresgid, gid, gid, gid) != 0 ||
+        syscall(SYS_setresuid, uid, uid, uid) != 0)
+        return -1;
+#endif
+    return 0;
+}
+
 /* ---- exec --------------------------------------------------------------- */
 
 /* The environment being built: "NAME=VALUE" strings, a later NAME wins. */
@@ -347,17 +363,8 @@ static int child_setup(void *arg)
             if (syscall(SYS_prctl, PR_CAPBSET_DROP, (unsigned long)i, 0UL, 0UL, 0UL) != 0 &&
                 (errno != EINVAL || i <= c->cap_last))
                 return errno;
-#ifdef SYS_setresuid32
-        if (syscall(SYS_setgroups32, 0, NULL) != 0 ||
-            syscall(SYS_setresgid32, c->gid, c->gid, c->gid) != 0 ||
-            syscall(SYS_setresuid32, c->uid, c->uid, c->uid) != 0)
+        if (tl__become(c->uid, c->gid) != 0)
             return errno;
-#else
-        if (syscall(SYS_setgroups, 0, NULL) != 0 ||
-            syscall(SYS_setresgid, c->gid, c->gid, c->gid) != 0 ||
-            syscall(SYS_setresuid, c->uid, c->uid, c->uid) != 0)
-            return errno;
-#endif
     }
     /* The process dies with the cordon that started it. Without this a
      * kill -9 of cordon while the child was still being set up (as root)

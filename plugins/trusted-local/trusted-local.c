@@ -149,9 +149,7 @@ static int kill_uid_child(void *arg)
 {
     uid_t uid = *(const uid_t *)arg;
 
-    if (syscall(SYS_setgroups, 0, NULL) != 0 ||
-        syscall(SYS_setresgid, (gid_t)uid, (gid_t)uid, (gid_t)uid) != 0 ||
-        syscall(SYS_setresuid, uid, uid, uid) != 0)
+    if (tl__become(uid, (gid_t)uid) != 0)
         _exit(2);
     /* kill(-1) answers 0 while any other process exists, signalled or not:
      * its answer says nothing of uid's processes, only that it ran. */

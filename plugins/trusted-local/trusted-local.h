@@ -113,6 +113,11 @@ int tl__root_prepare(const struct tl_config *cfg, struct cordon_error *err);
 int tl__seccomp_build(struct sock_fprog *ret, struct cordon_error *err);
 /* The highest capability number of the running kernel. */
 int tl__cap_last(void);
+/* Leave every supplementary group and take gid and uid as real, effective
+ * and saved ids, by raw system calls: this task only (not the whole
+ * process, as glibc's wrappers do), safe in a vfork-style child. 0, or -1
+ * with errno. */
+int tl__become(uid_t uid, gid_t gid);
 int tl__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
                 const struct cordon_exec_io *io, char **ret_result_json,
                 struct cordon_error *err);
