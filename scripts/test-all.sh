@@ -30,6 +30,12 @@ add_summary() { # prefix, output file, min, what the failure line says
   passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0}))
 }
 
+# This run's id: it names what the run makes where a name is free to
+# choose (the docker daemon test's private daemon directory).
+CORDON_TEST_RUN_ID=${CORDON_TEST_RUN_ID:-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')}
+export CORDON_TEST_RUN_ID
+echo "test run $CORDON_TEST_RUN_ID"
+
 # What a run killed part-way on this machine left (its sandboxes, mounts,
 # cgroups) is reclaimed first and named: leave-no-trace judges this run.
 # Elsewhere than CI they may be real executions: only named, unless asked.
@@ -68,7 +74,17 @@ note "services and test images"
 # Our own Docker daemon (only if none answers), stopped again at the end.
 export CORDON_DOCKERD_LOG="$top/$BUILD/dockerd.log" CORDON_DOCKERD_PID="$top/$BUILD/dockerd.pid"
 bash tests/mechanism/dockerd.sh start || { echo "dockerd did not start"; tail -n 30 "$CORDON_DOCKERD_LOG"; }
-trap 'bash tests/mechanism/dockerd.sh stop >/dev/null 2>&1 || true' EXIT
+# The docker daemon test's private daemon, if that test died before its
+# fini: stopped and its directory removed. Prints what it removed.
+remove_private_daemons() {
+  local d
+  for d in "${TMPDIR:-/tmp}/cordon-dockerd-$CORDON_TEST_RUN_ID".*; do
+    [ -d "$d" ] || continue
+    echo "$d"
+    bash tests/mechanism/private-dockerd.sh remove "$d" >/dev/null 2>&1
+  done
+}
+trap 'remove_private_daemons >/dev/null; bash tests/mechanism/dockerd.sh stop >/dev/null 2>&1 || true' EXIT
 bash scripts/reclaim-leftovers.sh "${reclaim[@]}" --docker
 # Rootfs tarballs from Debian packages (mmdebstrap), cached by recipe, and
 # imported into the daemon; every test pins them by digest.
@@ -144,9 +160,11 @@ note "kill battery: SIGKILL cordon mid-operation, then gc (installed build)"
 # N=6 per provider keeps this to about two minutes; N=50 is the full battery.
 check "kill battery leaves nothing (seed 1, N=6 per provider)" bash scripts/kill-battery.sh -n 6 -s 1
 
-note "docker: the daemon stopped during a run (alone: it restarts the daemon)"
+note "docker: the daemon stopped during a run (a private daemon of the test's own)"
 # The whole name: Criterion's --filter matched nothing with 'docker_daemon/*',
-# and a test that does not run must not pass for one that did.
+# and a test that does not run must not pass for one that did. The test
+# starts, stops and restarts a daemon of its own beside the machine's
+# (tests/mechanism/private-dockerd.sh), whose pids it checks are unchanged.
 ( cd "$BUILD" && CORDON_DOCKER_STOP_DAEMON=1 ./tests/mechanism/docker-tests \
     --filter 'docker_daemon/stopped_daemon_is_a_clear_error_and_reclaim_works_after_restart' ) \
   >"$BUILD/tests/docker-daemon.log" 2>&1
@@ -155,6 +173,9 @@ cat "$BUILD/tests/docker-daemon.log"
 [ $daemon_rc -eq 0 ] || { failed=$((failed + 1)); echo "check FAILED: docker daemon test exited $daemon_rc"; }
 grep -q 'Tested: 1 | Passing: 1 ' "$BUILD/tests/docker-daemon.log" ||
   { failed=$((failed + 1)); echo "check FAILED: the docker daemon test did not run and pass"; }
+private_left=$(remove_private_daemons)
+[ -z "$private_left" ] ||
+  { failed=$((failed + 1)); echo "check FAILED: the docker daemon test left its private daemon: $private_left"; }
 # Sum every Criterion synthesis line of the suites make check and make
 # check-integration ran: each suite writes its own log under $BUILD/tests
 # (tests/unit/unit.sh.log, tests/unit/unit-root.sh.log, ...), the old ones
