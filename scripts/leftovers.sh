@@ -25,7 +25,9 @@
 #   runc           containers in /run/cordon-runc        id, creation time
 #   container      docker containers labelled org.cordon.execution-id   id
 #   volume         docker volumes labelled org.cordon.execution-id      name
-#   process        cordon-observe, runsc, containerd-shim (not zombies) pid, start time
+#   process        cordon-observe (the program itself, not a command
+#                  naming it), runsc, containerd-shim (not zombies)
+#                                                        pid, start time
 # gVisor's processes (sandbox, gofer, a hung `runsc start`) and containerd
 # shims are there because a runsc container whose start failed once left
 # all of them running, unknown to the daemon. A shim of a container the
@@ -93,7 +95,7 @@ list() {
     timeout 30 docker volume ls --filter label=org.cordon.execution-id \
       --format "volume$tab{{.Name}}$tab{{.Name}}" 2>/dev/null
   fi
-  for p in $(pgrep -f '(cordon-observe|^runsc|/runsc |containerd-shim)' 2>/dev/null); do
+  for p in $(pgrep -f '(^[^ ]*cordon-observe( |$)|^runsc|/runsc |containerd-shim)' 2>/dev/null); do
     [ "$p" != $$ ] || continue
     t=$(start_time "$p")
     [ -n "$t" ] || continue
