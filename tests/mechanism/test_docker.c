@@ -1777,9 +1777,8 @@ static char *private_dir;
 
 static int private_dockerd(const char *verb, const char *arg, char **ret_out)
 {
-    const char *script = env_or("CORDON_PRIVATE_DOCKERD_SCRIPT",
-                                CORDON_SRCDIR "/tests/mechanism/private-dockerd.sh");
-    const char *argv[] = { "bash", script, verb, private_dir, arg, NULL };
+    const char *argv[] = { "bash", CORDON_SRCDIR "/tests/mechanism/private-dockerd.sh", verb,
+                           private_dir, arg, NULL };
 
     return capture(argv, NULL, ret_out);
 }
@@ -1822,9 +1821,8 @@ Test(docker_daemon, stopped_daemon_is_a_clear_error_and_reclaim_works_after_rest
 {
     const char *argv[] = { "true", NULL };
     struct cordon_exec_outcome o;
-    char id[80], label[160], config[600], host_env[300], tar_path[PATH_MAX], *image = NULL,
-        *pids_before,
-        *pids_after, *nl;
+    char id[80], label[160], config[600], host_env[300], tar_path[PATH_MAX];
+    char *image = NULL, *pids_before, *pids_after, *nl;
     const char *state, *run_id = env_or("CORDON_TEST_RUN_ID", host_id), *tarball;
     static char sock[PATH_MAX], prefix[80];
     int r;
