@@ -30,32 +30,20 @@ add_summary() { # prefix, output file, min, what the failure line says
   passed=$((passed + ${p:-0})); failed=$((failed + ${f:-0}))
 }
 
+# This run's id: it names what the run makes where a name is free to
+# choose (the docker daemon test's private daemon directory).
+CORDON_TEST_RUN_ID=${CORDON_TEST_RUN_ID:-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')}
+export CORDON_TEST_RUN_ID
+echo "test run $CORDON_TEST_RUN_ID"
+
 # What a run killed part-way on this machine left (its sandboxes, mounts,
-# cgroups) is reclaimed first and named: leave-no-trace judges this run.
-# Elsewhere than CI they may be real executions: only named, unless asked.
+# cgroups) is reclaimed first in CI. Elsewhere they may be real executions
+# or other cordon work: only named, unless asked. Either way the
+# leave-no-trace check at the end judges what appeared after its snapshot
+# (scripts/leftovers.sh), and names the rest "not ours".
 reclaim=(--dry-run)
 [ "${CI:-}" = true ] || [ "${CORDON_RECLAIM_LEFTOVERS:-}" = 1 ] && reclaim=()
 bash scripts/reclaim-leftovers.sh "${reclaim[@]}"
-snapshot_tmp() { ls -1d /tmp/cordon-* /tmp/cordon.* 2>/dev/null | sort; }
-before_tmp=$(snapshot_tmp)
-# Pool uids taken before this run (a run killed earlier on this machine)
-# are not this run's: they are named, and only new ones fail the check.
-snapshot_uids() { ls -1A /run/cordon/uids 2>/dev/null | sort; }
-before_uids=$(snapshot_uids)
-[ -z "$before_uids" ] ||
-  echo "note: before this run, $(echo "$before_uids" | wc -l) uid(s) were already taken from the pool in /run/cordon/uids (not counted)"
-# gVisor's processes (sandbox, gofer, a hung `runsc start`) and containerd
-# shims: a runsc container whose start failed once left all of them
-# running, unknown to the daemon. Those already running are not ours.
-# Zombies are not counted: a shim or runsc that exited waits for this
-# machine's init to reap it, which can take seconds.
-snapshot_runtime() {
-  local p
-  for p in $(pgrep -f '(^runsc|/runsc |containerd-shim)' 2>/dev/null); do
-    case $(ps -o stat= -p "$p" 2>/dev/null) in Z*|'') ;; *) echo "$p" ;; esac
-  done | sort
-}
-before_runtime=$(snapshot_runtime)
 
 note "setup"
 if ! bash scripts/setup.sh; then
@@ -68,8 +56,22 @@ note "services and test images"
 # Our own Docker daemon (only if none answers), stopped again at the end.
 export CORDON_DOCKERD_LOG="$top/$BUILD/dockerd.log" CORDON_DOCKERD_PID="$top/$BUILD/dockerd.pid"
 bash tests/mechanism/dockerd.sh start || { echo "dockerd did not start"; tail -n 30 "$CORDON_DOCKERD_LOG"; }
-trap 'bash tests/mechanism/dockerd.sh stop >/dev/null 2>&1 || true' EXIT
+# The docker daemon test's private daemon, if that test died before its
+# fini: stopped and its directory removed. Prints what it removed.
+remove_private_daemons() {
+  local d
+  for d in "${TMPDIR:-/tmp}/cordon-dockerd-$CORDON_TEST_RUN_ID".*; do
+    [ -d "$d" ] || continue
+    echo "$d"
+    bash tests/mechanism/private-dockerd.sh remove "$d" >/dev/null 2>&1
+  done
+}
+trap 'remove_private_daemons >/dev/null; bash tests/mechanism/dockerd.sh stop >/dev/null 2>&1 || true' EXIT
 bash scripts/reclaim-leftovers.sh "${reclaim[@]}" --docker
+# Every cordon object on the machine now (the daemon answers, so its
+# containers are in it): the leave-no-trace check judges only newer ones.
+mkdir -p "$BUILD"
+bash scripts/leftovers.sh snapshot "$BUILD/leftovers.before"
 # Rootfs tarballs from Debian packages (mmdebstrap), cached by recipe, and
 # imported into the daemon; every test pins them by digest.
 images=$(bash tests/images/build-images.sh) || { echo "building test images failed"; images=""; }
@@ -144,9 +146,11 @@ note "kill battery: SIGKILL cordon mid-operation, then gc (installed build)"
 # N=6 per provider keeps this to about two minutes; N=50 is the full battery.
 check "kill battery leaves nothing (seed 1, N=6 per provider)" bash scripts/kill-battery.sh -n 6 -s 1
 
-note "docker: the daemon stopped during a run (alone: it restarts the daemon)"
+note "docker: the daemon stopped during a run (a private daemon of the test's own)"
 # The whole name: Criterion's --filter matched nothing with 'docker_daemon/*',
-# and a test that does not run must not pass for one that did.
+# and a test that does not run must not pass for one that did. The test
+# starts, stops and restarts a daemon of its own beside the machine's
+# (tests/mechanism/private-dockerd.sh), whose pids it checks are unchanged.
 ( cd "$BUILD" && CORDON_DOCKER_STOP_DAEMON=1 ./tests/mechanism/docker-tests \
     --filter 'docker_daemon/stopped_daemon_is_a_clear_error_and_reclaim_works_after_restart' ) \
   >"$BUILD/tests/docker-daemon.log" 2>&1
@@ -155,6 +159,9 @@ cat "$BUILD/tests/docker-daemon.log"
 [ $daemon_rc -eq 0 ] || { failed=$((failed + 1)); echo "check FAILED: docker daemon test exited $daemon_rc"; }
 grep -q 'Tested: 1 | Passing: 1 ' "$BUILD/tests/docker-daemon.log" ||
   { failed=$((failed + 1)); echo "check FAILED: the docker daemon test did not run and pass"; }
+private_left=$(remove_private_daemons)
+[ -z "$private_left" ] ||
+  { failed=$((failed + 1)); echo "check FAILED: the docker daemon test left its private daemon: $private_left"; }
 # Sum every Criterion synthesis line of the suites make check and make
 # check-integration ran: each suite writes its own log under $BUILD/tests
 # (tests/unit/unit.sh.log, tests/unit/unit-root.sh.log, ...), the old ones
@@ -209,40 +216,10 @@ note "make distcheck"
 check "make distcheck" bash -c "cd '$BUILD' && make -j$(nproc) distcheck >'$top/$BUILD/distcheck.out' 2>&1 || { tail -n 60 '$top/$BUILD/distcheck.out'; exit 1; }"
 
 note "leave no trace"
-no_trace() {
-  local bad=0 after
-  if [ -d /run/cordon/trusted-local ] && [ -n "$(ls -A /run/cordon/trusted-local)" ]; then
-    echo "left behind in /run/cordon/trusted-local: $(ls /run/cordon/trusted-local)"; bad=1
-  fi
-  after=$(comm -13 <(echo "$before_uids") <(snapshot_uids))
-  if [ -n "$after" ]; then
-    echo "left behind: uids taken from the pool:" $after; bad=1
-  fi
-  if grep -q cordon /proc/mounts; then echo "left behind: mounts"; grep cordon /proc/mounts; bad=1; fi
-  if [ -S /var/run/docker.sock ] && [ -n "$(docker ps -aq --filter label=org.cordon.execution-id 2>/dev/null)" ]; then
-    echo "left behind: docker containers"; docker ps -a --filter label=org.cordon.execution-id; bad=1
-  fi
-  if [ -d /run/cordon-runc ] && [ -n "$(runc --root /run/cordon-runc list -q 2>/dev/null)" ]; then
-    echo "left behind: runc containers"; runc --root /run/cordon-runc list; bad=1
-  fi
-  local cg
-  cg=$(find /sys/fs/cgroup -maxdepth 2 -type d \( -name 'cordon-*' -o -name cordon \) 2>/dev/null)
-  if [ -n "$cg" ]; then
-    echo "left behind: cgroups"; echo "$cg"; bad=1
-  fi
-  if pgrep -f cordon-observe >/dev/null; then echo "left behind: cordon-observe processes"; bad=1; fi
-  local runtime_left
-  runtime_left=$(comm -13 <(echo "$before_runtime") <(snapshot_runtime))
-  if [ -n "$runtime_left" ]; then
-    echo "left behind: $(echo "$runtime_left" | wc -l) runsc or containerd-shim processes:"
-    for pid in $runtime_left; do ps -o pid=,args= -p "$pid" | cut -c1-160; done
-    bad=1
-  fi
-  after=$(snapshot_tmp)
-  if [ "$after" != "$before_tmp" ]; then echo "left behind in /tmp:"; comm -13 <(echo "$before_tmp") <(echo "$after"); bad=1; fi
-  return $bad
-}
-check "leave no trace" no_trace
+# What earlier cordon work left is "not ours" there, whatever this run does.
+check "leave no trace: earlier cordon work is not ours (tests/leave-no-trace.sh)" bash tests/leave-no-trace.sh
+# Only what appeared after the snapshot fails; the rest is named "not ours".
+check "leave no trace" bash scripts/leftovers.sh compare "$BUILD/leftovers.before"
 bash tests/mechanism/dockerd.sh stop || true
 
 echo

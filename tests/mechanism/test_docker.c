@@ -10,11 +10,17 @@
  *   CORDON_INIT                    cordon-init (default <builddir>/cordon-init)
  *   CORDON_BIN                     the cordon command (default <builddir>/cordon)
  *   CORDON_DOCKER_SOCKET           the daemon's socket (default /var/run/docker.sock)
- *   CORDON_DOCKER_STOP_DAEMON=1    let suite docker_daemon stop and restart the
- *                                  daemon; run it alone, with --filter
+ *   CORDON_DOCKER_STOP_DAEMON=1    run suite docker_daemon, which starts a
+ *                                  Docker daemon of its own beside the machine's
+ *                                  (tests/mechanism/private-dockerd.sh), stops
+ *                                  and restarts it; run it alone, with --filter
  *                                  docker_daemon/stopped_daemon_is_a_clear_error_and_reclaim_works_after_restart
  *                                  (the whole name: Criterion's filter does not
  *                                  match docker_daemon/ followed by a glob)
+ *   CORDON_RUNC_IMAGE_MINIMAL      PATH@sha256:<hex> of the minimal rootfs
+ *                                  tarball, imported into that daemon
+ *   CORDON_TEST_RUN_ID             names that daemon's directory
+ *                                  (TMPDIR/cordon-dockerd-<id>.XXXXXX)
  *
  * Every test labels what it makes with its own host instance id and
  * removes it in the suite's fini (terminate, then reclaim by id), so that
@@ -1761,40 +1767,109 @@ ParameterizedTest(struct example *row, docker, cordon_run_required_isolation_run
     free(instance);
 }
 
-/* ---- the daemon going away (run alone: it stops and restarts dockerd) --------------------- */
+/* ---- the daemon going away (a daemon of the test's own) ------------------------------------ */
 
-TestSuite(docker_daemon, .init = setup, .fini = teardown, .timeout = 300);
+/* The test stops and restarts a daemon: never the machine's (a developer's
+ * containers run there), always one it starts itself, with its own socket,
+ * data and exec roots and containerd, all in private_dir, which the suite's
+ * fini removes with the daemon on every path an assertion can take. */
+static char *private_dir;
+
+static int private_dockerd(const char *verb, const char *arg, char **ret_out)
+{
+    const char *argv[] = { "bash", CORDON_SRCDIR "/tests/mechanism/private-dockerd.sh", verb,
+                           private_dir, arg, NULL };
+
+    return capture(argv, NULL, ret_out);
+}
+
+static void daemon_teardown(void)
+{
+    teardown();
+    if (private_dir != NULL && private_dockerd("remove", NULL, NULL) != 0)
+        cr_log_warn("fini: could not remove the private daemon in %s", private_dir);
+    free(private_dir);
+    private_dir = NULL;
+}
+
+TestSuite(docker_daemon, .init = setup, .fini = daemon_teardown, .timeout = 300);
 
 static pid_t state_init(const char *state);
 
-static int dockerd_script(const char *verb)
+/* The pids of every dockerd on the machine, space-separated (the private
+ * one is not running when this is asked). Zombies are left out: the
+ * private dockerd, once stopped, waits for this machine's init to reap
+ * it, which can take seconds. */
+static char *dockerd_pids(void)
 {
-    const char *script = env_or("CORDON_DOCKERD_SCRIPT", CORDON_SRCDIR "/tests/mechanism/dockerd.sh");
-    const char *argv[] = { "bash", script, verb, NULL };
+    const char *argv[] = { "sh", "-c", "ps -C dockerd -o stat=,pid= | awk '$1 !~ /^Z/ { print $2 }'",
+                           NULL };
+    char *out = NULL;
+    size_t len;
 
-    return capture(argv, NULL, NULL);
+    capture(argv, NULL, &out);
+    len = strlen(out);
+    while (len > 0 && out[len - 1] == '\n')
+        out[--len] = '\0';
+    for (char *p = out; *p != '\0'; p++)
+        if (*p == '\n')
+            *p = ' ';
+    return out;
 }
 
 Test(docker_daemon, stopped_daemon_is_a_clear_error_and_reclaim_works_after_restart)
 {
     const char *argv[] = { "true", NULL };
     struct cordon_exec_outcome o;
-    char id[80], label[160];
-    const char *state;
+    char id[80], label[160], config[600], host_env[300], tar_path[PATH_MAX];
+    char *image = NULL, *pids_before, *pids_after, *nl;
+    const char *state, *run_id = env_or("CORDON_TEST_RUN_ID", host_id), *tarball;
+    static char sock[PATH_MAX], prefix[80];
     int r;
 
-    need_daemon();
     if (strcmp(env_or("CORDON_DOCKER_STOP_DAEMON", "0"), "1") != 0)
-        skip("stops the Docker daemon: run alone with CORDON_DOCKER_STOP_DAEMON=1 and --filter "
+        skip("starts, stops and restarts a Docker daemon of its own: run alone with "
+             "CORDON_DOCKER_STOP_DAEMON=1 and --filter "
              "'docker_daemon/stopped_daemon_is_a_clear_error_and_reclaim_works_after_restart' "
              "(Criterion's filter does not match 'docker_daemon/*')");
-    /* dockerd.sh's own pid file: the daemon is one these tests may stop */
-    if (access(env_or("CORDON_DOCKERD_PID", "/tmp/cordon-dockerd.pid"), R_OK) != 0)
-        skip("the daemon was not started by tests/mechanism/dockerd.sh: not stopping a daemon "
-             "these tests do not own");
+    tarball = env_or("CORDON_RUNC_IMAGE_MINIMAL", NULL);
+    cr_assert_not_null(tarball, "CORDON_RUNC_IMAGE_MINIMAL must name the minimal rootfs tarball "
+                                "(tests/images/build-images.sh prints it), which this test "
+                                "imports into its own daemon");
+    cr_assert(strspn(run_id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+                  == strlen(run_id) && strlen(run_id) <= 40,
+              "CORDON_TEST_RUN_ID: \"%s\" must be at most 40 of [A-Za-z0-9_-]", run_id);
+    pids_before = dockerd_pids();
+    snprintf(prefix, sizeof(prefix), "cordon-dockerd-%s.", run_id);
+    cr_assert_eq(cordon_fs_mkdtemp(env_or("TMPDIR", "/tmp"), prefix, &private_dir, &err), 0,
+                 "%s", err.message);
+    /* containerd's socket, the longest path under it, must fit a sockaddr_un */
+    cr_assert(strlen(private_dir) + sizeof("/exec/containerd/containerd.sock.ttrpc") <= 108,
+              "the private daemon's directory %s is too long for a socket path (at most %zu "
+              "bytes): set TMPDIR to a shorter one", private_dir,
+              108 - sizeof("/exec/containerd/containerd.sock.ttrpc"));
+    cr_assert_eq(private_dockerd("start", NULL, NULL), 0,
+                 "private-dockerd.sh start %s failed (its log: %s/dockerd.log)", private_dir,
+                 private_dir);
+    snprintf(sock, sizeof(sock), "%s/docker.sock", private_dir);
+    socket_path = sock;
+    /* The docker command the checks below run looks at that daemon too. */
+    snprintf(host_env, sizeof(host_env), "unix://%s", sock);
+    cr_assert_eq(setenv("DOCKER_HOST", host_env, 1), 0);
+    snprintf(tar_path, sizeof(tar_path), "%.*s", (int)strcspn(tarball, "@"), tarball);
+    cr_assert_eq(private_dockerd("import", tar_path, &image), 0, "importing %s failed", tar_path);
+    if ((nl = strchr(image, '\n')) != NULL)
+        *nl = '\0';
+    cr_assert(strncmp(image, "sha256:", 7) == 0 && strlen(image) == 71 &&
+                  strspn(image + 7, "0123456789abcdef") == 64,
+              "private-dockerd.sh import printed \"%s\", not an image id", image);
+    minimal = image;
+    snprintf(config, sizeof(config), "{\"image\": \"%s\", \"socket\": \"%s\"}", image, sock);
+    ensure_with(config);
+
     state = provision_default("code");
     snprintf(id, sizeof(id), "%s", execution_of(state));
-    cr_assert_eq(dockerd_script("stop"), 0, "dockerd.sh stop failed");
+    cr_assert_eq(private_dockerd("stop", NULL, NULL), 0, "private-dockerd.sh stop failed");
     r = run(state, argv, &defaults, &o);
     cordon_exec_outcome_clear(&o);
     /* Through the exec API the daemon is needed and gone. Through the
@@ -1809,11 +1884,27 @@ Test(docker_daemon, stopped_daemon_is_a_clear_error_and_reclaim_works_after_rest
                      err.message);
     cr_expect(strstr(err.message, socket_path) != NULL, "the error does not name the socket: %s",
               err.message);
-    cr_assert_eq(dockerd_script("start"), 0, "dockerd.sh start failed");
+    cr_assert_eq(private_dockerd("start", NULL, NULL), 0, "private-dockerd.sh start (again) failed");
     /* The record (our state) survived; reclaim by id clears whatever is left. */
     cr_expect_eq(vt.reclaim(res, id, &err), 0, "reclaim after the restart: %s", err.message);
     snprintf(label, sizeof(label), "org.cordon.execution-id=%s", id);
     cr_expect_eq(count_labelled(label), 0, "the execution's container survived reclaim");
+
+    /* Done with it: the daemon goes now, so that the machine's can be
+     * compared; fini would remove it on any other path. */
+    teardown();
+    cr_assert_eq(private_dockerd("remove", NULL, NULL), 0, "private-dockerd.sh remove failed");
+    free(private_dir);
+    private_dir = NULL;
+    pids_after = dockerd_pids();
+    cr_expect_str_eq(pids_after, pids_before,
+                     "the machine's dockerd pids changed across the test: before [%s] after [%s]",
+                     pids_before, pids_after);
+    cr_log_info("the machine's dockerd pids, the same before and after: [%s]", pids_before);
+    free(pids_after);
+    free(pids_before);
+    minimal = NULL;
+    free(image);
 }
 
 /* ---- one uid per execution ------------------------------------------------------- */
