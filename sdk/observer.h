@@ -62,4 +62,10 @@ void cordon__observe_prctl(struct cordon__jw *w);
 void cordon__observe_syscalls(struct cordon__jw *w);
 void cordon__observe_sockets(struct cordon__jw *w);
 
+/* ---- sdk/observer-limits.c ---------------------------------------------- */
+
+/* --limits (argv[0] is "--limits") and --flood BYTES: exit statuses as main's. */
+int cordon__limits_main(int argc, char **argv);
+int cordon__flood_main(const char *bytes);
+
 #endif
