@@ -640,6 +640,73 @@ Test(runc, cli_refuses_a_provider_whose_probe_is_confined_but_not_its_exec)
     cJSON_Delete(doc);
 }
 
+/* ---- limits the host checks -------------------------------------------------------- */
+
+static const char *limit_status(const cJSON *facts, const char *key, const char *field)
+{
+    return str_at(cJSON_GetObjectItemCaseSensitive(facts, "limits_verified"), key, field);
+}
+
+/* The host's probe execution gets small limits and checks from inside
+ * that each holds: runc's cgroup and tmpfs sizes do, the host's output
+ * budget does, and the deadline is not waited out. */
+Test(runc, cli_host_sees_every_limit_of_runc_hold)
+{
+    static const char *const held[] = { "cpus", "memory_bytes", "disk_bytes", "pids", "max_output_bytes" };
+    char bundle[PATH_MAX + 32];
+    const char *args[] = { "--provider", "runc", bundle, NULL };
+    const cJSON *facts;
+    cJSON *doc;
+
+    require_setup();
+    write_bundle("main.py", "print('hi')\n", bundle, sizeof(bundle));
+    doc = cli_run(args);
+    cr_assert_str_eq(str_at(doc, "status", NULL), "success", "%s", str_at(doc, "error", "message"));
+    facts = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"), "probes"),
+                           0),
+        "facts");
+    for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+        cr_expect_str_eq(limit_status(facts, held[i], "status"), "held", "%s: %s", held[i],
+                         limit_status(facts, held[i], "detail"));
+    cr_expect_str_eq(limit_status(facts, "runtime_ms", "status"), "not_run");
+    cr_expect_str_eq(limit_status(facts, "memory_bytes", "enforced_by"), "cgroup");
+    cr_expect_str_eq(limit_status(facts, "disk_bytes", "enforced_by"), "tmpfs_size");
+    cr_expect_str_eq(limit_status(facts, "max_output_bytes", "enforced_by"), "host");
+    cJSON_Delete(doc);
+}
+
+/* memlax.so accepts a 64 MiB memory limit and gives runc 1 GiB: the host
+ * disproves memory_bytes and "isolation: required" refuses it. */
+Test(runc, cli_refuses_a_provider_that_does_not_apply_its_memory_limit)
+{
+    char bundle[PATH_MAX + 32];
+    const char *args[] = { "--provider", "memlax", bundle, NULL };
+    const cJSON *rec, *skip, *d;
+    bool named = false;
+    cJSON *doc;
+
+    require_setup();
+    write_bundle("main.py", "print('never runs')\n", bundle, sizeof(bundle));
+    doc = cli_run(args);
+    cr_assert_str_eq(str_at(doc, "status", NULL), "blocked", "%s", str_at(doc, "stdout", NULL));
+    rec = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"),
+                                                              "probes"), 0);
+    skip = cJSON_GetObjectItemCaseSensitive(rec, "skip");
+    cr_assert_str_eq(str_at(skip, "reason", NULL), "claims_disproved", "%s", str_at(skip, "detail", NULL));
+    cr_expect(strstr(str_at(skip, "detail", NULL), "limits/memory_bytes") != NULL, "%s",
+              str_at(skip, "detail", NULL));
+    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(skip, "failed"))
+        named = named || (strcmp(str_at(d, "axis", NULL), "limits") == 0 &&
+                          strcmp(str_at(d, "check", NULL), "memory_bytes") == 0);
+    cr_expect(named, "skip.failed names limits/memory_bytes");
+    /* Only the lie is disproved: its other limits are runc's and hold. */
+    cr_expect_str_eq(limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "memory_bytes", "status"),
+                     "disproved");
+    cr_expect_str_eq(limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "pids", "status"), "held");
+    cJSON_Delete(doc);
+}
+
 /* ---- probe ------------------------------------------------------------------------- */
 
 Test(runc, probe_observes_all_axes_and_the_toolchains)
@@ -1973,11 +2040,16 @@ static char *make_shared(void)
     if (realpath(env_or("CORDON_TWOFACE_PROVIDER", "tests/fixtures/.libs/twoface.so"), so) == NULL ||
         symlink(so, link) != 0)
         fprintf(stderr, "runc-tests: cannot link twoface.so into %s\n", link_dir);
+    /* ...and memlax, runc with a memory limit it does not apply. */
+    snprintf(link, sizeof(link), "%s/memlax.so", link_dir);
+    if (realpath(env_or("CORDON_MEMLAX_PROVIDER", "tests/fixtures/.libs/memlax.so"), so) == NULL ||
+        symlink(so, link) != 0)
+        fprintf(stderr, "runc-tests: cannot link memlax.so into %s\n", link_dir);
     snprintf(config, sizeof(config), "%s/cli-config.json", tmpl);
     f = fopen(config, "we");
     if (f != NULL) {
-        fprintf(f, "{\"provider_configs\": {\"runc\": {\"image\": \"%s\"}}}\n",
-                img != NULL ? img : "");
+        fprintf(f, "{\"provider_configs\": {\"runc\": {\"image\": \"%s\"}, \"memlax\": {\"image\": \"%s\"}}}\n",
+                img != NULL ? img : "", img != NULL ? img : "");
         fclose(f);
     }
     return strdup(tmpl);
