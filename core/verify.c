@@ -51,7 +51,7 @@ static bool add_disproved(cJSON *list, const char *axis, const char *check, cons
  * Accepting a spec with a limit is the claim: a provider that cannot
  * enforce one must refuse the provision.
  */
-static bool merge_limits(cJSON *facts, const cJSON *observation, cJSON *disproved)
+bool cordon__verify_merge_limits(cJSON *facts, const cJSON *observation, cJSON *disproved)
 {
     const cJSON *seen = cJSON_GetObjectItemCaseSensitive(observation, "limits");
     const cJSON *how = cJSON_GetObjectItemCaseSensitive(facts, "limits_enforcement");
@@ -104,7 +104,7 @@ static int mark_unverified(cJSON *facts, const cJSON *claim, const char *reason,
         !cJSON_AddNullToObject(v, "observation_digest") || !cJSON_AddArrayToObject(v, "disproved") ||
         !cJSON_AddStringToObject(v, "reason", reason))
         goto nomem;
-    if (!merge_limits(facts, NULL, cJSON_GetObjectItemCaseSensitive(v, "disproved")))
+    if (!cordon__verify_merge_limits(facts, NULL, cJSON_GetObjectItemCaseSensitive(v, "disproved")))
         goto nomem;
     replace(facts, "isolation", iso);
     replace(facts, "verified_by", cJSON_CreateNull());
@@ -165,7 +165,7 @@ static int merge(cJSON *facts, const cJSON *claim, const cJSON *observation, con
         snprintf(detail, sizeof(detail), "network \"none\" claimed, the host observed \"%s\"", net->valuestring);
         ok = add_disproved(disproved, "network", "network_none", detail);
     }
-    if (!ok || !merge_limits(facts, observation, disproved))
+    if (!ok || !cordon__verify_merge_limits(facts, observation, disproved))
         goto nomem;
     replace(iso, "checks", checks != NULL ? cJSON_Duplicate(checks, true) : cJSON_CreateArray());
     replace(iso, "network_mode", cJSON_CreateString(net->valuestring));

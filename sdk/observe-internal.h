@@ -8,6 +8,7 @@
 #ifndef CORDON_SDK_OBSERVE_INTERNAL_H
 #define CORDON_SDK_OBSERVE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +34,11 @@ int cordon__observe_drive(const struct cordon_observe_opts *opts, const char *st
 
 /* The small limits the probe execution gets with CORDON_OBSERVE_CHECK_LIMITS. */
 extern const struct cordon_limits cordon__observe_small_limits;
+
+/* The verdicts on the observer's --limits report r (borrowed) into limits:
+ * disk_bytes, memory_bytes, pids, cpus and runtime_ms (not_run). False
+ * only when out of memory. */
+bool cordon__observe_limits_judge(const cJSON *r, cJSON *limits);
 
 /* The "limits" of an observation: every limit not_run unless iso (the
  * comparison's isolation) shows the sandbox contained, else the observer's

@@ -182,6 +182,14 @@ static bool judge_cpus(cJSON *limits, const cJSON *r)
     return verdict(limits, "cpus", held ? "held" : "disproved", detail) != NULL;
 }
 
+bool cordon__observe_limits_judge(const cJSON *r, cJSON *limits)
+{
+    /* The deadline is the host's too, but waiting it out is not worth a
+     * probe's time. */
+    return judge_disk(limits, r) && judge_memory(limits, r) && judge_pids(limits, r) && judge_cpus(limits, r) &&
+           verdict(limits, "runtime_ms", "not_run", "the host's deadline is not waited out by a probe") != NULL;
+}
+
 static bool all_not_run(cJSON *limits, const char *why)
 {
     for (size_t i = 0; i < CORDON_LIMIT_KEYS_COUNT; i++)
@@ -279,10 +287,7 @@ int cordon__observe_limits(const struct cordon_observe_opts *opts, const char *s
         ok = all_not_run(limits, why);
         goto out;
     }
-    ok = ok && judge_disk(limits, r) && judge_memory(limits, r) && judge_pids(limits, r) && judge_cpus(limits, r);
-    /* The deadline is the host's too, but waiting it out is not worth a
-     * probe's time. */
-    ok = ok && verdict(limits, "runtime_ms", "not_run", "the host's deadline is not waited out by a probe");
+    ok = ok && cordon__observe_limits_judge(r, limits);
     /* Last: an output_limit may take the execution's process tree down. */
     ok = ok && judge_output(opts, state, argv0, timeout_ms, limits);
 out:
