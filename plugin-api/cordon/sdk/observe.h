@@ -55,7 +55,7 @@ struct cordon_observe_opts {
     uint32_t flags;                              /* CORDON_OBSERVE_* below; 0 = none */
 };
 
-/* Provision the execution with small limits (memory 64 MiB, pids 32, disk
+/* Provision the execution with small limits (memory 64 MiB, pids 64, disk
  * 4 MiB, cpus 0.5, output 256 KiB) and, once the same observation has
  * shown the sandbox contained, check from inside that each one holds:
  * the result gets "limits" (observation.md, "Limits"). The host's own
