@@ -536,7 +536,7 @@ static void observe_files(struct cordon__jw *w)
     cordon__jw_close(w, '}');
 }
 
-static int write_all(int fd, const char *buf, size_t len)
+int cordon__write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
@@ -592,7 +592,7 @@ static int report(const struct opts *o)
         free(w.buf);
         return 1;
     }
-    if (write_all(STDOUT_FILENO, w.buf, w.len) != 0) {
+    if (cordon__write_all(STDOUT_FILENO, w.buf, w.len) != 0) {
         fprintf(stderr, "cordon-observe: writing the report failed: %s\n", strerror(errno));
         free(w.buf);
         return 1;

@@ -538,64 +538,9 @@ static cJSON *host_view(cJSON *ns, const char *canary_path, const char *token, p
     return view;
 }
 
-/* Compare and put the pieces together as observe.h documents. */
-static int assemble(cJSON *report, cJSON *view, cJSON *toolchains, cJSON *limits, char **ret_json,
-                    struct cordon_error *err)
-{
-    char *report_text = cJSON_PrintUnformatted(report), *view_text = cJSON_PrintUnformatted(view);
-    char *iso_text = NULL, *text = NULL;
-    cJSON *result = NULL, *iso = NULL, *ifaces;
-    const cJSON *src;
-    int rc;
-
-    if (report_text == NULL || view_text == NULL) {
-        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
-        goto out;
-    }
-    if ((rc = cordon_observe_compare(report_text, view_text, &iso_text, err)) < 0)
-        goto out;
-    iso = cJSON_Parse(iso_text);
-    src = cJSON_GetObjectItemCaseSensitive(report, "net");
-    src = cJSON_IsObject(src) ? cJSON_GetObjectItemCaseSensitive(src, "interfaces") : NULL;
-    ifaces = cJSON_IsArray(src) ? cJSON_Duplicate(src, true) : cJSON_CreateArray();
-    result = cJSON_CreateObject();
-    if (result == NULL || !cJSON_AddItemToObject(result, "interfaces", ifaces)) {
-        cJSON_Delete(ifaces);
-        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
-        goto out;
-    }
-    if (iso == NULL || !cJSON_AddStringToObject(result, "observed_by", "cordon-observe") ||
-        !cJSON_AddStringToObject(result, "network", get_str(iso, "network_mode")) ||
-        !cJSON_AddItemToObject(result, "isolation", iso)) {
-        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
-        goto out;
-    }
-    iso = NULL;
-    /* References: report and toolchains stay owned by the caller. */
-    if (!cJSON_AddItemReferenceToObject(result, "toolchains", toolchains) ||
-        !cJSON_AddItemReferenceToObject(result, "report", report) ||
-        !cJSON_AddItemReferenceToObject(result, "host_view", view) ||
-        (limits != NULL && !cJSON_AddItemReferenceToObject(result, "limits", limits)) ||
-        (text = cJSON_PrintUnformatted(result)) == NULL) {
-        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
-        goto out;
-    }
-    *ret_json = text;
-    rc = 0;
-out:
-    cJSON_Delete(result);
-    cJSON_Delete(iso);
-    free(iso_text);
-    free(view_text);
-    free(report_text);
-    return rc;
-}
-
-/* The comparison now, to learn whether the sandbox is contained, then the
- * limit checks that only a contained sandbox gets. */
-static int observe_limits(const struct cordon_observe_opts *opts, const char *state, const char *argv0,
-                          const char *ns_arg, uint64_t timeout_ms, const cJSON *report, const cJSON *view,
-                          cJSON **ret_limits, struct cordon_error *err)
+/* The host's comparison of the report with its view: the isolation object
+ * (*ret_iso, the caller's). */
+static int compare(const cJSON *report, const cJSON *view, cJSON **ret_iso, struct cordon_error *err)
 {
     char *report_text = cJSON_PrintUnformatted(report), *view_text = cJSON_PrintUnformatted(view);
     char *iso_text = NULL;
@@ -609,12 +554,51 @@ static int observe_limits(const struct cordon_observe_opts *opts, const char *st
     if ((rc = cordon_observe_compare(report_text, view_text, &iso_text, err)) < 0)
         goto out;
     iso = cJSON_Parse(iso_text);
-    rc = cordon__observe_limits(opts, state, argv0, ns_arg, timeout_ms, iso, ret_limits, err);
+    if (iso == NULL) {
+        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
+        goto out;
+    }
+    *ret_iso = iso;
 out:
-    cJSON_Delete(iso);
     free(iso_text);
     free(view_text);
     free(report_text);
+    return rc;
+}
+
+/* Put the pieces together as observe.h documents; every argument stays the
+ * caller's. */
+static int assemble(cJSON *report, cJSON *view, cJSON *iso, cJSON *toolchains, cJSON *limits, char **ret_json,
+                    struct cordon_error *err)
+{
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(report, "net");
+    cJSON *result = cJSON_CreateObject(), *ifaces;
+    char *text = NULL;
+    int rc;
+
+    src = cJSON_IsObject(src) ? cJSON_GetObjectItemCaseSensitive(src, "interfaces") : NULL;
+    ifaces = cJSON_IsArray(src) ? cJSON_Duplicate(src, true) : cJSON_CreateArray();
+    if (result == NULL || !cJSON_AddItemToObject(result, "interfaces", ifaces)) {
+        cJSON_Delete(ifaces);
+        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
+        goto out;
+    }
+    /* References: what the caller owns stays the caller's. */
+    if (!cJSON_AddStringToObject(result, "observed_by", "cordon-observe") ||
+        !cJSON_AddStringToObject(result, "network", get_str(iso, "network_mode")) ||
+        !cJSON_AddItemReferenceToObject(result, "isolation", iso) ||
+        !cJSON_AddItemReferenceToObject(result, "toolchains", toolchains) ||
+        !cJSON_AddItemReferenceToObject(result, "report", report) ||
+        !cJSON_AddItemReferenceToObject(result, "host_view", view) ||
+        (limits != NULL && !cJSON_AddItemReferenceToObject(result, "limits", limits)) ||
+        (text = cJSON_PrintUnformatted(result)) == NULL) {
+        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
+        goto out;
+    }
+    *ret_json = text;
+    rc = 0;
+out:
+    cJSON_Delete(result);
     return rc;
 }
 
@@ -623,7 +607,7 @@ int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json, 
     size_t tool_idx[MAX_TOOLCHAINS], ntools = 0;
     char canary_dir[64] = "", canary_path[96], token[33], pid_token[33], exec_hex[25], execution_id[32];
     char ns_arg[512], pid_arg[24], observer_argv0[80];
-    cJSON *ns = NULL, *view = NULL, *report = NULL, *toolchains = NULL, *limits = NULL, *boundary;
+    cJSON *ns = NULL, *view = NULL, *report = NULL, *toolchains = NULL, *limits = NULL, *iso = NULL, *boundary;
     char *spec = NULL, *state = NULL, *result = NULL;
     struct cordon_error perr;
     uint64_t timeout_ms, before_ms = 0, after_ms = 0;
@@ -733,13 +717,14 @@ int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json, 
         if ((rc = probe_toolchain(opts, state, tool_idx[i], timeout_ms, toolchains, err)) < 0)
             goto out;
 
-    /* (f2) the limits, once the observation showed them safe to try. */
-    if (check_limits(opts) && (rc = observe_limits(opts, state, observer_argv0, ns_arg, timeout_ms, report,
-                                                   view, &limits, err)) < 0)
+    /* (h) compare, (f2) the limits once the comparison showed them safe
+     * to try, in the execution still running; (g) teardown follows below
+     * on every path. */
+    if ((rc = compare(report, view, &iso, err)) < 0 ||
+        (check_limits(opts) &&
+         (rc = cordon__observe_limits(opts, state, observer_argv0, ns_arg, timeout_ms, iso, &limits, err)) < 0))
         goto out;
-
-    /* (h) compare; (g) teardown follows below on every path. */
-    rc = assemble(report, view, toolchains, limits, &result, err);
+    rc = assemble(report, view, iso, toolchains, limits, &result, err);
 out:
     if (state != NULL) {
         struct cordon_error terr;
@@ -765,6 +750,7 @@ out:
     free(spec);
     cJSON_Delete(toolchains);
     cJSON_Delete(limits);
+    cJSON_Delete(iso);
     cJSON_Delete(report);
     cJSON_Delete(view);
     cJSON_Delete(ns);

@@ -117,6 +117,22 @@ static bool contained(struct cordon__jw *w, const char *host_ns)
     return why[0] == '\0';
 }
 
+/* One check's object in the report: its limit and the cap of its attempt. */
+static void section_open(struct cordon__jw *w, const char *key, unsigned long long limit, unsigned long long cap)
+{
+    cordon__jw_open(w, key, '{');
+    cordon__jw_uint(w, "limit", limit);
+    cordon__jw_uint(w, "cap", cap);
+}
+
+/* ...closed early: the check could not start, and says why. */
+static void section_fail(struct cordon__jw *w, const char *why, int e)
+{
+    cordon__jw_string(w, "error", why);
+    cordon__jw_errno(w, e);
+    cordon__jw_close(w, '}');
+}
+
 /* ---- disk: every writable mount, one budget ------------------------------ */
 
 /* Mount points of /proc/self/mountinfo, \ooo unescaped, with their type. */
@@ -229,13 +245,9 @@ static void check_disk(struct cordon__jw *w, unsigned long long disk)
     int unlink_errno = 0;
     FILE *f = fopen("/proc/self/mountinfo", "re");
 
-    cordon__jw_open(w, "disk_bytes", '{');
-    cordon__jw_uint(w, "limit", disk);
-    cordon__jw_uint(w, "cap", cap);
+    section_open(w, "disk_bytes", disk, cap);
     if (f == NULL) {
-        cordon__jw_string(w, "error", "cannot read /proc/self/mountinfo");
-        cordon__jw_errno(w, errno);
-        cordon__jw_close(w, '}');
+        section_fail(w, "cannot read /proc/self/mountinfo", errno);
         return;
     }
     srand((unsigned)(now_ms(CLOCK_MONOTONIC) ^ (uint64_t)getpid()));
@@ -312,9 +324,7 @@ static void check_pids(struct cordon__jw *w, unsigned long long pids)
     for (unsigned long long i = 0; i < n; i++)
         while (waitpid(kids[i], NULL, 0) < 0 && errno == EINTR)
             ;
-    cordon__jw_open(w, "pids", '{');
-    cordon__jw_uint(w, "limit", pids);
-    cordon__jw_uint(w, "cap", cap);
+    section_open(w, "pids", pids, cap);
     cordon__jw_uint(w, "forked", n);
     if (err != 0)
         cordon__jw_errno(w, err);
@@ -332,13 +342,9 @@ static void check_memory(struct cordon__jw *w, unsigned long long memory)
     int status = 0, map_errno = 0;
     pid_t pid;
 
-    cordon__jw_open(w, "memory_bytes", '{');
-    cordon__jw_uint(w, "limit", memory);
-    cordon__jw_uint(w, "cap", cap);
+    section_open(w, "memory_bytes", memory, cap);
     if (touched == MAP_FAILED) {
-        cordon__jw_string(w, "error", "cannot map the progress page");
-        cordon__jw_errno(w, errno);
-        cordon__jw_close(w, '}');
+        section_fail(w, "cannot map the progress page", errno);
         return;
     }
     *touched = 0;
@@ -429,24 +435,11 @@ static int limits_usage(const char *why)
 
 static int print_report(struct cordon__jw *w)
 {
-    const char *p = w->buf;
-    size_t left = w->len;
-
     if (w->failed) {
         fprintf(stderr, "cordon-observe: the report does not fit in %u bytes\n", CORDON__MAX_REPORT_BYTES);
         return 1;
     }
-    while (left > 0) {
-        ssize_t n = write(STDOUT_FILENO, p, left);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return 1;
-        p += n;
-        left -= (size_t)n;
-    }
-    return 0;
+    return cordon__write_all(STDOUT_FILENO, w->buf, w->len) == 0 ? 0 : 1;
 }
 
 int cordon__limits_main(int argc, char **argv)
@@ -502,15 +495,8 @@ int cordon__flood_main(const char *bytes)
     if (!parse_ull(bytes, MAX_FLOOD_BYTES, &n))
         return limits_usage("--flood wants 1 to 64 MiB");
     memset(chunk, 'x', sizeof(chunk));
-    while (done < n) {
-        size_t want = n - done < FILL_CHUNK ? (size_t)(n - done) : FILL_CHUNK;
-        ssize_t k = write(STDOUT_FILENO, chunk, want);
-
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
+    for (; done < n; done += FILL_CHUNK)
+        if (cordon__write_all(STDOUT_FILENO, chunk, n - done < FILL_CHUNK ? (size_t)(n - done) : FILL_CHUNK) != 0)
             return 1;
-        done += (unsigned long long)k;
-    }
     return 0;
 }

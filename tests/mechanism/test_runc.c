@@ -509,6 +509,25 @@ static const char *str_at(const cJSON *doc, const char *a, const char *b)
     return cJSON_GetStringValue(b != NULL ? cJSON_GetObjectItemCaseSensitive(o, b) : o) ?: "";
 }
 
+/* A CLI run's first probe record (meta.probes[0]). */
+static const cJSON *first_probe(const cJSON *doc)
+{
+    return cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"), "probes"), 0);
+}
+
+/* A CLI run refused its one candidate as claims_disproved, naming
+ * AXIS/CHECK in the skip's detail; its probe record. */
+static const cJSON *refused_for(const cJSON *doc, const char *failed)
+{
+    const cJSON *rec = first_probe(doc), *skip = cJSON_GetObjectItemCaseSensitive(rec, "skip");
+
+    cr_assert_str_eq(str_at(doc, "status", NULL), "blocked", "%s", str_at(doc, "stdout", NULL));
+    cr_assert_str_eq(str_at(skip, "reason", NULL), "claims_disproved", "%s", str_at(skip, "detail", NULL));
+    cr_expect(strstr(str_at(skip, "detail", NULL), failed) != NULL, "%s", str_at(skip, "detail", NULL));
+    return rec;
+}
+
 /* After a CLI run: the execution is gone from the runtime, the cgroups, the disk. */
 static void assert_execution_gone(const cJSON *doc)
 {
@@ -613,7 +632,7 @@ Test(runc, cli_refuses_a_provider_whose_probe_is_confined_but_not_its_exec)
 {
     char bundle[PATH_MAX + 32], *path;
     const char *args[] = { "--provider", "twoface", bundle, NULL };
-    const cJSON *rec, *skip, *facts;
+    const cJSON *rec, *facts;
     cJSON *doc;
 
     require_setup();
@@ -622,13 +641,7 @@ Test(runc, cli_refuses_a_provider_whose_probe_is_confined_but_not_its_exec)
     free(path);
     write_bundle("main.py", "print('ran on the host')\n", bundle, sizeof(bundle));
     doc = cli_run(args);
-    cr_assert_str_eq(str_at(doc, "status", NULL), "blocked", "%s", str_at(doc, "stdout", NULL));
-    rec = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"),
-                                                              "probes"), 0);
-    skip = cJSON_GetObjectItemCaseSensitive(rec, "skip");
-    cr_assert_str_eq(str_at(skip, "reason", NULL), "claims_disproved", "%s", str_at(skip, "detail", NULL));
-    cr_expect(strstr(str_at(skip, "detail", NULL), "process_contained/pid_namespace") != NULL, "%s",
-              str_at(skip, "detail", NULL));
+    rec = refused_for(doc, "process_contained/pid_namespace");
     /* Its own probe really observed runc: the claim was honest about the
      * probe's container, and only the host's look through exec differs. */
     facts = cJSON_GetObjectItemCaseSensitive(rec, "facts");
@@ -662,10 +675,7 @@ Test(runc, cli_host_sees_every_limit_of_runc_hold)
     write_bundle("main.py", "print('hi')\n", bundle, sizeof(bundle));
     doc = cli_run(args);
     cr_assert_str_eq(str_at(doc, "status", NULL), "success", "%s", str_at(doc, "error", "message"));
-    facts = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"), "probes"),
-                           0),
-        "facts");
+    facts = cJSON_GetObjectItemCaseSensitive(first_probe(doc), "facts");
     for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
         cr_expect_str_eq(limit_status(facts, held[i], "status"), "held", "%s: %s", held[i],
                          limit_status(facts, held[i], "detail"));
@@ -682,21 +692,15 @@ Test(runc, cli_refuses_a_provider_that_does_not_apply_its_memory_limit)
 {
     char bundle[PATH_MAX + 32];
     const char *args[] = { "--provider", "memlax", bundle, NULL };
-    const cJSON *rec, *skip, *d;
+    const cJSON *rec, *d;
     bool named = false;
     cJSON *doc;
 
     require_setup();
     write_bundle("main.py", "print('never runs')\n", bundle, sizeof(bundle));
     doc = cli_run(args);
-    cr_assert_str_eq(str_at(doc, "status", NULL), "blocked", "%s", str_at(doc, "stdout", NULL));
-    rec = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"),
-                                                              "probes"), 0);
-    skip = cJSON_GetObjectItemCaseSensitive(rec, "skip");
-    cr_assert_str_eq(str_at(skip, "reason", NULL), "claims_disproved", "%s", str_at(skip, "detail", NULL));
-    cr_expect(strstr(str_at(skip, "detail", NULL), "limits/memory_bytes") != NULL, "%s",
-              str_at(skip, "detail", NULL));
-    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(skip, "failed"))
+    rec = refused_for(doc, "limits/memory_bytes");
+    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rec, "skip"), "failed"))
         named = named || (strcmp(str_at(d, "axis", NULL), "limits") == 0 &&
                           strcmp(str_at(d, "check", NULL), "memory_bytes") == 0);
     cr_expect(named, "skip.failed names limits/memory_bytes");
