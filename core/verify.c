@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/observe.h>
@@ -33,6 +34,56 @@ static void replace(cJSON *obj, const char *key, cJSON *item)
     cJSON_AddItemToObject(obj, key, item);
 }
 
+static bool add_disproved(cJSON *list, const char *axis, const char *check, const char *detail)
+{
+    cJSON *d = cJSON_CreateObject();
+
+    if (d == NULL || !cJSON_AddItemToArray(list, d))
+        return cJSON_Delete(d), false;
+    return cJSON_AddStringToObject(d, "axis", axis) && cJSON_AddStringToObject(d, "check", check) &&
+           cJSON_AddStringToObject(d, "detail", detail);
+}
+
+/*
+ * limits_verified: the host's verdict on each of the six limits, with the
+ * provider's own word for how it enforces it (limits_enforcement), and
+ * every limit the host saw not hold named in disproved, axis "limits".
+ * Accepting a spec with a limit is the claim: a provider that cannot
+ * enforce one must refuse the provision.
+ */
+bool cordon__verify_merge_limits(cJSON *facts, const cJSON *observation, cJSON *disproved)
+{
+    const cJSON *seen = cJSON_GetObjectItemCaseSensitive(observation, "limits");
+    const cJSON *how = cJSON_GetObjectItemCaseSensitive(facts, "limits_enforcement");
+    cJSON *out = cJSON_CreateObject();
+
+    for (size_t i = 0; out != NULL && i < CORDON_LIMIT_KEYS_COUNT; i++) {
+        const char *key = cordon_limit_keys[i];
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(seen, key);
+        const cJSON *status = cJSON_GetObjectItemCaseSensitive(v, "status");
+        const cJSON *detail = cJSON_GetObjectItemCaseSensitive(v, "detail");
+        const cJSON *by = cJSON_GetObjectItemCaseSensitive(how, key);
+        const char *st = cJSON_IsString(status) ? status->valuestring : "not_run";
+        const char *dt = cJSON_IsString(detail) ? detail->valuestring : "not observed";
+        cJSON *o = cJSON_AddObjectToObject(out, key);
+
+        /* Only the three words the host writes; anything else was not run. */
+        if (strcmp(st, "held") != 0 && strcmp(st, "disproved") != 0)
+            st = "not_run";
+        if (o == NULL || !cJSON_AddStringToObject(o, "status", st) || !cJSON_AddStringToObject(o, "detail", dt) ||
+            (cJSON_IsString(by) ? !cJSON_AddStringToObject(o, "enforced_by", by->valuestring)
+                                : !cJSON_AddNullToObject(o, "enforced_by")) ||
+            (strcmp(st, "disproved") == 0 && !add_disproved(disproved, "limits", key, dt))) {
+            cJSON_Delete(out);
+            return false;
+        }
+    }
+    if (out == NULL)
+        return false;
+    replace(facts, "limits_verified", out);
+    return true;
+}
+
 /*
  * The host could not observe: every axis false (nothing the host saw holds
  * it up), the claim kept beside, and the reason. Selection never lets such
@@ -53,6 +104,8 @@ static int mark_unverified(cJSON *facts, const cJSON *claim, const char *reason,
         !cJSON_AddNullToObject(v, "observation_digest") || !cJSON_AddArrayToObject(v, "disproved") ||
         !cJSON_AddStringToObject(v, "reason", reason))
         goto nomem;
+    if (!cordon__verify_merge_limits(facts, NULL, cJSON_GetObjectItemCaseSensitive(v, "disproved")))
+        goto nomem;
     replace(facts, "isolation", iso);
     replace(facts, "verified_by", cJSON_CreateNull());
     replace(facts, "observation_digest", cJSON_CreateNull());
@@ -62,16 +115,6 @@ nomem:
     cJSON_Delete(iso);
     cJSON_Delete(v);
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "verify: out of memory");
-}
-
-static bool add_disproved(cJSON *list, const char *axis, const char *check, const char *detail)
-{
-    cJSON *d = cJSON_CreateObject();
-
-    if (d == NULL || !cJSON_AddItemToArray(list, d))
-        return cJSON_Delete(d), false;
-    return cJSON_AddStringToObject(d, "axis", axis) && cJSON_AddStringToObject(d, "check", check) &&
-           cJSON_AddStringToObject(d, "detail", detail);
 }
 
 /*
@@ -122,7 +165,7 @@ static int merge(cJSON *facts, const cJSON *claim, const cJSON *observation, con
         snprintf(detail, sizeof(detail), "network \"none\" claimed, the host observed \"%s\"", net->valuestring);
         ok = add_disproved(disproved, "network", "network_none", detail);
     }
-    if (!ok)
+    if (!ok || !cordon__verify_merge_limits(facts, observation, disproved))
         goto nomem;
     replace(iso, "checks", checks != NULL ? cJSON_Duplicate(checks, true) : cJSON_CreateArray());
     replace(iso, "network_mode", cJSON_CreateString(net->valuestring));
@@ -191,6 +234,7 @@ static int observe(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON
             .resource = res,
             .image = cJSON_IsString(image) ? image->valuestring : NULL,
             .observer_name = name,
+            .flags = CORDON_OBSERVE_CHECK_LIMITS,
         };
 
         r = cordon_observe_run(&oo, &observation, &perr);

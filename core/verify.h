@@ -28,12 +28,20 @@
  *                          "verified_by", "observation_digest",
  *                          "disproved": [{"axis", "check", "detail"}...],
  *                          "reason" (unverified only)}
+ *   "limits_verified"     per limit {"status": "held" | "disproved" | "not_run",
+ *                          "detail", "enforced_by"}; a disproved limit is in
+ *                          "disproved" as {"axis": "limits", "check": KEY}
  * Facts that say unavailable are left alone. A failed observation is not
  * an error: it makes the facts "unverified" (every axis false) with the
  * reason. Returns a negative CORDON_E_* only when out of memory.
  */
 int cordon__verify_facts(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON *config,
                          cJSON *facts, struct cordon_error *err);
+
+/* facts.limits_verified (replaced) from observation's "limits" (both
+ * borrowed; observation NULL: every limit not_run), each disproved limit
+ * appended to disproved. False only when out of memory. */
+bool cordon__verify_merge_limits(cJSON *facts, const cJSON *observation, cJSON *disproved);
 
 /* "verified", "disproved" or "unverified" (also for facts without a
  * verification record). */

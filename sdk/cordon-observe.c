@@ -7,6 +7,7 @@
  *                  [--host-boot-id UUID]
  *   cordon-observe --idle TOKEN SECONDS
  *   cordon-observe --hold-lease FILE SECONDS
+ *   cordon-observe --limits ... | --flood BYTES   (sdk/observer-limits.c)
  *
  * The first form prints one JSON object ("report_version": 1) on stdout and
  * exits 0; it never judges anything: the host compares the report with its
@@ -535,7 +536,7 @@ static void observe_files(struct cordon__jw *w)
     cordon__jw_close(w, '}');
 }
 
-static int write_all(int fd, const char *buf, size_t len)
+int cordon__write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
@@ -591,7 +592,7 @@ static int report(const struct opts *o)
         free(w.buf);
         return 1;
     }
-    if (write_all(STDOUT_FILENO, w.buf, w.len) != 0) {
+    if (cordon__write_all(STDOUT_FILENO, w.buf, w.len) != 0) {
         fprintf(stderr, "cordon-observe: writing the report failed: %s\n", strerror(errno));
         free(w.buf);
         return 1;
@@ -667,7 +668,8 @@ static int usage(const char *why)
             "usage: cordon-observe [--canary-path P --canary-token T] "
             "[--host-pid N --host-pid-token T2] [--host-ns STR] [--host-boot-id UUID]\n"
             "       cordon-observe --idle TOKEN SECONDS\n"
-            "       cordon-observe --hold-lease FILE SECONDS\n",
+            "       cordon-observe --hold-lease FILE SECONDS\n"
+            "       cordon-observe --limits ... | --flood BYTES\n",
             why);
     return 2;
 }
@@ -680,6 +682,10 @@ int main(int argc, char **argv)
         return idle(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "--hold-lease") == 0)
         return hold_lease(argv[2], argv[3]);
+    if (argc >= 2 && strcmp(argv[1], "--limits") == 0)
+        return cordon__limits_main(argc - 1, argv + 1);
+    if (argc == 3 && strcmp(argv[1], "--flood") == 0)
+        return cordon__flood_main(argv[2]);
     /* Every option takes a value: they come in pairs. */
     for (int i = 1; i < argc; i += 2) {
         const char *arg = argv[i];

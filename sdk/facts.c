@@ -1,5 +1,6 @@
 /* sdk: probe facts (json.md §3): composing, validating, versions. */
 #include <ctype.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,10 @@ static const char *const network_modes[] = { "none", "private", "host" };
 static const char *const access_modes[] = { "snapshot", "read_only", "read_write" };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+/* The parts as first published, and with limits_enforcement_json. */
+#define PARTS_V1_SIZE (offsetof(struct cordon_facts_parts, mechanism_facts_json) + sizeof(const char *))
+#define PARTS_ENFORCEMENT_SIZE \
+    (offsetof(struct cordon_facts_parts, limits_enforcement_json) + sizeof(const char *))
 
 static bool in_list(const char *s, const char *const *list, size_t n)
 {
@@ -307,6 +312,34 @@ static int check_string_list(const cJSON *obj, const char *key, bool need_one,
     return 0;
 }
 
+/* The words a provider may use for how it enforces a limit. */
+static const char *const enforcement_words[] = { "cgroup", "tmpfs_size", "rlimit", "sandbox_init", "host", "none" };
+
+/* Optional: {"memory_bytes": "cgroup", ...}, keys among the six limits,
+ * values among enforcement_words. */
+static int check_limits_enforcement(const cJSON *facts, struct cordon_error *err)
+{
+    const cJSON *how = cJSON_GetObjectItemCaseSensitive(facts, "limits_enforcement"), *item;
+
+    if (how == NULL)
+        return 0;
+    if (!cJSON_IsObject(how))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "facts.limits_enforcement: must be an object (got %s)",
+                                type_name(how));
+    cJSON_ArrayForEach(item, how) {
+        if (!in_list(item->string, cordon_limit_keys, CORDON_LIMIT_KEYS_COUNT))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "facts.limits_enforcement: \"%.*s\" is not a limit (cpus, memory_bytes, "
+                                    "disk_bytes, pids, runtime_ms, max_output_bytes)",
+                                    cordon_text_fit(item->string, 64), item->string);
+        if (!cJSON_IsString(item) || !in_list(item->valuestring, enforcement_words, COUNT(enforcement_words)))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "facts.limits_enforcement.%s: must be one of cgroup, tmpfs_size, rlimit, "
+                                    "sandbox_init, host, none", item->string);
+    }
+    return 0;
+}
+
 static int check_checks(const cJSON *iso, struct cordon_error *err)
 {
     const cJSON *checks = cJSON_GetObjectItemCaseSensitive(iso, "checks");
@@ -524,6 +557,8 @@ static int validate_tree(const cJSON *facts, struct cordon_error *err)
     if ((rc = check_string_list(facts, "limits_enforced", false, cordon_limit_keys, CORDON_LIMIT_KEYS_COUNT, NULL,
                                 err)) < 0)
         return rc;
+    if ((rc = check_limits_enforcement(facts, err)) < 0)
+        return rc;
     item = cJSON_GetObjectItemCaseSensitive(facts, "mechanism_facts");
     if (!cJSON_IsObject(item))
         return cordon_error_set(err, CORDON_E_INVALID, 0, "facts.mechanism_facts: must be an object (got %s)",
@@ -669,6 +704,17 @@ static int compose_available(const struct cordon_facts_parts *parts, cJSON *fact
         goto out;
     }
     mech = NULL;
+    if (parts->struct_size >= PARTS_ENFORCEMENT_SIZE && parts->limits_enforcement_json != NULL) {
+        cJSON *how = cJSON_Parse(parts->limits_enforcement_json);
+
+        if (!cJSON_IsObject(how)) {
+            cJSON_Delete(how);
+            rc = cordon_error_set(err, CORDON_E_INVALID, 0,
+                                  "facts compose: limits_enforcement_json must be a JSON object");
+            goto out;
+        }
+        cJSON_AddItemToObject(facts, "limits_enforcement", how);
+    }
     rc = 0;
 out:
     cJSON_Delete(mech);
@@ -682,10 +728,11 @@ int cordon_facts_compose(const struct cordon_facts_parts *parts, char **ret_json
     char *text = NULL;
     int rc;
 
-    if (parts == NULL || ret_json == NULL || parts->struct_size < sizeof(*parts))
+    if (parts == NULL || ret_json == NULL || parts->struct_size < PARTS_V1_SIZE ||
+        parts->struct_size > sizeof(*parts))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "facts compose: parts (struct_size %u, want %zu) and ret_json are required",
-                                parts != NULL ? parts->struct_size : 0, sizeof(*parts));
+                                "facts compose: parts (struct_size %u, want %zu to %zu) and ret_json are required",
+                                parts != NULL ? parts->struct_size : 0, (size_t)PARTS_V1_SIZE, sizeof(*parts));
     if (parts->provider_id == NULL || parts->reason == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "facts compose: provider_id and reason are required");
     facts = cJSON_CreateObject();

@@ -8,15 +8,45 @@
 #ifndef CORDON_SDK_OBSERVE_INTERNAL_H
 #define CORDON_SDK_OBSERVE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
 
 #include <cordon/error.h>
+#include <cordon/sdk/bounds.h>
+#include <cordon/sdk/capture.h>
 #include <cordon/sdk/observe.h>
 
 /* ---- sdk/observe.c ------------------------------------------------------- */
 
 /* 2 * nbytes hex digits of getrandom and a NUL into out; nbytes at most 32. */
 int cordon__observe_random_hex(char *out, size_t nbytes, struct cordon_error *err);
+
+/* One exec of argv through the host-side driver, with its own retention
+ * and output budget; 0 means it ran (read ret->status). */
+int cordon__observe_drive(const struct cordon_observe_opts *opts, const char *state, const char *const *argv,
+                          uint64_t timeout_ms, uint64_t retention, uint64_t budget,
+                          struct cordon_exec_outcome *ret, struct cordon_error *err);
+
+/* ---- sdk/observe-limits.c ------------------------------------------------ */
+
+/* The small limits the probe execution gets with CORDON_OBSERVE_CHECK_LIMITS. */
+extern const struct cordon_limits cordon__observe_small_limits;
+
+/* The verdicts on the observer's --limits report r (borrowed) into limits:
+ * disk_bytes, memory_bytes, pids, cpus and runtime_ms (not_run). False
+ * only when out of memory. */
+bool cordon__observe_limits_judge(const cJSON *r, cJSON *limits);
+
+/* The "limits" of an observation: every limit not_run unless iso (the
+ * comparison's isolation) shows the sandbox contained, else the observer's
+ * --limits run and an output flood in the execution state, judged.
+ * *ret_limits is the caller's (cJSON_Delete); fails only for memory. */
+int cordon__observe_limits(const struct cordon_observe_opts *opts, const char *state, const char *argv0,
+                           const char *ns_arg, uint64_t timeout_ms, const cJSON *iso, cJSON **ret_limits,
+                           struct cordon_error *err);
 
 /* ---- sdk/observe-land.c -------------------------------------------------- */
 

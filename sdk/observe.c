@@ -242,6 +242,12 @@ static int canary_start(const char *observer, const char *token, pid_t *ret_pid,
 
 /* ---- driving the provider ------------------------------------------------- */
 
+static bool check_limits(const struct cordon_observe_opts *opts)
+{
+    return opts->struct_size >= offsetof(struct cordon_observe_opts, flags) + sizeof(opts->flags) &&
+           (opts->flags & CORDON_OBSERVE_CHECK_LIMITS) != 0;
+}
+
 static int build_spec(const struct cordon_observe_opts *opts, const char *execution_id, char **ret,
                       struct cordon_error *err)
 {
@@ -254,7 +260,7 @@ static int build_spec(const struct cordon_observe_opts *opts, const char *execut
 
     cordon_spec_init(&spec);
     snprintf(spec.execution_id, sizeof(spec.execution_id), "%s", execution_id);
-    spec.resources = limits;
+    spec.resources = check_limits(opts) ? cordon__observe_small_limits : limits;
     spec.layout = CORDON_SPEC_LAYOUT_HOST;
     spec.expires_at_ms = cordon_now_wall_ms() + OBSERVE_LIFETIME_MS;
     rc = cordon_spec_set_image(&spec, opts->image, err);
@@ -288,9 +294,9 @@ static char *exec_request(const char *const *argv, uint64_t timeout_ms)
     return text;
 }
 
-/* One exec through the host-side driver; 0 means it ran (read ret->status). */
-static int drive(const struct cordon_observe_opts *opts, const char *state, const char *const *argv,
-                 uint64_t timeout_ms, struct cordon_exec_outcome *ret, struct cordon_error *err)
+int cordon__observe_drive(const struct cordon_observe_opts *opts, const char *state, const char *const *argv,
+                          uint64_t timeout_ms, uint64_t retention, uint64_t budget,
+                          struct cordon_exec_outcome *ret, struct cordon_error *err)
 {
     struct cordon_drive_opts d;
     char *request = exec_request(argv, timeout_ms);
@@ -306,8 +312,8 @@ static int drive(const struct cordon_observe_opts *opts, const char *state, cons
     d.request_json = request;
     d.stdin_fd = -1;
     d.timeout_ms = timeout_ms;
-    d.retention_bytes = OBSERVE_RETENTION;
-    d.output_budget = OBSERVE_BUDGET;
+    d.retention_bytes = retention;
+    d.output_budget = budget;
     d.cancel_fd = -1;
     rc = cordon_drive_exec(&d, ret, err);
     free(request);
@@ -348,7 +354,7 @@ static int run_observer(const struct cordon_observe_opts *opts, const char *stat
 
     memset(&o, 0, sizeof(o));
     cordon_error_init(&derr);
-    rc = drive(opts, state, argv, timeout_ms, &o, &derr);
+    rc = cordon__observe_drive(opts, state, argv, timeout_ms, OBSERVE_RETENTION, OBSERVE_BUDGET, &o, &derr);
     if (rc < 0) {
         rc = cordon_error_set(err, rc, derr.os_errno, "observe: exec of the observer failed: %s", derr.message);
         goto out;
@@ -394,7 +400,8 @@ static int probe_toolchain(const struct cordon_observe_opts *opts, const char *s
     memset(&o, 0, sizeof(o));
     cordon_error_init(&derr);
     raw[0] = '\0';
-    rc = drive(opts, state, toolchain_cmds[idx].argv, timeout_ms, &o, &derr);
+    rc = cordon__observe_drive(opts, state, toolchain_cmds[idx].argv, timeout_ms, OBSERVE_RETENTION,
+                               OBSERVE_BUDGET, &o, &derr);
     if (rc == CORDON_E_NOT_FOUND) {
         snprintf(reason, sizeof(reason), "%s not found", toolchain_cmds[idx].argv[0]);
     } else if (rc < 0) {
@@ -531,13 +538,13 @@ static cJSON *host_view(cJSON *ns, const char *canary_path, const char *token, p
     return view;
 }
 
-/* Compare and put the pieces together as observe.h documents. */
-static int assemble(cJSON *report, cJSON *view, cJSON *toolchains, char **ret_json, struct cordon_error *err)
+/* The host's comparison of the report with its view: the isolation object
+ * (*ret_iso, the caller's). */
+static int compare(const cJSON *report, const cJSON *view, cJSON **ret_iso, struct cordon_error *err)
 {
     char *report_text = cJSON_PrintUnformatted(report), *view_text = cJSON_PrintUnformatted(view);
-    char *iso_text = NULL, *text = NULL;
-    cJSON *result = NULL, *iso = NULL, *ifaces;
-    const cJSON *src;
+    char *iso_text = NULL;
+    cJSON *iso = NULL;
     int rc;
 
     if (report_text == NULL || view_text == NULL) {
@@ -547,26 +554,43 @@ static int assemble(cJSON *report, cJSON *view, cJSON *toolchains, char **ret_js
     if ((rc = cordon_observe_compare(report_text, view_text, &iso_text, err)) < 0)
         goto out;
     iso = cJSON_Parse(iso_text);
-    src = cJSON_GetObjectItemCaseSensitive(report, "net");
+    if (iso == NULL) {
+        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
+        goto out;
+    }
+    *ret_iso = iso;
+out:
+    free(iso_text);
+    free(view_text);
+    free(report_text);
+    return rc;
+}
+
+/* Put the pieces together as observe.h documents; every argument stays the
+ * caller's. */
+static int assemble(cJSON *report, cJSON *view, cJSON *iso, cJSON *toolchains, cJSON *limits, char **ret_json,
+                    struct cordon_error *err)
+{
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(report, "net");
+    cJSON *result = cJSON_CreateObject(), *ifaces;
+    char *text = NULL;
+    int rc;
+
     src = cJSON_IsObject(src) ? cJSON_GetObjectItemCaseSensitive(src, "interfaces") : NULL;
     ifaces = cJSON_IsArray(src) ? cJSON_Duplicate(src, true) : cJSON_CreateArray();
-    result = cJSON_CreateObject();
     if (result == NULL || !cJSON_AddItemToObject(result, "interfaces", ifaces)) {
         cJSON_Delete(ifaces);
         rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
         goto out;
     }
-    if (iso == NULL || !cJSON_AddStringToObject(result, "observed_by", "cordon-observe") ||
+    /* References: what the caller owns stays the caller's. */
+    if (!cJSON_AddStringToObject(result, "observed_by", "cordon-observe") ||
         !cJSON_AddStringToObject(result, "network", get_str(iso, "network_mode")) ||
-        !cJSON_AddItemToObject(result, "isolation", iso)) {
-        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
-        goto out;
-    }
-    iso = NULL;
-    /* References: report and toolchains stay owned by the caller. */
-    if (!cJSON_AddItemReferenceToObject(result, "toolchains", toolchains) ||
+        !cJSON_AddItemReferenceToObject(result, "isolation", iso) ||
+        !cJSON_AddItemReferenceToObject(result, "toolchains", toolchains) ||
         !cJSON_AddItemReferenceToObject(result, "report", report) ||
         !cJSON_AddItemReferenceToObject(result, "host_view", view) ||
+        (limits != NULL && !cJSON_AddItemReferenceToObject(result, "limits", limits)) ||
         (text = cJSON_PrintUnformatted(result)) == NULL) {
         rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
         goto out;
@@ -575,10 +599,6 @@ static int assemble(cJSON *report, cJSON *view, cJSON *toolchains, char **ret_js
     rc = 0;
 out:
     cJSON_Delete(result);
-    cJSON_Delete(iso);
-    free(iso_text);
-    free(view_text);
-    free(report_text);
     return rc;
 }
 
@@ -587,7 +607,7 @@ int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json, 
     size_t tool_idx[MAX_TOOLCHAINS], ntools = 0;
     char canary_dir[64] = "", canary_path[96], token[33], pid_token[33], exec_hex[25], execution_id[32];
     char ns_arg[512], pid_arg[24], observer_argv0[80];
-    cJSON *ns = NULL, *view = NULL, *report = NULL, *toolchains = NULL, *boundary;
+    cJSON *ns = NULL, *view = NULL, *report = NULL, *toolchains = NULL, *limits = NULL, *iso = NULL, *boundary;
     char *spec = NULL, *state = NULL, *result = NULL;
     struct cordon_error perr;
     uint64_t timeout_ms, before_ms = 0, after_ms = 0;
@@ -697,8 +717,14 @@ int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json, 
         if ((rc = probe_toolchain(opts, state, tool_idx[i], timeout_ms, toolchains, err)) < 0)
             goto out;
 
-    /* (h) compare; (g) teardown follows below on every path. */
-    rc = assemble(report, view, toolchains, &result, err);
+    /* (h) compare, (f2) the limits once the comparison showed them safe
+     * to try, in the execution still running; (g) teardown follows below
+     * on every path. */
+    if ((rc = compare(report, view, &iso, err)) < 0 ||
+        (check_limits(opts) &&
+         (rc = cordon__observe_limits(opts, state, observer_argv0, ns_arg, timeout_ms, iso, &limits, err)) < 0))
+        goto out;
+    rc = assemble(report, view, iso, toolchains, limits, &result, err);
 out:
     if (state != NULL) {
         struct cordon_error terr;
@@ -723,6 +749,8 @@ out:
         close(tar_fd);
     free(spec);
     cJSON_Delete(toolchains);
+    cJSON_Delete(limits);
+    cJSON_Delete(iso);
     cJSON_Delete(report);
     cJSON_Delete(view);
     cJSON_Delete(ns);

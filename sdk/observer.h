@@ -50,6 +50,8 @@ void cordon__jw_errno(struct cordon__jw *w, int e);
 void cordon__note_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Read at most max bytes of path; returns the length or -1 with errno. */
 ssize_t cordon__read_small(const char *path, char *buf, size_t max);
+/* All of buf to fd, through EINTR; 0 or -1 with errno. */
+int cordon__write_all(int fd, const char *buf, size_t len);
 
 /* ---- sdk/observer-privileges.c ------------------------------------------ */
 
@@ -61,5 +63,11 @@ void cordon__observe_prctl(struct cordon__jw *w);
 
 void cordon__observe_syscalls(struct cordon__jw *w);
 void cordon__observe_sockets(struct cordon__jw *w);
+
+/* ---- sdk/observer-limits.c ---------------------------------------------- */
+
+/* --limits (argv[0] is "--limits") and --flood BYTES: exit statuses as main's. */
+int cordon__limits_main(int argc, char **argv);
+int cordon__flood_main(const char *bytes);
 
 #endif

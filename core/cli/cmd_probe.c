@@ -61,6 +61,17 @@ static void print_human(const cJSON *doc)
                        cJSON_IsString(check) ? check->valuestring : "?",
                        cJSON_IsString(detail) ? detail->valuestring : "");
             }
+            /* The host's verdict on each limit of its probe execution. */
+            cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(facts, "limits_verified")) {
+                const cJSON *st = cJSON_GetObjectItemCaseSensitive(d, "status");
+                const cJSON *by = cJSON_GetObjectItemCaseSensitive(d, "enforced_by");
+                const cJSON *detail = cJSON_GetObjectItemCaseSensitive(d, "detail");
+
+                cli_line(stdout, "  limit %-16s %-9s (%s) %s", d->string,
+                         cJSON_IsString(st) ? st->valuestring : "not_run",
+                         cJSON_IsString(by) ? by->valuestring : "enforcement not said",
+                         cJSON_IsString(detail) ? detail->valuestring : "");
+            }
         }
         cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(facts, "toolchains")) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(tc, "version");

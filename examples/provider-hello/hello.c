@@ -242,6 +242,10 @@ static int hello_probe(const struct cordon_host_v1 *host, const char *config_jso
             .workspace_access_modes = hello_modes,
             .limits_enforced = hello_limits,
             .observation_json = observation,
+            /* json.md §3: the child's rlimits, the host's deadline and budget. */
+            .limits_enforcement_json = "{\"cpus\":\"none\",\"memory_bytes\":\"rlimit\","
+                                       "\"disk_bytes\":\"rlimit\",\"pids\":\"rlimit\","
+                                       "\"runtime_ms\":\"host\",\"max_output_bytes\":\"host\"}",
         };
         r = cordon_facts_compose_host(host, &parts, ret_facts_json, err);
     }

@@ -629,6 +629,11 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
             .limits_enforced = cordon_limit_keys,
             .observation_json = observation,
             .mechanism_facts_json = mech_text,
+            /* The container's cgroup, its tmpfs sizes, cordon-init's
+             * deadline, the host's output budget. */
+            .limits_enforcement_json = "{\"cpus\":\"cgroup\",\"memory_bytes\":\"cgroup\","
+                                       "\"disk_bytes\":\"tmpfs_size\",\"pids\":\"cgroup\","
+                                       "\"runtime_ms\":\"sandbox_init\",\"max_output_bytes\":\"host\"}",
         };
         r = cordon_facts_compose_host(host, &parts, &out, err);
     }

@@ -612,6 +612,11 @@ static int facts_compose(const struct cordon_host_v1 *host, bool available, cons
         .limits_enforced = cordon_limit_keys,
         .observation_json = observation,
         .mechanism_facts_json = mech,
+        /* The container's cgroup, its tmpfs sizes, cordon-init's deadline,
+         * the host's output budget. */
+        .limits_enforcement_json = "{\"cpus\":\"cgroup\",\"memory_bytes\":\"cgroup\","
+                                   "\"disk_bytes\":\"tmpfs_size\",\"pids\":\"cgroup\","
+                                   "\"runtime_ms\":\"sandbox_init\",\"max_output_bytes\":\"host\"}",
     };
 
     return cordon_facts_compose_host(host, &parts, ret, err);

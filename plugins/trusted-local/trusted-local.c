@@ -375,6 +375,12 @@ static const char *const limits_self[] = { "memory_bytes", "runtime_ms", "max_ou
 static const char *const limits_area[] = { "memory_bytes", "disk_bytes", "pids", "runtime_ms",
                                            "max_output_bytes", NULL };
 
+/* How each list's limits are enforced (json.md §3): rlimits of the child,
+ * the area's tmpfs size, the host's deadline and output budget. */
+#define TL_ENFORCEMENT(disk, pids)                                                                          \
+    "{\"cpus\":\"none\",\"memory_bytes\":\"rlimit\",\"disk_bytes\":\"" disk "\",\"pids\":\"" pids    \
+    "\",\"runtime_ms\":\"host\",\"max_output_bytes\":\"host\"}"
+
 static void area_mount(const char *dir, uint64_t disk_bytes);
 static void area_unmount(const char *dir);
 
@@ -439,6 +445,9 @@ static int facts_compose(const struct cordon_host_v1 *host, bool available, cons
         .limits_enforced = limits,
         .observation_json = observation,
         .mechanism_facts_json = mech,
+        .limits_enforcement_json = limits == limits_area   ? TL_ENFORCEMENT("tmpfs_size", "rlimit")
+                                   : limits == limits_user ? TL_ENFORCEMENT("rlimit", "rlimit")
+                                                           : TL_ENFORCEMENT("rlimit", "none"),
     };
 
     return cordon_facts_compose_host(host, &parts, ret, err);

@@ -115,3 +115,32 @@ Test(docker_cli, exec_does_not_inherit_the_callers_rlimits)
 {
     cli_exec_check_rlimits(&cli, "docker", NULL, NULL);
 }
+
+/* The host's probe execution gets small limits and checks each from inside:
+ * docker's cgroup and tmpfs sizes hold, and so does the host's output
+ * budget; the deadline is not waited out. */
+Test(docker_cli, probe_sees_every_limit_of_docker_hold)
+{
+    static const char *const held[] = { "cpus", "memory_bytes", "disk_bytes", "pids", "max_output_bytes" };
+    const char *args[] = { "probe", "docker", "--fresh", "--json", NULL };
+    const cJSON *limits;
+    char *out = NULL;
+    cJSON *doc;
+
+    cr_assert_eq(cli_exec_run(&cli, args, -1, &out), 0, "%s", out);
+    doc = cJSON_Parse(out);
+    cr_assert_not_null(doc, "%s", out);
+    limits = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "probes"), 0), "limits_verified");
+    for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++) {
+        const cJSON *v = cJSON_GetObjectItem(limits, held[i]);
+
+        cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(v, "status")) ?: "", "held", "%s: %s", held[i],
+                         cJSON_GetStringValue(cJSON_GetObjectItem(v, "detail")) ?: "(none)");
+    }
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(limits, "runtime_ms"), "status"))
+                         ?: "", "not_run");
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(limits, "pids"), "enforced_by"))
+                         ?: "", "cgroup");
+    cJSON_Delete(doc);
+    free(out);
+}

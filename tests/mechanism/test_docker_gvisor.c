@@ -529,31 +529,39 @@ Test(docker_gvisor, boundary_that_is_not_the_sandbox_is_refused)
     cJSON_Delete(obs);
 }
 
+/* The cordon command in tmp, finding docker.so alone, with an empty config. */
+static void cli_in_tmp(struct cli_exec *c)
+{
+    char dir[PATH_MAX + 16], link[PATH_MAX + 48];
+    FILE *f;
+
+    cr_assert_not_null(realpath(env_or("CORDON_BIN", CORDON_BUILDDIR "/cordon"), c->bin));
+    snprintf(dir, sizeof(dir), "%s/cli-providers", tmp);
+    snprintf(link, sizeof(link), "%s/docker.so", dir);
+    cr_assert(mkdir(dir, 0755) == 0 && symlink(provider_path, link) == 0);
+    snprintf(c->config, sizeof(c->config), "%s/config.json", tmp);
+    f = fopen(c->config, "we");
+    cr_assert_not_null(f);
+    fprintf(f, "{}\n");
+    fclose(f);
+    snprintf(c->state_dir, sizeof(c->state_dir), "%s/state", tmp);
+    snprintf(c->env[0], sizeof(c->env[0]), "CORDON_PROVIDER_PATH=%s", dir);
+    snprintf(c->env[1], sizeof(c->env[1]), "CORDON_OBSERVER=%s", observer);
+    snprintf(c->env[2], sizeof(c->env[2]), "CORDON_INIT=%s", init_bin);
+}
+
 Test(docker_gvisor, required_isolation_selects_gvisor_only_when_all_four_axes_hold)
 {
     struct cli_exec c = { 0 };
-    char dir[PATH_MAX + 16], link[PATH_MAX + 48], cfg_arg[sizeof(config) + 8];
+    char cfg_arg[sizeof(config) + 8];
     bool own_pid_ns;
     char *out = NULL;
     cJSON *doc;
-    FILE *f;
     int rc;
 
     cr_assert_eq(vt.ensure(&host, config, &res, &err), 0, "ensure: %s", err.message);
     own_pid_ns = sentry_has_own_pid_namespace();
-    cr_assert_not_null(realpath(env_or("CORDON_BIN", CORDON_BUILDDIR "/cordon"), c.bin));
-    snprintf(dir, sizeof(dir), "%s/cli-providers", tmp);
-    snprintf(link, sizeof(link), "%s/docker.so", dir);
-    cr_assert(mkdir(dir, 0755) == 0 && symlink(provider_path, link) == 0);
-    snprintf(c.config, sizeof(c.config), "%s/config.json", tmp);
-    f = fopen(c.config, "we");
-    cr_assert_not_null(f);
-    fprintf(f, "{}\n");
-    fclose(f);
-    snprintf(c.state_dir, sizeof(c.state_dir), "%s/state", tmp);
-    snprintf(c.env[0], sizeof(c.env[0]), "CORDON_PROVIDER_PATH=%s", dir);
-    snprintf(c.env[1], sizeof(c.env[1]), "CORDON_OBSERVER=%s", observer);
-    snprintf(c.env[2], sizeof(c.env[2]), "CORDON_INIT=%s", init_bin);
+    cli_in_tmp(&c);
     snprintf(cfg_arg, sizeof(cfg_arg), "%s", config);
     rc = cli_exec_run(&c,
                       (const char *const[]){ "provision", "--provider", "docker", "--provider-config", cfg_arg,
@@ -570,6 +578,46 @@ Test(docker_gvisor, required_isolation_selects_gvisor_only_when_all_four_axes_ho
     } else {
         cr_expect_eq(rc, 125, "required accepted a Sentry in the host's pid namespace: %.400s", out);
         cr_expect(strstr(out, "process_contained was not observed true") != NULL, "%.400s", out);
+    }
+    cJSON_Delete(doc);
+    free(out);
+}
+
+/* The host's probe execution, with its small limits, still starts under
+ * runsc (the Sentry's threads share the pids count: 32 was too few and
+ * left it unverified). Where the Sentry shares the host's pid namespace
+ * the sandbox is not contained and no limit is tried; else each holds. */
+Test(docker_gvisor, host_probe_starts_with_small_limits_and_tries_them_only_when_contained)
+{
+    static const char *const tried[] = { "cpus", "memory_bytes", "disk_bytes", "pids", "max_output_bytes" };
+    struct cli_exec c = { 0 };
+    char cfg_arg[sizeof(config) + 8];
+    const cJSON *facts, *limits;
+    bool own_pid_ns;
+    char *out = NULL;
+    cJSON *doc;
+
+    cr_assert_eq(vt.ensure(&host, config, &res, &err), 0, "ensure: %s", err.message);
+    own_pid_ns = sentry_has_own_pid_namespace();
+    cli_in_tmp(&c);
+    snprintf(cfg_arg, sizeof(cfg_arg), "%s", config);
+    cr_assert_eq(cli_exec_run(&c,
+                              (const char *const[]){ "probe", "docker", "--provider-config", cfg_arg, "--fresh",
+                                                     "--json", NULL },
+                              -1, &out), 0, "%.400s", out);
+    doc = cJSON_Parse(out);
+    facts = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "probes"), 0);
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(facts, "verification"), "status"))
+                         ?: "", "verified", "%.600s", out);
+    limits = cJSON_GetObjectItem(facts, "limits_verified");
+    for (size_t i = 0; i < sizeof(tried) / sizeof(tried[0]); i++) {
+        const cJSON *v = cJSON_GetObjectItem(limits, tried[i]);
+
+        cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(v, "status")) ?: "", own_pid_ns ? "held" : "not_run",
+                         "%s: %s", tried[i], cJSON_GetStringValue(cJSON_GetObjectItem(v, "detail")) ?: "");
+        if (!own_pid_ns)
+            cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(v, "detail")) ?: "",
+                             "the sandbox is not contained");
     }
     cJSON_Delete(doc);
     free(out);

@@ -509,6 +509,25 @@ static const char *str_at(const cJSON *doc, const char *a, const char *b)
     return cJSON_GetStringValue(b != NULL ? cJSON_GetObjectItemCaseSensitive(o, b) : o) ?: "";
 }
 
+/* A CLI run's first probe record (meta.probes[0]). */
+static const cJSON *first_probe(const cJSON *doc)
+{
+    return cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"), "probes"), 0);
+}
+
+/* A CLI run refused its one candidate as claims_disproved, naming
+ * AXIS/CHECK in the skip's detail; its probe record. */
+static const cJSON *refused_for(const cJSON *doc, const char *failed)
+{
+    const cJSON *rec = first_probe(doc), *skip = cJSON_GetObjectItemCaseSensitive(rec, "skip");
+
+    cr_assert_str_eq(str_at(doc, "status", NULL), "blocked", "%s", str_at(doc, "stdout", NULL));
+    cr_assert_str_eq(str_at(skip, "reason", NULL), "claims_disproved", "%s", str_at(skip, "detail", NULL));
+    cr_expect(strstr(str_at(skip, "detail", NULL), failed) != NULL, "%s", str_at(skip, "detail", NULL));
+    return rec;
+}
+
 /* After a CLI run: the execution is gone from the runtime, the cgroups, the disk. */
 static void assert_execution_gone(const cJSON *doc)
 {
@@ -613,7 +632,7 @@ Test(runc, cli_refuses_a_provider_whose_probe_is_confined_but_not_its_exec)
 {
     char bundle[PATH_MAX + 32], *path;
     const char *args[] = { "--provider", "twoface", bundle, NULL };
-    const cJSON *rec, *skip, *facts;
+    const cJSON *rec, *facts;
     cJSON *doc;
 
     require_setup();
@@ -622,13 +641,7 @@ Test(runc, cli_refuses_a_provider_whose_probe_is_confined_but_not_its_exec)
     free(path);
     write_bundle("main.py", "print('ran on the host')\n", bundle, sizeof(bundle));
     doc = cli_run(args);
-    cr_assert_str_eq(str_at(doc, "status", NULL), "blocked", "%s", str_at(doc, "stdout", NULL));
-    rec = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "meta"),
-                                                              "probes"), 0);
-    skip = cJSON_GetObjectItemCaseSensitive(rec, "skip");
-    cr_assert_str_eq(str_at(skip, "reason", NULL), "claims_disproved", "%s", str_at(skip, "detail", NULL));
-    cr_expect(strstr(str_at(skip, "detail", NULL), "process_contained/pid_namespace") != NULL, "%s",
-              str_at(skip, "detail", NULL));
+    rec = refused_for(doc, "process_contained/pid_namespace");
     /* Its own probe really observed runc: the claim was honest about the
      * probe's container, and only the host's look through exec differs. */
     facts = cJSON_GetObjectItemCaseSensitive(rec, "facts");
@@ -637,6 +650,64 @@ Test(runc, cli_refuses_a_provider_whose_probe_is_confined_but_not_its_exec)
     cr_expect(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(facts, "isolation"), CORDON_AXIS_PROCESS_CONTAINED)));
     cr_expect_str_eq(str_at(cJSON_GetObjectItemCaseSensitive(facts, "mechanism_facts"), "runtime", NULL), "runc");
+    cJSON_Delete(doc);
+}
+
+/* ---- limits the host checks -------------------------------------------------------- */
+
+static const char *limit_status(const cJSON *facts, const char *key, const char *field)
+{
+    return str_at(cJSON_GetObjectItemCaseSensitive(facts, "limits_verified"), key, field);
+}
+
+/* The host's probe execution gets small limits and checks from inside
+ * that each holds: runc's cgroup and tmpfs sizes do, the host's output
+ * budget does, and the deadline is not waited out. */
+Test(runc, cli_host_sees_every_limit_of_runc_hold)
+{
+    static const char *const held[] = { "cpus", "memory_bytes", "disk_bytes", "pids", "max_output_bytes" };
+    char bundle[PATH_MAX + 32];
+    const char *args[] = { "--provider", "runc", bundle, NULL };
+    const cJSON *facts;
+    cJSON *doc;
+
+    require_setup();
+    write_bundle("main.py", "print('hi')\n", bundle, sizeof(bundle));
+    doc = cli_run(args);
+    cr_assert_str_eq(str_at(doc, "status", NULL), "success", "%s", str_at(doc, "error", "message"));
+    facts = cJSON_GetObjectItemCaseSensitive(first_probe(doc), "facts");
+    for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
+        cr_expect_str_eq(limit_status(facts, held[i], "status"), "held", "%s: %s", held[i],
+                         limit_status(facts, held[i], "detail"));
+    cr_expect_str_eq(limit_status(facts, "runtime_ms", "status"), "not_run");
+    cr_expect_str_eq(limit_status(facts, "memory_bytes", "enforced_by"), "cgroup");
+    cr_expect_str_eq(limit_status(facts, "disk_bytes", "enforced_by"), "tmpfs_size");
+    cr_expect_str_eq(limit_status(facts, "max_output_bytes", "enforced_by"), "host");
+    cJSON_Delete(doc);
+}
+
+/* memlax.so accepts a 64 MiB memory limit and gives runc 1 GiB: the host
+ * disproves memory_bytes and "isolation: required" refuses it. */
+Test(runc, cli_refuses_a_provider_that_does_not_apply_its_memory_limit)
+{
+    char bundle[PATH_MAX + 32];
+    const char *args[] = { "--provider", "memlax", bundle, NULL };
+    const cJSON *rec, *d;
+    bool named = false;
+    cJSON *doc;
+
+    require_setup();
+    write_bundle("main.py", "print('never runs')\n", bundle, sizeof(bundle));
+    doc = cli_run(args);
+    rec = refused_for(doc, "limits/memory_bytes");
+    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rec, "skip"), "failed"))
+        named = named || (strcmp(str_at(d, "axis", NULL), "limits") == 0 &&
+                          strcmp(str_at(d, "check", NULL), "memory_bytes") == 0);
+    cr_expect(named, "skip.failed names limits/memory_bytes");
+    /* Only the lie is disproved: its other limits are runc's and hold. */
+    cr_expect_str_eq(limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "memory_bytes", "status"),
+                     "disproved");
+    cr_expect_str_eq(limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "pids", "status"), "held");
     cJSON_Delete(doc);
 }
 
@@ -1973,11 +2044,16 @@ static char *make_shared(void)
     if (realpath(env_or("CORDON_TWOFACE_PROVIDER", "tests/fixtures/.libs/twoface.so"), so) == NULL ||
         symlink(so, link) != 0)
         fprintf(stderr, "runc-tests: cannot link twoface.so into %s\n", link_dir);
+    /* ...and memlax, runc with a memory limit it does not apply. */
+    snprintf(link, sizeof(link), "%s/memlax.so", link_dir);
+    if (realpath(env_or("CORDON_MEMLAX_PROVIDER", "tests/fixtures/.libs/memlax.so"), so) == NULL ||
+        symlink(so, link) != 0)
+        fprintf(stderr, "runc-tests: cannot link memlax.so into %s\n", link_dir);
     snprintf(config, sizeof(config), "%s/cli-config.json", tmpl);
     f = fopen(config, "we");
     if (f != NULL) {
-        fprintf(f, "{\"provider_configs\": {\"runc\": {\"image\": \"%s\"}}}\n",
-                img != NULL ? img : "");
+        fprintf(f, "{\"provider_configs\": {\"runc\": {\"image\": \"%s\"}, \"memlax\": {\"image\": \"%s\"}}}\n",
+                img != NULL ? img : "", img != NULL ? img : "");
         fclose(f);
     }
     return strdup(tmpl);

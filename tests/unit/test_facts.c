@@ -207,6 +207,12 @@ Test(facts, validate_accepts_good_documents)
     doc = mutated(good_facts, "image_digest", "\"sha256:00\"");
     cr_assert_eq(cordon_facts_validate(doc, &err), 0, "%s", err.message);
     free(doc);
+    /* How each limit is enforced, in the schema's words. */
+    doc = mutated(good_facts, "limits_enforcement",
+                  "{\"cpus\": \"none\", \"memory_bytes\": \"cgroup\", \"disk_bytes\": \"tmpfs_size\","
+                  " \"pids\": \"rlimit\", \"runtime_ms\": \"sandbox_init\", \"max_output_bytes\": \"host\"}");
+    cr_assert_eq(cordon_facts_validate(doc, &err), 0, "%s", err.message);
+    free(doc);
     /* An unavailable toolchain needs no version, and its language is absent. */
     doc = mutated(good_facts, "toolchains.go", "{\"available\": false, \"reason\": \"go not found\"}");
     {
@@ -254,6 +260,11 @@ static struct bad_row bad_rows[] = {
     { "languages", "[\"ruby\"]", "facts.languages[0]" },
     { "languages", "\"python\"", "facts.languages" },
     { "limits_enforced", "[\"swap\"]", "facts.limits_enforced[0]" },
+    { "limits_enforcement", "[\"cgroup\"]", "facts.limits_enforcement: must be an object" },
+    { "limits_enforcement", "{\"swap\": \"cgroup\"}", "facts.limits_enforcement: \"swap\" is not a limit" },
+    { "limits_enforcement", "{\"memory_bytes\": \"hope\"}", "facts.limits_enforcement.memory_bytes" },
+    { "limits_enforcement", "{\"pids\": 1}", "facts.limits_enforcement.pids" },
+    { "limits_enforcement", "{\"cpus\": null}", "facts.limits_enforcement.cpus" },
     { "workspace_access_modes", "[\"rw\"]", "facts.workspace_access_modes[0]" },
     { "supported_kinds", "[]", "facts.supported_kinds: must not be empty" },
     { "mechanism_facts", "\"runc\"", "facts.mechanism_facts" },

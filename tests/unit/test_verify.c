@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/fs.h>
 #include "core/loader.h"
 #include "core/probe_cache.h"
@@ -137,6 +138,15 @@ Test(verify, trusted_local_is_verified_and_means_what_it_meant)
     cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(cJSON_GetObjectItem(pr.facts, "verification"),
                                                         "disproved")), 0);
     expect_digest(pr.facts);
+    /* Uncontained: no limit is tried on the host, none disproved, and
+     * each says how trusted-local would enforce it. */
+    for (size_t i = 0; i < CORDON_LIMIT_KEYS_COUNT; i++) {
+        const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(pr.facts, "limits_verified"), cordon_limit_keys[i]);
+
+        cr_expect_str_eq(str(v, "status"), "not_run", "%s", cordon_limit_keys[i]);
+        cr_expect_str_eq(str(v, "detail"), "the sandbox is not contained", "%s", cordon_limit_keys[i]);
+        cr_expect_not_null(str(v, "enforced_by"), "%s", cordon_limit_keys[i]);
+    }
     probed_clear(&pr);
 }
 

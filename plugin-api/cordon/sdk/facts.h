@@ -60,6 +60,10 @@ struct cordon_facts_parts {
     const char *const *limits_enforced;     /* NULL-terminated */
     const char *observation_json;           /* from cordon_observe_run; NULL when unavailable */
     const char *mechanism_facts_json;       /* a JSON object or NULL */
+    /* Appended: a caller built against an older header passes a smaller
+     * struct_size and gets no limits_enforcement. */
+    const char *limits_enforcement_json;    /* NULL, or a JSON object: how each limit is enforced,
+                                               {"memory_bytes": "cgroup", ...} (json.md §3) */
 };
 CORDON_EXTERN int cordon_facts_compose(const struct cordon_facts_parts *parts, char **ret_json,
                                        struct cordon_error *err);

@@ -52,7 +52,15 @@ struct cordon_observe_opts {
                                                     import_tar, with 32 random bytes after its end, in an
                                                     execution with an ordinary id (exec-<24 hex>), and run
                                                     it as ./NAME */
+    uint32_t flags;                              /* CORDON_OBSERVE_* below; 0 = none */
 };
+
+/* Provision the execution with small limits (memory 64 MiB, pids 64, disk
+ * 4 MiB, cpus 0.5, output 256 KiB) and, once the same observation has
+ * shown the sandbox contained, check from inside that each one holds:
+ * the result gets "limits" (observation.md, "Limits"). The host's own
+ * verification sets it. */
+#define CORDON_OBSERVE_CHECK_LIMITS 1u
 
 /*
  * Returns 0 with ret_json (malloc'd):
@@ -66,6 +74,8 @@ struct cordon_observe_opts {
  *  "interfaces": [...],
  *  "toolchains": {"python": {"available": true, "version", "raw_version"},
  *                 "go": {"available": false, "reason"}, ...},
+ *  "limits": {"memory_bytes": {"status": "held" | "disproved" | "not_run", "detail"}, ...}
+ *            (only with CORDON_OBSERVE_CHECK_LIMITS),
  *  "report": {raw observer report},
  *  "host_view": {"ns", "canary_path", "canary_token", "host_pid", "uid_map",
  *                "boot_id", "self", "pid1_ns", "boundary"}}
