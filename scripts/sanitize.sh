@@ -45,14 +45,13 @@ rm -f $logs
 make check TESTS="$suites" >check.out 2>&1
 check_rc=$?
 
-passed=0 failed=0
-while read -r line; do
-  p=$(sed -n 's/.*Passing: \([0-9]*\).*/\1/p' <<<"$line")
-  f=$(sed -n 's/.*Failing: \([0-9]*\).*/\1/p' <<<"$line")
-  c=$(sed -n 's/.*Crashing: \([0-9]*\).*/\1/p' <<<"$line")
-  passed=$((passed + p)); failed=$((failed + f + c))
-done < <(grep -h 'Synthesis: Tested' $logs 2>/dev/null |
-         sed 's/\x1b\[[0-9;]*m//g')
+# Every skip is a failure too, named with its reason (scripts/criterion-count.sh).
+present=()
+for log in $logs; do [ -f "$log" ] && present+=("$log"); done
+bash "$top/scripts/criterion-count.sh" "${present[@]}" >count.out
+sed 's/^/sanitize: /' count.out
+passed=$(sed -n 's/^criterion: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' count.out)
+failed=$(sed -n 's/^criterion: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' count.out)
 echo "sanitize: Criterion: $passed passed, $failed failed (make check exited $check_rc)"
 if [ "$check_rc" -ne 0 ]; then
   failed=$((failed + 1))

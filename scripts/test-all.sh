@@ -4,8 +4,10 @@
 # self-test, the kill battery, the unit and contract suites again under
 # ASan+UBSan+LSan, every fuzz target, the Debian packages in a clean root
 # (scripts/debian-check.sh), make distcheck, and a leave-no-trace
-# check. Ends with one line
-# "cordon: N passed, N failed" summing every Criterion suite and check.
+# check. Each phase says its name when it starts and its wall seconds when
+# it ends; a table of them comes just before the last line,
+# "cordon: N passed, N failed", which sums every Criterion suite and check.
+# A skipped test is a failure (scripts/criterion-count.sh).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -13,6 +15,28 @@ BUILD=${BUILD:-_build}
 passed=0
 failed=0
 note() { printf '\n== %s\n' "$*"; }
+phase_names=() phase_secs=() phase_name='' phase_t0=0
+phase() { # name, what it does: ends the phase under way, starts this one
+  phase_end
+  phase_name=$1 phase_t0=$SECONDS
+  note "$1: $2"
+}
+phase_end() {
+  [ -n "$phase_name" ] || return 0
+  phase_names+=("$phase_name") phase_secs+=($((SECONDS - phase_t0)))
+  echo "== $phase_name: done in $((SECONDS - phase_t0)) s"
+  phase_name=''
+}
+finish() { # the phases' times, then the last line; its status is the run's
+  phase_end
+  echo
+  echo "phases (wall seconds):"
+  for i in "${!phase_names[@]}"; do printf '  %-24s %6d\n' "${phase_names[$i]}" "${phase_secs[$i]}"; done
+  printf '  %-24s %6d\n' total "$SECONDS"
+  echo
+  echo "cordon: $passed passed, $failed failed"
+  [ "$failed" -eq 0 ]
+}
 check() { # name, then a command: counts as one test
   local name=$1; shift
   if "$@"; then passed=$((passed + 1)); echo "check ok: $name"; else failed=$((failed + 1)); echo "check FAILED: $name"; fi
@@ -36,6 +60,8 @@ CORDON_TEST_RUN_ID=${CORDON_TEST_RUN_ID:-$(od -An -N6 -tx1 /dev/urandom | tr -d 
 export CORDON_TEST_RUN_ID
 echo "test run $CORDON_TEST_RUN_ID"
 
+phase setup "leftovers of a killed run, then the packages and the build (scripts/setup.sh)"
+
 # What a run killed part-way on this machine left (its sandboxes, mounts,
 # cgroups) is reclaimed first in CI. Elsewhere they may be real executions
 # or other cordon work: only named, unless asked. Either way the
@@ -45,14 +71,14 @@ reclaim=(--dry-run)
 [ "${CI:-}" = true ] || [ "${CORDON_RECLAIM_LEFTOVERS:-}" = 1 ] && reclaim=()
 bash scripts/reclaim-leftovers.sh "${reclaim[@]}"
 
-note "setup"
 if ! bash scripts/setup.sh; then
   echo "setup failed"
-  echo "cordon: 0 passed, 1 failed"
+  failed=1
+  finish
   exit 1
 fi
 
-note "services and test images"
+phase images "the Docker daemon and the test images"
 # Our own Docker daemon (only if none answers), stopped again at the end.
 export CORDON_DOCKERD_LOG="$top/$BUILD/dockerd.log" CORDON_DOCKERD_PID="$top/$BUILD/dockerd.pid"
 bash tests/mechanism/dockerd.sh start || { echo "dockerd did not start"; tail -n 30 "$CORDON_DOCKERD_LOG"; }
@@ -105,13 +131,14 @@ export CORDON_RUNC_IMAGE_MINIMAL="$(field minimal 2)@sha256:$(field minimal 3)"
 check "docker test images imported" test -n "$CORDON_DOCKER_IMAGE_TOOLCHAIN" -a -n "$CORDON_DOCKER_IMAGE_MINIMAL"
 check "runc test rootfs built" test -n "$(field toolchain 3)"
 
-note "unit suites without root (make check), then root, mechanism and contract suites (make check-integration)"
+phase "make check" "the unit suite without root, the harness and man-page checks"
 # Logs of an earlier run (or of suites since renamed) would be summed below
 # as if this run had made them.
 find "$BUILD/tests" \( -name '*.log' -o -name '*.trs' \) -delete 2>/dev/null
 rm -f "$BUILD/test-suite.log" "$BUILD/test-suite-integration.log"
 ( cd "$BUILD" && make -j"$(nproc)" check )
 check_rc=$?
+phase "make check-integration" "the root unit suites, the mechanism suites, the contract suite"
 ( cd "$BUILD" && make -j"$(nproc)" check-integration )
 integration_rc=$?
 # A suite that could not run here (not root, no daemon, no runc) is a SKIP
@@ -127,7 +154,7 @@ for suite_log in test-suite.log test-suite-integration.log; do
   fi
 done
 
-note "headers: what a provider author compiles, from the installed package; what the libraries export"
+phase headers "what a provider author compiles, from the installed package; what the libraries export"
 bash scripts/check-headers.sh --installed --exports "$BUILD/.libs" >"$BUILD/headers.out" 2>&1
 headers_rc=$?
 cat "$BUILD/headers.out"
@@ -136,22 +163,22 @@ if [ $headers_rc -ne 0 ]; then
 fi
 add_summary headers "$BUILD/headers.out" 9 "not every compile ran (exit $headers_rc)"
 
-note "python: the installed binding under trusted-local and runc (Debian's python3)"
+phase python "the installed binding under trusted-local and runc (Debian's python3)"
 BUILD="$BUILD" bash scripts/python-check.sh >"$BUILD/python.out" 2>&1
 python_rc=$?
 tail -n 60 "$BUILD/python.out"
 add_summary python "$BUILD/python.out" 31 "not every test ran (exit $python_rc)"
 
-note "kill battery: SIGKILL cordon mid-operation, then gc (installed build)"
+phase "kill battery" "SIGKILL cordon mid-operation, then gc (installed build)"
 # N=6 per provider keeps this to about two minutes; N=50 is the full battery.
 check "kill battery leaves nothing (seed 1, N=6 per provider)" bash scripts/kill-battery.sh -n 6 -s 1
 
-note "docker: the daemon stopped during a run (a private daemon of the test's own)"
+phase "docker daemon" "the daemon stopped during a run (a private daemon of the test's own)"
 # The whole name: Criterion's --filter matched nothing with 'docker_daemon/*',
 # and a test that does not run must not pass for one that did. The test
 # starts, stops and restarts a daemon of its own beside the machine's
 # (tests/mechanism/private-dockerd.sh), whose pids it checks are unchanged.
-( cd "$BUILD" && CORDON_DOCKER_STOP_DAEMON=1 ./tests/mechanism/docker-tests \
+( cd "$BUILD" && CORDON_DOCKER_STOP_DAEMON=1 CRITERION_VERBOSITY_LEVEL=1 ./tests/mechanism/docker-tests \
     --filter 'docker_daemon/stopped_daemon_is_a_clear_error_and_reclaim_works_after_restart' ) \
   >"$BUILD/tests/docker-daemon.log" 2>&1
 daemon_rc=$?
@@ -162,32 +189,36 @@ grep -q 'Tested: 1 | Passing: 1 ' "$BUILD/tests/docker-daemon.log" ||
 private_left=$(remove_private_daemons)
 [ -z "$private_left" ] ||
   { failed=$((failed + 1)); echo "check FAILED: the docker daemon test left its private daemon: $private_left"; }
-# Sum every Criterion synthesis line of the suites make check and make
-# check-integration ran: each suite writes its own log under $BUILD/tests
-# (tests/unit/unit.sh.log, tests/unit/unit-root.sh.log, ...), the old ones
-# were deleted above, so none is counted twice.
-while read -r line; do
-  t=$(sed -n 's/.*Tested: \([0-9]*\).*/\1/p' <<<"$line")
-  p=$(sed -n 's/.*Passing: \([0-9]*\).*/\1/p' <<<"$line")
-  f=$(sed -n 's/.*Failing: \([0-9]*\).*/\1/p' <<<"$line")
-  c=$(sed -n 's/.*Crashing: \([0-9]*\).*/\1/p' <<<"$line")
-  passed=$((passed + p)); failed=$((failed + f + c))
-done < <(find "$BUILD/tests" -name '*.log' -exec grep -h 'Synthesis: Tested' {} + 2>/dev/null | sed 's/\x1b\[[0-9;]*m//g')
-for log in $(find "$BUILD/tests" -name '*.log' ! -name 'test-suite.log' | sort); do
-  note "log: ${log#$BUILD/}"
+
+phase counts "every Criterion suite's passes, failures and skips, from its log"
+# Each suite make check and make check-integration ran wrote its own log
+# under $BUILD/tests (tests/unit/unit.sh.log, tests/unit/unit-root.sh.log,
+# ...), the docker daemon test too; the old ones were deleted above, so none
+# is counted twice. A skipped test is a failure, with its name and reason,
+# unless scripts/allowed-skips names it.
+mapfile -t suite_logs < <(find "$BUILD/tests" -name '*.log' | sort)
+for log in "${suite_logs[@]}"; do
+  note "log: ${log#"$BUILD"/}"
   tail -n 40 "$log"
 done
+note "skips and totals of the Criterion suites (scripts/criterion-count.sh)"
+bash scripts/criterion-count.sh -C "$BUILD" "${suite_logs[@]}" >"$BUILD/criterion.out"
+cat "$BUILD/criterion.out"
+# The unit suite alone is over a thousand tests.
+add_summary criterion "$BUILD/criterion.out" 1000 "the suites did not all run"
 if [ $check_rc -ne 0 ]; then
   failed=$((failed + 1)); echo "check FAILED: make check exited $check_rc"
 fi
 # make check's man-page check prints its own count; a run that never
 # reached it (no Criterion) counts as a failure here.
 add_summary contract-man "$BUILD/tests/contract/man-lists-checks.sh.log" 1 "cordon-contract(1) was not checked against --list"
+# The test of the count above: a skip in its fixture suite must be a failure.
+add_summary count-skips "$BUILD/tests/unit/count-skips.sh.log" 7 "scripts/criterion-count.sh was not tested"
 if [ $integration_rc -ne 0 ]; then
   failed=$((failed + 1)); echo "check FAILED: make check-integration exited $integration_rc"
 fi
 
-note "sanitizers: unit and contract suites in an ASan+UBSan+LSan build of their own"
+phase sanitizers "unit and contract suites in an ASan+UBSan+LSan build of their own"
 SAN_BUILD="$BUILD-asan" bash scripts/sanitize.sh >"$BUILD/sanitize.out" 2>&1
 san_rc=$?
 grep '^sanitize:' "$BUILD/sanitize.out" || tail -n 40 "$BUILD/sanitize.out"
@@ -195,14 +226,14 @@ grep '^sanitize:' "$BUILD/sanitize.out" || tail -n 40 "$BUILD/sanitize.out"
 # The unit suite alone is over a thousand tests.
 add_summary sanitize "$BUILD/sanitize.out" 1000 "the suites did not all run (exit $san_rc)"
 
-note "fuzz: every libFuzzer target for 60 s (clang, ASan+UBSan, a tree of its own)"
+phase fuzz "every libFuzzer target for 60 s (clang, ASan+UBSan, a tree of its own)"
 FUZZ_BUILD="$BUILD-fuzz" bash scripts/fuzz.sh -t 60 >"$BUILD/fuzz.out" 2>&1
 fuzz_rc=$?
 grep '^fuzz:' "$BUILD/fuzz.out" || tail -n 40 "$BUILD/fuzz.out"
 [ $fuzz_rc -eq 0 ] || { grep -A30 'FAILED' "$BUILD/fuzz.out" | head -n 60; }
 add_summary fuzz "$BUILD/fuzz.out" 7 "not every target ran (exit $fuzz_rc)"
 
-note "debian: the packages, built and installed into a clean bookworm root"
+phase debian "the packages, built and installed into a clean bookworm root"
 # make check ran above on this tree: the package build skips its own run of
 # it (dh_auto_test), which a debian-check.sh run alone keeps.
 DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:+$DEB_BUILD_OPTIONS }nocheck" \
@@ -212,16 +243,14 @@ grep '^debian:' "$BUILD/debian.out" || tail -n 40 "$BUILD/debian.out"
 [ $deb_rc -eq 0 ] || tail -n 80 "$BUILD/debian.out"
 add_summary debian "$BUILD/debian.out" 29 "not every check ran (exit $deb_rc)"
 
-note "make distcheck"
+phase distcheck "make distcheck"
 check "make distcheck" bash -c "cd '$BUILD' && make -j$(nproc) distcheck >'$top/$BUILD/distcheck.out' 2>&1 || { tail -n 60 '$top/$BUILD/distcheck.out'; exit 1; }"
 
-note "leave no trace"
+phase "leave no trace" "what this run made is gone"
 # What earlier cordon work left is "not ours" there, whatever this run does.
 check "leave no trace: earlier cordon work is not ours (tests/leave-no-trace.sh)" bash tests/leave-no-trace.sh
 # Only what appeared after the snapshot fails; the rest is named "not ours".
 check "leave no trace" bash scripts/leftovers.sh compare "$BUILD/leftovers.before"
 bash tests/mechanism/dockerd.sh stop || true
 
-echo
-echo "cordon: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
