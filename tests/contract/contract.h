@@ -108,9 +108,9 @@ cJSON *contract_require_claim(const char *axis);
 #define CONTRACT_NOT_CONTAINED "not run: the sandbox is not contained"
 #define CONTRACT_NOT_CONTAINED_EXIT 86
 /* contract_require_claim(axis), then the suite's own observation through
- * the provider (one per test) must show process_contained,
- * host_filesystem_restricted and axis true, or the check fails with
- * CONTRACT_NOT_CONTAINED. Returns the facts (cJSON_Delete). */
+ * the provider (one per test) must show axis true (process_contained for
+ * what signals, host_filesystem_restricted for what fills), or the check
+ * fails with CONTRACT_NOT_CONTAINED. Returns the facts (cJSON_Delete). */
 cJSON *contract_require_contained(const char *axis);
 /* script behind a guard that exits CONTRACT_NOT_CONTAINED_EXIT, printing
  * CONTRACT_NOT_CONTAINED and why, unless it proves from inside that it

@@ -145,9 +145,10 @@ fi
 # /sys/fs/cgroup, a memory cgroup) beside a canary. The suite must fail
 # it, its checks that signal or fill saying they were not run, and leave
 # the canary beating and the tmpfs and memory as they were.
+# A fill file a killed run left in the cage's /dev/shm must be gone too.
 cage=$(mktemp -d "$builddir/cordon-cage.XXXXXX") || exit 2
-sh "$(dirname "$0")/cage.sh" "$cage" 600 "$contract" --provider "$hostroot" \
-    --observer "$observer" --ascii >"$cage/report" 2>&1
+sh "$(dirname "$0")/cage.sh" "$cage" 600 sh -c ': >/dev/shm/.cordon-fill-contract-0 && exec "$@"' \
+    stale "$contract" --provider "$hostroot" --observer "$observer" --ascii >"$cage/report" 2>&1
 cage_value() { sed -n "s/^cage: $1 //p" "$cage/report" | head -n 1; }
 show_cage() { cat "$cage/report" >"$log"; tail -n 30 "$cage/run.log" >>"$log" 2>/dev/null; }
 show_cage
@@ -175,8 +176,9 @@ else
         [ "$m" -le $((b + 1024)) ] && [ "$a" -le $((b + 1024)) ] || held="held $b, at most $m, after $a KiB"
     done
 fi
-if [ "$held" = ok ] && [ "$(cage_value fill_files)" = 0 ] && [ "$(cage_value host_fill_files)" = 0 ]; then
-    ok "/dev/shm, /tmp and /sys/fs/cgroup held what they held, no fill file left"
+if [ "$held" = ok ] && [ "$(cage_value fill_files)" = 0 ] && [ "$(cage_value host_fill_files)" = 0 ] &&
+    grep -q 'removed /dev/shm/.cordon-fill-contract-0, left by an earlier run' "$cage/run.log"; then
+    ok "/dev/shm, /tmp and /sys/fs/cgroup held what they held, the stale fill file removed"
 else
     not_ok "a tmpfs beside the suite was written: $held; fill files $(cage_value fill_files) in the cage, $(cage_value host_fill_files) on the host"
 fi
