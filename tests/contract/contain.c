@@ -8,7 +8,8 @@
  * check runs only when two things hold: the suite's own observation
  * through the provider (not the provider's word) shows the sandbox
  * contained, and the script itself proves from inside, right before it
- * acts, that it is in neither the suite's pid, mount nor user namespace.
+ * acts, that it is in neither the suite's pid, mount nor user namespace
+ * and cannot see a file the suite has just made.
  * Either failing fails the check with CONTRACT_NOT_CONTAINED: a liar must
  * fail, and nothing was done to find that out.
  */
