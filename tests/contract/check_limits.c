@@ -22,20 +22,28 @@
 #define PROMPT_MS 10000u     /* generous: "returned promptly" */
 #define TEARDOWN_MS 2000u    /* processes must be gone within this after the return */
 
-/* The writer never stops by itself (`yes` forever): only the budget can
- * end the exec, so a provider that waits for its program to finish, or
- * ignores cancel_fd, cannot pass. */
+/* What the writer writes past the budget: enough to cross it, bounded,
+ * whatever the provider does with it. */
+#define FLOOD_MARGIN_BYTES (64u << 10)
+
+/* The writer never stops by itself: it writes the budget and a little
+ * more (`yes | head -c`), then sleeps forever. Only the budget can end the
+ * exec, so a provider that waits for its program to finish, or ignores
+ * cancel_fd, cannot pass; and a provider that ignores the budget gets no
+ * more than budget + FLOOD_MARGIN_BYTES of output. */
 Test(contract, output_budget_stops_the_exec)
 {
-    const char *argv[] = { "yes", NULL, NULL };
+    const char *argv[] = { "sh", "-c", NULL, NULL };
     struct contract_exec opts;
     struct cordon_exec_outcome out;
     const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
-    char marker[64], msg[600];
+    char marker[64], script[200], msg[600];
     uint64_t start, took, written;
 
     contract_sleep_marker(marker, sizeof(marker));
-    argv[1] = marker;
+    snprintf(script, sizeof(script), "yes %s | head -c %llu; exec sleep %s", marker,
+             (unsigned long long)CONTRACT_MAX_OUTPUT_BYTES + FLOOD_MARGIN_BYTES, marker);
+    argv[2] = script;
     contract_exec_init(&opts);
     opts.output_budget = CONTRACT_MAX_OUTPUT_BYTES;
     start = cordon_now_monotonic_ms();
@@ -51,7 +59,7 @@ Test(contract, output_budget_stops_the_exec)
     cr_expect_leq(took, PROMPT_MS, "the provider took %llu ms to return after the budget fired",
                   (unsigned long long)took);
     cr_expect_eq(contract_wait_no_processes(marker, TEARDOWN_MS), 0,
-                 "the writer (yes %s) still runs on the host after the budget fired", marker);
+                 "the writer (sleep %s) still runs on the host after the budget fired", marker);
     cordon_exec_outcome_clear(&out);
 }
 

@@ -115,20 +115,26 @@ Test(contract, attack_file_lease_stalls_neither_export_nor_terminate)
 
 /*
  * From inside: a marked sleeper in a session of its own, then SIGSTOP to
- * every process (kill -1, pid 1, and each pid in /proc but the shell
- * itself), then SIGKILL to pid 1. Whatever holds the
- * deadline is stopped if the sandbox can reach it; killing it instead would
- * only end the execution early. A marked sleeper, stopped with the rest,
- * must be gone from the host by the deadline (plus grace) without any call
- * to the provider; only then is the execution looked at, and terminated
- * for cleanup.
+ * that sleeper (by the pid the script recorded) and to PID 1, then SIGKILL
+ * to PID 1. Whatever holds the deadline is stopped if the sandbox can
+ * reach it through its init; killing it instead would only end the
+ * execution early. The stopped sleeper must be gone from the host by the
+ * deadline (plus grace) without any call to the provider; only then is
+ * the execution looked at, and terminated for cleanup.
+ *
+ * Nothing else is signalled, and nothing at all unless the sandbox is seen
+ * to be contained and the script proves it is not in the suite's
+ * namespaces (contain.c): a provider that runs commands on the host as
+ * root would have had the host's every process stopped. PID 1 is
+ * signalled only when the script sees it in its own pid namespace, which
+ * the guard proved is not the suite's.
  */
 Test(contract, attack_stopping_every_process_inside_does_not_stop_the_deadline)
 {
     char marker[48], script[900], msg[600], *spec, *text;
     const char *state, *argv[] = { "true", NULL };
     struct cordon_exec_outcome out;
-    cJSON *facts = contract_require_claim(CORDON_AXIS_PROCESS_CONTAINED);
+    cJSON *facts = contract_require_contained(CORDON_AXIS_PROCESS_CONTAINED);
     struct cordon_limits limits = contract_limits;
     uint64_t expires, now;
     bool visible;
@@ -149,16 +155,18 @@ Test(contract, attack_stopping_every_process_inside_does_not_stop_the_deadline)
      * line. It must be the deadline that ends it. An image without setsid
      * gets no sleeper, and the execution is checked after the deadline. */
     snprintf(script, sizeof(script),
-             "if command -v setsid >/dev/null; then "
+             "m=; if command -v setsid >/dev/null; then "
              "setsid sleep %s </dev/null >/dev/null 2>&1 & m=$!; "
              "for i in $(seq 1 500); do case \"$(tr '\\0' ' ' </proc/$m/cmdline 2>/dev/null)\" in "
              "sleep*) break;; esac; sleep 0.01; done; "
              "else echo nosetsid; fi; "
-             "kill -STOP -1; kill -STOP 1; "
-             "for p in /proc/[0-9]*; do p=${p#/proc/}; [ \"$p\" = $$ ] || kill -STOP $p; done; "
-             "kill -KILL 1; echo attacked",
-             marker);
-    contract_sh(state, script, &out);
+             "[ -n \"$m\" ] && case \"$(tr '\\0' ' ' </proc/$m/cmdline 2>/dev/null)\" in "
+             "*%s*) kill -STOP \"$m\";; esac; "
+             "p1=$(readlink /proc/1/ns/pid 2>/dev/null); "
+             "if [ -z \"$p1\" ] || [ \"$p1\" = \"$(readlink /proc/self/ns/pid)\" ]; then "
+             "kill -STOP 1; kill -KILL 1; fi; echo attacked",
+             marker, marker);
+    contract_sh_contained(state, script, &out);
     text = contract_stream_text(&out.out);
     cordon_exec_outcome_clear(&out);
     visible = strstr(text, "nosetsid") == NULL && contract_count_processes(marker) > 0;

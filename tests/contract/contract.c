@@ -256,6 +256,8 @@ CORDON_EXTERN int main(int argc, char **argv)
     /* Criterion's own options; 0 means it already answered (e.g. --list). */
     if (!criterion_handle_args(nrest, rest, true))
         goto out;
+    /* Before any check: a fill killed with the run is gone on the next. */
+    contract_remove_stale_fills();
     /* The workers share one state directory (provider caches); it goes
      * when the run ends. */
     if (cordon_fs_mkdtemp(getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] == '/' ? getenv("TMPDIR") : "/tmp",

@@ -98,6 +98,41 @@ cJSON *contract_probe(uint32_t flags, char **ret_text);
 bool contract_claims(const cJSON *facts, const char *axis);
 /* Load, probe fully, and skip the test when axis is not claimed true. */
 cJSON *contract_require_claim(const char *axis);
+/*
+ * Containment before harm (contain.c). Every check that signals, fills,
+ * forks or floods inside an execution does it only through these two:
+ * the provider's claim is not enough, since the suite is run on providers
+ * not trusted yet, and one that runs commands on the host while claiming
+ * isolation would have them run against the host.
+ */
+#define CONTRACT_NOT_CONTAINED "not run: the sandbox is not contained"
+#define CONTRACT_NOT_CONTAINED_EXIT 86
+/* contract_require_claim(axis), then the suite's own observation through
+ * the provider (one per test) must show axis true (process_contained for
+ * what signals, host_filesystem_restricted for what fills), or the check
+ * fails with CONTRACT_NOT_CONTAINED. Returns the facts (cJSON_Delete). */
+cJSON *contract_require_contained(const char *axis);
+/* script behind a guard that exits CONTRACT_NOT_CONTAINED_EXIT, printing
+ * CONTRACT_NOT_CONTAINED and why, unless it proves from inside that it
+ * shares neither the pid nor the mount namespace of the suite (nor of PID
+ * 1 as the suite sees it), nor its user namespace with a uid 0 or a
+ * capability. malloc'd. */
+char *contract_contained_script(const char *script);
+/* Whether out (with its stdout text) is that guard's refusal. */
+bool contract_refused_as_not_contained(const struct cordon_exec_outcome *out,
+                                       const char *stdout_text);
+/* contract_sh of the guarded script; the check fails with the guard's
+ * words when it refused. */
+void contract_sh_contained(const char *state, const char *script, struct cordon_exec_outcome *ret);
+/* The tag of the suite's fill files (tests/common/fill.h), and so their
+ * names' start. */
+#define CONTRACT_FILL_TAG "contract"
+#define CONTRACT_FILL_PREFIX ".cordon-fill-" CONTRACT_FILL_TAG "-"
+/* Remove CONTRACT_FILL_PREFIX* at the top of every tmpfs the suite sees:
+ * what a fill through a provider that turned out to share the suite's
+ * mounts left when the run was killed. Run once by main(); prints each
+ * removal to stderr; returns how many. */
+int contract_remove_stale_fills(void);
 /* Ensure the resource (assert); idempotent within a test. */
 void contract_ensure(void);
 /* The suite's own observation through the provider (cordon_observe_run

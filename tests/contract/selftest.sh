@@ -22,17 +22,19 @@ leaker=$builddir/tests/fixtures/.libs/leaker.so
 deaf=$builddir/tests/fixtures/.libs/deaf.so
 refuser=$builddir/tests/fixtures/.libs/refuser.so
 synthetic=$builddir/tests/fixtures/.libs/synthetic.so
+hostroot=$builddir/tests/fixtures/.libs/hostroot.so
 
 missing=
 for f in "$contract" "$observer" "$honest" "$liar" "$leaker" "$deaf" "$refuser" \
-         "$synthetic"; do
+         "$synthetic" "$hostroot"; do
     [ -e "$f" ] || missing=yes
 done
 if [ -n "$missing" ]; then
     echo "selftest: building what is missing in $builddir"
     make -C "$builddir" cordon-contract cordon-observe trusted-local.la \
         tests/fixtures/liar.la tests/fixtures/leaker.la \
-        tests/fixtures/deaf.la tests/fixtures/refuser.la tests/fixtures/synthetic.la >/dev/null || exit 2
+        tests/fixtures/deaf.la tests/fixtures/refuser.la tests/fixtures/synthetic.la \
+        tests/fixtures/hostroot.la >/dev/null || exit 2
 fi
 
 log=$(mktemp "${TMPDIR:-/tmp}/cordon-contract-selftest.XXXXXX") || exit 2
@@ -135,6 +137,70 @@ if [ "$rc" -eq 1 ] && grep -q 'selects no check' "$log"; then
 else
     not_ok "--filter contract::no_such_check exited $rc without saying it selects no check"
 fi
+
+# The suite never harms the host it checks a provider from: hostroot.so
+# runs every command on the host as root while claiming every axis, and
+# the whole suite runs against it in a cage (cage.sh: its own pid and
+# mount namespaces, small private tmpfs over /dev/shm, /tmp and
+# /sys/fs/cgroup, a memory cgroup) beside a canary. The suite must fail
+# it, its checks that signal or fill saying they were not run, and leave
+# the canary beating and the tmpfs and memory as they were.
+# A fill file a killed run left in the cage's /dev/shm must be gone too.
+cage=$(mktemp -d "$builddir/cordon-cage.XXXXXX") || exit 2
+sh "$(dirname "$0")/cage.sh" "$cage" 600 sh -c ': >/dev/shm/.cordon-fill-contract-0 && exec "$@"' \
+    stale "$contract" --provider "$hostroot" --observer "$observer" --ascii >"$cage/report" 2>&1
+cage_value() { sed -n "s/^cage: $1 //p" "$cage/report" | head -n 1; }
+show_cage() { cat "$cage/report" >"$log"; tail -n 30 "$cage/run.log" >>"$log" 2>/dev/null; }
+show_cage
+if grep -q '^cage: done' "$cage/report" && ! grep -q '^cage: killed' "$cage/report"; then
+    ok "the cage ran the suite against hostroot.so to its end"
+else
+    not_ok "the cage did not run the suite to its end: $(cage_value killed)$(cage_value error)"
+fi
+set -- $(cage_value canary_beats) 0 0
+state=$(cage_value canary_state)
+case "$state" in
+    [RSD]) if [ "$2" -gt "$1" ]; then ok "the canary beside the suite was never stopped or killed"
+           else not_ok "the canary stopped beating ($1, then $2)"; fi ;;
+    *) not_ok "the canary beside the suite is ${state:-not reported} (T: stopped)" ;;
+esac
+# Each tmpfs at most 1 MiB (1024 KiB) above what it held before, at any
+# moment of the run, and back where it was after; no fill file anywhere.
+set -- $(cage_value before_kb) $(cage_value most_kb) $(cage_value after_kb)
+held=ok
+if [ $# -ne 9 ]; then
+    held="not reported"
+else
+    for i in 1 2 3; do
+        eval "b=\${$i} m=\${$((i + 3))} a=\${$((i + 6))}"
+        [ "$m" -le $((b + 1024)) ] && [ "$a" -le $((b + 1024)) ] || held="held $b, at most $m, after $a KiB"
+    done
+fi
+if [ "$held" = ok ] && [ "$(cage_value fill_files)" = 0 ] && [ "$(cage_value host_fill_files)" = 0 ] &&
+    grep -q 'removed /dev/shm/.cordon-fill-contract-0, left by an earlier run' "$cage/run.log"; then
+    ok "/dev/shm, /tmp and /sys/fs/cgroup held what they held, the stale fill file removed"
+else
+    not_ok "a tmpfs beside the suite was written: $held; fill files $(cage_value fill_files) in the cage, $(cage_value host_fill_files) on the host"
+fi
+if [ "$(cage_value memory_failcnt)" = 0 ] && [ "$(cage_value memory_oom_kill)" = 0 ]; then
+    ok "the cage's memory never reached its limit ($(cage_value memory_max_usage))"
+else
+    not_ok "the cage's memory reached its limit: failcnt $(cage_value memory_failcnt), oom_kill $(cage_value memory_oom_kill)"
+fi
+# Each check that signals or fills failed, saying it was not run.
+notrun=$(awk '/^\[(PASS|FAIL|SKIP)\]/ { if ($0 ~ /^\[FAIL\]/ && seen) print $2; seen = 0; next }
+              /not run: the sandbox is not contained/ { seen = 1 }' "$cage/run.log" 2>/dev/null)
+missing=
+for check in attack_stopping_every_process_inside_does_not_stop_the_deadline \
+             disk_budget_covers_every_writable_tmpfs attack_code_inside_cannot_stop_its_own_sandbox; do
+    case " $(echo $notrun) " in *" contract::$check: "*) ;; *) missing="$missing $check" ;; esac
+done
+if [ "$(cage_value command_rc)" != 0 ] && [ -z "$missing" ]; then
+    ok "hostroot.so fails the contract, its checks that signal or fill not run (not contained)"
+else
+    not_ok "hostroot.so (exit $(cage_value command_rc)): not failed as not contained:${missing:- (passed)}"
+fi
+rm -rf "$cage"
 
 # The man page describes exactly the checks --list shows (make check runs
 # the same script).

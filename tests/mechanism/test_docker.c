@@ -763,11 +763,15 @@ Test(docker, writable_tmpfs_mounts_share_disk_bytes)
     struct cordon_exec_outcome o;
     const char *state;
     long long total;
-    char *out;
+    char *out, *script;
 
     need_daemon();
     state = provision_with(minimal, "host", &small);
-    sh(state, TEST_FILL_TMPFS_SCRIPT "grep -E ' /(workspace|tmp|dev/shm) ' /proc/mounts", &o);
+    script = test_fill_tmpfs_script(
+        "docker", small.disk_bytes, "grep -E ' /(workspace|tmp|dev/shm) ' /proc/mounts");
+    cr_assert_not_null(script);
+    sh(state, script, &o);
+    free(script);
     out = text_of(&o.out);
     cr_assert_eq(o.exit_code, 0, "the fill script failed: %s", out);
     total = test_fill_value(out, "total");

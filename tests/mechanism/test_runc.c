@@ -910,13 +910,17 @@ Test(runc, writing_past_disk_bytes_fails)
 Test(runc, writable_tmpfs_mounts_share_disk_bytes)
 {
     const char *state;
-    char *out;
+    char *out, *script;
     struct cordon_exec_outcome o;
     long long total;
 
     ensure();
     state = provision(NULL);
-    o = sh(state, TEST_FILL_TMPFS_SCRIPT "grep -E ' /(workspace|tmp|dev/shm) ' /proc/mounts", &out);
+    script = test_fill_tmpfs_script(
+        "runc", 64 * MIB, "grep -E ' /(workspace|tmp|dev/shm) ' /proc/mounts");
+    cr_assert_not_null(script);
+    o = sh(state, script, &out);
+    free(script);
     cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "%s", out);
     total = test_fill_value(out, "total");
     cr_expect(test_fill_has(out, "/workspace") && test_fill_has(out, "/tmp") &&
