@@ -226,11 +226,30 @@ static int cgroups_left(const char *id)
 
 /* ---- the suite ------------------------------------------------------------------ */
 
+/* The freezer file a test froze, thawed by frozen_thaw (and by the suite's
+ * fini through it): a failing test must never leave processes frozen. */
+static char frozen_file[PATH_MAX];
+
+static void frozen_thaw(void)
+{
+    int fd;
+
+    if (frozen_file[0] == '\0')
+        return;
+    fd = open(frozen_file, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)!write(fd, "THAWED", 6);
+        close(fd);
+    }
+    frozen_file[0] = '\0';
+}
+
 static void teardown(void)
 {
     struct cordon_error e;
 
     cordon_error_init(&e);
+    frozen_thaw();
     for (int i = 0; i < MAX_TRACKED; i++) {
         if (states[i] != NULL && res != NULL)
             prov->terminate(res, states[i], &e);
@@ -2201,4 +2220,128 @@ Test(runc, agent_and_setns_give_the_same_results)
         free(results[0][i]);
         free(results[1][i]);
     }
+}
+
+/* ---- a sandbox frozen from the host --------------------------------------------- */
+
+static void write_text(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+    cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text), "%s: %s", path,
+                 strerror(errno));
+    close(fd);
+}
+
+/* Freeze the execution's own freezer cgroup (v1) and wait until it is. */
+static void freeze_execution(const char *id)
+{
+    char *text = NULL;
+
+    snprintf(frozen_file, sizeof(frozen_file), "/sys/fs/cgroup/freezer/cordon-%s/freezer.state",
+             id);
+    cr_assert(exists(frozen_file), "%s: no freezer cgroup (this test needs cgroup v1)",
+              frozen_file);
+    write_text(frozen_file, "FROZEN");
+    for (int i = 0; i < 100; i++) {
+        free(text);
+        text = read_text(frozen_file);
+        if (text != NULL && strncmp(text, "FROZEN", 6) == 0)
+            break;
+        nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
+    }
+    /* A freeze can stay FREEZING (a task the freezer cannot catch yet):
+     * what a host sees too, and as much ours to end. */
+    cr_assert(text != NULL && (strncmp(text, "FROZEN", 6) == 0 || strncmp(text, "FREEZING", 8) == 0),
+              "%s: %s", frozen_file, text != NULL ? text : "unreadable");
+    free(text);
+}
+
+/* How many of pids (the container's) still exist, zombies aside; their
+ * /proc/PID/stat lines are logged. */
+static int pids_alive(const pid_t *pids, int n)
+{
+    int alive = 0;
+
+    for (int i = 0; i < n; i++) {
+        char path[64], *stat, *close_paren;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pids[i]);
+        stat = read_text(path);
+        close_paren = stat != NULL ? strrchr(stat, ')') : NULL;
+        if (close_paren != NULL && strncmp(close_paren, ") Z", 3) != 0) {
+            cr_log_error("left: %s", stat);
+            alive++;
+        }
+        free(stat);
+    }
+    return alive;
+}
+
+/*
+ * A sandbox whose every process was frozen from the host side is still
+ * ours to end: exec gives a typed answer near its timeout (the host's
+ * clock), and terminate thaws before it kills, within a bound, leaving
+ * no container, cgroup or process.
+ */
+Test(runc, frozen_sandbox_exec_times_out_and_terminate_ends_it)
+{
+    static const char *const argv[] = { "true", NULL };
+    struct cordon_exec_outcome o = { 0 };
+    pid_t pids[32];
+    char id[40];
+    const char *state;
+    uint64_t t0, took;
+    int n, r;
+
+    ensure();
+    state = provision(id);
+    pids[0] = state_pid(state);
+    n = 1 + container_pids(id, pids[0], pids + 1, 31);
+    freeze_execution(id);
+
+    t0 = cordon_now_monotonic_ms();
+    r = drive(state, argv, 2000, 1u << 20, &o);
+    took = cordon_now_monotonic_ms() - t0;
+    cr_expect(r < 0 || o.status == CORDON_RUN_TIMEOUT || o.status == CORDON_RUN_HOST_ERROR,
+              "exec into a frozen sandbox: r %d status %s", r, cordon_run_status_name(o.status));
+    cr_expect_lt(took, 6000, "exec with a 2 s timeout took %llu ms", (unsigned long long)took);
+    cordon_exec_outcome_clear(&o);
+
+    t0 = cordon_now_monotonic_ms();
+    r = prov->terminate(res, state, &err);
+    took = cordon_now_monotonic_ms() - t0;
+    frozen_thaw();
+    cr_expect_eq(r, 0, "terminate of a frozen sandbox: %s", err.message);
+    cr_expect_lt(took, 10000, "terminate took %llu ms", (unsigned long long)took);
+    cr_expect(!runtime_knows(id), "the runtime still knows %s", id);
+    cr_expect_eq(cgroups_left(id), 0, "cgroups of %s are left", id);
+    cr_expect_eq(pids_alive(pids, n), 0, "processes of %s are left", id);
+}
+
+/* The same with no exec first: terminate does not wait out a kill that a
+ * frozen init cannot act on (5 s) before it thaws. */
+Test(runc, frozen_sandbox_is_terminated_at_once)
+{
+    pid_t pids[32];
+    char id[40];
+    const char *state;
+    uint64_t t0, took;
+    int n, r;
+
+    ensure();
+    state = provision(id);
+    pids[0] = state_pid(state);
+    n = 1 + container_pids(id, pids[0], pids + 1, 31);
+    freeze_execution(id);
+    t0 = cordon_now_monotonic_ms();
+    r = prov->terminate(res, state, &err);
+    took = cordon_now_monotonic_ms() - t0;
+    frozen_thaw();
+    cr_expect_eq(r, 0, "terminate of a frozen sandbox: %s", err.message);
+    cr_expect_lt(took, 3000, "terminate took %llu ms", (unsigned long long)took);
+    cr_expect(!runtime_knows(id), "the runtime still knows %s", id);
+    cr_expect_eq(cgroups_left(id), 0, "cgroups of %s are left", id);
+    cr_expect_eq(pids_alive(pids, n), 0, "processes of %s are left", id);
 }
