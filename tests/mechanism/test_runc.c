@@ -61,6 +61,7 @@
 
 #include "tests/common/fill.h"
 #include "tests/common/hostile-agent.h"
+#include "tests/common/frozen.h"
 #include "tests/common/proc.h"
 #include "tests/common/sockets.h"
 
@@ -2258,39 +2259,20 @@ static void freeze_execution(const char *id)
     free(text);
 }
 
-/* How many of pids (the container's) still exist, zombies aside; their
- * /proc/PID/stat lines are logged. */
-static int pids_alive(const pid_t *pids, int n)
-{
-    int alive = 0;
-
-    for (int i = 0; i < n; i++) {
-        char path[64], *stat, *close_paren;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pids[i]);
-        stat = read_text(path);
-        close_paren = stat != NULL ? strrchr(stat, ')') : NULL;
-        if (close_paren != NULL && strncmp(close_paren, ") Z", 3) != 0) {
-            cr_log_error("left: %s", stat);
-            alive++;
-        }
-        free(stat);
-    }
-    return alive;
-}
-
 /*
  * A sandbox whose every process was frozen from the host side is still
  * ours to end: exec gives a typed answer near its timeout (the host's
  * clock), and terminate thaws before it kills, within a bound, leaving
- * no container, cgroup or process.
+ * no container, cgroup or process. Without an exec first, terminate does
+ * not wait out a kill that a frozen init cannot act on (5 s) before it
+ * thaws: terminate_ms is the tighter bound.
  */
-Test(runc, frozen_sandbox_exec_times_out_and_terminate_ends_it)
+static void frozen_sandbox_case(bool with_exec, unsigned terminate_ms)
 {
     static const char *const argv[] = { "true", NULL };
     struct cordon_exec_outcome o = { 0 };
     pid_t pids[32];
-    char id[40];
+    char id[40], left[256];
     const char *state;
     uint64_t t0, took;
     int n, r;
@@ -2301,47 +2283,30 @@ Test(runc, frozen_sandbox_exec_times_out_and_terminate_ends_it)
     n = 1 + container_pids(id, pids[0], pids + 1, 31);
     freeze_execution(id);
 
-    t0 = cordon_now_monotonic_ms();
-    r = drive(state, argv, 2000, 1u << 20, &o);
-    took = cordon_now_monotonic_ms() - t0;
-    cr_expect(r < 0 || o.status == CORDON_RUN_TIMEOUT || o.status == CORDON_RUN_HOST_ERROR,
-              "exec into a frozen sandbox: r %d status %s", r, cordon_run_status_name(o.status));
-    cr_expect_lt(took, 6000, "exec with a 2 s timeout took %llu ms", (unsigned long long)took);
-    cordon_exec_outcome_clear(&o);
+    if (with_exec) {
+        t0 = cordon_now_monotonic_ms();
+        r = drive(state, argv, TEST_FROZEN_EXEC_TIMEOUT_MS, 1u << 20, &o);
+        test_expect_frozen_exec_ended(r, &o, t0);
+    }
 
     t0 = cordon_now_monotonic_ms();
     r = prov->terminate(res, state, &err);
     took = cordon_now_monotonic_ms() - t0;
     frozen_thaw();
     cr_expect_eq(r, 0, "terminate of a frozen sandbox: %s", err.message);
-    cr_expect_lt(took, 10000, "terminate took %llu ms", (unsigned long long)took);
+    cr_expect_lt(took, terminate_ms, "terminate took %llu ms", (unsigned long long)took);
     cr_expect(!runtime_knows(id), "the runtime still knows %s", id);
     cr_expect_eq(cgroups_left(id), 0, "cgroups of %s are left", id);
-    cr_expect_eq(pids_alive(pids, n), 0, "processes of %s are left", id);
+    cr_expect_eq(test_count_alive(pids, n, left, sizeof(left)), 0, "processes of %s are left: %s",
+                 id, left);
 }
 
-/* The same with no exec first: terminate does not wait out a kill that a
- * frozen init cannot act on (5 s) before it thaws. */
+Test(runc, frozen_sandbox_exec_times_out_and_terminate_ends_it)
+{
+    frozen_sandbox_case(true, 10000);
+}
+
 Test(runc, frozen_sandbox_is_terminated_at_once)
 {
-    pid_t pids[32];
-    char id[40];
-    const char *state;
-    uint64_t t0, took;
-    int n, r;
-
-    ensure();
-    state = provision(id);
-    pids[0] = state_pid(state);
-    n = 1 + container_pids(id, pids[0], pids + 1, 31);
-    freeze_execution(id);
-    t0 = cordon_now_monotonic_ms();
-    r = prov->terminate(res, state, &err);
-    took = cordon_now_monotonic_ms() - t0;
-    frozen_thaw();
-    cr_expect_eq(r, 0, "terminate of a frozen sandbox: %s", err.message);
-    cr_expect_lt(took, 3000, "terminate took %llu ms", (unsigned long long)took);
-    cr_expect(!runtime_knows(id), "the runtime still knows %s", id);
-    cr_expect_eq(cgroups_left(id), 0, "cgroups of %s are left", id);
-    cr_expect_eq(pids_alive(pids, n), 0, "processes of %s are left", id);
+    frozen_sandbox_case(false, 3000);
 }
