@@ -380,8 +380,8 @@ static int child_setup(void *arg)
             if (syscall(SYS_mount, c->tmp_src[i], tl__tmp_dirs[i].target, NULL, MS_BIND,
                         NULL) != 0 && errno != ENOENT)
                 return errno;
-        if (syscall(SYS_mount, "mqueue", "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                    NULL) != 0 && errno != ENOENT)
+        if (syscall(SYS_mount, "mqueue", "/dev/mqueue", "mqueue",
+                    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0 && errno != ENOENT)
             return errno;
     }
     if (c->switch_user) {

@@ -556,8 +556,8 @@ static void area_unmount(const char *dir)
 }
 
 /* dirfd/name made with mode, handed to uid:gid with give. */
-static int mkdir_owned(int dirfd, const char *name, mode_t mode, bool give, uid_t uid, gid_t gid,
-                       struct cordon_error *err)
+static int mkdir_owned(int dirfd, const char *name, mode_t mode, bool give, uid_t uid,
+                       gid_t gid, struct cordon_error *err)
 {
     int fd, r = 0;
 
@@ -586,7 +586,8 @@ static int make_workspace(int dir_fd, const struct tl_config *cfg, bool code,
     size_t i;
     int ws_fd, r;
 
-    r = mkdir_owned(dir_fd, "workspace", 0755, cfg->switch_user && !code, cfg->uid, cfg->gid, err);
+    r = mkdir_owned(dir_fd, "workspace", 0755, cfg->switch_user && !code, cfg->uid, cfg->gid,
+                    err);
     if (r < 0 || !code)
         return r;
     ws_fd = openat(dir_fd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -600,14 +601,6 @@ static int make_workspace(int dir_fd, const struct tl_config *cfg, bool code,
     return r;
 }
 
-/*
- * The execution's /tmp, /var/tmp and /dev/shm, in its tmpfs area: root's,
- * 01777 like the host's (sticky: one process of the sandbox cannot remove
- * another's file there). Whatever the sandbox writes in them counts in
- * disk_bytes and goes with the area at terminate; on the host's it would
- * stay, owned by a uid the pool hands to the next execution, and
- * /dev/shm would be host memory outside every limit.
- */
 /* Whether the root lies beneath a directory the child's own would hide
  * (a root in /tmp, as tests have): the area itself would vanish under it. */
 static bool root_under_tmp_dirs(const char *root)
@@ -622,12 +615,21 @@ static bool root_under_tmp_dirs(const char *root)
         if (realpath(tl__tmp_dirs[i].target, real_target) == NULL)
             continue;
         n = strlen(real_target);
-        if (strncmp(real_root, real_target, n) == 0 && (real_root[n] == '/' || real_root[n] == '\0'))
+        if (strncmp(real_root, real_target, n) == 0 &&
+            (real_root[n] == '/' || real_root[n] == '\0'))
             return true;
     }
     return false;
 }
 
+/*
+ * The execution's /tmp, /var/tmp and /dev/shm, in its tmpfs area: root's,
+ * 01777 like the host's (sticky: one process of the sandbox cannot remove
+ * another's file there). Whatever the sandbox writes in them counts in
+ * disk_bytes and goes with the area at terminate; on the host's it would
+ * stay, owned by a uid the pool hands to the next execution, and
+ * /dev/shm would be host memory outside every limit.
+ */
 static int make_tmp_dirs(int dir_fd, struct cordon_error *err)
 {
     int r = 0;
