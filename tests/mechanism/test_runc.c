@@ -34,6 +34,7 @@
 #include <sys/ptrace.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -227,14 +228,23 @@ static int cgroups_left(const char *id)
 
 /* ---- the suite ------------------------------------------------------------------ */
 
-/* The freezer file a test froze, thawed by frozen_thaw (and by the suite's
- * fini through it): a failing test must never leave processes frozen. */
+/* The freezer file a test froze and the pidfds of the processes it
+ * stopped, thawed and continued by frozen_thaw (and by the suite's fini
+ * through it): a failing test must never leave processes stopped. */
 static char frozen_file[PATH_MAX];
+static int stopped_fds[32];
+static int n_stopped;
 
 static void frozen_thaw(void)
 {
     int fd;
 
+    /* Through pidfds taken before the SIGSTOP: never another process. */
+    for (int i = 0; i < n_stopped; i++) {
+        syscall(SYS_pidfd_send_signal, stopped_fds[i], SIGCONT, NULL, 0);
+        close(stopped_fds[i]);
+    }
+    n_stopped = 0;
     if (frozen_file[0] == '\0')
         return;
     fd = open(frozen_file, O_WRONLY | O_CLOEXEC);
@@ -2265,9 +2275,50 @@ static void freeze_execution(const char *id)
  * clock), and terminate thaws before it kills, within a bound, leaving
  * no container, cgroup or process. Without an exec first, terminate does
  * not wait out a kill that a frozen init cannot act on (5 s) before it
- * thaws: terminate_ms is the tighter bound.
+ * thaws: terminate_ms is the tighter bound. how: its freezer cgroup
+ * frozen, or SIGSTOP to each of its processes.
  */
-static void frozen_sandbox_case(bool with_exec, unsigned terminate_ms)
+/* SIGSTOP each of pids, the execution's, through a pidfd checked to be
+ * in its cgroup once taken; wait until each is stopped. */
+static void stop_execution(const char *id, const pid_t *pids, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
+        char path[64], *cg;
+        bool ours;
+
+        cr_assert_geq(fd, 0, "pidfd_open %d: %s", (int)pids[i], strerror(errno));
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pids[i]);
+        cg = read_text(path);
+        ours = cg != NULL && strstr(cg, id) != NULL;
+        free(cg);
+        if (!ours) {
+            close(fd);
+            cr_assert_fail("pid %d is not in the cgroup of %s", (int)pids[i], id);
+        }
+        stopped_fds[n_stopped++] = fd;
+        cr_assert_eq(syscall(SYS_pidfd_send_signal, fd, SIGSTOP, NULL, 0), 0);
+    }
+    for (int i = 0; i < n; i++) {
+        char path[64], *stat = NULL, *paren = NULL;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pids[i]);
+        for (int tries = 0; tries < 100; tries++) {
+            free(stat);
+            stat = read_text(path);
+            paren = stat != NULL ? strrchr(stat, ')') : NULL;
+            if (paren != NULL && paren[2] == 'T')
+                break;
+            nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
+        }
+        cr_assert(paren != NULL && paren[2] == 'T', "pid %d did not stop", (int)pids[i]);
+        free(stat);
+    }
+}
+
+enum stop_how { STOP_FREEZER, STOP_SIGNAL };
+
+static void frozen_sandbox_case(enum stop_how how, bool with_exec, unsigned terminate_ms)
 {
     static const char *const argv[] = { "true", NULL };
     struct cordon_exec_outcome o = { 0 };
@@ -2281,7 +2332,10 @@ static void frozen_sandbox_case(bool with_exec, unsigned terminate_ms)
     state = provision(id);
     pids[0] = state_pid(state);
     n = 1 + container_pids(id, pids[0], pids + 1, 31);
-    freeze_execution(id);
+    if (how == STOP_FREEZER)
+        freeze_execution(id);
+    else
+        stop_execution(id, pids, n);
 
     if (with_exec) {
         t0 = cordon_now_monotonic_ms();
@@ -2303,10 +2357,21 @@ static void frozen_sandbox_case(bool with_exec, unsigned terminate_ms)
 
 Test(runc, frozen_sandbox_exec_times_out_and_terminate_ends_it)
 {
-    frozen_sandbox_case(true, 10000);
+    frozen_sandbox_case(STOP_FREEZER, true, 10000);
 }
 
 Test(runc, frozen_sandbox_is_terminated_at_once)
 {
-    frozen_sandbox_case(false, 3000);
+    frozen_sandbox_case(STOP_FREEZER, false, 3000);
+}
+
+/* The init and every process of the sandbox sent SIGSTOP from the host. */
+Test(runc, stopped_sandbox_exec_times_out_and_terminate_ends_it)
+{
+    frozen_sandbox_case(STOP_SIGNAL, true, 10000);
+}
+
+Test(runc, stopped_sandbox_is_terminated_at_once)
+{
+    frozen_sandbox_case(STOP_SIGNAL, false, 3000);
 }
