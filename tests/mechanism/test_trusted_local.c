@@ -1486,6 +1486,7 @@ Test(trusted_local, temporary_files_stay_in_the_area_and_go_with_it)
 {
     static const char *const dirs[] = { "/tmp", "/var/tmp", "/dev/shm" };
     char marker[40], script[512], cfg[PATH_MAX + 128], path[PATH_MAX], out[256];
+    ssize_t n;
 
     skip_unless_root("private temporary directories need root");
     run_root_dir = strdup("/run/cordon-tl-test.XXXXXX");
@@ -1509,6 +1510,14 @@ Test(trusted_local, temporary_files_stay_in_the_area_and_go_with_it)
              marker);
     cr_assert_eq(sh("", script, out, sizeof(out)), 0, "a later exec lost the markers");
     cr_expect_str_eq(out, "x\nx\nx\n");
+    /* POSIX message queues and System V objects live in the IPC namespace:
+     * the command's is its own, and ends with it. */
+    cr_assert_eq(sh("", "readlink /proc/self/ns/ipc", out, sizeof(out)), 0);
+    n = readlink("/proc/self/ns/ipc", path, sizeof(path) - 1);
+    cr_assert_gt(n, 0);
+    path[n] = '\0';
+    out[strcspn(out, "\n")] = '\0';
+    cr_expect_str_neq(out, path, "the command shares the host's IPC namespace %s", path);
     cr_assert_eq(prov->terminate(res, state, &err), 0, "%s", err.message);
     free(state);
     state = NULL;
