@@ -9,11 +9,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -275,6 +277,61 @@ bool runc__cgroup_empty(int version, const char *execution_id)
 
     cg_file(version, "pids", execution_id, "cgroup.procs", path, sizeof(path));
     return !read_text(path, text, sizeof(text)) || text[0] == '\0';
+}
+
+/* Write text to a cgroup file; a file that is not there is nothing to do. */
+static void write_if_there(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return;
+    (void)!write(fd, text, strlen(text));
+    close(fd);
+}
+
+/*
+ * Undo a host-side stop. A frozen task (v1 freezer, v2 cgroup.freeze)
+ * does not act on SIGKILL until it is thawed, so that the kill that ends
+ * an execution would wait for someone to thaw it by hand; a task stopped
+ * by SIGSTOP dies of SIGKILL but stays stopped otherwise. Each process in
+ * the cgroup gets SIGCONT through a pidfd taken before the cgroup is read
+ * again, so that a pid reused by a host process is never signalled.
+ */
+void runc__cgroup_thaw(int version, const char *execution_id)
+{
+    char path[512], *text, *p;
+    int fd;
+    ssize_t n;
+
+    cg_file(version, "freezer", execution_id, version == 2 ? "cgroup.freeze" : "freezer.state",
+            path, sizeof(path));
+    write_if_there(path, version == 2 ? "0" : "THAWED");
+    cg_file(version, "pids", execution_id, "cgroup.procs", path, sizeof(path));
+    text = malloc(RUNC_THAW_PROCS_MAX);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    n = text != NULL && fd >= 0 ? read(fd, text, RUNC_THAW_PROCS_MAX - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n < 0) {
+        free(text);
+        return;
+    }
+    text[n] = '\0';
+    for (p = text; *p != '\0';) {
+        pid_t pid = (pid_t)strtol(p, &p, 10);
+        int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0u) : -1;
+
+        if (pidfd >= 0 && runc__cgroup_holds(version, execution_id, pid))
+            (void)syscall(SYS_pidfd_send_signal, pidfd, SIGCONT, NULL, 0u);
+        if (pidfd >= 0)
+            close(pidfd);
+        while (*p == '\n')
+            p++;
+        if (pid <= 0 && *p != '\0')
+            p++;
+    }
+    free(text);
 }
 
 static void pause_ms(unsigned ms)

@@ -42,6 +42,7 @@
 #include "plugins/runc/runc.h"
 
 #define KILL_WAIT_MS 5000u
+#define THAW_STEP_MS 250u     /* thawing again while a kill is awaited */
 #define CGROUP_RM_MS 2000u
 #define WAIT_P_PIDFD 3                   /* waitid's P_PIDFD (linux/wait.h) */
 #define ENTER_NS (CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | \
@@ -109,15 +110,30 @@ int runc__init_root(int pidfd, pid_t pid, const char *id, int *ret_fd, struct co
     return 0;
 }
 
-/* Kill the init (and with it every process of its pid namespace); wait. */
-bool runc__init_kill(int pidfd)
+/*
+ * Kill the init (and with it every process of its pid namespace); wait.
+ * The sandbox is thawed first and again at every step of the wait: a
+ * frozen task acts on SIGKILL only once thawed, and a freeze still in
+ * progress on the host side (FREEZING) can take a task back after one
+ * thaw.
+ */
+bool runc__init_kill(const struct cordon_resource *res, const char *id, int pidfd)
 {
     struct pollfd p = { .fd = pidfd, .events = POLLIN };
     siginfo_t si;
+    int ready = 0;
 
-    if (pidfd_signal(pidfd, SIGKILL) != 0 && errno != ESRCH)
-        return false;
-    if (poll(&p, 1, KILL_WAIT_MS) <= 0)
+    for (unsigned waited = 0; ready == 0 && waited < KILL_WAIT_MS; waited += THAW_STEP_MS) {
+        runc__cgroup_thaw(res->cgroup_version, id);
+        if (pidfd_signal(pidfd, SIGKILL) != 0 && errno != ESRCH)
+            return false;
+        do
+            ready = poll(&p, 1, THAW_STEP_MS);
+        while (ready < 0 && errno == EINTR);
+        if (ready < 0)
+            return false;
+    }
+    if (ready == 0)
         return false;
     /* If our process is a subreaper the init may be our child: reap it. */
     memset(&si, 0, sizeof(si));
@@ -583,11 +599,15 @@ int runc__destroy(const struct cordon_resource *res, const char *id, pid_t pid,
     }
     if (pid <= 0)
         pid = runc__runtime_pid(res, id);
+    /* A sandbox frozen or stopped from the host side is still ours to end.
+     * runc__init_kill thaws it; this thaw is for the case without an init
+     * to pin, whose processes die of their pid namespace only once thawed. */
+    runc__cgroup_thaw(res->cgroup_version, id);
     /* Killing the init ends its pid namespace at once; runc delete --force
      * would poll for that in 100 ms steps. An init that is not there any
      * more took every process of the container with it. */
     pinned = pid > 0 && runc__init_pin(res, id, pid, &pidfd, NULL) == 0;
-    stopped = pinned && runc__init_kill(pidfd);
+    stopped = pinned && runc__init_kill(res, id, pidfd);
     if (pinned && !stopped) {
         r = runc__runtime_cmd(res, kill_args, &c, err);
         runc__cmd_result_clear(&c);

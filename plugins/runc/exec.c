@@ -542,7 +542,7 @@ int runc__op_exec(struct cordon_resource *res, const char *state_json, const cha
     if (r == CORDON_E_UNAVAILABLE && used_agent) {
         /* The agent is the container's init: its death ended the sandbox.
          * Fail closed: whatever is left of the execution goes now. */
-        runc__init_kill(pidfd);      /* reaps it when it is our child */
+        runc__init_kill(res, st.id, pidfd);      /* reaps it when it is our child */
         runc__destroy(res, st.id, st.pid, NULL);
         goto out;
     }
@@ -552,8 +552,9 @@ int runc__op_exec(struct cordon_resource *res, const char *state_json, const cha
 
     if (o.status == CORDON_RUN_CANCELLED || o.status == CORDON_RUN_TIMEOUT) {
         /* The process we started was killed; what it left in the container
-         * was not. The whole execution ends now. */
-        if (!runc__init_kill(pidfd)) {
+         * was not. The whole execution ends now (thawed first, when frozen
+         * from the host: why many a command never answered). */
+        if (!runc__init_kill(res, st.id, pidfd)) {
             struct runc_cmd_result c;
 
             kill_args[2] = st.id;

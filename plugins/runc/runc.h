@@ -145,8 +145,10 @@ int runc__init_pin(const struct cordon_resource *res, const char *id, pid_t pid,
                    struct cordon_error *err);
 /* /proc/<pid>/root as an O_PATH directory fd, pid still pidfd's after. */
 int runc__init_root(int pidfd, pid_t pid, const char *id, int *ret_fd, struct cordon_error *err);
-/* SIGKILL the init (its pid namespace dies with it) and wait; false if it did not die. */
-bool runc__init_kill(int pidfd);
+/* SIGKILL the init of execution id (its pid namespace dies with it) and
+ * wait, thawing the execution's cgroup while it waits; false if it did
+ * not die. */
+bool runc__init_kill(const struct cordon_resource *res, const char *id, int pidfd);
 /* Bring lo up in the container's network namespace. */
 int runc__lo_up(int pidfd, pid_t pid, struct cordon_error *err);
 
@@ -352,6 +354,12 @@ int runc__cgroup_remove(int version, const char *execution_id, unsigned timeout_
  * unless they are as many as the hierarchies in which pid is a member of it. */
 int runc__cgroup_join_files(int version, const char *execution_id, pid_t pid,
                             struct runc_cgroup_join *ret, struct cordon_error *err);
+
+/* Thaw the execution's cgroup and SIGCONT each of its processes: what was
+ * frozen or stopped from the host side can then die of SIGKILL. Missing
+ * files are nothing to do. */
+#define RUNC_THAW_PROCS_MAX (64u << 10)   /* the cgroup.procs read: 8000 pids and more */
+void runc__cgroup_thaw(int version, const char *execution_id);
 
 /* True when the execution's cgroup holds no process (or is gone). */
 bool runc__cgroup_empty(int version, const char *execution_id);

@@ -30,8 +30,16 @@
 #include "plugins/common/scmp.h"
 #include "plugins/trusted-local/trusted-local.h"
 
+const struct tl_tmp_dir tl__tmp_dirs[TL_TMP_DIRS] = {
+    { "tmp", "/tmp" },
+    { "var-tmp", "/var/tmp" },
+    { "shm", "/dev/shm" },
+};
+
 /* What the child needs, prepared in the parent: the child may not allocate. */
 struct child_plan {
+    bool private_tmp;
+    char tmp_src[TL_TMP_DIRS][TL_ROOT_MAX + 160];   /* <area>/<tl__tmp_dirs[i].name> */
     struct { int resource; rlim_t value; } limits[7];
     int n_limits;
     bool switch_user;
@@ -354,6 +362,28 @@ static int child_setup(void *arg)
         if (sys_prlimit(c->limits[i].resource, &set, NULL) != 0)
             return errno;
     }
+    /*
+     * The execution's own /tmp, /var/tmp and /dev/shm: the area's
+     * directories bound over the host's in a mount namespace of this child
+     * (slave: nothing of ours propagates to the host), and an IPC
+     * namespace of its own for POSIX message queues and System V objects,
+     * with /dev/mqueue showing that namespace's queues. Nothing written
+     * there can outlive the execution on the host. A target the host does
+     * not have is left alone. Done as root, before the filter that refuses
+     * mount and unshare.
+     */
+    if (c->private_tmp) {
+        if (syscall(SYS_unshare, CLONE_NEWNS | CLONE_NEWIPC) != 0 ||
+            syscall(SYS_mount, NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0)
+            return errno;
+        for (i = 0; i < TL_TMP_DIRS; i++)
+            if (syscall(SYS_mount, c->tmp_src[i], tl__tmp_dirs[i].target, NULL, MS_BIND,
+                        NULL) != 0 && errno != ENOENT)
+                return errno;
+        if (syscall(SYS_mount, "mqueue", "/dev/mqueue", "mqueue",
+                    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0 && errno != ENOENT)
+            return errno;
+    }
     if (c->switch_user) {
         /* Every number a capability can have, so that a kernel newer than
          * cap_last says is still emptied; EINVAL (no such capability) is
@@ -420,6 +450,10 @@ static void child_prepare(const struct cordon_resource *res, const struct tl_sta
     }
     c->uid = st->uid;
     c->gid = st->gid;
+    /* Paths of the root (TL_ROOT_MAX) and an execution id: they fit. */
+    c->private_tmp = c->switch_user && st->private_tmp;
+    for (size_t i = 0; c->private_tmp && i < TL_TMP_DIRS; i++)
+        snprintf(c->tmp_src[i], sizeof(c->tmp_src[i]), "%s/%s", st->dir, tl__tmp_dirs[i].name);
     c->cap_last = res->cap_last;
     c->prog = res->prog.filter != NULL ? &res->prog : NULL;
 }

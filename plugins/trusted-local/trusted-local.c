@@ -321,6 +321,7 @@ int tl__state_parse(const struct cordon_resource *res, const char *json, bool fu
     if (r < 0)
         goto out;
     st.code_layout = kept.layout == CORDON_SPEC_LAYOUT_CODE;
+    st.private_tmp = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.doc, "private_tmp"));
     st.res = kept.resources;
     st.expires_at_ms = kept.expires_at_ms;
     st.environment = cJSON_GetObjectItemCaseSensitive(st.doc, "environment");
@@ -381,7 +382,7 @@ static const char *const limits_area[] = { "memory_bytes", "disk_bytes", "pids",
     "{\"cpus\":\"none\",\"memory_bytes\":\"rlimit\",\"disk_bytes\":\"" disk "\",\"pids\":\"" pids    \
     "\",\"runtime_ms\":\"host\",\"max_output_bytes\":\"host\"}"
 
-static void area_mount(const char *dir, uint64_t disk_bytes);
+static bool area_mount(const char *dir, uint64_t disk_bytes);
 static void area_unmount(const char *dir);
 
 /* Whether provision can make an area a tmpfs here: tried, not assumed. */
@@ -396,7 +397,7 @@ static bool area_tmpfs_works(const struct tl_config *cfg)
     snprintf(dir, sizeof(dir), "%s/.area-probe-XXXXXX", cfg->root);
     if (mkdtemp(dir) == NULL)
         return false;
-    area_mount(dir, 4096);
+    (void)area_mount(dir, 4096);
     ok = statfs(dir, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
     area_unmount(dir);
     rmdir(dir);
@@ -544,15 +545,15 @@ out:
  * privilege, a container without CAP_SYS_ADMIN) the area stays a plain
  * directory and disk_bytes is RLIMIT_FSIZE alone, as the man page says.
  */
-static void area_mount(const char *dir, uint64_t disk_bytes)
+static bool area_mount(const char *dir, uint64_t disk_bytes)
 {
     char opts[96];
 
     if (geteuid() != 0)
-        return;
-    snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%u,mode=0711",
+        return false;
+    snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%u,mode=0700",
              (unsigned long long)(disk_bytes + TL_AREA_SLACK), TL_AREA_INODES);
-    (void)mount("cordon-" TL_ID, dir, "tmpfs", MS_NOSUID | MS_NODEV, opts);
+    return mount("cordon-" TL_ID, dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) == 0;
 }
 
 /* Detach the area's tmpfs if it has one; processes still in it keep it
@@ -563,8 +564,9 @@ static void area_unmount(const char *dir)
         (void)umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
 }
 
-static int mkdir_owned(int dirfd, const char *name, bool give, uid_t uid, gid_t gid,
-                       struct cordon_error *err)
+/* dirfd/name made with mode, handed to uid:gid with give. */
+static int mkdir_owned(int dirfd, const char *name, mode_t mode, bool give, uid_t uid,
+                       gid_t gid, struct cordon_error *err)
 {
     int fd, r = 0;
 
@@ -572,7 +574,7 @@ static int mkdir_owned(int dirfd, const char *name, bool give, uid_t uid, gid_t 
         return cordon_error_set(err, CORDON_E_IO, errno, "provision: mkdir %s: %s", name,
                                 strerror(errno));
     fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fchmod(fd, 0755) != 0 || (give && fchown(fd, uid, gid) != 0))
+    if (fd < 0 || fchmod(fd, mode) != 0 || (give && fchown(fd, uid, gid) != 0))
         r = cordon_error_set(err, CORDON_E_IO, errno, "provision: setting up %s: %s", name,
                              strerror(errno));
     if (fd >= 0)
@@ -593,17 +595,56 @@ static int make_workspace(int dir_fd, const struct tl_config *cfg, bool code,
     size_t i;
     int ws_fd, r;
 
-    r = mkdir_owned(dir_fd, "workspace", cfg->switch_user && !code, cfg->uid, cfg->gid, err);
+    r = mkdir_owned(dir_fd, "workspace", 0755, cfg->switch_user && !code, cfg->uid, cfg->gid,
+                    err);
     if (r < 0 || !code)
         return r;
     ws_fd = openat(dir_fd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (ws_fd < 0)
         return cordon_error_set(err, CORDON_E_IO, errno, "provision: workspace: %s",
                                 strerror(errno));
-    r = mkdir_owned(ws_fd, "source", false, 0, 0, err);
+    r = mkdir_owned(ws_fd, "source", 0755, false, 0, 0, err);
     for (i = 0; r == 0 && i < sizeof(user_dirs) / sizeof(user_dirs[0]); i++)
-        r = mkdir_owned(ws_fd, user_dirs[i], cfg->switch_user, cfg->uid, cfg->gid, err);
+        r = mkdir_owned(ws_fd, user_dirs[i], 0755, cfg->switch_user, cfg->uid, cfg->gid, err);
     close(ws_fd);
+    return r;
+}
+
+/* Whether the root lies beneath a directory the child's own would hide
+ * (a root in /tmp, as tests have): the area itself would vanish under it. */
+static bool root_under_tmp_dirs(const char *root)
+{
+    char real_root[PATH_MAX], real_target[PATH_MAX];
+
+    if (realpath(root, real_root) == NULL)
+        return true;
+    for (size_t i = 0; i < TL_TMP_DIRS; i++) {
+        size_t n;
+
+        if (realpath(tl__tmp_dirs[i].target, real_target) == NULL)
+            continue;
+        n = strlen(real_target);
+        if (strncmp(real_root, real_target, n) == 0 &&
+            (real_root[n] == '/' || real_root[n] == '\0'))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * The execution's /tmp, /var/tmp and /dev/shm, in its tmpfs area: root's,
+ * 01777 like the host's (sticky: one process of the sandbox cannot remove
+ * another's file there). Whatever the sandbox writes in them counts in
+ * disk_bytes and goes with the area at terminate; on the host's it would
+ * stay, owned by a uid the pool hands to the next execution, and
+ * /dev/shm would be host memory outside every limit.
+ */
+static int make_tmp_dirs(int dir_fd, struct cordon_error *err)
+{
+    int r = 0;
+
+    for (size_t i = 0; r == 0 && i < TL_TMP_DIRS; i++)
+        r = mkdir_owned(dir_fd, tl__tmp_dirs[i].name, 01777, false, 0, 0, err);
     return r;
 }
 
@@ -617,7 +658,7 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
     const char *id = NULL;
     char *dir = NULL, *ws = NULL;
     int root_fd = -1, dir_fd = -1, r;
-    bool created = false, took_uid = false, code;
+    bool created = false, took_uid = false, code, mounted, private_tmp = false;
 
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
@@ -664,14 +705,27 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
         took_uid = true;
         cfg.gid = (gid_t)cfg.uid;
     }
-    area_mount(dir, kept.resources.disk_bytes);
-    /* 0711: the sandbox user may pass through but not list or change it. */
+    mounted = area_mount(dir, kept.resources.disk_bytes);
+    /*
+     * Nobody but the execution reaches into its area. Switching users, the
+     * area is root's with the sandbox's group only allowed to pass (0710):
+     * the sandbox user can neither list nor change it, other local users
+     * cannot enter at all, whatever the modes the program gives its files
+     * (the workspace's 0755, a umask of 022) - and those modes stay the
+     * program's, as an export carries them out. Not switching, the area
+     * is the invoking user's alone (0700).
+     */
     dir_fd = openat(root_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dir_fd < 0 || fchmod(dir_fd, 0711) != 0) {
+    if (dir_fd < 0 || (cfg.switch_user && fchown(dir_fd, 0, cfg.gid) != 0) ||
+        fchmod(dir_fd, cfg.switch_user ? 0710 : 0700) != 0) {
         r = cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", dir, strerror(errno));
         goto out;
     }
     r = make_workspace(dir_fd, &cfg, code, err);
+    if (r == 0 && cfg.switch_user && mounted && !root_under_tmp_dirs(res->cfg.root)) {
+        r = make_tmp_dirs(dir_fd, err);
+        private_tmp = r == 0;
+    }
     if (r < 0)
         goto out;
     /* Whose execution this is, so that list_executions (cordon gc) never
@@ -687,6 +741,7 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
         cJSON_AddStringToObject(state, "workspace", ws) == NULL ||
         cJSON_AddNumberToObject(state, "uid", (double)cfg.uid) == NULL ||
         cJSON_AddNumberToObject(state, "gid", (double)cfg.gid) == NULL ||
+        cJSON_AddBoolToObject(state, "private_tmp", private_tmp) == NULL ||
         !cordon_spec_state_add(state, &kept)) {
         r = tl__nomem(err, "state");
         goto out;

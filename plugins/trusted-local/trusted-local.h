@@ -35,6 +35,19 @@
 #define TL_AREA_SLACK (1u << 20)             /* the area's tmpfs: the marker, directories */
 #define TL_AREA_INODES 65536u
 
+/*
+ * The execution's own /tmp, /var/tmp and /dev/shm: directories in its area
+ * (so that what is written there counts in disk_bytes and goes with the
+ * area), bound over the host's in a mount namespace of the child's own.
+ * Only as root and with a tmpfs area; see exec.c.
+ */
+struct tl_tmp_dir {
+    const char *name;     /* in the area */
+    const char *target;   /* the host path it replaces in the child */
+};
+#define TL_TMP_DIRS 3
+extern const struct tl_tmp_dir tl__tmp_dirs[TL_TMP_DIRS];
+
 /* The parsed provider config. */
 struct tl_config {
     bool allow_unsafe_local;
@@ -65,6 +78,7 @@ struct tl_state {
     uid_t uid;
     gid_t gid;
     bool code_layout;
+    bool private_tmp;           /* the area holds tl__tmp_dirs for the child */
     struct cordon_limits res;
     uint64_t expires_at_ms;
     const cJSON *environment;   /* object of strings, or NULL */

@@ -40,3 +40,36 @@ int test_count_processes(const char *needle)
     closedir(proc);
     return count;
 }
+
+int test_count_alive(const pid_t *pids, int n, char *ret_states, size_t size)
+{
+    size_t used = 0;
+    int alive = 0;
+
+    if (size > 0)
+        ret_states[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        char path[64], stat[512], *paren;
+        ssize_t got;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pids[i]);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        got = read(fd, stat, sizeof(stat) - 1);
+        close(fd);
+        stat[got > 0 ? got : 0] = '\0';
+        paren = strrchr(stat, ')');
+        if (paren == NULL || paren[1] != ' ' || paren[2] == 'Z')
+            continue;
+        alive++;
+        if (used < size) {
+            int w = snprintf(ret_states + used, size - used, "%s%d %c", used > 0 ? ", " : "",
+                             (int)pids[i], paren[2]);
+
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+    return alive;
+}

@@ -2,9 +2,16 @@
 #ifndef CORDON_TEST_COMMON_PROC_H
 #define CORDON_TEST_COMMON_PROC_H
 
+#include <stddef.h>
+#include <sys/types.h>
+
 /* Live processes whose command line (arguments joined by spaces) contains
  * needle; -1 when /proc cannot be read. */
 int test_count_processes(const char *needle);
+
+/* How many of pids still exist, zombies aside; "PID STATE, ..." of those
+ * into ret_states (size bytes, cut when full). */
+int test_count_alive(const pid_t *pids, int n, char *ret_states, size_t size);
 
 /* A shell prefix that builds /tmp/ino in a sandbox with a C compiler: "hold" takes inotify instances until the
  * per-user limit refuses, writes the count to /tmp/n and waits; "try" prints

@@ -64,6 +64,7 @@
 
 #include "tests/common/fill.h"
 #include "tests/common/hostile-agent.h"
+#include "tests/common/frozen.h"
 #include "tests/common/proc.h"
 #include "tests/common/sockets.h"
 
@@ -2460,4 +2461,143 @@ Test(docker, import_files_streams_with_the_owners_and_bounds_of_import_tar)
     cr_expect(o.exit_code == 0, "a refused import landed something: %s", out);
     free(out);
     cordon_exec_outcome_clear(&o);
+}
+
+/* ---- a sandbox frozen from the host ----------------------------------------------- */
+
+/* What a test froze, undone by frozen_undo (the test's fini): a failing
+ * test must never leave processes frozen on the host. */
+static char paused_cid[80];               /* docker pause */
+static char frozen_file[PATH_MAX];        /* a freezer.state written by hand */
+
+static void frozen_undo(void)
+{
+    if (paused_cid[0] != '\0' && container_exists(paused_cid))
+        docker_cmd(NULL, "unpause", paused_cid, NULL, NULL, NULL);
+    paused_cid[0] = '\0';
+    if (frozen_file[0] != '\0') {
+        int fd = open(frozen_file, O_WRONLY | O_CLOEXEC);
+
+        if (fd >= 0) {
+            (void)!write(fd, "THAWED", 6);
+            close(fd);
+        }
+    }
+    frozen_file[0] = '\0';
+}
+
+/* Host pids of a container's processes (docker top), into pids. */
+static int container_host_pids(const char *cid, pid_t *pids, int max)
+{
+    char *out = NULL, *p;
+    int n = 0;
+
+    cr_assert_eq(docker_cmd(&out, "top", cid, "-o", "pid", NULL), 0, "docker top %s", cid);
+    p = strchr(out, '\n');   /* past the header */
+    while (p != NULL && *p != '\0' && n < max) {
+        long pid = strtol(p, &p, 10);
+
+        if (pid > 0)
+            pids[n++] = (pid_t)pid;
+        while (*p == '\n' || *p == ' ')
+            p++;
+    }
+    free(out);
+    cr_assert_gt(n, 0, "docker top %s listed no process", cid);
+    return n;
+}
+
+/* Freeze the v1 freezer cgroup of the container's init by hand, as an
+ * administrator would: the daemon does not know it is paused. */
+static void freeze_by_hand(pid_t init)
+{
+    char path[64], text[4096] = "", *line;
+    ssize_t got;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)init);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+    got = read(fd, text, sizeof(text) - 1);
+    close(fd);
+    cr_assert_gt(got, 0);
+    line = strstr(text, ":freezer:/");
+    cr_assert_not_null(line, "no v1 freezer cgroup in %s (this test needs cgroup v1)", path);
+    line += strlen(":freezer:");
+    line[strcspn(line, "\n")] = '\0';
+    cr_assert(strlen(line) > 1, "the container's init is in the root freezer cgroup");
+    snprintf(frozen_file, sizeof(frozen_file), "/sys/fs/cgroup/freezer%s/freezer.state", line);
+    fd = open(frozen_file, O_WRONLY | O_CLOEXEC);
+    cr_assert_geq(fd, 0, "%s: %s", frozen_file, strerror(errno));
+    cr_assert_eq(write(fd, "FROZEN", 6), 6, "%s: %s", frozen_file, strerror(errno));
+    close(fd);
+}
+
+/*
+ * A container whose processes were frozen from the host side is still
+ * ours to end: exec gives a typed answer near its timeout and terminate
+ * thaws before it removes, within a bound, leaving no container and no
+ * process. Two ways to freeze: docker pause (the daemon knows), and the
+ * container's freezer cgroup written by hand (it does not).
+ */
+static void frozen_sandbox_case(bool by_hand, bool with_exec)
+{
+    static const char *const argv[] = { "true", NULL };
+    struct run_opts ro = defaults;
+    struct cordon_exec_outcome o;
+    pid_t pids[32];
+    const char *state;
+    char cid[80], left[256];
+    uint64_t t0, took;
+    int n, r;
+
+    need_daemon();
+    state = provision_default("host");
+    snprintf(cid, sizeof(cid), "%s", container_of(state));
+    n = container_host_pids(cid, pids, 32);
+    if (by_hand) {
+        freeze_by_hand(pids[0]);
+    } else {
+        snprintf(paused_cid, sizeof(paused_cid), "%s", cid);
+        cr_assert_eq(docker_cmd(NULL, "pause", cid, NULL, NULL, NULL), 0, "docker pause %s", cid);
+    }
+
+    if (with_exec) {
+        ro.timeout_ms = TEST_FROZEN_EXEC_TIMEOUT_MS;
+        t0 = cordon_now_monotonic_ms();
+        r = run(state, argv, &ro, &o);
+        test_expect_frozen_exec_ended(r, &o, t0);
+    }
+
+    t0 = cordon_now_monotonic_ms();
+    r = vt.terminate(res, state, &err);
+    took = cordon_now_monotonic_ms() - t0;
+    frozen_undo();
+    cr_expect_eq(r, 0, "terminate of a frozen sandbox: %s", err.message);
+    cr_expect_lt(took, 5000, "terminate took %llu ms", (unsigned long long)took);
+    cr_expect(!container_exists(cid), "container %s is left", cid);
+    cr_expect_eq(test_count_alive(pids, n, left, sizeof(left)), 0, "processes of %s are left: %s",
+                 cid, left);
+}
+
+Test(docker, paused_sandbox_exec_times_out_and_terminate_ends_it, .fini = frozen_undo)
+{
+    frozen_sandbox_case(false, true);
+}
+
+Test(docker, frozen_sandbox_exec_times_out_and_terminate_ends_it, .fini = frozen_undo)
+{
+    frozen_sandbox_case(true, true);
+}
+
+/* Without an exec first (whose timeout ends the execution): terminate
+ * itself meets the frozen container. */
+Test(docker, paused_sandbox_is_terminated_at_once, .fini = frozen_undo)
+{
+    frozen_sandbox_case(false, false);
+}
+
+Test(docker, frozen_sandbox_is_terminated_at_once, .fini = frozen_undo)
+{
+    frozen_sandbox_case(true, false);
 }

@@ -34,6 +34,7 @@
 #include <sys/ptrace.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,6 +62,7 @@
 
 #include "tests/common/fill.h"
 #include "tests/common/hostile-agent.h"
+#include "tests/common/frozen.h"
 #include "tests/common/proc.h"
 #include "tests/common/sockets.h"
 
@@ -226,11 +228,39 @@ static int cgroups_left(const char *id)
 
 /* ---- the suite ------------------------------------------------------------------ */
 
+/* The freezer file a test froze and the pidfds of the processes it
+ * stopped, thawed and continued by frozen_thaw (and by the suite's fini
+ * through it): a failing test must never leave processes stopped. */
+static char frozen_file[PATH_MAX];
+static int stopped_fds[32];
+static int n_stopped;
+
+static void frozen_thaw(void)
+{
+    int fd;
+
+    /* Through pidfds taken before the SIGSTOP: never another process. */
+    for (int i = 0; i < n_stopped; i++) {
+        syscall(SYS_pidfd_send_signal, stopped_fds[i], SIGCONT, NULL, 0);
+        close(stopped_fds[i]);
+    }
+    n_stopped = 0;
+    if (frozen_file[0] == '\0')
+        return;
+    fd = open(frozen_file, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)!write(fd, "THAWED", 6);
+        close(fd);
+    }
+    frozen_file[0] = '\0';
+}
+
 static void teardown(void)
 {
     struct cordon_error e;
 
     cordon_error_init(&e);
+    frozen_thaw();
     for (int i = 0; i < MAX_TRACKED; i++) {
         if (states[i] != NULL && res != NULL)
             prov->terminate(res, states[i], &e);
@@ -2281,4 +2311,147 @@ Test(runc, agent_and_setns_give_the_same_results)
         free(results[0][i]);
         free(results[1][i]);
     }
+}
+
+/* ---- a sandbox frozen from the host --------------------------------------------- */
+
+static void write_text(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+    cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text), "%s: %s", path,
+                 strerror(errno));
+    close(fd);
+}
+
+/* Freeze the execution's own freezer cgroup (v1) and wait until it is. */
+static void freeze_execution(const char *id)
+{
+    char *text = NULL;
+
+    snprintf(frozen_file, sizeof(frozen_file), "/sys/fs/cgroup/freezer/cordon-%s/freezer.state",
+             id);
+    cr_assert(exists(frozen_file), "%s: no freezer cgroup (this test needs cgroup v1)",
+              frozen_file);
+    write_text(frozen_file, "FROZEN");
+    for (int i = 0; i < 100; i++) {
+        free(text);
+        text = read_text(frozen_file);
+        if (text != NULL && strncmp(text, "FROZEN", 6) == 0)
+            break;
+        nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
+    }
+    /* A freeze can stay FREEZING (a task the freezer cannot catch yet):
+     * what a host sees too, and as much ours to end. */
+    cr_assert(text != NULL && (strncmp(text, "FROZEN", 6) == 0 || strncmp(text, "FREEZING", 8) == 0),
+              "%s: %s", frozen_file, text != NULL ? text : "unreadable");
+    free(text);
+}
+
+/*
+ * A sandbox whose every process was frozen from the host side is still
+ * ours to end: exec gives a typed answer near its timeout (the host's
+ * clock), and terminate thaws before it kills, within a bound, leaving
+ * no container, cgroup or process. Without an exec first, terminate does
+ * not wait out a kill that a frozen init cannot act on (5 s) before it
+ * thaws: terminate_ms is the tighter bound. how: its freezer cgroup
+ * frozen, or SIGSTOP to each of its processes.
+ */
+/* SIGSTOP each of pids, the execution's, through a pidfd checked to be
+ * in its cgroup once taken; wait until each is stopped. */
+static void stop_execution(const char *id, const pid_t *pids, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int fd = (int)syscall(SYS_pidfd_open, pids[i], 0);
+        char path[64], *cg;
+        bool ours;
+
+        cr_assert_geq(fd, 0, "pidfd_open %d: %s", (int)pids[i], strerror(errno));
+        snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pids[i]);
+        cg = read_text(path);
+        ours = cg != NULL && strstr(cg, id) != NULL;
+        free(cg);
+        if (!ours) {
+            close(fd);
+            cr_assert_fail("pid %d is not in the cgroup of %s", (int)pids[i], id);
+        }
+        stopped_fds[n_stopped++] = fd;
+        cr_assert_eq(syscall(SYS_pidfd_send_signal, fd, SIGSTOP, NULL, 0), 0);
+    }
+    for (int i = 0; i < n; i++) {
+        char path[64], *stat = NULL, *paren = NULL;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pids[i]);
+        for (int tries = 0; tries < 100; tries++) {
+            free(stat);
+            stat = read_text(path);
+            paren = stat != NULL ? strrchr(stat, ')') : NULL;
+            if (paren != NULL && paren[2] == 'T')
+                break;
+            nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
+        }
+        cr_assert(paren != NULL && paren[2] == 'T', "pid %d did not stop", (int)pids[i]);
+        free(stat);
+    }
+}
+
+enum stop_how { STOP_FREEZER, STOP_SIGNAL };
+
+static void frozen_sandbox_case(enum stop_how how, bool with_exec, unsigned terminate_ms)
+{
+    static const char *const argv[] = { "true", NULL };
+    struct cordon_exec_outcome o = { 0 };
+    pid_t pids[32];
+    char id[40], left[256];
+    const char *state;
+    uint64_t t0, took;
+    int n, r;
+
+    ensure();
+    state = provision(id);
+    pids[0] = state_pid(state);
+    n = 1 + container_pids(id, pids[0], pids + 1, 31);
+    if (how == STOP_FREEZER)
+        freeze_execution(id);
+    else
+        stop_execution(id, pids, n);
+
+    if (with_exec) {
+        t0 = cordon_now_monotonic_ms();
+        r = drive(state, argv, TEST_FROZEN_EXEC_TIMEOUT_MS, 1u << 20, &o);
+        test_expect_frozen_exec_ended(r, &o, t0);
+    }
+
+    t0 = cordon_now_monotonic_ms();
+    r = prov->terminate(res, state, &err);
+    took = cordon_now_monotonic_ms() - t0;
+    frozen_thaw();
+    cr_expect_eq(r, 0, "terminate of a frozen sandbox: %s", err.message);
+    cr_expect_lt(took, terminate_ms, "terminate took %llu ms", (unsigned long long)took);
+    cr_expect(!runtime_knows(id), "the runtime still knows %s", id);
+    cr_expect_eq(cgroups_left(id), 0, "cgroups of %s are left", id);
+    cr_expect_eq(test_count_alive(pids, n, left, sizeof(left)), 0, "processes of %s are left: %s",
+                 id, left);
+}
+
+Test(runc, frozen_sandbox_exec_times_out_and_terminate_ends_it)
+{
+    frozen_sandbox_case(STOP_FREEZER, true, 10000);
+}
+
+Test(runc, frozen_sandbox_is_terminated_at_once)
+{
+    frozen_sandbox_case(STOP_FREEZER, false, 3000);
+}
+
+/* The init and every process of the sandbox sent SIGSTOP from the host. */
+Test(runc, stopped_sandbox_exec_times_out_and_terminate_ends_it)
+{
+    frozen_sandbox_case(STOP_SIGNAL, true, 10000);
+}
+
+Test(runc, stopped_sandbox_is_terminated_at_once)
+{
+    frozen_sandbox_case(STOP_SIGNAL, false, 3000);
 }

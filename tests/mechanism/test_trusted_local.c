@@ -8,6 +8,7 @@
  * terminates what it provisioned in the suite's fini.
  */
 #include <dirent.h>
+#include <grp.h>
 #include <dlfcn.h>
 #include <signal.h>
 #include <errno.h>
@@ -26,6 +27,7 @@
 #include <linux/seccomp.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,6 +60,7 @@ static char config[PATH_MAX + 128];
 static struct cordon_resource *res;
 static char *state;                /* the provisioned execution, terminated in fini */
 static char *other;                /* a second one, terminated in fini too */
+static char *run_root_dir;         /* a root outside /tmp, removed in fini */
 static struct cordon_error err;
 
 /* ---- host helpers (self-contained: this file links only the sdk) ---------- */
@@ -165,6 +168,10 @@ static void teardown(void)
     other = NULL;
     if (res != NULL)
         prov->release(res, &e);
+    if (run_root_dir != NULL)
+        cordon_fs_remove_tree_path(run_root_dir, NULL);
+    free(run_root_dir);
+    run_root_dir = NULL;
     cordon_fs_remove_tree_path(tmp, NULL);
     free(tmp);
     tmp = NULL;
@@ -1403,4 +1410,120 @@ Test(trusted_local, terminate_finds_a_process_that_left_the_area)
             nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
     }
     cr_assert_eq(n, 0, "a detached process outside the area outlived terminate");
+}
+
+/* ---- other local users, and what an execution leaves on the host ------------ */
+
+/* A uid and gid of neither root, the pool, nor the caller: "nobody". */
+#define OTHER_UID 65534
+
+/*
+ * What another local user (not the execution's uid) can do with the
+ * execution's area, probed from a child that becomes that user: bit 0 set
+ * when path_read could be opened for reading, bit 1 when dir_list could
+ * be listed. 0xff when the child could not become the user.
+ */
+static int other_user_reaches(const char *path_read, const char *dir_list)
+{
+    pid_t pid = fork();
+    int status = 0;
+
+    cr_assert_geq(pid, 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        int got = 0, fd;
+        DIR *d;
+
+        if (setgroups(0, NULL) != 0 || setgid(OTHER_UID) != 0 || setuid(OTHER_UID) != 0)
+            _exit(0xff);
+        fd = open(path_read, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0)
+            got |= 1;
+        d = opendir(dir_list);
+        if (d != NULL)
+            got |= 2;
+        _exit(got);
+    }
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+Test(trusted_local, other_local_users_cannot_read_or_list_the_workspace)
+{
+    static const char *const layouts[] = { "host", "code" };
+    static const char *const files[] = { "/workspace/f", "/workspace/output/f" };
+    static const char *const scripts[] = { "umask 022; echo secret > f", "umask 022; echo secret > output/f" };
+
+    skip_unless_root("needs root to become another user");
+    for (size_t i = 0; i < 2; i++) {
+        char id[16], path[PATH_MAX], ws[PATH_MAX];
+        int got;
+
+        snprintf(id, sizeof(id), "other%zu", i);
+        provision(id, layouts[i]);
+        cr_assert_neq(sandbox_uid(), (uid_t)OTHER_UID);
+        cr_assert_eq(sh("", scripts[i], NULL, 0), 0);
+        snprintf(path, sizeof(path), "%s", exec_dir(id, files[i]));
+        snprintf(ws, sizeof(ws), "%s", exec_dir(id, "/workspace"));
+        cr_assert(exists(path), "%s was not written", path);
+        got = other_user_reaches(path, ws);
+        cr_assert_neq(got, 0xff, "could not become uid %d", OTHER_UID);
+        cr_expect_eq(got & 1, 0, "layout %s: uid %d read %s", layouts[i], OTHER_UID, path);
+        cr_expect_eq(got & 2, 0, "layout %s: uid %d listed %s", layouts[i], OTHER_UID, ws);
+        cr_assert_eq(prov->terminate(res, state, &err), 0, "%s", err.message);
+        free(state);
+        state = NULL;
+    }
+}
+
+/*
+ * Files an execution writes to /tmp, /var/tmp and /dev/shm are its own:
+ * a later exec of it finds them, and after terminate none is on the host,
+ * where it would belong to a uid the pool hands to the next execution.
+ * The root lies outside /tmp here: a root beneath /tmp keeps the host's.
+ */
+Test(trusted_local, temporary_files_stay_in_the_area_and_go_with_it)
+{
+    static const char *const dirs[] = { "/tmp", "/var/tmp", "/dev/shm" };
+    char marker[40], script[512], cfg[PATH_MAX + 128], path[PATH_MAX], out[256];
+    ssize_t n;
+
+    skip_unless_root("private temporary directories need root");
+    run_root_dir = strdup("/run/cordon-tl-test.XXXXXX");
+    cr_assert(run_root_dir != NULL && mkdtemp(run_root_dir) != NULL, "mkdtemp in /run: %s",
+              strerror(errno));
+    cr_assert_eq(chmod(run_root_dir, 0711), 0);
+    snprintf(cfg, sizeof(cfg), "{\"allow_unsafe_local\": true, \"root\": \"%s/root\"}",
+             run_root_dir);
+    cr_assert_eq(prov->ensure(&host, cfg, &res, &err), 0, "ensure: %s", err.message);
+    cr_assert_eq(prov->provision(res, spec_json("tmpfiles", "host", "none"), &state, &err), 0,
+                 "provision: %s", err.message);
+    snprintf(marker, sizeof(marker), "cordon-tl-leftover-%d", (int)getpid());
+    snprintf(script, sizeof(script),
+             "for d in /tmp /var/tmp /dev/shm; do echo x > $d/%s || exit 1; done", marker);
+    cr_assert_eq(sh("", script, out, sizeof(out)), 0, "writing the markers");
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dirs[i], marker);
+        cr_expect(!exists(path), "%s is on the host while the execution runs", path);
+    }
+    snprintf(script, sizeof(script), "cat /tmp/%s /var/tmp/%s /dev/shm/%s", marker, marker,
+             marker);
+    cr_assert_eq(sh("", script, out, sizeof(out)), 0, "a later exec lost the markers");
+    cr_expect_str_eq(out, "x\nx\nx\n");
+    /* POSIX message queues and System V objects live in the IPC namespace:
+     * the command's is its own, and ends with it. */
+    cr_assert_eq(sh("", "readlink /proc/self/ns/ipc", out, sizeof(out)), 0);
+    n = readlink("/proc/self/ns/ipc", path, sizeof(path) - 1);
+    cr_assert_gt(n, 0);
+    path[n] = '\0';
+    out[strcspn(out, "\n")] = '\0';
+    cr_expect_str_neq(out, path, "the command shares the host's IPC namespace %s", path);
+    cr_assert_eq(prov->terminate(res, state, &err), 0, "%s", err.message);
+    free(state);
+    state = NULL;
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(path, sizeof(path), "%s/%s", dirs[i], marker);
+        cr_expect(!exists(path), "%s outlived terminate", path);
+        unlink(path);   /* the old build's leftovers: never left behind by a failing run */
+    }
 }

