@@ -17,17 +17,30 @@
 #
 # The objects, each known by an identity the kernel or the daemon does not
 # give twice, so that a new object with an old one's name is still new:
-#   tmp            /tmp/cordon-* and /tmp/cordon.*       path, inode, birth time
+#   tmp            /tmp/cordon-*, /tmp/cordon.*, and on the host's tmpfs
+#                  the fill files and the observer's (/tmp/.cordon-fill-*,
+#                  /dev/shm/.cordon-fill-*, /tmp/.cordon-observe-*) and
+#                  anything /dev/shm/*cordon*, dot files too
+#                                                        path, inode, birth time
 #   trusted-local  /run/cordon/trusted-local/*           path, inode, birth time
 #   uid            /run/cordon/uids/* (pool uids taken)  path, inode, birth time
 #   cgroup         cgroups named cordon or cordon-*      path, inode (kernfs's id)
 #   mount          mounts naming cordon                  mount id, point, source
-#   runc           containers in /run/cordon-runc        id, creation time
+#   runc           containers in /run/cordon-runc (runc.so's root; the
+#                  tests use it too)                     id, creation time
+#   runc-state     state directories /run/cordon-runc/*, listed directly
+#                  (runc list leaves out one it cannot read)
+#                                                        path, inode, birth time
 #   container      docker containers labelled org.cordon.execution-id   id
 #   volume         docker volumes labelled org.cordon.execution-id      name
 #   process        cordon-observe (the program itself, not a command
-#                  naming it), runsc, containerd-shim (not zombies)
+#                  naming it), the observer under its random name
+#                  (./ and 16 hex digits) and its children, cordon-init,
+#                  runsc, containerd-shim (not zombies)
 #                                                        pid, start time
+#   stopped        every process stopped (state T), whoever's: a stopped
+#                  host process is what a destructive check that reached
+#                  the host leaves             pid, start time
 # gVisor's processes (sandbox, gofer, a hung `runsc start`) and containerd
 # shims are there because a runsc container whose start failed once left
 # all of them running, unknown to the daemon. A shim of a container the
@@ -56,21 +69,23 @@ path_line() { # kind, path
   printf '%s\t%s\t%s\n' "$1" "$id" "$2"
 }
 
-# pid's start time (field 22 of /proc/PID/stat, after the command name,
-# which may hold spaces), and nothing for a zombie or a process gone.
-start_time() {
+# pid's state, parent and start time (fields 3, 4 and 22 of
+# /proc/PID/stat, after the command name, which may hold spaces), and
+# nothing for a zombie or a process gone.
+stat_of() {
   local rest
   rest=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
   rest=${rest##*) }
   # shellcheck disable=SC2086
   set -- $rest
   [ "$1" != Z ] || return 0
-  echo "${20}"
+  echo "$1 $2 ${20}"
 }
 
 list() {
-  local f p t cmd label docker_up
-  for f in /tmp/cordon-* /tmp/cordon.*; do
+  local f p pp t cmd label docker_up observers procs
+  for f in /tmp/cordon-* /tmp/cordon.* /tmp/.cordon-fill-* /tmp/.cordon-observe-* \
+    /dev/shm/*cordon* /dev/shm/.*cordon*; do
     if [ -e "$f" ] || [ -L "$f" ]; then path_line tmp "$f"; fi
   done
   for f in /run/cordon/trusted-local/* /run/cordon/uids/*; do
@@ -87,6 +102,9 @@ list() {
     runc --root /run/cordon-runc list 2>/dev/null |
       awk -v t="$tab" 'NR > 1 { print "runc" t $1 " " $5 t $1 " (" $3 ")" }'
   fi
+  for f in /run/cordon-runc/*; do
+    if [ -e "$f" ]; then path_line runc-state "$f"; fi
+  done
   docker_up=false
   if command -v docker >/dev/null && timeout 30 docker version >/dev/null 2>&1; then
     docker_up=true
@@ -95,19 +113,28 @@ list() {
     timeout 30 docker volume ls --filter label=org.cordon.execution-id \
       --format "volume$tab{{.Name}}$tab{{.Name}}" 2>/dev/null
   fi
-  for p in $(pgrep -f '(^[^ ]*cordon-observe( |$)|^runsc|/runsc |containerd-shim)' 2>/dev/null); do
-    [ "$p" != $$ ] || continue
-    t=$(start_time "$p")
+  # Every process once: pid, state, parent, start time, command line.
+  procs=$(for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    t=$(stat_of "$p")
     [ -n "$t" ] || continue
     cmd=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)
+    printf '%s %s %s\n' "$p" "$t" "${cmd:0:160}"
+  done)
+  awk -v t="$tab" '$2 ~ /^T/ { print "stopped" t $1 ":" $4 t $0 }' <<<"$procs"
+  # The observer's children: by their parent, whatever their command line.
+  observers=" $(awk '$5 ~ /^\.\/[0-9a-f]+$/ && length($5) == 18 { print $1 }' <<<"$procs" | tr '\n' ' ') "
+  while read -r p _ pp t cmd; do
+    [[ $cmd =~ (^[^\ ]*cordon-observe( |$)|^\./[0-9a-f]{16}( |$)|^[^\ ]*cordon-init( |$)|^runsc|/runsc\ |containerd-shim) ]] ||
+      [[ $observers == *" $pp "* ]] || continue
     if $docker_up && [[ $cmd =~ containerd-shim.*\ -id\ ([0-9a-f]{64}) ]] &&
       label=$(timeout 30 docker inspect --type container --format \
         '{{index .Config.Labels "org.cordon.execution-id"}}' "${BASH_REMATCH[1]}" 2>/dev/null) &&
       [ -z "$label" ]; then
       continue
     fi
-    printf 'process\t%s\t%s\n' "$p:$t" "$(cut -c1-160 <<<"$cmd")"
-  done
+    printf 'process\t%s\t%s\n' "$p:$t" "$cmd"
+  done <<<"$procs"
 }
 
 # The objects on stdin (their WHAT fields): all, or the first $shown and
@@ -135,7 +162,7 @@ compare() {
   local before=$1 now kind new old bad=0
   [ -f "$before" ] || { echo "leftovers: no snapshot $before (take one with: $0 snapshot $before)" >&2; return 2; }
   now=$(objects)
-  for kind in tmp trusted-local uid cgroup mount runc container volume process; do
+  for kind in tmp trusted-local uid cgroup mount runc runc-state container volume process stopped; do
     # identities (KIND<TAB>ID) the snapshot has
     new=$(awk -F"$tab" -v k="$kind" 'NR == FNR { seen[$1 FS $2] = 1; next }
                                      $1 == k && !(($1 FS $2) in seen)' "$before" - <<<"$now")

@@ -213,7 +213,7 @@ fi
 # reached it (no Criterion) counts as a failure here.
 add_summary contract-man "$BUILD/tests/contract/man-lists-checks.sh.log" 1 "cordon-contract(1) was not checked against --list"
 # The test of the count above: a skip in its fixture suite must be a failure.
-add_summary count-skips "$BUILD/tests/unit/count-skips.sh.log" 7 "scripts/criterion-count.sh was not tested"
+add_summary count-skips "$BUILD/tests/unit/count-skips.sh.log" 8 "scripts/criterion-count.sh was not tested"
 if [ $integration_rc -ne 0 ]; then
   failed=$((failed + 1)); echo "check FAILED: make check-integration exited $integration_rc"
 fi

@@ -2,9 +2,11 @@
 # scripts/leftovers.sh on a machine where cordon was used before this run:
 # what earlier work left (a stray /tmp/cordon-contract-run.* directory, a
 # cordon-* cgroup, a stopped docker container labelled with another host
-# instance) is "not ours" and passes; what is made after the snapshot fails,
-# a cgroup removed and made again under an old one's name included. Makes
-# those objects itself and removes them at the end, on every path.
+# instance, a stopped process) is "not ours" and passes; what is made after
+# the snapshot fails, a cgroup removed and made again under an old one's
+# name included, and so do a fill file left on /dev/shm, a stopped process
+# and an observer under its random name. Makes those objects itself and
+# removes them at the end, on every path.
 # Needs root, a Docker daemon that answers and CORDON_DOCKER_IMAGE_MINIMAL
 # (the image the stopped container is created from; it never runs). Every
 # object's name holds leave-no-trace-<run id>, and the script judges those
@@ -25,9 +27,18 @@ expect() { # what, then a command: one test
   if "$@"; then ok "$what"; else bad "$what"; fi
 }
 
-old_tmp='' new_tmp='' cg='' ctr='' new_ctr='' out=''
+old_tmp='' new_tmp='' cg='' ctr='' new_ctr='' out='' fill='' pids=''
 work=$(mktemp -d /var/tmp/leave-no-trace.XXXXXX) || exit 1
 cleanup() {
+  local p
+  # Only the processes this script started, by the pids it recorded.
+  # (stderr: bash reports each killed job.)
+  for p in $pids; do
+    pkill -KILL -P "$p"
+    kill -KILL "$p"
+    wait "$p"
+  done 2>/dev/null
+  [ -z "$fill" ] || rm -f "$fill"
   [ -z "$old_tmp" ] || rm -rf "$old_tmp"
   [ -z "$new_tmp" ] || rm -rf "$new_tmp"
   [ -z "$cg" ] || ! [ -d "$cg" ] || rmdir "$cg"
@@ -50,8 +61,28 @@ labelled_container() {
     --label "org.cordon.host=$2" "$CORDON_DOCKER_IMAGE_MINIMAL" true
 }
 
+# A process of this script's named NAME, stopped; its pid in $started.
+started=''
+stopped_process() { # name
+  (exec -a "$1" sleep 600) &
+  started=$!
+  pids="$pids $started"
+  running_as "$started" "$1"
+  kill -STOP "$started"
+}
+# Wait until pid runs under name (after its exec), at most 5 s.
+running_as() { # pid, name
+  local _
+  for _ in $(seq 50); do
+    [[ $(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null) != "$2 "* ]] || return 0
+    sleep 0.1
+  done
+  bad "process $1 never ran as $2"
+}
+
 # The machine before this run: what earlier cordon work left.
 old_tmp=$(mktemp -d "/tmp/cordon-contract-run.$tag.XXXXXX") || exit 1
+stopped_process "sleep-old-$tag"
 cg=$cg_root/cordon-$tag
 mkdir "$cg" || { bad "could not make the cgroup $cg"; cg=''; }
 if [ -z "${CORDON_DOCKER_IMAGE_MINIMAL:-}" ]; then
@@ -84,7 +115,8 @@ judge() { # what, wanted exit status, heading, objects...
 }
 
 # 1. This run left nothing: the earlier objects are named, not judged.
-judge "nothing made since the snapshot" 0 "not ours" "$old_tmp" "$cg" "${ctr:+cordon-$tag}"
+judge "nothing made since the snapshot" 0 "not ours" "$old_tmp" "$cg" "${ctr:+cordon-$tag}" \
+  "sleep-old-$tag"
 
 # 2. This run leaves a directory, a cgroup under an old one's name, and a
 # container.
@@ -93,8 +125,18 @@ if [ -n "$cg" ] && ! { rmdir "$cg" && mkdir "$cg"; }; then bad "could not make $
 if [ -n "$ctr" ] && ! new_ctr=$(labelled_container "cordon-$tag-new" "$id"); then
   bad "docker create of a second labelled container failed"; new_ctr=''
 fi
-judge "leftovers of this run" 1 "left behind" "$new_tmp" "$cg" "${new_ctr:+cordon-$tag-new}"
+fill=/dev/shm/.cordon-fill-$tag
+: >"$fill" || bad "could not make $fill"
+stopped_process "sleep-new-$tag"
+# The observer under a random name, its command line naming this run.
+(exec -a ./0123456789abcdef sh -c 'sleep 600; :' "$tag") &
+pids="$pids $!"
+running_as $! ./0123456789abcdef
+judge "leftovers of this run" 1 "left behind" "$new_tmp" "$cg" "${new_ctr:+cordon-$tag-new}" \
+  "$fill" "sleep-new-$tag" "./0123456789abcdef -c sleep 600; : $tag"
 expect "$old_tmp, there before, is still not ours" named "not ours" "$old_tmp" "$out"
+expect "the stopped sleep-new-$tag is left behind as stopped" \
+  grep -qE "^leftovers: left behind by this run: 1 stopped" <<<"$out"
 
 echo "leave-no-trace: $passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -310,13 +310,14 @@ Test(contract, attack_exec_inherits_only_stdin_stdout_stderr)
 Test(contract, attack_code_inside_cannot_stop_its_own_sandbox)
 {
     struct cordon_exec_outcome out;
-    cJSON *facts = contract_require_contained(CORDON_AXIS_PROCESS_CONTAINED);
+    cJSON *facts = contract_require_contained(CONTRACT_HARM_SIGNAL);
     const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     const char *argv[] = { "sh", "-c", NULL, NULL };
     char msg[600], *text, *script, clip[300];
     int r;
 
-    script = contract_contained_script("kill -TERM 1; kill -INT 1; kill -HUP 1; sleep 1; echo alive");
+    script = contract_contained_script(CONTRACT_HARM_SIGNAL,
+                                       "kill -TERM 1; kill -INT 1; kill -HUP 1; sleep 1; echo alive");
     argv[2] = script;
     r = contract_exec(state, argv, NULL, &out, msg, sizeof(msg));
     free(script);

@@ -115,26 +115,29 @@ Test(contract, attack_file_lease_stalls_neither_export_nor_terminate)
 
 /*
  * From inside: a marked sleeper in a session of its own, then SIGSTOP to
- * that sleeper (by the pid the script recorded) and to PID 1, then SIGKILL
- * to PID 1. Whatever holds the deadline is stopped if the sandbox can
- * reach it through its init; killing it instead would only end the
- * execution early. The stopped sleeper must be gone from the host by the
- * deadline (plus grace) without any call to the provider; only then is
- * the execution looked at, and terminated for cleanup.
+ * every process the sandbox can signal (kill -1, then each pid in /proc
+ * but the script's own, PID 1 included), then SIGKILL to PID 1. Whatever
+ * holds the deadline is stopped if the sandbox can reach it: a keeper of
+ * the sandbox's uid, PID 1 or not, must not be (DESIGN: the deadline
+ * keeper is PID 1 of the sandbox's pid namespace or outside it); killing
+ * it instead would only end the execution early. The stopped sleeper
+ * must be gone from the host by the deadline (plus grace) without any
+ * call to the provider; only then is the execution looked at, and
+ * terminated for cleanup.
  *
- * Nothing else is signalled, and nothing at all unless the sandbox is seen
- * to be contained and the script proves it is not in the suite's
- * namespaces (contain.c): a provider that runs commands on the host as
- * root would have had the host's every process stopped. PID 1 is
- * signalled only when the script sees it in its own pid namespace, which
- * the guard proved is not the suite's.
+ * Nothing at all is signalled unless the sandbox is seen to be contained
+ * and the script proves it is in neither the suite's pid namespace nor,
+ * on the suite's kernel, the initial one (contain.c): kill -1 and /proc
+ * then reach only the sandbox's own processes. A provider that runs
+ * commands on the host as root would have had the host's every process
+ * stopped.
  */
 Test(contract, attack_stopping_every_process_inside_does_not_stop_the_deadline)
 {
     char marker[48], script[900], msg[600], *spec, *text;
     const char *state, *argv[] = { "true", NULL };
     struct cordon_exec_outcome out;
-    cJSON *facts = contract_require_contained(CORDON_AXIS_PROCESS_CONTAINED);
+    cJSON *facts = contract_require_contained(CONTRACT_HARM_SIGNAL);
     struct cordon_limits limits = contract_limits;
     uint64_t expires, now;
     bool visible;
@@ -160,13 +163,11 @@ Test(contract, attack_stopping_every_process_inside_does_not_stop_the_deadline)
              "for i in $(seq 1 500); do case \"$(tr '\\0' ' ' </proc/$m/cmdline 2>/dev/null)\" in "
              "sleep*) break;; esac; sleep 0.01; done; "
              "else echo nosetsid; fi; "
-             "[ -n \"$m\" ] && case \"$(tr '\\0' ' ' </proc/$m/cmdline 2>/dev/null)\" in "
-             "*%s*) kill -STOP \"$m\";; esac; "
-             "p1=$(readlink /proc/1/ns/pid 2>/dev/null); "
-             "if [ -z \"$p1\" ] || [ \"$p1\" = \"$(readlink /proc/self/ns/pid)\" ]; then "
-             "kill -STOP 1; kill -KILL 1; fi; echo attacked",
-             marker, marker);
-    contract_sh_contained(state, script, &out);
+             "kill -STOP -1; kill -STOP 1; "
+             "for p in /proc/[0-9]*; do p=${p#/proc/}; [ \"$p\" = $$ ] || kill -STOP $p; done; "
+             "kill -KILL 1; echo attacked",
+             marker);
+    contract_sh_contained(state, CONTRACT_HARM_SIGNAL, script, &out);
     text = contract_stream_text(&out.out);
     cordon_exec_outcome_clear(&out);
     visible = strstr(text, "nosetsid") == NULL && contract_count_processes(marker) > 0;

@@ -286,7 +286,7 @@ static bool list_has(const cJSON *list, const char *name)
  */
 Test(contract, disk_budget_covers_every_writable_tmpfs)
 {
-    cJSON *facts = contract_require_contained(CORDON_AXIS_HOST_FS_RESTRICTED);
+    cJSON *facts = contract_require_contained(CONTRACT_HARM_FILL);
     struct cordon_exec_outcome out;
     const char *state;
     long long total, mounts;
@@ -301,7 +301,7 @@ Test(contract, disk_budget_covers_every_writable_tmpfs)
     state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
     script = test_fill_tmpfs_script(CONTRACT_FILL_TAG, CONTRACT_DISK_BYTES, "");
     cr_assert_not_null(script, "out of memory for the fill script");
-    contract_sh_contained(state, script, &out);
+    contract_sh_contained(state, CONTRACT_HARM_FILL, script, &out);
     free(script);
     text = contract_stream_text(&out.out);
     cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0,

@@ -107,30 +107,43 @@ cJSON *contract_require_claim(const char *axis);
  */
 #define CONTRACT_NOT_CONTAINED "not run: the sandbox is not contained"
 #define CONTRACT_NOT_CONTAINED_EXIT 86
-/* contract_require_claim(axis), then the suite's own observation through
- * the provider (one per test) must show axis true (process_contained for
- * what signals, host_filesystem_restricted for what fills), or the check
- * fails with CONTRACT_NOT_CONTAINED. Returns the facts (cJSON_Delete). */
-cJSON *contract_require_contained(const char *axis);
+/* What a check is about to do inside an execution, and so what it proves
+ * first. */
+enum contract_harm {
+    /* Signals processes: process_contained observed, and the script in
+     * none of the suite's pid, mount and user namespaces. */
+    CONTRACT_HARM_SIGNAL,
+    /* Fills a file system: host_filesystem_restricted observed, those
+     * namespaces, and a file the suite has just made out of sight. */
+    CONTRACT_HARM_FILL,
+};
+/* contract_require_claim of harm's axis, then the suite's own observation
+ * through the provider (one per test) must show that axis true, or the
+ * check fails with CONTRACT_NOT_CONTAINED. Returns the facts
+ * (cJSON_Delete). */
+cJSON *contract_require_contained(enum contract_harm harm);
 /* script behind a guard that exits CONTRACT_NOT_CONTAINED_EXIT, printing
  * CONTRACT_NOT_CONTAINED and why, unless it proves from inside that it
  * shares neither the pid nor the mount namespace of the suite (nor of PID
- * 1 as the suite sees it), nor its user namespace with a uid 0 or a
- * capability. malloc'd. */
-char *contract_contained_script(const char *script);
+ * 1 as the suite sees it, nor, on the suite's kernel, the kernel's initial
+ * ones), nor such a user namespace with a uid 0 or a capability; and, for
+ * CONTRACT_HARM_FILL, that it cannot see a file the suite has just made.
+ * malloc'd. */
+char *contract_contained_script(enum contract_harm harm, const char *script);
 /* Whether out (with its stdout text) is that guard's refusal. */
 bool contract_refused_as_not_contained(const struct cordon_exec_outcome *out,
                                        const char *stdout_text);
 /* contract_sh of the guarded script; the check fails with the guard's
  * words when it refused. */
-void contract_sh_contained(const char *state, const char *script, struct cordon_exec_outcome *ret);
+void contract_sh_contained(const char *state, enum contract_harm harm, const char *script,
+                           struct cordon_exec_outcome *ret);
 /* The tag of the suite's fill files (tests/common/fill.h), and so their
  * names' start. */
 #define CONTRACT_FILL_TAG "contract"
 #define CONTRACT_FILL_PREFIX ".cordon-fill-" CONTRACT_FILL_TAG "-"
-/* Remove CONTRACT_FILL_PREFIX* at the top of every tmpfs the suite sees:
- * what a fill through a provider that turned out to share the suite's
- * mounts left when the run was killed. Run once by main(); prints each
+/* Remove CONTRACT_FILL_PREFIX* files at the top of /dev/shm, /tmp, /run
+ * and $TMPDIR: what a fill through a provider that turned out to share
+ * the suite's mounts left when the run was killed. Run once by main(); prints each
  * removal to stderr; returns how many. */
 int contract_remove_stale_fills(void);
 /* Ensure the resource (assert); idempotent within a test. */

@@ -12,6 +12,17 @@
 # exits non-zero if any check failed.
 set -u
 
+# A log, as a failure shows it: indented, its Criterion markers "[" made
+# "(" and its summary renamed, so that scripts/criterion-count.sh, which
+# reads make check's log where this lands, counts none of the suite's
+# skips, runs or sums here again. `selftest.sh --quote FILE` prints FILE
+# so (tests/unit/count-skips.sh).
+quote() { sed 's/^/    /; s/\[/(/g; s/Synthesis:/self-test run:/' "$1"; }
+if [ "${1:-}" = --quote ]; then
+    quote "$2"
+    exit
+fi
+
 builddir=${1:-${abs_top_builddir:-.}}
 builddir=$(cd "$builddir" && pwd) || exit 2
 contract=$builddir/cordon-contract
@@ -38,14 +49,21 @@ if [ -n "$missing" ]; then
 fi
 
 log=$(mktemp "${TMPDIR:-/tmp}/cordon-contract-selftest.XXXXXX") || exit 2
-trap 'rm -f "$log"' EXIT INT TERM
+cage='' hostfs=''
+cleanup() {
+    rm -f "$log"
+    [ -z "$hostfs" ] || umount "$hostfs" 2>/dev/null
+    [ -z "$cage" ] || rm -rf "$cage"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 passed=0
 failed=0
 
 ok() { echo "selftest: ok: $1"; passed=$((passed + 1)); }
 not_ok() {
     echo "selftest: FAILED: $1"
-    sed 's/^/    /' "$log" | tail -n 40
+    quote "$log" | tail -n 40
     failed=$((failed + 1))
 }
 
@@ -145,10 +163,23 @@ fi
 # /sys/fs/cgroup, a memory cgroup) beside a canary. The suite must fail
 # it, its checks that signal or fill saying they were not run, and leave
 # the canary beating and the tmpfs and memory as they were.
-# A fill file a killed run left in the cage's /dev/shm must be gone too.
+# A fill file a killed run left in the cage's /dev/shm must be gone too,
+# and one on any other tmpfs must be left alone (the suite removes only
+# its own, at the top of /dev/shm, /tmp, /run and $TMPDIR).
+# A small tmpfs of the host's, mounted here for the run, must be covered
+# by one of the cage's, like every writable tmpfs of the host's.
 cage=$(mktemp -d "$builddir/cordon-cage.XXXXXX") || exit 2
-sh "$(dirname "$0")/cage.sh" "$cage" 600 sh -c ': >/dev/shm/.cordon-fill-contract-0 && exec "$@"' \
-    stale "$contract" --provider "$hostroot" --observer "$observer" --ascii >"$cage/report" 2>&1
+if mkdir "$cage/hostfs" && mount -t tmpfs -o size=1m cordon-selftest-hostfs "$cage/hostfs"; then
+    hostfs=$cage/hostfs
+else
+    not_ok "could not mount a tmpfs at $cage/hostfs"
+fi
+sh "$(dirname "$0")/cage.sh" "$cage" 600 sh -c 'o=$1/.cordon-fill-contract-0; shift
+    : >/dev/shm/.cordon-fill-contract-0 && : >"$o" || exit 2
+    "$@"; rc=$?
+    [ -e "$o" ] && echo "selftest: the fill file elsewhere was kept"
+    exit $rc' stale "$cage/hostfs" \
+    "$contract" --provider "$hostroot" --observer "$observer" --ascii >"$cage/report" 2>&1
 cage_value() { sed -n "s/^cage: $1 //p" "$cage/report" | head -n 1; }
 show_cage() { cat "$cage/report" >"$log"; tail -n 30 "$cage/run.log" >>"$log" 2>/dev/null; }
 show_cage
@@ -157,6 +188,7 @@ if grep -q '^cage: done' "$cage/report" && ! grep -q '^cage: killed' "$cage/repo
 else
     not_ok "the cage did not run the suite to its end: $(cage_value killed)$(cage_value error)"
 fi
+# shellcheck disable=SC2046
 set -- $(cage_value canary_beats) 0 0
 state=$(cage_value canary_state)
 case "$state" in
@@ -166,6 +198,7 @@ case "$state" in
 esac
 # Each tmpfs at most 1 MiB (1024 KiB) above what it held before, at any
 # moment of the run, and back where it was after; no fill file anywhere.
+# shellcheck disable=SC2046
 set -- $(cage_value before_kb) $(cage_value most_kb) $(cage_value after_kb)
 held=ok
 if [ $# -ne 9 ]; then
@@ -173,6 +206,7 @@ if [ $# -ne 9 ]; then
 else
     for i in 1 2 3; do
         eval "b=\${$i} m=\${$((i + 3))} a=\${$((i + 6))}"
+        # shellcheck disable=SC2154 # (b, m and a are set by the eval)
         [ "$m" -le $((b + 1024)) ] && [ "$a" -le $((b + 1024)) ] || held="held $b, at most $m, after $a KiB"
     done
 fi
@@ -181,6 +215,20 @@ if [ "$held" = ok ] && [ "$(cage_value fill_files)" = 0 ] && [ "$(cage_value hos
     ok "/dev/shm, /tmp and /sys/fs/cgroup held what they held, the stale fill file removed"
 else
     not_ok "a tmpfs beside the suite was written: $held; fill files $(cage_value fill_files) in the cage, $(cage_value host_fill_files) on the host"
+fi
+# Every writable tmpfs inside was the cage's own, no larger than its
+# 64 MiB, the host's one mounted above among them.
+tmpfs=$(sed -n 's/^cage: tmpfs //p' "$cage/report")
+foreign=$(echo "$tmpfs" | awk '$2 != "cordon-cage" || $3 > 65536')
+if [ -n "$tmpfs" ] && [ -z "$foreign" ] && echo "$tmpfs" | grep -q "^$cage/hostfs cordon-cage "; then
+    ok "every writable tmpfs in the cage was its own ($(echo "$tmpfs" | wc -l), $cage/hostfs among them)"
+else
+    not_ok "a writable tmpfs in the cage was not its own: ${foreign:-none reported, or not $cage/hostfs}"
+fi
+if grep -q '^selftest: the fill file elsewhere was kept' "$cage/run.log"; then
+    ok "the suite left a fill-named file on another tmpfs alone"
+else
+    not_ok "the suite removed a fill-named file outside /dev/shm, /tmp, /run and \$TMPDIR"
 fi
 if [ "$(cage_value memory_failcnt)" = 0 ] && [ "$(cage_value memory_oom_kill)" = 0 ]; then
     ok "the cage's memory never reached its limit ($(cage_value memory_max_usage))"
@@ -193,6 +241,7 @@ notrun=$(awk '/^\[(PASS|FAIL|SKIP)\]/ { if ($0 ~ /^\[FAIL\]/ && seen) print $2; 
 missing=
 for check in attack_stopping_every_process_inside_does_not_stop_the_deadline \
              disk_budget_covers_every_writable_tmpfs attack_code_inside_cannot_stop_its_own_sandbox; do
+    # shellcheck disable=SC2086,SC2116 # (one line of words)
     case " $(echo $notrun) " in *" contract::$check: "*) ;; *) missing="$missing $check" ;; esac
 done
 if [ "$(cage_value command_rc)" != 0 ] && [ -z "$missing" ]; then
@@ -200,7 +249,8 @@ if [ "$(cage_value command_rc)" != 0 ] && [ -z "$missing" ]; then
 else
     not_ok "hostroot.so (exit $(cage_value command_rc)): not failed as not contained:${missing:- (passed)}"
 fi
-rm -rf "$cage"
+umount "$hostfs" && hostfs=''
+rm -rf "$cage" && cage=''
 
 # The man page describes exactly the checks --list shows (make check runs
 # the same script).
