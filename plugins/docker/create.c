@@ -115,6 +115,19 @@ char *dk__seccomp_opt(void)
               cJSON_AddNumberToObject(arg, "value", DK_CMD_MASK) &&
               cJSON_AddNumberToObject(arg, "valueTwo", DK_F_SETLEASE) &&
               cJSON_AddStringToObject(arg, "op", "SCMP_CMP_MASKED_EQ") &&
+              /* Another process's resource limits: PID 1 (cordon-init,
+               * the agent) runs as the sandbox's uid, which is all prlimit
+               * asks of a caller, and a limit of 0 pending signals or 4
+               * descriptors stops it serving. Only pid 0 (the caller). */
+              (rule = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(calls, rule) &&
+              cJSON_AddItemToObject(rule, "names", cJSON_CreateStringArray(
+                                                       (const char *const[]){ "prlimit64" }, 1)) &&
+              cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") &&
+              cJSON_AddNumberToObject(rule, "errnoRet", DK_EPERM) &&
+              (arr = cJSON_AddArrayToObject(rule, "args")) != NULL &&
+              (arg = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(arr, arg) &&
+              cJSON_AddNumberToObject(arg, "index", 0) && cJSON_AddNumberToObject(arg, "value", 0) &&
+              cJSON_AddStringToObject(arg, "op", "SCMP_CMP_NE") &&
               /* Network "none" means no family reaches outside: AF_VSOCK
                * (the hypervisor's host), AF_PACKET, netlink uevents (the
                * host's device events) and every other family but the

@@ -58,6 +58,7 @@
 
 #include "tests/common/fill.h"
 #include "tests/common/hostile-agent.h"
+#include "tests/common/hostile-init.h"
 #include "tests/common/proc.h"
 #include "tests/common/sockets.h"
 
@@ -2194,6 +2195,58 @@ Test(docker, code_inside_cannot_reach_the_agents_channel)
     free(errtext);
     cordon_exec_outcome_clear(&o);
     cr_assert_eq(kill(init, 0), 0, "the agent (pid %d) is gone", (int)init);
+    sh(state, "echo still", &o);
+    out = text_of(&o.out);
+    cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "still\n") == 0, "%s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+}
+
+/*
+ * Code inside cannot end its own sandbox through PID 1's limits, nor
+ * starve the agent of descriptors (tests/common/hostile-init.h): the
+ * seccomp profile refuses prlimit on any other process, and PID 1 takes no
+ * stop signal from anyone.
+ */
+Test(docker, code_inside_cannot_stop_its_sandbox_through_pid1s_limits)
+{
+    struct cordon_exec_outcome o;
+    const char *state;
+    char *out;
+    pid_t init;
+
+    need_daemon();
+    state = provision_default("host");
+    init = state_init(state);
+    sh(state, TEST_HOSTILE_INIT_STOP, &o);
+    out = text_of(&o.out);
+    cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0 && strstr(out, "alive") != NULL,
+              "status %s exit %d: %s", cordon_run_status_name(o.status), o.exit_code, out);
+    cr_expect(strstr(out, "SET") == NULL, "code inside changed PID 1's limits: %s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+    cr_assert_eq(kill(init, 0), 0, "the init (pid %d) is gone", (int)init);
+    sh(state, "echo still", &o);
+    out = text_of(&o.out);
+    cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "still\n") == 0, "%s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+}
+
+Test(docker, code_inside_cannot_starve_the_agent_of_descriptors)
+{
+    struct cordon_exec_outcome o;
+    const char *state;
+    char *out;
+
+    need_daemon();
+    state = provision_default("host");
+    sh(state, TEST_HOSTILE_INIT_NOFILE, &o);
+    out = text_of(&o.out);
+    cr_assert(o.status == CORDON_RUN_EXITED && strstr(out, "done") != NULL, "%s", out);
+    cr_expect(strstr(out, "SET") == NULL, "code inside changed PID 1's RLIMIT_NOFILE: %s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
     sh(state, "echo still", &o);
     out = text_of(&o.out);
     cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "still\n") == 0, "%s", out);

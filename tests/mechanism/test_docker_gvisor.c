@@ -44,6 +44,7 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/observe.h>
 
+#include "tests/common/hostile-init.h"
 #include "tests/common/proc.h"
 #include "tests/mechanism/cli_exec.h"
 
@@ -427,6 +428,28 @@ Test(docker_gvisor, every_container_runs_under_runsc_and_nothing_stays)
                   "container %.12s is still there", cid);
     cr_expect_eq(processes_after_wait(cid), 0, "a process of container %.12s is still running", cid);
     free(cid);
+}
+
+/*
+ * Code inside cannot end its own sandbox through PID 1's limits
+ * (tests/common/hostile-init.h). runsc here loads no OCI seccomp filter
+ * (it would take --oci-seccomp), so the Sentry lets the limit change: what
+ * holds is that PID 1 takes no stop signal from anyone, and a stop signal
+ * without its siginfo ends nothing.
+ */
+Test(docker_gvisor, code_inside_cannot_stop_its_sandbox_through_pid1s_limits)
+{
+    const char *state;
+    char *out;
+
+    cr_assert_eq(vt.ensure(&host, config, &res, &err), 0, "ensure: %s", err.message);
+    state = provision();
+    out = run(state, (const char *const[]){ "sh", "-c", TEST_HOSTILE_INIT_STOP, NULL });
+    cr_assert(strstr(out, "alive") != NULL, "%s", out);
+    free(out);
+    out = run(state, (const char *const[]){ "echo", "still", NULL });
+    cr_assert_str_eq(out, "still\n");
+    free(out);
 }
 
 Test(docker_gvisor, observation_sees_gvisor_and_judges_it_from_outside)

@@ -61,6 +61,7 @@
 
 #include "tests/common/fill.h"
 #include "tests/common/hostile-agent.h"
+#include "tests/common/hostile-init.h"
 #include "tests/common/proc.h"
 #include "tests/common/sockets.h"
 
@@ -2112,6 +2113,55 @@ Test(runc, code_inside_cannot_reach_the_agents_channel)
     o = sh(state, "echo still", &out);
     cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0 && strcmp(out, "still\n") == 0,
               "%s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+/*
+ * Code inside cannot end its own sandbox through PID 1's limits
+ * (tests/common/hostile-init.h): the seccomp profile refuses prlimit on
+ * any other process, and PID 1 takes no stop signal from anyone, so even
+ * a stop signal that arrives without its siginfo ends nothing.
+ */
+Test(runc, code_inside_cannot_stop_its_sandbox_through_pid1s_limits)
+{
+    const char *state;
+    char *out = NULL;
+    struct cordon_exec_outcome o;
+    pid_t init;
+
+    ensure();
+    state = provision(NULL);
+    init = state_pid(state);
+    o = sh(state, TEST_HOSTILE_INIT_STOP, &out);
+    cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0 && strstr(out, "alive") != NULL,
+              "status %s exit %d: %s", cordon_run_status_name(o.status), o.exit_code, out);
+    cr_expect(strstr(out, "SET") == NULL, "code inside changed PID 1's limits: %s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+    cr_assert_eq(kill(init, 0), 0, "the init (pid %d) is gone", (int)init);
+    o = sh(state, "echo still", &out);
+    cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "still\n") == 0, "%s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+/* Nor starve the agent of descriptors: the next exec is served. */
+Test(runc, code_inside_cannot_starve_the_agent_of_descriptors)
+{
+    const char *state;
+    char *out = NULL;
+    struct cordon_exec_outcome o;
+
+    ensure();
+    state = provision(NULL);
+    o = sh(state, TEST_HOSTILE_INIT_NOFILE, &out);
+    cr_assert(o.status == CORDON_RUN_EXITED && strstr(out, "done") != NULL, "%s", out);
+    cr_expect(strstr(out, "SET") == NULL, "code inside changed PID 1's RLIMIT_NOFILE: %s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+    o = sh(state, "echo still", &out);
+    cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "still\n") == 0, "%s", out);
     cordon_exec_outcome_clear(&o);
     free(out);
 }
