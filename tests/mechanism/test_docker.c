@@ -2254,6 +2254,122 @@ Test(docker, code_inside_cannot_starve_the_agent_of_descriptors)
     cordon_exec_outcome_clear(&o);
 }
 
+/* ---- hostile images ------------------------------------------------------------ */
+
+/* The minimal image with one Dockerfile instruction more (docker commit
+ * --change); its id, malloc'd. Remove it with docker rmi. */
+static char *image_with(const char *change)
+{
+    char *cid = NULL, *img = NULL;
+
+    cr_assert_eq(docker_cmd(&cid, "create", "--entrypoint", "/bin/sh", minimal, NULL), 0);
+    cid[strcspn(cid, "\n")] = '\0';
+    cr_assert_eq(docker_cmd(&img, "commit", "--change", change, cid, NULL), 0, "commit %s", change);
+    docker_cmd(NULL, "rm", "-f", cid, NULL, NULL);
+    free(cid);
+    img[strcspn(img, "\n")] = '\0';
+    cr_assert(strncmp(img, "sha256:", 7) == 0, "docker commit printed %s", img);
+    return img;
+}
+
+/* The daemon's volumes, one "name labels" line each. */
+static char *volumes_now(void)
+{
+    char *out = NULL;
+
+    cr_assert_eq(docker_cmd(&out, "volume", "ls", "--format", "{{.Name}} {{.Labels}}", NULL), 0);
+    return out;
+}
+
+/* Volumes in after, not in before, without cordon's label: leaked. */
+static int unlabelled_new_volumes(const char *before, const char *after)
+{
+    int n = 0;
+
+    for (const char *line = after; *line != '\0';) {
+        size_t len = strcspn(line, "\n");
+        char *one = strndup(line, len);
+
+        if (strstr(before, one) == NULL && strstr(one, "org.cordon.execution-id") == NULL) {
+            cr_log_warn("a new volume without cordon's label: %s", one);
+            n++;
+        }
+        free(one);
+        line += len + (line[len] != '\0');
+    }
+    return n;
+}
+
+/*
+ * An image's VOLUME would be an anonymous volume on the host's disk,
+ * outside disk_bytes and the read-back: provision refuses the image,
+ * naming the volume, and leaves no container and no volume behind.
+ */
+Test(docker, image_with_a_volume_is_refused_and_nothing_stays)
+{
+    char id[48], hex[13], label[120], *img, *text, *state = NULL, *before, *after;
+    int r, slot;
+
+    need_daemon();
+    ensure_default();
+    img = image_with("VOLUME /data");
+    before = volumes_now();
+    random_hex(hex, 6);
+    snprintf(id, sizeof(id), "dt-%s", hex);
+    slot = track_id(id);
+    text = spec(id, img, "host", &small);
+    r = vt.provision(res, text, &state, &err);
+    free(text);
+    after = volumes_now();
+    if (r == 0) {
+        states[slot] = state;
+        vt.terminate(res, state, NULL); /* so that the image can go */
+    }
+    docker_cmd(NULL, "rmi", "-f", img, NULL, NULL);
+    free(img);
+    cr_assert_eq(r, CORDON_E_UNSUPPORTED, "provision of an image with VOLUME /data: rc %d %s", r,
+                 err.message);
+    cr_expect(strstr(err.message, "VOLUME /data") != NULL, "%s", err.message);
+    snprintf(label, sizeof(label), "org.cordon.execution-id=%s", id);
+    cr_expect_eq(count_labelled(label), 0, "the refused container is still there");
+    cr_expect_eq(unlabelled_new_volumes(before, after), 0, "the image's volume was left behind");
+    free(before);
+    free(after);
+}
+
+/*
+ * An image's HEALTHCHECK would run image code in the container on the
+ * daemon's timer, outside any exec: none runs, and the read-back holds
+ * the container to it.
+ */
+Test(docker, image_healthcheck_never_runs)
+{
+    struct cordon_exec_outcome o;
+    const char *state;
+    char *img, *out, *hc = NULL;
+
+    need_daemon();
+    img = image_with("HEALTHCHECK --interval=1s CMD touch /tmp/hc");
+    state = provision_with(img, "host", &small);
+    cr_expect_eq(docker_cmd(&hc, "inspect", "-f", "{{json .Config.Healthcheck}}",
+                            container_of(state), NULL), 0);
+    cr_expect(hc != NULL && strstr(hc, "NONE") != NULL, "Config.Healthcheck is %s", hc);
+    free(hc);
+    sleep(3);
+    cr_expect_eq(run(state, (const char *const[]){ "sh", "-c",
+                                                   "if [ -e /tmp/hc ]; then echo ran; else echo "
+                                                   "never; fi", NULL }, &defaults, &o), 0,
+                 "exec: %s", err.message);
+    out = text_of(&o.out);
+    cr_expect_str_eq(out, "never\n", "the image's health check ran inside the sandbox");
+    free(out);
+    cordon_exec_outcome_clear(&o);
+    /* The image goes once nothing uses it. */
+    cr_expect_eq(vt.terminate(res, state, &err), 0, "terminate: %s", err.message);
+    cr_expect_eq(docker_cmd(NULL, "rmi", "-f", img, NULL, NULL), 0, "docker rmi %s", img);
+    free(img);
+}
+
 /* Under gVisor State.Pid is the Sentry's sandbox process: no agent, the
  * exec API, and the facts say why. */
 Test(docker, runsc_keeps_the_engine_path_and_says_so)
