@@ -570,6 +570,7 @@ static int report(const struct opts *o)
         observe_host_pid(&w, o);
     else
         cordon__jw_null(&w, "host_pid");
+    cordon__observe_reach(&w);
     observe_writes(&w);
     observe_fds(&w);
     cordon__observe_ids(&w);

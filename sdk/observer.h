@@ -62,4 +62,9 @@ void cordon__observe_prctl(struct cordon__jw *w);
 void cordon__observe_syscalls(struct cordon__jw *w);
 void cordon__observe_sockets(struct cordon__jw *w);
 
+/* ---- sdk/observer-reach.c ----------------------------------------------- */
+
+/* "reach": PID 1's limits and the processes this exec did not start. */
+void cordon__observe_reach(struct cordon__jw *w);
+
 #endif

@@ -1,0 +1,184 @@
+/*
+ * cordon-observe: what the observer can reach of the processes in its
+ * sandbox that it did not start (docs/observation.md, "process_contained").
+ *
+ * Two questions, both about the sandbox's own process table:
+ * - Can code inside touch PID 1, the sandbox's init (which often holds the
+ *   deadline and serves the host's commands)? It runs as the sandbox's
+ *   uid, and prlimit(2) on another process asks only for matching uids:
+ *   code inside that sets PID 1's RLIMIT_SIGPENDING to 0 or its
+ *   RLIMIT_NOFILE to 4 ends or starves it. The observer only reads
+ *   (prlimit with no new limit), which changes nothing; a sandbox that
+ *   keeps PID 1 out of reach refuses the read as well.
+ * - Does anything run that neither is PID 1 nor was started by this
+ *   exec? A docker image's HEALTHCHECK, a daemon left by an earlier
+ *   exec or planted by the image runs image code outside any exec the
+ *   host asked for. This exec's tree is the observer's topmost ancestor
+ *   below PID 1 (or below a parent outside the namespace, pid 0) and
+ *   everything under it.
+ *
+ * The table is read from /proc, bounded: at most MAX_PROCS entries (a
+ * table that was cut short is reported so, and the host does not take it
+ * as complete), at most MAX_LISTED of the others named in the report.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "sdk/observer.h"
+
+#define MAX_PROCS 4096
+#define MAX_LISTED 32
+#define COMM_MAX 16
+
+struct proc {
+    pid_t pid, ppid;
+    char comm[COMM_MAX + 1];
+};
+
+/* prlimit(pid, RLIMIT_NOFILE, NULL, &old): a read. 0 or errno. */
+static int limits_read(pid_t pid)
+{
+    struct rlimit old;
+
+    return prlimit(pid, RLIMIT_NOFILE, NULL, &old) == 0 ? 0 : errno;
+}
+
+/* pid, comm and ppid from /proc/PID/stat; comm may hold spaces and ')',
+ * so the fields after it are found from the last ')'. */
+static bool stat_read(pid_t pid, struct proc *ret)
+{
+    char path[64], buf[512], *open_paren, *close_paren;
+    ssize_t n;
+    long ppid;
+    size_t len;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    n = cordon__read_small(path, buf, sizeof(buf) - 1);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    open_paren = strchr(buf, '(');
+    close_paren = strrchr(buf, ')');
+    if (open_paren == NULL || close_paren == NULL || close_paren < open_paren ||
+        sscanf(close_paren + 1, " %*c %ld", &ppid) != 1)
+        return false;
+    len = (size_t)(close_paren - open_paren - 1);
+    if (len > COMM_MAX)
+        len = COMM_MAX;
+    memcpy(ret->comm, open_paren + 1, len);
+    ret->comm[len] = '\0';
+    ret->pid = pid;
+    ret->ppid = (pid_t)ppid;
+    return true;
+}
+
+static const struct proc *find(const struct proc *t, size_t n, pid_t pid)
+{
+    for (size_t i = 0; i < n; i++)
+        if (t[i].pid == pid)
+            return &t[i];
+    return NULL;
+}
+
+/* The topmost ancestor of pid below PID 1 or below a parent this table
+ * does not hold (pid 0: outside the namespace). Bounded by the table. */
+static pid_t tree_root(const struct proc *t, size_t n, pid_t pid)
+{
+    for (size_t steps = 0; steps <= n; steps++) {
+        const struct proc *p = find(t, n, pid);
+
+        if (p == NULL || p->ppid <= 1 || find(t, n, p->ppid) == NULL)
+            return pid;
+        pid = p->ppid;
+    }
+    return pid;
+}
+
+static bool in_tree(const struct proc *t, size_t n, pid_t pid, pid_t root)
+{
+    for (size_t steps = 0; steps <= n; steps++) {
+        const struct proc *p;
+
+        if (pid == root)
+            return true;
+        if ((p = find(t, n, pid)) == NULL || p->ppid <= 1)
+            return false;
+        pid = p->ppid;
+    }
+    return false;
+}
+
+void cordon__observe_reach(struct cordon__jw *w)
+{
+    struct proc *t = calloc(MAX_PROCS, sizeof(*t));
+    size_t n = 0, others = 0, others_reached = 0;
+    bool complete = true;
+    pid_t self = getpid(), root;
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    int e1;
+
+    if (t == NULL || d == NULL) {
+        cordon__note_error("reach: %s", t == NULL ? "out of memory" : "cannot list /proc");
+        complete = false;
+    }
+    while (t != NULL && d != NULL && (de = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+
+        if (!isdigit((unsigned char)de->d_name[0]) || *end != '\0' || pid <= 0)
+            continue;
+        if (n == MAX_PROCS) {
+            complete = false;
+            break;
+        }
+        /* A process that ended between readdir and the read is gone. */
+        if (stat_read((pid_t)pid, &t[n]))
+            n++;
+    }
+    if (d != NULL)
+        closedir(d);
+    root = tree_root(t, n, self);
+
+    cordon__jw_open(w, "reach", '{');
+    cordon__jw_open(w, "pid1", '{');
+    /* The observer as PID 1 would read its own limits: nothing to learn. */
+    cordon__jw_bool(w, "self", self == 1);
+    e1 = self == 1 ? 0 : limits_read(1);
+    cordon__jw_bool(w, "prlimit_ok", self != 1 && e1 == 0);
+    cordon__jw_errno(w, e1);
+    cordon__jw_close(w, '}');
+    cordon__jw_int(w, "exec_root", root);
+    cordon__jw_uint(w, "scanned", n);
+    cordon__jw_bool(w, "complete", complete);
+    cordon__jw_open(w, "others", '[');
+    for (size_t i = 0; i < n; i++) {
+        bool reached;
+
+        if (t[i].pid == 1 || in_tree(t, n, t[i].pid, root))
+            continue;
+        reached = limits_read(t[i].pid) == 0;
+        others++;
+        others_reached += reached;
+        if (others > MAX_LISTED)
+            continue;
+        cordon__jw_open(w, NULL, '{');
+        cordon__jw_int(w, "pid", t[i].pid);
+        cordon__jw_int(w, "ppid", t[i].ppid);
+        cordon__jw_string(w, "comm", t[i].comm);
+        cordon__jw_bool(w, "prlimit_ok", reached);
+        cordon__jw_close(w, '}');
+    }
+    cordon__jw_close(w, ']');
+    cordon__jw_uint(w, "others_count", others);
+    cordon__jw_uint(w, "others_reached", others_reached);
+    cordon__jw_close(w, '}');
+    free(t);
+}
