@@ -384,6 +384,38 @@ Test(agent, fits_bounds_the_message)
 }
 
 /*
+ * A live agent that drops a request (here: its descriptor limit leaves no
+ * room for the request's four, which code inside could once set) is not
+ * reported dead, which would make a provider destroy a live sandbox; with
+ * its limit back it serves again.
+ */
+Test(agent, dropped_request_from_a_live_agent_is_not_a_death)
+{
+    const char *echo[] = { "echo", "back", NULL };
+    struct rlimit four = { 4, 4 }, was;
+    struct cordon_exec_outcome o;
+    struct cordon_error err = { 0 };
+    struct agent a;
+    char out[256];
+    int r;
+
+    agent_start(&a);
+    cr_assert_eq(prlimit(a.pid, RLIMIT_NOFILE, NULL, &was), 0, "prlimit: %s", strerror(errno));
+    /* The soft limit only: raising a hard one back needs CAP_SYS_RESOURCE. */
+    four.rlim_max = was.rlim_max;
+    cr_assert_eq(prlimit(a.pid, RLIMIT_NOFILE, &four, NULL), 0, "prlimit: %s", strerror(errno));
+    r = agent_run(&a, echo, path_env, "/", -1, 10000, &o, out, &err);
+    cr_expect_eq(r, CORDON_E_PROVIDER, "a dropped request gave %d: %s", r, err.message);
+    cr_expect(strstr(err.message, "still runs") != NULL, "%s", err.message);
+    cr_assert_eq(kill(a.pid, 0), 0, "the agent is gone");
+    cr_assert_eq(prlimit(a.pid, RLIMIT_NOFILE, &was, NULL), 0, "prlimit: %s", strerror(errno));
+    cr_assert_eq(agent_run(&a, echo, path_env, "/", -1, 10000, &o, out, &err), 0, "%s", err.message);
+    cr_expect_str_eq(out, "back\n");
+    cordon_exec_outcome_clear(&o);
+    agent_stop(&a);
+}
+
+/*
  * As PID 1 of a pid namespace, cordon-init takes no SIGTERM, SIGINT or
  * SIGHUP as "stop": code inside must not end its own sandbox. Through the
  * agent: a command sends all three to PID 1, and the agent serves the next
