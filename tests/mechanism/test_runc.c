@@ -2166,6 +2166,64 @@ Test(runc, code_inside_cannot_starve_the_agent_of_descriptors)
     free(out);
 }
 
+/*
+ * The observer's "reach" in a real sandbox (docs/observation.md): a
+ * process an earlier exec left running (its own session, so the agent's
+ * kill of the command's group missed it) is neither PID 1 nor in the
+ * observer's exec's tree, and is listed; PID 1's limits cannot be read.
+ */
+Test(runc, observer_lists_a_process_an_earlier_exec_left_running)
+{
+    const char *state;
+    char path[PATH_MAX], *out = NULL;
+    struct cordon_exec_outcome o;
+    const cJSON *reach, *other;
+    cJSON *report;
+    bool sleep_listed = false;
+    int in, dst;
+    pid_t init;
+
+    ensure();
+    state = provision(NULL);
+    init = state_pid(state);
+    snprintf(path, sizeof(path), "/proc/%d/root/workspace/cordon-observe", (int)init);
+    in = open(observer, O_RDONLY | O_CLOEXEC);
+    dst = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+    cr_assert(in >= 0 && dst >= 0, "%s: %s", path, strerror(errno));
+    for (;;) {
+        char buf[65536];
+        ssize_t n = read(in, buf, sizeof(buf));
+
+        cr_assert_geq(n, 0);
+        if (n == 0)
+            break;
+        cr_assert_eq(write(dst, buf, (size_t)n), n);
+    }
+    close(in);
+    close(dst);
+    o = sh(state, "setsid sleep 60 </dev/null >/dev/null 2>&1 & sleep 0.3; echo left", &out);
+    cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "left\n") == 0, "%s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+    o = sh(state, "/workspace/cordon-observe", &out);
+    cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "observer: %s", out);
+    report = cJSON_Parse(out);
+    reach = cJSON_GetObjectItemCaseSensitive(report, "reach");
+    cr_assert(cJSON_IsObject(reach), "no reach in %.300s", out);
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(
+                  cJSON_GetObjectItemCaseSensitive(reach, "pid1"), "prlimit_ok")),
+              "PID 1's limits were readable: %.300s", out);
+    cJSON_ArrayForEach(other, cJSON_GetObjectItemCaseSensitive(reach, "others"))
+        sleep_listed |= strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(other, "comm"))
+                                   ?: "", "sleep") == 0;
+    cr_expect(sleep_listed, "the sleep left running is not among the others: %.600s", out);
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(reach, "others_count")), 1,
+                 "%.600s", out);
+    cJSON_Delete(report);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
 /* The agent killed from the host in the middle of an exec: a typed error,
  * and nothing of the execution left (the provider destroyed it). */
 Test(runc, killed_agent_fails_the_exec_closed)
