@@ -2262,11 +2262,14 @@ static char *image_with(const char *change)
 {
     char *cid = NULL, *img = NULL;
 
+    int r;
+
     cr_assert_eq(docker_cmd(&cid, "create", "--entrypoint", "/bin/sh", minimal, NULL), 0);
     cid[strcspn(cid, "\n")] = '\0';
-    cr_assert_eq(docker_cmd(&img, "commit", "--change", change, cid, NULL), 0, "commit %s", change);
-    docker_cmd(NULL, "rm", "-f", cid, NULL, NULL);
+    r = docker_cmd(&img, "commit", "--change", change, cid, NULL);
+    docker_cmd(NULL, "rm", "-f", cid, NULL, NULL); /* before any assert: nothing stays */
     free(cid);
+    cr_assert_eq(r, 0, "docker commit --change '%s'", change);
     img[strcspn(img, "\n")] = '\0';
     cr_assert(strncmp(img, "sha256:", 7) == 0, "docker commit printed %s", img);
     return img;
