@@ -7,6 +7,7 @@
  *                  [--host-boot-id UUID]
  *   cordon-observe --idle TOKEN SECONDS
  *   cordon-observe --hold-lease FILE SECONDS
+ *   cordon-observe --attack-pid1 HOST_PID_NS
  *
  * The first form prints one JSON object ("report_version": 1) on stdout and
  * exits 0; it never judges anything: the host compares the report with its
@@ -15,7 +16,8 @@
  * third plays a hostile program for the contract suite: it takes a write
  * lease on FILE (made if missing) with SIGIO ignored, prints "lease held"
  * or "lease refused ERRNO", and holds it SECONDS before it exits (at once
- * when refused).
+ * when refused). The fourth is another (sdk/observer-reach.c): it goes
+ * for PID 1 through its limits.
  * docs/observation.md describes every field. The JSON writer, the
  * process's privileges and the system calls tried are in sdk/observer-*.c
  * (sdk/observer.h).
@@ -668,7 +670,8 @@ static int usage(const char *why)
             "usage: cordon-observe [--canary-path P --canary-token T] "
             "[--host-pid N --host-pid-token T2] [--host-ns STR] [--host-boot-id UUID]\n"
             "       cordon-observe --idle TOKEN SECONDS\n"
-            "       cordon-observe --hold-lease FILE SECONDS\n",
+            "       cordon-observe --hold-lease FILE SECONDS\n"
+            "       cordon-observe --attack-pid1 HOST_PID_NS\n",
             why);
     return 2;
 }
@@ -681,6 +684,8 @@ int main(int argc, char **argv)
         return idle(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "--hold-lease") == 0)
         return hold_lease(argv[2], argv[3]);
+    if (argc == 3 && strcmp(argv[1], "--attack-pid1") == 0)
+        return cordon__attack_pid1(argv[2]);
     /* Every option takes a value: they come in pairs. */
     for (int i = 1; i < argc; i += 2) {
         const char *arg = argv[i];

@@ -24,11 +24,13 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sdk/observer.h"
@@ -181,4 +183,54 @@ void cordon__observe_reach(struct cordon__jw *w)
     cordon__jw_uint(w, "others_reached", others_reached);
     cordon__jw_close(w, '}');
     free(t);
+}
+
+/*
+ * --attack-pid1 HOST_PID_NS: a hostile program for the contract suite. In
+ * a sandbox of its own pid namespace (the observer's /proc/self/ns/pid
+ * must differ from HOST_PID_NS, the suite's own, so that PID 1 is the
+ * init of that namespace and not the host's; PID 1's own link is closed
+ * to a process that may not ptrace it; and the observer is not PID 1),
+ * it goes for PID 1 through its limits: RLIMIT_SIGPENDING to 0, so that a
+ * sigqueue or tgkill arrives without its siginfo (as SI_USER from pid 0,
+ * what a kill from outside looks like), then SIGTERM, SIGINT and SIGHUP by
+ * both; then RLIMIT_NOFILE's soft limit to 4, which starves an agent of a
+ * request's descriptors. Prints what the kernel allowed ("sigpending set"
+ * or "sigpending refused ERRNO", the same for nofile), waits a second and
+ * prints "alive". Exit 3, sending nothing, when the observer shares the
+ * host's pid namespace ("host") or cannot tell.
+ */
+int cordon__attack_pid1(const char *host_pid_ns)
+{
+    struct rlimit none = { 0, 0 }, nofile;
+    char link[128];
+    ssize_t n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+    static const int stops[] = { SIGTERM, SIGINT, SIGHUP };
+
+    if (n < 0 || getpid() == 1) {
+        printf("pid namespace unknown: %s\n", n < 0 ? strerror(errno) : "the observer is PID 1");
+        return 3;
+    }
+    link[n] = '\0';
+    if (strcmp(link, host_pid_ns) == 0) {
+        printf("host\n");
+        return 3;
+    }
+    printf("sigpending %s\n", prlimit(1, RLIMIT_SIGPENDING, &none, NULL) == 0 ? "set" : strerror(errno));
+    for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+        union sigval v = { 0 };
+
+        sigqueue(1, stops[i], v);
+        syscall(SYS_tgkill, 1, 1, stops[i]);
+    }
+    if (prlimit(1, RLIMIT_NOFILE, NULL, &nofile) == 0) {
+        nofile.rlim_cur = 4;
+        printf("nofile %s\n", prlimit(1, RLIMIT_NOFILE, &nofile, NULL) == 0 ? "set" : strerror(errno));
+    } else {
+        printf("nofile %s\n", strerror(errno));
+    }
+    fflush(stdout);
+    sleep(1);
+    printf("alive\n");
+    return 0;
 }
