@@ -149,9 +149,9 @@ static void check_canary_pid(struct cordon__verdict *v, const cJSON *report, con
 /*
  * What code inside reaches of the processes it did not start (the
  * observer's "reach"). PID 1 runs as the sandbox's uid; if the observer
- * can read its limits it can set them, and a PID 1 with no room for
- * pending signals or descriptors ends or stops serving: pid1_limits_
- * unreachable. Anything running that is neither PID 1 nor under this exec
+ * can set its limits (it writes back the values it read), so can any
+ * code inside, and a PID 1 with no room for pending signals or
+ * descriptors ends or stops serving: pid1_limits_unreachable. Anything running that is neither PID 1 nor under this exec
  * (an image's health check, a daemon the image or an earlier exec left)
  * is code the host did not ask to run: no_foreign_processes, which needs
  * the observer to have read the whole table.
@@ -160,7 +160,7 @@ static void check_reach(struct cordon__verdict *v, const cJSON *report)
 {
     const cJSON *reach = cordon__compare_get(report, "reach"), *others, *o;
     const cJSON *pid1 = cordon__compare_get(reach, "pid1");
-    int self = cordon__compare_get_bool(pid1, "self"), ok = cordon__compare_get_bool(pid1, "prlimit_ok");
+    int self = cordon__compare_get_bool(pid1, "self"), ok = cordon__compare_get_bool(pid1, "set_ok");
     int complete = cordon__compare_get_bool(reach, "complete");
     double count = -1, errno_v = 0;
     char list[200] = "";
@@ -170,9 +170,10 @@ static void check_reach(struct cordon__verdict *v, const cJSON *report)
         cordon__compare_add_check(v, CORDON__AX_PROCESS, "pid1_limits_unreachable", false, "not reported");
     else
         cordon__compare_add_check(v, CORDON__AX_PROCESS, "pid1_limits_unreachable", ok == 0,
-                                  ok ? "prlimit(1) read PID 1's limits: code inside could set them" :
+                                  ok ? "prlimit(1) set PID 1's RLIMIT_NOFILE (to the value it had): code "
+                                       "inside can change PID 1's limits" :
                                   self ? "the observer is PID 1" :
-                                         "prlimit(1) was refused (errno %.0f)", errno_v);
+                                         "prlimit(1) could not set PID 1's limits (errno %.0f)", errno_v);
     others = cordon__compare_get(reach, "others");
     if (complete < 0 || !cordon__compare_get_num(reach, "others_count", &count) || !cJSON_IsArray(others)) {
         cordon__compare_add_check(v, CORDON__AX_PROCESS, "no_foreign_processes", false, "not reported");

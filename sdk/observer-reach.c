@@ -7,9 +7,10 @@
  *   deadline and serves the host's commands)? It runs as the sandbox's
  *   uid, and prlimit(2) on another process asks only for matching uids:
  *   code inside that sets PID 1's RLIMIT_SIGPENDING to 0 or its
- *   RLIMIT_NOFILE to 4 ends or starves it. The observer only reads
- *   (prlimit with no new limit), which changes nothing; a sandbox that
- *   keeps PID 1 out of reach refuses the read as well.
+ *   RLIMIT_NOFILE to 4 ends or starves it. The observer reads PID 1's
+ *   RLIMIT_NOFILE and writes the same values back, which changes
+ *   nothing; the write is what counts (a kernel may let a read through
+ *   and refuse a change).
  * - Does anything run that neither is PID 1 nor was started by this
  *   exec? A docker image's HEALTHCHECK, a daemon left by an earlier
  *   exec or planted by the image runs image code outside any exec the
@@ -44,12 +45,19 @@ struct proc {
     char comm[COMM_MAX + 1];
 };
 
-/* prlimit(pid, RLIMIT_NOFILE, NULL, &old): a read. 0 or errno. */
-static int limits_read(pid_t pid)
+/* Whether pid's limits can be changed: prlimit(pid, RLIMIT_NOFILE) read,
+ * then the same values written back (no change). ret_read_ok says whether
+ * the read worked; returns 0 when the write worked, else the errno of the
+ * step that failed. */
+static int limits_reach(pid_t pid, bool *ret_read_ok)
 {
     struct rlimit old;
 
-    return prlimit(pid, RLIMIT_NOFILE, NULL, &old) == 0 ? 0 : errno;
+    *ret_read_ok = false;
+    if (prlimit(pid, RLIMIT_NOFILE, NULL, &old) != 0)
+        return errno;
+    *ret_read_ok = true;
+    return prlimit(pid, RLIMIT_NOFILE, &old, NULL) == 0 ? 0 : errno;
 }
 
 /* pid, comm and ppid from /proc/PID/stat; comm may hold spaces and ')',
@@ -125,6 +133,7 @@ void cordon__observe_reach(struct cordon__jw *w)
     pid_t self = getpid(), root;
     DIR *d = opendir("/proc");
     struct dirent *de;
+    bool read_ok = false;
     int e1;
 
     if (t == NULL || d == NULL) {
@@ -153,8 +162,9 @@ void cordon__observe_reach(struct cordon__jw *w)
     cordon__jw_open(w, "pid1", '{');
     /* The observer as PID 1 would read its own limits: nothing to learn. */
     cordon__jw_bool(w, "self", self == 1);
-    e1 = self == 1 ? 0 : limits_read(1);
-    cordon__jw_bool(w, "prlimit_ok", self != 1 && e1 == 0);
+    e1 = self == 1 ? 0 : limits_reach(1, &read_ok);
+    cordon__jw_bool(w, "read_ok", read_ok);
+    cordon__jw_bool(w, "set_ok", self != 1 && e1 == 0);
     cordon__jw_errno(w, e1);
     cordon__jw_close(w, '}');
     cordon__jw_int(w, "exec_root", root);
@@ -162,11 +172,14 @@ void cordon__observe_reach(struct cordon__jw *w)
     cordon__jw_bool(w, "complete", complete);
     cordon__jw_open(w, "others", '[');
     for (size_t i = 0; i < n; i++) {
+        struct rlimit old;
         bool reached;
 
         if (t[i].pid == 1 || in_tree(t, n, t[i].pid, root))
             continue;
-        reached = limits_read(t[i].pid) == 0;
+        /* Only read: the write-back is for PID 1 alone, so that the
+         * observer never races a process that changes its own limits. */
+        reached = prlimit(t[i].pid, RLIMIT_NOFILE, NULL, &old) == 0;
         others++;
         others_reached += reached;
         if (others > MAX_LISTED)
@@ -175,7 +188,7 @@ void cordon__observe_reach(struct cordon__jw *w)
         cordon__jw_int(w, "pid", t[i].pid);
         cordon__jw_int(w, "ppid", t[i].ppid);
         cordon__jw_string(w, "comm", t[i].comm);
-        cordon__jw_bool(w, "prlimit_ok", reached);
+        cordon__jw_bool(w, "read_ok", reached);
         cordon__jw_close(w, '}');
     }
     cordon__jw_close(w, ']');

@@ -34,7 +34,7 @@ static const char contained_report[] =
     "                   \"readable\": false, \"read_errno\": 2, \"content_matches\": false},"
     " \"host_pid\": {\"pid\": 4242, \"cmdline_readable\": false, \"cmdline_errno\": 2, \"visible\": false,"
     "                \"kill_ok\": false, \"signalable\": false, \"kill_errno\": 3},"
-    " \"reach\": {\"pid1\": {\"self\": false, \"prlimit_ok\": false, \"errno\": 1, \"errno_name\": \"EPERM\"},"
+    " \"reach\": {\"pid1\": {\"self\": false, \"read_ok\": false, \"set_ok\": false, \"errno\": 1, \"errno_name\": \"EPERM\"},"
     "           \"exec_root\": 7, \"scanned\": 2, \"complete\": true, \"others\": [], \"others_count\": 0,"
     "           \"others_reached\": 0},"
     " \"writes\": [{\"path\": \"/\", \"writable\": false, \"errno\": 30, \"errno_name\": \"EROFS\"},"
@@ -179,7 +179,7 @@ static struct flip_row flip_rows[] = {
     { "pid_namespace", 0, "ns.pid", "4026531836" },
     { "canary_pid_not_visible", 0, "host_pid.visible", "true" },
     { "canary_pid_not_signalable", 0, "host_pid.signalable", "true" },
-    { "pid1_limits_unreachable", 0, "reach.pid1.prlimit_ok", "true" },
+    { "pid1_limits_unreachable", 0, "reach.pid1.set_ok", "true" },
     { "no_foreign_processes", 0, "reach.others_count", "1" },
     { "no_foreign_processes", 0, "reach.complete", "false" },
     { "mount_namespace", 1, "ns.mnt", "4026531840" },
