@@ -2159,6 +2159,20 @@ Test(docker, init_with_another_start_time_is_refused)
     free(forged);
 }
 
+/* The init (the agent) is the same process and runs the next exec. */
+static void still_serves(const char *state, pid_t init)
+{
+    struct cordon_exec_outcome o;
+    char *out;
+
+    cr_assert_eq(kill(init, 0), 0, "the init (pid %d) is gone", (int)init);
+    sh(state, "echo still", &o);
+    out = text_of(&o.out);
+    cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "still\n") == 0, "%s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+}
+
 /*
  * Code inside tries every way to the agent's channel, as in runc's test
  * (tests/common/hostile-agent.h): nothing may be reached, and the agent
@@ -2194,12 +2208,7 @@ Test(docker, code_inside_cannot_reach_the_agents_channel)
     free(out);
     free(errtext);
     cordon_exec_outcome_clear(&o);
-    cr_assert_eq(kill(init, 0), 0, "the agent (pid %d) is gone", (int)init);
-    sh(state, "echo still", &o);
-    out = text_of(&o.out);
-    cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "still\n") == 0, "%s", out);
-    free(out);
-    cordon_exec_outcome_clear(&o);
+    still_serves(state, init);
 }
 
 /*
@@ -2225,12 +2234,7 @@ static void hostile_init_survived(const char *script, const char *last)
     cr_expect(strstr(out, "SET") == NULL, "code inside changed PID 1's limits: %s", out);
     free(out);
     cordon_exec_outcome_clear(&o);
-    cr_assert_eq(kill(init, 0), 0, "the init (pid %d) is gone", (int)init);
-    sh(state, "echo still", &o);
-    out = text_of(&o.out);
-    cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "still\n") == 0, "%s", out);
-    free(out);
-    cordon_exec_outcome_clear(&o);
+    still_serves(state, init);
 }
 
 /* Code inside cannot end its own sandbox through PID 1's limits: PID 1
