@@ -68,8 +68,8 @@ struct cordon_agent_reply {
  * fds 3 and 4 are the pair. Returns cordon-init's exit status. */
 int cordon__init_agent(uint64_t end_ms, const sigset_t *stop);
 
-/* Whether a stop signal with this si_code and si_pid came from outside the
- * sandbox and may end it (sdk/cordon-init.c). */
-bool cordon__init_stop_from_outside(int code, int32_t pid);
+/* Whether a stop signal (SIGTERM, SIGINT, SIGHUP) may end cordon-init:
+ * never as PID 1 of a pid namespace (sdk/cordon-init.c says why). */
+bool cordon__init_takes_stop(void);
 
 #endif

@@ -204,6 +204,31 @@ static int agent_died(struct cordon_error *err)
                             "agent: the sandbox's agent (its init) died: the sandbox has ended");
 }
 
+/*
+ * The reply socket ended before any reply. A dying agent closes it on its
+ * way out, a moment before its pidfd turns readable; a live one drops a
+ * request it cannot take (a descriptor limit too low to receive the
+ * request's four, which code inside could once set), and the sandbox is
+ * still whole. DROP_WAIT_MS tells the two apart: not "died", which would
+ * make the provider destroy a live execution.
+ */
+#define DROP_WAIT_MS 200
+static int agent_dropped(int pidfd, struct cordon_error *err)
+{
+    struct pollfd p = { pidfd, POLLIN, 0 };
+    int n;
+
+    do
+        n = poll(&p, 1, DROP_WAIT_MS);
+    while (n < 0 && errno == EINTR);
+    if (n != 0)
+        return agent_died(err);
+    return cordon_error_set(err, CORDON_E_PROVIDER, 0,
+                            "agent: the sandbox's agent dropped the command without a reply and "
+                            "still runs (it could not take the request, e.g. its descriptor limit "
+                            "is too low for the request's four); the sandbox is left as it was");
+}
+
 int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_agent_cmd *cmd, int cancel_fd,
                      uint64_t timeout_ms, struct cordon_exec_outcome *ret,
                      struct cordon_error *err)
@@ -232,7 +257,7 @@ int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_agent_cmd *cmd
     close(pair[1]);
     if (r < 0)
         goto out;
-    for (;;) {
+    for (bool started = false;;) {
         struct pollfd p[3] = { { pair[0], POLLIN, 0 }, { pidfd, POLLIN, 0 },
                                { cancel_fd, POLLIN, 0 } };
         struct cordon_agent_reply rep;
@@ -260,12 +285,18 @@ int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_agent_cmd *cmd
             n = recv(pair[0], &rep, sizeof(rep), MSG_DONTWAIT);
             if (n < 0 && (errno == EAGAIN || errno == EINTR))
                 continue;
+            if (n == 0 && !started) {
+                r = agent_dropped(pidfd, err);
+                goto out;
+            }
             if (n != (ssize_t)sizeof(rep) || rep.magic != CORDON_AGENT_MAGIC) {
                 r = agent_died(err);
                 goto out;
             }
-            if (rep.kind == CORDON_AGENT_STARTED)
+            if (rep.kind == CORDON_AGENT_STARTED) {
+                started = true;
                 continue;
+            }
             if (rep.kind == CORDON_AGENT_REFUSED) {
                 r = refused(rep.value, err);
                 goto out;

@@ -146,6 +146,59 @@ static void check_canary_pid(struct cordon__verdict *v, const cJSON *report, con
                                "kill(%.0f, 0) cannot reach the host's canary process", pid);
 }
 
+/*
+ * What code inside reaches of the processes it did not start (the
+ * observer's "reach"). PID 1 runs as the sandbox's uid; if the observer
+ * can set its limits (it writes back the values it read), so can any
+ * code inside, and a PID 1 with no room for pending signals or
+ * descriptors ends or stops serving: pid1_limits_unreachable. Anything running that is neither PID 1 nor under this exec
+ * (an image's health check, a daemon the image or an earlier exec left)
+ * is code the host did not ask to run: no_foreign_processes, which needs
+ * the observer to have read the whole table.
+ */
+static void check_reach(struct cordon__verdict *v, const cJSON *report)
+{
+    const cJSON *reach = cordon__compare_get(report, "reach"), *others, *o;
+    const cJSON *pid1 = cordon__compare_get(reach, "pid1");
+    int self = cordon__compare_get_bool(pid1, "self"), ok = cordon__compare_get_bool(pid1, "set_ok");
+    int complete = cordon__compare_get_bool(reach, "complete");
+    double count = -1, errno_v = 0;
+    char list[200] = "";
+
+    cordon__compare_get_num(pid1, "errno", &errno_v);
+    if (self < 0 || ok < 0)
+        cordon__compare_add_check(v, CORDON__AX_PROCESS, "pid1_limits_unreachable", false, "not reported");
+    else
+        cordon__compare_add_check(v, CORDON__AX_PROCESS, "pid1_limits_unreachable", ok == 0,
+                                  ok ? "prlimit(1) set PID 1's RLIMIT_NOFILE (to the value it had): code "
+                                       "inside can change PID 1's limits" :
+                                  self ? "the observer is PID 1" :
+                                         "prlimit(1) could not set PID 1's limits (errno %.0f)", errno_v);
+    others = cordon__compare_get(reach, "others");
+    if (complete < 0 || !cordon__compare_get_num(reach, "others_count", &count) || !cJSON_IsArray(others)) {
+        cordon__compare_add_check(v, CORDON__AX_PROCESS, "no_foreign_processes", false, "not reported");
+        return;
+    }
+    cJSON_ArrayForEach(o, others) {
+        double pid = 0;
+        const char *comm = cordon__compare_get_str(o, "comm");
+        size_t len = strlen(list);
+
+        cordon__compare_get_num(o, "pid", &pid);
+        if (len + 40 < sizeof(list))
+            snprintf(list + len, sizeof(list) - len, "%s%.0f (%.16s)", len > 0 ? ", " : "", pid,
+                     comm != NULL ? comm : "?");
+    }
+    if (count != 0)
+        cordon__compare_add_check(v, CORDON__AX_PROCESS, "no_foreign_processes", false,
+                                  "%.0f processes run that neither are PID 1 nor were started by this "
+                                  "exec: %s", count, list);
+    else
+        cordon__compare_add_check(v, CORDON__AX_PROCESS, "no_foreign_processes", complete == 1, "%s",
+                                  complete == 1 ? "nothing runs but PID 1 and this exec's tree" :
+                                                  "the process table was too large to read whole");
+}
+
 static void check_canary_file(struct cordon__verdict *v, const cJSON *report, const cJSON *host)
 {
     const cJSON *cf = cordon__compare_get(report, "canary_file");
@@ -442,6 +495,7 @@ static void compare_gvisor(struct cordon__verdict *v, const cJSON *report, const
     bool served = cordon__compare_serves_syscalls(b, why, sizeof(why));
 
     check_canary_pid(v, report, host);
+    check_reach(v, report);
     cordon__compare_check_boundary_verified(v, CORDON__AX_PROCESS, b);
     cordon__compare_check_each(v, CORDON__AX_PROCESS, "boundary_pid_namespace", b, host, cordon__compare_t_pid_ns,
                                "the boundary and every process below it have a pid namespace of their own");
@@ -578,6 +632,7 @@ int cordon_observe_compare(const char *report_json, const char *host_view_json, 
          * inside view is the kernel's truth about the observer itself. */
         check_ns(&v, CORDON__AX_PROCESS, "pid_namespace", "pid", report, host);
         check_canary_pid(&v, report, host);
+        check_reach(&v, report);
         check_ns(&v, CORDON__AX_HOST_FS, "mount_namespace", "mnt", report, host);
         check_canary_file(&v, report, host);
         check_writes(&v, report);

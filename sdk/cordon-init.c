@@ -8,20 +8,22 @@
  * As PID 1 of the container's pid namespace it reaps every orphan (the
  * processes that exec started are re-parented to it, and a zombie would
  * count against the pids limit) and holds the execution's deadline: when N
- * milliseconds have passed, or on SIGTERM, SIGINT or SIGHUP from outside the
- * sandbox, it exits, and the kernel kills every other process of the
- * namespace with it. As PID 1 it takes a stop signal only when kill(2)
- * sent it from an ancestor pid namespace (si_code SI_USER, si_pid 0: the
- * runtime, the daemon, the host): the same signal from code inside the
- * sandbox is dropped, so that code cannot end its own sandbox before the
- * host's deadline, nor forge the sender (rt_sigqueueinfo may set si_pid
- * but never SI_USER for another process). Outside a pid namespace it makes
- * itself the subreaper of its descendants instead and takes any stop
- * signal. It never signals anything: it only collects exits and watches
- * the clock.
+ * milliseconds have passed it exits, and the kernel kills every other
+ * process of the namespace with it. As PID 1 it takes no stop signal
+ * (SIGTERM, SIGINT, SIGHUP) from anyone: it ends at the deadline, or by
+ * SIGKILL from an ancestor pid namespace (the runtime, the daemon, the
+ * host), which the kernel always delivers to a namespace's init and never
+ * from inside. It once took a stop signal that looked sent from outside
+ * (si_code SI_USER, si_pid 0), but code inside can make its own signal
+ * look so: with PID 1's RLIMIT_SIGPENDING at 0, or the uid's pending
+ * signals at that limit, a sigqueue or tgkill arrives without its siginfo,
+ * which the kernel hands over as SI_USER from pid 0. Outside a pid
+ * namespace it makes itself the subreaper of its descendants instead and
+ * ends on any stop signal. It never signals anything: it only collects
+ * exits and watches the clock.
  *
- * Exit status: 0 after a signal asked it to stop, 124 when the deadline
- * passed, 2 for a usage error.
+ * Exit status: 0 after a stop signal (outside a pid namespace), 124 when
+ * the deadline passed, 2 for a usage error.
  *
  * --agent makes it also the sandbox's resident agent (sdk/agent-proto.h,
  * docs/decisions.md): before anything else runs it holds a SOCK_SEQPACKET
@@ -179,11 +181,9 @@ static int run_leader(char **argv)
     return end_as(status);
 }
 
-bool cordon__init_stop_from_outside(int code, int32_t pid)
+bool cordon__init_takes_stop(void)
 {
-    if (getpid() != 1)
-        return true;
-    return code == SI_USER && pid == 0;
+    return getpid() != 1;
 }
 
 /* --agent: close what the runtime left above stderr, then the pair lands
@@ -226,8 +226,9 @@ int main(int argc, char **argv)
     prctl(PR_SET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
     detach_stdio();
 
-    /* Blocked signals are delivered even to a namespace's init, which would
-     * otherwise drop SIGTERM from inside; sigtimedwait takes them in turn. */
+    /* Blocked, the stop signals are taken here (and dropped as PID 1)
+     * rather than acted on by a kernel that might not treat this process
+     * as a namespace's init (gVisor's); sigtimedwait takes them in turn. */
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
     sigaddset(&set, SIGTERM);
@@ -250,8 +251,7 @@ int main(int argc, char **argv)
         ts.tv_sec = (time_t)(left / 1000u);
         ts.tv_nsec = (long)(left % 1000u) * 1000000L;
         sig = sigtimedwait(&set, &si, &ts);
-        if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) &&
-            cordon__init_stop_from_outside(si.si_code, si.si_pid))
+        if ((sig == SIGTERM || sig == SIGINT || sig == SIGHUP) && cordon__init_takes_stop())
             return 0;
         /* SIGCHLD, a timeout or EINTR: reap and look at the clock again. */
     }

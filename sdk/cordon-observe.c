@@ -8,6 +8,7 @@
  *   cordon-observe --idle TOKEN SECONDS
  *   cordon-observe --hold-lease FILE SECONDS
  *   cordon-observe --limits ... | --flood BYTES   (sdk/observer-limits.c)
+ *   cordon-observe --attack-pid1 HOST_PID_NS
  *
  * The first form prints one JSON object ("report_version": 1) on stdout and
  * exits 0; it never judges anything: the host compares the report with its
@@ -16,7 +17,8 @@
  * third plays a hostile program for the contract suite: it takes a write
  * lease on FILE (made if missing) with SIGIO ignored, prints "lease held"
  * or "lease refused ERRNO", and holds it SECONDS before it exits (at once
- * when refused).
+ * when refused). The fourth is another (sdk/observer-reach.c): it goes
+ * for PID 1 through its limits.
  * docs/observation.md describes every field. The JSON writer, the
  * process's privileges and the system calls tried are in sdk/observer-*.c
  * (sdk/observer.h).
@@ -571,6 +573,7 @@ static int report(const struct opts *o)
         observe_host_pid(&w, o);
     else
         cordon__jw_null(&w, "host_pid");
+    cordon__observe_reach(&w);
     observe_writes(&w);
     observe_fds(&w);
     cordon__observe_ids(&w);
@@ -670,6 +673,7 @@ static int usage(const char *why)
             "       cordon-observe --idle TOKEN SECONDS\n"
             "       cordon-observe --hold-lease FILE SECONDS\n"
             "       cordon-observe --limits ... | --flood BYTES\n",
+            "       cordon-observe --attack-pid1 HOST_PID_NS\n",
             why);
     return 2;
 }
@@ -686,6 +690,8 @@ int main(int argc, char **argv)
         return cordon__limits_main(argc - 1, argv + 1);
     if (argc == 3 && strcmp(argv[1], "--flood") == 0)
         return cordon__flood_main(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "--attack-pid1") == 0)
+        return cordon__attack_pid1(argv[2]);
     /* Every option takes a value: they come in pairs. */
     for (int i = 1; i < argc; i += 2) {
         const char *arg = argv[i];

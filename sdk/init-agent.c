@@ -273,7 +273,7 @@ int cordon__init_agent(uint64_t end_ms, const sigset_t *stop)
             continue;
         while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
             if ((si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP) &&
-                cordon__init_stop_from_outside(si.ssi_code, (int32_t)si.ssi_pid))
+                cordon__init_takes_stop())
                 return 0;
         /* The host closed (or wrote to) a reply socket: cancel. The
          * leader is reaped, unreported, at the top of the loop. */

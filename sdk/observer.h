@@ -70,4 +70,11 @@ void cordon__observe_sockets(struct cordon__jw *w);
 int cordon__limits_main(int argc, char **argv);
 int cordon__flood_main(const char *bytes);
 
+/* ---- sdk/observer-reach.c ----------------------------------------------- */
+
+/* "reach": PID 1's limits and the processes this exec did not start. */
+void cordon__observe_reach(struct cordon__jw *w);
+/* --attack-pid1 HOST_PID_NS, for the contract suite; the exit status. */
+int cordon__attack_pid1(const char *host_pid_ns);
+
 #endif

@@ -115,6 +115,19 @@ char *dk__seccomp_opt(void)
               cJSON_AddNumberToObject(arg, "value", DK_CMD_MASK) &&
               cJSON_AddNumberToObject(arg, "valueTwo", DK_F_SETLEASE) &&
               cJSON_AddStringToObject(arg, "op", "SCMP_CMP_MASKED_EQ") &&
+              /* Another process's resource limits: PID 1 (cordon-init,
+               * the agent) runs as the sandbox's uid, which is all prlimit
+               * asks of a caller, and a limit of 0 pending signals or 4
+               * descriptors stops it serving. Only pid 0 (the caller). */
+              (rule = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(calls, rule) &&
+              cJSON_AddItemToObject(rule, "names", cJSON_CreateStringArray(
+                                                       (const char *const[]){ "prlimit64" }, 1)) &&
+              cJSON_AddStringToObject(rule, "action", "SCMP_ACT_ERRNO") &&
+              cJSON_AddNumberToObject(rule, "errnoRet", DK_EPERM) &&
+              (arr = cJSON_AddArrayToObject(rule, "args")) != NULL &&
+              (arg = cJSON_CreateObject()) != NULL && cJSON_AddItemToArray(arr, arg) &&
+              cJSON_AddNumberToObject(arg, "index", 0) && cJSON_AddNumberToObject(arg, "value", 0) &&
+              cJSON_AddStringToObject(arg, "op", "SCMP_CMP_NE") &&
               /* Network "none" means no family reaches outside: AF_VSOCK
                * (the hypervisor's host), AF_PACKET, netlink uevents (the
                * host's device events) and every other family but the
@@ -216,6 +229,12 @@ char *dk__create_body(const struct cordon_resource *res, const struct dk_spec *s
          cJSON_AddStringToObject(body, "WorkingDir", DK_WORKSPACE) &&
          cJSON_AddBoolToObject(body, "NetworkDisabled", true) &&
          cJSON_AddStringToObject(body, "StopSignal", "SIGKILL") &&
+         /* An image's HEALTHCHECK would run image code in the container
+          * on the daemon's timer, outside any exec and outside the init's
+          * tree: none. */
+         (hc = cJSON_AddObjectToObject(body, "Healthcheck")) != NULL &&
+         (arr = cJSON_AddArrayToObject(hc, "Test")) != NULL &&
+         cJSON_AddItemToArray(arr, cJSON_CreateString("NONE")) &&
          cJSON_AddNumberToObject(body, "StopTimeout", 1) && add_labels(body, res, sp->in.execution_id) &&
          (arr = cJSON_AddArrayToObject(body, "Env")) != NULL;
     for (size_t i = 0; ok && i < sp->in.environment.n; i++) {
@@ -306,6 +325,42 @@ static double hc_num(const cJSON *hc, const char *key)
     return cJSON_IsNumber(n) ? n->valuedouble : -1;
 }
 
+/* The first volume the image declares (VOLUME /data) that the container
+ * got, or NULL. The daemon gives each an anonymous local volume on the
+ * host's disk: outside disk_bytes, unlabelled, unchecked. */
+static const char *image_volume(const cJSON *inspect)
+{
+    const cJSON *config = cJSON_GetObjectItemCaseSensitive(inspect, "Config"), *v;
+
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(config, "Volumes"))
+        if (v->string != NULL && strcmp(v->string, DK_WORKSPACE) != 0)
+            return v->string;
+    return NULL;
+}
+
+/* A mount in the container's own list (the image's volumes included, which
+ * HostConfig.Mounts does not show) other than the two asked for. */
+static const cJSON *foreign_mount(const cJSON *inspect)
+{
+    const cJSON *m;
+
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(inspect, "Mounts"))
+        if (strcmp(hc_str(m, "Destination"), DK_WORKSPACE) != 0 &&
+            strcmp(hc_str(m, "Destination"), DK_INIT_IN_CONTAINER) != 0)
+            return m;
+    return NULL;
+}
+
+/* Config.Healthcheck.Test is exactly ["NONE"]. */
+static bool healthcheck_none(const cJSON *config)
+{
+    const cJSON *test = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(config, "Healthcheck"), "Test");
+
+    return cJSON_GetArraySize(test) == 1 &&
+           strcmp(cJSON_GetStringValue(cJSON_GetArrayItem(test, 0)) ?: "", "NONE") == 0;
+}
+
 /*
  * Fail closed: compare what the daemon applied (the container's inspect)
  * with what was asked, setting by setting. The first one missing is named.
@@ -325,6 +380,18 @@ int dk__verify(const struct cordon_resource *res, const struct dk_spec *sp,
     char user[32], ws[200], tmp_want[160], what[160] = "", got[200] = "";
     double mem = (double)sp->in.resources.memory_bytes;
     bool ws_ok = false, init_ok = false, core_ok = false;
+    const char *volume = image_volume(inspect);
+    const cJSON *foreign = foreign_mount(inspect);
+
+    /* Refused rather than covered: a tmpfs over each would take a share
+     * of disk_bytes the caller did not plan for, and hide what the image's
+     * author meant to keep. */
+    if (volume != NULL)
+        return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                                "image: %s declares VOLUME %.200s, which the daemon would put on "
+                                "the host's disk outside disk_bytes; images with volumes are "
+                                "refused (the container and its volume were removed)",
+                                sp->image, volume);
 
     snprintf(user, sizeof(user), "%u:%u", (unsigned)sp->uid, (unsigned)sp->gid);
     workspace_options(sp, sp->uid, sp->gid, ws, sizeof(ws));
@@ -394,6 +461,9 @@ int dk__verify(const struct cordon_resource *res, const struct dk_spec *sp,
     DK_REQUIRE(ws_ok, "HostConfig.Mounts[/workspace]", "no tmpfs volume with \"%s\"", ws);
     DK_REQUIRE(init_ok, "HostConfig.Mounts[" DK_INIT_IN_CONTAINER "]",
                "no read-only bind of %s", res->init_path);
+    DK_REQUIRE(foreign == NULL, "Mounts", "a %s mount at %.100s that was not asked for",
+               hc_str(foreign, "Type"), hc_str(foreign, "Destination"));
+    DK_REQUIRE(healthcheck_none(config), "Config.Healthcheck", "the image's health check would run");
     DK_REQUIRE(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(hc, "Binds")) == 0 &&
                    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(hc, "Devices")) == 0 &&
                    cJSON_GetArraySize(mounts) == 2,

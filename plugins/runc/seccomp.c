@@ -68,6 +68,12 @@ static const char *const clone3_names[] = { "clone3" };
  * export included, wait the kernel's lease-break time: F_SETLEASE is
  * refused whatever the lease type. */
 static const char *const fcntl_names[] = { "fcntl", "fcntl64" };
+/* Another process's resource limits: PID 1 (the init, the agent) shares
+ * the sandbox's uid, which is all prlimit asks of a caller, and a limit of
+ * 0 pending signals or 4 descriptors stops it from serving, or makes a
+ * signal from inside look sent from outside. Only pid 0 (the caller) is
+ * let through; getrlimit and setrlimit act on the caller alone. */
+static const char *const prlimit_names[] = { "prlimit64" };
 
 /* s390 passes clone's flags second. */
 #if defined(__s390__) || defined(__s390x__)
@@ -83,23 +89,26 @@ static const char *const fcntl_names[] = { "fcntl", "fcntl64" };
 #define CMD_MASK 0xffffffffull
 
 /* One rule of the profile: names refused with errno_ret; when masked,
- * only calls whose argument arg has (value & mask) == match. */
+ * only calls whose argument arg has (value & mask) == match; when
+ * nonzero, only calls whose argument arg is not 0. */
 struct rule {
     const char *const *names;
     size_t count;
     int errno_ret;
     bool masked;
+    bool nonzero;
     unsigned arg;
     uint64_t mask, match;
     bool required;               /* the profile is refused if none resolves */
 };
 
 static const struct rule rules[] = {
-    { denied, COUNT(denied), EPERM, false, 0, 0, 0, true },
-    { clone_names, COUNT(clone_names), EPERM, true, CLONE_FLAGS_ARG, CLONE_NEWUSER, CLONE_NEWUSER,
-      false },
-    { clone3_names, COUNT(clone3_names), ENOSYS, false, 0, 0, 0, false },
-    { fcntl_names, COUNT(fcntl_names), EPERM, true, 1, CMD_MASK, F_SETLEASE, true },
+    { denied, COUNT(denied), EPERM, false, false, 0, 0, 0, true },
+    { clone_names, COUNT(clone_names), EPERM, true, false, CLONE_FLAGS_ARG, CLONE_NEWUSER,
+      CLONE_NEWUSER, false },
+    { clone3_names, COUNT(clone3_names), ENOSYS, false, false, 0, 0, 0, false },
+    { fcntl_names, COUNT(fcntl_names), EPERM, true, false, 1, CMD_MASK, F_SETLEASE, true },
+    { prlimit_names, COUNT(prlimit_names), EPERM, false, true, 0, 0, 0, true },
 };
 
 static int none_resolved(struct cordon_error *err)
@@ -123,15 +132,16 @@ static cJSON *json_rule(const struct rule *ru)
         if (seccomp_syscall_resolve_name(ru->names[i]) >= 0 &&
             !cJSON_AddItemToArray(names, cJSON_CreateString(ru->names[i])))
             goto nomem;
-    if (!ru->masked)
+    if (!ru->masked && !ru->nonzero)
         return rule;
     /* OCI's SCMP_CMP_MASKED_EQ: value is the mask, valueTwo the datum. */
     if ((args = cJSON_AddArrayToObject(rule, "args")) == NULL ||
         (arg = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(args, arg) ||
         cJSON_AddNumberToObject(arg, "index", ru->arg) == NULL ||
-        cJSON_AddNumberToObject(arg, "value", (double)ru->mask) == NULL ||
-        cJSON_AddNumberToObject(arg, "valueTwo", (double)ru->match) == NULL ||
-        cJSON_AddStringToObject(arg, "op", "SCMP_CMP_MASKED_EQ") == NULL)
+        cJSON_AddNumberToObject(arg, "value", ru->nonzero ? 0 : (double)ru->mask) == NULL ||
+        (!ru->nonzero && cJSON_AddNumberToObject(arg, "valueTwo", (double)ru->match) == NULL) ||
+        cJSON_AddStringToObject(arg, "op", ru->nonzero ? "SCMP_CMP_NE" : "SCMP_CMP_MASKED_EQ") ==
+            NULL)
         goto nomem;
     return rule;
 nomem:
@@ -218,11 +228,14 @@ int runc__seccomp_bpf(struct sock_fprog *ret, struct cordon_error *err)
             if (nr < 0)
                 continue;
             kept++;
-            rc = ru->masked
-                     ? seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)ru->errno_ret), nr, 1,
-                                        SCMP_CMP(ru->arg, SCMP_CMP_MASKED_EQ, ru->mask,
-                                                 ru->match))
-                     : seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)ru->errno_ret), nr, 0);
+            if (ru->masked)
+                rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)ru->errno_ret), nr, 1,
+                                      SCMP_CMP(ru->arg, SCMP_CMP_MASKED_EQ, ru->mask, ru->match));
+            else if (ru->nonzero)
+                rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)ru->errno_ret), nr, 1,
+                                      SCMP_CMP(ru->arg, SCMP_CMP_NE, 0));
+            else
+                rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned)ru->errno_ret), nr, 0);
         }
         if (rc == 0 && kept == 0 && ru->required)
             r = none_resolved(err);

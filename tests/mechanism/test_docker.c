@@ -65,6 +65,7 @@
 #include "tests/common/fill.h"
 #include "tests/common/hostile-agent.h"
 #include "tests/common/frozen.h"
+#include "tests/common/hostile-init.h"
 #include "tests/common/proc.h"
 #include "tests/common/sockets.h"
 
@@ -2254,6 +2255,20 @@ Test(docker, init_with_another_start_time_is_refused)
     free(forged);
 }
 
+/* The init (the agent) is the same process and runs the next exec. */
+static void still_serves(const char *state, pid_t init)
+{
+    struct cordon_exec_outcome o;
+    char *out;
+
+    cr_assert_eq(kill(init, 0), 0, "the init (pid %d) is gone", (int)init);
+    sh(state, "echo still", &o);
+    out = text_of(&o.out);
+    cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "still\n") == 0, "%s", out);
+    free(out);
+    cordon_exec_outcome_clear(&o);
+}
+
 /*
  * Code inside tries every way to the agent's channel, as in runc's test
  * (tests/common/hostile-agent.h): nothing may be reached, and the agent
@@ -2289,12 +2304,165 @@ Test(docker, code_inside_cannot_reach_the_agents_channel)
     free(out);
     free(errtext);
     cordon_exec_outcome_clear(&o);
-    cr_assert_eq(kill(init, 0), 0, "the agent (pid %d) is gone", (int)init);
-    sh(state, "echo still", &o);
+    still_serves(state, init);
+}
+
+/*
+ * Run a script of tests/common/hostile-init.h in a fresh execution: it
+ * must end normally and print `last`, PID 1's limits must have stayed out
+ * of its reach (the seccomp profile refuses prlimit on any other process),
+ * and the init must serve the next exec.
+ */
+static void hostile_init_survived(const char *script, const char *last)
+{
+    struct cordon_exec_outcome o;
+    const char *state;
+    char *out;
+    pid_t init;
+
+    need_daemon();
+    state = provision_default("host");
+    init = state_init(state);
+    sh(state, script, &o);
     out = text_of(&o.out);
-    cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "still\n") == 0, "%s", out);
+    cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0 && strstr(out, last) != NULL,
+              "status %s exit %d: %s", cordon_run_status_name(o.status), o.exit_code, out);
+    cr_expect(strstr(out, "SET") == NULL, "code inside changed PID 1's limits: %s", out);
     free(out);
     cordon_exec_outcome_clear(&o);
+    still_serves(state, init);
+}
+
+/* Code inside cannot end its own sandbox through PID 1's limits: PID 1
+ * takes no stop signal from anyone, whatever its siginfo says. */
+Test(docker, code_inside_cannot_stop_its_sandbox_through_pid1s_limits)
+{
+    hostile_init_survived(TEST_HOSTILE_INIT_STOP, "alive");
+}
+
+/* Nor starve the agent of descriptors: the next exec is served. */
+Test(docker, code_inside_cannot_starve_the_agent_of_descriptors)
+{
+    hostile_init_survived(TEST_HOSTILE_INIT_NOFILE, "done");
+}
+
+/* ---- hostile images ------------------------------------------------------------ */
+
+/* The minimal image with one Dockerfile instruction more (docker commit
+ * --change); its id, malloc'd. Remove it with docker rmi. */
+static char *image_with(const char *change)
+{
+    char *cid = NULL, *img = NULL;
+
+    int r;
+
+    cr_assert_eq(docker_cmd(&cid, "create", "--entrypoint", "/bin/sh", minimal, NULL), 0);
+    cid[strcspn(cid, "\n")] = '\0';
+    r = docker_cmd(&img, "commit", "--change", change, cid, NULL);
+    docker_cmd(NULL, "rm", "-f", cid, NULL, NULL); /* before any assert: nothing stays */
+    free(cid);
+    cr_assert_eq(r, 0, "docker commit --change '%s'", change);
+    img[strcspn(img, "\n")] = '\0';
+    cr_assert(strncmp(img, "sha256:", 7) == 0, "docker commit printed %s", img);
+    return img;
+}
+
+/* The daemon's volumes, one "name labels" line each. */
+static char *volumes_now(void)
+{
+    char *out = NULL;
+
+    cr_assert_eq(docker_cmd(&out, "volume", "ls", "--format", "{{.Name}} {{.Labels}}", NULL), 0);
+    return out;
+}
+
+/* Volumes in after, not in before, without cordon's label: leaked. */
+static int unlabelled_new_volumes(const char *before, const char *after)
+{
+    int n = 0;
+
+    for (const char *line = after; *line != '\0';) {
+        size_t len = strcspn(line, "\n");
+        char *one = strndup(line, len);
+
+        if (strstr(before, one) == NULL && strstr(one, "org.cordon.execution-id") == NULL) {
+            cr_log_warn("a new volume without cordon's label: %s", one);
+            n++;
+        }
+        free(one);
+        line += len + (line[len] != '\0');
+    }
+    return n;
+}
+
+/*
+ * An image's VOLUME would be an anonymous volume on the host's disk,
+ * outside disk_bytes and the read-back: provision refuses the image,
+ * naming the volume, and leaves no container and no volume behind.
+ */
+Test(docker, image_with_a_volume_is_refused_and_nothing_stays)
+{
+    char id[48], hex[13], label[120], *img, *text, *state = NULL, *before, *after;
+    int r, slot;
+
+    need_daemon();
+    ensure_default();
+    img = image_with("VOLUME /data");
+    before = volumes_now();
+    random_hex(hex, 6);
+    snprintf(id, sizeof(id), "dt-%s", hex);
+    slot = track_id(id);
+    text = spec(id, img, "host", &small);
+    r = vt.provision(res, text, &state, &err);
+    free(text);
+    after = volumes_now();
+    if (r == 0) {
+        states[slot] = state;
+        vt.terminate(res, state, NULL); /* so that the image can go */
+    }
+    docker_cmd(NULL, "rmi", "-f", img, NULL, NULL);
+    free(img);
+    cr_assert_eq(r, CORDON_E_UNSUPPORTED, "provision of an image with VOLUME /data: rc %d %s", r,
+                 err.message);
+    cr_expect(strstr(err.message, "VOLUME /data") != NULL, "%s", err.message);
+    snprintf(label, sizeof(label), "org.cordon.execution-id=%s", id);
+    cr_expect_eq(count_labelled(label), 0, "the refused container is still there");
+    cr_expect_eq(unlabelled_new_volumes(before, after), 0, "the image's volume was left behind");
+    free(before);
+    free(after);
+}
+
+/*
+ * An image's HEALTHCHECK would run image code in the container on the
+ * daemon's timer, outside any exec: none runs, and the read-back holds
+ * the container to it.
+ */
+Test(docker, image_healthcheck_never_runs)
+{
+    struct cordon_exec_outcome o;
+    const char *state;
+    char *img, *out, *hc = NULL;
+
+    need_daemon();
+    img = image_with("HEALTHCHECK --interval=1s CMD touch /tmp/hc");
+    state = provision_with(img, "host", &small);
+    cr_expect_eq(docker_cmd(&hc, "inspect", "-f", "{{json .Config.Healthcheck}}",
+                            container_of(state), NULL), 0);
+    cr_expect(hc != NULL && strstr(hc, "NONE") != NULL, "Config.Healthcheck is %s", hc);
+    free(hc);
+    sleep(3);
+    cr_expect_eq(run(state, (const char *const[]){ "sh", "-c",
+                                                   "if [ -e /tmp/hc ]; then echo ran; else echo "
+                                                   "never; fi", NULL }, &defaults, &o), 0,
+                 "exec: %s", err.message);
+    out = text_of(&o.out);
+    cr_expect_str_eq(out, "never\n", "the image's health check ran inside the sandbox");
+    free(out);
+    cordon_exec_outcome_clear(&o);
+    /* The image goes once nothing uses it. */
+    cr_expect_eq(vt.terminate(res, state, &err), 0, "terminate: %s", err.message);
+    cr_expect_eq(docker_cmd(NULL, "rmi", "-f", img, NULL, NULL), 0, "docker rmi %s", img);
+    free(img);
 }
 
 /* Under gVisor State.Pid is the Sentry's sandbox process: no agent, the

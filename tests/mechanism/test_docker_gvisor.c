@@ -44,6 +44,7 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/observe.h>
 
+#include "tests/common/hostile-init.h"
 #include "tests/common/proc.h"
 #include "tests/mechanism/cli_exec.h"
 
@@ -429,6 +430,28 @@ Test(docker_gvisor, every_container_runs_under_runsc_and_nothing_stays)
     free(cid);
 }
 
+/*
+ * Code inside cannot end its own sandbox through PID 1's limits
+ * (tests/common/hostile-init.h). runsc here loads no OCI seccomp filter
+ * (it would take --oci-seccomp), so the Sentry lets the limit change: what
+ * holds is that PID 1 takes no stop signal from anyone, and a stop signal
+ * without its siginfo ends nothing.
+ */
+Test(docker_gvisor, code_inside_cannot_stop_its_sandbox_through_pid1s_limits)
+{
+    const char *state;
+    char *out;
+
+    cr_assert_eq(vt.ensure(&host, config, &res, &err), 0, "ensure: %s", err.message);
+    state = provision();
+    out = run(state, (const char *const[]){ "sh", "-c", TEST_HOSTILE_INIT_STOP, NULL });
+    cr_assert(strstr(out, "alive") != NULL, "%s", out);
+    free(out);
+    out = run(state, (const char *const[]){ "echo", "still", NULL });
+    cr_assert_str_eq(out, "still\n");
+    free(out);
+}
+
 Test(docker_gvisor, observation_sees_gvisor_and_judges_it_from_outside)
 {
     const cJSON *iso, *b, *p, *c;
@@ -444,8 +467,11 @@ Test(docker_gvisor, observation_sees_gvisor_and_judges_it_from_outside)
         cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(iso, axes[i])), "%s is not true", axes[i]);
     cr_expect_eq(cJSON_IsTrue(cJSON_GetObjectItem(iso, CORDON_AXIS_PROCESS_CONTAINED)), own_pid_ns,
                  "process_contained must follow the Sentry's pid namespace");
-    /* Every check holds but the one this runsc cannot pass, and that one
-     * says why. */
+    /* Every check holds but the ones this runsc cannot pass, and those
+     * say why. It loads no OCI seccomp filter (that takes --oci-seccomp
+     * in the daemon's runtimeArgs), so the profile's refusal of prlimit64
+     * on other pids does not apply, and gVisor lets a process of PID 1's
+     * uid change PID 1's RLIMIT_NOFILE. */
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(iso, "checks")) {
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "check"));
         const char *detail = cJSON_GetStringValue(cJSON_GetObjectItem(c, "detail"));
@@ -453,6 +479,11 @@ Test(docker_gvisor, observation_sees_gvisor_and_judges_it_from_outside)
         if (strcmp(name, "boundary_pid_namespace") == 0 && !own_pid_ns) {
             cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(c, "ok")));
             cr_expect(strstr(detail, "shares the host's pid namespace") != NULL, "%s", detail);
+            continue;
+        }
+        if (strcmp(name, "pid1_limits_unreachable") == 0 && !own_pid_ns) {
+            cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(c, "ok")), "%s", detail);
+            cr_expect(strstr(detail, "can change PID 1's limits") != NULL, "%s", detail);
             continue;
         }
         cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(c, "ok")), "%s: %s", name, detail);

@@ -63,6 +63,7 @@
 #include "tests/common/fill.h"
 #include "tests/common/hostile-agent.h"
 #include "tests/common/frozen.h"
+#include "tests/common/hostile-init.h"
 #include "tests/common/proc.h"
 #include "tests/common/sockets.h"
 
@@ -2222,6 +2223,109 @@ Test(runc, code_inside_cannot_reach_the_agents_channel)
     o = sh(state, "echo still", &out);
     cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0 && strcmp(out, "still\n") == 0,
               "%s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+/*
+ * Run a script of tests/common/hostile-init.h in a fresh execution: it
+ * must end normally and print `last`, PID 1's limits must have stayed out
+ * of its reach, and the init must serve the next exec.
+ */
+static void hostile_init_survived(const char *script, const char *last)
+{
+    const char *state;
+    char *out = NULL;
+    struct cordon_exec_outcome o;
+    pid_t init;
+
+    ensure();
+    state = provision(NULL);
+    init = state_pid(state);
+    o = sh(state, script, &out);
+    cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0 && strstr(out, last) != NULL,
+              "status %s exit %d: %s", cordon_run_status_name(o.status), o.exit_code, out);
+    cr_expect(strstr(out, "SET") == NULL, "code inside changed PID 1's limits: %s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+    cr_assert_eq(kill(init, 0), 0, "the init (pid %d) is gone", (int)init);
+    o = sh(state, "echo still", &out);
+    cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "still\n") == 0, "%s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+}
+
+/*
+ * Code inside cannot end its own sandbox through PID 1's limits: the
+ * seccomp profile refuses prlimit on any other process, and PID 1 takes no
+ * stop signal from anyone, so even a stop signal that arrives without its
+ * siginfo ends nothing.
+ */
+Test(runc, code_inside_cannot_stop_its_sandbox_through_pid1s_limits)
+{
+    hostile_init_survived(TEST_HOSTILE_INIT_STOP, "alive");
+}
+
+/* Nor starve the agent of descriptors: the next exec is served. */
+Test(runc, code_inside_cannot_starve_the_agent_of_descriptors)
+{
+    hostile_init_survived(TEST_HOSTILE_INIT_NOFILE, "done");
+}
+
+/*
+ * The observer's "reach" in a real sandbox (docs/observation.md): a
+ * process an earlier exec left running (its own session, so the agent's
+ * kill of the command's group missed it) is neither PID 1 nor in the
+ * observer's exec's tree, and is listed; PID 1's limits cannot be read.
+ */
+Test(runc, observer_lists_a_process_an_earlier_exec_left_running)
+{
+    const char *state;
+    char path[PATH_MAX], *out = NULL;
+    struct cordon_exec_outcome o;
+    const cJSON *reach, *other;
+    cJSON *report;
+    bool sleep_listed = false;
+    int in, dst;
+    pid_t init;
+
+    ensure();
+    state = provision(NULL);
+    init = state_pid(state);
+    snprintf(path, sizeof(path), "/proc/%d/root/workspace/cordon-observe", (int)init);
+    in = open(observer, O_RDONLY | O_CLOEXEC);
+    dst = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+    cr_assert(in >= 0 && dst >= 0, "%s: %s", path, strerror(errno));
+    for (;;) {
+        char buf[65536];
+        ssize_t n = read(in, buf, sizeof(buf));
+
+        cr_assert_geq(n, 0);
+        if (n == 0)
+            break;
+        cr_assert_eq(write(dst, buf, (size_t)n), n);
+    }
+    close(in);
+    close(dst);
+    o = sh(state, "setsid sleep 60 </dev/null >/dev/null 2>&1 & sleep 0.3; echo left", &out);
+    cr_assert(o.status == CORDON_RUN_EXITED && strcmp(out, "left\n") == 0, "%s", out);
+    cordon_exec_outcome_clear(&o);
+    free(out);
+    o = sh(state, "/workspace/cordon-observe", &out);
+    cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "observer: %s", out);
+    report = cJSON_Parse(out);
+    reach = cJSON_GetObjectItemCaseSensitive(report, "reach");
+    cr_assert(cJSON_IsObject(reach), "no reach in %.300s", out);
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(
+                  cJSON_GetObjectItemCaseSensitive(reach, "pid1"), "set_ok")),
+              "PID 1's limits could be set: %.300s", out);
+    cJSON_ArrayForEach(other, cJSON_GetObjectItemCaseSensitive(reach, "others"))
+        sleep_listed |= strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(other, "comm"))
+                                   ?: "", "sleep") == 0;
+    cr_expect(sleep_listed, "the sleep left running is not among the others: %.600s", out);
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(reach, "others_count")), 1,
+                 "%.600s", out);
+    cJSON_Delete(report);
     cordon_exec_outcome_clear(&o);
     free(out);
 }

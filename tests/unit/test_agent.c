@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -32,6 +33,7 @@ struct agent {
     int pidfd;
     int fd;          /* the host's copy of the channel */
     int null_fd;
+    bool pidns;      /* PID 1 of a pid namespace of its own */
 };
 
 /* cordon-init --deadline-ms 60000 [--agent], forked, or as PID 1 of a new
@@ -61,6 +63,7 @@ static void agent_start_in(struct agent *a, bool new_pidns)
     struct cordon_error err = { 0 };
 
     a->pid = init_spawn(new_pidns, true);
+    a->pidns = new_pidns;
     a->pidfd = (int)syscall(SYS_pidfd_open, a->pid, 0);
     cr_assert_geq(a->pidfd, 0);
     /* The pair exists before the agent serves: retry until it is there. */
@@ -80,18 +83,22 @@ static void agent_start(struct agent *a)
     agent_start_in(a, false);
 }
 
-/* SIGTERM from here (outside, and as PID 1 from an ancestor pid
- * namespace): the agent ends 0. */
+/* SIGTERM from here: the agent ends 0. As PID 1 of a pid namespace it
+ * takes no stop signal from anyone: SIGKILL from here ends it. */
 static void agent_stop(struct agent *a)
 {
     int status;
 
     close(a->fd);
     close(a->null_fd);
-    kill(a->pid, SIGTERM);
+    kill(a->pid, a->pidns ? SIGKILL : SIGTERM);
     cr_assert_eq(waitpid(a->pid, &status, 0), a->pid);
-    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              "SIGTERM from outside: cordon-init ended with wait status %#x, not exit 0", status);
+    if (a->pidns)
+        cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+                  "SIGKILL from outside: cordon-init ended with wait status %#x", status);
+    else
+        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "SIGTERM: cordon-init ended with wait status %#x, not exit 0", status);
     close(a->pidfd);
 }
 
@@ -377,10 +384,42 @@ Test(agent, fits_bounds_the_message)
 }
 
 /*
- * As PID 1 of a pid namespace, cordon-init takes SIGTERM, SIGINT and SIGHUP
- * as "stop" only from an ancestor namespace: code inside must not end its
- * own sandbox. Through the agent: a command sends all three to PID 1, and
- * the agent serves the next one; SIGTERM from here still stops it (0).
+ * A live agent that drops a request (here: its descriptor limit leaves no
+ * room for the request's four, which code inside could once set) is not
+ * reported dead, which would make a provider destroy a live sandbox; with
+ * its limit back it serves again.
+ */
+Test(agent, dropped_request_from_a_live_agent_is_not_a_death)
+{
+    const char *echo[] = { "echo", "back", NULL };
+    struct rlimit four = { 4, 4 }, was;
+    struct cordon_exec_outcome o;
+    struct cordon_error err = { 0 };
+    struct agent a;
+    char out[256];
+    int r;
+
+    agent_start(&a);
+    cr_assert_eq(prlimit(a.pid, RLIMIT_NOFILE, NULL, &was), 0, "prlimit: %s", strerror(errno));
+    /* The soft limit only: raising a hard one back needs CAP_SYS_RESOURCE. */
+    four.rlim_max = was.rlim_max;
+    cr_assert_eq(prlimit(a.pid, RLIMIT_NOFILE, &four, NULL), 0, "prlimit: %s", strerror(errno));
+    r = agent_run(&a, echo, path_env, "/", -1, 10000, &o, out, &err);
+    cr_expect_eq(r, CORDON_E_PROVIDER, "a dropped request gave %d: %s", r, err.message);
+    cr_expect(strstr(err.message, "still runs") != NULL, "%s", err.message);
+    cr_assert_eq(kill(a.pid, 0), 0, "the agent is gone");
+    cr_assert_eq(prlimit(a.pid, RLIMIT_NOFILE, &was, NULL), 0, "prlimit: %s", strerror(errno));
+    cr_assert_eq(agent_run(&a, echo, path_env, "/", -1, 10000, &o, out, &err), 0, "%s", err.message);
+    cr_expect_str_eq(out, "back\n");
+    cordon_exec_outcome_clear(&o);
+    agent_stop(&a);
+}
+
+/*
+ * As PID 1 of a pid namespace, cordon-init takes no SIGTERM, SIGINT or
+ * SIGHUP as "stop": code inside must not end its own sandbox. Through the
+ * agent: a command sends all three to PID 1, and the agent serves the next
+ * one.
  */
 Test(agent, stop_signals_from_inside_the_pid_namespace_are_ignored)
 {
@@ -408,9 +447,13 @@ Test(agent, stop_signals_from_inside_the_pid_namespace_are_ignored)
 
 /*
  * The same without the agent (the plain deadline loop), and with forged
- * senders: a process that joined the namespace sends the three signals,
- * tgkill, and rt_sigqueueinfo with si_pid 0 (SI_QUEUE); the kernel must
- * refuse it a forged SI_USER. The init stays; SIGTERM from here ends it 0.
+ * senders: a process that joined the namespace sets PID 1's
+ * RLIMIT_SIGPENDING to 0 (as root here; the sandbox's seccomp profile
+ * refuses it there), so that a tgkill or sigqueue arrives without its
+ * siginfo, which reads as SI_USER from pid 0, "from outside"; it sends the
+ * three signals, tgkill, and rt_sigqueueinfo with si_pid 0 (SI_QUEUE); the
+ * kernel must refuse it a forged SI_USER. The init stays, even after
+ * SIGTERM from here; SIGKILL from here ends it.
  */
 Test(agent, plain_init_ignores_stop_signals_from_inside_its_pid_namespace)
 {
@@ -429,8 +472,11 @@ Test(agent, plain_init_ignores_stop_signals_from_inside_its_pid_namespace)
         if ((ns = open(path, O_RDONLY | O_CLOEXEC)) < 0 || setns(ns, CLONE_NEWPID) != 0)
             _exit(10);
         if ((inside = fork()) == 0) {
+            struct rlimit zero = { 0, 0 };
             siginfo_t si;
 
+            if (prlimit(1, RLIMIT_SIGPENDING, &zero, NULL) != 0)
+                _exit(17);
             if (kill(1, SIGTERM) != 0 || kill(1, SIGINT) != 0 || kill(1, SIGHUP) != 0)
                 _exit(11);
             if (syscall(SYS_tgkill, 1, 1, SIGTERM) != 0)
@@ -452,14 +498,18 @@ Test(agent, plain_init_ignores_stop_signals_from_inside_its_pid_namespace)
     cr_assert_eq(waitpid(helper, &status, 0), helper);
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
               "the sender inside failed at step %d (10 setns, 11 kill, 12 tgkill, 13 sigqueue, "
-              "14 a forged SI_USER was not refused with EPERM)",
+              "14 a forged SI_USER was not refused with EPERM, 17 prlimit)",
               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     usleep(300 * 1000);
     cr_expect_eq(waitpid(init, &status, WNOHANG), 0,
                  "cordon-init as PID 1 ended after stop signals from inside its namespace "
                  "(wait status %#x)", status);
     kill(init, SIGTERM);
+    usleep(300 * 1000);
+    cr_expect_eq(waitpid(init, &status, WNOHANG), 0,
+                 "cordon-init as PID 1 ended after SIGTERM (wait status %#x)", status);
+    kill(init, SIGKILL);
     cr_assert_eq(waitpid(init, &status, 0), init);
-    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              "SIGTERM from outside: wait status %#x, not exit 0", status);
+    cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+              "SIGKILL from outside: wait status %#x", status);
 }

@@ -34,6 +34,9 @@ static const char contained_report[] =
     "                   \"readable\": false, \"read_errno\": 2, \"content_matches\": false},"
     " \"host_pid\": {\"pid\": 4242, \"cmdline_readable\": false, \"cmdline_errno\": 2, \"visible\": false,"
     "                \"kill_ok\": false, \"signalable\": false, \"kill_errno\": 3},"
+    " \"reach\": {\"pid1\": {\"self\": false, \"read_ok\": false, \"set_ok\": false, \"errno\": 1, \"errno_name\": \"EPERM\"},"
+    "           \"exec_root\": 7, \"scanned\": 2, \"complete\": true, \"others\": [], \"others_count\": 0,"
+    "           \"others_reached\": 0},"
     " \"writes\": [{\"path\": \"/\", \"writable\": false, \"errno\": 30, \"errno_name\": \"EROFS\"},"
     "             {\"path\": \"/etc\", \"writable\": false, \"errno\": 30, \"errno_name\": \"EROFS\"},"
     "             {\"path\": \"/usr\", \"writable\": false, \"errno\": 30, \"errno_name\": \"EROFS\"},"
@@ -159,7 +162,7 @@ Test(observe, contained_report_gives_four_true_axes)
         cr_assert(cJSON_IsString(cJSON_GetObjectItem(c, "detail")));
         n++;
     }
-    cr_assert_eq(n, 26, "every check is listed (got %d)", n);
+    cr_assert_eq(n, 28, "every check is listed (got %d)", n);
     cr_assert_str_eq(cJSON_GetObjectItem(iso, "network_mode")->valuestring, "none");
     cJSON_Delete(iso);
 }
@@ -176,6 +179,9 @@ static struct flip_row flip_rows[] = {
     { "pid_namespace", 0, "ns.pid", "4026531836" },
     { "canary_pid_not_visible", 0, "host_pid.visible", "true" },
     { "canary_pid_not_signalable", 0, "host_pid.signalable", "true" },
+    { "pid1_limits_unreachable", 0, "reach.pid1.set_ok", "true" },
+    { "no_foreign_processes", 0, "reach.others_count", "1" },
+    { "no_foreign_processes", 0, "reach.complete", "false" },
     { "mount_namespace", 1, "ns.mnt", "4026531840" },
     { "canary_file_not_visible", 1, "canary_file.exists", "true" },
     { "canary_file_not_readable", 1, "canary_file.readable", "true" },
@@ -242,6 +248,9 @@ static struct missing_row missing_rows[] = {
     { "ns.pid", "pid_namespace", "0" },
     { "host_pid", "canary_pid_not_visible canary_pid_not_signalable", "0" },
     { "host_pid.signalable", "canary_pid_not_signalable", "0" },
+    { "reach", "pid1_limits_unreachable no_foreign_processes", "0" },
+    { "reach.pid1", "pid1_limits_unreachable", "0" },
+    { "reach.others", "no_foreign_processes", "0" },
     { "canary_file", "canary_file_not_visible canary_file_not_readable", "1" },
     { "writes.3", "rootfs_not_writable", "1" },
     { "writes", "root_not_writable rootfs_not_writable", "1" },

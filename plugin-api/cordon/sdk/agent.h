@@ -58,7 +58,9 @@ CORDON_EXTERN bool cordon_agent_fits(const struct cordon_agent_cmd *cmd);
  * too many commands), CORDON_E_INVALID (the agent refused the message),
  * CORDON_E_UNAVAILABLE (the agent died: the sandbox has ended with it),
  * CORDON_E_PROVIDER naming the working directory when the command could
- * not enter cwd.
+ * not enter cwd, or saying that the agent dropped the command without a
+ * reply while it still runs (it could not take the request; the sandbox
+ * is whole, so this is not a death).
  * ret is cleared first; release it with cordon_exec_outcome_clear.
  */
 CORDON_EXTERN int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_agent_cmd *cmd,
