@@ -672,7 +672,7 @@ static int usage(const char *why)
             "[--host-pid N --host-pid-token T2] [--host-ns STR] [--host-boot-id UUID]\n"
             "       cordon-observe --idle TOKEN SECONDS\n"
             "       cordon-observe --hold-lease FILE SECONDS\n"
-            "       cordon-observe --limits ... | --flood BYTES\n",
+            "       cordon-observe --limits ... | --flood BYTES\n"
             "       cordon-observe --attack-pid1 HOST_PID_NS\n",
             why);
     return 2;
