@@ -20,7 +20,8 @@
 #   tmp            /tmp/cordon-*, /tmp/cordon.*, and on the host's tmpfs
 #                  the fill files and the observer's (/tmp/.cordon-fill-*,
 #                  /dev/shm/.cordon-fill-*, /tmp/.cordon-observe-*) and
-#                  anything /dev/shm/*cordon*, dot files too
+#                  anything /dev/shm/*cordon*, dot files too; the host's
+#                  canary directories /run/cordon-observe-*
 #                                                        path, inode, birth time
 #   trusted-local  /run/cordon/trusted-local/*           path, inode, birth time
 #   uid            /run/cordon/uids/* (pool uids taken)  path, inode, birth time
@@ -85,7 +86,7 @@ stat_of() {
 list() {
   local f p pp t cmd label docker_up observers procs
   for f in /tmp/cordon-* /tmp/cordon.* /tmp/.cordon-fill-* /tmp/.cordon-observe-* \
-    /dev/shm/*cordon* /dev/shm/.*cordon*; do
+    /dev/shm/*cordon* /dev/shm/.*cordon* /run/cordon-observe-*; do
     if [ -e "$f" ] || [ -L "$f" ]; then path_line tmp "$f"; fi
   done
   for f in /run/cordon/trusted-local/* /run/cordon/uids/*; do

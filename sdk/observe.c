@@ -131,21 +131,31 @@ static int host_namespaces(cJSON *ns, char *arg, size_t arg_size, struct cordon_
     return 0;
 }
 
-/* A fresh 0755 directory holding a 0644 canary, so that only isolation, not
- * permissions, can hide it from the sandbox. */
+/*
+ * A fresh 0755 directory holding a 0644 canary, so that only isolation, not
+ * permissions, can hide it from the sandbox. It goes in /run where the host
+ * may write there (root), else in /tmp: a provider that gives each command
+ * a private /tmp, /var/tmp and /dev/shm (trusted-local as root does) would
+ * hide a canary kept there without restricting the rest of the host.
+ */
 static int canary_file_create(char *dir, size_t dir_size, char *path, size_t path_size, char token[33],
                               struct cordon_error *err)
 {
+    static const char *const parents[] = { "/run", "/tmp" };
     int fd, rc;
 
     if ((rc = cordon__observe_random_hex(token, 16, err)) < 0)
         return rc;
-    snprintf(dir, dir_size, "/tmp/cordon-observe-XXXXXX");
-    if (mkdtemp(dir) == NULL) {
+    for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]); i++) {
+        snprintf(dir, dir_size, "%s/cordon-observe-XXXXXX", parents[i]);
+        if (mkdtemp(dir) != NULL)
+            break;
+        rc = errno;
         dir[0] = '\0';
-        return cordon_error_set(err, CORDON_E_IO, errno, "observe: canary directory in /tmp failed: %s",
-                                strerror(errno));
     }
+    if (dir[0] == '\0')
+        return cordon_error_set(err, CORDON_E_IO, rc, "observe: canary directory in /run or /tmp failed: %s",
+                                strerror(rc));
     snprintf(path, path_size, "%s/canary", dir);
     if (chmod(dir, 0755) != 0)
         return cordon_error_set(err, CORDON_E_IO, errno, "observe: chmod 0755 %s failed: %s", dir,
