@@ -693,6 +693,10 @@ Test(runc, cli_host_sees_every_limit_of_runc_hold)
 
         cr_expect(asked >= 48.0 * 1024 * 1024 && asked <= 96.0 * 1024 * 1024, "memory asked %.0f", asked);
     }
+    /* runc's /dev is a read-write tmpfs only root may write: it stores
+     * nothing for this uid, and the detail says so. */
+    cr_expect(strstr(limit_status(facts, "disk_bytes", "detail"), "no place this uid can write: /dev") != NULL,
+              "%s", limit_status(facts, "disk_bytes", "detail"));
     cr_expect_str_eq(limit_status(facts, "memory_bytes", "enforced_by"), "cgroup");
     cr_expect_str_eq(limit_status(facts, "disk_bytes", "enforced_by"), "tmpfs_size");
     cr_expect_str_eq(limit_status(facts, "max_output_bytes", "enforced_by"), "host");
