@@ -665,22 +665,47 @@ static const char *limit_status(const cJSON *facts, const char *key, const char 
     return str_at(cJSON_GetObjectItemCaseSensitive(facts, "limits_verified"), key, field);
 }
 
-/* The host's probe execution gets small limits and checks from inside
- * that each holds: runc's cgroup and tmpfs sizes do, the host's output
- * budget does, and the deadline is not waited out. */
-Test(runc, cli_host_sees_every_limit_of_runc_hold)
+/* cordon run --provider id, which succeeds; the run's document (the
+ * caller's) and the candidate's facts in it. */
+static cJSON *run_selected(const char *id, const cJSON **ret_facts)
 {
-    static const char *const held[] = { "cpus", "memory_bytes", "disk_bytes", "pids", "max_output_bytes" };
     char bundle[PATH_MAX + 32];
-    const char *args[] = { "--provider", "runc", bundle, NULL };
-    const cJSON *facts;
+    const char *args[] = { "--provider", id, bundle, NULL };
     cJSON *doc;
 
     require_setup();
     write_bundle("main.py", "print('hi')\n", bundle, sizeof(bundle));
     doc = cli_run(args);
     cr_assert_str_eq(str_at(doc, "status", NULL), "success", "%s", str_at(doc, "error", "message"));
-    facts = cJSON_GetObjectItemCaseSensitive(first_probe(doc), "facts");
+    *ret_facts = cJSON_GetObjectItemCaseSensitive(first_probe(doc), "facts");
+    return doc;
+}
+
+/* cordon run --provider id, refused with claims_disproved naming failed
+ * (refused_for); the run's document (the caller's) and the candidate's
+ * facts in it. */
+static cJSON *run_refused(const char *id, const char *failed, const cJSON **ret_facts)
+{
+    char bundle[PATH_MAX + 32];
+    const char *args[] = { "--provider", id, bundle, NULL };
+    cJSON *doc;
+
+    require_setup();
+    write_bundle("main.py", "print('never runs')\n", bundle, sizeof(bundle));
+    doc = cli_run(args);
+    *ret_facts = cJSON_GetObjectItemCaseSensitive(refused_for(doc, failed), "facts");
+    return doc;
+}
+
+/* The host's probe execution gets small limits and checks from inside
+ * that each holds: runc's cgroup and tmpfs sizes do, the host's output
+ * budget does, and the deadline is not waited out. */
+Test(runc, cli_host_sees_every_limit_of_runc_hold)
+{
+    static const char *const held[] = { "cpus", "memory_bytes", "disk_bytes", "pids", "max_output_bytes" };
+    const cJSON *facts;
+    cJSON *doc = run_selected("runc", &facts);
+
     for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
         cr_expect_str_eq(limit_status(facts, held[i], "status"), "held", "%s: %s", held[i],
                          limit_status(facts, held[i], "detail"));
@@ -707,24 +732,18 @@ Test(runc, cli_host_sees_every_limit_of_runc_hold)
  * disproves memory_bytes and "isolation: required" refuses it. */
 Test(runc, cli_refuses_a_provider_that_does_not_apply_its_memory_limit)
 {
-    char bundle[PATH_MAX + 32];
-    const char *args[] = { "--provider", "memlax", bundle, NULL };
-    const cJSON *rec, *d;
+    const cJSON *facts, *d;
     bool named = false;
-    cJSON *doc;
+    cJSON *doc = run_refused("memlax", "limits/memory_bytes", &facts);
 
-    require_setup();
-    write_bundle("main.py", "print('never runs')\n", bundle, sizeof(bundle));
-    doc = cli_run(args);
-    rec = refused_for(doc, "limits/memory_bytes");
-    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rec, "skip"), "failed"))
+    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(first_probe(doc), "skip"),
+                                                            "failed"))
         named = named || (strcmp(str_at(d, "axis", NULL), "limits") == 0 &&
                           strcmp(str_at(d, "check", NULL), "memory_bytes") == 0);
     cr_expect(named, "skip.failed names limits/memory_bytes");
     /* Only the lie is disproved: its other limits are runc's and hold. */
-    cr_expect_str_eq(limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "memory_bytes", "status"),
-                     "disproved");
-    cr_expect_str_eq(limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "pids", "status"), "held");
+    cr_expect_str_eq(limit_status(facts, "memory_bytes", "status"), "disproved");
+    cr_expect_str_eq(limit_status(facts, "pids", "status"), "held");
     cJSON_Delete(doc);
 }
 
@@ -732,19 +751,11 @@ Test(runc, cli_refuses_a_provider_that_does_not_apply_its_memory_limit)
  * claims goes unobserved, which is a disproval, not a free not_run. */
 Test(runc, cli_refuses_a_provider_whose_limit_check_never_reports)
 {
-    char bundle[PATH_MAX + 32];
-    const char *args[] = { "--provider", "nolimits", bundle, NULL };
-    const cJSON *rec;
-    cJSON *doc;
+    const cJSON *facts;
+    cJSON *doc = run_refused("nolimits", "limits/limits_not_observed", &facts);
 
-    require_setup();
-    write_bundle("main.py", "print('never runs')\n", bundle, sizeof(bundle));
-    doc = cli_run(args);
-    rec = refused_for(doc, "limits/limits_not_observed");
-    cr_expect_str_eq(limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "memory_bytes", "status"),
-                     "not_run");
-    cr_expect_str_eq(limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "runtime_ms", "status"),
-                     "not_run");
+    cr_expect_str_eq(limit_status(facts, "memory_bytes", "status"), "not_run");
+    cr_expect_str_eq(limit_status(facts, "runtime_ms", "status"), "not_run");
     cJSON_Delete(doc);
 }
 
@@ -753,16 +764,9 @@ Test(runc, cli_refuses_a_provider_whose_limit_check_never_reports)
  * and its limits are not_run with the refusal. */
 Test(runc, cli_a_provider_refusing_the_small_limits_is_still_verified)
 {
-    char bundle[PATH_MAX + 32];
-    const char *args[] = { "--provider", "memfloor", bundle, NULL };
     const cJSON *facts;
-    cJSON *doc;
+    cJSON *doc = run_selected("memfloor", &facts);
 
-    require_setup();
-    write_bundle("main.py", "print('hi')\n", bundle, sizeof(bundle));
-    doc = cli_run(args);
-    cr_assert_str_eq(str_at(doc, "status", NULL), "success", "%s", str_at(doc, "error", "message"));
-    facts = cJSON_GetObjectItemCaseSensitive(first_probe(doc), "facts");
     cr_expect_str_eq(str_at(facts, "verification", "status"), "verified");
     for (size_t i = 0; i < CORDON_LIMIT_KEYS_COUNT; i++) {
         cr_expect_str_eq(limit_status(facts, cordon_limit_keys[i], "status"), "not_run", "%s",
@@ -773,25 +777,18 @@ Test(runc, cli_a_provider_refusing_the_small_limits_is_still_verified)
     cJSON_Delete(doc);
 }
 
-/* fsizelax.so gives a 256 MiB disk and runs every program under a 512 KiB
- * per-file limit with SIGXFSZ ignored: a per-file limit is not a budget,
- * and the fill, file after file, shows it. */
+/* fsizelax.so gives a 256 MiB disk and runs the limit checks under a
+ * 512 KiB per-file limit (prlimit --fsize): a per-file limit is not a
+ * budget, and the fill, file after file, shows it. (Before, SIGXFSZ
+ * killed the observer and every limit went unjudged, at no cost.) */
 Test(runc, cli_refuses_a_per_file_limit_passed_off_as_the_disk_budget)
 {
-    char bundle[PATH_MAX + 32];
-    const char *args[] = { "--provider", "fsizelax", bundle, NULL };
-    const cJSON *rec;
-    cJSON *doc;
+    const cJSON *facts;
+    cJSON *doc = run_refused("fsizelax", "limits/disk_bytes", &facts);
 
-    require_setup();
-    write_bundle("main.py", "print('never runs')\n", bundle, sizeof(bundle));
-    doc = cli_run(args);
-    rec = refused_for(doc, "limits/disk_bytes");
-    cr_expect_str_eq(limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "disk_bytes", "status"),
-                     "disproved", "%s", limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "disk_bytes",
-                                                     "detail"));
-    cr_expect_str_eq(limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "pids", "status"), "held",
-                     "%s", limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "pids", "detail"));
+    cr_expect_str_eq(limit_status(facts, "disk_bytes", "status"), "disproved", "%s",
+                     limit_status(facts, "disk_bytes", "detail"));
+    cr_expect_str_eq(limit_status(facts, "pids", "status"), "held", "%s", limit_status(facts, "pids", "detail"));
     cJSON_Delete(doc);
 }
 

@@ -109,17 +109,30 @@ static const char *field(const cJSON *facts, const char *key, const char *name)
         cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(facts, "limits_verified"), key), name));
 }
 
+/* Facts (facts_json) after merging the observation obs_json, each
+ * disproved limit appended to disproved. */
+static cJSON *merged(const char *facts_json, const char *obs_json, cJSON *disproved)
+{
+    cJSON *facts = cJSON_Parse(facts_json), *obs = cJSON_Parse(obs_json);
+
+    cr_assert_not_null(facts, "bad facts: %s", facts_json);
+    cr_assert_not_null(obs, "bad observation: %s", obs_json);
+    cr_assert(cordon__verify_merge_limits(facts, obs, disproved));
+    cJSON_Delete(obs);
+    return facts;
+}
+
 Test(observe_limits, a_limit_seen_not_to_hold_is_a_disproved_claim_named_by_its_field)
 {
-    cJSON *facts = cJSON_Parse("{\"limits_enforced\": [\"cpus\", \"memory_bytes\", \"disk_bytes\", \"pids\"],"
-                               " \"limits_enforcement\": {\"memory_bytes\": \"cgroup\", \"pids\": \"cgroup\"}}");
-    cJSON *obs = cJSON_Parse("{\"limits\": {\"memory_bytes\": {\"status\": \"disproved\", \"detail\": \"75 MiB\"},"
-                             " \"pids\": {\"status\": \"held\", \"detail\": \"EAGAIN\"},"
-                             " \"cpus\": {\"status\": \"fine\", \"detail\": \"a word the host never writes\"}}}");
     cJSON *disproved = cJSON_CreateArray();
+    cJSON *facts = merged("{\"limits_enforced\": [\"cpus\", \"memory_bytes\", \"disk_bytes\", \"pids\"],"
+                          " \"limits_enforcement\": {\"memory_bytes\": \"cgroup\", \"pids\": \"cgroup\"}}",
+                          "{\"limits\": {\"memory_bytes\": {\"status\": \"disproved\", \"detail\": \"75 MiB\"},"
+                          " \"pids\": {\"status\": \"held\", \"detail\": \"EAGAIN\"},"
+                          " \"cpus\": {\"status\": \"fine\", \"detail\": \"a word the host never writes\"}}}",
+                          disproved);
     const cJSON *d;
 
-    cr_assert(cordon__verify_merge_limits(facts, obs, disproved));
     cr_expect_str_eq(field(facts, "memory_bytes", "status"), "disproved");
     cr_expect_str_eq(field(facts, "memory_bytes", "detail"), "75 MiB");
     cr_expect_str_eq(field(facts, "memory_bytes", "enforced_by"), "cgroup");
@@ -134,7 +147,6 @@ Test(observe_limits, a_limit_seen_not_to_hold_is_a_disproved_claim_named_by_its_
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(d, "check")), "memory_bytes");
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(d, "detail")), "75 MiB");
     cJSON_Delete(facts);
-    cJSON_Delete(obs);
     cJSON_Delete(disproved);
 }
 
@@ -143,7 +155,7 @@ Test(observe_limits, without_an_observation_every_limit_is_not_run_and_nothing_d
     static const char *const keys[] = { "cpus", "memory_bytes", "disk_bytes", "pids", "runtime_ms",
                                         "max_output_bytes" };
     cJSON *facts = cJSON_Parse("{\"limits_enforced\": [\"cpus\", \"memory_bytes\", \"disk_bytes\", \"pids\","
-                               " \"runtime_ms\", \"max_output_bytes\"]}");
+                          " \"runtime_ms\", \"max_output_bytes\"]}");
     cJSON *disproved = cJSON_CreateArray();
 
     cr_assert(cordon__verify_merge_limits(facts, NULL, disproved));
@@ -175,15 +187,15 @@ Test(observe_limits, a_check_that_did_not_report_is_marked_unreported)
  * nothing disproved. */
 Test(observe_limits, a_limit_the_provider_does_not_claim_is_not_claimed_not_disproved)
 {
-    cJSON *facts = cJSON_Parse("{\"limits_enforced\": [\"cpus\", \"memory_bytes\"],"
-                               " \"limits_enforcement\": {\"cpus\": \"none\", \"memory_bytes\": \"cgroup\"}}");
-    cJSON *obs = cJSON_Parse("{\"limits\": {\"cpus\": {\"status\": \"disproved\", \"detail\": \"1.9 cpus\"},"
-                             " \"pids\": {\"status\": \"disproved\", \"detail\": \"84 children\", \"asked\": 64},"
-                             " \"memory_bytes\": {\"status\": \"held\", \"detail\": \"killed\", \"asked\": 52428800}}}");
     cJSON *disproved = cJSON_CreateArray();
+    cJSON *facts = merged("{\"limits_enforced\": [\"cpus\", \"memory_bytes\"],"
+                          " \"limits_enforcement\": {\"cpus\": \"none\", \"memory_bytes\": \"cgroup\"}}",
+                          "{\"limits\": {\"cpus\": {\"status\": \"disproved\", \"detail\": \"1.9 cpus\"},"
+                          " \"pids\": {\"status\": \"disproved\", \"detail\": \"84 children\", \"asked\": 64},"
+                          " \"memory_bytes\": {\"status\": \"held\", \"detail\": \"killed\", \"asked\": 52428800}}}",
+                          disproved);
     const cJSON *pids;
 
-    cr_assert(cordon__verify_merge_limits(facts, obs, disproved));
     cr_expect_str_eq(field(facts, "cpus", "status"), "not_claimed");
     cr_expect_str_eq(field(facts, "cpus", "observed"), "disproved");
     cr_expect_str_eq(field(facts, "pids", "status"), "not_claimed");
@@ -192,7 +204,6 @@ Test(observe_limits, a_limit_the_provider_does_not_claim_is_not_claimed_not_disp
     cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(pids, "asked")), 64, "what was asked is kept");
     cr_expect_eq(cJSON_GetArraySize(disproved), 0, "nothing promised, nothing disproved");
     cJSON_Delete(facts);
-    cJSON_Delete(obs);
     cJSON_Delete(disproved);
 }
 
@@ -202,15 +213,15 @@ Test(observe_limits, a_limit_the_provider_does_not_claim_is_not_claimed_not_disp
  * never tried on purpose (the deadline) does not. */
 Test(observe_limits, an_enforced_limit_whose_check_did_not_report_is_disproved)
 {
-    cJSON *facts = cJSON_Parse("{\"limits_enforced\": [\"memory_bytes\", \"runtime_ms\", \"pids\"]}");
-    cJSON *obs = cJSON_Parse("{\"limits\": {\"memory_bytes\": {\"status\": \"not_run\", \"detail\": \"not "
-                             "reported\", \"unreported\": true}, \"runtime_ms\": {\"status\": \"not_run\","
-                             " \"detail\": \"not waited out\"}, \"pids\": {\"status\": \"not_run\", \"detail\":"
-                             " \"the sandbox is not contained\"}}}");
     cJSON *disproved = cJSON_CreateArray();
+    cJSON *facts = merged("{\"limits_enforced\": [\"memory_bytes\", \"runtime_ms\", \"pids\"]}",
+                          "{\"limits\": {\"memory_bytes\": {\"status\": \"not_run\", \"detail\": \"not "
+                          "reported\", \"unreported\": true}, \"runtime_ms\": {\"status\": \"not_run\","
+                          " \"detail\": \"not waited out\"}, \"pids\": {\"status\": \"not_run\", \"detail\":"
+                          " \"the sandbox is not contained\"}}}",
+                          disproved);
     const cJSON *d;
 
-    cr_assert(cordon__verify_merge_limits(facts, obs, disproved));
     cr_expect_str_eq(field(facts, "memory_bytes", "status"), "not_run");
     cr_assert_eq(cJSON_GetArraySize(disproved), 1);
     d = cJSON_GetArrayItem(disproved, 0);
@@ -218,7 +229,6 @@ Test(observe_limits, an_enforced_limit_whose_check_did_not_report_is_disproved)
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(d, "check")), "limits_not_observed");
     cr_expect(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(d, "detail")), "memory_bytes") != NULL);
     cJSON_Delete(facts);
-    cJSON_Delete(obs);
     cJSON_Delete(disproved);
 }
 
