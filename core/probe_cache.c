@@ -89,7 +89,8 @@ out:
  * The cache key: the provider file's content digest (a rebuilt or replaced
  * .so is verified again even with the same path, size and mtime), its
  * version, the config (which carries the image) and its image again on its
- * own line, and the observer's content digest.
+ * own line, the observer's content digest, and the version of the host's
+ * judging rules (CORDON_VERIFY_JUDGE_VERSION).
  */
 static int cache_key(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON *config,
                      char ret_key[65])
@@ -103,8 +104,9 @@ static int cache_key(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJS
     r = cordon__json_canonical(config, &canon, NULL);
     if (r < 0)
         return r;
-    if (asprintf(&text, "so sha256:%s\nversion %s\nobserver sha256:%s\nimage %s\nconfig %s", so,
-                 p->vt.version, ob, cJSON_IsString(image) ? image->valuestring : "-", canon) < 0) {
+    if (asprintf(&text, "so sha256:%s\nversion %s\nobserver sha256:%s\nimage %s\nconfig %s\njudge %d", so,
+                 p->vt.version, ob, cJSON_IsString(image) ? image->valuestring : "-", canon,
+                 CORDON_VERIFY_JUDGE_VERSION) < 0) {
         free(canon);
         return CORDON_E_NOMEM;
     }
@@ -148,6 +150,14 @@ static cJSON *cache_get(struct cordon_ctx *ctx, const char *name)
     if (cordon_fs_read_file(dfd, name, CORDON_FACTS_MAX_BYTES, &text, &len, NULL) < 0)
         goto out;
     cordon_facts_parse_valid(text, &facts, NULL);
+    /* Facts judged by other rules than this host's are judged again, even
+     * under a key that matches. */
+    if (facts != NULL &&
+        cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(facts, "verification"),
+                                                              "judge_version")) != CORDON_VERIFY_JUDGE_VERSION) {
+        cJSON_Delete(facts);
+        facts = NULL;
+    }
 out:
     free(text);
     if (fd >= 0)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/json.h>
 #include "core/abi.h"
@@ -165,6 +166,25 @@ static cJSON *check_facts(const cJSON *facts, const struct cordon__select_opts *
             snprintf(detail, sizeof(detail), "isolation required: %s was not observed true", axes[i]);
             skip = skip_new("capability_mismatch", detail);
             snprintf(detail, sizeof(detail), "isolation.%s", axes[i]);
+            cJSON_AddStringToObject(skip, "key", detail);
+            cJSON_AddBoolToObject(skip, "wanted", true);
+            cJSON_AddBoolToObject(skip, "observed", false);
+            return skip;
+        }
+        /* A limit the provider does not claim to enforce is never a lie
+         * (limits_verified says not_claimed); but every execution asks
+         * for all six, and isolation required wants each one enforced. */
+        for (size_t i = 0; i < CORDON_LIMIT_KEYS_COUNT; i++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(facts, "limits_verified"), cordon_limit_keys[i]);
+            const cJSON *st = cJSON_GetObjectItemCaseSensitive(v, "status");
+
+            if (!cJSON_IsString(st) || strcmp(st->valuestring, "not_claimed") != 0)
+                continue;
+            snprintf(detail, sizeof(detail), "isolation required: the provider does not enforce %s",
+                     cordon_limit_keys[i]);
+            skip = skip_new("capability_mismatch", detail);
+            snprintf(detail, sizeof(detail), "limits_enforced.%s", cordon_limit_keys[i]);
             cJSON_AddStringToObject(skip, "key", detail);
             cJSON_AddBoolToObject(skip, "wanted", true);
             cJSON_AddBoolToObject(skip, "observed", false);

@@ -8,6 +8,7 @@
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/observe.h>
+#include <cordon/text.h>
 #include "core/verify.h"
 
 static const char *const axes[] = {
@@ -44,12 +45,30 @@ static bool add_disproved(cJSON *list, const char *axis, const char *check, cons
            cJSON_AddStringToObject(d, "detail", detail);
 }
 
+/* Does the provider claim to enforce key: in limits_enforced, and not
+ * "none" in limits_enforcement. */
+static bool limit_claimed(const cJSON *facts, const char *key)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(facts, "limits_enforced"), *item;
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(facts, "limits_enforcement"),
+                                                       key);
+    bool listed = false;
+
+    cJSON_ArrayForEach(item, list)
+        listed = listed || (cJSON_IsString(item) && strcmp(item->valuestring, key) == 0);
+    return listed && !(cJSON_IsString(by) && strcmp(by->valuestring, "none") == 0);
+}
+
 /*
- * limits_verified: the host's verdict on each of the six limits, with the
- * provider's own word for how it enforces it (limits_enforcement), and
- * every limit the host saw not hold named in disproved, axis "limits".
- * Accepting a spec with a limit is the claim: a provider that cannot
- * enforce one must refuse the provision.
+ * limits_verified: the host's verdict on each of the six limits, with what
+ * the probe asked, and the provider's own word for how it enforces it
+ * (limits_enforcement). Accepting a spec with a limit the provider claims
+ * to enforce is the claim: every such limit the host saw not hold is named
+ * in disproved, axis "limits", check its key; so is one whose check did
+ * not report though the sandbox was contained (check "limits_not_observed"),
+ * since a provider could fail just that exec. A limit it does not claim
+ * (absent from limits_enforced, or "none") is "not_claimed", whatever was
+ * seen ("observed" keeps it): it promised nothing.
  */
 bool cordon__verify_merge_limits(cJSON *facts, const cJSON *observation, cJSON *disproved)
 {
@@ -62,18 +81,32 @@ bool cordon__verify_merge_limits(cJSON *facts, const cJSON *observation, cJSON *
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(seen, key);
         const cJSON *status = cJSON_GetObjectItemCaseSensitive(v, "status");
         const cJSON *detail = cJSON_GetObjectItemCaseSensitive(v, "detail");
+        const cJSON *asked = cJSON_GetObjectItemCaseSensitive(v, "asked");
         const cJSON *by = cJSON_GetObjectItemCaseSensitive(how, key);
         const char *st = cJSON_IsString(status) ? status->valuestring : "not_run";
         const char *dt = cJSON_IsString(detail) ? detail->valuestring : "not observed";
+        bool claimed = limit_claimed(facts, key), ok;
         cJSON *o = cJSON_AddObjectToObject(out, key);
+        char why[400];
 
         /* Only the three words the host writes; anything else was not run. */
         if (strcmp(st, "held") != 0 && strcmp(st, "disproved") != 0)
             st = "not_run";
-        if (o == NULL || !cJSON_AddStringToObject(o, "status", st) || !cJSON_AddStringToObject(o, "detail", dt) ||
-            (cJSON_IsString(by) ? !cJSON_AddStringToObject(o, "enforced_by", by->valuestring)
-                                : !cJSON_AddNullToObject(o, "enforced_by")) ||
-            (strcmp(st, "disproved") == 0 && !add_disproved(disproved, "limits", key, dt))) {
+        ok = o != NULL && cJSON_AddStringToObject(o, "status", claimed ? st : "not_claimed") &&
+             cJSON_AddStringToObject(o, "detail", dt) &&
+             (claimed || cJSON_AddStringToObject(o, "observed", st)) &&
+             (cJSON_IsNumber(asked) ? cJSON_AddNumberToObject(o, "asked", asked->valuedouble) != NULL
+                                    : cJSON_AddNullToObject(o, "asked") != NULL) &&
+             (cJSON_IsString(by) ? cJSON_AddStringToObject(o, "enforced_by", by->valuestring) != NULL
+                                 : cJSON_AddNullToObject(o, "enforced_by") != NULL);
+        if (ok && claimed && strcmp(st, "disproved") == 0)
+            ok = add_disproved(disproved, "limits", key, dt);
+        if (ok && claimed && strcmp(st, "not_run") == 0 &&
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "unreported"))) {
+            snprintf(why, sizeof(why), "%s: %.*s", key, cordon_text_fit(dt, 300), dt);
+            ok = add_disproved(disproved, "limits", "limits_not_observed", why);
+        }
+        if (!ok) {
             cJSON_Delete(out);
             return false;
         }
@@ -174,7 +207,8 @@ static int merge(cJSON *facts, const cJSON *claim, const cJSON *observation, con
     if (!cJSON_AddStringToObject(v, "status", cJSON_GetArraySize(disproved) > 0 ? "disproved" : "verified") ||
         !cJSON_AddStringToObject(v, "verified_by", CORDON_VERIFIED_BY) ||
         !cJSON_AddStringToObject(v, "observation_digest", digest) ||
-        !cJSON_AddStringToObject(v, "observed_network", net->valuestring))
+        !cJSON_AddStringToObject(v, "observed_network", net->valuestring) ||
+        !cJSON_AddNumberToObject(v, "judge_version", CORDON_VERIFY_JUDGE_VERSION))
         goto nomem;
     replace(facts, "isolation", iso);
     replace(facts, "verified_by", cJSON_CreateString(CORDON_VERIFIED_BY));

@@ -16,6 +16,12 @@
 
 #define CORDON_VERIFIED_BY "cordon-host"
 
+/* The version of the host's judging rules (the limit checks' thresholds
+ * and words, sdk/observe-limits.c; the merge below): part of the probe
+ * cache's key and of every verification record, so that facts judged by
+ * older rules are judged again. Bump it with any change to those rules. */
+#define CORDON_VERIFY_JUDGE_VERSION 2
+
 /*
  * Verify the claim in facts (full, validated facts of p under config;
  * borrowed, rewritten in place) and record the outcome:
@@ -28,9 +34,12 @@
  *                          "verified_by", "observation_digest",
  *                          "disproved": [{"axis", "check", "detail"}...],
  *                          "reason" (unverified only)}
- *   "limits_verified"     per limit {"status": "held" | "disproved" | "not_run",
- *                          "detail", "enforced_by"}; a disproved limit is in
- *                          "disproved" as {"axis": "limits", "check": KEY}
+ *   "limits_verified"     per limit {"status": "held" | "disproved" | "not_run"
+ *                          | "not_claimed", "detail", "asked", "enforced_by"
+ *                          (+ "observed" when not_claimed)}; a disproved
+ *                          limit the provider claims is in "disproved" as
+ *                          {"axis": "limits", "check": KEY}, one whose check
+ *                          did not report as check "limits_not_observed"
  * Facts that say unavailable are left alone. A failed observation is not
  * an error: it makes the facts "unverified" (every axis false) with the
  * reason. Returns a negative CORDON_E_* only when out of memory.

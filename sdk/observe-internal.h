@@ -32,21 +32,33 @@ int cordon__observe_drive(const struct cordon_observe_opts *opts, const char *st
 
 /* ---- sdk/observe-limits.c ------------------------------------------------ */
 
-/* The small limits the probe execution gets with CORDON_OBSERVE_CHECK_LIMITS. */
-extern const struct cordon_limits cordon__observe_small_limits;
+/* The small limits the probe execution gets with CORDON_OBSERVE_CHECK_LIMITS,
+ * drawn afresh (getrandom) within fixed ranges; fails only when getrandom
+ * does. */
+int cordon__observe_small_limits(struct cordon_limits *ret, struct cordon_error *err);
 
 /* The verdicts on the observer's --limits report r (borrowed) into limits:
  * disk_bytes, memory_bytes, pids, cpus and runtime_ms (not_run). False
  * only when out of memory. */
 bool cordon__observe_limits_judge(const cJSON *r, cJSON *limits);
 
-/* The "limits" of an observation: every limit not_run unless iso (the
- * comparison's isolation) shows the sandbox contained, else the observer's
- * --limits run and an output flood in the execution state, judged.
- * *ret_limits is the caller's (cJSON_Delete); fails only for memory. */
+/* The "limits" of an observation: every limit not_run when the provider
+ * refused the small limits (refused: its message; the execution then has
+ * the ordinary ones) or iso (the comparison's isolation) does not show the
+ * sandbox contained, else the observer's --limits run against small and an
+ * output flood in the execution state, judged. A check that should have
+ * reported and did not is "unreported": true. Each verdict carries what
+ * was "asked". *ret_limits is the caller's (cJSON_Delete); fails only for
+ * memory. */
 int cordon__observe_limits(const struct cordon_observe_opts *opts, const char *state, const char *argv0,
-                           const char *ns_arg, uint64_t timeout_ms, const cJSON *iso, cJSON **ret_limits,
-                           struct cordon_error *err);
+                           const char *ns_arg, uint64_t timeout_ms, const cJSON *iso,
+                           const struct cordon_limits *small, const char *refused, cJSON **ret_limits,
+                           bool *ret_flood, struct cordon_error *err);
+/* The output check, when *ret_flood said so, after every other exec of
+ * the observation: its verdict replaces max_output_bytes in limits. False
+ * only when out of memory. */
+bool cordon__observe_limits_output(const struct cordon_observe_opts *opts, const char *state, const char *argv0,
+                                   uint64_t timeout_ms, uint64_t budget, cJSON *limits);
 
 /* ---- sdk/observe-land.c -------------------------------------------------- */
 

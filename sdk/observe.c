@@ -258,19 +258,21 @@ static bool check_limits(const struct cordon_observe_opts *opts)
            (opts->flags & CORDON_OBSERVE_CHECK_LIMITS) != 0;
 }
 
-static int build_spec(const struct cordon_observe_opts *opts, const char *execution_id, char **ret,
-                      struct cordon_error *err)
+/* The ordinary resources: enough for the observer, small enough anywhere.
+ * Also what a provider that refuses the small limits gets. */
+static const struct cordon_limits ordinary_limits = { 1, 256u << 20, 64u << 20, 128, OBSERVE_LIFETIME_MS,
+                                                      1u << 20 };
+
+static int build_spec(const struct cordon_observe_opts *opts, const char *execution_id,
+                      const struct cordon_limits *limits, char **ret, struct cordon_error *err)
 {
-    /* Fixed resources: enough for the observer, small enough anywhere. */
-    static const struct cordon_limits limits = { 1, 256u << 20, 64u << 20, 128, OBSERVE_LIFETIME_MS,
-                                                 1u << 20 };
     struct cordon_spec spec;
     cJSON *env = NULL;
     int rc = 0;
 
     cordon_spec_init(&spec);
     snprintf(spec.execution_id, sizeof(spec.execution_id), "%s", execution_id);
-    spec.resources = check_limits(opts) ? cordon__observe_small_limits : limits;
+    spec.resources = *limits;
     spec.layout = CORDON_SPEC_LAYOUT_HOST;
     spec.expires_at_ms = cordon_now_wall_ms() + OBSERVE_LIFETIME_MS;
     rc = cordon_spec_set_image(&spec, opts->image, err);
@@ -618,8 +620,10 @@ int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json, 
     char canary_dir[64] = "", canary_path[96], token[33], pid_token[33], exec_hex[25], execution_id[32];
     char ns_arg[512], pid_arg[24], observer_argv0[80];
     cJSON *ns = NULL, *view = NULL, *report = NULL, *toolchains = NULL, *limits = NULL, *iso = NULL, *boundary;
-    char *spec = NULL, *state = NULL, *result = NULL;
     struct cordon_error perr;
+    char *spec = NULL, *state = NULL, *result = NULL, refused[sizeof(perr.message)] = "";
+    struct cordon_limits small = ordinary_limits;
+    bool flood = false;
     uint64_t timeout_ms, before_ms = 0, after_ms = 0;
     pid_t canary = -1;
     int tar_fd = -1, rc;
@@ -659,10 +663,29 @@ int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json, 
         goto out;
     }
 
-    /* (b) provision exactly as a user's execution would be. */
-    if ((rc = build_spec(opts, execution_id, &spec, err)) < 0)
+    /* (b) provision exactly as a user's execution would be, with the small
+     * limits drawn for this probe. A provider that refuses them (a VM with
+     * a memory floor) gets the ordinary ones once: its isolation is still
+     * observed, and its limits are not_run with its refusal. */
+    if (check_limits(opts) && (rc = cordon__observe_small_limits(&small, err)) < 0)
+        goto out;
+    if ((rc = build_spec(opts, execution_id, &small, &spec, err)) < 0)
         goto out;
     rc = opts->provider->provision(opts->resource, spec, &state, &perr);
+    if (check_limits(opts) && (rc < 0 || state == NULL)) {
+        snprintf(refused, sizeof(refused), "%s", rc < 0 ? perr.message : "no state returned");
+        if (state != NULL)
+            opts->host->free(state);
+        state = NULL;
+        if (opts->provider->reclaim != NULL)
+            opts->provider->reclaim(opts->resource, execution_id, &perr);
+        free(spec);
+        spec = NULL;
+        cordon_error_init(&perr);
+        if ((rc = build_spec(opts, execution_id, &ordinary_limits, &spec, err)) < 0)
+            goto out;
+        rc = opts->provider->provision(opts->resource, spec, &state, &perr);
+    }
     if (rc < 0 || state == NULL) {
         rc = cordon_error_set(err, rc < 0 ? rc : CORDON_E_PROVIDER, perr.os_errno,
                               "observe: provision failed: %s", rc < 0 ? perr.message : "no state returned");
@@ -722,18 +745,24 @@ int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json, 
         goto out;
     }
 
-    /* (f) toolchain versions, inside the same execution. */
+    /* (f) compare, then the limits once the comparison showed them safe
+     * to try, in the execution still running, before any program of the
+     * image runs; (g) the toolchain versions; (h) the output check last,
+     * since an output_limit may take the execution's process tree down;
+     * teardown follows below on every path. */
+    if ((rc = compare(report, view, &iso, err)) < 0 ||
+        (check_limits(opts) &&
+         (rc = cordon__observe_limits(opts, state, observer_argv0, ns_arg, timeout_ms, iso, &small,
+                                      refused[0] != '\0' ? refused : NULL, &limits, &flood, err)) < 0))
+        goto out;
     for (size_t i = 0; i < ntools; i++)
         if ((rc = probe_toolchain(opts, state, tool_idx[i], timeout_ms, toolchains, err)) < 0)
             goto out;
-
-    /* (h) compare, (f2) the limits once the comparison showed them safe
-     * to try, in the execution still running; (g) teardown follows below
-     * on every path. */
-    if ((rc = compare(report, view, &iso, err)) < 0 ||
-        (check_limits(opts) &&
-         (rc = cordon__observe_limits(opts, state, observer_argv0, ns_arg, timeout_ms, iso, &limits, err)) < 0))
+    if (flood && !cordon__observe_limits_output(opts, state, observer_argv0, timeout_ms, small.max_output_bytes,
+                                                limits)) {
+        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
         goto out;
+    }
     rc = assemble(report, view, iso, toolchains, limits, &result, err);
 out:
     if (state != NULL) {

@@ -16,6 +16,7 @@
  * observer's own refusal is the second lock, for a host or a provider that
  * gets the order wrong.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -187,45 +189,185 @@ static bool pseudo_fs(const char *t)
     return false;
 }
 
+/* A fill writes files of at most FILL_FILE bytes: a per-file limit
+ * (RLIMIT_FSIZE, EFBIG) only ends one file, the next one goes on, so only a
+ * budget of the whole mount stops the fill. */
+#define FILL_FILE (1ull << 20)
+/* Files per mount before the fill gives up (EFBIG): 1 GiB + 1 MiB in files
+ * of 1 MiB is 1025; only a per-file limit far below 1 MiB reaches it. */
+#define FILL_MAX_FILES 2048u
+#define FILL_DEPTH_DIRS 256u
+
 struct fill {
-    char path[PATH_MAX];
+    char dir[PATH_MAX];
+    char name[40]; /* ".cordon-fill-<hex>"; files are name-0, name-1, ... */
     unsigned long long written;
-    int err; /* why it stopped; 0: the cap */
-    bool made;
+    unsigned files; /* made so far, each removed at the end */
+    int err;        /* why it stopped; 0: the cap */
 };
 
-/* Write into dir until the file system says stop or cap bytes are written. */
-static void fill_one(struct fill *f, const char *dir, unsigned long long cap)
+static void fill_file_path(const struct fill *f, unsigned i, char *out, size_t size)
+{
+    snprintf(out, size, "%s%s%s-%u", f->dir, strcmp(f->dir, "/") == 0 ? "" : "/", f->name, i);
+}
+
+/* Write into f->dir, file after file, until the file system says stop
+ * (ENOSPC, EDQUOT, or a new file that takes nothing) or cap bytes are
+ * written. EFBIG ends a file, never the fill. */
+static void fill_one(struct fill *f, unsigned long long cap)
 {
     static char chunk[FILL_CHUNK];
-    char hex[17];
+    char hex[17], path[PATH_MAX + 64];
+
+    for (size_t i = 0; i < 8; i++)
+        snprintf(hex + 2 * i, 3, "%02x", (unsigned)(rand() & 0xff));
+    snprintf(f->name, sizeof(f->name), ".cordon-fill-%s", hex);
+    memset(chunk, 0x5a, sizeof(chunk));
+    while (f->written < cap && f->err == 0) {
+        unsigned long long in_file = 0;
+        int fd;
+
+        if (f->files >= FILL_MAX_FILES) {
+            f->err = EFBIG;
+            break;
+        }
+        fill_file_path(f, f->files, path, sizeof(path));
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            f->err = errno;
+            break;
+        }
+        f->files++;
+        while (in_file < FILL_FILE && f->written < cap) {
+            unsigned long long left = cap - f->written < FILL_FILE - in_file ? cap - f->written
+                                                                             : FILL_FILE - in_file;
+            ssize_t n = write(fd, chunk, left < FILL_CHUNK ? (size_t)left : FILL_CHUNK);
+
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                /* A file that took nothing at all: the mount is full, or a
+                 * per-file limit lets no file grow (then EFBIG reaches the
+                 * host, which counts it as no stop). */
+                if (n < 0 && errno == EFBIG && in_file > 0)
+                    break;
+                f->err = n < 0 ? errno : ENOSPC;
+                break;
+            }
+            in_file += (unsigned long long)n;
+            f->written += (unsigned long long)n;
+        }
+        /* Space a file system only reserved may fail at close. */
+        if (close(fd) != 0 && f->err == 0)
+            f->err = errno;
+    }
+}
+
+/* Can this uid make a file in dir? (Asked with a test file, since access()
+ * answers for the real uid and knows nothing of read-only binds.) */
+static bool dir_writable(const char *dir)
+{
+    char path[PATH_MAX + 64], hex[17];
     int fd;
 
     for (size_t i = 0; i < 8; i++)
         snprintf(hex + 2 * i, 3, "%02x", (unsigned)(rand() & 0xff));
-    snprintf(f->path, sizeof(f->path), "%s%s.cordon-fill-%s", dir, strcmp(dir, "/") == 0 ? "" : "/", hex);
-    fd = open(f->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
-        f->err = errno;
-        return;
-    }
-    f->made = true;
-    memset(chunk, 0x5a, sizeof(chunk));
-    while (f->written < cap) {
-        size_t want = cap - f->written < FILL_CHUNK ? (size_t)(cap - f->written) : FILL_CHUNK;
-        ssize_t n = write(fd, chunk, want);
+    snprintf(path, sizeof(path), "%s%s.cordon-try-%s", dir, strcmp(dir, "/") == 0 ? "" : "/", hex);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return false;
+    close(fd);
+    unlink(path);
+    return true;
+}
 
-        if (n < 0 && errno == EINTR)
+/* dir is a directory of the mount at point (the same device, below it). */
+static bool on_mount(const char *dir, const char *point, dev_t dev)
+{
+    size_t len = strlen(point);
+    struct stat st;
+
+    if (strcmp(point, "/") != 0 && (strncmp(dir, point, len) != 0 || (dir[len] != '/' && dir[len] != '\0')))
+        return false;
+    return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == dev;
+}
+
+static bool sticky_world_writable(const char *dir)
+{
+    struct stat st;
+
+    return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 01777;
+}
+
+/* A sticky 1777 directory at depth 1 or 2 below point, on its device,
+ * that this uid can write, into out; false when there is none. */
+static bool sticky_below(const char *point, dev_t dev, unsigned depth, char *out, size_t size)
+{
+    DIR *d = opendir(point);
+    struct dirent *e;
+    unsigned seen = 0;
+    bool found = false;
+
+    if (d == NULL)
+        return false;
+    while (!found && seen++ < FILL_DEPTH_DIRS && (e = readdir(d)) != NULL) {
+        char sub[PATH_MAX];
+
+        if (e->d_name[0] == '.' && (e->d_name[1] == '\0' || (e->d_name[1] == '.' && e->d_name[2] == '\0')))
             continue;
-        if (n <= 0) {
-            f->err = n < 0 ? errno : ENOSPC;
-            break;
+        if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)
+            continue;
+        if ((size_t)snprintf(sub, sizeof(sub), "%s%s%s", point, strcmp(point, "/") == 0 ? "" : "/",
+                             e->d_name) >= sizeof(sub) ||
+            !on_mount(sub, point, dev))
+            continue;
+        if (sticky_world_writable(sub) && dir_writable(sub)) {
+            snprintf(out, size, "%s", sub);
+            found = true;
+        } else if (depth > 1) {
+            found = sticky_below(sub, dev, depth - 1, out, size);
         }
-        f->written += (unsigned long long)n;
     }
-    /* Space a file system only reserved may fail at close. */
-    if (close(fd) != 0 && f->err == 0)
-        f->err = errno;
+    closedir(d);
+    return found;
+}
+
+/*
+ * Where this uid can write on the mount at point: the point itself, else
+ * the world-writable places a program would use (/tmp, /var/tmp, /dev/shm,
+ * $HOME) when they are on this mount, else a sticky 1777 directory at
+ * depth 2 at most. A mount whose root is root's but whose /var/tmp is
+ * anyone's stores a user's bytes all the same.
+ */
+static bool writable_place(const char *point, char *out, size_t size)
+{
+    const char *const common[] = { "/tmp", "/var/tmp", "/dev/shm", getenv("HOME") };
+    struct stat st;
+
+    if (dir_writable(point)) {
+        snprintf(out, size, "%s", point);
+        return true;
+    }
+    if (stat(point, &st) != 0)
+        return false;
+    for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++)
+        if (common[i] != NULL && common[i][0] == '/' && on_mount(common[i], point, st.st_dev) &&
+            dir_writable(common[i])) {
+            snprintf(out, size, "%s", common[i]);
+            return true;
+        }
+    return sticky_below(point, st.st_dev, 2, out, size);
+}
+
+static void fill_remove(const struct fill *f, int *unlink_errno)
+{
+    char path[PATH_MAX + 64];
+
+    for (unsigned i = 0; i < f->files; i++) {
+        fill_file_path(f, i, path, sizeof(path));
+        if (unlink(path) != 0 && *unlink_errno == 0)
+            *unlink_errno = errno;
+    }
 }
 
 /*
@@ -233,15 +375,18 @@ static void fill_one(struct fill *f, const char *dir, unsigned long long cap)
  * writable is the host's file, and is only reported), keeping every file
  * until all are filled, since two mounts may be one file system and one
  * budget. At most disk + DISK_MARGIN bytes in all. Every file made is
- * removed before the report is written.
+ * removed before the report is written. More than MAX_MOUNTS writable
+ * mounts are reported ("more_mounts"): the host cannot call a fill held
+ * that never tried the rest.
  */
 static void check_disk(struct cordon__jw *w, unsigned long long disk)
 {
     static struct fill fills[MAX_MOUNTS];
+    static char seen[MAX_MOUNTS][128];
     unsigned long long cap = disk + DISK_MARGIN, total = 0;
-    char point[PATH_MAX], fstype[64], seen[MAX_MOUNTS][128];
+    char point[PATH_MAX], fstype[64];
     size_t nfills = 0, nseen = 0;
-    bool rw, capped = false;
+    bool rw, capped = false, more = false;
     int unlink_errno = 0;
     FILE *f = fopen("/proc/self/mountinfo", "re");
 
@@ -252,7 +397,7 @@ static void check_disk(struct cordon__jw *w, unsigned long long disk)
     }
     srand((unsigned)(now_ms(CLOCK_MONOTONIC) ^ (uint64_t)getpid()));
     cordon__jw_open(w, "mounts", '[');
-    while (nfills < MAX_MOUNTS && mountinfo_next(f, point, sizeof(point), fstype, sizeof(fstype), &rw)) {
+    while (mountinfo_next(f, point, sizeof(point), fstype, sizeof(fstype), &rw)) {
         struct stat st;
         bool dup = false;
 
@@ -261,8 +406,12 @@ static void check_disk(struct cordon__jw *w, unsigned long long disk)
         /* The same point mounted twice: only the top one is visible. */
         for (size_t i = 0; i < nseen; i++)
             dup = dup || strcmp(seen[i], point) == 0;
-        if (dup || nseen >= MAX_MOUNTS)
+        if (dup)
             continue;
+        if (nseen >= MAX_MOUNTS || nfills >= MAX_MOUNTS) {
+            more = true;
+            break;
+        }
         snprintf(seen[nseen++], sizeof(seen[0]), "%s", point);
         cordon__jw_open(w, NULL, '{');
         cordon__jw_string(w, "path", point);
@@ -273,25 +422,34 @@ static void check_disk(struct cordon__jw *w, unsigned long long disk)
             capped = true;
             cordon__jw_string(w, "skipped", "the cap was reached");
         } else {
-            struct fill *fl = &fills[nfills++];
+            struct fill *fl = &fills[nfills];
 
-            fill_one(fl, point, cap - total);
-            total += fl->written;
-            capped = capped || total >= cap;
-            cordon__jw_uint(w, "written", fl->written);
-            cordon__jw_bool(w, "made", fl->made);
-            if (fl->err != 0)
-                cordon__jw_errno(w, fl->err);
+            memset(fl, 0, sizeof(*fl));
+            if (!writable_place(point, fl->dir, sizeof(fl->dir))) {
+                cordon__jw_string(w, "skipped", "no place this uid can write");
+            } else {
+                nfills++;
+                fill_one(fl, cap - total);
+                total += fl->written;
+                capped = capped || total >= cap;
+                if (strcmp(fl->dir, point) != 0)
+                    cordon__jw_string(w, "into", fl->dir);
+                cordon__jw_uint(w, "written", fl->written);
+                cordon__jw_uint(w, "files", fl->files);
+                if (fl->err != 0)
+                    cordon__jw_errno(w, fl->err);
+            }
         }
         cordon__jw_close(w, '}');
     }
     fclose(f);
     cordon__jw_close(w, ']');
     for (size_t i = 0; i < nfills; i++)
-        if (fills[i].made && unlink(fills[i].path) != 0 && unlink_errno == 0)
-            unlink_errno = errno;
+        fill_remove(&fills[i], &unlink_errno);
     cordon__jw_uint(w, "written", total);
     cordon__jw_bool(w, "capped", capped);
+    cordon__jw_bool(w, "more_mounts", more);
+    cordon__jw_uint(w, "max_mounts", MAX_MOUNTS);
     cordon__jw_bool(w, "removed", unlink_errno == 0);
     cordon__jw_close(w, '}');
 }
@@ -387,19 +545,62 @@ static void check_memory(struct cordon__jw *w, unsigned long long memory)
 
 /* ---- cpus: spin, and compare CPU time with wall time ---------------------- */
 
+/*
+ * CPU_SPINNERS children spin for CPU_WINDOW_MS each, and their CPU time
+ * (RUSAGE_CHILDREN) is set against the wall time: one spinner shows at
+ * most 1.0 cpus, which a busy host may bring below what a small limit
+ * allows; two show about 2.0 where nothing limits them.
+ */
+#define CPU_SPINNERS 2u
+
+static uint64_t children_cpu_ms(void)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_CHILDREN, &ru) != 0)
+        return 0;
+    return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000u +
+           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000u;
+}
+
 static void check_cpus(struct cordon__jw *w, unsigned long long cpus_milli)
 {
-    uint64_t wall0 = now_ms(CLOCK_MONOTONIC), cpu0 = now_ms(CLOCK_PROCESS_CPUTIME_ID), wall, cpu;
-    volatile unsigned long spin = 0;
+    /* The earlier checks' children are in the sum already: only the
+     * difference is the spinners'. */
+    uint64_t cpu0 = children_cpu_ms(), wall0 = now_ms(CLOCK_MONOTONIC), wall, cpu;
+    pid_t kids[CPU_SPINNERS];
+    unsigned started = 0;
+    int fork_errno = 0;
 
-    do {
-        for (unsigned i = 0; i < 100000; i++)
-            spin++;
-        wall = now_ms(CLOCK_MONOTONIC) - wall0;
-    } while (wall < CPU_WINDOW_MS);
-    cpu = now_ms(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+    for (; started < CPU_SPINNERS; started++) {
+        pid_t pid = fork();
+
+        if (pid == 0) {
+            volatile unsigned long spin = 0;
+
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            do {
+                for (unsigned i = 0; i < 100000; i++)
+                    spin++;
+            } while (now_ms(CLOCK_MONOTONIC) - wall0 < CPU_WINDOW_MS);
+            _exit(0);
+        }
+        if (pid < 0) {
+            fork_errno = errno;
+            break;
+        }
+        kids[started] = pid;
+    }
+    for (unsigned i = 0; i < started; i++)
+        while (waitpid(kids[i], NULL, 0) < 0 && errno == EINTR)
+            ;
+    wall = now_ms(CLOCK_MONOTONIC) - wall0;
+    cpu = children_cpu_ms() - cpu0;
     cordon__jw_open(w, "cpus", '{');
     cordon__jw_uint(w, "limit_milli", cpus_milli);
+    cordon__jw_uint(w, "spinners", started);
+    if (fork_errno != 0)
+        cordon__jw_errno(w, fork_errno);
     cordon__jw_uint(w, "wall_ms", wall);
     cordon__jw_uint(w, "cpu_ms", cpu);
     cordon__jw_close(w, '}');
@@ -470,8 +671,11 @@ int cordon__limits_main(int argc, char **argv)
     }
     if (o.host_ns == NULL || o.disk == 0 || o.memory == 0 || o.pids == 0 || o.cpus_milli == 0)
         return limits_usage("--limits wants --host-ns, --disk, --memory, --pids and --cpus-milli");
+    /* A per-file size limit must end a file (EFBIG), not the observer
+     * and with it the whole report. */
+    signal(SIGXFSZ, SIG_IGN);
     cordon__jw_open(&w, NULL, '{');
-    cordon__jw_int(&w, "limits_version", 1);
+    cordon__jw_int(&w, "limits_version", 2);
     /* Tmpfs pages are memory too: disk first, its files gone before the
      * memory check; forks before the spin, so that no child competes. */
     if (contained(&w, o.host_ns)) {

@@ -141,6 +141,10 @@ Test(docker_cli, probe_sees_every_limit_of_docker_hold)
                          ?: "", "not_run");
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(limits, "pids"), "enforced_by"))
                          ?: "", "cgroup");
+    /* The pids asked were drawn for this probe, within their range. */
+    cr_expect(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(limits, "pids"), "asked")) >= 48 &&
+                  cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(limits, "pids"), "asked")) <= 80,
+              "pids asked: %s", out);
     cJSON_Delete(doc);
     free(out);
 }

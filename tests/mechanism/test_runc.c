@@ -51,6 +51,7 @@
 #include <cordon/provider.h>
 #include "core/abi.h"
 #include "sdk/drive.h"
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 #include "sdk/facts-validate.h"
 #include <cordon/sdk/fs.h>
@@ -686,9 +687,45 @@ Test(runc, cli_refuses_a_provider_whose_probe_is_confined_but_not_its_exec)
 
 /* ---- limits the host checks -------------------------------------------------------- */
 
+/* runc with a dodge of the host's limit checks (tests/fixtures/memlax.c),
+ * linked beside runc.so. */
+static const char *const lax_fixtures[] = { "memlax", "nolimits", "memfloor", "fsizelax" };
+
 static const char *limit_status(const cJSON *facts, const char *key, const char *field)
 {
     return str_at(cJSON_GetObjectItemCaseSensitive(facts, "limits_verified"), key, field);
+}
+
+/* cordon run --provider id, which succeeds; the run's document (the
+ * caller's) and the candidate's facts in it. */
+static cJSON *run_selected(const char *id, const cJSON **ret_facts)
+{
+    char bundle[PATH_MAX + 32];
+    const char *args[] = { "--provider", id, bundle, NULL };
+    cJSON *doc;
+
+    require_setup();
+    write_bundle("main.py", "print('hi')\n", bundle, sizeof(bundle));
+    doc = cli_run(args);
+    cr_assert_str_eq(str_at(doc, "status", NULL), "success", "%s", str_at(doc, "error", "message"));
+    *ret_facts = cJSON_GetObjectItemCaseSensitive(first_probe(doc), "facts");
+    return doc;
+}
+
+/* cordon run --provider id, refused with claims_disproved naming failed
+ * (refused_for); the run's document (the caller's) and the candidate's
+ * facts in it. */
+static cJSON *run_refused(const char *id, const char *failed, const cJSON **ret_facts)
+{
+    char bundle[PATH_MAX + 32];
+    const char *args[] = { "--provider", id, bundle, NULL };
+    cJSON *doc;
+
+    require_setup();
+    write_bundle("main.py", "print('never runs')\n", bundle, sizeof(bundle));
+    doc = cli_run(args);
+    *ret_facts = cJSON_GetObjectItemCaseSensitive(refused_for(doc, failed), "facts");
+    return doc;
 }
 
 /* The host's probe execution gets small limits and checks from inside
@@ -697,20 +734,25 @@ static const char *limit_status(const cJSON *facts, const char *key, const char 
 Test(runc, cli_host_sees_every_limit_of_runc_hold)
 {
     static const char *const held[] = { "cpus", "memory_bytes", "disk_bytes", "pids", "max_output_bytes" };
-    char bundle[PATH_MAX + 32];
-    const char *args[] = { "--provider", "runc", bundle, NULL };
     const cJSON *facts;
-    cJSON *doc;
+    cJSON *doc = run_selected("runc", &facts);
 
-    require_setup();
-    write_bundle("main.py", "print('hi')\n", bundle, sizeof(bundle));
-    doc = cli_run(args);
-    cr_assert_str_eq(str_at(doc, "status", NULL), "success", "%s", str_at(doc, "error", "message"));
-    facts = cJSON_GetObjectItemCaseSensitive(first_probe(doc), "facts");
     for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++)
         cr_expect_str_eq(limit_status(facts, held[i], "status"), "held", "%s: %s", held[i],
                          limit_status(facts, held[i], "detail"));
     cr_expect_str_eq(limit_status(facts, "runtime_ms", "status"), "not_run");
+    /* What was asked, drawn for this probe within its range. */
+    {
+        const cJSON *mem = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(facts, "limits_verified"), "memory_bytes");
+        double asked = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(mem, "asked"));
+
+        cr_expect(asked >= 48.0 * 1024 * 1024 && asked <= 96.0 * 1024 * 1024, "memory asked %.0f", asked);
+    }
+    /* runc's /dev is a read-write tmpfs only root may write: it stores
+     * nothing for this uid, and the detail says so. */
+    cr_expect(strstr(limit_status(facts, "disk_bytes", "detail"), "no place this uid can write: /dev") != NULL,
+              "%s", limit_status(facts, "disk_bytes", "detail"));
     cr_expect_str_eq(limit_status(facts, "memory_bytes", "enforced_by"), "cgroup");
     cr_expect_str_eq(limit_status(facts, "disk_bytes", "enforced_by"), "tmpfs_size");
     cr_expect_str_eq(limit_status(facts, "max_output_bytes", "enforced_by"), "host");
@@ -721,24 +763,63 @@ Test(runc, cli_host_sees_every_limit_of_runc_hold)
  * disproves memory_bytes and "isolation: required" refuses it. */
 Test(runc, cli_refuses_a_provider_that_does_not_apply_its_memory_limit)
 {
-    char bundle[PATH_MAX + 32];
-    const char *args[] = { "--provider", "memlax", bundle, NULL };
-    const cJSON *rec, *d;
+    const cJSON *facts, *d;
     bool named = false;
-    cJSON *doc;
+    cJSON *doc = run_refused("memlax", "limits/memory_bytes", &facts);
 
-    require_setup();
-    write_bundle("main.py", "print('never runs')\n", bundle, sizeof(bundle));
-    doc = cli_run(args);
-    rec = refused_for(doc, "limits/memory_bytes");
-    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rec, "skip"), "failed"))
+    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(first_probe(doc), "skip"),
+                                                            "failed"))
         named = named || (strcmp(str_at(d, "axis", NULL), "limits") == 0 &&
                           strcmp(str_at(d, "check", NULL), "memory_bytes") == 0);
     cr_expect(named, "skip.failed names limits/memory_bytes");
     /* Only the lie is disproved: its other limits are runc's and hold. */
-    cr_expect_str_eq(limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "memory_bytes", "status"),
-                     "disproved");
-    cr_expect_str_eq(limit_status(cJSON_GetObjectItemCaseSensitive(rec, "facts"), "pids", "status"), "held");
+    cr_expect_str_eq(limit_status(facts, "memory_bytes", "status"), "disproved");
+    cr_expect_str_eq(limit_status(facts, "pids", "status"), "held");
+    cJSON_Delete(doc);
+}
+
+/* nolimits.so fails the one exec that checks the limits: every limit it
+ * claims goes unobserved, which is a disproval, not a free not_run. */
+Test(runc, cli_refuses_a_provider_whose_limit_check_never_reports)
+{
+    const cJSON *facts;
+    cJSON *doc = run_refused("nolimits", "limits/limits_not_observed", &facts);
+
+    cr_expect_str_eq(limit_status(facts, "memory_bytes", "status"), "not_run");
+    cr_expect_str_eq(limit_status(facts, "runtime_ms", "status"), "not_run");
+    cJSON_Delete(doc);
+}
+
+/* memfloor.so refuses memory below 128 MiB, as a VM with a floor would:
+ * the host observes its isolation all the same, with the ordinary limits,
+ * and its limits are not_run with the refusal. */
+Test(runc, cli_a_provider_refusing_the_small_limits_is_still_verified)
+{
+    const cJSON *facts;
+    cJSON *doc = run_selected("memfloor", &facts);
+
+    cr_expect_str_eq(str_at(facts, "verification", "status"), "verified");
+    for (size_t i = 0; i < CORDON_LIMIT_KEYS_COUNT; i++) {
+        cr_expect_str_eq(limit_status(facts, cordon_limit_keys[i], "status"), "not_run", "%s",
+                         cordon_limit_keys[i]);
+        cr_expect(strstr(limit_status(facts, cordon_limit_keys[i], "detail"), "refused the small limits") != NULL,
+                  "%s: %s", cordon_limit_keys[i], limit_status(facts, cordon_limit_keys[i], "detail"));
+    }
+    cJSON_Delete(doc);
+}
+
+/* fsizelax.so gives a 256 MiB disk and runs the limit checks under a
+ * 512 KiB per-file limit (prlimit --fsize): a per-file limit is not a
+ * budget, and the fill, file after file, shows it. (Before, SIGXFSZ
+ * killed the observer and every limit went unjudged, at no cost.) */
+Test(runc, cli_refuses_a_per_file_limit_passed_off_as_the_disk_budget)
+{
+    const cJSON *facts;
+    cJSON *doc = run_refused("fsizelax", "limits/disk_bytes", &facts);
+
+    cr_expect_str_eq(limit_status(facts, "disk_bytes", "status"), "disproved", "%s",
+                     limit_status(facts, "disk_bytes", "detail"));
+    cr_expect_str_eq(limit_status(facts, "pids", "status"), "held", "%s", limit_status(facts, "pids", "detail"));
     cJSON_Delete(doc);
 }
 
@@ -2079,16 +2160,23 @@ static char *make_shared(void)
     if (realpath(env_or("CORDON_TWOFACE_PROVIDER", "tests/fixtures/.libs/twoface.so"), so) == NULL ||
         symlink(so, link) != 0)
         fprintf(stderr, "runc-tests: cannot link twoface.so into %s\n", link_dir);
-    /* ...and memlax, runc with a memory limit it does not apply. */
-    snprintf(link, sizeof(link), "%s/memlax.so", link_dir);
-    if (realpath(env_or("CORDON_MEMLAX_PROVIDER", "tests/fixtures/.libs/memlax.so"), so) == NULL ||
-        symlink(so, link) != 0)
-        fprintf(stderr, "runc-tests: cannot link memlax.so into %s\n", link_dir);
+    /* ...and memlax, runc with a memory limit it does not apply, and its
+     * siblings, each with another dodge of the host's limit checks. */
+    for (size_t i = 0; i < sizeof(lax_fixtures) / sizeof(lax_fixtures[0]); i++) {
+        char built[PATH_MAX];
+
+        snprintf(link, sizeof(link), "%s/%s.so", link_dir, lax_fixtures[i]);
+        snprintf(built, sizeof(built), "tests/fixtures/.libs/%s.so", lax_fixtures[i]);
+        if (realpath(built, so) == NULL || symlink(so, link) != 0)
+            fprintf(stderr, "runc-tests: cannot link %s.so into %s\n", lax_fixtures[i], link_dir);
+    }
     snprintf(config, sizeof(config), "%s/cli-config.json", tmpl);
     f = fopen(config, "we");
     if (f != NULL) {
-        fprintf(f, "{\"provider_configs\": {\"runc\": {\"image\": \"%s\"}, \"memlax\": {\"image\": \"%s\"}}}\n",
-                img != NULL ? img : "", img != NULL ? img : "");
+        fprintf(f, "{\"provider_configs\": {\"runc\": {\"image\": \"%s\"}", img != NULL ? img : "");
+        for (size_t i = 0; i < sizeof(lax_fixtures) / sizeof(lax_fixtures[0]); i++)
+            fprintf(f, ", \"%s\": {\"image\": \"%s\"}", lax_fixtures[i], img != NULL ? img : "");
+        fprintf(f, "}}\n");
         fclose(f);
     }
     return strdup(tmpl);

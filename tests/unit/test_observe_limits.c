@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cordon/text.h>
+
 #include "core/verify.h"
 #include "sdk/observe-internal.h"
 
@@ -32,8 +34,17 @@ static struct judge_row judge_rows[] = {
     { DISK("{\"path\":\"/workspace\",\"written\":3000000,\"errno_name\":\"ENOSPC\"}",
            ",\"written\":3000000,\"capped\":false,\"removed\":true"), "disk_bytes", "held" },
     { DISK("{\"path\":\"/a\",\"written\":100,\"errno_name\":\"EDQUOT\"},"
-           "{\"path\":\"/b\",\"written\":100,\"errno_name\":\"EFBIG\"}",
+           "{\"path\":\"/b\",\"written\":100,\"errno_name\":\"ENOSPC\"}",
            ",\"written\":200,\"capped\":false"), "disk_bytes", "held" },
+    /* EFBIG is a limit on one file, never the budget of a mount */
+    { DISK("{\"path\":\"/b\",\"written\":0,\"errno_name\":\"EFBIG\"}",
+           ",\"written\":0,\"capped\":false"), "disk_bytes", "held" },
+    { DISK("{\"path\":\"/b\",\"written\":100,\"errno_name\":\"EFBIG\"}",
+           ",\"written\":100,\"capped\":false"), "disk_bytes", "not_run" },
+    /* more writable mounts than the observer tries: the rest was never tried */
+    { DISK("{\"path\":\"/w\",\"written\":3000000,\"errno_name\":\"ENOSPC\"}",
+           ",\"written\":3000000,\"capped\":false,\"more_mounts\":true,\"max_mounts\":64"), "disk_bytes",
+      "not_run" },
     { DISK("", ",\"written\":0,\"capped\":false"), "disk_bytes", "held" },
     { DISK("{\"path\":\"/scratch\",\"written\":5242880}", ",\"written\":5242880,\"capped\":true"), "disk_bytes",
       "disproved" },
@@ -56,11 +67,16 @@ static struct judge_row judge_rows[] = {
     { "{\"pids\":{\"limit\":32,\"cap\":36,\"forked\":3,\"errno_name\":\"ENOMEM\"}}", "pids", "not_run" },
     { "{\"pids\":{}}", "pids", "not_run" },
     /* cpus 0.5: at most 0.7 of the wall time */
-    { "{\"cpus\":{\"limit_milli\":500,\"wall_ms\":400,\"cpu_ms\":200}}", "cpus", "held" },
-    { "{\"cpus\":{\"limit_milli\":500,\"wall_ms\":400,\"cpu_ms\":280}}", "cpus", "held" },
-    { "{\"cpus\":{\"limit_milli\":500,\"wall_ms\":400,\"cpu_ms\":290}}", "cpus", "disproved" },
-    { "{\"cpus\":{\"limit_milli\":500,\"wall_ms\":400,\"cpu_ms\":398}}", "cpus", "disproved" },
-    { "{\"cpus\":{\"limit_milli\":500,\"wall_ms\":50,\"cpu_ms\":50}}", "cpus", "not_run" },
+    { "{\"cpus\":{\"limit_milli\":500,\"spinners\":2,\"wall_ms\":400,\"cpu_ms\":200}}", "cpus", "held" },
+    { "{\"cpus\":{\"limit_milli\":500,\"spinners\":2,\"wall_ms\":400,\"cpu_ms\":280}}", "cpus", "held" },
+    { "{\"cpus\":{\"limit_milli\":500,\"spinners\":2,\"wall_ms\":400,\"cpu_ms\":290}}", "cpus", "disproved" },
+    { "{\"cpus\":{\"limit_milli\":500,\"spinners\":2,\"wall_ms\":400,\"cpu_ms\":398}}", "cpus", "disproved" },
+    { "{\"cpus\":{\"limit_milli\":500,\"spinners\":2,\"wall_ms\":50,\"cpu_ms\":50}}", "cpus", "not_run" },
+    /* one spinner can show at most 1.0, which a busy host brings lower */
+    { "{\"cpus\":{\"limit_milli\":500,\"wall_ms\":400,\"cpu_ms\":200}}", "cpus", "not_run" },
+    { "{\"cpus\":{\"limit_milli\":500,\"spinners\":1,\"wall_ms\":400,\"cpu_ms\":200}}", "cpus", "not_run" },
+    { "{\"cpus\":{\"limit_milli\":500,\"spinners\":2,\"wall_ms\":400,\"cpu_ms\":790}}", "cpus",
+      "disproved" },
     /* the deadline is never waited out */
     { "{}", "runtime_ms", "not_run" },
 };
@@ -93,16 +109,30 @@ static const char *field(const cJSON *facts, const char *key, const char *name)
         cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(facts, "limits_verified"), key), name));
 }
 
+/* Facts (facts_json) after merging the observation obs_json, each
+ * disproved limit appended to disproved. */
+static cJSON *merged(const char *facts_json, const char *obs_json, cJSON *disproved)
+{
+    cJSON *facts = cJSON_Parse(facts_json), *obs = cJSON_Parse(obs_json);
+
+    cr_assert_not_null(facts, "bad facts: %s", facts_json);
+    cr_assert_not_null(obs, "bad observation: %s", obs_json);
+    cr_assert(cordon__verify_merge_limits(facts, obs, disproved));
+    cJSON_Delete(obs);
+    return facts;
+}
+
 Test(observe_limits, a_limit_seen_not_to_hold_is_a_disproved_claim_named_by_its_field)
 {
-    cJSON *facts = cJSON_Parse("{\"limits_enforcement\": {\"memory_bytes\": \"cgroup\", \"pids\": \"cgroup\"}}");
-    cJSON *obs = cJSON_Parse("{\"limits\": {\"memory_bytes\": {\"status\": \"disproved\", \"detail\": \"75 MiB\"},"
-                             " \"pids\": {\"status\": \"held\", \"detail\": \"EAGAIN\"},"
-                             " \"cpus\": {\"status\": \"fine\", \"detail\": \"a word the host never writes\"}}}");
     cJSON *disproved = cJSON_CreateArray();
+    cJSON *facts = merged("{\"limits_enforced\": [\"cpus\", \"memory_bytes\", \"disk_bytes\", \"pids\"],"
+                          " \"limits_enforcement\": {\"memory_bytes\": \"cgroup\", \"pids\": \"cgroup\"}}",
+                          "{\"limits\": {\"memory_bytes\": {\"status\": \"disproved\", \"detail\": \"75 MiB\"},"
+                          " \"pids\": {\"status\": \"held\", \"detail\": \"EAGAIN\"},"
+                          " \"cpus\": {\"status\": \"fine\", \"detail\": \"a word the host never writes\"}}}",
+                          disproved);
     const cJSON *d;
 
-    cr_assert(cordon__verify_merge_limits(facts, obs, disproved));
     cr_expect_str_eq(field(facts, "memory_bytes", "status"), "disproved");
     cr_expect_str_eq(field(facts, "memory_bytes", "detail"), "75 MiB");
     cr_expect_str_eq(field(facts, "memory_bytes", "enforced_by"), "cgroup");
@@ -117,7 +147,6 @@ Test(observe_limits, a_limit_seen_not_to_hold_is_a_disproved_claim_named_by_its_
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(d, "check")), "memory_bytes");
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(d, "detail")), "75 MiB");
     cJSON_Delete(facts);
-    cJSON_Delete(obs);
     cJSON_Delete(disproved);
 }
 
@@ -125,7 +154,9 @@ Test(observe_limits, without_an_observation_every_limit_is_not_run_and_nothing_d
 {
     static const char *const keys[] = { "cpus", "memory_bytes", "disk_bytes", "pids", "runtime_ms",
                                         "max_output_bytes" };
-    cJSON *facts = cJSON_CreateObject(), *disproved = cJSON_CreateArray();
+    cJSON *facts = cJSON_Parse("{\"limits_enforced\": [\"cpus\", \"memory_bytes\", \"disk_bytes\", \"pids\","
+                          " \"runtime_ms\", \"max_output_bytes\"]}");
+    cJSON *disproved = cJSON_CreateArray();
 
     cr_assert(cordon__verify_merge_limits(facts, NULL, disproved));
     for (size_t i = 0; i < 6; i++)
@@ -133,6 +164,132 @@ Test(observe_limits, without_an_observation_every_limit_is_not_run_and_nothing_d
     cr_expect_eq(cJSON_GetArraySize(disproved), 0);
     cJSON_Delete(facts);
     cJSON_Delete(disproved);
+}
+
+/* Each check that should have reported and did not is marked so; the
+ * deadline, which a probe never waits out, is not. */
+Test(observe_limits, a_check_that_did_not_report_is_marked_unreported)
+{
+    static const char *const keys[] = { "cpus", "memory_bytes", "disk_bytes", "pids" };
+    cJSON *report = cJSON_Parse("{}"), *limits = cJSON_CreateObject();
+
+    cr_assert(cordon__observe_limits_judge(report, limits));
+    for (size_t i = 0; i < 4; i++)
+        cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(limits, keys[i]), "unreported")), "%s",
+                  keys[i]);
+    cr_expect_null(cJSON_GetObjectItem(cJSON_GetObjectItem(limits, "runtime_ms"), "unreported"));
+    cJSON_Delete(report);
+    cJSON_Delete(limits);
+}
+
+/* A provider that says it does not enforce a limit ("none", or not in
+ * limits_enforced) promised nothing: not_claimed, whatever was seen, and
+ * nothing disproved. */
+Test(observe_limits, a_limit_the_provider_does_not_claim_is_not_claimed_not_disproved)
+{
+    cJSON *disproved = cJSON_CreateArray();
+    cJSON *facts = merged("{\"limits_enforced\": [\"cpus\", \"memory_bytes\"],"
+                          " \"limits_enforcement\": {\"cpus\": \"none\", \"memory_bytes\": \"cgroup\"}}",
+                          "{\"limits\": {\"cpus\": {\"status\": \"disproved\", \"detail\": \"1.9 cpus\"},"
+                          " \"pids\": {\"status\": \"disproved\", \"detail\": \"84 children\", \"asked\": 64},"
+                          " \"memory_bytes\": {\"status\": \"held\", \"detail\": \"killed\", \"asked\": 52428800}}}",
+                          disproved);
+    const cJSON *pids;
+
+    cr_expect_str_eq(field(facts, "cpus", "status"), "not_claimed");
+    cr_expect_str_eq(field(facts, "cpus", "observed"), "disproved");
+    cr_expect_str_eq(field(facts, "pids", "status"), "not_claimed");
+    cr_expect_str_eq(field(facts, "memory_bytes", "status"), "held");
+    pids = cJSON_GetObjectItem(cJSON_GetObjectItem(facts, "limits_verified"), "pids");
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(pids, "asked")), 64, "what was asked is kept");
+    cr_expect_eq(cJSON_GetArraySize(disproved), 0, "nothing promised, nothing disproved");
+    cJSON_Delete(facts);
+    cJSON_Delete(disproved);
+}
+
+/* A limit the provider claims, whose check did not report although the
+ * sandbox was contained (the exec failed, the report was lost), costs the
+ * provider a disproval: failing just that exec must not pass. A limit
+ * never tried on purpose (the deadline) does not. */
+Test(observe_limits, an_enforced_limit_whose_check_did_not_report_is_disproved)
+{
+    cJSON *disproved = cJSON_CreateArray();
+    cJSON *facts = merged("{\"limits_enforced\": [\"memory_bytes\", \"runtime_ms\", \"pids\"]}",
+                          "{\"limits\": {\"memory_bytes\": {\"status\": \"not_run\", \"detail\": \"not "
+                          "reported\", \"unreported\": true}, \"runtime_ms\": {\"status\": \"not_run\","
+                          " \"detail\": \"not waited out\"}, \"pids\": {\"status\": \"not_run\", \"detail\":"
+                          " \"the sandbox is not contained\"}}}",
+                          disproved);
+    const cJSON *d;
+
+    cr_expect_str_eq(field(facts, "memory_bytes", "status"), "not_run");
+    cr_assert_eq(cJSON_GetArraySize(disproved), 1);
+    d = cJSON_GetArrayItem(disproved, 0);
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(d, "axis")), "limits");
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(d, "check")), "limits_not_observed");
+    cr_expect(strstr(cJSON_GetStringValue(cJSON_GetObjectItem(d, "detail")), "memory_bytes") != NULL);
+    cJSON_Delete(facts);
+    cJSON_Delete(disproved);
+}
+
+/* The small limits are drawn per probe within their ranges: no fixed
+ * value tells the probe execution from a user's. */
+Test(observe_limits, the_small_limits_are_drawn_within_their_ranges)
+{
+    struct cordon_limits l, first;
+    struct cordon_error err;
+    bool differ = false;
+
+    cordon_error_init(&err);
+    for (int i = 0; i < 64; i++) {
+        cr_assert_eq(cordon__observe_small_limits(&l, &err), 0, "%s", err.message);
+        if (i == 0)
+            first = l;
+        cr_expect(l.cpus >= 0.4 && l.cpus <= 0.6, "cpus %f", l.cpus);
+        cr_expect(l.memory_bytes >= (48u << 20) && l.memory_bytes <= (96u << 20), "memory %llu",
+                  (unsigned long long)l.memory_bytes);
+        cr_expect(l.disk_bytes >= (3u << 20) && l.disk_bytes <= (6u << 20), "disk %llu",
+                  (unsigned long long)l.disk_bytes);
+        cr_expect(l.pids >= 48 && l.pids <= 80, "pids %llu", (unsigned long long)l.pids);
+        cr_expect_eq(cordon_limits_validate("small", &l, &err), 0, "%s", err.message);
+        differ = differ || l.memory_bytes != first.memory_bytes || l.pids != first.pids ||
+                 l.disk_bytes != first.disk_bytes;
+    }
+    cr_expect(differ, "64 draws, all the same");
+}
+
+/* A provider's mount path cut in the detail is cut between characters:
+ * the facts stay valid UTF-8. */
+Test(observe_limits, a_long_path_is_cut_between_characters)
+{
+    char path[600], report[1024];
+    cJSON *r, *limits = cJSON_CreateObject();
+    const char *detail;
+
+    /* "/" and 252 'a': the paths buffer (255 bytes) ends inside the first
+     * two-byte "é" of each shift; try them all. */
+    for (size_t pad = 250; pad < 258; pad++) {
+        size_t n = 0;
+
+        path[n++] = '/';
+        memset(path + n, 'a', pad);
+        n += pad;
+        for (int k = 0; k < 20; k++)
+            n += (size_t)snprintf(path + n, sizeof(path) - n, "\xc3\xa9");
+        path[n] = '\0';
+        snprintf(report, sizeof(report),
+                 "{\"disk_bytes\":{\"limit\":4194304,\"mounts\":[{\"path\":\"%s\",\"written\":5242880}],"
+                 "\"written\":5242880,\"capped\":true}}", path);
+        r = cJSON_Parse(report);
+        cr_assert_not_null(r);
+        cJSON_DeleteItemFromObject(limits, "disk_bytes");
+        cr_assert(cordon__observe_limits_judge(r, limits));
+        detail = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(limits, "disk_bytes"), "detail"));
+        cr_assert_not_null(detail);
+        cr_expect(cordon_text_is_utf8(detail, strlen(detail)), "pad %zu: invalid UTF-8 in %s", pad, detail);
+        cJSON_Delete(r);
+    }
+    cJSON_Delete(limits);
 }
 
 /* ---- the observer's own lock --------------------------------------------------- */

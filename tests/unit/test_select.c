@@ -63,6 +63,13 @@ static int given_verdict(struct cordon_ctx *ctx, struct cordon__loaded *p, const
         cJSON_ReplaceItemInObject(iso, "syscalls_restricted", cJSON_CreateFalse());
     }
     cJSON_AddItemToObject(facts, "verification", v);
+    /* config "test_not_claimed": a limit the host found not claimed. */
+    if (cJSON_IsString(cJSON_GetObjectItem(config, "test_not_claimed"))) {
+        cJSON *lv = cJSON_AddObjectToObject(facts, "limits_verified");
+
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(lv, cJSON_GetObjectItem(config, "test_not_claimed")->valuestring),
+                                "status", "not_claimed");
+    }
     return 0;
 }
 
@@ -160,6 +167,27 @@ Test(select, required_never_selects_trusted_local)
     cr_expect_str_eq(skip_reason(&fx, 0), "capability_mismatch");
     cr_expect_str_eq(cJSON_GetObjectItem(skip_of(&fx, 0), "key")->valuestring, "safety_class");
     cr_expect(strstr(fx.err.message, "provider_unavailable") != NULL, "%s", fx.err.message);
+    done(&fx);
+}
+
+/* A limit the provider does not claim is no lie, so it is selected when
+ * isolation is only preferred; isolation required wants every limit an
+ * execution asks for enforced, and names the one that is not. */
+Test(select, required_refuses_a_limit_not_claimed_and_preferred_takes_it)
+{
+    struct fixture fx;
+    cJSON *c = candidate(facts("1111", "isolated", "3.11.2"), NULL);
+
+    cJSON_AddStringToObject(cJSON_GetObjectItem(c, "config"), "test_not_claimed", "cpus");
+    cr_expect_eq(run_select(&fx, list_of(c, NULL, NULL), CORDON_ISOLATION_REQUIRED, NULL, NULL),
+                 CORDON_E_PROVIDER_UNAVAILABLE);
+    cr_expect_str_eq(skip_reason(&fx, 0), "capability_mismatch");
+    cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(skip_of(&fx, 0), "key")), "limits_enforced.cpus");
+    done(&fx);
+    c = candidate(facts("1111", "isolated", "3.11.2"), NULL);
+    cJSON_AddStringToObject(cJSON_GetObjectItem(c, "config"), "test_not_claimed", "cpus");
+    cr_expect_eq(run_select(&fx, list_of(c, NULL, NULL), CORDON_ISOLATION_PREFERRED, NULL, NULL), 0, "%s",
+                 fx.err.message);
     done(&fx);
 }
 

@@ -6,6 +6,7 @@
  * and synthetic.so (reports its config's facts).
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -143,11 +144,18 @@ Test(verify, trusted_local_is_verified_and_means_what_it_meant)
                                                         "disproved")), 0);
     expect_digest(pr.facts);
     /* Uncontained: no limit is tried on the host, none disproved, and
-     * each says how trusted-local would enforce it. */
+     * each says how trusted-local would enforce it; cpus, which it does
+     * not enforce, is not_claimed. */
     for (size_t i = 0; i < CORDON_LIMIT_KEYS_COUNT; i++) {
         const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(pr.facts, "limits_verified"), cordon_limit_keys[i]);
+        const cJSON *e;
+        bool claimed = false;
 
-        cr_expect_str_eq(str(v, "status"), "not_run", "%s", cordon_limit_keys[i]);
+        cJSON_ArrayForEach(e, cJSON_GetObjectItem(pr.facts, "limits_enforced"))
+            claimed = claimed || strcmp(cJSON_GetStringValue(e), cordon_limit_keys[i]) == 0;
+        claimed = claimed && strcmp(str(v, "enforced_by") ?: "", "none") != 0;
+        cr_expect(i != 0 || !claimed, "cpus is \"none\" in trusted-local's facts");
+        cr_expect_str_eq(str(v, "status"), claimed ? "not_run" : "not_claimed", "%s", cordon_limit_keys[i]);
         cr_expect_str_eq(str(v, "detail"), "the sandbox is not contained", "%s", cordon_limit_keys[i]);
         cr_expect_not_null(str(v, "enforced_by"), "%s", cordon_limit_keys[i]);
     }
@@ -564,4 +572,61 @@ Test(verify, cli_provision_refuses_the_pretender_at_any_isolation)
                   "%s: %s", levels[i], out);
         cJSON_Delete(doc);
     }
+}
+
+/* Facts judged by other rules than this host's (an older judge version,
+ * left in the cache) are not used: the host judges them again. */
+Test(verify, cached_facts_of_another_judge_version_are_judged_again)
+{
+    struct probed pr;
+    struct cordon_error err;
+    char dir[600], path[900], *text;
+    cJSON *config = cJSON_CreateObject(), *facts = NULL, *doc;
+    bool cached = false;
+    struct dirent *e;
+    DIR *d;
+    FILE *f;
+    long len;
+
+    probe(&pr, "trusted-local", NULL);
+    cr_assert_not(pr.cached);
+    cr_expect_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetObjectItem(pr.facts, "verification"),
+                                                          "judge_version")),
+                 CORDON_VERIFY_JUDGE_VERSION);
+    pr.ctx->fresh = false;
+    cordon_error_init(&err);
+    cr_assert_eq(cordon__probe_full(pr.ctx, pr.p, config, &facts, &cached, &err), 0, "%s", err.message);
+    cr_assert(cached, "the same judge's facts are used from the cache");
+    cJSON_Delete(facts);
+    /* The stored facts, with the judge version of older rules. */
+    snprintf(dir, sizeof(dir), "%s/probe-cache", pr.ctx->state_dir);
+    d = opendir(dir);
+    cr_assert_not_null(d, "%s", dir);
+    path[0] = '\0';
+    while ((e = readdir(d)) != NULL)
+        if (strncmp(e->d_name, "trusted-local-", 14) == 0)
+            snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    closedir(d);
+    cr_assert_neq(path[0], '\0', "no cached facts in %s", dir);
+    f = fopen(path, "r");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    len = ftell(f);
+    rewind(f);
+    text = calloc(1, (size_t)len + 1);
+    cr_assert_eq(fread(text, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    doc = cJSON_Parse(text);
+    free(text);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(doc, "verification"), "judge_version",
+                              cJSON_CreateNumber(CORDON_VERIFY_JUDGE_VERSION - 1));
+    text = cJSON_PrintUnformatted(doc);
+    cr_assert_eq(test_write_file(path, text, strlen(text)), 0);
+    free(text);
+    cJSON_Delete(doc);
+    cr_assert_eq(cordon__probe_full(pr.ctx, pr.p, config, &facts, &cached, &err), 0, "%s", err.message);
+    cr_expect_not(cached, "facts of another judge were used from the cache");
+    cJSON_Delete(facts);
+    cJSON_Delete(config);
+    probed_clear(&pr);
 }
