@@ -3,8 +3,9 @@
  *
  * It runs argv on the host with the SDK's runner, as a uid of its own per
  * execution (taken from the SDK's uid pool), with every capability
- * dropped, no_new_privs and rlimits. It contains nothing else: no
- * namespaces, no seccomp filter, the host's filesystem and network. Its
+ * dropped, no_new_privs and rlimits, and a private /tmp, /var/tmp and
+ * /dev/shm in a mount namespace of its own. It contains nothing else: no
+ * other namespace, no seccomp filter, the host's filesystem and network. Its
  * probe runs cordon's observer through this very provider and reports what
  * the observer saw, so the facts say process_contained,
  * host_filesystem_restricted and syscalls_restricted false, and
@@ -18,11 +19,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -79,6 +82,9 @@ struct hello_child {
 };
 
 static const char *const hello_kinds[] = { "code_execution", NULL };
+/* Given to each command afresh (hello_child_setup), HELLO_TMP_OPTIONS each. */
+static const char *const hello_tmp_dirs[] = { "/tmp", "/var/tmp", "/dev/shm", NULL };
+#define HELLO_TMP_OPTIONS "size=16m,mode=1777"
 static const char *const hello_modes[] = { "snapshot", NULL };
 /* What the child's rlimits hold (pids: RLIMIT_NPROC of a uid of its own),
  * and what the host enforces for every provider (runtime and output). */
@@ -556,6 +562,20 @@ static int hello_child_setup(void *arg)
     struct __user_cap_data_struct data[2] = { { 0, 0, 0 }, { 0, 0, 0 } };
     int i;
 
+    /*
+     * The command's own /tmp, /var/tmp and /dev/shm: a small tmpfs each in a
+     * mount namespace of its own (slave: nothing propagates to the host),
+     * gone with the command's last process. On the host's, a file would
+     * outlive terminate, owned by a uid the next execution may be given. A
+     * target the host lacks is left alone.
+     */
+    if (syscall(SYS_unshare, CLONE_NEWNS | CLONE_NEWIPC) != 0 ||
+        syscall(SYS_mount, NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) != 0)
+        return errno;
+    for (i = 0; hello_tmp_dirs[i] != NULL; i++)
+        if (syscall(SYS_mount, "hello-tmp", hello_tmp_dirs[i], "tmpfs", MS_NOSUID | MS_NODEV,
+                    HELLO_TMP_OPTIONS) != 0 && errno != ENOENT)
+            return errno;
     for (i = 0; i < c->n_limits; i++) {
         struct rlimit set = { c->limits[i].value, c->limits[i].value };
 
