@@ -288,6 +288,24 @@ static bool all_not_run(cJSON *limits, const char *why, bool as_unreported)
     return true;
 }
 
+/* Each verdict's detail starts with the provider's refusal of the small
+ * limits, so that a reader sees which limits were checked and why. */
+static bool note_refusal(cJSON *limits, const char *refused)
+{
+    char buf[600];
+
+    for (cJSON *v = limits != NULL ? limits->child : NULL; v != NULL; v = v->next) {
+        const char *detail = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "detail"));
+
+        snprintf(buf, sizeof(buf), "the provider refused the small limits (%.*s); checked with the ordinary "
+                 "ones: %.*s", (int)cordon_text_fit(refused, 200), refused,
+                 (int)cordon_text_fit(detail != NULL ? detail : "", 300), detail != NULL ? detail : "");
+        if (!cJSON_ReplaceItemInObjectCaseSensitive(v, "detail", cJSON_CreateString(buf)))
+            return false;
+    }
+    return true;
+}
+
 /* The observer's --limits report, or NULL with why. */
 static cJSON *limits_report(const struct cordon_observe_opts *opts, const char *state, const char *argv0,
                             const char *ns_arg, uint64_t timeout_ms, const struct cordon_limits *l, char *why,
@@ -381,14 +399,9 @@ int cordon__observe_limits(const struct cordon_observe_opts *opts, const char *s
 
     *ret_flood = false;
 
-    /* The provider refused the small limits, and the observation ran with
-     * the ordinary ones: nothing of the small ones to check. */
-    if (ok && refused != NULL) {
-        snprintf(why, sizeof(why), "the provider refused the small limits: %.*s", cordon_text_fit(refused, 300),
-                 refused);
-        ok = all_not_run(limits, why, false);
-        goto out;
-    }
+    /* A provider that refused the small limits ran the observation with
+     * the ordinary ones (small is those then), and they are checked the
+     * same way: refusing must not buy a candidate out of the checks. */
     /* Filling, forking and allocating happen only where the observation
      * just showed they cannot reach the host. */
     if (ok && (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, "process_contained")) ||
@@ -411,6 +424,8 @@ int cordon__observe_limits(const struct cordon_observe_opts *opts, const char *s
         goto out;
     }
     ok = ok && cordon__observe_limits_judge(r, limits);
+    if (ok && refused != NULL)
+        ok = note_refusal(limits, refused);
     /* The output check comes last of all (cordon__observe_limits_output):
      * an output_limit may take the execution's process tree down. Until
      * then, max_output_bytes says so. */

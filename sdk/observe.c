@@ -666,7 +666,7 @@ int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json, 
     /* (b) provision exactly as a user's execution would be, with the small
      * limits drawn for this probe. A provider that refuses them (a VM with
      * a memory floor) gets the ordinary ones once: its isolation is still
-     * observed, and its limits are not_run with its refusal. */
+     * observed, and its limits are checked against those. */
     if (check_limits(opts) && (rc = cordon__observe_small_limits(&small, err)) < 0)
         goto out;
     if ((rc = build_spec(opts, execution_id, &small, &spec, err)) < 0)
@@ -682,6 +682,8 @@ int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json, 
         free(spec);
         spec = NULL;
         cordon_error_init(&perr);
+        /* The limit checks below then hold the provider to these. */
+        small = ordinary_limits;
         if ((rc = build_spec(opts, execution_id, &ordinary_limits, &spec, err)) < 0)
             goto out;
         rc = opts->provider->provision(opts->resource, spec, &state, &perr);
