@@ -123,8 +123,12 @@ int cordon_limits_from_json(const cJSON *obj, const char *field, struct cordon_l
             (i > 0 && v->valuedouble != (double)(uint64_t)v->valuedouble))
             return cordon_error_set(err, CORDON_E_INVALID, 0, "%s.%s: must be a %s number >= 0",
                                     field, cordon_limit_keys[i], i > 0 ? "whole" : "positive");
+        /* cpus is kept to the nanosecond of cpu per second (Docker's NanoCpus;
+         * runc's quota is coarser): a value with at most 12 significant digits,
+         * which every JSON printer writes exactly, so a document read, printed
+         * and read again holds the same limits. */
         if (i == 0)
-            l.cpus = v->valuedouble;
+            l.cpus = round(v->valuedouble * 1e9) / 1e9;
         else
             *fields[i] = (uint64_t)v->valuedouble;
     }

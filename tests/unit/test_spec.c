@@ -168,6 +168,48 @@ Test(spec, printed_text_has_every_key)
     cordon_spec_clear(&spec);
 }
 
+/* cpus is read to the nanosecond: a value one bit past 1 (which a printer
+ * writing 15 digits would print as 1) reads as 1, so what is printed reads
+ * back as the same limits; half a nanosecond rounds away from zero. */
+Test(spec, cpus_are_read_to_the_nanosecond_and_round_trip)
+{
+    static const struct {
+        const char *cpus;
+        double want;
+    } cases[] = {
+        { "1.0000000000000002", 1.0 },
+        { "0.5000000000000001", 0.5 },
+        { "0.2500000005", 0.250000001 },
+        { "127.999999999", 127.999999999 },
+        { "0.123456789012345678", 0.123456789 },
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cordon_spec spec, again;
+        struct cordon_error err;
+        char json[512], *text = NULL;
+
+        cordon_error_init(&err);
+        cordon_spec_init(&spec);
+        cordon_spec_init(&again);
+        snprintf(json, sizeof(json),
+                 "{\"execution_id\":\"a\",\"resources\":{\"cpus\":%s,"
+                 "\"memory_bytes\":268435456,\"disk_bytes\":67108864,\"pids\":64,"
+                 "\"runtime_ms\":300000,\"max_output_bytes\":1048576}}", cases[i].cpus);
+        cr_assert_eq(cordon_spec_parse(json, &spec, &err), 0, "%s: %s", cases[i].cpus,
+                     err.message);
+        cr_expect(spec.resources.cpus == cases[i].want, "%s read as %.17g", cases[i].cpus,
+                  spec.resources.cpus);
+        cr_assert_eq(cordon_spec_print(&spec, &text, &err), 0, "%s", err.message);
+        cr_assert_eq(cordon_spec_parse(text, &again, &err), 0, "%s", err.message);
+        cr_expect(memcmp(&again.resources, &spec.resources, sizeof(spec.resources)) == 0,
+                  "%s: printed as %s, read back differently", cases[i].cpus, text);
+        free(text);
+        cordon_spec_clear(&spec);
+        cordon_spec_clear(&again);
+    }
+}
+
 Test(spec, print_refuses_what_parse_refuses)
 {
     struct cordon_spec spec;
