@@ -62,7 +62,7 @@
 #include <cordon/sdk/uid.h>
 #include <cordon/text.h>
 
-#include "tests/common/fill.h"
+#include "contract/fill.h"
 #include "tests/common/hostile-agent.h"
 #include "tests/common/frozen.h"
 #include "tests/common/hostile-init.h"

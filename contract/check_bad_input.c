@@ -22,7 +22,7 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 
-#include "tests/contract/contract.h"
+#include "contract/contract.h"
 
 /* ---- provision ----------------------------------------------------------- */
 

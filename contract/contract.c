@@ -17,7 +17,7 @@
 #include <criterion/hooks.h>
 
 #include <cordon/sdk/fs.h>
-#include "tests/contract/contract.h"
+#include "contract/contract.h"
 
 TestSuite(contract, .init = contract_setup, .fini = contract_teardown, .timeout = 300);
 

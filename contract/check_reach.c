@@ -15,7 +15,7 @@
 #include <criterion/logging.h>
 
 #include <cordon/sdk/facts.h>
-#include "tests/contract/contract.h"
+#include "contract/contract.h"
 
 /*
  * Code inside sets PID 1's RLIMIT_SIGPENDING to 0 and sends it SIGTERM,

@@ -17,7 +17,7 @@
 #include <criterion/logging.h>
 
 #include <cordon/sdk/host.h>
-#include "tests/contract/contract.h"
+#include "contract/contract.h"
 
 #define PROMPT_MS 10000u     /* generous: "returned promptly" */
 #define TEARDOWN_MS 2000u    /* processes must be gone within this after the return */

@@ -31,7 +31,7 @@
 #include <criterion/logging.h>
 
 #include <cordon/sdk/facts.h>
-#include "tests/contract/contract.h"
+#include "contract/contract.h"
 
 /* The namespaces a script must not share with the suite. */
 static const char *const contain_ns[] = { "pid", "mnt", "user" };

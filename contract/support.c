@@ -29,7 +29,7 @@
 #include <cordon/sdk/spec.h>
 #include <cordon/sdk/tar.h>
 #include <cordon/text.h>
-#include "tests/contract/contract.h"
+#include "contract/contract.h"
 
 #define EXEC_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define RETENTION_BYTES (1u << 20)

@@ -137,7 +137,7 @@ bool contract_refused_as_not_contained(const struct cordon_exec_outcome *out,
  * words when it refused. */
 void contract_sh_contained(const char *state, enum contract_harm harm, const char *script,
                            struct cordon_exec_outcome *ret);
-/* The tag of the suite's fill files (tests/common/fill.h), and so their
+/* The tag of the suite's fill files (contract/fill.h), and so their
  * names' start. */
 #define CONTRACT_FILL_TAG "contract"
 #define CONTRACT_FILL_PREFIX ".cordon-fill-" CONTRACT_FILL_TAG "-"

@@ -19,7 +19,7 @@
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/tar.h>
 #include "sdk/proc-status.h"
-#include "tests/contract/contract.h"
+#include "contract/contract.h"
 
 Test(contract, attack_host_canary_file_stays_unreadable)
 {

@@ -26,7 +26,7 @@
 
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/request.h>
-#include "tests/contract/contract.h"
+#include "contract/contract.h"
 
 #define RAW_TIMEOUT_MS 30000u
 #define RAW_OUT_MAX (64u << 10)

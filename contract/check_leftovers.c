@@ -18,7 +18,7 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 
-#include "tests/contract/contract.h"
+#include "contract/contract.h"
 
 static const char *const tmp_dirs[] = { "/tmp", "/var/tmp", "/dev/shm" };
 #define N_TMP_DIRS (sizeof(tmp_dirs) / sizeof(tmp_dirs[0]))

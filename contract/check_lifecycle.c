@@ -13,7 +13,7 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 
-#include "tests/contract/contract.h"
+#include "contract/contract.h"
 
 static const char hello[] = "hello from the contract suite\n";
 static const char nested[] = "nested bytes \x01\x02\xff end\n";

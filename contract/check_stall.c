@@ -22,7 +22,7 @@
 
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/host.h>
-#include "tests/contract/contract.h"
+#include "contract/contract.h"
 
 /* Under the 45 s lease-break time: a call that waited for a lease fails it. */
 #define STALL_BOUND_MS 25000u

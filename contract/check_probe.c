@@ -10,7 +10,7 @@
 #include "core/abi.h"
 #include <cordon/sdk/facts.h>
 #include "sdk/facts-validate.h"
-#include "tests/contract/contract.h"
+#include "contract/contract.h"
 
 static const char *const axes[] = {
     CORDON_AXIS_PROCESS_CONTAINED,

@@ -11,8 +11,8 @@
 #include <criterion/logging.h>
 
 #include <cordon/sdk/facts.h>
-#include "tests/common/fill.h"
-#include "tests/contract/contract.h"
+#include "contract/fill.h"
+#include "contract/contract.h"
 
 static const char original[] = "original source\n";
 

@@ -10,7 +10,7 @@
 #include <archive_entry.h>
 #include <criterion/criterion.h>
 
-#include "tests/contract/contract.h"
+#include "contract/contract.h"
 
 Test(contract, checkpoint_of_a_hard_link_restores_every_name)
 {
