@@ -1,5 +1,5 @@
 /*
- * The wire format between cordon-init's agent mode (sdk/cordon-init.c) and
+ * The wire format between cordon-init's agent mode (inside/cordon-init.c) and
  * the host's client (sdk/agent.c): one home for both sides. Not installed:
  * providers use <cordon/sdk/agent.h>. See docs/decisions.md, "The resident
  * agent".
@@ -63,13 +63,13 @@ struct cordon_agent_reply {
     uint32_t reserved;           /* 0 */
 };
 
-/* cordon-init's side (sdk/init-agent.c): serve until end_ms (CLOCK_MONOTONIC)
+/* cordon-init's side (inside/init-agent.c): serve until end_ms (CLOCK_MONOTONIC)
  * or a stop signal; the signals of main's set are already blocked and
  * fds 3 and 4 are the pair. Returns cordon-init's exit status. */
 int cordon__init_agent(uint64_t end_ms, const sigset_t *stop);
 
 /* Whether a stop signal (SIGTERM, SIGINT, SIGHUP) may end cordon-init:
- * never as PID 1 of a pid namespace (sdk/cordon-init.c says why). */
+ * never as PID 1 of a pid namespace (inside/cordon-init.c says why). */
 bool cordon__init_takes_stop(void);
 
 #endif

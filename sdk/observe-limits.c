@@ -2,7 +2,7 @@
  * sdk: the host's half of the limit checks (docs/observation.md,
  * "Limits"). The probe execution is provisioned with small limits; once
  * the observation has shown the sandbox contained, the observer runs again
- * in --limits mode (sdk/observer-limits.c) and reports how far each bounded
+ * in --limits mode (inside/observer-limits.c) and reports how far each bounded
  * attempt got, an exec that prints more than the output budget shows the
  * host's own budget at work, and this file judges: each limit "held",
  * "disproved" or "not_run", with the evidence. Never held on no evidence,

@@ -1,9 +1,9 @@
 /*
  * cordon-observe (internal): what the observer's files share, and nothing
- * else uses: sdk/cordon-observe.c (the options, the report and the
- * observations of what the sandbox lets it see), sdk/observer-json.c (the
- * bounded JSON writer), sdk/observer-privileges.c (its ids, capabilities,
- * no_new_privs and seccomp) and sdk/observer-syscalls.c (the system calls
+ * else uses: inside/cordon-observe.c (the options, the report and the
+ * observations of what the sandbox lets it see), inside/observer-json.c (the
+ * bounded JSON writer), inside/observer-privileges.c (its ids, capabilities,
+ * no_new_privs and seccomp) and inside/observer-syscalls.c (the system calls
  * and socket families tried). Linked only into the static cordon-observe.
  */
 #ifndef CORDON_SDK_OBSERVER_H
@@ -16,7 +16,7 @@
 #define CORDON__MAX_REPORT_BYTES (512u * 1024u)
 #define CORDON__JW_MAX_DEPTH 16
 
-/* ---- sdk/observer-json.c ------------------------------------------------ */
+/* ---- inside/observer-json.c ------------------------------------------------ */
 
 /* A JSON document being written; failed once it would pass
  * CORDON__MAX_REPORT_BYTES, nest too deep or run out of memory. */
@@ -44,7 +44,7 @@ void cordon__jw_null(struct cordon__jw *w, const char *key);
 /* errno as a number plus its symbolic name, e.g. "errno": 1, "errno_name": "EPERM". */
 void cordon__jw_errno(struct cordon__jw *w, int e);
 
-/* ---- sdk/cordon-observe.c ----------------------------------------------- */
+/* ---- inside/cordon-observe.c ----------------------------------------------- */
 
 /* What went wrong while observing, for the report's "errors". */
 void cordon__note_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -53,24 +53,24 @@ ssize_t cordon__read_small(const char *path, char *buf, size_t max);
 /* All of buf to fd, through EINTR; 0 or -1 with errno. */
 int cordon__write_all(int fd, const char *buf, size_t len);
 
-/* ---- sdk/observer-privileges.c ------------------------------------------ */
+/* ---- inside/observer-privileges.c ------------------------------------------ */
 
 void cordon__observe_ids(struct cordon__jw *w);
 void cordon__observe_status(struct cordon__jw *w);
 void cordon__observe_prctl(struct cordon__jw *w);
 
-/* ---- sdk/observer-syscalls.c -------------------------------------------- */
+/* ---- inside/observer-syscalls.c -------------------------------------------- */
 
 void cordon__observe_syscalls(struct cordon__jw *w);
 void cordon__observe_sockets(struct cordon__jw *w);
 
-/* ---- sdk/observer-limits.c ---------------------------------------------- */
+/* ---- inside/observer-limits.c ---------------------------------------------- */
 
 /* --limits (argv[0] is "--limits") and --flood BYTES: exit statuses as main's. */
 int cordon__limits_main(int argc, char **argv);
 int cordon__flood_main(const char *bytes);
 
-/* ---- sdk/observer-reach.c ----------------------------------------------- */
+/* ---- inside/observer-reach.c ----------------------------------------------- */
 
 /* "reach": PID 1's limits and the processes this exec did not start. */
 void cordon__observe_reach(struct cordon__jw *w);

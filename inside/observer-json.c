@@ -1,6 +1,6 @@
 /*
  * cordon-observe: the bounded JSON writer its report is written with
- * (sdk/observer.h). A report that would pass CORDON__MAX_REPORT_BYTES or
+ * (inside/observer.h). A report that would pass CORDON__MAX_REPORT_BYTES or
  * nest deeper than CORDON__JW_MAX_DEPTH marks the writer failed instead.
  */
 #include <stdbool.h>
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sdk/observer.h"
+#include "inside/observer.h"
 
 void cordon__jw_raw(struct cordon__jw *w, const char *s, size_t n)
 {

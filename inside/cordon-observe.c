@@ -7,7 +7,7 @@
  *                  [--host-boot-id UUID]
  *   cordon-observe --idle TOKEN SECONDS
  *   cordon-observe --hold-lease FILE SECONDS
- *   cordon-observe --limits ... | --flood BYTES   (sdk/observer-limits.c)
+ *   cordon-observe --limits ... | --flood BYTES   (inside/observer-limits.c)
  *   cordon-observe --attack-pid1 HOST_PID_NS
  *
  * The first form prints one JSON object ("report_version": 1) on stdout and
@@ -17,11 +17,11 @@
  * third plays a hostile program for the contract suite: it takes a write
  * lease on FILE (made if missing) with SIGIO ignored, prints "lease held"
  * or "lease refused ERRNO", and holds it SECONDS before it exits (at once
- * when refused). The fourth is another (sdk/observer-reach.c): it goes
+ * when refused). The fourth is another (inside/observer-reach.c): it goes
  * for PID 1 through its limits.
  * docs/observation.md describes every field. The JSON writer, the
- * process's privileges and the system calls tried are in sdk/observer-*.c
- * (sdk/observer.h).
+ * process's privileges and the system calls tried are in inside/observer-*.c
+ * (inside/observer.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -45,7 +45,7 @@
 #include <cpuid.h>
 #endif
 
-#include "sdk/observer.h"
+#include "inside/observer.h"
 
 #define REPORT_VERSION 1
 #define MAX_ERRORS 64

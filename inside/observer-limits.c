@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sdk/observer.h"
+#include "inside/observer.h"
 
 /* What may be written beyond disk_bytes before the check gives up, in all
  * writable mounts together: tmpfs rounds to pages, a file system to its

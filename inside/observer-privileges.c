@@ -14,7 +14,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include "sdk/observer.h"
+#include "inside/observer.h"
 #include "sdk/proc-status.h"
 
 #define CAP_PROBE_MAX 64

@@ -34,7 +34,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "sdk/observer.h"
+#include "inside/observer.h"
 
 #define MAX_PROCS 4096
 #define MAX_LISTED 32

@@ -24,7 +24,7 @@
 #include <linux/keyctl.h>
 #include <linux/netlink.h>
 
-#include "sdk/observer.h"
+#include "inside/observer.h"
 
 #ifndef SYS_io_uring_setup
 #define SYS_io_uring_setup 425
