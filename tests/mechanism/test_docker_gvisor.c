@@ -15,7 +15,7 @@
  *   - a start that fails under runsc leaves no shim, sandbox or gofer.
  *
  * Environment: CORDON_DOCKER_IMAGE_MINIMAL (required), CORDON_DOCKER_PROVIDER,
- * CORDON_OBSERVER, CORDON_INIT, CORDON_BIN, CORDON_DOCKER_SOCKET as for
+ * CORDON_OBSERVER, CORDON_INIT, CORDON_BIN, DOCKER_HOST as for
  * test_docker.c. Every container is labelled with this suite's own host
  * instance id and removed in fini.
  */
