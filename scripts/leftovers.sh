@@ -54,7 +54,7 @@
 # with DIR/exec), as in scripts/test-all.sh, the shims and runsc processes
 # of the machine's other daemons (whose command lines do not name DIR/)
 # are theirs and not counted: a developer's containers come and go during
-# a run. A cordon object made during the
+# a run; nor is the daemon's own mount of its data root, DIR/data. A cordon object made during the
 # run by something other than the run (another cordon on the machine) is
 # counted as the run's: a snapshot cannot tell them apart.
 # CORDON_LEFTOVERS_ONLY=ERE looks only at the objects whose line (kind,
@@ -90,6 +90,16 @@ stat_of() {
 
 list() {
   local f p pp t cmd label docker_up observers procs own=''
+  # The private daemon's directory (DIR/), which its shims' and runsc's
+  # command lines name (-address DIR/exec/containerd/..., --root
+  # DIR/exec/...), and whose data root dockerd mounts on itself.
+  case ${DOCKER_HOST:-} in
+    unix:///*/docker.sock)
+      own=${DOCKER_HOST#unix://}
+      own=${own%/docker.sock}/
+      [ -d "${own}exec" ] || own=''
+      ;;
+  esac
   for f in /tmp/cordon-* /tmp/cordon.* /tmp/.cordon-fill-* /tmp/.cordon-observe-* \
     /dev/shm/*cordon* /dev/shm/.*cordon* /run/cordon-observe-*; do
     if [ -e "$f" ] || [ -L "$f" ]; then path_line tmp "$f"; fi
@@ -102,7 +112,9 @@ list() {
     -printf "cgroup$tab%p:%i$tab%p\n" 2>/dev/null
   # The kernel gives a freed mount id again: the mount point and source are
   # part of the identity.
-  awk -v t="$tab" '/cordon/ { print "mount" t $1 ":" $5 ":" $(NF - 1) t $5 " (" $(NF - 2) " " $(NF - 1) ")" }' \
+  # The daemon's own data-root mount is the daemon's, not an object in it.
+  awk -v t="$tab" -v skip="${own:+${own}data}" \
+    '/cordon/ && $5 != skip { print "mount" t $1 ":" $5 ":" $(NF - 1) t $5 " (" $(NF - 2) " " $(NF - 1) ")" }' \
     /proc/self/mountinfo
   if [ -d /run/cordon-runc ] && command -v runc >/dev/null; then
     runc --root /run/cordon-runc list 2>/dev/null |
@@ -119,15 +131,6 @@ list() {
     timeout 30 docker volume ls --filter label=org.cordon.execution-id \
       --format "volume$tab{{.Name}}$tab{{.Name}}" 2>/dev/null
   fi
-  # The private daemon's directory, which its shims' and runsc's command
-  # lines name (-address DIR/exec/containerd/..., --root DIR/exec/...).
-  case ${DOCKER_HOST:-} in
-    unix:///*/docker.sock)
-      own=${DOCKER_HOST#unix://}
-      own=${own%/docker.sock}/
-      [ -d "${own}exec" ] || own=''
-      ;;
-  esac
   # Every process once: pid, state, parent, start time, command line.
   procs=$(for p in /proc/[0-9]*; do
     p=${p#/proc/}
