@@ -95,7 +95,7 @@ phase images "a Docker daemon of the run's own, and the test images"
 # objects in the daemon, not the daemon's own files.
 docker_dir="${TMPDIR:-/tmp}/.cordon-dockerd-$CORDON_TEST_RUN_ID"
 export DOCKER_HOST="unix://$docker_dir/docker.sock"
-export CORDON_DOCKERD_LOG="$top/$BUILD/dockerd.log"
+docker_log="$top/$BUILD/dockerd.log" # its log, kept when it is removed
 # dockerd processes other than the run's: the machine's, whose pids must
 # not change (a zombie is not one).
 machine_dockerds() {
@@ -112,7 +112,7 @@ docker_start() { bash tests/mechanism/private-dockerd.sh start "$docker_dir" --t
 # Stops the run's daemon and removes its directory, keeping its log.
 docker_remove() {
   [ -d "$docker_dir" ] || return 0
-  cp "$docker_dir/dockerd.log" "$CORDON_DOCKERD_LOG" 2>/dev/null
+  cp "$docker_dir/dockerd.log" "$docker_log" 2>/dev/null
   bash tests/mechanism/private-dockerd.sh remove "$docker_dir"
 }
 # The docker daemon test's private daemon, if that test died before its
