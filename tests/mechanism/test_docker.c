@@ -1,8 +1,9 @@
 /*
  * Mechanism tests of the docker provider against the real daemon: no mocks.
  *
- * Environment (tests/mechanism/dockerd.sh starts a daemon; the images come
- * from tests/images/build-images.sh --docker):
+ * Environment (scripts/test-all.sh starts a daemon of its own and names it
+ * in DOCKER_HOST; by hand, tests/mechanism/dockerd.sh starts one on the
+ * default socket; the images come from tests/images/build-images.sh --docker):
  *   CORDON_DOCKER_IMAGE_MINIMAL    sha256:<id> of the minimal image (required)
  *   CORDON_DOCKER_IMAGE_TOOLCHAIN  sha256:<id> of the toolchain image (required)
  *   CORDON_DOCKER_PROVIDER         docker.so (default <builddir>/.libs/docker.so)
