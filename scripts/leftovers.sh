@@ -49,7 +49,12 @@
 # Zombies are not counted: a shim or runsc that exited waits for this
 # machine's init to reap it, which can take seconds.
 # Docker objects are those of the daemon the docker command reaches
-# (DOCKER_HOST, else /var/run/docker.sock). A cordon object made during the
+# (DOCKER_HOST, else /var/run/docker.sock). When that is a daemon of
+# tests/mechanism/private-dockerd.sh (DOCKER_HOST unix://DIR/docker.sock,
+# with DIR/exec), as in scripts/test-all.sh, the shims and runsc processes
+# of the machine's other daemons (whose command lines do not name DIR/)
+# are theirs and not counted: a developer's containers come and go during
+# a run; nor is the daemon's own mount of its data root, DIR/data. A cordon object made during the
 # run by something other than the run (another cordon on the machine) is
 # counted as the run's: a snapshot cannot tell them apart.
 # CORDON_LEFTOVERS_ONLY=ERE looks only at the objects whose line (kind,
@@ -84,7 +89,17 @@ stat_of() {
 }
 
 list() {
-  local f p pp t cmd label docker_up observers procs
+  local f p pp t cmd label docker_up observers procs own=''
+  # The private daemon's directory (DIR/), which its shims' and runsc's
+  # command lines name (-address DIR/exec/containerd/..., --root
+  # DIR/exec/...), and whose data root dockerd mounts on itself.
+  case ${DOCKER_HOST:-} in
+    unix:///*/docker.sock)
+      own=${DOCKER_HOST#unix://}
+      own=${own%/docker.sock}/
+      [ -d "${own}exec" ] || own=''
+      ;;
+  esac
   for f in /tmp/cordon-* /tmp/cordon.* /tmp/.cordon-fill-* /tmp/.cordon-observe-* \
     /dev/shm/*cordon* /dev/shm/.*cordon* /run/cordon-observe-*; do
     if [ -e "$f" ] || [ -L "$f" ]; then path_line tmp "$f"; fi
@@ -97,7 +112,9 @@ list() {
     -printf "cgroup$tab%p:%i$tab%p\n" 2>/dev/null
   # The kernel gives a freed mount id again: the mount point and source are
   # part of the identity.
-  awk -v t="$tab" '/cordon/ { print "mount" t $1 ":" $5 ":" $(NF - 1) t $5 " (" $(NF - 2) " " $(NF - 1) ")" }' \
+  # The daemon's own data-root mount is the daemon's, not an object in it.
+  awk -v t="$tab" -v skip="${own:+${own}data}" \
+    '/cordon/ && $5 != skip { print "mount" t $1 ":" $5 ":" $(NF - 1) t $5 " (" $(NF - 2) " " $(NF - 1) ")" }' \
     /proc/self/mountinfo
   if [ -d /run/cordon-runc ] && command -v runc >/dev/null; then
     runc --root /run/cordon-runc list 2>/dev/null |
@@ -128,6 +145,11 @@ list() {
   while read -r p _ pp t cmd; do
     [[ $cmd =~ (^[^\ ]*cordon-observe( |$)|^\./[0-9a-f]{16}( |$)|^[^\ ]*cordon-init( |$)|^runsc|/runsc\ |containerd-shim) ]] ||
       [[ $observers == *" $pp "* ]] || continue
+    # (the whole command line: $cmd is cut at 160 bytes)
+    if [ -n "$own" ] && [[ $cmd =~ (^runsc|/runsc\ |containerd-shim) ]] &&
+      [[ $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) != *"$own"* ]]; then
+      continue
+    fi
     if $docker_up && [[ $cmd =~ containerd-shim.*\ -id\ ([0-9a-f]{64}) ]] &&
       label=$(timeout 30 docker inspect --type container --format \
         '{{index .Config.Labels "org.cordon.execution-id"}}' "${BASH_REMATCH[1]}" 2>/dev/null) &&

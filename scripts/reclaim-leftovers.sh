@@ -3,16 +3,23 @@
 # killed part-way (a CI run, or a session stopped in the middle of a
 # mechanism suite): cordon's runc containers, the processes and cgroups of
 # its sandboxes, its mounts, trusted-local's execution directories, and,
+# the Docker daemons of its own that a killed test run left running, and,
 # with --docker (once a daemon answers), docker containers and volumes that
-# carry cordon's execution label.
+# carry cordon's execution label in the daemon the docker command reaches
+# (DOCKER_HOST: scripts/test-all.sh names its own daemon's, so that the
+# machine's daemon is never looked at).
 #   scripts/reclaim-leftovers.sh [--dry-run] [--docker]
 # scripts/test-all.sh runs it before it takes its "before" snapshots, so
 # that its leave-no-trace check judges that run alone and that no earlier
 # sandbox holds a cgroup name or a mount a test expects to be free. It
 # touches nothing but cordon's own names: the runc root /run/cordon-runc,
 # cgroups named cordon or cordon-*, mounts whose path contains "cordon",
-# /run/cordon/trusted-local, and docker objects labelled
-# org.cordon.execution-id. Those are also where real executions of an
+# /run/cordon/trusted-local, docker objects labelled
+# org.cordon.execution-id, and the test runs' Docker daemons, whose
+# directories are TMPDIR/.cordon-dockerd-<run id> (test-all.sh's) and
+# TMPDIR/cordon-dockerd-<run id>.* (the docker daemon test's), stopped by
+# tests/mechanism/private-dockerd.sh, which signals only the processes that
+# name their directory. Those are also where real executions of an
 # installed cordon live: on a machine that has some, run it with --dry-run
 # (test-all.sh does, unless CI=true or CORDON_RECLAIM_LEFTOVERS=1), which
 # only names what it would reclaim. Pool uids (/run/cordon/uids) are left
@@ -42,6 +49,16 @@ if [ "${1:-}" = "--docker" ]; then
   fi
   exit 0
 fi
+
+# The Docker daemons of earlier test runs, with their containers: before
+# the runc and cgroup steps, which would otherwise find their sandboxes
+# under a daemon that restarts them. Run before this run starts its own.
+for d in "${TMPDIR:-/tmp}"/.cordon-dockerd-* "${TMPDIR:-/tmp}"/cordon-dockerd-*.*; do
+  [ -d "$d" ] || continue
+  said "docker: removing the test daemon $d of an earlier run$(pgrep -f -- "$d/" >/dev/null && echo ' (still running)')"
+  act bash "$(dirname "$0")/../tests/mechanism/private-dockerd.sh" remove "$d" >/dev/null 2>&1 ||
+    said "docker: $d could not be removed"
+done
 
 # runc containers: killed and deleted by the runtime that knows them.
 if [ -d "$runc_root" ] && command -v runc >/dev/null; then

@@ -55,7 +55,8 @@ add_summary() { # prefix, output file, min, what the failure line says
 }
 
 # This run's id: it names what the run makes where a name is free to
-# choose (the docker daemon test's private daemon directory).
+# choose (the directories of its Docker daemon and of the docker daemon
+# test's).
 CORDON_TEST_RUN_ID=${CORDON_TEST_RUN_ID:-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')}
 export CORDON_TEST_RUN_ID
 echo "test run $CORDON_TEST_RUN_ID"
@@ -78,10 +79,42 @@ if ! bash scripts/setup.sh; then
   exit 1
 fi
 
-phase images "the Docker daemon and the test images"
-# Our own Docker daemon (only if none answers), stopped again at the end.
-export CORDON_DOCKERD_LOG="$top/$BUILD/dockerd.log" CORDON_DOCKERD_PID="$top/$BUILD/dockerd.pid"
-bash tests/mechanism/dockerd.sh start || { echo "dockerd did not start"; tail -n 30 "$CORDON_DOCKERD_LOG"; }
+phase images "a Docker daemon of the run's own, and the test images"
+# The docker tier runs on a daemon of the run's own, started here whatever
+# daemon the machine runs (tests/mechanism/private-dockerd.sh): its own
+# socket, data root, exec root, pid file and containerd, all in docker_dir,
+# no bridge or iptables rules, the test runtimes (cordon-test-runc, runsc)
+# registered. DOCKER_HOST names it to everything that reaches Docker:
+# docker.so (the docker suites, the contract runs, the kill battery, the
+# sanitizer build's contract run), the docker command in the tests and
+# scripts (reclaim, leftovers, build-images.sh's import) and tests/need.sh.
+# The machine's own daemon, if it has one, is never reached, and its pids
+# are checked to be the same at the end. The run's daemon is stopped and
+# its directory removed at the end (and by the trap on any other exit).
+# The directory is a dot directory: scripts/leftovers.sh judges cordon's
+# objects in the daemon, not the daemon's own files.
+docker_dir="${TMPDIR:-/tmp}/.cordon-dockerd-$CORDON_TEST_RUN_ID"
+export DOCKER_HOST="unix://$docker_dir/docker.sock"
+docker_log="$top/$BUILD/dockerd.log" # its log, kept when it is removed
+# dockerd processes other than the run's: the machine's, whose pids must
+# not change (a zombie is not one).
+machine_dockerds() {
+  local p
+  for p in $(ps -C dockerd -o stat=,pid= | awk '$1 !~ /^Z/ { print $2 }'); do
+    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -e "$docker_dir/" -e '/cordon-dockerd-' ||
+      printf '%s ' "$p"
+  done
+  echo
+}
+machine_dockerds_before=$(machine_dockerds)
+echo "the machine's dockerd pids (never touched): ${machine_dockerds_before:-none}"
+docker_start() { bash tests/mechanism/private-dockerd.sh start "$docker_dir" --test-runtimes; }
+# Stops the run's daemon and removes its directory, keeping its log.
+docker_remove() {
+  [ -d "$docker_dir" ] || return 0
+  cp "$docker_dir/dockerd.log" "$docker_log" 2>/dev/null
+  bash tests/mechanism/private-dockerd.sh remove "$docker_dir"
+}
 # The docker daemon test's private daemon, if that test died before its
 # fini: stopped and its directory removed. Prints what it removed.
 remove_private_daemons() {
@@ -92,30 +125,36 @@ remove_private_daemons() {
     bash tests/mechanism/private-dockerd.sh remove "$d" >/dev/null 2>&1
   done
 }
-trap 'remove_private_daemons >/dev/null; bash tests/mechanism/dockerd.sh stop >/dev/null 2>&1 || true' EXIT
+trap 'remove_private_daemons >/dev/null; docker_remove >/dev/null 2>&1' EXIT
+# containerd's socket, the longest path under it, must fit a sockaddr_un.
+ttrpc=/exec/containerd/containerd.sock.ttrpc
+if [ $((${#docker_dir} + ${#ttrpc})) -gt 107 ]; then
+  echo "the run's Docker daemon: $docker_dir is too long for a socket path: set TMPDIR to a shorter one"
+fi
+check "a Docker daemon of the run's own answers (tests/mechanism/private-dockerd.sh)" docker_start
 bash scripts/reclaim-leftovers.sh "${reclaim[@]}" --docker
-# Every cordon object on the machine now (the daemon answers, so its
+# Every cordon object on the machine now (the run's daemon answers, so its
 # containers are in it): the leave-no-trace check judges only newer ones.
 mkdir -p "$BUILD"
 bash scripts/leftovers.sh snapshot "$BUILD/leftovers.before"
 # Rootfs tarballs from Debian packages (mmdebstrap), cached by recipe, and
-# imported into the daemon; every test pins them by digest.
+# imported into the run's daemon; every test pins them by digest.
 images=$(bash tests/images/build-images.sh) || { echo "building test images failed"; images=""; }
 # A daemon that died or a failed import is said with its cause, then the
 # daemon is started again and the import tried once more.
 docker_diagnose() {
   echo "== docker: $1"
-  bash tests/mechanism/dockerd.sh status && echo "the daemon answers" || echo "the daemon does not answer"
+  timeout 10 docker version >/dev/null 2>&1 && echo "the run's daemon answers" || echo "the run's daemon does not answer"
   pgrep -a dockerd || echo "no dockerd process"
-  df -h /var/lib/docker /var/cache 2>/dev/null || true
-  tail -n 40 "$CORDON_DOCKERD_LOG" 2>/dev/null || true
+  df -h "$docker_dir" /var/cache 2>/dev/null || true
+  tail -n 40 "$docker_dir/dockerd.log" 2>/dev/null || true
 }
 import_images() { bash tests/images/build-images.sh --docker 2>"$BUILD/image-import.err"; }
 if ! docker_images=$(import_images); then
   cat "$BUILD/image-import.err"
   docker_diagnose "importing test images failed; starting the daemon again"
-  bash tests/mechanism/dockerd.sh stop || true
-  bash tests/mechanism/dockerd.sh start || docker_diagnose "dockerd did not start again"
+  bash tests/mechanism/private-dockerd.sh stop "$docker_dir" || true
+  docker_start || docker_diagnose "the run's daemon did not start again"
   docker_images=$(import_images) ||
     { cat "$BUILD/image-import.err"; docker_diagnose "importing test images failed twice"; docker_images=""; }
 fi
@@ -251,6 +290,10 @@ phase "leave no trace" "what this run made is gone"
 check "leave no trace: earlier cordon work is not ours (tests/leave-no-trace.sh)" bash tests/leave-no-trace.sh
 # Only what appeared after the snapshot fails; the rest is named "not ours".
 check "leave no trace" bash scripts/leftovers.sh compare "$BUILD/leftovers.before"
-bash tests/mechanism/dockerd.sh stop || true
+check "the run's Docker daemon stopped and its directory removed" docker_remove
+machine_dockerds_after=$(machine_dockerds)
+echo "the machine's dockerd pids now: ${machine_dockerds_after:-none}"
+check "the machine's Docker daemons untouched (the same pids)" \
+  test "$machine_dockerds_before" = "$machine_dockerds_after"
 
 finish

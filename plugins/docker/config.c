@@ -1,8 +1,8 @@
 /*
  * docker: the provider config ("socket", "image", "runtime", "user",
  * "exec_agent", "allow_unpinned") as cordon-provider-docker(7) describes
- * it, and the check of an image reference, which a spec's image goes
- * through as well.
+ * it, DOCKER_HOST where the config names no socket, and the check of an
+ * image reference, which a spec's image goes through as well.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -87,6 +87,30 @@ int dk__image_check(const char *field, const char *ref, bool allow_unpinned, boo
 
 /* ---- config ------------------------------------------------------------- */
 
+/* The daemon the docker command would reach when the config names none:
+ * DOCKER_HOST's unix:// path, else the default socket. Any other scheme
+ * (tcp://, ssh://, npipe://) is refused rather than replaced by the
+ * default socket, which would be another daemon than the one meant. */
+static int socket_default(const char **ret, struct cordon_error *err)
+{
+    const char *env = secure_getenv("DOCKER_HOST");
+    size_t len;
+
+    if (env == NULL || env[0] == '\0') {
+        *ret = DK_SOCKET_DEFAULT;
+        return 0;
+    }
+    len = strnlen(env, DK_SOCKET_MAX + sizeof("unix://"));
+    if (strncmp(env, "unix://", 7) != 0 || env[7] != '/' || len - 7 > DK_SOCKET_MAX)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "DOCKER_HOST: \"%.*s\" is not unix:// and an absolute path of at "
+                                "most %u bytes; docker.so speaks to a local unix socket only (set "
+                                "\"socket\" in the provider config, which wins over DOCKER_HOST)",
+                                cordon_text_fit(env, 120), env, DK_SOCKET_MAX);
+    *ret = env + 7;
+    return 0;
+}
+
 void dk__config_clear(struct dk_config *cfg)
 {
     if (cfg == NULL)
@@ -100,6 +124,7 @@ int dk__config_parse(const char *json, struct dk_config *ret, struct cordon_erro
 {
     struct dk_config cfg = { .uid = DK_DEFAULT_UID, .gid = DK_DEFAULT_UID };
     char *socket = NULL;
+    const char *path = DK_SOCKET_DEFAULT;
     cJSON *doc = NULL, *item;
     bool pinned, user_set = false, flag;
     int r;
@@ -143,11 +168,14 @@ int dk__config_parse(const char *json, struct dk_config *ret, struct cordon_erro
         if (r < 0)
             goto out;
     }
-    r = dk__engine_init(&(struct dk_engine){ 0 }, socket != NULL ? socket : DK_SOCKET_DEFAULT,
-                        err);
+    if (socket != NULL)
+        path = socket;
+    else if ((r = socket_default(&path, err)) < 0)
+        goto out;
+    r = dk__engine_init(&(struct dk_engine){ 0 }, path, err);
     if (r < 0)
         goto out;
-    snprintf(cfg.socket, sizeof(cfg.socket), "%s", socket != NULL ? socket : DK_SOCKET_DEFAULT);
+    snprintf(cfg.socket, sizeof(cfg.socket), "%s", path);
     if (cfg.image != NULL) {
         r = dk__image_check("config.image", cfg.image, cfg.allow_unpinned, &pinned, err);
         if (r < 0)

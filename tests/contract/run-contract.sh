@@ -30,7 +30,8 @@ elif [ -n "${CORDON_DOCKER_IMAGE_TOOLCHAIN:-}" ]; then
 else
   echo "FAILED: CORDON_DOCKER_IMAGE_TOOLCHAIN is not set (run scripts/test-all.sh)"; status=1
 fi
-# The same provider under gVisor (runsc, registered by tests/mechanism/dockerd.sh):
+# The same provider under gVisor (runsc, registered in the test daemons:
+# tests/mechanism/private-dockerd.sh runtimes), on the daemon DOCKER_HOST names:
 # every contract holds through the Sentry too.
 echo "== cordon-contract --provider docker.so (runtime runsc)"
 if ! built docker; then

@@ -6,8 +6,9 @@
 #   python     python3 only (the README's example)
 # Names on the command line pick images (default: minimal and toolchain).
 # Prints "NAME PATH SHA256" per image. With --docker, also imports each into
-# the running Docker daemon (docker import) and prints its image id as a
-# fourth column. The cache lives in $CORDON_IMAGE_CACHE (default
+# the Docker daemon the docker command reaches (DOCKER_HOST, else
+# /var/run/docker.sock; scripts/test-all.sh names its own daemon's) with
+# docker import, and prints its image id as a fourth column. The cache lives in $CORDON_IMAGE_CACHE (default
 # /var/cache/cordon-images); a recipe change builds a new tarball.
 set -euo pipefail
 cache=${CORDON_IMAGE_CACHE:-/var/cache/cordon-images}

@@ -27,7 +27,8 @@ static char *live[LIVE_MAX];
 
 int cli_exec_run(const struct cli_exec *c, const char *const *args, int stdin_fd, char **ret_out)
 {
-    const char *argv[ARGS_MAX], *envp[6];
+    const char *argv[ARGS_MAX], *envp[7], *docker_host = getenv("DOCKER_HOST");
+    char docker_env[PATH_MAX + 32];
     struct cordon_runner_opts opts;
     struct cordon_exec_outcome o = { 0 };
     struct cordon_error e;
@@ -47,6 +48,12 @@ int cli_exec_run(const struct cli_exec *c, const char *const *args, int stdin_fd
     for (size_t i = 0; i < 4; i++)
         if (c->env[i][0] != '\0')
             envp[k++] = c->env[i];
+    /* The Docker daemon the suite reaches (scripts/test-all.sh's own), not
+     * the default socket: the command has this environment alone. */
+    if (docker_host != NULL) {
+        snprintf(docker_env, sizeof(docker_env), "DOCKER_HOST=%s", docker_host);
+        envp[k++] = docker_env;
+    }
     envp[k++] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
     envp[k] = NULL;
     cordon_runner_opts_init(&opts);

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Start or stop the Docker daemon the docker mechanism tests need.
+# Start or stop a Docker daemon on the machine's socket for working on the
+# docker provider by hand (scripts/test-all.sh runs its docker tier on a
+# daemon of its own: tests/mechanism/private-dockerd.sh).
 #   dockerd.sh start   if the socket does not answer: install docker.io (and
 #                      runsc) when missing, start dockerd with the test
-#                      runtimes cordon-test-runc (runc) and runsc (gVisor,
-#                      with --network=none: without it, containers with
-#                      network none fail to start on this kind of host)
-#                      registered, wait up to 90 s for it
+#                      runtimes cordon-test-runc (runc) and runsc (gVisor)
+#                      registered (private-dockerd.sh runtimes), wait up to
+#                      90 s for it
 #   dockerd.sh stop    stop the daemon this script started (none else), wait
 #                      for it to exit
 #   dockerd.sh status  exit 0 when the socket answers
@@ -53,15 +54,11 @@ start() {
     echo "dockerd: not installed; installing docker.io" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker.io >&2
   fi
-  local runc
-  runc=$(command -v runc || true)
-  [ -n "$runc" ] || { echo "dockerd: no runc binary for the cordon-test-runc runtime" >&2; return 1; }
   if ! command -v runsc >/dev/null; then
     echo "dockerd: runsc not installed; installing runsc" >&2
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q runsc >&2
   fi
-  local runsc config attempt pid
-  runsc=$(command -v runsc)
+  local config attempt pid
   config="${pidfile%.pid}.json"
   # cordon's containers have network none: a second attempt starts the daemon
   # without the bridge and iptables rules, so a host whose netfilter refuses
@@ -71,8 +68,7 @@ start() {
     clear_stale
     [ "$attempt" -eq 1 ] || extra=(--iptables=false --bridge=none)
     # Written for each attempt: stopping a failed one removes it.
-    printf '{"runtimes": {"cordon-test-runc": {"path": "%s"}, "runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}}}\n' \
-      "$runc" "$runsc" >"$config"
+    bash "$(dirname "$0")/private-dockerd.sh" runtimes >"$config" || return 1
     setsid dockerd --config-file "$config" "${extra[@]}" >"$log" 2>&1 </dev/null &
     pid=$!
     # setsid forks when it leads its process group (a shell with job

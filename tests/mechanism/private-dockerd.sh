@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
-# A Docker daemon of the tests' own, beside whatever daemon the machine runs,
-# for a test that must stop and restart its daemon (suite docker_daemon of
-# tests/mechanism/test_docker.c). Everything it has lives in DIR:
-#   private-dockerd.sh start DIR          start dockerd on DIR/docker.sock
+# A Docker daemon of the tests' own, beside whatever daemon the machine runs:
+# scripts/test-all.sh runs the whole docker tier on one (started with
+# --test-runtimes, reached through DOCKER_HOST), and the test that must stop
+# and restart its daemon (suite docker_daemon of tests/mechanism/test_docker.c)
+# starts another. Everything it has lives in DIR:
+#   private-dockerd.sh start DIR [--test-runtimes]
+#                                         start dockerd on DIR/docker.sock
 #                                         (data, exec root, pid file, log,
 #                                         its own containerd all under DIR),
-#                                         wait up to 60 s for it to answer
+#                                         wait up to 60 s for it to answer;
+#                                         with --test-runtimes, the runtimes
+#                                         the docker tests use registered
+#                                         (see runtimes)
+#   private-dockerd.sh runtimes           print the daemon.json that registers
+#                                         them: cordon-test-runc (runc) and
+#                                         runsc (gVisor, with --network=none:
+#                                         without it, containers with network
+#                                         none fail to start on this kind of
+#                                         host); tests/mechanism/dockerd.sh
+#                                         starts its daemon with it too
 #   private-dockerd.sh import DIR TARBALL docker import a rootfs tarball into
 #                                         it; prints the image id
 #   private-dockerd.sh stop DIR           stop that daemon (none else), keep DIR
@@ -19,7 +32,26 @@
 # processes whose command line names DIR.
 set -euo pipefail
 
-usage() { echo "usage: $0 start|stop|remove DIR, or import DIR TARBALL" >&2; exit 2; }
+usage() {
+  echo "usage: $0 start DIR [--test-runtimes], stop|remove DIR, import DIR TARBALL, or runtimes" >&2
+  exit 2
+}
+
+# The daemon.json of the runtimes the docker tests use.
+runtimes() {
+  local runc runsc
+  runc=$(command -v runc || true)
+  runsc=$(command -v runsc || true)
+  [ -n "$runc" ] || { echo "private-dockerd: no runc binary for the cordon-test-runc runtime" >&2; return 1; }
+  [ -n "$runsc" ] || { echo "private-dockerd: no runsc binary for the runsc runtime (Debian's runsc)" >&2; return 1; }
+  printf '{"runtimes": {"cordon-test-runc": {"path": "%s"}, "runsc": {"path": "%s", "runtimeArgs": ["--network=none"]}}}\n' \
+    "$runc" "$runsc"
+}
+if [ "${1:-}" = runtimes ]; then
+  [ $# -eq 1 ] || usage
+  runtimes
+  exit
+fi
 [ $# -ge 2 ] || usage
 verb=$1
 dir=$2
@@ -47,7 +79,11 @@ start() {
   if answering; then echo "private-dockerd: $sock already answers"; return 0; fi
   command -v dockerd >/dev/null || { echo "private-dockerd: dockerd is not installed (docker.io)" >&2; return 1; }
   mkdir -p "$dir/data" "$dir/exec"
-  echo '{}' >"$dir/daemon.json"
+  if [ "${1:-}" = --test-runtimes ]; then
+    runtimes >"$dir/daemon.json" || return 1
+  else
+    echo '{}' >"$dir/daemon.json"
+  fi
   rm -f "$sock"
   setsid dockerd --config-file "$dir/daemon.json" --host "unix://$sock" \
     --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$pidfile" \
@@ -106,7 +142,9 @@ remove() {
 }
 
 case $verb in
-  start) start ;;
+  start)
+    [ $# -eq 2 ] || { [ $# -eq 3 ] && [ "$3" = --test-runtimes ]; } || usage
+    start "${3:-}" ;;
   stop) stop ;;
   remove) remove ;;
   import)

@@ -1,15 +1,18 @@
 /*
  * Mechanism tests of the docker provider against the real daemon: no mocks.
  *
- * Environment (tests/mechanism/dockerd.sh starts a daemon; the images come
- * from tests/images/build-images.sh --docker):
+ * Environment (scripts/test-all.sh starts a daemon of its own and names it
+ * in DOCKER_HOST; by hand, tests/mechanism/dockerd.sh starts one on the
+ * default socket; the images come from tests/images/build-images.sh --docker):
  *   CORDON_DOCKER_IMAGE_MINIMAL    sha256:<id> of the minimal image (required)
  *   CORDON_DOCKER_IMAGE_TOOLCHAIN  sha256:<id> of the toolchain image (required)
  *   CORDON_DOCKER_PROVIDER         docker.so (default <builddir>/.libs/docker.so)
  *   CORDON_OBSERVER                cordon-observe (default <builddir>/cordon-observe)
  *   CORDON_INIT                    cordon-init (default <builddir>/cordon-init)
  *   CORDON_BIN                     the cordon command (default <builddir>/cordon)
- *   CORDON_DOCKER_SOCKET           the daemon's socket (default /var/run/docker.sock)
+ *   DOCKER_HOST                    unix://PATH: the daemon's socket, as for docker.so
+ *                                  and the docker command (default /var/run/docker.sock;
+ *                                  scripts/test-all.sh names its own daemon's)
  *   CORDON_DOCKER_STOP_DAEMON=1    run suite docker_daemon, which starts a
  *                                  Docker daemon of its own beside the machine's
  *                                  (tests/mechanism/private-dockerd.sh), stops
@@ -240,7 +243,11 @@ static void setup(void)
     memset(ids, 0, sizeof(ids));
     minimal = env_or("CORDON_DOCKER_IMAGE_MINIMAL", NULL);
     toolchain = env_or("CORDON_DOCKER_IMAGE_TOOLCHAIN", NULL);
-    socket_path = env_or("CORDON_DOCKER_SOCKET", "/var/run/docker.sock");
+    /* The daemon docker.so and the docker command reach: DOCKER_HOST's. */
+    socket_path = env_or("DOCKER_HOST", "unix:///var/run/docker.sock");
+    cr_assert(strncmp(socket_path, "unix:///", 8) == 0,
+              "DOCKER_HOST=%s: the tests need a unix:// socket", socket_path);
+    socket_path += 7;
     cr_assert_not_null(realpath(env_or("CORDON_DOCKER_PROVIDER", CORDON_BUILDDIR
                                        "/.libs/docker.so"), provider_path),
                        "docker.so: %s (set CORDON_DOCKER_PROVIDER)", strerror(errno));
@@ -1564,6 +1571,18 @@ ParameterizedTest(struct bad_config *row, docker, bad_config_is_refused_naming_t
     free(facts);
 }
 
+/* s with its "@" replaced by the suite's socket path, into buf. */
+static const char *at_socket(char *buf, size_t size, const char *s)
+{
+    const char *at = strchr(s, '@');
+
+    if (at == NULL)
+        snprintf(buf, size, "%s", s);
+    else
+        snprintf(buf, size, "%.*s%s%s", (int)(at - s), s, socket_path, at + 1);
+    return buf;
+}
+
 struct good_config {
     char name[48];
     char extra[120];       /* spliced after the image key */
@@ -1576,7 +1595,7 @@ ParameterizedTestParameters(docker, good_config_probes_as_expected)
     static struct good_config rows[] = {
         { "the image alone", "", true, "ready" },
         { "a numeric user", ", \"user\": \"1000:1000\"", true, "ready" },
-        { "the default socket named", ", \"socket\": \"/var/run/docker.sock\"", true, "ready" },
+        { "the socket named", ", \"socket\": \"@\"", true, "ready" },
         { "the host's consent flag", ", \"allow_unsafe_local\": true", true, "ready" },
         { "a socket nobody listens on", ", \"socket\": \"/nonexistent/docker.sock\"", false,
           "daemon_unreachable" },
@@ -1589,11 +1608,13 @@ ParameterizedTestParameters(docker, good_config_probes_as_expected)
 
 ParameterizedTest(struct good_config *row, docker, good_config_probes_as_expected)
 {
-    char config[300], *facts = NULL;
+    char config[600], extra[300], *facts = NULL;
     cJSON *doc;
 
     need_daemon();
-    snprintf(config, sizeof(config), "{\"image\": \"%s\"%s}", minimal, row->extra);
+    /* "@" is the socket the suite uses (the daemon DOCKER_HOST names). */
+    snprintf(config, sizeof(config), "{\"image\": \"%s\"%s}", minimal,
+             at_socket(extra, sizeof(extra), row->extra));
     cr_assert_eq(vt.probe(&host, config, CORDON_PROBE_AVAILABILITY, &facts, &err), 0,
                  "probe of %s: %s", row->name, err.message);
     doc = cJSON_Parse(facts);
@@ -1602,6 +1623,71 @@ ParameterizedTest(struct good_config *row, docker, good_config_probes_as_expecte
     cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "reason")),
                      row->reason, "%s: %s", row->name, facts);
     cJSON_Delete(doc);
+    free(facts);
+}
+
+struct docker_host_row {
+    char name[48];
+    char docker_host[120]; /* "@" is the suite's socket path */
+    char extra[120];       /* spliced after the image key; "@" as well */
+    int rc;                /* of the probe */
+    char reason[32];       /* when it answered */
+    char says[64];         /* in the reason's detail, or the error */
+};
+
+ParameterizedTestParameters(docker, docker_host_names_the_socket_when_the_config_does_not)
+{
+    static struct docker_host_row rows[] = {
+        { "DOCKER_HOST's socket", "unix://@", "", 0, "ready", "" },
+        { "DOCKER_HOST naming no daemon", "unix:///nonexistent/docker.sock", "", 0,
+          "daemon_unreachable", "/nonexistent/docker.sock" },
+        { "the config's socket over DOCKER_HOST", "unix:///nonexistent/docker.sock",
+          ", \"socket\": \"@\"", 0, "ready", "" },
+        { "a tcp DOCKER_HOST", "tcp://127.0.0.1:2375", "", CORDON_E_INVALID, "",
+          "DOCKER_HOST: \"tcp://127.0.0.1:2375\"" },
+        { "a tcp DOCKER_HOST and the config's socket", "tcp://127.0.0.1:2375",
+          ", \"socket\": \"@\"", 0, "ready", "" },
+        { "a relative unix DOCKER_HOST", "unix://docker.sock", "", CORDON_E_INVALID, "",
+          "DOCKER_HOST: \"unix://docker.sock\"" },
+    };
+
+    return cr_make_param_array(struct docker_host_row, rows, sizeof(rows) / sizeof(rows[0]));
+}
+
+/* docker.so reaches the daemon the docker command would: a test run points
+ * both at a daemon of its own with DOCKER_HOST alone. */
+ParameterizedTest(struct docker_host_row *row, docker,
+                  docker_host_names_the_socket_when_the_config_does_not)
+{
+    char config[600], extra[300], env[300], *facts = NULL;
+    const char *detail;
+    cJSON *doc;
+    int r;
+
+    need_daemon();
+    snprintf(config, sizeof(config), "{\"image\": \"%s\"%s}", minimal,
+             at_socket(extra, sizeof(extra), row->extra));
+    cr_assert_eq(setenv("DOCKER_HOST", at_socket(env, sizeof(env), row->docker_host), 1), 0);
+    r = vt.probe(&host, config, CORDON_PROBE_AVAILABILITY, &facts, &err);
+    cr_expect_eq(r, row->rc, "%s: probe returned %d (%s)", row->name, r, err.message);
+    if (r < 0) {
+        cr_expect(strstr(err.message, row->says) != NULL, "%s: the error \"%s\" lacks \"%s\"",
+                  row->name, err.message, row->says);
+        cr_expect_lt(vt.ensure(&host, config, &res, &err), 0, "%s: ensure accepted it", row->name);
+    } else {
+        doc = cJSON_Parse(facts);
+        detail = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "detail"));
+        cr_expect_str_eq(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "reason")),
+                         row->reason, "%s: %s", row->name, facts);
+        cr_expect(strstr(detail != NULL ? detail : "", row->says) != NULL,
+                  "%s: the detail lacks \"%s\": %s", row->name, row->says, facts);
+        cJSON_Delete(doc);
+    }
+    if (res != NULL) {
+        vt.release(res, &err);
+        res = NULL;
+    }
+    unsetenv("DOCKER_HOST");
     free(facts);
 }
 

@@ -1,6 +1,7 @@
 /*
  * Mechanism tests of the docker provider under gVisor: the runtime runsc
- * registered in the real daemon (tests/mechanism/dockerd.sh registers it,
+ * registered in the real daemon (scripts/test-all.sh's daemon has it, as does
+ * tests/mechanism/dockerd.sh's: tests/mechanism/private-dockerd.sh runtimes;
  * with --network=none), the real Sentry, no mocks.
  *
  *   - provision, exec and terminate run every container under runsc, the
@@ -15,7 +16,7 @@
  *   - a start that fails under runsc leaves no shim, sandbox or gofer.
  *
  * Environment: CORDON_DOCKER_IMAGE_MINIMAL (required), CORDON_DOCKER_PROVIDER,
- * CORDON_OBSERVER, CORDON_INIT, CORDON_BIN, CORDON_DOCKER_SOCKET as for
+ * CORDON_OBSERVER, CORDON_INIT, CORDON_BIN, DOCKER_HOST as for
  * test_docker.c. Every container is labelled with this suite's own host
  * instance id and removed in fini.
  */
@@ -165,11 +166,12 @@ static void setup(void)
                        "cordon-observe: %s", strerror(errno));
     cr_assert_not_null(realpath(env_or("CORDON_INIT", CORDON_BUILDDIR "/cordon-init"), init_bin),
                        "cordon-init: %s", strerror(errno));
-    /* runsc is registered by tests/mechanism/dockerd.sh; without it this is a failure. */
+    /* runsc is registered in the test daemons (private-dockerd.sh runtimes); without it this
+     * is a failure. */
     cr_assert_eq(docker(&out, (const char *const[]){ "info", "--format", "{{json .Runtimes}}", NULL }), 0,
                  "the Docker daemon does not answer: start it with tests/mechanism/dockerd.sh start");
     cr_assert(strstr(out, "\"runsc\"") != NULL,
-              "the daemon has no runtime runsc (dockerd.sh registers it): %s", out);
+              "the daemon has no runtime runsc (private-dockerd.sh runtimes registers it): %s", out);
     free(out);
     random_hex(hex, 8);
     snprintf(host_id, sizeof(host_id), "cordon-gvisor-tests-%s", hex);
