@@ -103,7 +103,7 @@ int cordon_checkpoint_json(struct cordon_ctx *ctx, const char *execution_id, con
     r = cordon__hostflow_done(manifest, ret_json, err);
     manifest = NULL;
 out:
-    cordon__unbind_provider(&b);
+    cordon__unbind_provider(&b, NULL);
     cordon__record_close(rec);
     cJSON_Delete(manifest);
     cJSON_Delete(fields);

@@ -221,7 +221,7 @@ out:
     if (marked)
         cordon__record_exec_end(rec);
     cordon_exec_outcome_clear(&out);
-    cordon__unbind_provider(&b);
+    cordon__unbind_provider(&b, NULL);
     cordon__record_close(rec);
     cJSON_Delete(result);
     cJSON_Delete(req);

@@ -319,7 +319,7 @@ int cordon__provision(struct cordon_ctx *ctx, struct cordon__host_spec *spec, in
     r = cordon__bind_provider(ctx, spec->provider, spec->config, &b, err);
     if (r < 0)
         goto out;
-    r = cordon__execution_provision(ctx, &b.p->vt, b.res, text, rec, &state_text, err);
+    r = cordon__execution_provision(ctx, &b, text, rec, &state_text, err);
     created = true;   /* from here, a failure must destroy what may exist */
     if (r < 0 || (r = cordon__record_save(rec, err)) < 0)
         goto out;
@@ -375,7 +375,7 @@ out:
         cordon__record_remove(ctx, rec, NULL);
     }
     cJSON_Delete(git.out.submodules);
-    cordon__unbind_provider(&b);
+    cordon__unbind_provider(&b, NULL);
     cordon__record_close(rec);
     if (state_text != NULL)
         ctx->host->free(state_text);

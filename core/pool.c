@@ -227,10 +227,9 @@ static size_t count_ready(struct cordon_ctx *ctx, int kfd)
 /* One pooled execution of t: record, provision, ready, marker. On failure
  * nothing remains. */
 static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
-                    struct cordon_resource *res, int kfd, uint64_t ttl_ms, char ret_id[65],
+                    const struct cordon__bound *b, int kfd, uint64_t ttl_ms, char ret_id[65],
                     struct cordon_error *err)
 {
-    const struct cordon_provider_v1 *vt = &t->sel.provider->vt;
     struct cordon__record *rec = NULL;
     uint64_t now = cordon_now_wall_ms(), until = now + ttl_ms;
     /* The sandbox lives through its claimable time and then one whole run. */
@@ -268,7 +267,7 @@ static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
     /* The record (an intent) exists before the sandbox. */
     if ((r = cordon__record_create(ctx, id, doc, &rec, err)) < 0)
         goto out;
-    r = cordon__execution_provision(ctx, vt, res, text, rec, &state_text, err);
+    r = cordon__execution_provision(ctx, b, text, rec, &state_text, err);
     created = true;
     if (r < 0 || (r = cordon__record_phase(rec, "ready", false, err)) < 0)
         goto out;
@@ -290,7 +289,7 @@ out:
         if (!created)
             cordon__record_remove(ctx, rec, NULL);
         else
-            cordon__execution_destroy(ctx, rec, &e);
+            cordon__execution_destroy_bound(ctx, rec, b, &e);
     }
     cordon__record_close(rec);
     if (state_text != NULL)
@@ -315,11 +314,10 @@ int cordon__pool_check_bounds(uint64_t size, uint64_t ttl_ms, struct cordon_erro
 int cordon__pool_fill(struct cordon_ctx *ctx, const struct cordon__pool_target *t, uint64_t size,
                       uint64_t ttl_ms, char **ret_json, struct cordon_error *err)
 {
-    struct cordon_resource *res = NULL;
-    struct cordon_error perr;
+    struct cordon__bound b = { NULL, NULL };
     cJSON *doc = NULL, *added;
     size_t ready = 0;
-    char *config = NULL, *text;
+    char *text;
     int kfd = -1, r;
 
     /* Refused before anything is created. */
@@ -335,28 +333,16 @@ int cordon__pool_fill(struct cordon_ctx *ctx, const struct cordon__pool_target *
     doc = cJSON_CreateObject();
     added = cJSON_CreateArray();
     ready = count_ready(ctx, kfd);
-    if (ready < size) {
-        config = cJSON_PrintUnformatted(t->sel.config);
-        cordon_error_init(&perr);
-        r = config != NULL ? t->sel.provider->vt.ensure(ctx->host, config, &res, &perr) : CORDON_E_NOMEM;
-        if (r != 0) {
-            res = NULL;
-            r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "ensure %s: %s",
-                                 t->sel.provider->id, perr.message);
-        }
-    }
+    if (ready < size)
+        r = cordon__bind_provider(ctx, t->sel.provider->id, t->sel.config, &b, err);
     for (size_t i = ready; r == 0 && i < size; i++) {
         char id[65];
 
-        r = fill_one(ctx, t, res, kfd, ttl_ms, id, err);
+        r = fill_one(ctx, t, &b, kfd, ttl_ms, id, err);
         if (r == 0)
             cJSON_AddItemToArray(added, cJSON_CreateString(id));
     }
-    if (res != NULL) {
-        cordon_error_init(&perr);
-        if (t->sel.provider->vt.release(res, &perr) != 0)
-            t->sel.provider->quarantined = true;
-    }
+    cordon__unbind_provider(&b, NULL);
     cJSON_AddBoolToObject(doc, "ok", r == 0);
     cJSON_AddStringToObject(doc, "key", t->key);
     cJSON_AddStringToObject(doc, "provider_id", t->sel.provider->id);
@@ -373,7 +359,6 @@ int cordon__pool_fill(struct cordon_ctx *ctx, const struct cordon__pool_target *
     }
     *ret_json = text;
 out:
-    free(config);
     cJSON_Delete(doc);
     if (kfd >= 0)
         close(kfd);   /* drops the flock */
