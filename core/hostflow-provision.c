@@ -399,8 +399,7 @@ int cordon_provision_json(struct cordon_ctx *ctx, const char *request_json, char
         r = cordon__host_spec_validate(ctx, req, &spec, err);
     if (r == 0)
         r = cordon__provision(ctx, &spec, -1, &result, err);
-    if (r == 0)
-        r = cordon__hostflow_done(result, ret_json, err);
+    r = cordon__json_done(r, result, ret_json, err);
     cJSON_Delete(spec.config);
     cJSON_Delete(req);
     return r;

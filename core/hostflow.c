@@ -19,21 +19,6 @@
 #include "core/record.h"
 #include "core/run.h"
 
-int cordon__hostflow_done(cJSON *doc, char **ret_json, struct cordon_error *err)
-{
-    char *text;
-
-    /* What the provider sent is embedded as it came: the document leaves
-     * here strict UTF-8. */
-    cordon_json_sanitize(doc);
-    text = doc != NULL ? cJSON_PrintUnformatted(doc) : NULL;
-    cJSON_Delete(doc);
-    if (text == NULL)
-        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-    *ret_json = text;
-    return 0;
-}
-
 /* The limits rec was provisioned with, read as every resources object is
  * (once, into a struct): a record whose resources no longer read so is
  * damaged, and nothing goes by a guess at what it meant. */
@@ -105,7 +90,7 @@ int cordon_terminate_json(struct cordon_ctx *ctx, const char *execution_id, char
     if (r == CORDON_E_NOT_FOUND) {
         /* already gone is success */
         cJSON_AddBoolToObject(result, "already_gone", true);
-        return cordon__hostflow_done(result, ret_json, err);
+        return cordon__json_done(0, result, ret_json, err);
     }
     if (r == 0)
         r = cordon__bind_record(ctx, rec, &b, err);
@@ -113,12 +98,8 @@ int cordon_terminate_json(struct cordon_ctx *ctx, const char *execution_id, char
         r = cordon__execution_destroy_bound(ctx, rec, &b, err);
     cordon__unbind_provider(&b, NULL);
     cordon__record_close(rec);
-    if (r < 0) {
-        cJSON_Delete(result);
-        return r;
-    }
     cJSON_AddBoolToObject(result, "already_gone", false);
-    return cordon__hostflow_done(result, ret_json, err);
+    return cordon__json_done(r, result, ret_json, err);
 }
 
 /* reclaim(id) through one provider; ensure consents to cleanup only. */
@@ -186,12 +167,8 @@ int cordon_reclaim_json(struct cordon_ctx *ctx, const char *execution_id, const 
     if (r == 0 && rec != NULL)
         r = cordon__record_remove(ctx, rec, err);
     cordon__record_close(rec);
-    if (r < 0) {
-        cJSON_Delete(result);
-        return r;
-    }
     cJSON_AddBoolToObject(result, "ok", true);
-    return cordon__hostflow_done(result, ret_json, err);
+    return cordon__json_done(r, result, ret_json, err);
 }
 
 int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err)
@@ -239,14 +216,8 @@ int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         cJSON_AddItemToArray(list, item);
         cJSON_Delete(rec);
     }
-    for (size_t i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
-    if (r < 0) {
-        cJSON_Delete(doc);
-        return r;
-    }
-    return cordon__hostflow_done(doc, ret_json, err);
+    cordon__loader_list_free(ids, n);
+    return cordon__json_done(r, doc, ret_json, err);
 }
 
 /* A partial checkpoint younger than this may still be on its way to its
@@ -285,7 +256,6 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         if (!cordon__record_expired(rec, NULL) && !cordon__pool_record_stale(ctx, rec) &&
             phase != NULL && strcmp(phase, "ready") == 0) {
             kept++;
-            cordon__unbind_provider(&b, NULL);
             cordon__record_close(rec);
             continue;
         }
@@ -367,9 +337,7 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
     }
     cordon__loader_list_free(providers, n_providers);
     cordon__pool_tidy(ctx);
-    for (size_t i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
+    cordon__loader_list_free(ids, n);
     if (r < 0) {
         cJSON_Delete(doc);
         return r;
@@ -394,5 +362,5 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
     }
     cJSON_AddNumberToObject(doc, "kept", kept);
     cJSON_AddBoolToObject(doc, "ok", cJSON_GetArraySize(errors) == 0);
-    return cordon__hostflow_done(doc, ret_json, err);
+    return cordon__json_done(0, doc, ret_json, err);
 }

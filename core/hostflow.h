@@ -33,9 +33,6 @@ struct cordon__host_spec {
     bool id_given;           /* the caller named the execution: never a pooled one */
 };
 
-/* doc as the result text (*ret_json); doc is consumed, also on failure. */
-int cordon__hostflow_done(cJSON *doc, char **ret_json, struct cordon_error *err);
-
 /* The limits rec was provisioned with; a record whose resources do not
  * read is CORDON_E_IO naming it. */
 int cordon__record_limits(const struct cordon__record *rec, struct cordon_limits *ret,

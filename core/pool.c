@@ -15,6 +15,7 @@
 #include <cordon/sdk/spec.h>
 #include "core/canonical.h"
 #include "core/execution.h"
+#include "core/loader.h"
 #include "core/pool.h"
 
 #define POOL_DIR "pool"
@@ -317,7 +318,6 @@ int cordon__pool_fill(struct cordon_ctx *ctx, const struct cordon__pool_target *
     struct cordon__bound b = { NULL, NULL };
     cJSON *doc = NULL, *added;
     size_t ready = 0;
-    char *text;
     int kfd = -1, r;
 
     /* Refused before anything is created. */
@@ -349,17 +349,8 @@ int cordon__pool_fill(struct cordon_ctx *ctx, const struct cordon__pool_target *
     cJSON_AddNumberToObject(doc, "size", (double)size);
     cJSON_AddNumberToObject(doc, "ready_before", (double)ready);
     cJSON_AddItemToObject(doc, "added", added);
-    if (r < 0)
-        goto out;
-    cordon_json_sanitize(doc);
-    text = cJSON_PrintUnformatted(doc);
-    if (text == NULL) {
-        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-        goto out;
-    }
-    *ret_json = text;
+    r = cordon__json_done(r, doc, ret_json, err);
 out:
-    cJSON_Delete(doc);
     if (kfd >= 0)
         close(kfd);   /* drops the flock */
     if (r < 0 && ready == 0)
@@ -392,7 +383,7 @@ bool cordon__pool_record_stale(struct cordon_ctx *ctx, const struct cordon__reco
 int cordon__pool_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err)
 {
     cJSON *doc = cJSON_CreateObject(), *pools = cJSON_AddArrayToObject(doc, "pools");
-    char **ids = NULL, *text;
+    char **ids = NULL;
     size_t n = 0;
     int r = cordon__record_list(ctx, &ids, &n, err);
 
@@ -446,26 +437,15 @@ int cordon__pool_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_
         cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(entry, "executions"), e);
         cordon__record_close(rec);
     }
-    for (size_t i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
-    if (r == 0) {
-        cordon_json_sanitize(doc);
-        text = cJSON_PrintUnformatted(doc);
-        if (text == NULL)
-            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-        else
-            *ret_json = text;
-    }
-    cJSON_Delete(doc);
-    return r;
+    cordon__loader_list_free(ids, n);
+    return cordon__json_done(r, doc, ret_json, err);
 }
 
 int cordon__pool_drain_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err)
 {
     cJSON *doc = cJSON_CreateObject(), *drained = cJSON_AddArrayToObject(doc, "drained");
     cJSON *errors = cJSON_AddArrayToObject(doc, "errors");
-    char **ids = NULL, *text;
+    char **ids = NULL;
     size_t n = 0;
     int r = cordon__record_list(ctx, &ids, &n, err);
 
@@ -492,9 +472,7 @@ int cordon__pool_drain_json(struct cordon_ctx *ctx, char **ret_json, struct cord
         }
         cordon__record_close(rec);
     }
-    for (size_t i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
+    cordon__loader_list_free(ids, n);
     if (r == 0) {
         int pfd = -1;
 
@@ -509,13 +487,6 @@ int cordon__pool_drain_json(struct cordon_ctx *ctx, char **ret_json, struct cord
             }
         }
         cJSON_AddBoolToObject(doc, "ok", cJSON_GetArraySize(errors) == 0);
-        cordon_json_sanitize(doc);
-        text = cJSON_PrintUnformatted(doc);
-        if (text == NULL)
-            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-        else
-            *ret_json = text;
     }
-    cJSON_Delete(doc);
-    return r;
+    return cordon__json_done(r, doc, ret_json, err);
 }
