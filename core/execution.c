@@ -83,8 +83,9 @@ int cordon__execution_spec(const char *id, const struct cordon_limits *limits,
     return r;
 }
 
-cJSON *cordon__execution_record(const struct cordon_ctx *ctx,
-                                const struct cordon__execution_intent *in)
+/* The record document of intent (new; NULL without memory): phase
+ * "creating", owned by this process, no provider state yet. */
+static cJSON *record_doc(const struct cordon_ctx *ctx, const struct cordon__execution_intent *in)
 {
     cJSON *doc = cJSON_CreateObject();
 
@@ -110,6 +111,8 @@ cJSON *cordon__execution_record(const struct cordon_ctx *ctx,
     cJSON_AddNumberToObject(doc, "owner_pid", (double)getpid());
     cJSON_AddNullToObject(doc, "provider_state");
     cJSON_AddItemToObject(doc, "verdict", cJSON_Duplicate(in->verdict, 1));
+    if (in->pool != NULL)
+        cJSON_AddItemToObject(doc, "pool", cJSON_Duplicate(in->pool, 1));
     return doc;
 }
 
@@ -141,6 +144,38 @@ int cordon__execution_provision(struct cordon_ctx *ctx, const struct cordon__bou
         cJSON_Delete(state);
     *ret_state = text;
     return 0;
+}
+
+int cordon__execution_create(struct cordon_ctx *ctx, const struct cordon__bound *b,
+                             const struct cordon__execution_intent *in,
+                             enum cordon_spec_layout layout, struct cordon__record **ret_rec,
+                             struct cordon_error *err)
+{
+    struct cordon__record *rec = NULL;
+    char *text = NULL, *state = NULL;
+    cJSON *doc = NULL;
+    int r;
+
+    r = cordon__execution_spec(in->id, in->limits, layout, in->expires_at_ms, in->image,
+                               in->environment, &text, err);
+    if (r == 0) {
+        doc = record_doc(ctx, in);
+        r = doc != NULL ? cordon__record_create(ctx, in->id, doc, &rec, err)
+                        : cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    }
+    if (r == 0 && (r = cordon__execution_provision(ctx, b, text, rec, &state, err)) < 0) {
+        /* Whatever provision said, the sandbox may exist: destroyed by id.
+         * One that would not go keeps its record ("creating": gc's). */
+        cordon__execution_destroy_bound(ctx, rec, b, NULL);
+        cordon__record_close(rec);
+    }
+    if (r == 0)
+        *ret_rec = rec;
+    if (state != NULL)
+        ctx->host->free(state);
+    free(text);
+    cJSON_Delete(doc);
+    return r;
 }
 
 int cordon__execution_end(const struct cordon__bound *b, const char *id, const char *state,

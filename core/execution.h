@@ -59,13 +59,22 @@ struct cordon__execution_intent {
     const cJSON *environment;        /* NULL: {} */
     const cJSON *metadata;           /* NULL: {} */
     const cJSON *verdict;            /* the selection's (cordon__selection_verdict) */
+    const cJSON *pool;               /* NULL: not pooled (core/pool.h) */
     uint64_t created_at_ms, expires_at_ms;
 };
 
-/* The record document of intent (new; NULL without memory): phase
- * "creating", owned by this process, no provider state yet. */
-cJSON *cordon__execution_record(const struct cordon_ctx *ctx,
-                                const struct cordon__execution_intent *intent);
+/*
+ * Make the execution of intent through b: its spec (layout), complete
+ * before anything exists; its record (phase "creating", no provider state
+ * yet) created before the sandbox; the provision, whose state the record
+ * then holds (unsaved: the caller saves it, or sets its phase). On success
+ * *ret_rec is the record, locked. On failure nothing remains but the
+ * record of a sandbox that would not go, for gc.
+ */
+int cordon__execution_create(struct cordon_ctx *ctx, const struct cordon__bound *b,
+                             const struct cordon__execution_intent *intent,
+                             enum cordon_spec_layout layout, struct cordon__record **ret_rec,
+                             struct cordon_error *err);
 
 /* Provision spec_text through b; the provider's state must be a JSON
  * object, which rec (when not NULL) keeps in rec->doc's "provider_state"

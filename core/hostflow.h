@@ -53,7 +53,8 @@ char *cordon__checkpoint_store(struct cordon_ctx *ctx);
 int cordon__host_spec_validate(struct cordon_ctx *ctx, const cJSON *req,
                                struct cordon__host_spec *ret, struct cordon_error *err);
 /* Provision from a validated spec; tar_fd >= 0 restores a checkpoint's
- * workspace instead of spec->workspace. On failure nothing remains. */
+ * workspace instead of spec->workspace. On failure nothing remains but
+ * the record of a sandbox that would not go, for gc. */
 int cordon__provision(struct cordon_ctx *ctx, struct cordon__host_spec *spec, int tar_fd,
                       cJSON **ret, struct cordon_error *err);
 

@@ -233,43 +233,29 @@ static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
 {
     struct cordon__record *rec = NULL;
     uint64_t now = cordon_now_wall_ms(), until = now + ttl_ms;
-    /* The sandbox lives through its claimable time and then one whole run. */
-    uint64_t expires = until + t->limits.runtime_ms;
-    struct cordon__execution_intent intent;
-    enum cordon_spec_layout layout;
-    cJSON *doc = NULL, *pool, *verdict = NULL;
-    char id[65], hex[25], *text = NULL, *state_text = NULL;
-    bool created = false;
+    cJSON *pool = cJSON_CreateObject(), *verdict = cordon__selection_verdict(&t->sel, t->isolation);
+    char id[65], hex[25];
     int r, mfd;
 
-    if ((r = cordon__random_hex(hex, 12, err)) < 0)
-        goto out;
-    snprintf(id, sizeof(id), "pool-%s", hex);
-    /* The provider's spec, complete before anything exists. */
-    layout = strcmp(t->layout, "host") == 0 ? CORDON_SPEC_LAYOUT_HOST : CORDON_SPEC_LAYOUT_CODE;
-    r = cordon__execution_spec(id, &t->limits, layout, expires, t->image, t->environment, &text, err);
-    if (r < 0)
-        goto out;
-    verdict = cordon__selection_verdict(&t->sel, t->isolation);
-    intent = (struct cordon__execution_intent){
-        .id = id, .provider_id = t->sel.provider->id, .provider_config = t->sel.config,
-        .image = t->image, .limits = &t->limits, .environment = t->environment,
-        .verdict = verdict, .created_at_ms = now, .expires_at_ms = expires,
-    };
-    doc = verdict != NULL ? cordon__execution_record(ctx, &intent) : NULL;
-    if (doc == NULL) {
+    if (pool == NULL || verdict == NULL) {
         r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
         goto out;
     }
-    pool = cJSON_AddObjectToObject(doc, "pool");
+    if ((r = cordon__random_hex(hex, 12, err)) < 0)
+        goto out;
+    snprintf(id, sizeof(id), "pool-%s", hex);
     cJSON_AddStringToObject(pool, "key", t->key);
     cJSON_AddStringToObject(pool, "layout", t->layout);
     cJSON_AddNumberToObject(pool, "claimable_until_ms", (double)until);
-    /* The record (an intent) exists before the sandbox. */
-    if ((r = cordon__record_create(ctx, id, doc, &rec, err)) < 0)
-        goto out;
-    r = cordon__execution_provision(ctx, b, text, rec, &state_text, err);
-    created = true;
+    /* The sandbox lives through its claimable time and then one whole run. */
+    r = cordon__execution_create(
+        ctx, b,
+        &(struct cordon__execution_intent){
+            .id = id, .provider_id = t->sel.provider->id, .provider_config = t->sel.config,
+            .image = t->image, .limits = &t->limits, .environment = t->environment,
+            .verdict = verdict, .pool = pool, .created_at_ms = now,
+            .expires_at_ms = until + t->limits.runtime_ms },
+        strcmp(t->layout, "host") == 0 ? CORDON_SPEC_LAYOUT_HOST : CORDON_SPEC_LAYOUT_CODE, &rec, err);
     if (r < 0 || (r = cordon__record_phase(rec, "ready", false, err)) < 0)
         goto out;
     /* Claimable from here: the marker is made last, under the record's lock. */
@@ -281,23 +267,12 @@ static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
     close(mfd);
     snprintf(ret_id, 65, "%s", id);
 out:
-    if (r < 0 && rec != NULL) {
-        struct cordon_error e;
-
-        cordon_error_init(&e);
-        /* A sandbox that would not go keeps its record ("creating", so
-         * gc reclaims it). */
-        if (!created)
-            cordon__record_remove(ctx, rec, NULL);
-        else
-            cordon__execution_destroy_bound(ctx, rec, b, &e);
-    }
+    /* A sandbox that would not go keeps its record (gc reclaims it). */
+    if (r < 0 && rec != NULL)
+        cordon__execution_destroy_bound(ctx, rec, b, NULL);
     cordon__record_close(rec);
-    if (state_text != NULL)
-        ctx->host->free(state_text);
-    free(text);
     cJSON_Delete(verdict);
-    cJSON_Delete(doc);
+    cJSON_Delete(pool);
     return r;
 }
 
