@@ -13,6 +13,7 @@
 #include "core/abi.h"
 #include "core/verify.h"
 #include <cordon/sdk/fs.h>
+#include <cordon/sdk/json.h>
 #include "core/internal.h"
 
 int cordon__random_hex(char *ret, size_t n_bytes, struct cordon_error *err)
@@ -73,6 +74,24 @@ int cordon__json_parse_bounded(const char *field, const char *text, cJSON **ret,
     }
     *ret = v;
     return 0;
+}
+
+int cordon__json_done(int r, cJSON *doc, char **ret_json, struct cordon_error *err)
+{
+    char *text = NULL;
+
+    /* What a provider sent is embedded as it came: the document leaves
+     * here strict UTF-8. */
+    if (r == 0 && doc != NULL) {
+        cordon_json_sanitize(doc);
+        text = cJSON_PrintUnformatted(doc);
+    }
+    cJSON_Delete(doc);
+    if (r == 0 && text == NULL)
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    if (r == 0)
+        *ret_json = text;
+    return r;
 }
 
 cJSON *cordon__json_merge(const cJSON *base, const cJSON *over)

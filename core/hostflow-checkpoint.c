@@ -100,10 +100,10 @@ int cordon_checkpoint_json(struct cordon_ctx *ctx, const char *execution_id, con
     cordon__record_phase(rec, "ready", false, NULL);
     if (r < 0)
         goto out;
-    r = cordon__hostflow_done(manifest, ret_json, err);
+    r = cordon__json_done(0, manifest, ret_json, err);
     manifest = NULL;
 out:
-    cordon__unbind_provider(&b);
+    cordon__unbind_provider(&b, NULL);
     cordon__record_close(rec);
     cJSON_Delete(manifest);
     cJSON_Delete(fields);
@@ -162,7 +162,7 @@ int cordon_restore_json(struct cordon_ctx *ctx, const char *checkpoint_id, const
     if ((r = cordon__provision(ctx, &spec, fd, &result, err)) < 0)
         goto out;
     cJSON_AddStringToObject(result, "restored_from", checkpoint_id);
-    r = cordon__hostflow_done(result, ret_json, err);
+    r = cordon__json_done(0, result, ret_json, err);
     result = NULL;
 out:
     if (fd >= 0)

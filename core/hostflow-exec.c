@@ -212,7 +212,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     r = 0;
     cJSON_AddBoolToObject(result, "execution_terminated", terminated);
 done:
-    r = cordon__hostflow_done(result, ret_json, err);
+    r = cordon__json_done(0, result, ret_json, err);
     result = NULL;
 out:
     /* Only the mark this call made goes, and only when the execution is
@@ -221,7 +221,7 @@ out:
     if (marked)
         cordon__record_exec_end(rec);
     cordon_exec_outcome_clear(&out);
-    cordon__unbind_provider(&b);
+    cordon__unbind_provider(&b, NULL);
     cordon__record_close(rec);
     cJSON_Delete(result);
     cJSON_Delete(req);

@@ -270,19 +270,15 @@ int cordon__provision_pool_target(struct cordon_ctx *ctx, const cJSON *req,
     return r;
 }
 
-/* Provision from a validated spec; tar_fd >= 0 restores a checkpoint's
- * workspace instead of spec->workspace. On failure nothing remains. */
 int cordon__provision(struct cordon_ctx *ctx, struct cordon__host_spec *spec, int tar_fd,
                       cJSON **ret, struct cordon_error *err)
 {
     uint64_t expires;
     struct cordon__record *rec = NULL;
     struct cordon__bound b = { NULL, NULL };
-    struct cordon__execution_intent intent;
     struct git_job git;
-    cJSON *doc = NULL, *result = NULL, *ws, *verdict = NULL;
-    char *text = NULL, *state_text = NULL;
-    bool created = false;
+    cJSON *result = NULL, *ws, *verdict = NULL;
+    char *state_text = NULL;
     int r;
 
     memset(&git, 0, sizeof(git));
@@ -297,31 +293,23 @@ int cordon__provision(struct cordon_ctx *ctx, struct cordon__host_spec *spec, in
         if (r != 0 || *ret != NULL)
             goto out;
     }
-    /* The lifetime starts now, not before the probe. */
-    expires = cordon_now_wall_ms() + spec->limits.runtime_ms;
-    /* The provider's spec, complete before anything exists. */
-    r = cordon__execution_spec(spec->id, &spec->limits, CORDON_SPEC_LAYOUT_HOST, expires,
-                               spec->image, spec->environment, &text, err);
-    if (r < 0)
-        goto out;
-    /* The record (an intent) exists before anything else is created. */
-    intent = (struct cordon__execution_intent){
-        .id = spec->id, .provider_id = spec->provider, .provider_config = spec->config,
-        .image = spec->image, .limits = &spec->limits, .environment = spec->environment,
-        .metadata = spec->metadata, .verdict = verdict, .created_at_ms = cordon_now_wall_ms(),
-        .expires_at_ms = expires,
-    };
-    doc = cordon__execution_record(ctx, &intent);
-    r = doc != NULL ? cordon__record_create(ctx, spec->id, doc, &rec, err)
-                    : cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-    if (r < 0)
-        goto out;
     r = cordon__bind_provider(ctx, spec->provider, spec->config, &b, err);
     if (r < 0)
         goto out;
-    r = cordon__execution_provision(ctx, &b.p->vt, b.res, text, rec, &state_text, err);
-    created = true;   /* from here, a failure must destroy what may exist */
-    if (r < 0 || (r = cordon__record_save(rec, err)) < 0)
+    /* The lifetime starts now, not before the probe. */
+    expires = cordon_now_wall_ms() + spec->limits.runtime_ms;
+    r = cordon__execution_create(
+        ctx, &b,
+        &(struct cordon__execution_intent){
+            .id = spec->id, .provider_id = spec->provider, .provider_config = spec->config,
+            .image = spec->image, .limits = &spec->limits, .environment = spec->environment,
+            .metadata = spec->metadata, .verdict = verdict, .created_at_ms = cordon_now_wall_ms(),
+            .expires_at_ms = expires },
+        CORDON_SPEC_LAYOUT_HOST, &rec, err);
+    if (r < 0)
+        goto out;
+    state_text = cordon__record_state(rec);
+    if ((r = cordon__record_save(rec, err)) < 0)
         goto out;
     result = cJSON_CreateObject();
     ws = cJSON_AddObjectToObject(result, "workspace");
@@ -368,20 +356,15 @@ int cordon__provision(struct cordon_ctx *ctx, struct cordon__host_spec *spec, in
     *ret = result;
     result = NULL;
 out:
-    if (r < 0 && rec != NULL) {
-        /* Nothing half-done stays: the sandbox (by state or by id), then the record. */
-        if (created && b.res != NULL)
-            cordon__execution_destroy_bound(ctx, rec, &b, NULL);
-        cordon__record_remove(ctx, rec, NULL);
-    }
+    /* Nothing half-done stays: the sandbox, then its record (one that would
+     * not go keeps its record, for gc). */
+    if (r < 0 && rec != NULL)
+        cordon__execution_destroy_bound(ctx, rec, &b, NULL);
     cJSON_Delete(git.out.submodules);
-    cordon__unbind_provider(&b);
+    cordon__unbind_provider(&b, NULL);
     cordon__record_close(rec);
-    if (state_text != NULL)
-        ctx->host->free(state_text);
-    free(text);
+    free(state_text);
     cJSON_Delete(result);
-    cJSON_Delete(doc);
     cJSON_Delete(verdict);
     return r;
 }
@@ -399,8 +382,7 @@ int cordon_provision_json(struct cordon_ctx *ctx, const char *request_json, char
         r = cordon__host_spec_validate(ctx, req, &spec, err);
     if (r == 0)
         r = cordon__provision(ctx, &spec, -1, &result, err);
-    if (r == 0)
-        r = cordon__hostflow_done(result, ret_json, err);
+    r = cordon__json_done(r, result, ret_json, err);
     cJSON_Delete(spec.config);
     cJSON_Delete(req);
     return r;

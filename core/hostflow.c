@@ -1,7 +1,6 @@
-/* core: the execution-host lifecycle's shared pieces (core/hostflow.h) —
- * binding a provider for one call, a record's state and limits, the one
- * way an execution is destroyed — and the verbs that need nothing more:
- * terminate, reclaim, ls, gc (json.md §10-§11). */
+/* core: the execution-host verbs' shared pieces (core/hostflow.h) — a
+ * record's limits and lifetime, the result text — and the verbs that need
+ * nothing more: terminate, reclaim, ls, gc (json.md §10-§11). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,79 +19,6 @@
 #include "core/record.h"
 #include "core/run.h"
 
-int cordon__hostflow_done(cJSON *doc, char **ret_json, struct cordon_error *err)
-{
-    char *text;
-
-    /* What the provider sent is embedded as it came: the document leaves
-     * here strict UTF-8. */
-    cordon_json_sanitize(doc);
-    text = doc != NULL ? cJSON_PrintUnformatted(doc) : NULL;
-    cJSON_Delete(doc);
-    if (text == NULL)
-        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-    *ret_json = text;
-    return 0;
-}
-
-/* --- binding -------------------------------------------------------------- */
-
-int cordon__bind_provider(struct cordon_ctx *ctx, const char *provider_id, const cJSON *config,
-                          struct cordon__bound *ret, struct cordon_error *err)
-{
-    struct cordon_error perr;
-    char *text;
-    int r;
-
-    memset(ret, 0, sizeof(*ret));
-    r = cordon__loader_get(ctx, provider_id, &ret->p, err);
-    if (r < 0)
-        return r;
-    text = cJSON_PrintUnformatted(config);
-    if (text == NULL)
-        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-    cordon_error_init(&perr);
-    r = ret->p->vt.ensure(ctx->host, text, &ret->res, &perr);
-    free(text);
-    if (r != 0) {
-        ret->res = NULL;
-        return cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "ensure %s: %s",
-                                provider_id, perr.message);
-    }
-    return 0;
-}
-
-void cordon__unbind_provider(struct cordon__bound *b)
-{
-    struct cordon_error perr;
-
-    if (b->res != NULL) {
-        cordon_error_init(&perr);
-        if (b->p->vt.release(b->res, &perr) != 0)
-            b->p->quarantined = true;
-    }
-    b->res = NULL;
-}
-
-int cordon__bind_record(struct cordon_ctx *ctx, const struct cordon__record *rec,
-                        struct cordon__bound *ret, struct cordon_error *err)
-{
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(rec->doc, "provider_id");
-
-    if (!cJSON_IsString(id))
-        return cordon_error_set(err, CORDON_E_IO, 0, "record %s: no provider_id", rec->id);
-    return cordon__bind_provider(ctx, id->valuestring,
-                                 cJSON_GetObjectItemCaseSensitive(rec->doc, "provider_config"), ret, err);
-}
-
-/* The provider's own state of a record as text, or NULL before it exists. */
-char *cordon__record_state(const struct cordon__record *rec)
-{
-    const cJSON *state = cJSON_GetObjectItemCaseSensitive(rec->doc, "provider_state");
-
-    return cJSON_IsObject(state) ? cJSON_PrintUnformatted(state) : NULL;
-}
-
 /* The limits rec was provisioned with, read as every resources object is
  * (once, into a struct): a record whose resources no longer read so is
  * damaged, and nothing goes by a guess at what it meant. */
@@ -106,37 +32,6 @@ int cordon__record_limits(const struct cordon__record *rec, struct cordon_limits
                                 ret, &perr) < 0)
         return cordon_error_set(err, CORDON_E_IO, 0, "record %s: %s", rec->id, perr.message);
     return 0;
-}
-
-/* Destroy the execution of rec (by its state, else by id) and remove the
- * record. A failure keeps the record, so that reclaim can try again. */
-int cordon__execution_destroy_bound(struct cordon_ctx *ctx, struct cordon__record *rec,
-                                    const struct cordon__bound *b, struct cordon_error *err)
-{
-    char *state = cordon__record_state(rec);
-    struct cordon_error perr;
-    int r;
-
-    cordon_error_init(&perr);
-    r = state != NULL ? b->p->vt.terminate(b->res, state, &perr)
-                      : b->p->vt.reclaim(b->res, rec->id, &perr);
-    free(state);
-    if (r != 0)
-        return cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno,
-                                "terminate %s: %s", rec->id, perr.message);
-    return cordon__record_remove(ctx, rec, err);
-}
-
-int cordon__execution_destroy(struct cordon_ctx *ctx, struct cordon__record *rec,
-                              struct cordon_error *err)
-{
-    struct cordon__bound b = { NULL, NULL };
-    int r = cordon__bind_record(ctx, rec, &b, err);
-
-    if (r == 0)
-        r = cordon__execution_destroy_bound(ctx, rec, &b, err);
-    cordon__unbind_provider(&b);
-    return r;
 }
 
 int cordon__check_keys(const char *field, const cJSON *obj, const char *const *keys, size_t n,
@@ -195,20 +90,16 @@ int cordon_terminate_json(struct cordon_ctx *ctx, const char *execution_id, char
     if (r == CORDON_E_NOT_FOUND) {
         /* already gone is success */
         cJSON_AddBoolToObject(result, "already_gone", true);
-        return cordon__hostflow_done(result, ret_json, err);
+        return cordon__json_done(0, result, ret_json, err);
     }
     if (r == 0)
         r = cordon__bind_record(ctx, rec, &b, err);
     if (r == 0)
         r = cordon__execution_destroy_bound(ctx, rec, &b, err);
-    cordon__unbind_provider(&b);
+    cordon__unbind_provider(&b, NULL);
     cordon__record_close(rec);
-    if (r < 0) {
-        cJSON_Delete(result);
-        return r;
-    }
     cJSON_AddBoolToObject(result, "already_gone", false);
-    return cordon__hostflow_done(result, ret_json, err);
+    return cordon__json_done(r, result, ret_json, err);
 }
 
 /* reclaim(id) through one provider; ensure consents to cleanup only. */
@@ -233,7 +124,7 @@ static int reclaim_with(struct cordon_ctx *ctx, const char *provider_id, const c
     if (r != 0)
         r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "reclaim %s with %s: %s", id,
                              provider_id, perr.message);
-    cordon__unbind_provider(&b);
+    cordon__unbind_provider(&b, NULL);
     return r;
 }
 
@@ -276,12 +167,8 @@ int cordon_reclaim_json(struct cordon_ctx *ctx, const char *execution_id, const 
     if (r == 0 && rec != NULL)
         r = cordon__record_remove(ctx, rec, err);
     cordon__record_close(rec);
-    if (r < 0) {
-        cJSON_Delete(result);
-        return r;
-    }
     cJSON_AddBoolToObject(result, "ok", true);
-    return cordon__hostflow_done(result, ret_json, err);
+    return cordon__json_done(r, result, ret_json, err);
 }
 
 int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err)
@@ -329,14 +216,8 @@ int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         cJSON_AddItemToArray(list, item);
         cJSON_Delete(rec);
     }
-    for (size_t i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
-    if (r < 0) {
-        cJSON_Delete(doc);
-        return r;
-    }
-    return cordon__hostflow_done(doc, ret_json, err);
+    cordon__loader_list_free(ids, n);
+    return cordon__json_done(r, doc, ret_json, err);
 }
 
 /* A partial checkpoint younger than this may still be on its way to its
@@ -375,7 +256,6 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         if (!cordon__record_expired(rec, NULL) && !cordon__pool_record_stale(ctx, rec) &&
             phase != NULL && strcmp(phase, "ready") == 0) {
             kept++;
-            cordon__unbind_provider(&b);
             cordon__record_close(rec);
             continue;
         }
@@ -389,7 +269,7 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
             cordon_json_add_text(e, "message", perr.message);
             cJSON_AddItemToArray(errors, e);
         }
-        cordon__unbind_provider(&b);
+        cordon__unbind_provider(&b, NULL);
         cordon__record_close(rec);
     }
     /* Sandboxes of this host that no record names (a crash before the
@@ -453,13 +333,11 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         }
         cJSON_Delete(list);
         cJSON_Delete(cfg);
-        cordon__unbind_provider(&b);
+        cordon__unbind_provider(&b, NULL);
     }
     cordon__loader_list_free(providers, n_providers);
     cordon__pool_tidy(ctx);
-    for (size_t i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
+    cordon__loader_list_free(ids, n);
     if (r < 0) {
         cJSON_Delete(doc);
         return r;
@@ -484,5 +362,5 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
     }
     cJSON_AddNumberToObject(doc, "kept", kept);
     cJSON_AddBoolToObject(doc, "ok", cJSON_GetArraySize(errors) == 0);
-    return cordon__hostflow_done(doc, ret_json, err);
+    return cordon__json_done(0, doc, ret_json, err);
 }

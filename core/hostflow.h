@@ -13,15 +13,11 @@
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include <cordon/sdk/bounds.h>
+#include "core/execution.h"
 #include "core/internal.h"
+#include "core/pool.h"
 #include "core/record.h"
 #include "core/select.h"
-
-/* A bound provider for one call: loaded, ensured, released at the end. */
-struct cordon__bound {
-    struct cordon__loaded *p;
-    struct cordon_resource *res;
-};
 
 /* A provision request, validated (cordon__host_spec_validate). */
 struct cordon__host_spec {
@@ -37,20 +33,6 @@ struct cordon__host_spec {
     bool id_given;           /* the caller named the execution: never a pooled one */
 };
 
-/* doc as the result text (*ret_json); doc is consumed, also on failure. */
-int cordon__hostflow_done(cJSON *doc, char **ret_json, struct cordon_error *err);
-
-/* Load and ensure provider_id with config; cordon__unbind_provider
- * releases it (a failed release quarantines the provider). */
-int cordon__bind_provider(struct cordon_ctx *ctx, const char *provider_id, const cJSON *config,
-                          struct cordon__bound *ret, struct cordon_error *err);
-void cordon__unbind_provider(struct cordon__bound *b);
-/* The same for the provider and config rec was provisioned with. */
-int cordon__bind_record(struct cordon_ctx *ctx, const struct cordon__record *rec,
-                        struct cordon__bound *ret, struct cordon_error *err);
-
-/* The provider's own state of a record as text, or NULL before it exists. */
-char *cordon__record_state(const struct cordon__record *rec);
 /* The limits rec was provisioned with; a record whose resources do not
  * read is CORDON_E_IO naming it. */
 int cordon__record_limits(const struct cordon__record *rec, struct cordon_limits *ret,
@@ -58,12 +40,6 @@ int cordon__record_limits(const struct cordon__record *rec, struct cordon_limits
 /* True when rec's lifetime is over; *ret_left_ms (when not NULL) gets
  * what is left of it. */
 bool cordon__record_expired(const struct cordon__record *rec, uint64_t *ret_left_ms);
-
-/* Destroy the execution of rec through b (by its state, else by id) and
- * remove the record. A failure keeps the record, so that reclaim can try
- * again. */
-int cordon__execution_destroy_bound(struct cordon_ctx *ctx, struct cordon__record *rec,
-                                    const struct cordon__bound *b, struct cordon_error *err);
 
 /* CORDON_E_INVALID naming "<field>.<key>" for a key of obj not in keys. */
 int cordon__check_keys(const char *field, const cJSON *obj, const char *const *keys, size_t n,
@@ -77,8 +53,18 @@ char *cordon__checkpoint_store(struct cordon_ctx *ctx);
 int cordon__host_spec_validate(struct cordon_ctx *ctx, const cJSON *req,
                                struct cordon__host_spec *ret, struct cordon_error *err);
 /* Provision from a validated spec; tar_fd >= 0 restores a checkpoint's
- * workspace instead of spec->workspace. On failure nothing remains. */
+ * workspace instead of spec->workspace. On failure nothing remains but
+ * the record of a sandbox that would not go, for gc. */
 int cordon__provision(struct cordon_ctx *ctx, struct cordon__host_spec *spec, int tar_fd,
                       cJSON **ret, struct cordon_error *err);
+
+/*
+ * What `cordon pool fill --for provision` provisions for provision
+ * requests like req (the provision keys, without execution_id, metadata
+ * or a workspace other than empty): the provider selected and verified as
+ * provision verifies it, and the key such a provision claims by.
+ */
+int cordon__provision_pool_target(struct cordon_ctx *ctx, const cJSON *req,
+                                  struct cordon__pool_target *ret, struct cordon_error *err);
 
 #endif

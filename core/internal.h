@@ -59,6 +59,10 @@ bool cordon__json_deeper_than(const cJSON *v, int limit);
 int cordon__json_parse_bounded(const char *field, const char *text, cJSON **ret,
                                struct cordon_error *err);
 
+/* A result document out: with r 0, doc (consumed either way) as strict
+ * UTF-8 text into *ret_json; any other r is returned as it is. */
+int cordon__json_done(int r, cJSON *doc, char **ret_json, struct cordon_error *err);
+
 /* Random lowercase hex of n_bytes * 2 digits plus NUL into ret. */
 int cordon__random_hex(char *ret, size_t n_bytes, struct cordon_error *err);
 

@@ -10,6 +10,19 @@
 #include "core/abi.h"
 #include "core/loader.h"
 
+int cordon__loader_release(struct cordon__loaded *p, struct cordon_resource *res,
+                           struct cordon_error *err)
+{
+    struct cordon_error perr;
+
+    cordon_error_init(&perr);
+    if (res == NULL || p->vt.release(res, &perr) == 0)
+        return 0;
+    p->quarantined = true;
+    return cordon_error_set(err, CORDON_E_PROVIDER, perr.os_errno,
+                            "release_failed: %s (provider quarantined)", perr.message);
+}
+
 char *cordon__loader_find(const struct cordon_ctx *ctx, const char *id)
 {
     for (size_t i = 0; i < ctx->n_search_dirs; i++) {

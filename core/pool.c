@@ -15,6 +15,7 @@
 #include <cordon/sdk/spec.h>
 #include "core/canonical.h"
 #include "core/execution.h"
+#include "core/loader.h"
 #include "core/pool.h"
 
 #define POOL_DIR "pool"
@@ -227,49 +228,34 @@ static size_t count_ready(struct cordon_ctx *ctx, int kfd)
 /* One pooled execution of t: record, provision, ready, marker. On failure
  * nothing remains. */
 static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
-                    struct cordon_resource *res, int kfd, uint64_t ttl_ms, char ret_id[65],
+                    const struct cordon__bound *b, int kfd, uint64_t ttl_ms, char ret_id[65],
                     struct cordon_error *err)
 {
-    const struct cordon_provider_v1 *vt = &t->sel.provider->vt;
     struct cordon__record *rec = NULL;
     uint64_t now = cordon_now_wall_ms(), until = now + ttl_ms;
-    /* The sandbox lives through its claimable time and then one whole run. */
-    uint64_t expires = until + t->limits.runtime_ms;
-    struct cordon__execution_intent intent;
-    enum cordon_spec_layout layout;
-    cJSON *doc = NULL, *pool, *verdict = NULL;
-    char id[65], hex[25], *text = NULL, *state_text = NULL;
-    bool created = false;
+    cJSON *pool = cJSON_CreateObject(), *verdict = cordon__selection_verdict(&t->sel, t->isolation);
+    char id[65], hex[25];
     int r, mfd;
 
-    if ((r = cordon__random_hex(hex, 12, err)) < 0)
-        goto out;
-    snprintf(id, sizeof(id), "pool-%s", hex);
-    /* The provider's spec, complete before anything exists. */
-    layout = strcmp(t->layout, "host") == 0 ? CORDON_SPEC_LAYOUT_HOST : CORDON_SPEC_LAYOUT_CODE;
-    r = cordon__execution_spec(id, &t->limits, layout, expires, t->image, t->environment, &text, err);
-    if (r < 0)
-        goto out;
-    verdict = cordon__selection_verdict(&t->sel, t->isolation);
-    intent = (struct cordon__execution_intent){
-        .id = id, .provider_id = t->sel.provider->id, .provider_config = t->sel.config,
-        .image = t->image, .limits = &t->limits, .environment = t->environment,
-        .verdict = verdict, .created_at_ms = now, .expires_at_ms = expires,
-    };
-    doc = verdict != NULL ? cordon__execution_record(ctx, &intent) : NULL;
-    if (doc == NULL) {
+    if (pool == NULL || verdict == NULL) {
         r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
         goto out;
     }
-    pool = cJSON_AddObjectToObject(doc, "pool");
+    if ((r = cordon__random_hex(hex, 12, err)) < 0)
+        goto out;
+    snprintf(id, sizeof(id), "pool-%s", hex);
     cJSON_AddStringToObject(pool, "key", t->key);
     cJSON_AddStringToObject(pool, "layout", t->layout);
     cJSON_AddNumberToObject(pool, "claimable_until_ms", (double)until);
-    /* The record (an intent) exists before the sandbox. */
-    if ((r = cordon__record_create(ctx, id, doc, &rec, err)) < 0)
-        goto out;
-    r = cordon__execution_provision(ctx, vt, res, text, rec, &state_text, err);
-    created = true;
+    /* The sandbox lives through its claimable time and then one whole run. */
+    r = cordon__execution_create(
+        ctx, b,
+        &(struct cordon__execution_intent){
+            .id = id, .provider_id = t->sel.provider->id, .provider_config = t->sel.config,
+            .image = t->image, .limits = &t->limits, .environment = t->environment,
+            .verdict = verdict, .pool = pool, .created_at_ms = now,
+            .expires_at_ms = until + t->limits.runtime_ms },
+        strcmp(t->layout, "host") == 0 ? CORDON_SPEC_LAYOUT_HOST : CORDON_SPEC_LAYOUT_CODE, &rec, err);
     if (r < 0 || (r = cordon__record_phase(rec, "ready", false, err)) < 0)
         goto out;
     /* Claimable from here: the marker is made last, under the record's lock. */
@@ -281,23 +267,12 @@ static int fill_one(struct cordon_ctx *ctx, const struct cordon__pool_target *t,
     close(mfd);
     snprintf(ret_id, 65, "%s", id);
 out:
-    if (r < 0 && rec != NULL) {
-        struct cordon_error e;
-
-        cordon_error_init(&e);
-        /* A sandbox that would not go keeps its record ("creating", so
-         * gc reclaims it). */
-        if (!created)
-            cordon__record_remove(ctx, rec, NULL);
-        else
-            cordon__execution_destroy(ctx, rec, &e);
-    }
+    /* A sandbox that would not go keeps its record (gc reclaims it). */
+    if (r < 0 && rec != NULL)
+        cordon__execution_destroy_bound(ctx, rec, b, NULL);
     cordon__record_close(rec);
-    if (state_text != NULL)
-        ctx->host->free(state_text);
-    free(text);
     cJSON_Delete(verdict);
-    cJSON_Delete(doc);
+    cJSON_Delete(pool);
     return r;
 }
 
@@ -315,11 +290,9 @@ int cordon__pool_check_bounds(uint64_t size, uint64_t ttl_ms, struct cordon_erro
 int cordon__pool_fill(struct cordon_ctx *ctx, const struct cordon__pool_target *t, uint64_t size,
                       uint64_t ttl_ms, char **ret_json, struct cordon_error *err)
 {
-    struct cordon_resource *res = NULL;
-    struct cordon_error perr;
+    struct cordon__bound b = { NULL, NULL };
     cJSON *doc = NULL, *added;
     size_t ready = 0;
-    char *config = NULL, *text;
     int kfd = -1, r;
 
     /* Refused before anything is created. */
@@ -335,46 +308,24 @@ int cordon__pool_fill(struct cordon_ctx *ctx, const struct cordon__pool_target *
     doc = cJSON_CreateObject();
     added = cJSON_CreateArray();
     ready = count_ready(ctx, kfd);
-    if (ready < size) {
-        config = cJSON_PrintUnformatted(t->sel.config);
-        cordon_error_init(&perr);
-        r = config != NULL ? t->sel.provider->vt.ensure(ctx->host, config, &res, &perr) : CORDON_E_NOMEM;
-        if (r != 0) {
-            res = NULL;
-            r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "ensure %s: %s",
-                                 t->sel.provider->id, perr.message);
-        }
-    }
+    if (ready < size)
+        r = cordon__bind_provider(ctx, t->sel.provider->id, t->sel.config, &b, err);
     for (size_t i = ready; r == 0 && i < size; i++) {
         char id[65];
 
-        r = fill_one(ctx, t, res, kfd, ttl_ms, id, err);
+        r = fill_one(ctx, t, &b, kfd, ttl_ms, id, err);
         if (r == 0)
             cJSON_AddItemToArray(added, cJSON_CreateString(id));
     }
-    if (res != NULL) {
-        cordon_error_init(&perr);
-        if (t->sel.provider->vt.release(res, &perr) != 0)
-            t->sel.provider->quarantined = true;
-    }
+    cordon__unbind_provider(&b, NULL);
     cJSON_AddBoolToObject(doc, "ok", r == 0);
     cJSON_AddStringToObject(doc, "key", t->key);
     cJSON_AddStringToObject(doc, "provider_id", t->sel.provider->id);
     cJSON_AddNumberToObject(doc, "size", (double)size);
     cJSON_AddNumberToObject(doc, "ready_before", (double)ready);
     cJSON_AddItemToObject(doc, "added", added);
-    if (r < 0)
-        goto out;
-    cordon_json_sanitize(doc);
-    text = cJSON_PrintUnformatted(doc);
-    if (text == NULL) {
-        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-        goto out;
-    }
-    *ret_json = text;
+    r = cordon__json_done(r, doc, ret_json, err);
 out:
-    free(config);
-    cJSON_Delete(doc);
     if (kfd >= 0)
         close(kfd);   /* drops the flock */
     if (r < 0 && ready == 0)
@@ -407,7 +358,7 @@ bool cordon__pool_record_stale(struct cordon_ctx *ctx, const struct cordon__reco
 int cordon__pool_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err)
 {
     cJSON *doc = cJSON_CreateObject(), *pools = cJSON_AddArrayToObject(doc, "pools");
-    char **ids = NULL, *text;
+    char **ids = NULL;
     size_t n = 0;
     int r = cordon__record_list(ctx, &ids, &n, err);
 
@@ -461,26 +412,15 @@ int cordon__pool_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_
         cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(entry, "executions"), e);
         cordon__record_close(rec);
     }
-    for (size_t i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
-    if (r == 0) {
-        cordon_json_sanitize(doc);
-        text = cJSON_PrintUnformatted(doc);
-        if (text == NULL)
-            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-        else
-            *ret_json = text;
-    }
-    cJSON_Delete(doc);
-    return r;
+    cordon__loader_list_free(ids, n);
+    return cordon__json_done(r, doc, ret_json, err);
 }
 
 int cordon__pool_drain_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err)
 {
     cJSON *doc = cJSON_CreateObject(), *drained = cJSON_AddArrayToObject(doc, "drained");
     cJSON *errors = cJSON_AddArrayToObject(doc, "errors");
-    char **ids = NULL, *text;
+    char **ids = NULL;
     size_t n = 0;
     int r = cordon__record_list(ctx, &ids, &n, err);
 
@@ -507,9 +447,7 @@ int cordon__pool_drain_json(struct cordon_ctx *ctx, char **ret_json, struct cord
         }
         cordon__record_close(rec);
     }
-    for (size_t i = 0; i < n; i++)
-        free(ids[i]);
-    free(ids);
+    cordon__loader_list_free(ids, n);
     if (r == 0) {
         int pfd = -1;
 
@@ -524,13 +462,6 @@ int cordon__pool_drain_json(struct cordon_ctx *ctx, char **ret_json, struct cord
             }
         }
         cJSON_AddBoolToObject(doc, "ok", cJSON_GetArraySize(errors) == 0);
-        cordon_json_sanitize(doc);
-        text = cJSON_PrintUnformatted(doc);
-        if (text == NULL)
-            r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
-        else
-            *ret_json = text;
     }
-    cJSON_Delete(doc);
-    return r;
+    return cordon__json_done(r, doc, ret_json, err);
 }

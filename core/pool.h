@@ -95,18 +95,4 @@ void cordon__pool_unmark(struct cordon_ctx *ctx, const struct cordon__record *re
 /* Remove <state_dir>/pool/<key> directories with no marker left. */
 void cordon__pool_tidy(struct cordon_ctx *ctx);
 
-/*
- * What `cordon pool fill --for provision` provisions for provision
- * requests like req (the provision keys, without execution_id, metadata
- * or a workspace other than empty): the provider selected and verified as
- * provision verifies it, and the key such a provision claims by.
- */
-int cordon__provision_pool_target(struct cordon_ctx *ctx, const cJSON *req,
-                                  struct cordon__pool_target *ret, struct cordon_error *err);
-
-/* Destroy the execution of a locked record (terminate by state, else
- * reclaim by id) and remove the record: core/hostflow.c. */
-int cordon__execution_destroy(struct cordon_ctx *ctx, struct cordon__record *rec,
-                              struct cordon_error *err);
-
 #endif

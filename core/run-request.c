@@ -1,7 +1,7 @@
-/* core: what a run request asks, read before anything is created: the
- * types of its keys, its limits over the run's defaults, its candidate
- * providers; and the pool target of `cordon pool fill`, which reads a
- * request the same way. */
+/* core: a run request read once into struct cordon__run_request before
+ * anything is created — the types of its keys, its limits over the run's
+ * defaults, its variables, its candidate providers — and the pool target
+ * of `cordon pool fill`, which reads a request the same way. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,12 +9,10 @@
 
 #include <cordon/sdk/bounds.h>
 #include "core/limits.h"
-#include "core/pool.h"
+#include "core/env.h"
 #include "core/run-internal.h"
 #include "core/run.h"
-#include "core/select.h"
 
-#define RUN_MAX_INPUTS 128
 /* Bytes of a stream kept per exec (limits.retention_bytes): held in memory
  * and carried in the result document. */
 #define RUN_MAX_RETENTION (16ull << 20)
@@ -87,10 +85,10 @@ out:
     return r;
 }
 
-/* Limits: the run defaults, then the request's "limits" object. */
-int cordon__run_read_limits(const cJSON *request, struct cordon_limits *ret_limits,
-                            uint64_t *ret_timeout_ms, size_t *ret_retention,
-                            struct cordon_error *err)
+/* Limits: the run defaults, then the request's "limits" object; with
+ * timeout_ms and retention_bytes, which are the host's. */
+static int read_limits(const cJSON *request, struct cordon_limits *ret_limits,
+                       uint64_t *ret_timeout_ms, size_t *ret_retention, struct cordon_error *err)
 {
     const cJSON *limits = cJSON_GetObjectItemCaseSensitive(request, "limits");
     uint64_t retention = CORDON_RUN_DEFAULT_RETENTION, timeout = CORDON_RUN_DEFAULT_TIMEOUT_MS;
@@ -142,7 +140,9 @@ int cordon__run_read_limits(const cJSON *request, struct cordon_limits *ret_limi
     return 0;
 }
 
-int cordon__run_check_types(const cJSON *request, struct cordon_error *err)
+/* The key types of a run request (workspace, image, inputs, providers,
+ * allow_unsafe_local), the workspace absolute and the inputs bounded. */
+static int check_types(const cJSON *request, struct cordon_error *err)
 {
     static const struct { const char *key; int type; } types[] = {
         { "workspace", cJSON_String }, { "image", cJSON_String }, { "inputs", cJSON_Array },
@@ -161,11 +161,12 @@ int cordon__run_check_types(const cJSON *request, struct cordon_error *err)
     v = cJSON_GetObjectItemCaseSensitive(request, "workspace");
     if (cJSON_IsString(v) && v->valuestring[0] != '/')
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "workspace: \"%s\" must be an absolute path", v->valuestring);
+                                "workspace: \"%.*s\" must be an absolute path",
+                                cordon_text_fit(v->valuestring, 200), v->valuestring);
     v = cJSON_GetObjectItemCaseSensitive(request, "inputs");
-    if (cJSON_GetArraySize(v) > RUN_MAX_INPUTS)
+    if (cJSON_GetArraySize(v) > CORDON_RUN_MAX_INPUTS)
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "inputs: %d exceeds the limit of %d",
-                                cJSON_GetArraySize(v), RUN_MAX_INPUTS);
+                                cJSON_GetArraySize(v), CORDON_RUN_MAX_INPUTS);
     for (int i = 0; i < cJSON_GetArraySize(v); i++)
         if (!cJSON_IsString(cJSON_GetArrayItem(v, i)))
             return cordon_error_set(err, CORDON_E_INVALID, 0, "inputs[%d]: must be a host path", i);
@@ -174,33 +175,68 @@ int cordon__run_check_types(const cJSON *request, struct cordon_error *err)
 
 /* The request's candidates ("provider" or "providers"), each with the
  * request's consent and image in its config. */
-int cordon__run_candidates(struct cordon_ctx *ctx, const cJSON *request,
-                           struct cordon__candidate **ret, size_t *ret_n,
-                           struct cordon_error *err)
+static int read_candidates(struct cordon_ctx *ctx, const cJSON *request,
+                           struct cordon__run_request *req, struct cordon_error *err)
 {
-    cJSON *overrides = cJSON_CreateObject();
+    const cJSON *one = cJSON_GetObjectItemCaseSensitive(request, "provider");
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(request, "providers");
+    cJSON *overrides = cJSON_CreateObject(), *own = NULL;
     int r;
 
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(request, "allow_unsafe_local")))
+    if (overrides == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    if (req->allow_unsafe_local)
         cJSON_AddBoolToObject(overrides, "allow_unsafe_local", true);
     /* the image is part of what a candidate is probed with (its toolchains) */
-    if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(request, "image")))
-        cJSON_AddStringToObject(overrides, "image",
-                                cJSON_GetObjectItemCaseSensitive(request, "image")->valuestring);
-    const cJSON *one = cJSON_GetObjectItemCaseSensitive(request, "provider");
-    cJSON *list = NULL;
-
+    if (req->image != NULL)
+        cJSON_AddStringToObject(overrides, "image", req->image);
     /* "provider": "x" is the one-candidate form of "providers": ["x"] */
-    if (one != NULL && cJSON_GetObjectItemCaseSensitive(request, "providers") == NULL) {
-        list = cJSON_CreateArray();
-        cJSON_AddItemToArray(list, cJSON_Duplicate(one, 1));
+    if (one != NULL && list == NULL) {
+        list = own = cJSON_CreateArray();
+        cJSON_AddItemToArray(own, cJSON_Duplicate(one, 1));
     }
-    r = cordon__candidates_build(ctx, list != NULL ? "provider" : "providers",
-                                 list != NULL ? list : cJSON_GetObjectItemCaseSensitive(request, "providers"),
-                                 overrides, ret, ret_n, err);
-    cJSON_Delete(list);
+    r = cordon__candidates_build(ctx, own != NULL ? "provider" : "providers", list, overrides,
+                                 &req->cands, &req->n_cands, err);
+    cJSON_Delete(own);
     cJSON_Delete(overrides);
     return r;
+}
+
+int cordon__run_request_parse(struct cordon_ctx *ctx, const cJSON *request,
+                              struct cordon__run_request *ret, struct cordon_error *err)
+{
+    const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(request, "inputs");
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(request, "environment");
+    int r;
+
+    memset(ret, 0, sizeof(*ret));
+    if (!cJSON_IsObject(request))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "request: must be a JSON object");
+    if ((r = check_types(request, err)) < 0 ||
+        (r = read_limits(request, &ret->limits, &ret->timeout_ms, &ret->retention, err)) < 0 ||
+        (r = cordon__env_validate("environment", env, err)) < 0 ||
+        (r = cordon_env_from_json(env, "environment", &ret->environment, err)) < 0 ||
+        (r = cordon__isolation_parse("isolation", cJSON_GetObjectItemCaseSensitive(request, "isolation"),
+                                     &ret->isolation, err)) < 0)
+        goto out;
+    ret->workspace = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(request, "workspace"));
+    ret->image = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(request, "image"));
+    ret->allow_unsafe_local = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(request, "allow_unsafe_local"));
+    for (const cJSON *in = inputs != NULL ? inputs->child : NULL; in != NULL; in = in->next)
+        ret->inputs[ret->n_inputs++] = in->valuestring;
+    r = read_candidates(ctx, request, ret, err);
+out:
+    if (r < 0)
+        cordon__run_request_clear(ret);
+    return r;
+}
+
+void cordon__run_request_clear(struct cordon__run_request *req)
+{
+    cordon_env_clear(&req->environment);
+    cordon__candidates_free(req->cands, req->n_cands);
+    req->cands = NULL;
+    req->n_cands = 0;
 }
 
 int cordon__run_pool_target(struct cordon_ctx *ctx, const cJSON *request,
@@ -209,12 +245,8 @@ int cordon__run_pool_target(struct cordon_ctx *ctx, const cJSON *request,
     static const char *const keys[] = { "provider", "image", "limits", "timeout_ms", "isolation",
                                         "allow_unsafe_local", NULL };
     struct cordon__select_opts opts = { CORDON_ISOLATION_REQUIRED, "code_execution", NULL, NULL };
-    struct cordon__candidate *cands = NULL;
-    struct cordon_limits limits;
-    const cJSON *image;
+    struct cordon__run_request req;
     cJSON *probes = NULL;
-    uint64_t timeout;
-    size_t n = 0, retention;
     int r;
 
     memset(ret, 0, sizeof(*ret));
@@ -229,32 +261,26 @@ int cordon__run_pool_target(struct cordon_ctx *ctx, const cJSON *request,
     }
     if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(request, "provider")))
         return cordon_error_set(err, CORDON_E_INVALID, 0, "provider: required, one provider id");
-    /* The limits exactly as a run with the same request reads them. */
-    if ((r = cordon__run_check_types(request, err)) < 0 ||
-        (r = cordon__run_read_limits(request, &limits, &timeout, &retention, err)) < 0 ||
-        (r = cordon__isolation_parse("isolation", cJSON_GetObjectItemCaseSensitive(request, "isolation"),
-                                     &opts.isolation, err)) < 0)
+    /* The request exactly as a run reads it. */
+    r = cordon__run_request_parse(ctx, request, &req, err);
+    if (r < 0)
         return r;
-    r = cordon__run_candidates(ctx, request, &cands, &n, err);
-    if (r == 0)
-        r = cordon__select(ctx, cands, n, &opts, &ret->sel, &probes, err);
-    cordon__candidates_free(cands, n);
-    if (r < 0) {
+    opts.isolation = req.isolation;
+    r = cordon__select(ctx, req.cands, req.n_cands, &opts, &ret->sel, &probes, err);
+    if (r < 0)
         r = cordon__select_refusal(
             r, cJSON_GetObjectItemCaseSensitive(request, "provider")->valuestring, probes, err);
-        cJSON_Delete(probes);
-        cordon__pool_target_clear(ret);
-        return r;
-    }
     cJSON_Delete(probes);
-    image = cJSON_GetObjectItemCaseSensitive(request, "image");
-    ret->image = cJSON_IsString(image) ? cJSON_Duplicate(image, 1) : cJSON_CreateNull();
-    ret->limits = limits;
-    ret->environment = cJSON_CreateObject();   /* a run's variables go to its commands */
-    ret->layout = "code";
-    ret->isolation = opts.isolation;
-    r = cordon__pool_key(ret->sel.provider->id, ret->sel.config, ret->image, &ret->limits, NULL, "code",
-                         ret->key, err);
+    if (r == 0) {
+        ret->image = req.image != NULL ? cJSON_CreateString(req.image) : cJSON_CreateNull();
+        ret->limits = req.limits;
+        ret->environment = cJSON_CreateObject();   /* a run's variables go to its commands */
+        ret->layout = "code";
+        ret->isolation = opts.isolation;
+        r = cordon__pool_key(ret->sel.provider->id, ret->sel.config, ret->image, &ret->limits, NULL,
+                             "code", ret->key, err);
+    }
+    cordon__run_request_clear(&req);
     if (r < 0)
         cordon__pool_target_clear(ret);
     return r;

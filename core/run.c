@@ -1,7 +1,8 @@
 /* core: the code-execution flow (core/run.h): the steps of one call,
- * from grant to close, each recorded in meta.events. What the request
- * asks is read by run-request.c; a stream becomes result fields in
- * run-stream.c. */
+ * from grant to close, each recorded in meta.events. The request is read
+ * once by run-request.c; the execution goes through the one lifecycle of
+ * core/execution.h (bind, provision, destroy, unbind); a stream becomes
+ * result fields in run-stream.c. */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <fcntl.h>
@@ -23,8 +24,6 @@
 #include <cordon/sdk/spec.h>
 #include <cordon/sdk/tar.h>
 #include "core/adapter.h"
-#include "core/config.h"
-#include "core/env.h"
 #include "core/execution.h"
 #include "core/grant.h"
 #include "core/limits.h"
@@ -42,16 +41,13 @@ struct run {
     struct cordon__bundle *own_bundle;
     const struct cordon__bundle *bundle;
     struct cordon__plan *plan;
-    struct cordon_limits limits;
-    const cJSON *environment;      /* the caller's variables (borrowed from the request) */
-    uint64_t timeout_ms;
-    size_t retention;
-    enum cordon__isolation isolation;
+    struct cordon__run_request req;
     char *task_workspace;          /* a temporary task workspace we made, removed at the end */
     bool inline_outputs;           /* no caller's workspace: outputs go into the result */
     struct cordon__grant *grant;
     struct cordon__selection sel;
-    struct cordon_resource *resource;
+    struct cordon__bound b;
+    bool provisioned;              /* provision was tried: something may exist to destroy */
     char *state;                   /* provider state of the execution (host alloc) */
     struct cordon__record *pooled; /* the claimed pool record, locked; removed after terminate */
     char execution_id[48];
@@ -87,13 +83,14 @@ static void add_event(struct run *run, const char *step, uint64_t since_ms, bool
     cJSON_AddItemToArray(run->events, e);
 }
 
-static void add_diag(struct run *run, int code, const char *message)
+/* {"code", "message"} into diagnostics: an error code, or a note's name. */
+static void add_diag(cJSON *diagnostics, const char *code, const char *message)
 {
     cJSON *d = cJSON_CreateObject();
 
-    cJSON_AddStringToObject(d, "code", cordon_error_name(code));
+    cJSON_AddStringToObject(d, "code", code);
     cordon_json_add_text(d, "message", message);
-    cJSON_AddItemToArray(run->diagnostics, d);
+    cJSON_AddItemToArray(diagnostics, d);
 }
 
 /* A step failed in cordon or in the provider: record it, set the status. */
@@ -101,7 +98,7 @@ static int fail(struct run *run, const char *status, const char *step, uint64_t 
                 const struct cordon_error *e)
 {
     add_event(run, step, since, false, e->message);
-    add_diag(run, e->code != 0 ? e->code : CORDON_E_PROVIDER, e->message);
+    add_diag(run->diagnostics, cordon_error_name(e->code != 0 ? e->code : CORDON_E_PROVIDER), e->message);
     run->status = status;
     return e->code != 0 ? e->code : CORDON_E_PROVIDER;
 }
@@ -132,14 +129,12 @@ static const char *scratch_parent(const struct cordon_ctx *ctx)
     return ctx->state_dir;
 }
 
-static int step_grant(struct run *run, const cJSON *request, struct cordon_error *err)
+static int step_grant(struct run *run, struct cordon_error *err)
 {
-    const cJSON *ws = cJSON_GetObjectItemCaseSensitive(request, "workspace");
-    const cJSON *inputs = cJSON_GetObjectItemCaseSensitive(request, "inputs"), *in;
     uint64_t t = cordon_now_monotonic_ms();
     int r;
 
-    if (!cJSON_IsString(ws)) {
+    if (run->req.workspace == NULL) {
         /* No task workspace: a private one for this call, removed at the
          * end; declared outputs come back inline in the result. */
         run->inline_outputs = true;
@@ -147,12 +142,12 @@ static int step_grant(struct run *run, const cJSON *request, struct cordon_error
         if (r < 0)
             return fail(run, "error", "grant", t, err);
     }
-    r = cordon__grant_open(cJSON_IsString(ws) ? ws->valuestring : run->task_workspace,
+    r = cordon__grant_open(run->req.workspace != NULL ? run->req.workspace : run->task_workspace,
                            CORDON_GRANT_SNAPSHOT, &run->grant, err);
     if (r < 0)
         return fail(run, "blocked", "grant", t, err);
-    cJSON_ArrayForEach(in, inputs) {
-        r = cordon__grant_add_input(run->grant, in->valuestring, err);
+    for (size_t i = 0; i < run->req.n_inputs; i++) {
+        r = cordon__grant_add_input(run->grant, run->req.inputs[i], err);
         if (r < 0)
             return fail(run, "blocked", "grant", t, err);
     }
@@ -164,84 +159,73 @@ static int step_grant(struct run *run, const cJSON *request, struct cordon_error
     return 0;
 }
 
-static int step_select(struct run *run, const cJSON *request, struct cordon_error *err)
+static int step_select(struct run *run, struct cordon_error *err)
 {
-    struct cordon__select_opts opts = { run->isolation, "code_execution", run->plan->toolchain,
+    struct cordon__select_opts opts = { run->req.isolation, "code_execution", run->plan->toolchain,
                                         run->plan->min_version };
-    struct cordon__candidate *cands = NULL;
     cJSON *probes = NULL;
     uint64_t t = cordon_now_monotonic_ms();
-    size_t n = 0;
     int r;
 
-    r = cordon__run_candidates(run->ctx, request, &cands, &n, err);
-    if (r < 0)
-        return fail(run, "blocked", "select", t, err);
-    r = cordon__select(run->ctx, cands, n, &opts, &run->sel, &probes, err);
-    cordon__candidates_free(cands, n);
+    r = cordon__select(run->ctx, run->req.cands, run->req.n_cands, &opts, &run->sel, &probes, err);
     cJSON_AddItemToObject(run->meta, "probes", probes != NULL ? probes : cJSON_CreateArray());
     if (r < 0)
         return fail(run, "blocked", "select", t, err);
     cJSON_AddStringToObject(run->meta, "provider_id", run->sel.provider->id);
     cJSON_AddItemToObject(run->meta, "provider_facts", cJSON_Duplicate(run->sel.facts, 1));
     cJSON_AddStringToObject(run->meta, "selection_reason", run->sel.why);
-    if (run->sel.preference_fallback) {
-        cJSON *d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "code", "preference_fallback");
-        cJSON_AddStringToObject(d, "message", "no candidate met the isolation preference");
-        cJSON_AddItemToArray(run->diagnostics, d);
-    }
-    if (run->sel.unverified) {
-        cJSON *d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "code", "unverified");
-        cJSON_AddStringToObject(d, "message",
-                                "the host could not observe the selected provider's isolation; its claimed axes "
-                                "count as false");
-        cJSON_AddItemToArray(run->diagnostics, d);
-    }
+    if (run->sel.preference_fallback)
+        add_diag(run->diagnostics, "preference_fallback", "no candidate met the isolation preference");
+    if (run->sel.unverified)
+        add_diag(run->diagnostics, "unverified",
+                 "the host could not observe the selected provider's isolation; its claimed axes count "
+                 "as false");
     add_event(run, "select", t, true, run->sel.why);
     return 0;
 }
 
+/* Ensure: the selected provider bound with the selected config. */
 static int step_ensure(struct run *run, struct cordon_error *err)
 {
-    const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
-    char *config = cJSON_PrintUnformatted(run->sel.config);
     uint64_t t = cordon_now_monotonic_ms();
-    struct cordon_error perr;
-    int r;
+    int r = cordon__bind_provider(run->ctx, run->sel.provider->id, run->sel.config, &run->b, err);
 
-    cordon_error_init(&perr);
-    r = config != NULL ? vt->ensure(run->ctx->host, config, &run->resource, &perr) : CORDON_E_NOMEM;
-    free(config);
-    if (r != 0) {
-        run->resource = NULL;
-        cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "ensure %s: %s",
-                         run->sel.provider->id, perr.message);
+    if (r < 0)
         return fail(run, r == CORDON_E_DENIED ? "blocked" : "error", "ensure", t, err);
-    }
     add_event(run, "ensure", t, true, NULL);
     return 0;
 }
 
-static int step_provision(struct run *run, const cJSON *request, struct cordon_error *err)
+static int step_provision(struct run *run, struct cordon_error *err)
 {
-    const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
-    const cJSON *image = cJSON_GetObjectItemCaseSensitive(request, "image");
+    cJSON *image = run->req.image != NULL ? cJSON_CreateStringReference(run->req.image) : NULL;
     uint64_t t = cordon_now_monotonic_ms();
-    struct cordon_error perr;
-    char hex[17], key[65], *text;
+    char hex[17], key[65], *text = NULL;
     int r;
 
     /* A warm execution of exactly this sandbox, if `cordon pool fill`
      * left one: the selection above verified the provider as for a fresh
      * one, and the key holds everything the spec below would say. */
-    r = cordon__pool_key(run->sel.provider->id, run->sel.config, image, &run->limits, NULL, "code",
-                         key, err);
+    r = cordon__pool_key(run->sel.provider->id, run->sel.config, image, &run->req.limits, NULL,
+                         "code", key, err);
     if (r == 0)
         r = cordon__pool_claim(run->ctx, key, &run->pooled, err);
+    if (r == 0 && run->pooled == NULL)
+        r = cordon__random_hex(hex, 8, err);
+    /* The pid in the id tells `cordon gc` that this unrecorded execution
+     * belongs to a live run (see cordon__run_owner_alive). The run passes
+     * the caller's image as given: the provider judges it. Its variables
+     * go to its commands, not to the spec. */
+    if (r == 0 && run->pooled == NULL) {
+        snprintf(run->execution_id, sizeof(run->execution_id), "run-%ld-%s", (long)getpid(), hex);
+        r = cordon__execution_spec(run->execution_id, &run->req.limits, CORDON_SPEC_LAYOUT_CODE,
+                                   cordon_now_wall_ms() + run->req.limits.runtime_ms, image, NULL,
+                                   &text, err);
+    }
+    cJSON_Delete(image);
     if (r < 0)
         return fail(run, "error", "provision", t, err);
+    run->provisioned = true;
     if (run->pooled != NULL) {
         char *state = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(run->pooled->doc, "provider_state"));
         size_t len = state != NULL ? strlen(state) + 1 : 0;
@@ -260,27 +244,11 @@ static int step_provision(struct run *run, const cJSON *request, struct cordon_e
         add_event(run, "provision", t, true, "claimed from the pool");
         return 0;
     }
-    r = cordon__random_hex(hex, 8, err);
-    if (r < 0)
-        return fail(run, "error", "provision", t, err);
-    /* The pid in the id tells `cordon gc` that this unrecorded execution
-     * belongs to a live run (see cordon__run_owner_alive). */
-    snprintf(run->execution_id, sizeof(run->execution_id), "run-%ld-%s", (long)getpid(), hex);
-    /* The run passes the caller's image as given: the provider judges it.
-     * Its variables go to its commands, not to the spec. */
-    r = cordon__execution_spec(run->execution_id, &run->limits, CORDON_SPEC_LAYOUT_CODE,
-                               cordon_now_wall_ms() + run->limits.runtime_ms, image, NULL, &text,
-                               err);
-    if (r < 0)
-        return fail(run, "error", "provision", t, err);
-    cordon_error_init(&perr);
-    r = vt->provision(run->resource, text, &run->state, &perr);
+    /* No record: the id names its live cordon (gc leaves it alone). */
+    r = cordon__execution_provision(run->ctx, &run->b, text, NULL, &run->state, err);
     free(text);
-    if (r != 0) {
-        run->state = NULL;
-        cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "provision: %s", perr.message);
+    if (r < 0)
         return fail(run, "error", "provision", t, err);
-    }
     cJSON_AddStringToObject(run->meta, "execution_id", run->execution_id);
     add_event(run, "provision", t, true, run->execution_id);
     return 0;
@@ -294,7 +262,7 @@ static int step_provision(struct run *run, const cJSON *request, struct cordon_e
  */
 static int step_land(struct run *run, struct cordon_error *err)
 {
-    const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
+    const struct cordon_provider_v1 *vt = &run->b.p->vt;
     struct cordon_tar_limits lim = { CORDON_BUNDLE_MAX_BYTES + (64ull << 20), 4096, 0, 0 };
     uint64_t t = cordon_now_monotonic_ms();
     struct cordon_error perr;
@@ -314,8 +282,8 @@ static int step_land(struct run *run, struct cordon_error *err)
     if (r == 0) {
         cordon_error_init(&perr);
         r = files != NULL
-                ? vt->import_files(run->resource, run->state, "source", files, fd, &perr)
-                : vt->import_tar(run->resource, run->state, "source", fd, &perr);
+                ? vt->import_files(run->b.res, run->state, "source", files, fd, &perr)
+                : vt->import_tar(run->b.res, run->state, "source", fd, &perr);
         if (r != 0)
             r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "land: %s",
                                  perr.message);
@@ -332,7 +300,7 @@ static int step_land(struct run *run, struct cordon_error *err)
 /* Run the plan's steps in order, stopping at the first that does not exit 0. */
 static int step_run(struct run *run, struct cordon_error *err)
 {
-    uint64_t deadline = cordon_now_monotonic_ms() + run->timeout_ms;
+    uint64_t deadline = cordon_now_monotonic_ms() + run->req.timeout_ms;
     struct cordon_exec_outcome out;
     int r = 0;
 
@@ -341,15 +309,16 @@ static int step_run(struct run *run, struct cordon_error *err)
         uint64_t t = cordon_now_monotonic_ms(), left = deadline > t ? deadline - t : 1;
         struct cordon_drive_opts opts;
         struct cordon_exec_request req;
-        const cJSON *v;
         char *text = NULL, detail[160];
 
         cordon_exec_request_init(&req);
         r = cordon__plan_step_request(run->plan, i, left, &req, err);
         /* The caller's variables join the adapter's; the adapter's win. */
-        cJSON_ArrayForEach(v, run->environment) {
-            if (r == 0 && cordon_env_get(&req.env, v->string) == NULL)
-                r = cordon_env_set(&req.env, v->string, v->valuestring, err);
+        for (size_t k = 0; r == 0 && k < run->req.environment.n; k++) {
+            const struct cordon_env_var *v = &run->req.environment.vars[k];
+
+            if (cordon_env_get(&req.env, v->name) == NULL)
+                r = cordon_env_set(&req.env, v->name, v->value, err);
         }
         if (r == 0)
             r = cordon_exec_request_print(&req, &text, err);
@@ -359,13 +328,13 @@ static int step_run(struct run *run, struct cordon_error *err)
             return fail(run, "error", run->plan->steps[i].name, t, err);
         cordon_drive_opts_init(&opts);
         opts.host = run->ctx->host;
-        opts.provider = &run->sel.provider->vt;
-        opts.resource = run->resource;
+        opts.provider = &run->b.p->vt;
+        opts.resource = run->b.res;
         opts.state_json = run->state;
         opts.request_json = text;
         opts.timeout_ms = left;
-        opts.retention_bytes = run->retention;
-        opts.output_budget = run->limits.max_output_bytes;
+        opts.retention_bytes = run->req.retention;
+        opts.output_budget = run->req.limits.max_output_bytes;
         r = cordon_drive_exec(&opts, &out, err);
         free(text);
         if (r < 0) {
@@ -470,7 +439,7 @@ static int inline_data(const struct cordon__grant *g, cJSON *outputs, struct cor
 
 static int step_collect(struct run *run, struct cordon_error *err)
 {
-    const struct cordon_provider_v1 *vt = &run->sel.provider->vt;
+    const struct cordon_provider_v1 *vt = &run->b.p->vt;
     struct cordon_tar_limits lim = { 64ull << 20, 4096, 0, 0 };
     uint64_t t = cordon_now_monotonic_ms();
     int fd = -1, staging = -1, r;
@@ -495,7 +464,7 @@ static int step_collect(struct run *run, struct cordon_error *err)
         if (paths == NULL)
             r = cordon_error_set(&perr, CORDON_E_NOMEM, ENOMEM, "out of memory");
         else
-            r = vt->export_files(run->resource, run->state, paths, fd, &perr);
+            r = vt->export_files(run->b.res, run->state, paths, fd, &perr);
         lim.max_entries = run->bundle->n_outputs;
         /* Inline, staging lives in the call's own workspace (often memory):
          * unpack no more than the inline total plus one file, so that
@@ -503,7 +472,7 @@ static int step_collect(struct run *run, struct cordon_error *err)
         if (run->inline_outputs)
             lim.max_bytes = CORDON_GRANT_INLINE_MAX_TOTAL_BYTES + CORDON_GRANT_INLINE_MAX_FILE_BYTES;
     } else {
-        r = vt->export_tar(run->resource, run->state, "output", fd, &perr);
+        r = vt->export_tar(run->b.res, run->state, "output", fd, &perr);
     }
     if (r != 0) {
         r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "collect: %s",
@@ -554,58 +523,53 @@ out:
     return 0;
 }
 
+/* A teardown step that failed: recorded, and the call is no success. */
+static void fail_after(struct run *run, const char *step, uint64_t t, const struct cordon_error *e)
+{
+    add_event(run, step, t, false, e->message);
+    add_diag(run->diagnostics, cordon_error_name(e->code), e->message);
+    run->status = strcmp(run->status, "success") == 0 ? "error" : run->status;
+}
+
 /* terminate, release, close: run whatever happened before. */
 static void teardown(struct run *run)
 {
-    const struct cordon_provider_v1 *vt = run->sel.provider != NULL ? &run->sel.provider->vt : NULL;
     struct cordon_error perr;
     uint64_t t;
 
-    if (run->state != NULL) {
+    cordon_error_init(&perr);
+    if (run->provisioned) {
         t = cordon_now_monotonic_ms();
-        cordon_error_init(&perr);
-        if (vt->terminate(run->resource, run->state, &perr) != 0) {
-            add_event(run, "terminate", t, false, perr.message);
-            add_diag(run, CORDON_E_PROVIDER, perr.message);
-            run->status = strcmp(run->status, "success") == 0 ? "error" : run->status;
-        } else {
+        /* Used once: a pooled execution goes with its record. One that
+         * would not terminate keeps it ("running", unlocked below), and gc
+         * reclaims it. */
+        if ((run->pooled != NULL ? cordon__execution_destroy_bound(run->ctx, run->pooled, &run->b, &perr)
+                                 : cordon__execution_end(&run->b, run->execution_id, run->state, &perr)) < 0)
+            fail_after(run, "terminate", t, &perr);
+        else
             add_event(run, "terminate", t, true, NULL);
-            /* Used once: a pooled execution goes with its record. One
-             * that would not terminate keeps it ("running", unlocked
-             * below), and gc reclaims it. */
-            if (run->pooled != NULL)
-                cordon__record_remove(run->ctx, run->pooled, NULL);
-        }
-        run->ctx->host->free(run->state);
-        run->state = NULL;
     }
+    if (run->state != NULL)
+        run->ctx->host->free(run->state);
+    run->state = NULL;
     cordon__record_close(run->pooled);
     run->pooled = NULL;
-    if (run->resource != NULL) {
+    if (run->b.res != NULL) {
         t = cordon_now_monotonic_ms();
         cordon_error_init(&perr);
-        if (vt->release(run->resource, &perr) != 0) {
-            /* Quarantine: this provider is never ensured again in this
-             * context, and the call is not a success. */
-            char msg[600];
-            run->sel.provider->quarantined = true;
-            snprintf(msg, sizeof(msg), "release_failed: %s (provider quarantined)", perr.message);
-            add_event(run, "release", t, false, msg);
-            add_diag(run, CORDON_E_PROVIDER, msg);
+        if (cordon__unbind_provider(&run->b, &perr) < 0) {
+            fail_after(run, "release", t, &perr);
             cJSON_AddBoolToObject(run->meta, "quarantined", true);
-            if (strcmp(run->status, "success") == 0)
-                run->status = "error";
         } else {
             add_event(run, "release", t, true, NULL);
         }
-        run->resource = NULL;
     }
     if (run->grant != NULL) {
         t = cordon_now_monotonic_ms();
         cordon_error_init(&perr);
         if (cordon__grant_close(run->grant, &perr) < 0) {
             add_event(run, "close", t, false, perr.message);
-            add_diag(run, perr.code, perr.message);
+            add_diag(run->diagnostics, cordon_error_name(perr.code), perr.message);
         } else {
             add_event(run, "close", t, true, NULL);
         }
@@ -656,26 +620,13 @@ int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordo
 
     /* Validate everything from outside before anything is created. */
     t = cordon_now_monotonic_ms();
-    if (!cJSON_IsObject(request)) {
-        cordon_error_set(&e, CORDON_E_INVALID, 0, "request: must be a JSON object");
-        fail(&run, "blocked", "validate", t, &e);
-        goto done;
-    }
     run.bundle = bundle;
-    if (bundle == NULL) {
-        if (cordon__bundle_from_request(request, &run.own_bundle, &e) < 0) {
-            fail(&run, "blocked", "validate", t, &e);
-            goto done;
-        }
+    if (!cJSON_IsObject(request))
+        cordon_error_set(&e, CORDON_E_INVALID, 0, "request: must be a JSON object");
+    else if (bundle == NULL && cordon__bundle_from_request(request, &run.own_bundle, &e) == 0)
         run.bundle = run.own_bundle;
-    }
-    run.environment = cJSON_GetObjectItemCaseSensitive(request, "environment");
-    if (cordon__run_check_types(request, &e) < 0 ||
-        cordon__run_read_limits(request, &run.limits, &run.timeout_ms, &run.retention, &e) < 0 ||
-        cordon__env_validate("environment", run.environment, &e) < 0 ||
-        cordon__isolation_parse("isolation", cJSON_GetObjectItemCaseSensitive(request, "isolation"),
-                                &run.isolation, &e) < 0 ||
-        cordon__adapter_plan(run.bundle, &run.limits, &run.plan, &e) < 0) {
+    if (run.bundle == NULL || cordon__run_request_parse(ctx, request, &run.req, &e) < 0 ||
+        cordon__adapter_plan(run.bundle, &run.req.limits, &run.plan, &e) < 0) {
         fail(&run, "blocked", "validate", t, &e);
         goto done;
     }
@@ -683,8 +634,8 @@ int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordo
     cJSON_AddStringToObject(run.meta, "bundle_digest", run.bundle->digest);
     add_event(&run, "validate", t, true, NULL);
 
-    if (step_grant(&run, request, &e) < 0 || step_select(&run, request, &e) < 0 ||
-        step_ensure(&run, &e) < 0 || step_provision(&run, request, &e) < 0 ||
+    if (step_grant(&run, &e) < 0 || step_select(&run, &e) < 0 ||
+        step_ensure(&run, &e) < 0 || step_provision(&run, &e) < 0 ||
         step_land(&run, &e) < 0 || step_run(&run, &e) < 0)
         goto done;
     if (strcmp(run.status, "success") == 0 || strcmp(run.status, "error") == 0)
@@ -706,6 +657,7 @@ done:
     }
     cJSON_AddNumberToObject(run.meta, "duration_ms", (double)(cordon_now_monotonic_ms() - run.started_ms));
     cordon__selection_clear(&run.sel);
+    cordon__run_request_clear(&run.req);
     cordon__plan_free(run.plan);
     cordon__bundle_free(run.own_bundle);
     /* Facts, states and results from the provider are embedded as they
@@ -729,10 +681,7 @@ int cordon_run_json(struct cordon_ctx *ctx, const char *request_json, char **ret
     if (r < 0) {
         /* A request that is not even JSON still gets a result document. */
         result = result_new();
-        cJSON *d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "code", cordon_error_name(r));
-        cordon_json_add_text(d, "message", perr.message);
-        cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(result, "diagnostics"), d);
+        add_diag(cJSON_GetObjectItemCaseSensitive(result, "diagnostics"), cordon_error_name(r), perr.message);
         cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(result, "meta"), "contract",
                                 CORDON_RUN_CONTRACT);
     } else {
@@ -759,23 +708,28 @@ bool cordon__run_owner_alive(const char *execution_id)
     return kill((pid_t)pid, 0) == 0 || errno == EPERM;
 }
 
+int cordon__run_exit_status(const cJSON *result)
+{
+    const cJSON *code = cJSON_GetObjectItemCaseSensitive(result, "exit_code");
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "status"));
+
+    if (s == NULL)
+        return 125;
+    if (strcmp(s, "success") == 0 || strcmp(s, "error") == 0)
+        /* "error" with exit 0: the program succeeded, cordon did not (collect, release) */
+        return cJSON_IsNumber(code) && (code->valueint != 0 || strcmp(s, "success") == 0) ? code->valueint : 125;
+    if (strcmp(s, "timeout") == 0 || strcmp(s, "expired") == 0)
+        return 124;
+    if (strcmp(s, "oom") == 0 || strcmp(s, "output_limit") == 0 || strcmp(s, "cancelled") == 0)
+        return 137;
+    return 125;
+}
+
 int cordon_result_exit_status(const char *result_json)
 {
     cJSON *doc = cJSON_Parse(result_json);
-    const cJSON *status = cJSON_GetObjectItemCaseSensitive(doc, "status");
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(doc, "exit_code");
-    const char *s = cJSON_IsString(status) ? status->valuestring : "blocked";
-    int rc;
+    int rc = cordon__run_exit_status(doc);
 
-    if (strcmp(s, "success") == 0 || strcmp(s, "error") == 0)
-        /* "error" with exit 0: the program succeeded, cordon did not (collect, release) */
-        rc = cJSON_IsNumber(code) && (code->valueint != 0 || strcmp(s, "success") == 0) ? code->valueint : 125;
-    else if (strcmp(s, "timeout") == 0 || strcmp(s, "expired") == 0)
-        rc = 124;
-    else if (strcmp(s, "oom") == 0 || strcmp(s, "output_limit") == 0 || strcmp(s, "cancelled") == 0)
-        rc = 137;
-    else
-        rc = 125;
     cJSON_Delete(doc);
     return rc;
 }

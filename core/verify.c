@@ -9,6 +9,7 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/observe.h>
 #include <cordon/text.h>
+#include "core/loader.h"
 #include "core/verify.h"
 
 static const char *const axes[] = {
@@ -276,11 +277,9 @@ static int observe(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON
     if (r < 0)
         snprintf(why, why_size, "%s", perr.message);
     cordon_error_init(&perr);
-    if (p->vt.release(res, &perr) != 0) {
-        /* As after a run: a resource that would not let go is never reused. */
-        p->quarantined = true;
+    if (cordon__loader_release(p, res, &perr) < 0) {
         if (r == 0)
-            snprintf(why, why_size, "release failed: %s", perr.message);
+            snprintf(why, why_size, "%s", perr.message);
         r = r < 0 ? r : CORDON_E_PROVIDER;
     }
     if (r < 0) {

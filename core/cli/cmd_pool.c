@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/hostflow.h"
 #include "core/internal.h"
 #include "core/limits.h"
 #include "core/pool.h"

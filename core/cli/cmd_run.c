@@ -295,8 +295,8 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
         goto out;
     }
 print:
-    text = cJSON_PrintUnformatted(result);
-    if (text == NULL) {
+    text = json ? cJSON_PrintUnformatted(result) : NULL;
+    if (json && text == NULL) {
         rc = cli_fail("run", json, CORDON_E_NOMEM, "out of memory");
         goto out;
     }
@@ -304,7 +304,7 @@ print:
         cli_print_json(text);
     else
         print_human(result, quiet);
-    rc = cordon_result_exit_status(text);
+    rc = cordon__run_exit_status(result);
 out:
     free(text);
     cJSON_Delete(result);

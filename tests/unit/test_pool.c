@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/hostflow.h"
 #include "core/pool.h"
 #include "core/record.h"
 #include "core/run.h"

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/limits.h"
+#include "core/run-internal.h"
 #include "core/run.h"
 #include "core/grant.h"
 #include "tests/unit/helpers.h"
@@ -186,6 +188,19 @@ static struct refusal refuses_bad_requests_without_residue_cases[] = {
       "maximum 86400000" },
     { "relative workspace", "{\"workspace\":\"relative/dir\"}", "absolute" },
     { "provider label", "{\"providers\":[{\"provider_id\":\"trusted-local\",\"extra\":1}]}", "unknown key" },
+    /* each key of the typed request, named with its limit */
+    { "workspace a number", "{\"workspace\":7}", "workspace: must be a string" },
+    { "image a number", "{\"image\":5}", "image: must be a string" },
+    { "inputs a string", "{\"inputs\":\"/etc/passwd\"}", "inputs: must be an array" },
+    { "an input not a path", "{\"inputs\":[\"/a\",\"/b\",4]}", "inputs[2]: must be a host path" },
+    { "providers a string", "{\"providers\":\"trusted-local\"}", "providers: must be an array" },
+    { "consent a string", "{\"allow_unsafe_local\":\"yes\"}", "allow_unsafe_local: must be true or false" },
+    { "timeout zero", "{\"timeout_ms\":0}", "timeout_ms: 0 must be between 1 and 86400000" },
+    { "timeout a fraction", "{\"timeout_ms\":1.5}", "request.timeout_ms: must be a whole number >= 0" },
+    { "limits an array", "{\"limits\":[1]}", "limits: must be an object" },
+    { "retention a string", "{\"limits\":{\"retention_bytes\":\"1\"}}",
+      "limits.retention_bytes: must be a whole number >= 0" },
+    { "environment name", "{\"environment\":{\"1X\":\"y\"}}", "environment" },
 };
 
 ParameterizedTestParameters(run, refuses_bad_requests_without_residue)
@@ -216,6 +231,56 @@ ParameterizedTest(size_t *at, run, refuses_bad_requests_without_residue)
     message = str(cJSON_GetObjectItem(e.result, "error"), "message");
     cr_expect(strstr(message, c->needle) != NULL, "%s: \"%s\" lacks \"%s\"", c->what, message, c->needle);
     expect_no_residue(&e);
+    env_close(&e);
+}
+
+/* One input past the limit is refused by name and limit, before any grant. */
+Test(run, too_many_inputs_names_the_limit)
+{
+    struct env e;
+    cJSON *req, *inputs;
+    const char *message;
+
+    env_open(&e);
+    req = python_request(&e, "print(1)\n", true);
+    inputs = cJSON_AddArrayToObject(req, "inputs");
+    for (int i = 0; i <= CORDON_RUN_MAX_INPUTS; i++)
+        cJSON_AddItemToArray(inputs, cJSON_CreateString("/etc/hostname"));
+    run(&e, req);
+    cr_expect_str_eq(str(e.result, "status"), "blocked", "%s", result_text(&e));
+    message = str(cJSON_GetObjectItem(e.result, "error"), "message");
+    cr_expect_str_eq(message, "inputs: 129 exceeds the limit of 128");
+    expect_no_residue(&e);
+    env_close(&e);
+}
+
+/* A refusal after the variables were read (the candidates are read last)
+ * leaves the request empty: nothing to clear, nothing held. */
+Test(run, a_refused_request_holds_nothing)
+{
+    struct env e;
+    struct cordon__run_request req;
+    struct cordon_error err;
+    cJSON *doc = cJSON_Parse("{\"environment\":{\"A\":\"1\"},\"inputs\":[\"/x\"],"
+                             "\"providers\":[{\"provider_id\":\"trusted-local\",\"extra\":1}]}");
+
+    env_open(&e);
+    cordon_error_init(&err);
+    cr_assert_lt(cordon__run_request_parse(e.ctx, doc, &req, &err), 0);
+    cr_expect(strstr(err.message, "extra") != NULL, "%s", err.message);
+    cr_expect_eq(req.environment.n, 0);
+    cr_expect_null(req.environment.vars);
+    cr_expect_null(req.cands);
+    cr_expect_eq(req.n_cands, 0);
+    /* and a good one is read into the struct */
+    cJSON_DeleteItemFromObject(doc, "providers");
+    cr_assert_eq(cordon__run_request_parse(e.ctx, doc, &req, &err), 0, "%s", err.message);
+    cr_expect_eq(req.environment.n, 1);
+    cr_expect_eq(req.n_inputs, 1);
+    cr_expect_str_eq(req.inputs[0], "/x");
+    cr_expect_eq(req.timeout_ms, CORDON_RUN_DEFAULT_TIMEOUT_MS);
+    cordon__run_request_clear(&req);
+    cJSON_Delete(doc);
     env_close(&e);
 }
 
