@@ -10,11 +10,15 @@
 #include <cordon/sdk/observe.h>
 #include <cordon/text.h>
 #include "core/verify.h"
+#include "sdk/facts-validate.h"
 
 static const char *const axes[] = {
     CORDON_AXIS_PROCESS_CONTAINED, CORDON_AXIS_HOST_FS_RESTRICTED,
     CORDON_AXIS_PRIVESC_BLOCKED, CORDON_AXIS_SYSCALLS_RESTRICTED,
 };
+
+/* Every canonical toolchain: the host asks each, whatever the provider. */
+static const char *const toolchains[] = { "python", "node", "go", "c++", NULL };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -137,7 +141,9 @@ static int mark_unverified(cJSON *facts, const cJSON *claim, const char *reason,
         !cJSON_AddNullToObject(v, "observation_digest") || !cJSON_AddArrayToObject(v, "disproved") ||
         !cJSON_AddStringToObject(v, "reason", reason))
         goto nomem;
-    if (!cordon__verify_merge_limits(facts, NULL, cJSON_GetObjectItemCaseSensitive(v, "disproved")))
+    /* Nor any toolchain: the host names only what it saw answer. */
+    if (!cordon__verify_merge_limits(facts, NULL, cJSON_GetObjectItemCaseSensitive(v, "disproved")) ||
+        !cordon__facts_set_toolchains(facts, NULL))
         goto nomem;
     replace(facts, "isolation", iso);
     replace(facts, "verified_by", cJSON_CreateNull());
@@ -198,7 +204,11 @@ static int merge(cJSON *facts, const cJSON *claim, const cJSON *observation, con
         snprintf(detail, sizeof(detail), "network \"none\" claimed, the host observed \"%s\"", net->valuestring);
         ok = add_disproved(disproved, "network", "network_none", detail);
     }
-    if (!ok || !cordon__verify_merge_limits(facts, observation, disproved))
+    /* The toolchains (and the languages they serve) are the host's
+     * finding alone: a provider's probe only claims. */
+    if (!ok || !cordon__verify_merge_limits(facts, observation, disproved) ||
+        !cordon__facts_set_toolchains(facts, cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(observation,
+                                                                                            "toolchains"), true)))
         goto nomem;
     replace(iso, "checks", checks != NULL ? cJSON_Duplicate(checks, true) : cJSON_CreateArray());
     replace(iso, "network_mode", cJSON_CreateString(net->valuestring));
@@ -212,6 +222,7 @@ static int merge(cJSON *facts, const cJSON *claim, const cJSON *observation, con
         goto nomem;
     replace(facts, "isolation", iso);
     replace(facts, "verified_by", cJSON_CreateString(CORDON_VERIFIED_BY));
+    replace(facts, "observed_by", cJSON_CreateString("cordon-observe"));
     replace(facts, "observation_digest", cJSON_CreateString(digest));
     replace(facts, "verification", v);
     return 0;
@@ -267,6 +278,7 @@ static int observe(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON
             .provider = &p->vt,
             .resource = res,
             .image = cJSON_IsString(image) ? image->valuestring : NULL,
+            .toolchains = toolchains,
             .observer_name = name,
             .flags = CORDON_OBSERVE_CHECK_LIMITS,
         };

@@ -6,11 +6,10 @@
  * dropped, no_new_privs and rlimits, and a private /tmp, /var/tmp and
  * /dev/shm in a mount namespace of its own. It contains nothing else: no
  * other namespace, no seccomp filter, the host's filesystem and network. Its
- * probe runs cordon's observer through this very provider and reports what
- * the observer saw, so the facts say process_contained,
- * host_filesystem_restricted and syscalls_restricted false, and
- * --isolation required never selects it. Like trusted-local it runs only
- * with the caller's explicit allow_unsafe_local.
+ * probe claims just that (privilege_escalation_blocked alone, network
+ * "host"); the host observes a sandbox of its own to judge the claim and
+ * to find the toolchains, so --isolation required never selects it. Like trusted-local
+ * it runs only with the caller's explicit allow_unsafe_local.
  *
  * It needs root (the uid pool, the switch to the sandbox uid); without it
  * the probe says unavailable and why.
@@ -42,7 +41,6 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
-#include <cordon/sdk/observe.h>
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/relay.h>
 #include <cordon/sdk/request.h>
@@ -55,8 +53,6 @@
 #define HELLO_ROOT "/run/cordon/hello"   /* <root>/<execution id>/workspace */
 #define HELLO_PATH "/usr/local/bin:/usr/bin:/bin"
 #define HELLO_DOC_MAX (1u << 20)         /* config and state */
-
-static const struct cordon_provider_v1 hello_provider;
 
 struct cordon_resource {
     const struct cordon_host_v1 *host;
@@ -90,7 +86,6 @@ static const char *const hello_modes[] = { "snapshot", NULL };
  * and what the host enforces for every provider (runtime and output). */
 static const char *const hello_limits[] = { "memory_bytes", "pids", "runtime_ms",
                                             "max_output_bytes", NULL };
-static const char *const hello_toolchains[] = { "python", "node", "go", "c++", NULL };
 
 static int hello_nomem(struct cordon_error *err, const char *what)
 {
@@ -179,27 +174,29 @@ static int hello_release(struct cordon_resource *res, struct cordon_error *err)
 
 /* ---- probe ---------------------------------------------------------------- */
 
-static int hello_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
-                             struct cordon_error *err)
+/* The claim, and nothing observed: the host judges it with an observation
+ * of its own. Unavailable facts say why (root, the config). */
+static int hello_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
+                       char **ret_facts_json, struct cordon_error *err)
 {
     struct cordon_facts_parts parts = {
         .struct_size = sizeof(parts),
         .provider_id = HELLO_ID,
         .supported_kinds = hello_kinds,
-        .available = false,
-        .reason = reason,
+        .available = true,
+        .reason = "ready",
+        .safety_class = "trusted_local",   /* what it is: host execution */
+        .mechanism = "host_process",
+        .workspace_access_modes = hello_modes,
+        .limits_enforced = hello_limits,
+        /* json.md §3: the child's rlimits, the host's deadline and budget. */
+        .limits_enforcement_json = "{\"cpus\":\"none\",\"memory_bytes\":\"rlimit\","
+                                   "\"disk_bytes\":\"rlimit\",\"pids\":\"rlimit\","
+                                   "\"runtime_ms\":\"host\",\"max_output_bytes\":\"host\"}",
+        .claims = CORDON_CLAIM_PRIVESC_BLOCKED,   /* a uid of its own, no capability */
+        .network = "host",
     };
-
-    return cordon_facts_compose_host(host, &parts, ret, err);
-}
-
-/* Observe, then describe: the four axes come from the observation only. */
-static int hello_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
-                       char **ret_facts_json, struct cordon_error *err)
-{
-    struct cordon_resource *res = NULL;
-    struct cordon_error perr;
-    char *observation = NULL;
+    struct cordon_error why;
     bool consent;
     int r;
 
@@ -208,55 +205,13 @@ static int hello_probe(const struct cordon_host_v1 *host, const char *config_jso
     /* A config we cannot read is an error; a host we cannot use is facts. */
     if ((r = hello_config_parse(config_json, &consent, err)) < 0)
         return r;
-    cordon_error_init(&perr);
-    /* Probing runs only cordon's own observer: no consent needed for it. */
-    if (hello_resource_new(host, config_json, false, &res, &perr) < 0)
-        return hello_unavailable(host, perr.message, ret_facts_json, err);
-    if (flags & CORDON_PROBE_AVAILABILITY) {
-        hello_release(res, NULL);
-        *ret_facts_json = cordon_host_strdup(
-            host, "{\"provider_id\":\"" HELLO_ID "\",\"available\":true,\"reason\":\"ready\"}");
-        return *ret_facts_json != NULL ? 0 : hello_nomem(err, "probe");
+    cordon_error_init(&why);
+    if (hello_root_prepare(&why) < 0) {
+        parts.available = false;
+        parts.reason = why.message;
     }
-    {
-        struct cordon_observe_opts oo = {
-            .struct_size = sizeof(oo),
-            .host = host,
-            .provider = &hello_provider,
-            .resource = res,
-            .toolchains = hello_toolchains,
-        };
-        r = cordon_observe_run(&oo, &observation, &perr);
-    }
-    hello_release(res, NULL);
-    if (r < 0) {
-        char reason[600];
-
-        snprintf(reason, sizeof(reason), "observation failed: %s", perr.message);
-        return hello_unavailable(host, reason, ret_facts_json, err);
-    }
-    {
-        struct cordon_facts_parts parts = {
-            .struct_size = sizeof(parts),
-            .provider_id = HELLO_ID,
-            .supported_kinds = hello_kinds,
-            .available = true,
-            .reason = "ready",
-            .safety_class = "trusted_local",   /* what it is: host execution */
-            .mechanism = "host_process",
-            .rootfs_read_only = false,
-            .workspace_access_modes = hello_modes,
-            .limits_enforced = hello_limits,
-            .observation_json = observation,
-            /* json.md §3: the child's rlimits, the host's deadline and budget. */
-            .limits_enforcement_json = "{\"cpus\":\"none\",\"memory_bytes\":\"rlimit\","
-                                       "\"disk_bytes\":\"rlimit\",\"pids\":\"rlimit\","
-                                       "\"runtime_ms\":\"host\",\"max_output_bytes\":\"host\"}",
-        };
-        r = cordon_facts_compose_host(host, &parts, ret_facts_json, err);
-    }
-    free(observation);
-    return r;
+    (void)flags;   /* the availability facts are the same claim */
+    return cordon_facts_compose_host(host, &parts, ret_facts_json, err);
 }
 
 /* ---- state ---------------------------------------------------------------- */

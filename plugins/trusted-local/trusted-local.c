@@ -5,9 +5,9 @@
  * Runs argv directly on the host, in a per-execution directory beneath a
  * root, with best-effort hardening in the child: rlimits, the bounding set
  * emptied and a dedicated uid:gid when running as root, no_new_privs and a
- * libseccomp deny-list. It contains nothing: the probe runs cordon-observe
- * through this very provider and reports what it saw, which is
- * process_contained false and host_filesystem_restricted false.
+ * libseccomp deny-list. It contains nothing: its probe claims neither
+ * process_contained nor host_filesystem_restricted, network "host"; the
+ * host's own observation judges the claim.
  *
  * Nothing global: every call works from the resource (parsed config and
  * the prepared seccomp program) and the execution's state JSON.
@@ -40,15 +40,12 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
-#include <cordon/sdk/observe.h>
 #include <cordon/sdk/request.h>
 #include <cordon/sdk/tar.h>
 #include <cordon/sdk/spec.h>
 #include <cordon/sdk/uid.h>
 #include <cordon/sdk/workspace.h>
 #include "plugins/trusted-local/trusted-local.h"
-
-static const struct cordon_provider_v1 provider;
 
 /* ---- resource ----------------------------------------------------------- */
 
@@ -366,7 +363,6 @@ int tl__open_workspace(const struct tl_state *st, int *ret_fd, struct cordon_err
 
 static const char *const kinds[] = { "code_execution", NULL };
 static const char *const access_modes[] = { "snapshot", NULL };
-static const char *const toolchains[] = { "python", "node", "go", "c++", NULL };
 /* pids only holds when children run as a dedicated uid (RLIMIT_NPROC). */
 static const char *const limits_user[] = { "memory_bytes", "pids", "runtime_ms",
                                            "max_output_bytes", NULL };
@@ -428,9 +424,11 @@ static char *mechanism_facts(const struct tl_config *cfg, bool area_tmpfs)
     return text;
 }
 
-/* The facts, for the host: available with an observation, else why not. */
+/* The facts, for the host: available with the claim, else why not. Never
+ * contained: the host's processes, filesystem and network; as root, a uid
+ * of its own without privilege, and the deny-list when seccomp is on. */
 static int facts_compose(const struct cordon_host_v1 *host, bool available, const char *reason,
-                         const char *const *limits, const char *observation, const char *mech,
+                         const struct tl_config *cfg, const char *const *limits, const char *mech,
                          char **ret, struct cordon_error *err)
 {
     struct cordon_facts_parts parts = {
@@ -444,8 +442,10 @@ static int facts_compose(const struct cordon_host_v1 *host, bool available, cons
         .rootfs_read_only = false,
         .workspace_access_modes = access_modes,
         .limits_enforced = limits,
-        .observation_json = observation,
         .mechanism_facts_json = mech,
+        .claims = (cfg->switch_user ? CORDON_CLAIM_PRIVESC_BLOCKED : 0) |
+                  (cfg->seccomp ? CORDON_CLAIM_SYSCALLS_RESTRICTED : 0),
+        .network = "host",
         .limits_enforcement_json = limits == limits_area   ? TL_ENFORCEMENT("tmpfs_size", "rlimit")
                                    : limits == limits_user ? TL_ENFORCEMENT("rlimit", "rlimit")
                                                            : TL_ENFORCEMENT("rlimit", "none"),
@@ -458,7 +458,9 @@ static int facts_compose(const struct cordon_host_v1 *host, bool available, cons
 static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
                              struct cordon_error *err)
 {
-    return facts_compose(host, false, reason, limits_self, NULL, NULL, ret, err);
+    static const struct tl_config none = { 0 };
+
+    return facts_compose(host, false, reason, &none, limits_self, NULL, ret, err);
 }
 
 static int op_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
@@ -467,7 +469,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     struct cordon_resource *res = NULL;
     struct tl_config cfg = { 0 };
     struct cordon_error perr;
-    char *observation = NULL, *mech = NULL, *out = NULL;
+    char *mech = NULL, *out = NULL;
     bool area_tmpfs;
     int r;
 
@@ -493,26 +495,10 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         goto out;
     }
 
-    /* Probing runs only our own observer, so it needs no allow_unsafe_local. */
+    /* Probing runs nothing, so it needs no allow_unsafe_local. */
     if (resource_new(host, config_json, false, &res, &perr) < 0) {
         r = facts_unavailable(host, perr.message, &out, err);
         goto out;
-    }
-    {
-        struct cordon_observe_opts oo = {
-            .struct_size = sizeof(oo),
-            .host = host,
-            .provider = &provider,
-            .resource = res,
-            .toolchains = toolchains,
-        };
-        if (cordon_observe_run(&oo, &observation, &perr) < 0) {
-            char reason[600];
-
-            snprintf(reason, sizeof(reason), "observation failed: %s", perr.message);
-            r = facts_unavailable(host, reason, &out, err);
-            goto out;
-        }
     }
     area_tmpfs = cfg.switch_user && area_tmpfs_works(&cfg);
     mech = mechanism_facts(&cfg, area_tmpfs);
@@ -520,16 +506,15 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         r = tl__nomem(err, "facts");
         goto out;
     }
-    r = facts_compose(host, true, "ready",
+    r = facts_compose(host, true, "ready", &cfg,
                       area_tmpfs ? limits_area : cfg.switch_user ? limits_user : limits_self,
-                      observation, mech, &out, err);
+                      mech, &out, err);
 out:
     if (r == 0)
         *ret_facts_json = out;
     else if (out != NULL)
         host->free(out);
     free(mech);
-    free(observation);
     resource_free(res);
     tl__config_clear(&cfg);
     return r;
