@@ -843,7 +843,7 @@ Test(runc, probe_claims_all_axes_and_the_observation_holds_them)
                                         CORDON_AXIS_PRIVESC_BLOCKED, CORDON_AXIS_SYSCALLS_RESTRICTED };
     char config[PATH_MAX + 128], *facts = NULL, *seen = NULL;
     const cJSON *iso, *tc, *mech;
-    struct cordon_resource *res = NULL;
+    struct cordon_resource *mine = NULL;
     cJSON *doc, *obs;
 
     require_setup();
@@ -861,16 +861,16 @@ Test(runc, probe_claims_all_axes_and_the_observation_holds_them)
     cr_assert_str_eq(str_at(doc, "network", NULL), "none");
     cr_assert_str_eq(str_at(doc, "observed_by", NULL), "none");
     cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "toolchains")), 0);
-    cr_assert_eq(prov->ensure(&host, config, &res, &err), 0, "ensure: %s", err.message);
+    cr_assert_eq(prov->ensure(&host, config, &mine, &err), 0, "ensure: %s", err.message);
     {
         struct cordon_observe_opts oo = {
-            .struct_size = sizeof(oo), .host = &host, .provider = prov, .resource = res,
+            .struct_size = sizeof(oo), .host = &host, .provider = prov, .resource = mine,
             .image = image, .toolchains = tools, .flags = CORDON_OBSERVE_CHECK_LIMITS,
         };
 
         cr_assert_eq(cordon_observe_run(&oo, &seen, &err), 0, "observe: %s", err.message);
     }
-    prov->release(res, &err);
+    prov->release(mine, &err);
     obs = cJSON_Parse(seen);
     iso = cJSON_GetObjectItemCaseSensitive(obs, "isolation");
     for (size_t i = 0; i < 4; i++)
