@@ -749,7 +749,7 @@ Test(runc, cli_host_sees_every_limit_of_runc_hold)
             cJSON_GetObjectItemCaseSensitive(facts, "limits_verified"), "memory_bytes");
         double asked = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(mem, "asked"));
 
-        cr_expect(asked >= 48.0 * 1024 * 1024 && asked <= 96.0 * 1024 * 1024, "memory asked %.0f", asked);
+        cr_expect(asked >= 128.0 * 1024 * 1024 && asked <= 176.0 * 1024 * 1024, "memory asked %.0f", asked);
     }
     /* runc's /dev is a read-write tmpfs only root may write: it stores
      * nothing for this uid, and the detail says so. */
@@ -792,7 +792,7 @@ Test(runc, cli_refuses_a_provider_whose_limit_check_never_reports)
     cJSON_Delete(doc);
 }
 
-/* memfloor.so refuses memory below 128 MiB, as a VM with a floor would:
+/* memfloor.so refuses memory below 192 MiB, as a VM with a floor would:
  * the host observes its isolation all the same, with the ordinary limits,
  * and checks its limits against those: refusing the small limits buys no
  * way out of the checks. */
