@@ -87,7 +87,6 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
         if (r < 0)
             goto out;
     }
-    res->cap_last = tl__cap_last();
     *ret = res;
     res = NULL;
 out:
@@ -140,67 +139,23 @@ static bool cwd_under(pid_t pid, const char *dir, size_t dlen)
     return strncmp(cwd, dir, dlen) == 0 && (cwd[dlen] == '\0' || cwd[dlen] == '/');
 }
 
-/* The child of kill_uid: become uid (raw syscalls: this task only, and
- * no capability is left after it) and signal every process it may. */
-static int kill_uid_child(void *arg)
-{
-    uid_t uid = *(const uid_t *)arg;
-
-    if (tl__become(uid, (gid_t)uid) != 0)
-        _exit(2);
-    /* kill(-1) answers 0 while any other process exists, signalled or not:
-     * its answer says nothing of uid's processes, only that it ran. */
-    if (syscall(SYS_kill, -1, SIGKILL) != 0 && errno != ESRCH)
-        _exit(2);
-    _exit(0);
-}
-
-/*
- * Every process of uid, by one kill(-1) from a child that takes the uid.
- * The kernel signals, under its task list's lock, each process whose real
- * or saved uid is uid, where reading /proc cost a stat per process on the
- * machine and needed passes: a fork in progress is either on the list and
- * killed, or its parent was, and a parent with SIGKILL pending does not
- * finish a fork. The child shares our memory until it exits (CLONE_VFORK),
- * with every signal blocked so that no handler of ours runs on its stack.
- * false when this cannot be done (the caller then reads /proc).
- */
-static bool kill_uid(uid_t uid)
-{
-    char stack[16384] __attribute__((aligned(16)));
-    sigset_t all, old;
-    int status = 0;
-    pid_t pid;
-
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid = clone(kill_uid_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &uid);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (pid < 0)
-        return false;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return false;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 /*
  * Kill what escaped the runner's process-group kill with setsid(). With a
  * uid of the pool, the uid is the execution's alone: every process of it,
- * wherever it went (kill_uid). With a configured run_as shared by every
+ * wherever it went (cordon_uid_sweep). With a configured run_as shared by every
  * execution, only those whose working directory lies in the execution
  * area; one that moved elsewhere is not found (the facts say
  * process_contained false).
  */
 void tl__sweep(const char *dir, uid_t uid)
 {
-    bool own_uid = cordon_uid_in_pool(uid);
-
     size_t dlen = strlen(dir);
     int pass;
 
-    if (own_uid && kill_uid(uid))
+    if (cordon_uid_in_pool(uid)) {
+        cordon_uid_sweep(uid);
         return;
+    }
     for (pass = 0; pass < TL_SWEEP_PASSES; pass++) {
         DIR *proc = opendir("/proc");
         struct dirent *de;
@@ -218,15 +173,13 @@ void tl__sweep(const char *dir, uid_t uid)
             if (*end != '\0' || pid <= 0 || pid == (long)getpid())
                 continue;
             snprintf(path, sizeof(path), "/proc/%ld", pid);
-            if (stat(path, &st) != 0 || st.st_uid != uid ||
-                (!own_uid && !cwd_under((pid_t)pid, dir, dlen)))
+            if (stat(path, &st) != 0 || st.st_uid != uid || !cwd_under((pid_t)pid, dir, dlen))
                 continue;
             /* Pin the process, then look again: the pid may have been reused. */
             pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
             if (pidfd < 0)
                 continue;
-            if ((own_uid ? stat(path, &st) == 0 && st.st_uid == uid
-                         : cwd_under((pid_t)pid, dir, dlen)) &&
+            if (cwd_under((pid_t)pid, dir, dlen) &&
                 syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
                 killed++;
             close(pidfd);
@@ -567,34 +520,6 @@ static int mkdir_owned(int dirfd, const char *name, mode_t mode, bool give, uid_
     return r;
 }
 
-/*
- * The workspace beneath the execution's directory. Layout "code": the
- * workspace root and source/ stay root's, so the sandbox user can neither
- * write into source/ nor rename it away; build/, output/, logs/ are its.
- * Layout "host": the whole workspace is the sandbox user's.
- */
-static int make_workspace(int dir_fd, const struct tl_config *cfg, bool code,
-                          struct cordon_error *err)
-{
-    static const char *const user_dirs[] = { "build", "output", "logs" };
-    size_t i;
-    int ws_fd, r;
-
-    r = mkdir_owned(dir_fd, "workspace", 0755, cfg->switch_user && !code, cfg->uid, cfg->gid,
-                    err);
-    if (r < 0 || !code)
-        return r;
-    ws_fd = openat(dir_fd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (ws_fd < 0)
-        return cordon_error_set(err, CORDON_E_IO, errno, "provision: workspace: %s",
-                                strerror(errno));
-    r = mkdir_owned(ws_fd, "source", 0755, false, 0, 0, err);
-    for (i = 0; r == 0 && i < sizeof(user_dirs) / sizeof(user_dirs[0]); i++)
-        r = mkdir_owned(ws_fd, user_dirs[i], 0755, cfg->switch_user, cfg->uid, cfg->gid, err);
-    close(ws_fd);
-    return r;
-}
-
 /* Whether the root lies beneath a directory the child's own would hide
  * (a root in /tmp, as tests have): the area itself would vanish under it. */
 static bool root_under_tmp_dirs(const char *root)
@@ -706,7 +631,9 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
         r = cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", dir, strerror(errno));
         goto out;
     }
-    r = make_workspace(dir_fd, &cfg, code, err);
+    /* Layout "code": source/ root's, build/, output/, logs/ the sandbox
+     * user's; layout "host": all of it (cordon_workspace_make). */
+    r = cordon_workspace_make(dir_fd, code, cfg.switch_user, cfg.uid, cfg.gid, err);
     if (r == 0 && cfg.switch_user && mounted && !root_under_tmp_dirs(res->cfg.root)) {
         r = make_tmp_dirs(dir_fd, err);
         private_tmp = r == 0;

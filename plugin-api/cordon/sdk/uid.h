@@ -102,6 +102,15 @@ CORDON_EXTERN int cordon_uid_from_state(const char *dir, const cJSON *doc, const
                                         const char *id, bool pooled, uid_t *ret_uid,
                                         gid_t *ret_gid, struct cordon_error *err);
 
+/*
+ * Kill every process of uid, a uid of the pool (any other uid is left
+ * alone: it may be shared): the processes an exec left behind that escaped
+ * the runner's process-group kill with setsid(), wherever they went. As
+ * root one kill(-1) from a child that takes the uid; else /proc is read,
+ * each process pinned with a pidfd before the signal.
+ */
+CORDON_EXTERN void cordon_uid_sweep(uid_t uid);
+
 #ifdef __cplusplus
 }
 #endif
