@@ -156,11 +156,24 @@ nomem:
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "verify: out of memory");
 }
 
+/* Is axis in the claim's "deferred" list (the provider left it to us)? */
+static bool deferred(const cJSON *claim, const char *axis)
+{
+    const cJSON *d;
+
+    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(claim, "deferred"))
+        if (cJSON_IsString(d) && strcmp(d->valuestring, axis) == 0)
+            return true;
+    return false;
+}
+
 /*
  * Claim AND verdict. Every axis the provider claimed true and the host saw
  * false is disproved, with each failed check behind it; so is a claimed
  * network of "none" the host saw otherwise. Axes claimed false stay false
- * whatever the host saw: a provider may promise less than it gives.
+ * whatever the host saw: a provider may promise less than it gives. An
+ * axis the provider deferred (one its mechanism's configuration decides,
+ * such as gVisor's platform) is what the host saw, never a disproval.
  */
 static int merge(cJSON *facts, const cJSON *claim, const cJSON *observation, const char *digest,
                  struct cordon_error *err)
@@ -182,6 +195,8 @@ static int merge(cJSON *facts, const cJSON *claim, const cJSON *observation, con
         bool claimed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(claim, axes[i]));
         bool observed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(seen, axes[i]));
 
+        if (!claimed && deferred(claim, axes[i]))
+            claimed = observed;
         replace(iso, axes[i], cJSON_CreateBool(claimed && observed));
         if (!claimed || observed)
             continue;
@@ -210,6 +225,7 @@ static int merge(cJSON *facts, const cJSON *claim, const cJSON *observation, con
         !cordon__facts_set_toolchains(facts, cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(observation,
                                                                                             "toolchains"), true)))
         goto nomem;
+    cJSON_DeleteItemFromObjectCaseSensitive(iso, "deferred");   /* decided: claimed_isolation keeps it */
     replace(iso, "checks", checks != NULL ? cJSON_Duplicate(checks, true) : cJSON_CreateArray());
     replace(iso, "network_mode", cJSON_CreateString(net->valuestring));
     /* Which kernel answered is the host's finding too, never the claim's. */

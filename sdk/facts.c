@@ -414,6 +414,18 @@ static int check_isolation(const cJSON *facts, struct cordon_error *err)
     if (item != NULL && !(cJSON_IsString(item) && in_list(item->valuestring, network_modes, COUNT(network_modes))))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "facts.isolation.network_mode: must be \"none\", \"private\" or \"host\"");
+    item = cJSON_GetObjectItemCaseSensitive(iso, "deferred");
+    if (item != NULL) {
+        const cJSON *d;
+        bool ok = cJSON_IsArray(item) && cJSON_GetArraySize(item) <= (int)COUNT(axes);
+
+        cJSON_ArrayForEach(d, (ok ? item : NULL))
+            ok = ok && cJSON_IsString(d) && in_list(d->valuestring, axes, COUNT(axes)) &&
+                 cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(iso, d->valuestring));
+        if (!ok)
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "facts.isolation.deferred: must list axes, each claimed false");
+    }
     return check_checks(iso, err);
 }
 
@@ -647,6 +659,7 @@ static int compose_isolation(const struct cordon_facts_parts *parts, cJSON *obs,
         return cordon_error_set(err, CORDON_E_NOMEM, 0, "facts compose: out of memory");
     move_item(src, iso, "mechanism_kind");
     move_item(src, iso, "checks");
+    move_item(src, iso, "deferred");
     *ret_network = net->valuestring;
     return 0;
 }
@@ -656,12 +669,23 @@ static int compose_isolation(const struct cordon_facts_parts *parts, cJSON *obs,
 static cJSON *claim_as_observation(const struct cordon_facts_parts *parts)
 {
     cJSON *obs = cJSON_CreateObject(), *iso = cJSON_AddObjectToObject(obs, "isolation");
+    cJSON *deferred = cJSON_CreateArray();
     bool ok = iso != NULL && cJSON_AddStringToObject(obs, "observed_by", "none") &&
               cJSON_AddArrayToObject(iso, "checks") != NULL &&
               cJSON_AddStringToObject(obs, "network", parts->network);
 
-    for (size_t i = 0; ok && i < COUNT(axes); i++)
-        ok = cJSON_AddBoolToObject(iso, axes[i], (parts->claims & (1u << i)) != 0) != NULL;
+    /* A deferred axis is not claimed: false here, the host's finding later. */
+    for (size_t i = 0; ok && i < COUNT(axes); i++) {
+        bool claimed = (parts->claims & (1u << i)) != 0, defer = !claimed && (parts->deferred & (1u << i)) != 0;
+
+        ok = cJSON_AddBoolToObject(iso, axes[i], claimed) != NULL &&
+             (!defer || cJSON_AddItemToArray(deferred, cJSON_CreateString(axes[i])));
+    }
+    if (ok && cJSON_GetArraySize(deferred) > 0) {
+        ok = cJSON_AddItemToObject(iso, "deferred", deferred);
+        deferred = NULL;
+    }
+    cJSON_Delete(deferred);
     if (!ok) {
         cJSON_Delete(obs);
         return NULL;

@@ -516,6 +516,8 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     struct dk_conn *conn = NULL;
     struct cordon_error perr;
     char image_id[80] = "", *mech_text = NULL;
+    const char *rt;
+    bool gvisor;
     char *out = NULL;
     const char *init = NULL;
     cJSON *mech = NULL;
@@ -582,6 +584,8 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         r = facts_unavailable(host, "daemon_unreachable", perr.message, mech, &out, err);
         goto out;
     }
+    rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mech, "runtime"));
+    gvisor = runtime_is_gvisor(df.info, rt != NULL ? rt : "runc");
     mech_text = cJSON_PrintUnformatted(mech);
     if (mech_text == NULL) {
         r = dk__nomem(err, "facts");
@@ -600,7 +604,11 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
             .workspace_access_modes = access_modes,
             .limits_enforced = cordon_limit_keys,
             .mechanism_facts_json = mech_text,
-            .claims = CORDON_CLAIM_ALL,
+            /* Under gVisor whether the Sentry has a pid namespace of its own
+             * is runsc's platform's choice (ptrace shares the host's): left
+             * to the host's observation. */
+            .claims = gvisor ? CORDON_CLAIM_ALL & ~CORDON_CLAIM_PROCESS_CONTAINED : CORDON_CLAIM_ALL,
+            .deferred = gvisor ? CORDON_CLAIM_PROCESS_CONTAINED : 0,
             .network = "none",
             /* The container's cgroup, its tmpfs sizes, cordon-init's
              * deadline, the host's output budget. */

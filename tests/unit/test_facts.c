@@ -451,6 +451,30 @@ Test(facts, compose_a_claim_without_observing)
     cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "languages")), 0);
     cJSON_Delete(f);
     free(json);
+    /* A deferred axis is claimed false and listed for the host to decide;
+     * one the provider also claims stays a claim. */
+    parts.deferred = CORDON_CLAIM_HOST_FS_RESTRICTED | CORDON_CLAIM_PROCESS_CONTAINED;
+    json = NULL;
+    cr_assert_eq(cordon_facts_compose(&parts, &json, &err), 0, "%s", err.message);
+    f = cJSON_Parse(json);
+    iso = cJSON_GetObjectItem(f, "isolation");
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(iso, "deferred")), 1, "%s", json);
+    cr_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(iso, "deferred"), 0)->valuestring,
+                     "host_filesystem_restricted");
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(iso, "host_filesystem_restricted")));
+    cJSON_Delete(f);
+    free(json);
+    cr_assert_eq(cordon_facts_validate("{\"provider_id\": \"x\", \"available\": true, \"reason\": \"ready\","
+                                       " \"supported_kinds\": [\"code_execution\"], \"observed_by\": \"none\","
+                                       " \"safety_class\": \"isolated\", \"isolation\": {\"process_contained\": true,"
+                                       " \"host_filesystem_restricted\": true, \"privilege_escalation_blocked\": true,"
+                                       " \"syscalls_restricted\": true, \"deferred\": [\"process_contained\"]},"
+                                       " \"network\": \"none\", \"workspace_access_modes\": [], \"languages\": [],"
+                                       " \"toolchains\": {}, \"limits_enforced\": [], \"mechanism_facts\": {}}",
+                                       &err),
+                 CORDON_E_INVALID, "a deferred axis claimed true is refused");
+    cr_assert(strstr(err.message, "deferred") != NULL, "%s", err.message);
+    parts.deferred = 0;
     /* A network the schema does not know is refused, naming it. */
     parts.network = "wifi";
     json = NULL;

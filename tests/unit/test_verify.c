@@ -639,3 +639,31 @@ Test(verify, cached_facts_of_another_judge_version_are_judged_again)
     cJSON_Delete(config);
     probed_clear(&pr);
 }
+
+/* An axis the provider defers is what the host saw, never a disproval:
+ * trusted-local's process is not contained (false, not disproved), and
+ * as root its uid of its own blocks privilege escalation (true). */
+Test(verify, a_deferred_axis_takes_what_the_host_saw)
+{
+    struct probed pr;
+    struct cordon_error err;
+    cJSON *config = cJSON_CreateObject();
+    cJSON *facts = cJSON_Parse("{\"available\": true, \"isolation\": {\"process_contained\": false,"
+                               " \"host_filesystem_restricted\": false, \"privilege_escalation_blocked\": false,"
+                               " \"syscalls_restricted\": false,"
+                               " \"deferred\": [\"process_contained\", \"privilege_escalation_blocked\"]},"
+                               " \"network\": \"host\"}");
+
+    probe(&pr, "trusted-local", NULL);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon__verify_facts(pr.ctx, pr.p, config, facts, &err), 0, "%s", err.message);
+    cr_expect_str_eq(cordon__verification_status(facts), "verified", "%s",
+                     str(cJSON_GetObjectItem(facts, "verification"), "reason"));
+    cr_expect_not(axis(facts, "isolation", axes[0]), "not contained, as seen");
+    cr_expect_eq(axis(facts, "isolation", axes[2]), geteuid() == 0, "privilege escalation as seen");
+    cr_expect_not(axis(facts, "isolation", axes[3]), "not deferred, not claimed: false");
+    cr_expect_null(cJSON_GetObjectItem(cJSON_GetObjectItem(facts, "isolation"), "deferred"));
+    cJSON_Delete(facts);
+    cJSON_Delete(config);
+    probed_clear(&pr);
+}

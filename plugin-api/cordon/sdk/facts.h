@@ -77,7 +77,10 @@ struct cordon_facts_parts {
     /* Appended (CORDON_SDK_1): the claim, used when observation_json is
      * NULL and available is true. */
     uint32_t claims;                        /* CORDON_CLAIM_* bits: the axes promised */
-    uint32_t padding_3;                     /* leave 0 */
+    uint32_t deferred;                      /* CORDON_CLAIM_* bits of axes not in claims that the
+                                               mechanism's configuration decides and the provider
+                                               cannot tell in advance: the verified facts take
+                                               what the host saw, never a disproval */
     const char *network;                    /* promised: "none", "private" or "host" */
 };
 CORDON_EXTERN int cordon_facts_compose(const struct cordon_facts_parts *parts, char **ret_json,
