@@ -375,13 +375,18 @@ static bool kill_all(uid_t uid)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-void cordon_uid_sweep(uid_t uid)
+/* uid owns pid (its /proc entry), and match, when given, says it is ours. */
+static bool proc_matches(long pid, uid_t uid, bool (*match)(pid_t pid, void *arg), void *arg)
 {
-    if (!cordon_uid_in_pool(uid) || kill_all(uid))
-        return;
-    /* Without the kill(-1) child (no privilege to take the uid): /proc, each
-     * process pinned with a pidfd and checked again before the signal, so a
-     * reused pid is never hit; passes until none is left. */
+    char path[64];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "/proc/%ld", pid);
+    return stat(path, &st) == 0 && st.st_uid == uid && (match == NULL || match((pid_t)pid, arg));
+}
+
+void cordon_uid_sweep_matching(uid_t uid, bool (*match)(pid_t pid, void *arg), void *arg)
+{
     for (int pass = 0; pass < 8; pass++) {
         DIR *proc = opendir("/proc");
         struct dirent *de;
@@ -390,21 +395,17 @@ void cordon_uid_sweep(uid_t uid)
         if (proc == NULL)
             return;
         while ((de = readdir(proc)) != NULL) {
-            char path[64], *end;
-            struct stat st;
+            char *end;
             long pid = strtol(de->d_name, &end, 10);
             int pidfd;
 
-            if (*end != '\0' || pid <= 0 || pid == (long)getpid())
+            if (*end != '\0' || pid <= 0 || pid == (long)getpid() || !proc_matches(pid, uid, match, arg))
                 continue;
-            snprintf(path, sizeof(path), "/proc/%ld", pid);
-            if (stat(path, &st) != 0 || st.st_uid != uid)
-                continue;
+            /* Pin the process, then look again: the pid may have been reused. */
             pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
             if (pidfd < 0)
                 continue;
-            if (stat(path, &st) == 0 && st.st_uid == uid &&
-                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
+            if (proc_matches(pid, uid, match, arg) && syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
                 killed++;
             close(pidfd);
         }
@@ -413,4 +414,11 @@ void cordon_uid_sweep(uid_t uid)
             return;
         usleep(10000);
     }
+}
+
+void cordon_uid_sweep(uid_t uid)
+{
+    /* Without the kill(-1) child (no privilege to take the uid): /proc. */
+    if (cordon_uid_in_pool(uid) && !kill_all(uid))
+        cordon_uid_sweep_matching(uid, NULL, NULL);
 }

@@ -147,47 +147,26 @@ static bool cwd_under(pid_t pid, const char *dir, size_t dlen)
  * area; one that moved elsewhere is not found (the facts say
  * process_contained false).
  */
+struct sweep_dir {
+    const char *dir;
+    size_t len;
+};
+
+static bool in_dir(pid_t pid, void *arg)
+{
+    const struct sweep_dir *d = arg;
+
+    return cwd_under(pid, d->dir, d->len);
+}
+
 void tl__sweep(const char *dir, uid_t uid)
 {
-    size_t dlen = strlen(dir);
-    int pass;
+    struct sweep_dir d = { dir, strlen(dir) };
 
-    if (cordon_uid_in_pool(uid)) {
+    if (cordon_uid_in_pool(uid))
         cordon_uid_sweep(uid);
-        return;
-    }
-    for (pass = 0; pass < TL_SWEEP_PASSES; pass++) {
-        DIR *proc = opendir("/proc");
-        struct dirent *de;
-        int killed = 0;
-
-        if (proc == NULL)
-            return;
-        while ((de = readdir(proc)) != NULL) {
-            char path[64];
-            struct stat st;
-            char *end;
-            long pid = strtol(de->d_name, &end, 10);
-            int pidfd;
-
-            if (*end != '\0' || pid <= 0 || pid == (long)getpid())
-                continue;
-            snprintf(path, sizeof(path), "/proc/%ld", pid);
-            if (stat(path, &st) != 0 || st.st_uid != uid || !cwd_under((pid_t)pid, dir, dlen))
-                continue;
-            /* Pin the process, then look again: the pid may have been reused. */
-            pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-            if (pidfd < 0)
-                continue;
-            if (cwd_under((pid_t)pid, dir, dlen) &&
-                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
-                killed++;
-            close(pidfd);
-        }
-        closedir(proc);
-        if (killed == 0)
-            return;
-    }
+    else
+        cordon_uid_sweep_matching(uid, in_dir, &d);
 }
 
 /* ---- spec and state ----------------------------------------------------- */

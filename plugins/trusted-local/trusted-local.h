@@ -30,7 +30,6 @@
 #define TL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
 #define TL_CONFIG_MAX (64u << 10)
-#define TL_SWEEP_PASSES 8
 #define TL_HOST_MARK "host-instance"         /* in <root>/<id>/: whose execution */
 #define TL_AREA_SLACK (1u << 20)             /* the area's tmpfs: the marker, directories */
 #define TL_AREA_INODES 65536u

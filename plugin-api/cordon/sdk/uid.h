@@ -111,6 +111,15 @@ CORDON_EXTERN int cordon_uid_from_state(const char *dir, const cJSON *doc, const
  */
 CORDON_EXTERN void cordon_uid_sweep(uid_t uid);
 
+/*
+ * Kill the processes of uid, any uid, that match(pid, arg) says belong to
+ * the execution (NULL: all of them), read from /proc, each pinned with a
+ * pidfd and matched again before the signal, so a reused pid is never
+ * hit; passes until one kills none. For a uid shared by executions (a
+ * configured run_as), where only the provider can tell whose a process is.
+ */
+CORDON_EXTERN void cordon_uid_sweep_matching(uid_t uid, bool (*match)(pid_t pid, void *arg), void *arg);
+
 #ifdef __cplusplus
 }
 #endif
