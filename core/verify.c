@@ -11,11 +11,15 @@
 #include <cordon/text.h>
 #include "core/loader.h"
 #include "core/verify.h"
+#include "sdk/facts-validate.h"
 
 static const char *const axes[] = {
     CORDON_AXIS_PROCESS_CONTAINED, CORDON_AXIS_HOST_FS_RESTRICTED,
     CORDON_AXIS_PRIVESC_BLOCKED, CORDON_AXIS_SYSCALLS_RESTRICTED,
 };
+
+/* Every canonical toolchain: the host asks each, whatever the provider. */
+static const char *const toolchains[] = { "python", "node", "go", "c++", NULL };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -138,7 +142,9 @@ static int mark_unverified(cJSON *facts, const cJSON *claim, const char *reason,
         !cJSON_AddNullToObject(v, "observation_digest") || !cJSON_AddArrayToObject(v, "disproved") ||
         !cJSON_AddStringToObject(v, "reason", reason))
         goto nomem;
-    if (!cordon__verify_merge_limits(facts, NULL, cJSON_GetObjectItemCaseSensitive(v, "disproved")))
+    /* Nor any toolchain: the host names only what it saw answer. */
+    if (!cordon__verify_merge_limits(facts, NULL, cJSON_GetObjectItemCaseSensitive(v, "disproved")) ||
+        !cordon__facts_set_toolchains(facts, NULL))
         goto nomem;
     replace(facts, "isolation", iso);
     replace(facts, "verified_by", cJSON_CreateNull());
@@ -151,11 +157,24 @@ nomem:
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "verify: out of memory");
 }
 
+/* Is axis in the claim's "deferred" list (the provider left it to us)? */
+static bool deferred(const cJSON *claim, const char *axis)
+{
+    const cJSON *d;
+
+    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(claim, "deferred"))
+        if (cJSON_IsString(d) && strcmp(d->valuestring, axis) == 0)
+            return true;
+    return false;
+}
+
 /*
  * Claim AND verdict. Every axis the provider claimed true and the host saw
  * false is disproved, with each failed check behind it; so is a claimed
  * network of "none" the host saw otherwise. Axes claimed false stay false
- * whatever the host saw: a provider may promise less than it gives.
+ * whatever the host saw: a provider may promise less than it gives. An
+ * axis the provider deferred (one its mechanism's configuration decides,
+ * such as gVisor's platform) is what the host saw, never a disproval.
  */
 static int merge(cJSON *facts, const cJSON *claim, const cJSON *observation, const char *digest,
                  struct cordon_error *err)
@@ -177,6 +196,8 @@ static int merge(cJSON *facts, const cJSON *claim, const cJSON *observation, con
         bool claimed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(claim, axes[i]));
         bool observed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(seen, axes[i]));
 
+        if (!claimed && deferred(claim, axes[i]))
+            claimed = observed;
         replace(iso, axes[i], cJSON_CreateBool(claimed && observed));
         if (!claimed || observed)
             continue;
@@ -199,8 +220,13 @@ static int merge(cJSON *facts, const cJSON *claim, const cJSON *observation, con
         snprintf(detail, sizeof(detail), "network \"none\" claimed, the host observed \"%s\"", net->valuestring);
         ok = add_disproved(disproved, "network", "network_none", detail);
     }
-    if (!ok || !cordon__verify_merge_limits(facts, observation, disproved))
+    /* The toolchains (and the languages they serve) are the host's
+     * finding alone: a provider's probe only claims. */
+    if (!ok || !cordon__verify_merge_limits(facts, observation, disproved) ||
+        !cordon__facts_set_toolchains(facts, cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(observation,
+                                                                                            "toolchains"), true)))
         goto nomem;
+    cJSON_DeleteItemFromObjectCaseSensitive(iso, "deferred");   /* decided: claimed_isolation keeps it */
     replace(iso, "checks", checks != NULL ? cJSON_Duplicate(checks, true) : cJSON_CreateArray());
     replace(iso, "network_mode", cJSON_CreateString(net->valuestring));
     /* Which kernel answered is the host's finding too, never the claim's. */
@@ -213,6 +239,7 @@ static int merge(cJSON *facts, const cJSON *claim, const cJSON *observation, con
         goto nomem;
     replace(facts, "isolation", iso);
     replace(facts, "verified_by", cJSON_CreateString(CORDON_VERIFIED_BY));
+    replace(facts, "observed_by", cJSON_CreateString("cordon-observe"));
     replace(facts, "observation_digest", cJSON_CreateString(digest));
     replace(facts, "verification", v);
     return 0;
@@ -268,6 +295,7 @@ static int observe(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON
             .provider = &p->vt,
             .resource = res,
             .image = cJSON_IsString(image) ? image->valuestring : NULL,
+            .toolchains = toolchains,
             .observer_name = name,
             .flags = CORDON_OBSERVE_CHECK_LIMITS,
         };

@@ -20,7 +20,7 @@
  * and words, sdk/observe-limits.c; the merge below): part of the probe
  * cache's key and of every verification record, so that facts judged by
  * older rules are judged again. Bump it with any change to those rules. */
-#define CORDON_VERIFY_JUDGE_VERSION 2
+#define CORDON_VERIFY_JUDGE_VERSION 3   /* 3: toolchains are the host's finding */
 
 /*
  * Verify the claim in facts (full, validated facts of p under config;

@@ -37,4 +37,9 @@ int cordon_facts_parse_valid(const char *facts_json, cJSON **ret_facts, struct c
  * filesystem_only, trusted_local. */
 bool cordon_safety_class_valid(const char *safety_class);
 
+/* Put toolchains (taken; NULL for none) into facts in place of any there,
+ * with the languages they serve: the host's observation supplies them.
+ * False when out of memory (toolchains freed). */
+bool cordon__facts_set_toolchains(cJSON *facts, cJSON *toolchains);
+
 #endif

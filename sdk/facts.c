@@ -45,6 +45,7 @@ static const char *const access_modes[] = { "snapshot", "read_only", "read_write
 #define PARTS_V1_SIZE (offsetof(struct cordon_facts_parts, mechanism_facts_json) + sizeof(const char *))
 #define PARTS_ENFORCEMENT_SIZE \
     (offsetof(struct cordon_facts_parts, limits_enforcement_json) + sizeof(const char *))
+#define PARTS_CLAIM_SIZE (offsetof(struct cordon_facts_parts, network) + sizeof(const char *))
 
 static bool in_list(const char *s, const char *const *list, size_t n)
 {
@@ -413,6 +414,18 @@ static int check_isolation(const cJSON *facts, struct cordon_error *err)
     if (item != NULL && !(cJSON_IsString(item) && in_list(item->valuestring, network_modes, COUNT(network_modes))))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "facts.isolation.network_mode: must be \"none\", \"private\" or \"host\"");
+    item = cJSON_GetObjectItemCaseSensitive(iso, "deferred");
+    if (item != NULL) {
+        const cJSON *d;
+        bool ok = cJSON_IsArray(item) && cJSON_GetArraySize(item) <= (int)COUNT(axes);
+
+        cJSON_ArrayForEach(d, (ok ? item : NULL))
+            ok = ok && cJSON_IsString(d) && in_list(d->valuestring, axes, COUNT(axes)) &&
+                 cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(iso, d->valuestring));
+        if (!ok)
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "facts.isolation.deferred: must list axes, each claimed false");
+    }
     return check_checks(iso, err);
 }
 
@@ -524,11 +537,13 @@ static int validate_tree(const cJSON *facts, struct cordon_error *err)
     }
     if ((rc = check_string_list(facts, "supported_kinds", true, NULL, 0, kind_valid, err)) < 0)
         return rc;
+    /* "none": a provider's claim, before the host's observation judges it. */
     if (!cJSON_IsString(item) ||
-        (strcmp(item->valuestring, "cordon-observe") != 0 && strcmp(item->valuestring, "synthetic") != 0))
+        (strcmp(item->valuestring, "cordon-observe") != 0 && strcmp(item->valuestring, "synthetic") != 0 &&
+         strcmp(item->valuestring, "none") != 0))
         return cordon_error_set(
             err, CORDON_E_INVALID, 0,
-            "facts.observed_by: must be \"cordon-observe\" or \"synthetic\" (got %s%.*s%s)",
+            "facts.observed_by: must be \"cordon-observe\", \"none\" or \"synthetic\" (got %s%.*s%s)",
             cJSON_IsString(item) ? "\"" : "",
             cordon_text_fit(cJSON_IsString(item) ? item->valuestring : type_name(item), 32),
             cJSON_IsString(item) ? item->valuestring : type_name(item),
@@ -644,20 +659,77 @@ static int compose_isolation(const struct cordon_facts_parts *parts, cJSON *obs,
         return cordon_error_set(err, CORDON_E_NOMEM, 0, "facts compose: out of memory");
     move_item(src, iso, "mechanism_kind");
     move_item(src, iso, "checks");
+    move_item(src, iso, "deferred");
     *ret_network = net->valuestring;
     return 0;
 }
 
+/* A claim in an observation's shape: the axes promised, the network
+ * promised, no checks and no toolchains ("observed_by": "none"). */
+static cJSON *claim_as_observation(const struct cordon_facts_parts *parts)
+{
+    cJSON *obs = cJSON_CreateObject(), *iso = cJSON_AddObjectToObject(obs, "isolation");
+    cJSON *deferred = cJSON_CreateArray();
+    bool ok = iso != NULL && cJSON_AddStringToObject(obs, "observed_by", "none") &&
+              cJSON_AddArrayToObject(iso, "checks") != NULL &&
+              cJSON_AddStringToObject(obs, "network", parts->network);
+
+    /* A deferred axis is not claimed: false here, the host's finding later. */
+    for (size_t i = 0; ok && i < COUNT(axes); i++) {
+        bool claimed = (parts->claims & (1u << i)) != 0, defer = !claimed && (parts->deferred & (1u << i)) != 0;
+
+        ok = cJSON_AddBoolToObject(iso, axes[i], claimed) != NULL &&
+             (!defer || cJSON_AddItemToArray(deferred, cJSON_CreateString(axes[i])));
+    }
+    if (ok && cJSON_GetArraySize(deferred) > 0) {
+        ok = cJSON_AddItemToObject(iso, "deferred", deferred);
+        deferred = NULL;
+    }
+    cJSON_Delete(deferred);
+    if (!ok) {
+        cJSON_Delete(obs);
+        return NULL;
+    }
+    return obs;
+}
+
+bool cordon__facts_set_toolchains(cJSON *facts, cJSON *toolchains)
+{
+    cJSON *langs = cJSON_CreateArray();
+
+    if (toolchains == NULL)
+        toolchains = cJSON_CreateObject();
+    for (size_t i = 0; langs != NULL && i < COUNT(toolchain_languages); i++)
+        if (toolchain_available(toolchains, toolchain_languages[i].toolchain))
+            cJSON_AddItemToArray(langs, cJSON_CreateString(toolchain_languages[i].language));
+    if (toolchains == NULL || langs == NULL) {
+        cJSON_Delete(toolchains);
+        cJSON_Delete(langs);
+        return false;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(facts, "toolchains");
+    cJSON_DeleteItemFromObjectCaseSensitive(facts, "languages");
+    return cJSON_AddItemToObject(facts, "toolchains", toolchains) && cJSON_AddItemToObject(facts, "languages", langs);
+}
+
 static int compose_available(const struct cordon_facts_parts *parts, cJSON *facts, struct cordon_error *err)
 {
-    cJSON *obs = NULL, *mech = NULL, *tcs, *langs, *by;
+    cJSON *obs = NULL, *mech = NULL, *by;
     const char *network = NULL;
     int rc;
 
-    if (parts->observation_json == NULL)
+    if (parts->observation_json != NULL)
+        obs = cJSON_Parse(parts->observation_json);
+    else if (parts->struct_size >= PARTS_CLAIM_SIZE && parts->network == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "facts compose: observation_json is required when available");
-    obs = cJSON_Parse(parts->observation_json);
+                                "facts compose: network is required with a claim (\"none\", \"private\" or "
+                                "\"host\")");
+    else if (parts->struct_size >= PARTS_CLAIM_SIZE)
+        obs = claim_as_observation(parts);
+    else
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "facts compose: a claim (claims, network) or observation_json is required "
+                                "when available");
     if (!cJSON_IsObject(obs)) {
         rc = cordon_error_set(err, CORDON_E_INVALID, 0, "facts compose: observation_json is not a JSON object");
         goto out;
@@ -681,24 +753,13 @@ static int compose_available(const struct cordon_facts_parts *parts, cJSON *fact
     if ((rc = compose_isolation(parts, obs, facts, &network, err)) < 0)
         goto out;
     if (!cJSON_AddStringToObject(facts, "network", network) ||
-        !cJSON_AddItemToObject(facts, "workspace_access_modes", string_array(parts->workspace_access_modes)) ||
-        (langs = cJSON_AddArrayToObject(facts, "languages")) == NULL) {
+        !cJSON_AddItemToObject(facts, "workspace_access_modes", string_array(parts->workspace_access_modes))) {
         rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "facts compose: out of memory");
         goto out;
     }
     /* The observation's toolchains move over as they are; languages follow them. */
-    tcs = cJSON_DetachItemFromObjectCaseSensitive(obs, "toolchains");
-    if (tcs == NULL)
-        tcs = cJSON_CreateObject();
-    if (!cJSON_AddItemToObject(facts, "toolchains", tcs)) {
-        cJSON_Delete(tcs);
-        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "facts compose: out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < COUNT(toolchain_languages); i++)
-        if (toolchain_available(tcs, toolchain_languages[i].toolchain))
-            cJSON_AddItemToArray(langs, cJSON_CreateString(toolchain_languages[i].language));
-    if (!cJSON_AddItemToObject(facts, "limits_enforced", string_array(parts->limits_enforced)) ||
+    if (!cordon__facts_set_toolchains(facts, cJSON_DetachItemFromObjectCaseSensitive(obs, "toolchains")) ||
+        !cJSON_AddItemToObject(facts, "limits_enforced", string_array(parts->limits_enforced)) ||
         !cJSON_AddItemToObject(facts, "mechanism_facts", mech)) {
         rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "facts compose: out of memory");
         goto out;

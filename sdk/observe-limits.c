@@ -29,14 +29,15 @@
  * the host's random source, so that a provider cannot tell the probe
  * execution by fixed values and enforce limits only there. cpus 0.40 to
  * 0.60: two spinners show about 2.0 unlimited, far above 0.6 x (1 +
- * CPU_TOLERANCE). 48 to 96 MiB hold the observer and the runtimes' own
- * processes with room; 48 to 80 pids, because a runtime's own threads may
+ * CPU_TOLERANCE). 128 to 176 MiB hold the observer, the runtimes' own
+ * processes and the toolchains asked in the same execution with room (go's
+ * runtime does not start under a 64 MiB RLIMIT_DATA); 48 to 80 pids, because a runtime's own threads may
  * share the count (gVisor's Sentry does not start under 32); 3 to 6 MiB of
  * disk hold the 1 MiB observer in /workspace and a fill that ends quickly.
  */
 #define SMALL_CPUS_MILLI_MIN 400u
 #define SMALL_CPUS_MILLI_SPAN 201u
-#define SMALL_MEMORY_MIN (48ull << 20)
+#define SMALL_MEMORY_MIN (128ull << 20)
 #define SMALL_MEMORY_SPAN (48ull << 20)
 #define SMALL_DISK_MIN (3ull << 20)
 #define SMALL_DISK_SPAN (3ull << 20)

@@ -7,8 +7,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cordon/sdk/child.h>
 
 #include <cordon/sdk/json.h>
 #include <cordon/sdk/uid.h>
@@ -320,4 +327,98 @@ int cordon_uid_give_back(const char *dir, const char *host, const char *id,
     r = find_owner(dfd, owner, true, NULL, err);
     close(dfd);
     return r < 0 ? r : 0;
+}
+
+/* ---- every process of a uid ------------------------------------------------ */
+
+/* The child of kill_all: become uid (raw syscalls: this task only, and no
+ * capability is left after it) and signal every process it may. */
+static int kill_all_child(void *arg)
+{
+    uid_t uid = *(const uid_t *)arg;
+
+    if (cordon_child_become(uid, (gid_t)uid) != 0)
+        _exit(2);
+    /* kill(-1) answers 0 while any other process exists, signalled or not:
+     * its answer says nothing of uid's processes, only that it ran. */
+    if (syscall(SYS_kill, -1, SIGKILL) != 0 && errno != ESRCH)
+        _exit(2);
+    _exit(0);
+}
+
+/*
+ * Every process of uid, by one kill(-1) from a child that takes the uid.
+ * The kernel signals, under its task list's lock, each process whose real
+ * or saved uid is uid, where reading /proc cost a stat per process on the
+ * machine and needed passes: a fork in progress is either on the list and
+ * killed, or its parent was, and a parent with SIGKILL pending does not
+ * finish a fork. The child shares our memory until it exits (CLONE_VFORK),
+ * with every signal blocked so that no handler of ours runs on its stack.
+ * false when this cannot be done (the caller then reads /proc).
+ */
+static bool kill_all(uid_t uid)
+{
+    char stack[16384] __attribute__((aligned(16)));
+    sigset_t all, old;
+    int status = 0;
+    pid_t pid;
+
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid = clone(kill_all_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &uid);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0)
+        return false;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return false;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* uid owns pid (its /proc entry), and match, when given, says it is ours. */
+static bool proc_matches(long pid, uid_t uid, bool (*match)(pid_t pid, void *arg), void *arg)
+{
+    char path[64];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "/proc/%ld", pid);
+    return stat(path, &st) == 0 && st.st_uid == uid && (match == NULL || match((pid_t)pid, arg));
+}
+
+void cordon_uid_sweep_matching(uid_t uid, bool (*match)(pid_t pid, void *arg), void *arg)
+{
+    for (int pass = 0; pass < 8; pass++) {
+        DIR *proc = opendir("/proc");
+        struct dirent *de;
+        int killed = 0;
+
+        if (proc == NULL)
+            return;
+        while ((de = readdir(proc)) != NULL) {
+            char *end;
+            long pid = strtol(de->d_name, &end, 10);
+            int pidfd;
+
+            if (*end != '\0' || pid <= 0 || pid == (long)getpid() || !proc_matches(pid, uid, match, arg))
+                continue;
+            /* Pin the process, then look again: the pid may have been reused. */
+            pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+            if (pidfd < 0)
+                continue;
+            if (proc_matches(pid, uid, match, arg) && syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
+                killed++;
+            close(pidfd);
+        }
+        closedir(proc);
+        if (killed == 0)
+            return;
+        usleep(10000);
+    }
+}
+
+void cordon_uid_sweep(uid_t uid)
+{
+    /* Without the kill(-1) child (no privilege to take the uid): /proc. */
+    if (cordon_uid_in_pool(uid) && !kill_all(uid))
+        cordon_uid_sweep_matching(uid, NULL, NULL);
 }

@@ -1,5 +1,9 @@
 /* sdk: the file slots for a workspace the host can open (see cordon/sdk/workspace.h). */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cordon/sdk/bounds.h>
@@ -95,4 +99,37 @@ int cordon_workspace_export_files(cordon_workspace_open_fn open_ws, struct cordo
         r = cordon_tar_create_paths_fd(ws.fd, paths_json, tar_fd, &limits, NULL, err);
     }
     return workspace_close(&ws, r);
+}
+
+/* dirfd/name, 0755, handed to uid:gid with give. */
+static int mkdir_owned(int dirfd, const char *name, bool give, uid_t uid, gid_t gid, struct cordon_error *err)
+{
+    int fd, r = 0;
+
+    if (mkdirat(dirfd, name, 0700) != 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "provision: mkdir %s: %s", name, strerror(errno));
+    fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fchmod(fd, 0755) != 0 || (give && fchown(fd, uid, gid) != 0))
+        r = cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", name, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    return r;
+}
+
+int cordon_workspace_make(int dir_fd, bool code_layout, bool give, uid_t uid, gid_t gid,
+                          struct cordon_error *err)
+{
+    static const char *const user_dirs[] = { "build", "output", "logs" };
+    int ws_fd, r = mkdir_owned(dir_fd, "workspace", give && !code_layout, uid, gid, err);
+
+    if (r < 0 || !code_layout)
+        return r;
+    ws_fd = openat(dir_fd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (ws_fd < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "provision: workspace: %s", strerror(errno));
+    r = mkdir_owned(ws_fd, "source", false, 0, 0, err);
+    for (size_t i = 0; r == 0 && i < sizeof(user_dirs) / sizeof(user_dirs[0]); i++)
+        r = mkdir_owned(ws_fd, user_dirs[i], give, uid, gid, err);
+    close(ws_fd);
+    return r;
 }

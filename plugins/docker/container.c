@@ -385,7 +385,6 @@ int dk__op_provision(struct cordon_resource *res, const char *spec_json, char **
         if (r < 0)
             goto fail;
     }
-    res->provisioned_exec_path = agent ? "agent" : "engine";
     state = state_build(res, &sp, container_id, name, init_pid, init_start, agent);
     if (state == NULL || (*ret_state_json = cordon_host_strdup(res->host, state)) == NULL) {
         r = dk__nomem(err, "provision: state");

@@ -25,14 +25,11 @@
 #include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/host.h>
-#include <cordon/sdk/observe.h>
 #include "plugins/docker/docker.h"
 
-static const struct cordon_provider_v1 provider;
 
 static const char *const kinds[] = { "code_execution", NULL };
 static const char *const access_modes[] = { "snapshot", NULL };
-static const char *const toolchains[] = { "python", "node", "go", "c++", NULL };
 
 /* ---- helpers shared by the provider's files ------------------------------ */
 
@@ -518,7 +515,9 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     struct dk_engine e;
     struct dk_conn *conn = NULL;
     struct cordon_error perr;
-    char image_id[80] = "", reason[640], *observation = NULL, *mech_text = NULL;
+    char image_id[80] = "", *mech_text = NULL;
+    const char *rt;
+    bool gvisor;
     char *out = NULL;
     const char *init = NULL;
     cJSON *mech = NULL;
@@ -575,41 +574,18 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     if (cfg.image == NULL) {
         r = facts_unavailable(host, "no_image",
                               "no image configured: set \"image\" in the provider config "
-                              "(NAME@sha256:<64 hex> or sha256:<64 hex>); the probe observes the "
+                              "(NAME@sha256:<64 hex> or sha256:<64 hex>); the host observes the "
                               "sandbox it would give, which needs the image", mech, &out, err);
         goto out;
     }
-    /* Observe a sandbox made exactly as a user's would be: our own calls. */
+    /* A resource made exactly as a user's would be: the host's own
+     * observation then provisions through it. */
     if (resource_new(host, config_json, &res, &perr) < 0) {
         r = facts_unavailable(host, "daemon_unreachable", perr.message, mech, &out, err);
         goto out;
     }
-    {
-        struct cordon_observe_opts oo = {
-            .struct_size = sizeof(oo),
-            .host = host,
-            .provider = &provider,
-            .resource = res,
-            .image = cfg.image,
-            .toolchains = toolchains,
-        };
-        if (cordon_observe_run(&oo, &observation, &perr) < 0) {
-            snprintf(reason, sizeof(reason), "%s", perr.message);
-            r = facts_unavailable(host, "observation_failed", reason, mech, &out, err);
-            goto out;
-        }
-    }
-    /* What the observed sandbox's exec used, which is what a user's gets. */
-    if (res->provisioned_exec_path != NULL &&
-        strcmp(res->provisioned_exec_path,
-               cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mech, "exec_path"))) != 0) {
-        cJSON_ReplaceItemInObjectCaseSensitive(mech, "exec_path",
-                                               cJSON_CreateString(res->provisioned_exec_path));
-        cJSON_DeleteItemFromObjectCaseSensitive(mech, "exec_path_reason");
-        if (strcmp(res->provisioned_exec_path, "agent") != 0)
-            cJSON_AddStringToObject(mech, "exec_path_reason",
-                                    "the observed sandbox's init was not a reachable agent");
-    }
+    rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mech, "runtime"));
+    gvisor = runtime_is_gvisor(df.info, rt != NULL ? rt : "runc");
     mech_text = cJSON_PrintUnformatted(mech);
     if (mech_text == NULL) {
         r = dk__nomem(err, "facts");
@@ -627,8 +603,13 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
             .rootfs_read_only = true,
             .workspace_access_modes = access_modes,
             .limits_enforced = cordon_limit_keys,
-            .observation_json = observation,
             .mechanism_facts_json = mech_text,
+            /* Under gVisor whether the Sentry has a pid namespace of its own
+             * is runsc's platform's choice (ptrace shares the host's): left
+             * to the host's observation. */
+            .claims = gvisor ? CORDON_CLAIM_ALL & ~CORDON_CLAIM_PROCESS_CONTAINED : CORDON_CLAIM_ALL,
+            .deferred = gvisor ? CORDON_CLAIM_PROCESS_CONTAINED : 0,
+            .network = "none",
             /* The container's cgroup, its tmpfs sizes, cordon-init's
              * deadline, the host's output budget. */
             .limits_enforcement_json = "{\"cpus\":\"cgroup\",\"memory_bytes\":\"cgroup\","
@@ -643,7 +624,6 @@ out:
     else if (out != NULL)
         host->free(out);
     free(mech_text);
-    free(observation);
     cJSON_Delete(mech);
     resource_free(res);
     dk__conn_close(conn);

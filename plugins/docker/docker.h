@@ -175,7 +175,6 @@ struct cordon_resource {
     struct dk_engine engine;
     char *spool_dir;           /* where import/export spool their streams */
     const char *init_path;     /* the host's cordon-init (absolute), borrowed from host */
-    const char *provisioned_exec_path; /* "agent" or "engine": the last provision's (probe facts) */
 };
 
 /* One execution's state, parsed back from the state JSON provision wrote. */

@@ -29,7 +29,6 @@
 #include <cordon/provider.h>
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/host.h>
-#include <cordon/sdk/observe.h>
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/sandbox.h>
 #include <cordon/sdk/spec.h>
@@ -41,8 +40,6 @@
 #define ROOT_DEFAULT "/run/cordon-runc"
 #define DEFAULT_UID 65532u
 #define CONFIG_MAX (64u << 10)
-
-static const struct cordon_provider_v1 provider;
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -592,12 +589,11 @@ static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
 
 static const char *const kinds[] = { "code_execution", NULL };
 static const char *const access_modes[] = { "snapshot", NULL };
-static const char *const toolchains[] = { "python", "node", "go", "c++", NULL };
 
-/* The facts, for the host: available with an observation, else why not. */
+/* The facts, for the host: available with the claim (every axis, no
+ * network), else why not. */
 static int facts_compose(const struct cordon_host_v1 *host, bool available, const char *reason,
-                         const char *observation, const char *mech, char **ret,
-                         struct cordon_error *err)
+                         const char *mech, char **ret, struct cordon_error *err)
 {
     struct cordon_facts_parts parts = {
         .struct_size = sizeof(parts),
@@ -610,8 +606,9 @@ static int facts_compose(const struct cordon_host_v1 *host, bool available, cons
         .rootfs_read_only = true,
         .workspace_access_modes = access_modes,
         .limits_enforced = cordon_limit_keys,
-        .observation_json = observation,
         .mechanism_facts_json = mech,
+        .claims = CORDON_CLAIM_ALL,
+        .network = "none",
         /* The container's cgroup, its tmpfs sizes, cordon-init's deadline,
          * the host's output budget. */
         .limits_enforcement_json = "{\"cpus\":\"cgroup\",\"memory_bytes\":\"cgroup\","
@@ -625,7 +622,7 @@ static int facts_compose(const struct cordon_host_v1 *host, bool available, cons
 static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
                              struct cordon_error *err)
 {
-    return facts_compose(host, false, reason, NULL, NULL, ret, err);
+    return facts_compose(host, false, reason, NULL, ret, err);
 }
 
 /* Availability only: the runtime is there, the init is there, the image
@@ -711,7 +708,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     struct runc_config cfg = { 0 };
     struct runc_image img = { 0 };
     struct cordon_error why;
-    char *observation = NULL, *mech = NULL, *out = NULL;
+    char *mech = NULL, *out = NULL;
     bool cached = false;
     int r;
 
@@ -733,38 +730,18 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         r = facts_unavailable(host, why.message, &out, err);
         goto out;
     }
-    {
-        /* Without an image: the same sandbox over an empty root, no toolchains. */
-        struct cordon_observe_opts oo = {
-            .struct_size = sizeof(oo),
-            .host = host,
-            .provider = &provider,
-            .resource = res,
-            .image = cfg.image,
-            .toolchains = cfg.image != NULL ? toolchains : NULL,
-        };
-
-        if (cordon_observe_run(&oo, &observation, &why) < 0) {
-            char reason[600];
-
-            snprintf(reason, sizeof(reason), "observation failed: %s", why.message);
-            r = facts_unavailable(host, reason, &out, err);
-            goto out;
-        }
-    }
     mech = mechanism_facts(res, cfg.image, img.pinned, cached);
     if (mech == NULL) {
         r = runc__nomem(err, "facts");
         goto out;
     }
-    r = facts_compose(host, true, "ready", observation, mech, &out, err);
+    r = facts_compose(host, true, "ready", mech, &out, err);
 out:
     if (r == 0)
         *ret_facts_json = out;
     else if (out != NULL)
         host->free(out);
     free(mech);
-    free(observation);
     runc__image_clear(&img);
     resource_free(res);
     config_clear(&cfg);

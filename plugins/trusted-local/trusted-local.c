@@ -5,9 +5,9 @@
  * Runs argv directly on the host, in a per-execution directory beneath a
  * root, with best-effort hardening in the child: rlimits, the bounding set
  * emptied and a dedicated uid:gid when running as root, no_new_privs and a
- * libseccomp deny-list. It contains nothing: the probe runs cordon-observe
- * through this very provider and reports what it saw, which is
- * process_contained false and host_filesystem_restricted false.
+ * libseccomp deny-list. It contains nothing: its probe claims neither
+ * process_contained nor host_filesystem_restricted, network "host"; the
+ * host's own observation judges the claim.
  *
  * Nothing global: every call works from the resource (parsed config and
  * the prepared seccomp program) and the execution's state JSON.
@@ -40,15 +40,12 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
-#include <cordon/sdk/observe.h>
 #include <cordon/sdk/request.h>
 #include <cordon/sdk/tar.h>
 #include <cordon/sdk/spec.h>
 #include <cordon/sdk/uid.h>
 #include <cordon/sdk/workspace.h>
 #include "plugins/trusted-local/trusted-local.h"
-
-static const struct cordon_provider_v1 provider;
 
 /* ---- resource ----------------------------------------------------------- */
 
@@ -90,7 +87,6 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
         if (r < 0)
             goto out;
     }
-    res->cap_last = tl__cap_last();
     *ret = res;
     res = NULL;
 out:
@@ -143,101 +139,34 @@ static bool cwd_under(pid_t pid, const char *dir, size_t dlen)
     return strncmp(cwd, dir, dlen) == 0 && (cwd[dlen] == '\0' || cwd[dlen] == '/');
 }
 
-/* The child of kill_uid: become uid (raw syscalls: this task only, and
- * no capability is left after it) and signal every process it may. */
-static int kill_uid_child(void *arg)
-{
-    uid_t uid = *(const uid_t *)arg;
-
-    if (tl__become(uid, (gid_t)uid) != 0)
-        _exit(2);
-    /* kill(-1) answers 0 while any other process exists, signalled or not:
-     * its answer says nothing of uid's processes, only that it ran. */
-    if (syscall(SYS_kill, -1, SIGKILL) != 0 && errno != ESRCH)
-        _exit(2);
-    _exit(0);
-}
-
-/*
- * Every process of uid, by one kill(-1) from a child that takes the uid.
- * The kernel signals, under its task list's lock, each process whose real
- * or saved uid is uid, where reading /proc cost a stat per process on the
- * machine and needed passes: a fork in progress is either on the list and
- * killed, or its parent was, and a parent with SIGKILL pending does not
- * finish a fork. The child shares our memory until it exits (CLONE_VFORK),
- * with every signal blocked so that no handler of ours runs on its stack.
- * false when this cannot be done (the caller then reads /proc).
- */
-static bool kill_uid(uid_t uid)
-{
-    char stack[16384] __attribute__((aligned(16)));
-    sigset_t all, old;
-    int status = 0;
-    pid_t pid;
-
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid = clone(kill_uid_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &uid);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (pid < 0)
-        return false;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return false;
-    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 /*
  * Kill what escaped the runner's process-group kill with setsid(). With a
  * uid of the pool, the uid is the execution's alone: every process of it,
- * wherever it went (kill_uid). With a configured run_as shared by every
+ * wherever it went (cordon_uid_sweep). With a configured run_as shared by every
  * execution, only those whose working directory lies in the execution
  * area; one that moved elsewhere is not found (the facts say
  * process_contained false).
  */
+struct sweep_dir {
+    const char *dir;
+    size_t len;
+};
+
+static bool in_dir(pid_t pid, void *arg)
+{
+    const struct sweep_dir *d = arg;
+
+    return cwd_under(pid, d->dir, d->len);
+}
+
 void tl__sweep(const char *dir, uid_t uid)
 {
-    bool own_uid = cordon_uid_in_pool(uid);
+    struct sweep_dir d = { dir, strlen(dir) };
 
-    size_t dlen = strlen(dir);
-    int pass;
-
-    if (own_uid && kill_uid(uid))
-        return;
-    for (pass = 0; pass < TL_SWEEP_PASSES; pass++) {
-        DIR *proc = opendir("/proc");
-        struct dirent *de;
-        int killed = 0;
-
-        if (proc == NULL)
-            return;
-        while ((de = readdir(proc)) != NULL) {
-            char path[64];
-            struct stat st;
-            char *end;
-            long pid = strtol(de->d_name, &end, 10);
-            int pidfd;
-
-            if (*end != '\0' || pid <= 0 || pid == (long)getpid())
-                continue;
-            snprintf(path, sizeof(path), "/proc/%ld", pid);
-            if (stat(path, &st) != 0 || st.st_uid != uid ||
-                (!own_uid && !cwd_under((pid_t)pid, dir, dlen)))
-                continue;
-            /* Pin the process, then look again: the pid may have been reused. */
-            pidfd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-            if (pidfd < 0)
-                continue;
-            if ((own_uid ? stat(path, &st) == 0 && st.st_uid == uid
-                         : cwd_under((pid_t)pid, dir, dlen)) &&
-                syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) == 0)
-                killed++;
-            close(pidfd);
-        }
-        closedir(proc);
-        if (killed == 0)
-            return;
-    }
+    if (cordon_uid_in_pool(uid))
+        cordon_uid_sweep(uid);
+    else
+        cordon_uid_sweep_matching(uid, in_dir, &d);
 }
 
 /* ---- spec and state ----------------------------------------------------- */
@@ -366,7 +295,6 @@ int tl__open_workspace(const struct tl_state *st, int *ret_fd, struct cordon_err
 
 static const char *const kinds[] = { "code_execution", NULL };
 static const char *const access_modes[] = { "snapshot", NULL };
-static const char *const toolchains[] = { "python", "node", "go", "c++", NULL };
 /* pids only holds when children run as a dedicated uid (RLIMIT_NPROC). */
 static const char *const limits_user[] = { "memory_bytes", "pids", "runtime_ms",
                                            "max_output_bytes", NULL };
@@ -428,9 +356,11 @@ static char *mechanism_facts(const struct tl_config *cfg, bool area_tmpfs)
     return text;
 }
 
-/* The facts, for the host: available with an observation, else why not. */
+/* The facts, for the host: available with the claim, else why not. Never
+ * contained: the host's processes, filesystem and network; as root, a uid
+ * of its own without privilege, and the deny-list when seccomp is on. */
 static int facts_compose(const struct cordon_host_v1 *host, bool available, const char *reason,
-                         const char *const *limits, const char *observation, const char *mech,
+                         const struct tl_config *cfg, const char *const *limits, const char *mech,
                          char **ret, struct cordon_error *err)
 {
     struct cordon_facts_parts parts = {
@@ -444,8 +374,10 @@ static int facts_compose(const struct cordon_host_v1 *host, bool available, cons
         .rootfs_read_only = false,
         .workspace_access_modes = access_modes,
         .limits_enforced = limits,
-        .observation_json = observation,
         .mechanism_facts_json = mech,
+        .claims = (cfg->switch_user ? CORDON_CLAIM_PRIVESC_BLOCKED : 0) |
+                  (cfg->seccomp ? CORDON_CLAIM_SYSCALLS_RESTRICTED : 0),
+        .network = "host",
         .limits_enforcement_json = limits == limits_area   ? TL_ENFORCEMENT("tmpfs_size", "rlimit")
                                    : limits == limits_user ? TL_ENFORCEMENT("rlimit", "rlimit")
                                                            : TL_ENFORCEMENT("rlimit", "none"),
@@ -458,7 +390,9 @@ static int facts_compose(const struct cordon_host_v1 *host, bool available, cons
 static int facts_unavailable(const struct cordon_host_v1 *host, const char *reason, char **ret,
                              struct cordon_error *err)
 {
-    return facts_compose(host, false, reason, limits_self, NULL, NULL, ret, err);
+    static const struct tl_config none = { 0 };
+
+    return facts_compose(host, false, reason, &none, limits_self, NULL, ret, err);
 }
 
 static int op_probe(const struct cordon_host_v1 *host, const char *config_json, uint32_t flags,
@@ -467,7 +401,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     struct cordon_resource *res = NULL;
     struct tl_config cfg = { 0 };
     struct cordon_error perr;
-    char *observation = NULL, *mech = NULL, *out = NULL;
+    char *mech = NULL, *out = NULL;
     bool area_tmpfs;
     int r;
 
@@ -493,26 +427,10 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         goto out;
     }
 
-    /* Probing runs only our own observer, so it needs no allow_unsafe_local. */
+    /* Probing runs nothing, so it needs no allow_unsafe_local. */
     if (resource_new(host, config_json, false, &res, &perr) < 0) {
         r = facts_unavailable(host, perr.message, &out, err);
         goto out;
-    }
-    {
-        struct cordon_observe_opts oo = {
-            .struct_size = sizeof(oo),
-            .host = host,
-            .provider = &provider,
-            .resource = res,
-            .toolchains = toolchains,
-        };
-        if (cordon_observe_run(&oo, &observation, &perr) < 0) {
-            char reason[600];
-
-            snprintf(reason, sizeof(reason), "observation failed: %s", perr.message);
-            r = facts_unavailable(host, reason, &out, err);
-            goto out;
-        }
     }
     area_tmpfs = cfg.switch_user && area_tmpfs_works(&cfg);
     mech = mechanism_facts(&cfg, area_tmpfs);
@@ -520,16 +438,15 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         r = tl__nomem(err, "facts");
         goto out;
     }
-    r = facts_compose(host, true, "ready",
+    r = facts_compose(host, true, "ready", &cfg,
                       area_tmpfs ? limits_area : cfg.switch_user ? limits_user : limits_self,
-                      observation, mech, &out, err);
+                      mech, &out, err);
 out:
     if (r == 0)
         *ret_facts_json = out;
     else if (out != NULL)
         host->free(out);
     free(mech);
-    free(observation);
     resource_free(res);
     tl__config_clear(&cfg);
     return r;
@@ -579,34 +496,6 @@ static int mkdir_owned(int dirfd, const char *name, mode_t mode, bool give, uid_
                              strerror(errno));
     if (fd >= 0)
         close(fd);
-    return r;
-}
-
-/*
- * The workspace beneath the execution's directory. Layout "code": the
- * workspace root and source/ stay root's, so the sandbox user can neither
- * write into source/ nor rename it away; build/, output/, logs/ are its.
- * Layout "host": the whole workspace is the sandbox user's.
- */
-static int make_workspace(int dir_fd, const struct tl_config *cfg, bool code,
-                          struct cordon_error *err)
-{
-    static const char *const user_dirs[] = { "build", "output", "logs" };
-    size_t i;
-    int ws_fd, r;
-
-    r = mkdir_owned(dir_fd, "workspace", 0755, cfg->switch_user && !code, cfg->uid, cfg->gid,
-                    err);
-    if (r < 0 || !code)
-        return r;
-    ws_fd = openat(dir_fd, "workspace", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (ws_fd < 0)
-        return cordon_error_set(err, CORDON_E_IO, errno, "provision: workspace: %s",
-                                strerror(errno));
-    r = mkdir_owned(ws_fd, "source", 0755, false, 0, 0, err);
-    for (i = 0; r == 0 && i < sizeof(user_dirs) / sizeof(user_dirs[0]); i++)
-        r = mkdir_owned(ws_fd, user_dirs[i], 0755, cfg->switch_user, cfg->uid, cfg->gid, err);
-    close(ws_fd);
     return r;
 }
 
@@ -721,7 +610,9 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
         r = cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", dir, strerror(errno));
         goto out;
     }
-    r = make_workspace(dir_fd, &cfg, code, err);
+    /* Layout "code": source/ root's, build/, output/, logs/ the sandbox
+     * user's; layout "host": all of it (cordon_workspace_make). */
+    r = cordon_workspace_make(dir_fd, code, cfg.switch_user, cfg.uid, cfg.gid, err);
     if (r == 0 && cfg.switch_user && mounted && !root_under_tmp_dirs(res->cfg.root)) {
         r = make_tmp_dirs(dir_fd, err);
         private_tmp = r == 0;

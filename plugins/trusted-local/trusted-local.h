@@ -30,7 +30,6 @@
 #define TL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
 #define TL_CONFIG_MAX (64u << 10)
-#define TL_SWEEP_PASSES 8
 #define TL_HOST_MARK "host-instance"         /* in <root>/<id>/: whose execution */
 #define TL_AREA_SLACK (1u << 20)             /* the area's tmpfs: the marker, directories */
 #define TL_AREA_INODES 65536u
@@ -66,7 +65,6 @@ struct cordon_resource {
     const struct cordon_host_v1 *host;
     struct tl_config cfg;
     struct sock_fprog prog;  /* .filter malloc'd; NULL when seccomp is off */
-    int cap_last;
 };
 
 /* One execution's state, parsed back from the state JSON. */
@@ -125,13 +123,6 @@ int tl__root_prepare(const struct tl_config *cfg, struct cordon_error *err);
  * that the child needs only prctl(PR_SET_SECCOMP).
  */
 int tl__seccomp_build(struct sock_fprog *ret, struct cordon_error *err);
-/* The highest capability number of the running kernel. */
-int tl__cap_last(void);
-/* Leave every supplementary group and take gid and uid as real, effective
- * and saved ids, by raw system calls: this task only (not the whole
- * process, as glibc's wrappers do), safe in a vfork-style child. 0, or -1
- * with errno. */
-int tl__become(uid_t uid, gid_t gid);
 int tl__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
                 const struct cordon_exec_io *io, char **ret_result_json,
                 struct cordon_error *err);

@@ -57,6 +57,7 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
+#include <cordon/sdk/observe.h>
 #include <cordon/sdk/runner.h>
 #include <cordon/sdk/uid.h>
 #include <cordon/text.h>
@@ -748,7 +749,7 @@ Test(runc, cli_host_sees_every_limit_of_runc_hold)
             cJSON_GetObjectItemCaseSensitive(facts, "limits_verified"), "memory_bytes");
         double asked = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(mem, "asked"));
 
-        cr_expect(asked >= 48.0 * 1024 * 1024 && asked <= 96.0 * 1024 * 1024, "memory asked %.0f", asked);
+        cr_expect(asked >= 128.0 * 1024 * 1024 && asked <= 176.0 * 1024 * 1024, "memory asked %.0f", asked);
     }
     /* runc's /dev is a read-write tmpfs only root may write: it stores
      * nothing for this uid, and the detail says so. */
@@ -791,7 +792,7 @@ Test(runc, cli_refuses_a_provider_whose_limit_check_never_reports)
     cJSON_Delete(doc);
 }
 
-/* memfloor.so refuses memory below 128 MiB, as a VM with a floor would:
+/* memfloor.so refuses memory below 192 MiB, as a VM with a floor would:
  * the host observes its isolation all the same, with the ordinary limits,
  * and checks its limits against those: refusing the small limits buys no
  * way out of the checks. */
@@ -832,12 +833,18 @@ Test(runc, cli_refuses_a_per_file_limit_passed_off_as_the_disk_budget)
 
 /* ---- probe ------------------------------------------------------------------------- */
 
-Test(runc, probe_observes_all_axes_and_the_toolchains)
+/* The probe claims every axis and no network; the observation the host
+ * runs through the same vtable (cordon_observe_run, as core/verify.c does)
+ * sees them hold and finds the image's toolchains. */
+Test(runc, probe_claims_all_axes_and_the_observation_holds_them)
 {
-    static const char *const tools[] = { "python", "node", "go", "c++" };
-    char config[PATH_MAX + 128], *facts = NULL;
+    static const char *const tools[] = { "python", "node", "go", "c++", NULL };
+    static const char *const axes[] = { CORDON_AXIS_PROCESS_CONTAINED, CORDON_AXIS_HOST_FS_RESTRICTED,
+                                        CORDON_AXIS_PRIVESC_BLOCKED, CORDON_AXIS_SYSCALLS_RESTRICTED };
+    char config[PATH_MAX + 128], *facts = NULL, *seen = NULL;
     const cJSON *iso, *tc, *mech;
-    cJSON *doc;
+    struct cordon_resource *mine = NULL;
+    cJSON *doc, *obs;
 
     require_setup();
     snprintf(config, sizeof(config), "{\"image\": \"%s\"}", image);
@@ -852,11 +859,30 @@ Test(runc, probe_observes_all_axes_and_the_toolchains)
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, CORDON_AXIS_PRIVESC_BLOCKED)));
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, CORDON_AXIS_SYSCALLS_RESTRICTED)));
     cr_assert_str_eq(str_at(doc, "network", NULL), "none");
-    tc = cJSON_GetObjectItemCaseSensitive(doc, "toolchains");
+    cr_assert_str_eq(str_at(doc, "observed_by", NULL), "none");
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "toolchains")), 0);
+    cr_assert_eq(prov->ensure(&host, config, &mine, &err), 0, "ensure: %s", err.message);
+    {
+        struct cordon_observe_opts oo = {
+            .struct_size = sizeof(oo), .host = &host, .provider = prov, .resource = mine,
+            .image = image, .toolchains = tools, .flags = CORDON_OBSERVE_CHECK_LIMITS,
+        };
+
+        cr_assert_eq(cordon_observe_run(&oo, &seen, &err), 0, "observe: %s", err.message);
+    }
+    prov->release(mine, &err);
+    obs = cJSON_Parse(seen);
+    iso = cJSON_GetObjectItemCaseSensitive(obs, "isolation");
     for (size_t i = 0; i < 4; i++)
+        cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, axes[i])), "%s: %s", axes[i], seen);
+    cr_assert_str_eq(str_at(obs, "network", NULL), "none");
+    tc = cJSON_GetObjectItemCaseSensitive(obs, "toolchains");
+    for (size_t i = 0; tools[i] != NULL; i++)
         cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
                       cJSON_GetObjectItemCaseSensitive(tc, tools[i]), "available")),
-                  "toolchain %s is not available: %s", tools[i], facts);
+                  "toolchain %s is not available: %s", tools[i], seen);
+    cJSON_Delete(obs);
+    free(seen);
     mech = cJSON_GetObjectItemCaseSensitive(doc, "mechanism_facts");
     cr_assert_str_eq(str_at(mech, "runtime", NULL), "runc");
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(mech, "image_pinned")));

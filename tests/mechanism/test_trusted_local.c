@@ -380,12 +380,12 @@ static bool list_has(const cJSON *arr, const char *s)
 
 /* ---- probe ----------------------------------------------------------------- */
 
-Test(trusted_local, probe_reports_what_the_observer_sees)
+Test(trusted_local, probe_claims_what_it_gives)
 {
     char cfg[PATH_MAX + 64], *facts = NULL;
     cJSON *doc;
 
-    /* Probing needs no allow_unsafe_local: it runs only our observer. */
+    /* Probing needs no allow_unsafe_local: it runs nothing. */
     snprintf(cfg, sizeof(cfg), "{\"root\": \"%s\"}", root);
     cr_assert_eq(prov->probe(&host, cfg, CORDON_PROBE_FULL, &facts, &err), 0, "probe: %s",
                  err.message);
@@ -395,7 +395,9 @@ Test(trusted_local, probe_reports_what_the_observer_sees)
     cr_assert_not_null(doc);
     cr_assert(cJSON_IsTrue(facts_get(doc, "available", NULL)), "%s", facts);
     cr_assert_str_eq(facts_get(doc, "safety_class", NULL)->valuestring, "trusted_local");
-    cr_assert_str_eq(facts_get(doc, "observed_by", NULL)->valuestring, "cordon-observe");
+    /* A claim: the host's verification observes (test_verify.c). */
+    cr_assert_str_eq(facts_get(doc, "observed_by", NULL)->valuestring, "none");
+    cr_assert_eq(cJSON_GetArraySize(facts_get(doc, "toolchains", NULL)), 0, "%s", facts);
     cr_assert(cJSON_IsFalse(facts_get(doc, "isolation", "process_contained")), "%s", facts);
     cr_assert(cJSON_IsFalse(facts_get(doc, "isolation", "host_filesystem_restricted")), "%s",
               facts);

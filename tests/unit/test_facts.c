@@ -421,6 +421,87 @@ Test(facts, compose_unavailable_says_why)
     free(json);
 }
 
+/* A probe that only claims: the axes of its bits, the network it names,
+ * nothing observed, no toolchain (the host's observation adds them). */
+Test(facts, compose_a_claim_without_observing)
+{
+    struct cordon_facts_parts parts;
+    struct cordon_error err;
+    char *json = NULL;
+    cJSON *f, *iso;
+
+    parts_init(&parts);
+    parts.observation_json = NULL;
+    parts.claims = CORDON_CLAIM_PROCESS_CONTAINED | CORDON_CLAIM_SYSCALLS_RESTRICTED;
+    parts.network = "private";
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_facts_compose(&parts, &json, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_facts_validate(json, &err), 0, "%s: %s", err.message, json);
+    f = cJSON_Parse(json);
+    iso = cJSON_GetObjectItem(f, "isolation");
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(iso, "process_contained")), "%s", json);
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(iso, "host_filesystem_restricted")), "%s", json);
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(iso, "privilege_escalation_blocked")), "%s", json);
+    cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(iso, "syscalls_restricted")), "%s", json);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(iso, "checks")), 0);
+    cr_assert_str_eq(cJSON_GetObjectItem(iso, "network_mode")->valuestring, "private");
+    cr_assert_str_eq(cJSON_GetObjectItem(f, "network")->valuestring, "private");
+    cr_assert_str_eq(cJSON_GetObjectItem(f, "observed_by")->valuestring, "none");
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "toolchains")), 0);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "languages")), 0);
+    cJSON_Delete(f);
+    free(json);
+    /* A deferred axis is claimed false and listed for the host to decide;
+     * one the provider also claims stays a claim. */
+    parts.deferred = CORDON_CLAIM_HOST_FS_RESTRICTED | CORDON_CLAIM_PROCESS_CONTAINED;
+    json = NULL;
+    cr_assert_eq(cordon_facts_compose(&parts, &json, &err), 0, "%s", err.message);
+    f = cJSON_Parse(json);
+    iso = cJSON_GetObjectItem(f, "isolation");
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(iso, "deferred")), 1, "%s", json);
+    cr_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(iso, "deferred"), 0)->valuestring,
+                     "host_filesystem_restricted");
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(iso, "host_filesystem_restricted")));
+    cJSON_Delete(f);
+    free(json);
+    cr_assert_eq(cordon_facts_validate("{\"provider_id\": \"x\", \"available\": true, \"reason\": \"ready\","
+                                       " \"supported_kinds\": [\"code_execution\"], \"observed_by\": \"none\","
+                                       " \"safety_class\": \"isolated\", \"isolation\": {\"process_contained\": true,"
+                                       " \"host_filesystem_restricted\": true, \"privilege_escalation_blocked\": true,"
+                                       " \"syscalls_restricted\": true, \"deferred\": [\"process_contained\"]},"
+                                       " \"network\": \"none\", \"workspace_access_modes\": [], \"languages\": [],"
+                                       " \"toolchains\": {}, \"limits_enforced\": [], \"mechanism_facts\": {}}",
+                                       &err),
+                 CORDON_E_INVALID, "a deferred axis claimed true is refused");
+    cr_assert(strstr(err.message, "deferred") != NULL, "%s", err.message);
+    parts.deferred = 0;
+    /* A network the schema does not know is refused, naming it. */
+    parts.network = "wifi";
+    json = NULL;
+    cr_assert_eq(cordon_facts_compose(&parts, &json, &err), CORDON_E_INVALID);
+    cr_assert(strstr(err.message, "network") != NULL, "%s", err.message);
+    cr_assert_null(json);
+}
+
+/* The host's toolchains replace a provider's, and languages follow. */
+Test(facts, set_toolchains_replaces_and_derives_languages)
+{
+    cJSON *f = cJSON_Parse("{\"toolchains\": {\"go\": {\"available\": true}}, \"languages\": [\"go\"]}");
+    cJSON *t = cJSON_Parse("{\"python\": {\"available\": true, \"version\": \"3.11.2\"},"
+                           " \"node\": {\"available\": false, \"reason\": \"node not found\"}}");
+    cJSON *langs;
+
+    cr_assert(cordon__facts_set_toolchains(f, t));
+    cr_assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(f, "toolchains"), "go"));
+    langs = cJSON_GetObjectItem(f, "languages");
+    cr_assert_eq(cJSON_GetArraySize(langs), 1);
+    cr_assert_str_eq(cJSON_GetArrayItem(langs, 0)->valuestring, "python");
+    cr_assert(cordon__facts_set_toolchains(f, NULL));
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "toolchains")), 0);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(f, "languages")), 0);
+    cJSON_Delete(f);
+}
+
 struct compose_bad_row {
     char observation[400]; /* "" passes NULL; "@" the good observation */
     char safety_class[16];
@@ -429,7 +510,7 @@ struct compose_bad_row {
 };
 
 static struct compose_bad_row compose_bad_rows[] = {
-    { "", "isolated", "", "observation_json is required" },
+    { "", "isolated", "", "network is required with a claim" },
     { "[1]", "isolated", "", "observation_json is not a JSON object" },
     { "{\"isolation\": \"required\", \"network\": \"none\"}", "isolated", "", "observation.isolation" },
     { "{\"isolation\": {}, \"network\": \"none\"}", "isolated", "", "facts.isolation.process_contained" },

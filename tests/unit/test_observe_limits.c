@@ -246,7 +246,7 @@ Test(observe_limits, the_small_limits_are_drawn_within_their_ranges)
         if (i == 0)
             first = l;
         cr_expect(l.cpus >= 0.4 && l.cpus <= 0.6, "cpus %f", l.cpus);
-        cr_expect(l.memory_bytes >= (48u << 20) && l.memory_bytes <= (96u << 20), "memory %llu",
+        cr_expect(l.memory_bytes >= (128u << 20) && l.memory_bytes <= (176u << 20), "memory %llu",
                   (unsigned long long)l.memory_bytes);
         cr_expect(l.disk_bytes >= (3u << 20) && l.disk_bytes <= (6u << 20), "disk %llu",
                   (unsigned long long)l.disk_bytes);

@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -342,4 +344,35 @@ Test(uid, from_state_reads_ids_and_holds_the_pool_to_its_owner)
                   err.message);
         cJSON_Delete(doc);
     }
+}
+
+/* Only the process match names is killed, and it is killed. */
+static bool is_pid(pid_t pid, void *arg)
+{
+    return pid == *(const pid_t *)arg;
+}
+
+Test(uid, sweep_matching_kills_only_what_matches)
+{
+    pid_t target = fork(), bystander;
+    int status = 0;
+
+    cr_assert_geq(target, 0);
+    if (target == 0) {
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    bystander = fork();
+    cr_assert_geq(bystander, 0);
+    if (bystander == 0) {
+        execl("/bin/sleep", "sleep", "30", (char *)NULL);
+        _exit(127);
+    }
+    usleep(50000);
+    cordon_uid_sweep_matching(getuid(), is_pid, &target);
+    cr_assert_eq(waitpid(target, &status, 0), target);
+    cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the target was killed");
+    cr_expect_eq(waitpid(bystander, &status, WNOHANG), 0, "the bystander still runs");
+    kill(bystander, SIGKILL);
+    waitpid(bystander, &status, 0);
 }

@@ -204,7 +204,7 @@ Test(verify, a_candidate_the_host_cannot_observe_is_unverified_and_not_cached)
 static const struct cordon_provider_v1 *real;
 static char landed[4][128], ran[4][128], ids[4][80];
 static long long sizes[4];
-static int n_landed, n_ran, n_tar, n_ids;
+static int n_landed, n_ran, n_tar, n_ids, n_tools;
 
 static int rec_provision(struct cordon_resource *res, const char *spec, char **ret_state, struct cordon_error *err)
 {
@@ -243,7 +243,10 @@ static int rec_exec(struct cordon_resource *res, const char *state, const char *
     cJSON *doc = cJSON_Parse(request);
     const cJSON *argv0 = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "argv"), 0);
 
-    if (n_ran < 4 && cJSON_IsString(argv0))
+    /* The observer runs as ./NAME; the toolchains by their own names. */
+    if (cJSON_IsString(argv0) && strncmp(argv0->valuestring, "./", 2) != 0)
+        n_tools++;
+    else if (n_ran < 4 && cJSON_IsString(argv0))
         snprintf(ran[n_ran++], sizeof(ran[0]), "%s", argv0->valuestring);
     cJSON_Delete(doc);
     return real->exec(res, state, request, io, ret_result, err);
@@ -273,11 +276,17 @@ Test(verify, the_observer_lands_under_a_random_name_and_runs_through_exec)
         cr_assert_eq(cordon__verify_facts(pr.ctx, &rec, config, facts, &err), 0, "%s", err.message);
         cr_expect_str_eq(cordon__verification_status(facts), "verified", "%s",
                          str(cJSON_GetObjectItem(facts, "verification"), "reason"));
+        /* The toolchains are the host's finding, one entry per canonical id. */
+        cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItem(facts, "toolchains")), 4);
+        cr_expect_str_eq(str(facts, "observed_by"), "cordon-observe");
         cJSON_Delete(facts);
     }
     cr_assert_eq(n_landed, 2, "one ordinary file landed per verification (import_files)");
     cr_expect_eq(n_tar, 0, "no tar when the provider lands files");
-    cr_assert_eq(n_ran, 2, "one exec per verification");
+    cr_assert_eq(n_ran, 2, "one exec of the observer per verification");
+    /* The same probe execution asks the four toolchains: the host's
+     * verification is the only observation of a probe. */
+    cr_assert_eq(n_tools, 2 * 4, "each canonical toolchain asked once per verification");
     for (int i = 0; i < 2; i++) {
         char want[140];
 
@@ -626,6 +635,34 @@ Test(verify, cached_facts_of_another_judge_version_are_judged_again)
     cJSON_Delete(doc);
     cr_assert_eq(cordon__probe_full(pr.ctx, pr.p, config, &facts, &cached, &err), 0, "%s", err.message);
     cr_expect_not(cached, "facts of another judge were used from the cache");
+    cJSON_Delete(facts);
+    cJSON_Delete(config);
+    probed_clear(&pr);
+}
+
+/* An axis the provider defers is what the host saw, never a disproval:
+ * trusted-local's process is not contained (false, not disproved), and
+ * as root its uid of its own blocks privilege escalation (true). */
+Test(verify, a_deferred_axis_takes_what_the_host_saw)
+{
+    struct probed pr;
+    struct cordon_error err;
+    cJSON *config = cJSON_CreateObject();
+    cJSON *facts = cJSON_Parse("{\"available\": true, \"isolation\": {\"process_contained\": false,"
+                               " \"host_filesystem_restricted\": false, \"privilege_escalation_blocked\": false,"
+                               " \"syscalls_restricted\": false,"
+                               " \"deferred\": [\"process_contained\", \"privilege_escalation_blocked\"]},"
+                               " \"network\": \"host\"}");
+
+    probe(&pr, "trusted-local", NULL);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon__verify_facts(pr.ctx, pr.p, config, facts, &err), 0, "%s", err.message);
+    cr_expect_str_eq(cordon__verification_status(facts), "verified", "%s",
+                     str(cJSON_GetObjectItem(facts, "verification"), "reason"));
+    cr_expect_not(axis(facts, "isolation", axes[0]), "not contained, as seen");
+    cr_expect_eq(axis(facts, "isolation", axes[2]), geteuid() == 0, "privilege escalation as seen");
+    cr_expect_not(axis(facts, "isolation", axes[3]), "not deferred, not claimed: false");
+    cr_expect_null(cJSON_GetObjectItem(cJSON_GetObjectItem(facts, "isolation"), "deferred"));
     cJSON_Delete(facts);
     cJSON_Delete(config);
     probed_clear(&pr);

@@ -37,10 +37,20 @@ CORDON_EXTERN int cordon_version_normalize(const char *tool, const char *raw, ch
  * Returns <0, 0, >0. */
 CORDON_EXTERN int cordon_version_compare(const char *a, const char *b);
 
+/* The axes a provider claims (cordon_facts_parts.claims), one bit each. */
+#define CORDON_CLAIM_PROCESS_CONTAINED 0x1u
+#define CORDON_CLAIM_HOST_FS_RESTRICTED 0x2u
+#define CORDON_CLAIM_PRIVESC_BLOCKED 0x4u
+#define CORDON_CLAIM_SYSCALLS_RESTRICTED 0x8u
+#define CORDON_CLAIM_ALL 0xfu
+
 /*
- * Compose a facts document for a provider from its own parts and an
- * observation (the JSON of cordon_observe_run). Every argument is
- * borrowed; mechanism_facts_json may be NULL ("{}"). ret_json is malloc'd.
+ * Compose a facts document for a provider from its own parts: its claim
+ * (claims and network, "observed_by": "none"), which the host then judges
+ * with an observation of its own and completes with the toolchains it saw.
+ * A provider built against an older header passed an observation instead
+ * (the JSON of cordon_observe_run); that is still accepted. Every argument
+ * is borrowed; mechanism_facts_json may be NULL ("{}"). ret_json is malloc'd.
  */
 struct cordon_facts_parts {
     uint32_t struct_size;
@@ -64,6 +74,14 @@ struct cordon_facts_parts {
      * struct_size and gets no limits_enforcement. */
     const char *limits_enforcement_json;    /* NULL, or a JSON object: how each limit is enforced,
                                                {"memory_bytes": "cgroup", ...} (json.md §3) */
+    /* Appended (CORDON_SDK_1): the claim, used when observation_json is
+     * NULL and available is true. */
+    uint32_t claims;                        /* CORDON_CLAIM_* bits: the axes promised */
+    uint32_t deferred;                      /* CORDON_CLAIM_* bits of axes not in claims that the
+                                               mechanism's configuration decides and the provider
+                                               cannot tell in advance: the verified facts take
+                                               what the host saw, never a disproval */
+    const char *network;                    /* promised: "none", "private" or "host" */
 };
 CORDON_EXTERN int cordon_facts_compose(const struct cordon_facts_parts *parts, char **ret_json,
                                        struct cordon_error *err);

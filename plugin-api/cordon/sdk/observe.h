@@ -55,8 +55,8 @@ struct cordon_observe_opts {
     uint32_t flags;                              /* CORDON_OBSERVE_* below; 0 = none */
 };
 
-/* Provision the execution with small limits (memory 64 MiB, pids 64, disk
- * 4 MiB, cpus 0.5, output 256 KiB) and, once the same observation has
+/* Provision the execution with small limits drawn per probe (memory
+ * 128-176 MiB, pids 48-80, disk 3-6 MiB, cpus 0.40-0.60, output 256 KiB) and, once the same observation has
  * shown the sandbox contained, check from inside that each one holds:
  * the result gets "limits" (observation.md, "Limits"). The host's own
  * verification sets it. */

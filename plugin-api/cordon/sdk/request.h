@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
 #include <cordon/sdk/bounds.h>
@@ -176,6 +177,57 @@ CORDON_EXTERN int cordon_exec_result_from_outcome(const struct cordon_exec_outco
 CORDON_EXTERN int cordon_exec_backstop_ms(uint64_t expires_at_ms, uint64_t timeout_ms,
                                           uint64_t now_ms, uint64_t *ret_ms,
                                           struct cordon_error *err);
+
+/*
+ * Where one exec runs, for a provider whose workspace is a directory of
+ * the host (trusted-local, provider-hello): what cordon_exec_plan_build
+ * resolves a request against. Every member is borrowed.
+ */
+struct cordon_exec_place {
+    int ws_fd;                          /* the workspace directory */
+    const char *ws_path;                /* its absolute path, as the command sees it */
+    const char *path;                   /* PATH, set first; NULL for none */
+    const struct cordon_env *env;       /* the spec's environment; NULL for none */
+    bool code_layout;                   /* layout "code": source/ is read-only */
+    bool chown;                         /* directories made are uid:gid's */
+    uid_t uid;
+    gid_t gid;
+};
+
+/* One request resolved for a runner. Caller-owned: zero it; clear frees. */
+struct cordon_exec_plan {
+    struct cordon_exec_request req;     /* as parsed */
+    char **envp;                        /* cordon_env_envp's: one block */
+    char *cwd;                          /* absolute, malloc'd */
+};
+
+/*
+ * Parse request_json (cordon_exec_request_parse) and resolve it against
+ * place into *ret (written only on success): cwd must be an existing
+ * directory of the workspace, never reached through a link; the
+ * environment is PATH, the spec's, the request's, then each workspace_env
+ * directory, made (uid:gid's with chown; never inside a read-only
+ * source/) and given as its absolute path.
+ */
+CORDON_EXTERN int cordon_exec_plan_build(const struct cordon_exec_place *place,
+                                         const char *request_json, struct cordon_exec_plan *ret,
+                                         struct cordon_error *err);
+/* Free what plan holds; it is zeroed. NULL is fine. */
+CORDON_EXTERN void cordon_exec_plan_clear(struct cordon_exec_plan *plan);
+
+/*
+ * Run plan (borrowed) as exec's command with cordon_runner_run: the host's
+ * io (cordon_exec_stdio_open: a stdin that is no pipe relayed, /dev/null
+ * for a stream the host did not pass), its cancel_fd, a backstop deadline
+ * from expires_at_ms and the request's timeout (cordon_exec_backstop_ms),
+ * child_setup(child_arg) in the child before execve; the result printed
+ * into memory from host->alloc (exec's ret_result_json).
+ */
+CORDON_EXTERN int cordon_exec_plan_run(const struct cordon_host_v1 *host,
+                                       const struct cordon_exec_plan *plan,
+                                       const struct cordon_exec_io *io, uint64_t expires_at_ms,
+                                       int (*child_setup)(void *arg), void *child_arg,
+                                       char **ret_result_json, struct cordon_error *err);
 
 #ifdef __cplusplus
 }

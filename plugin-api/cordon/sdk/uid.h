@@ -102,6 +102,24 @@ CORDON_EXTERN int cordon_uid_from_state(const char *dir, const cJSON *doc, const
                                         const char *id, bool pooled, uid_t *ret_uid,
                                         gid_t *ret_gid, struct cordon_error *err);
 
+/*
+ * Kill every process of uid, a uid of the pool (any other uid is left
+ * alone: it may be shared): the processes an exec left behind that escaped
+ * the runner's process-group kill with setsid(), wherever they went. As
+ * root one kill(-1) from a child that takes the uid; else /proc is read,
+ * each process pinned with a pidfd before the signal.
+ */
+CORDON_EXTERN void cordon_uid_sweep(uid_t uid);
+
+/*
+ * Kill the processes of uid, any uid, that match(pid, arg) says belong to
+ * the execution (NULL: all of them), read from /proc, each pinned with a
+ * pidfd and matched again before the signal, so a reused pid is never
+ * hit; passes until one kills none. For a uid shared by executions (a
+ * configured run_as), where only the provider can tell whose a process is.
+ */
+CORDON_EXTERN void cordon_uid_sweep_matching(uid_t uid, bool (*match)(pid_t pid, void *arg), void *arg);
+
 #ifdef __cplusplus
 }
 #endif

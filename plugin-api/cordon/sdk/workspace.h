@@ -17,7 +17,9 @@
 #ifndef CORDON_SDK_WORKSPACE_H
 #define CORDON_SDK_WORKSPACE_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <cordon/provider.h>
 #include <cordon/sdk/tar.h>
 
@@ -65,6 +67,17 @@ CORDON_EXTERN int cordon_workspace_export_files(cordon_workspace_open_fn open_ws
                                                 struct cordon_resource *res,
                                                 const char *state_json, const char *paths_json,
                                                 int tar_fd, struct cordon_error *err);
+
+/*
+ * Make the directory "workspace" beneath dir_fd for a new execution, every
+ * directory 0755, never through a link. Layout "code" (code_layout): the
+ * workspace and source/ stay root's, so the sandbox user can neither write
+ * into source/ nor rename it away; build/, output/ and logs/ are uid:gid's
+ * with give. Layout "host": the whole workspace is uid:gid's with give.
+ * CORDON_E_IO naming the directory that could not be made.
+ */
+CORDON_EXTERN int cordon_workspace_make(int dir_fd, bool code_layout, bool give, uid_t uid,
+                                        gid_t gid, struct cordon_error *err);
 
 /*
  * Define the four slots as static functions PREFIX_import_tar,
