@@ -109,9 +109,10 @@ int cmd_probe(const struct cli_global *g, int argc, char **argv)
         default:
             fprintf(c == 'h' ? stdout : stderr,
                     "usage: cordon probe [PROVIDER...] [--provider-config JSON] [--fresh] [--json]\n"
-                    "Probe each provider (every installed one when none is named): it runs the\n"
-                    "observer inside its own sandbox and reports the four isolation axes, the safety\n"
-                    "class and the toolchain versions it saw. Facts are cached for an hour per\n"
+                    "Probe each provider (every installed one when none is named): the provider\n"
+                    "claims, then cordon runs its observer in one sandbox of the provider's and\n"
+                    "reports the four isolation axes as it saw them, the limits, the safety class\n"
+                    "and the toolchain versions it found. Facts are cached for an hour per\n"
                     "provider build and config; --fresh observes again.\n");
             return c == 'h' ? 0 : CLI_EXIT_USAGE;
         }
