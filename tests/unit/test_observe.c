@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -975,9 +976,13 @@ Test(observe_root, named_boundary_in_a_mount_namespace_of_its_own_is_not_the_obs
     child = fork();
     cr_assert_geq(child, 0);
     if (child == 0) {
-        if (unshare(CLONE_NEWNS) != 0)
+        /* Both die with their parent: a failed assertion below ends the
+         * test's worker before it can reap them. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || unshare(CLONE_NEWNS) != 0)
             _exit(1);
         if (fork() == 0) {
+            if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
+                _exit(1);
             close(ready[1]);
             pause();
             _exit(0);
