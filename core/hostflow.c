@@ -18,6 +18,7 @@
 #include "core/pool.h"
 #include "core/record.h"
 #include "core/run.h"
+#include "sdk/observe-internal.h"
 
 /* The limits rec was provisioned with, read as every resources object is
  * (once, into a struct): a record whose resources no longer read so is
@@ -360,6 +361,8 @@ int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error 
         }
         free(store);
     }
+    /* What an observation left when its cordon died mid-probe. */
+    cJSON_AddNumberToObject(doc, "canaries_removed", (double)cordon__observe_sweep_canaries());
     cJSON_AddNumberToObject(doc, "kept", kept);
     cJSON_AddBoolToObject(doc, "ok", cJSON_GetArraySize(errors) == 0);
     return cordon__json_done(0, doc, ret_json, err);

@@ -21,6 +21,12 @@
 
 /* ---- sdk/observe.c ------------------------------------------------------- */
 
+/* Removes the canary directories (/run or /tmp, cordon-observe-NS-PID-*) that
+ * an observation in this pid namespace made and did not remove because its
+ * cordon died (SIGKILL, a crash): the maker's pid no longer runs and the
+ * directory is this uid's. Returns how many went. cordon gc calls it. */
+size_t cordon__observe_sweep_canaries(void);
+
 /* 2 * nbytes hex digits of getrandom and a NUL into out; nbytes at most 32. */
 int cordon__observe_random_hex(char *out, size_t nbytes, struct cordon_error *err);
 

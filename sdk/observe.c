@@ -6,9 +6,11 @@
  * applied to what came back. docs/observation.md explains every check.
  * How the observer lands in the sandbox is sdk/observe-land.c.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -138,16 +140,28 @@ static int host_namespaces(cJSON *ns, char *arg, size_t arg_size, struct cordon_
  * a private /tmp, /var/tmp and /dev/shm (trusted-local as root does) would
  * hide a canary kept there without restricting the rest of the host.
  */
+static const char *const canary_parents[] = { "/run", "/tmp" };
+
+/* The inode of this process's pid namespace: a canary directory's name
+ * carries it with the pid that made it, so that only a cordon in the same
+ * pid namespace judges whether its maker still runs. */
+static unsigned long long pidns_inode(void)
+{
+    struct stat st;
+
+    return stat("/proc/self/ns/pid", &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
 static int canary_file_create(char *dir, size_t dir_size, char *path, size_t path_size, char token[33],
                               struct cordon_error *err)
 {
-    static const char *const parents[] = { "/run", "/tmp" };
     int fd, rc;
 
     if ((rc = cordon__observe_random_hex(token, 16, err)) < 0)
         return rc;
-    for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]); i++) {
-        snprintf(dir, dir_size, "%s/cordon-observe-XXXXXX", parents[i]);
+    for (size_t i = 0; i < sizeof(canary_parents) / sizeof(canary_parents[0]); i++) {
+        snprintf(dir, dir_size, "%s/cordon-observe-%llu-%ld-XXXXXX", canary_parents[i],
+                 pidns_inode(), (long)getpid());
         if (mkdtemp(dir) != NULL)
             break;
         rc = errno;
@@ -172,6 +186,41 @@ static int canary_file_create(char *dir, size_t dir_size, char *path, size_t pat
     }
     close(fd);
     return 0;
+}
+
+size_t cordon__observe_sweep_canaries(void)
+{
+    unsigned long long ns = pidns_inode();
+    size_t removed = 0;
+
+    for (size_t i = 0; i < sizeof(canary_parents) / sizeof(canary_parents[0]); i++) {
+        DIR *d = opendir(canary_parents[i]);
+        struct dirent *e;
+
+        if (d == NULL)
+            continue;
+        while ((e = readdir(d)) != NULL) {
+            unsigned long long their_ns;
+            long pid;
+            int end = 0;
+            char path[PATH_MAX];
+            struct stat st;
+
+            if (sscanf(e->d_name, "cordon-observe-%llu-%ld-%n", &their_ns, &pid, &end) != 2 ||
+                end == 0 || strlen(e->d_name + end) != 6 || their_ns != ns || pid <= 0 ||
+                (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", canary_parents[i], e->d_name);
+            /* Ours only: a directory this uid made, never a link. */
+            if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+                !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+                continue;
+            if (cordon_fs_remove_tree_path(path, NULL) == 0)
+                removed++;
+        }
+        closedir(d);
+    }
+    return removed;
 }
 
 /* True while pid's command line carries "--idle\0TOKEN\0". */

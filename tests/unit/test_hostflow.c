@@ -2,6 +2,7 @@
  * end to end through the real trusted-local provider. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -823,6 +824,48 @@ Test(hostflow, gc_keeps_live_and_reclaims_unrecorded)
     }
     terminate(&e, "live-1");
     cJSON_Delete(p);
+    env_close(&e);
+}
+
+/* A cordon killed mid-probe leaves its canary directory: gc removes it when
+ * its maker no longer runs, and leaves a live maker's and another pid
+ * namespace's alone. */
+Test(hostflow, gc_removes_the_canaries_of_dead_observations_only)
+{
+    struct env e;
+    struct stat st;
+    char dead[128], live[128], foreign[128], file[160], *out = NULL;
+    pid_t gone;
+    int status;
+
+    cr_assert_eq(stat("/proc/self/ns/pid", &st), 0);
+    gone = fork();
+    cr_assert_geq(gone, 0);
+    if (gone == 0)
+        _exit(0);
+    cr_assert_eq(waitpid(gone, &status, 0), gone);
+    snprintf(dead, sizeof(dead), "/tmp/cordon-observe-%llu-%ld-AbC123",
+             (unsigned long long)st.st_ino, (long)gone);
+    snprintf(live, sizeof(live), "/tmp/cordon-observe-%llu-%ld-AbC123",
+             (unsigned long long)st.st_ino, (long)getpid());
+    snprintf(foreign, sizeof(foreign), "/tmp/cordon-observe-%llu-%ld-AbC123",
+             (unsigned long long)st.st_ino + 1, (long)gone);
+    cr_assert_eq(mkdir(dead, 0755), 0, "%s: %s", dead, strerror(errno));
+    snprintf(file, sizeof(file), "%s/canary", dead);
+    cr_assert_eq(test_write_file(file, "0123", 4), 0);
+    cr_assert_eq(mkdir(live, 0755), 0);
+    cr_assert_eq(mkdir(foreign, 0755), 0);
+    env_open(&e);
+    cr_assert_eq(cordon_gc_json(e.ctx, &out, NULL), 0);
+    cr_expect_neq(access(dead, F_OK), 0, "gc left %s", dead);
+    cr_expect_eq(access(live, F_OK), 0, "gc removed a live observation's %s", live);
+    cr_expect_eq(access(foreign, F_OK), 0, "gc removed another pid namespace's %s", foreign);
+    cr_expect_neq(strstr(out, "\"canaries_removed\":"), NULL, "%s", out);
+    cr_expect_null(strstr(out, "\"canaries_removed\":0"), "%s", out);
+    free(out);
+    rmdir(live);
+    rmdir(foreign);
+    test_rmtree(dead);
     env_close(&e);
 }
 
