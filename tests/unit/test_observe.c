@@ -491,9 +491,7 @@ Test(observe, real_observer_sees_the_uncontained_host)
 
         idle = spawn(argv, -1);
     }
-    for (int i = 0; i < 2500 && !idle_started(idle, pid_token); i++)
-        usleep(2000);
-    cr_assert(idle_started(idle, pid_token), "the --idle canary did not start");
+    cr_assert(TEST_WAIT_UNTIL(idle_started(idle, pid_token), 10000), "the --idle canary did not start");
 
     snprintf(pid_arg, sizeof(pid_arg), "%ld", (long)idle);
     cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
