@@ -784,13 +784,15 @@ Test(trusted_local, go_and_cpp_toolchains_run)
     char out[128];
 
     provision("tools", "host");
-    cr_assert_eq(sh("", "mkdir -p c && cd c && printf '#include <cstdio>\\nint main(){std::puts(\"cpp ok\");}' > a.cc && c++ -o a a.cc && ./a",
+    cr_assert_eq(sh("", "mkdir -p c && cd c && printf '#include <cstdio>\\nint main(){std::puts(\"cpp ok\");}' > a.cc "
+                        "&& c++ -o a a.cc && ./a",
                     out, sizeof(out)), 0, "%s", out);
     cr_assert_str_eq(out, "cpp ok\n");
     cr_assert_eq(sh("", "node -e 'console.log(\"node ok\")'", out, sizeof(out)), 0);
     cr_assert_str_eq(out, "node ok\n");
     cr_assert_eq(sh("", "mkdir -p g && cd g && export GOCACHE=$PWD/.c GOPATH=$PWD/.p HOME=$PWD && "
-                        "printf 'package main\\nimport \"fmt\"\\nfunc main(){fmt.Println(\"go ok\")}\\n' > m.go && go run m.go",
+                        "printf 'package main\\nimport \"fmt\"\\nfunc main(){fmt.Println(\"go ok\")}\\n' > m.go && go "
+                        "run m.go",
                     out, sizeof(out)), 0, "%s", out);
     cr_assert_str_eq(out, "go ok\n");
 }
@@ -1090,33 +1092,44 @@ struct spec_case {
 
 static const struct spec_case spec_cases[] = {
     { "net1", "{\"execution_id\":\"net1\",\"layout\":\"host\",\"network\":{\"mode\":\"bridge\"},"
-              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+              "\"max_output_bytes\":1e4}}",
       CORDON_E_UNSUPPORTED },
     { "net2", "{\"execution_id\":\"net2\",\"layout\":\"host\",\"network\":{\"mode\":\"host\"},"
-              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+              "\"max_output_bytes\":1e4}}",
       CORDON_E_UNSUPPORTED },
-    { "img", "{\"execution_id\":\"img\",\"image\":\"debian@sha256:00\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
-             "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+    { "img", "{\"execution_id\":\"img\",\"image\":\"debian@sha256:00\",\"layout\":\"host\",\"network\":{\"mode\":"
+             "\"none\"},"
+             "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+             "\"max_output_bytes\":1e4}}",
       CORDON_E_UNSUPPORTED },
     { "nores", "{\"execution_id\":\"nores\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"}}",
       CORDON_E_INVALID },
     { "pids", "{\"execution_id\":\"pids\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
-              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":\"64\",\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":\"64\",\"runtime_ms\":1e4,"
+              "\"max_output_bytes\":1e4}}",
       CORDON_E_INVALID },
     { "norun", "{\"execution_id\":\"norun\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
-               "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"max_output_bytes\":1e4}}",
+               "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"max_output_bytes\":"
+               "1e4}}",
       CORDON_E_INVALID },
     { "layout", "{\"execution_id\":\"layout\",\"layout\":\"vm\",\"network\":{\"mode\":\"none\"},"
-                "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+                "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+                "\"max_output_bytes\":1e4}}",
       CORDON_E_INVALID },
     { "x", "{\"execution_id\":\"../x\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
-           "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+           "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+           "\"max_output_bytes\":1e4}}",
       CORDON_E_INVALID },
     { ".hidden", "{\"execution_id\":\".hidden\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
-                 "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+                 "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+                 "\"max_output_bytes\":1e4}}",
       CORDON_E_INVALID },
-    { "env", "{\"execution_id\":\"env\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},\"environment\":{\"A-B\":\"x\"},"
-             "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+    { "env", "{\"execution_id\":\"env\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},\"environment\":{\"A-B\":"
+             "\"x\"},"
+             "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+             "\"max_output_bytes\":1e4}}",
       CORDON_E_INVALID },
     { "json", "{\"execution_id\":\"json\",", CORDON_E_INVALID },
 };

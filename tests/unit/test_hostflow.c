@@ -862,7 +862,8 @@ Test(hostflow, git_workspace_at_a_revision)
     cJSON_Delete(p);
     /* a bad revision is a clear error and leaves nothing */
     snprintf(cmd, sizeof(cmd),
-             "{\"execution_id\":\"git-2\",\"workspace\":{\"kind\":\"git\",\"repository\":\"%s\",\"revision\":\"nope\"}}",
+             "{\"execution_id\":\"git-2\","
+             "\"workspace\":{\"kind\":\"git\",\"repository\":\"%s\",\"revision\":\"nope\"}}",
              repo);
     {
         char *req = request(cmd), *out = NULL;

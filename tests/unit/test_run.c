@@ -167,7 +167,8 @@ struct refusal {
  * into this table, never pointers. */
 static struct refusal refuses_bad_requests_without_residue_cases[] = {
     { "dotdot path", "{\"files\":[{\"path\":\"../evil.py\",\"content\":\"x\"}],\"entrypoint\":\"../evil.py\"}", ".." },
-    { "absolute path", "{\"files\":[{\"path\":\"/etc/evil.py\",\"content\":\"x\"}],\"entrypoint\":\"/etc/evil.py\"}", "absolute" },
+    { "absolute path", "{\"files\":[{\"path\":\"/etc/evil.py\",\"content\":\"x\"}],\"entrypoint\":\"/etc/evil.py\"}",
+      "absolute" },
     { "args as a shell string", "{\"args\":\"-c 'rm -rf /'\"}", "not a shell string" },
     { "output outside output/", "{\"outputs\":[\"../../etc/passwd\"]}", "output" },
     { "credential env", "{\"environment\":{\"OPENAI_API_KEY\":\"sk-x\"}}", "credential" },
@@ -190,7 +191,8 @@ static struct refusal refuses_bad_requests_without_residue_cases[] = {
 
 ParameterizedTestParameters(run, refuses_bad_requests_without_residue)
 {
-    static size_t idx[sizeof(refuses_bad_requests_without_residue_cases) / sizeof(refuses_bad_requests_without_residue_cases[0])];
+    static size_t idx[sizeof(refuses_bad_requests_without_residue_cases) /
+                      sizeof(refuses_bad_requests_without_residue_cases[0])];
 
     for (size_t i = 0; i < sizeof(idx) / sizeof(idx[0]); i++)
         idx[i] = i;
