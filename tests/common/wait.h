@@ -39,14 +39,14 @@ static inline void test_wait_pause(int *step_ms)
  *     cr_expect(TEST_WAIT_UNTIL(test_count_processes(m) == 0, 10000), ...);
  * A deadline is a bound on a failure, not the test's duration: make it
  * generous (seconds), the passing test does not wait for it. */
-#define TEST_WAIT_UNTIL(cond, timeout_ms)                                                    \
-    __extension__({                                                                          \
-        const int64_t test_wait_end_ = test_now_ms() + (timeout_ms);                         \
-        int test_wait_step_ = 0;                                                             \
-        bool test_wait_ok_;                                                                  \
-        while (!(test_wait_ok_ = (cond)) && test_now_ms() < test_wait_end_)                  \
-            test_wait_pause(&test_wait_step_);                                               \
-        test_wait_ok_;                                                                       \
+#define TEST_WAIT_UNTIL(cond, timeout_ms)                                                                              \
+    __extension__({                                                                                                    \
+        const int64_t test_wait_end_ = test_now_ms() + (timeout_ms);                                                   \
+        int test_wait_step_ = 0;                                                                                       \
+        bool test_wait_ok_;                                                                                            \
+        while (!(test_wait_ok_ = (cond)) && test_now_ms() < test_wait_end_)                                            \
+            test_wait_pause(&test_wait_step_);                                                                         \
+        test_wait_ok_;                                                                                                 \
     })
 
 #endif
