@@ -65,22 +65,38 @@ static pid_t init_spawn(bool new_pidns, bool agent)
  * mask of /proc/PID/status. */
 #define STOP_SIGNALS ((1ull << (SIGTERM - 1)) | (1ull << (SIGINT - 1)) | (1ull << (SIGHUP - 1)))
 
+/* /proc/pid/name's first size - 1 bytes into buf, terminated; false when
+ * it cannot be read. */
+static bool proc_text(pid_t pid, const char *name, char *buf, size_t size)
+{
+    char path[64];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return false;
+    n = read(fd, buf, size - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return n > 0;
+}
+
 /* The hex mask on the line of /proc/pid/status that starts with key
- * ("SigBlk:"); 0 when unreadable. */
+ * ("SigPnd:"); 0 when unreadable. */
 static unsigned long long status_mask(pid_t pid, const char *key)
 {
-    char path[64], line[256];
-    unsigned long long mask = 0;
-    FILE *f;
+    char text[4096];
+    const char *line;
 
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    if ((f = fopen(path, "re")) == NULL)
+    if (!proc_text(pid, "status", text, sizeof(text)))
         return 0;
-    while (fgets(line, sizeof(line), f) != NULL)
+    for (line = text; line != NULL; line = strchr(line, '\n')) {
+        line += *line == '\n';
         if (strncmp(line, key, strlen(key)) == 0)
-            mask = strtoull(line + strlen(key), NULL, 16);
-    fclose(f);
-    return mask;
+            return strtoull(line + strlen(key), NULL, 16);
+    }
+    return 0;
 }
 
 /* Whether pid has ended (a zombie or gone), without reaping it. */
@@ -96,18 +112,10 @@ static bool ended(pid_t pid)
  * the length of the wait). */
 static bool init_waits(pid_t pid)
 {
-    char path[64], text[64] = "";
-    ssize_t n;
-    int fd;
+    char text[64];
 
-    snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return false;
-    n = read(fd, text, sizeof(text) - 1);
-    close(fd);
-    text[n > 0 ? n : 0] = '\0';
     /* "running", or the number of the system call it sleeps in */
-    return strtol(text, NULL, 10) == SYS_rt_sigtimedwait;
+    return proc_text(pid, "syscall", text, sizeof(text)) && strtol(text, NULL, 10) == SYS_rt_sigtimedwait;
 }
 
 /* cordon-init waits again with no stop signal pending: every stop signal
@@ -121,16 +129,10 @@ static bool init_took_every_stop(pid_t pid)
 /* Whether /proc/pid/comm is name: pid is past its execve of name. */
 static bool comm_is(pid_t pid, const char *name)
 {
-    char path[64], comm[32] = "";
-    ssize_t n;
-    int fd;
+    char comm[32];
 
-    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+    if (!proc_text(pid, "comm", comm, sizeof(comm)))
         return false;
-    n = read(fd, comm, sizeof(comm) - 1);
-    close(fd);
-    comm[n > 0 ? n : 0] = '\0';
     comm[strcspn(comm, "\n")] = '\0';
     return strcmp(comm, name) == 0;
 }
