@@ -1,7 +1,12 @@
 #!/bin/sh
-# scripts/check-style.sh finds what it promises: a tree with one problem
-# of each kind, and one waived, gives exactly these lines and exit 1; the
-# same tree fixed gives exit 0. Run by make check.
+# make check's layout check: first scripts/check-style.sh finds what it
+# promises (a tree with one problem of each kind, and one waived, gives
+# exactly these lines and exit 1; the same tree fixed gives exit 0), then
+# it passes on this source tree.
+#
+# The check runs from here, not as a test in scripts/: a test's log goes
+# beside it in the build tree, and automake would then distribute the
+# build tree's scripts/ (logs and all) with the source's.
 set -u
 check=$(cd "$(dirname "$0")/.." && pwd)/scripts/check-style.sh
 dir=$(mktemp -d "${TMPDIR:-/tmp}/check-style-selftest.XXXXXX") || exit 99
@@ -38,4 +43,5 @@ if [ $rc -ne 0 ]; then
   fail=1
 fi
 [ $fail -eq 0 ] && echo "check-style-selftest: 2 passed, 0 failed"
+"$check" "$(dirname "$check")/.." || fail=1
 exit $fail
