@@ -81,7 +81,8 @@ static int bench_open(struct bench *b, const char *state_dir)
     char config[4200];
 
     snprintf(b->state_dir, sizeof(b->state_dir), "%s", state_dir);
-    cordon_host_table_init(&b->host, o.observer, o.init, "72756e632d6379636c65000000000000" /* "runc-cycle" */, b->state_dir);
+    cordon_host_table_init(&b->host, o.observer, o.init, "72756e632d6379636c65000000000000" /* "runc-cycle" */,
+                           b->state_dir);
     cordon_error_init(&err);
     if (cordon_provider_load(o.provider, &b->host, &b->vt, &err) != 0)
         return fail("load", &err);

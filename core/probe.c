@@ -105,8 +105,9 @@ int cordon_probe_json(struct cordon_ctx *ctx, const char *const *ids, const char
         facts = cJSON_CreateObject();
         cJSON_AddStringToObject(facts, "provider_id", cands[i].provider_id);
         cJSON_AddBoolToObject(facts, "available", false);
-        cJSON_AddStringToObject(facts, "reason", p == NULL ? (perr.code == CORDON_E_NOT_FOUND ? "not_installed" : "abi_mismatch")
-                                                           : "probe_failed");
+        cJSON_AddStringToObject(facts, "reason",
+                                p == NULL ? (perr.code == CORDON_E_NOT_FOUND ? "not_installed" : "abi_mismatch")
+                                          : "probe_failed");
         cordon_json_add_text(facts, "error", perr.message);
         cJSON_AddItemToArray(probes, facts);
     }

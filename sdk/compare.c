@@ -151,10 +151,11 @@ static void check_canary_pid(struct cordon__verdict *v, const cJSON *report, con
  * observer's "reach"). PID 1 runs as the sandbox's uid; if the observer
  * can set its limits (it writes back the values it read), so can any
  * code inside, and a PID 1 with no room for pending signals or
- * descriptors ends or stops serving: pid1_limits_unreachable. Anything running that is neither PID 1 nor under this exec
- * (an image's health check, a daemon the image or an earlier exec left)
- * is code the host did not ask to run: no_foreign_processes, which needs
- * the observer to have read the whole table.
+ * descriptors ends or stops serving: pid1_limits_unreachable. Anything
+ * running that is neither PID 1 nor under this exec (an image's health
+ * check, a daemon the image or an earlier exec left) is code the host did
+ * not ask to run: no_foreign_processes, which needs the observer to have
+ * read the whole table.
  */
 static void check_reach(struct cordon__verdict *v, const cJSON *report)
 {

@@ -1,5 +1,6 @@
 /* Test helper shared by the unit and mechanism suites. */
 #include <dirent.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,7 +8,9 @@
 
 #include "tests/common/proc.h"
 
-int test_count_processes(const char *needle)
+/* Processes whose command line (arguments joined by spaces) contains
+ * needle, or is exactly needle. */
+static int count_matching(const char *needle, bool exact)
 {
     DIR *proc = opendir("/proc");
     struct dirent *de;
@@ -30,15 +33,27 @@ int test_count_processes(const char *needle)
         close(fd);
         if (n <= 0)
             continue;
+        if (cmd[n - 1] == '\0')
+            n--;
         for (ssize_t i = 0; i < n; i++)
             if (cmd[i] == '\0')
                 cmd[i] = ' ';
         cmd[n] = '\0';
-        if (strstr(cmd, needle) != NULL)
+        if (exact ? strcmp(cmd, needle) == 0 : strstr(cmd, needle) != NULL)
             count++;
     }
     closedir(proc);
     return count;
+}
+
+int test_count_processes(const char *needle)
+{
+    return count_matching(needle, false);
+}
+
+int test_count_command(const char *cmdline)
+{
+    return count_matching(cmdline, true);
 }
 
 int test_count_alive(const pid_t *pids, int n, char *ret_states, size_t size)

@@ -9,6 +9,11 @@
  * needle; -1 when /proc cannot be read. */
 int test_count_processes(const char *needle);
 
+/* Live processes whose command line, arguments joined by spaces, is
+ * exactly cmdline ("sleep 1000.4711" counts the sleeper, not the shell
+ * whose script names it); -1 when /proc cannot be read. */
+int test_count_command(const char *cmdline);
+
 /* How many of pids still exist, zombies aside; "PID STATE, ..." of those
  * into ret_states (size bytes, cut when full). */
 int test_count_alive(const pid_t *pids, int n, char *ret_states, size_t size);

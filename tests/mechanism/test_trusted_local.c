@@ -48,6 +48,7 @@
 
 #include "tests/common/proc.h"
 #include "tests/common/sockets.h"
+#include "tests/common/wait.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -786,13 +787,15 @@ Test(trusted_local, go_and_cpp_toolchains_run)
     char out[128];
 
     provision("tools", "host");
-    cr_assert_eq(sh("", "mkdir -p c && cd c && printf '#include <cstdio>\\nint main(){std::puts(\"cpp ok\");}' > a.cc && c++ -o a a.cc && ./a",
+    cr_assert_eq(sh("", "mkdir -p c && cd c && printf '#include <cstdio>\\nint main(){std::puts(\"cpp ok\");}' > a.cc "
+                        "&& c++ -o a a.cc && ./a",
                     out, sizeof(out)), 0, "%s", out);
     cr_assert_str_eq(out, "cpp ok\n");
     cr_assert_eq(sh("", "node -e 'console.log(\"node ok\")'", out, sizeof(out)), 0);
     cr_assert_str_eq(out, "node ok\n");
     cr_assert_eq(sh("", "mkdir -p g && cd g && export GOCACHE=$PWD/.c GOPATH=$PWD/.p HOME=$PWD && "
-                        "printf 'package main\\nimport \"fmt\"\\nfunc main(){fmt.Println(\"go ok\")}\\n' > m.go && go run m.go",
+                        "printf 'package main\\nimport \"fmt\"\\nfunc main(){fmt.Println(\"go ok\")}\\n' > m.go && go "
+                        "run m.go",
                     out, sizeof(out)), 0, "%s", out);
     cr_assert_str_eq(out, "go ok\n");
 }
@@ -1092,33 +1095,44 @@ struct spec_case {
 
 static const struct spec_case spec_cases[] = {
     { "net1", "{\"execution_id\":\"net1\",\"layout\":\"host\",\"network\":{\"mode\":\"bridge\"},"
-              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+              "\"max_output_bytes\":1e4}}",
       CORDON_E_UNSUPPORTED },
     { "net2", "{\"execution_id\":\"net2\",\"layout\":\"host\",\"network\":{\"mode\":\"host\"},"
-              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+              "\"max_output_bytes\":1e4}}",
       CORDON_E_UNSUPPORTED },
-    { "img", "{\"execution_id\":\"img\",\"image\":\"debian@sha256:00\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
-             "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+    { "img", "{\"execution_id\":\"img\",\"image\":\"debian@sha256:00\",\"layout\":\"host\",\"network\":{\"mode\":"
+             "\"none\"},"
+             "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+             "\"max_output_bytes\":1e4}}",
       CORDON_E_UNSUPPORTED },
     { "nores", "{\"execution_id\":\"nores\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"}}",
       CORDON_E_INVALID },
     { "pids", "{\"execution_id\":\"pids\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
-              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":\"64\",\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+              "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":\"64\",\"runtime_ms\":1e4,"
+              "\"max_output_bytes\":1e4}}",
       CORDON_E_INVALID },
     { "norun", "{\"execution_id\":\"norun\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
-               "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"max_output_bytes\":1e4}}",
+               "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"max_output_bytes\":"
+               "1e4}}",
       CORDON_E_INVALID },
     { "layout", "{\"execution_id\":\"layout\",\"layout\":\"vm\",\"network\":{\"mode\":\"none\"},"
-                "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+                "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+                "\"max_output_bytes\":1e4}}",
       CORDON_E_INVALID },
     { "x", "{\"execution_id\":\"../x\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
-           "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+           "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+           "\"max_output_bytes\":1e4}}",
       CORDON_E_INVALID },
     { ".hidden", "{\"execution_id\":\".hidden\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},"
-                 "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+                 "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+                 "\"max_output_bytes\":1e4}}",
       CORDON_E_INVALID },
-    { "env", "{\"execution_id\":\"env\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},\"environment\":{\"A-B\":\"x\"},"
-             "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,\"max_output_bytes\":1e4}}",
+    { "env", "{\"execution_id\":\"env\",\"layout\":\"host\",\"network\":{\"mode\":\"none\"},\"environment\":{\"A-B\":"
+             "\"x\"},"
+             "\"resources\":{\"cpus\":1,\"memory_bytes\":1e8,\"disk_bytes\":1e8,\"pids\":64,\"runtime_ms\":1e4,"
+             "\"max_output_bytes\":1e4}}",
       CORDON_E_INVALID },
     { "json", "{\"execution_id\":\"json\",", CORDON_E_INVALID },
 };
@@ -1354,6 +1368,7 @@ static void *side_exec_run(void *arg)
 Test(trusted_local, one_execution_cannot_signal_or_starve_another)
 {
     struct side_exec b = { 0 }, hog = { 0 };
+    char b_script[160], b_sleep[48];
     pthread_t tb, th;
 
     skip_unless_root("the uid pool is root's");
@@ -1362,15 +1377,23 @@ Test(trusted_local, one_execution_cannot_signal_or_starve_another)
                  "provision: %s", err.message);
     /* A holds every inotify instance its per-user limit allows... */
     hog.state = state;
-    hog.script = "exec python3 -c 'import ctypes,time\nl=ctypes.CDLL(None)\nfds=[]\n"
+    hog.script = "exec python3 -c 'import ctypes,os,time\nl=ctypes.CDLL(None)\nfds=[]\n"
                  "while l.inotify_init1(0) >= 0: fds.append(1)\nprint(len(fds), flush=True)\n"
-                 "time.sleep(4)'";
+                 "os.mkdir(\"held\")\ntime.sleep(4)'";
     cr_assert_eq(pthread_create(&th, NULL, side_exec_run, &hog), 0);
-    /* ...B runs while A signals "every process of my uid"... */
+    /* (once it holds them and has said how many: the directory "held",
+     * made without a descriptor, which it may have run out of too; looked
+     * for from the host, as an exec in A would end the hog with it) */
+    cr_assert(TEST_WAIT_UNTIL(exists(exec_dir("sig-a", "/workspace/held")), 20000), "the hog never held its limit");
+    /* ...B runs while A signals "every process of my uid"... (B's sleep,
+     * 2 s spelled to be this test's own, runs: then A signals) */
+    snprintf(b_sleep, sizeof(b_sleep), "sleep 2.0%d", (int)getpid());
+    snprintf(b_script, sizeof(b_script),
+             "%s; python3 -c 'import ctypes;print(ctypes.CDLL(None).inotify_init1(0) >= 0)'", b_sleep);
     b.state = other;
-    b.script = "sleep 2; python3 -c 'import ctypes;print(ctypes.CDLL(None).inotify_init1(0) >= 0)'";
+    b.script = b_script;
     cr_assert_eq(pthread_create(&tb, NULL, side_exec_run, &b), 0);
-    nanosleep(&(struct timespec){ 0, 700 * 1000 * 1000 }, NULL);
+    cr_assert(TEST_WAIT_UNTIL(test_count_command(b_sleep) > 0, 20000), "B's sleep never ran");
     sh("", "kill -STOP -1; kill -KILL -1", NULL, 0);
     pthread_join(tb, NULL);
     pthread_join(th, NULL);

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "tests/common/proc.h"
+#include "tests/common/wait.h"
 
 /* A fresh private directory under $TMPDIR (or /tmp), malloc'd path; the
  * caller removes it with test_rmtree. */

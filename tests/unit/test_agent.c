@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -27,6 +28,8 @@
 #include <cordon/sdk/agent.h>
 
 #include "sdk/agent-proto.h"
+#include "tests/common/proc.h"
+#include "tests/common/wait.h"
 
 struct agent {
     pid_t pid;
@@ -58,6 +61,82 @@ static pid_t init_spawn(bool new_pidns, bool agent)
     return pid;
 }
 
+/* The stop signals cordon-init blocks and takes with sigtimedwait, as a
+ * mask of /proc/PID/status. */
+#define STOP_SIGNALS ((1ull << (SIGTERM - 1)) | (1ull << (SIGINT - 1)) | (1ull << (SIGHUP - 1)))
+
+/* /proc/pid/name's first size - 1 bytes into buf, terminated; false when
+ * it cannot be read. */
+static bool proc_text(pid_t pid, const char *name, char *buf, size_t size)
+{
+    char path[64];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return false;
+    n = read(fd, buf, size - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return n > 0;
+}
+
+/* The hex mask on the line of /proc/pid/status that starts with key
+ * ("SigPnd:"); 0 when unreadable. */
+static unsigned long long status_mask(pid_t pid, const char *key)
+{
+    char text[4096];
+    const char *line;
+
+    if (!proc_text(pid, "status", text, sizeof(text)))
+        return 0;
+    for (line = text; line != NULL; line = strchr(line, '\n')) {
+        line += *line == '\n';
+        if (strncmp(line, key, strlen(key)) == 0)
+            return strtoull(line + strlen(key), NULL, 16);
+    }
+    return 0;
+}
+
+/* Whether pid has ended (a zombie or gone), without reaping it. */
+static bool ended(pid_t pid)
+{
+    siginfo_t si = { 0 };
+
+    return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == pid;
+}
+
+/* cordon-init sleeps in sigtimedwait: past its execve and its signal mask
+ * (SigBlk reads 0 meanwhile: the kernel unblocks the awaited signals for
+ * the length of the wait). */
+static bool init_waits(pid_t pid)
+{
+    char text[64];
+
+    /* "running", or the number of the system call it sleeps in */
+    return proc_text(pid, "syscall", text, sizeof(text)) && strtol(text, NULL, 10) == SYS_rt_sigtimedwait;
+}
+
+/* cordon-init waits again with no stop signal pending: every stop signal
+ * sent before has been taken and answered, so had one ended it, it would
+ * have ended. */
+static bool init_took_every_stop(pid_t pid)
+{
+    return init_waits(pid) && ((status_mask(pid, "SigPnd:") | status_mask(pid, "ShdPnd:")) & STOP_SIGNALS) == 0;
+}
+
+/* Whether /proc/pid/comm is name: pid is past its execve of name. */
+static bool comm_is(pid_t pid, const char *name)
+{
+    char comm[32];
+
+    if (!proc_text(pid, "comm", comm, sizeof(comm)))
+        return false;
+    comm[strcspn(comm, "\n")] = '\0';
+    return strcmp(comm, name) == 0;
+}
+
 static void agent_start_in(struct agent *a, bool new_pidns)
 {
     struct cordon_error err = { 0 };
@@ -67,12 +146,8 @@ static void agent_start_in(struct agent *a, bool new_pidns)
     a->pidfd = (int)syscall(SYS_pidfd_open, a->pid, 0);
     cr_assert_geq(a->pidfd, 0);
     /* The pair exists before the agent serves: retry until it is there. */
-    for (int i = 0; i < 200; i++) {
-        if (cordon_agent_open(a->pidfd, &a->fd, &err) == 0)
-            break;
-        a->fd = -1;
-        usleep(5000);
-    }
+    a->fd = -1;
+    TEST_WAIT_UNTIL(cordon_agent_open(a->pidfd, &a->fd, &err) == 0, 10000);
     cr_assert_geq(a->fd, 0, "cordon_agent_open: %s", err.message);
     a->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
     cr_assert_geq(a->null_fd, 0);
@@ -323,7 +398,8 @@ Test(agent, garbage_messages_leave_it_serving)
 /* Killing the agent mid-command: a typed error, not a hang or a result. */
 Test(agent, killed_agent_is_a_typed_error)
 {
-    const char *argv[] = { "sleep", "3", NULL };
+    char seconds[32], sleeper[48];
+    const char *argv[] = { "sleep", seconds, NULL };
     struct cordon_exec_outcome o;
     struct cordon_error err = { 0 };
     struct agent a;
@@ -331,10 +407,14 @@ Test(agent, killed_agent_is_a_typed_error)
     pid_t killer;
     int status;
 
+    /* 3 s, spelled to be this test's own: "3.0<pid>" */
+    snprintf(seconds, sizeof(seconds), "3.0%d", (int)getpid());
+    snprintf(sleeper, sizeof(sleeper), "sleep %s", seconds);
     agent_start(&a);
     killer = fork();
     if (killer == 0) {
-        usleep(200000);
+        /* mid-command: once the agent's sleep runs */
+        TEST_WAIT_UNTIL(test_count_command(sleeper) > 0, 10000);
         kill(a.pid, SIGKILL);
         _exit(0);
     }
@@ -364,7 +444,7 @@ Test(agent, a_process_without_the_channel_is_refused)
         _exit(127);
     }
     pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    usleep(50000);
+    cr_assert(TEST_WAIT_UNTIL(comm_is(pid, "sleep"), 10000), "the child never became sleep");
     cr_expect_eq(cordon_agent_open(pidfd, &fd, &err), CORDON_E_UNAVAILABLE);
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
@@ -460,7 +540,7 @@ Test(agent, plain_init_ignores_stop_signals_from_inside_its_pid_namespace)
     pid_t init = init_spawn(true, false), helper;
     int status;
 
-    usleep(100 * 1000); /* past its execve and its signal mask */
+    cr_assert(TEST_WAIT_UNTIL(init_waits(init), 10000), "cordon-init never waited in sigtimedwait");
     helper = fork();
     cr_assert_geq(helper, 0);
     if (helper == 0) {
@@ -500,12 +580,12 @@ Test(agent, plain_init_ignores_stop_signals_from_inside_its_pid_namespace)
               "the sender inside failed at step %d (10 setns, 11 kill, 12 tgkill, 13 sigqueue, "
               "14 a forged SI_USER was not refused with EPERM, 17 prlimit)",
               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    usleep(300 * 1000);
+    cr_assert(TEST_WAIT_UNTIL(init_took_every_stop(init) || ended(init), 10000));
     cr_expect_eq(waitpid(init, &status, WNOHANG), 0,
                  "cordon-init as PID 1 ended after stop signals from inside its namespace "
                  "(wait status %#x)", status);
     kill(init, SIGTERM);
-    usleep(300 * 1000);
+    cr_assert(TEST_WAIT_UNTIL(init_took_every_stop(init) || ended(init), 10000));
     cr_expect_eq(waitpid(init, &status, WNOHANG), 0,
                  "cordon-init as PID 1 ended after SIGTERM (wait status %#x)", status);
     kill(init, SIGKILL);

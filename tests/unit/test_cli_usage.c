@@ -74,7 +74,8 @@ static int cordon(const char *state, const char *const *args, char *out, size_t 
 
 static struct usage_case usage_cases[] = {
     /* getopt's prefix matching once took these for other options */
-    { { "probe", "--provider", "docker" }, "unknown option '--provider' (options are named in full; did you mean --provider-config?)" },
+    { { "probe", "--provider", "docker" }, "unknown option '--provider' (options are named in full; did you mean "
+                                           "--provider-config?)" },
     { { "run", "--lang", "python", "main.py" }, "unknown option '--lang'" },
     { { "--conf", "x", "ls" }, "unknown option '--conf'" },
     { { "provision", "--prov", "trusted-local" }, "unknown option '--prov'" },
@@ -111,7 +112,8 @@ static struct usage_case usage_cases[] = {
     { { "pool", "fill", "--for", "exec", "--size", "1" }, "--for: run or provision, not 'exec'" },
     { { "" }, "usage: cordon" },
     /* with --json, the error is a JSON document naming the option */
-    { { "gc", "--json", "--bogus" }, "{\"ok\":false,\"error\":{\"code\":\"invalid_input\",\"message\":\"unknown option '--bogus'" },
+    { { "gc", "--json", "--bogus" }, "{\"ok\":false,\"error\":{\"code\":\"invalid_input\",\"message\":\"unknown "
+                                     "option '--bogus'" },
 };
 
 ParameterizedTestParameters(cli_usage, usage_errors_exit_2_and_name_the_option)

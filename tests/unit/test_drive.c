@@ -26,6 +26,7 @@ static const struct cordon_host_v1 fake_host = {
 
 /* What the fake saw, for the test to check. */
 static atomic_bool fake_saw_cancel;
+static atomic_bool fake_waits_for_cancel;
 static atomic_bool fake_io_ok;
 
 static bool wait_readable(int fd, int timeout_ms)
@@ -94,6 +95,7 @@ static int fake_exec(struct cordon_resource *resource, const char *state_json,
         return reply("{\"status\":\"exited\",\"exit_code\":3}", ret_result_json, err);
     }
     if (strcmp(mode, "wait_cancel") == 0) {
+        atomic_store(&fake_waits_for_cancel, true);
         if (!wait_readable(io->cancel_fd, 30000))
             return reply("{\"status\":\"exited\",\"exit_code\":0}", ret_result_json, err);
         atomic_store(&fake_saw_cancel, true);
@@ -315,11 +317,12 @@ Test(drive, overflow_found_after_the_provider_returned_is_output_limit)
     cordon_exec_outcome_clear(&res);
 }
 
-static void *write_cancel_later(void *arg)
+/* Cancels once the provider waits for it, so the cancel comes mid-exec. */
+static void *cancel_when_waiting(void *arg)
 {
     int fd = *(int *)arg;
 
-    usleep(150000);
+    TEST_WAIT_UNTIL(atomic_load(&fake_waits_for_cancel), 10000);
     if (write(fd, "x", 1) != 1)
         return (void *)1;
     return NULL;
@@ -334,7 +337,7 @@ Test(drive, caller_cancel_is_passed_on)
     int p[2];
 
     cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-    cr_assert_eq(pthread_create(&th, NULL, write_cancel_later, &p[1]), 0);
+    cr_assert_eq(pthread_create(&th, NULL, cancel_when_waiting, &p[1]), 0);
     opts_for(&o, "wait_cancel");
     o.cancel_fd = p[0];
     cordon_error_init(&err);

@@ -78,7 +78,8 @@ Test(env, too_many_entries)
 
 Test(env, ordinary_names_are_not_credentials)
 {
-    static const char *const names[] = { "PATH", "HOME", "TOKENIZERS_PARALLELISM_OFF", "LANG", "KEYBOARD", "SECRETARY_NAME" };
+    static const char *const names[] = { "PATH", "HOME", "TOKENIZERS_PARALLELISM_OFF", "LANG", "KEYBOARD",
+                                         "SECRETARY_NAME" };
     /* "TOKENIZERS..." and "SECRETARY" contain the words: cordon errs on the safe side. */
     cr_expect(!cordon__env_name_is_credential(names[0]));
     cr_expect(!cordon__env_name_is_credential(names[1]));

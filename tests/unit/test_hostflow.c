@@ -166,9 +166,11 @@ static int record_count(const struct env *e)
 }
 
 /* The phase `cordon ls` shows for id (it reads records without their lock). */
-static bool ls_phase_is(const struct env *e, const char *id, const char *phase)
+/* Whether cordon ls shows execution id with key equal to want (a string,
+ * or a bool when want is NULL and key must be true). */
+static bool ls_shows(const struct env *e, const char *id, const char *key, const char *want)
 {
-    const cJSON *item;
+    const cJSON *item, *v;
     char *out = NULL;
     cJSON *doc;
     bool is = false;
@@ -178,11 +180,18 @@ static bool ls_phase_is(const struct env *e, const char *id, const char *phase)
     doc = cJSON_Parse(out);
     free(out);
     cJSON_ArrayForEach(item, cJSON_GetObjectItem(doc, "executions")) {
-        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(item, "execution_id")) ?: "", id) == 0)
-            is = strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(item, "phase")) ?: "", phase) == 0;
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(item, "execution_id")) ?: "", id) != 0)
+            continue;
+        v = cJSON_GetObjectItem(item, key);
+        is = want != NULL ? strcmp(cJSON_GetStringValue(v) ?: "", want) == 0 : cJSON_IsTrue(v);
     }
     cJSON_Delete(doc);
     return is;
+}
+
+static bool ls_phase_is(const struct env *e, const char *id, const char *phase)
+{
+    return ls_shows(e, id, "phase", phase);
 }
 
 static bool area_exists(const struct env *e, const char *id)
@@ -373,8 +382,8 @@ Test(hostflow, timeout_destroys_the_whole_tree)
     cr_expect_str_eq(str(x, "status"), "timeout");
     cr_expect_eq(exit_status_of(x), 124);
     cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(x, "execution_terminated")));
-    usleep(100000);
-    cr_expect_eq(test_count_processes("1000.4242"), 0);
+    cr_expect(TEST_WAIT_UNTIL(test_count_processes("1000.4242") == 0, 10000),
+              "a sleeper outlived the timeout");
     cr_expect_eq(record_count(&e), 0);
     cJSON_Delete(x);
     cJSON_Delete(p);
@@ -388,7 +397,7 @@ Test(hostflow, exec_after_expiry_terminates_and_reports)
 
     env_open(&e);
     p = provision_ok(&e, "{\"execution_id\":\"short-1\",\"resources\":{\"runtime_ms\":300}}");
-    usleep(400 * 1000);
+    cr_assert(TEST_WAIT_UNTIL(ls_shows(&e, "short-1", "expired", NULL), 10000), "short-1 never expired");
     x = exec_argv(&e, "short-1", "[\"-c\",\"true\"]", NULL);
     cr_expect_str_eq(str(x, "status"), "expired");
     cr_expect_eq(exit_status_of(x), 124);
@@ -693,8 +702,9 @@ Test(hostflow, checkpoint_waits_for_a_running_exec)
     p = provision_ok(&e, "{\"execution_id\":\"wait-1\"}");
     bg.ctx = e.ctx;
     pthread_create(&t, NULL, slow_writer, &bg);
-    usleep(300 * 1000);
-    /* the exec holds the execution's lock: the checkpoint waits for it */
+    /* the exec holds the execution's lock once ls shows its mark: the
+     * checkpoint waits for it */
+    cr_assert(TEST_WAIT_UNTIL(ls_phase_is(&e, "wait-1", "exec"), 10000), "the exec never began");
     cr_assert_eq(cordon_checkpoint_json(e.ctx, "wait-1", NULL, &out, NULL), 0);
     pthread_join(t, NULL);
     cr_expect_eq(bg.r, 0);
@@ -731,18 +741,16 @@ Test(hostflow, kill_9_mid_exec_then_gc_leaves_nothing, .timeout = 60)
     /* wait until the exec is under way: ls says so (the exec's mark beside
      * the record), and the sleeper runs (cordon's own command line names it
      * too: 2 or more) */
-    for (int i = 0; i < 200 && !(ls_phase_is(&e, "crash-1", "exec") &&
-                                 test_count_processes("1000.5151") >= 2); i++)
-        usleep(50 * 1000);
-    cr_assert(ls_phase_is(&e, "crash-1", "exec"));
+    cr_assert(TEST_WAIT_UNTIL(ls_phase_is(&e, "crash-1", "exec") && test_count_processes("1000.5151") >= 2,
+                              10000));
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     cr_expect_eq(record_count(&e), 1, "the record stays for gc");
     cr_assert_eq(cordon_gc_json(e.ctx, &out, NULL), 0);
     cr_expect_neq(strstr(out, "\"crash-1\""), NULL, "%s", out);
     free(out);
-    usleep(100 * 1000);
-    cr_expect_eq(test_count_processes("1000.5151"), 0, "no process of that execution remains");
+    cr_expect(TEST_WAIT_UNTIL(test_count_processes("1000.5151") == 0, 10000),
+              "no process of that execution remains");
     cr_expect_eq(record_count(&e), 0);
     cr_expect_not(area_exists(&e, "crash-1"));
     cJSON_Delete(p);
@@ -897,7 +905,8 @@ Test(hostflow, git_workspace_at_a_revision)
     cJSON_Delete(p);
     /* a bad revision is a clear error and leaves nothing */
     snprintf(cmd, sizeof(cmd),
-             "{\"execution_id\":\"git-2\",\"workspace\":{\"kind\":\"git\",\"repository\":\"%s\",\"revision\":\"nope\"}}",
+             "{\"execution_id\":\"git-2\","
+             "\"workspace\":{\"kind\":\"git\",\"repository\":\"%s\",\"revision\":\"nope\"}}",
              repo);
     {
         char *req = request(cmd), *out = NULL;

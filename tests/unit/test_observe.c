@@ -35,7 +35,8 @@ static const char contained_report[] =
     "                   \"readable\": false, \"read_errno\": 2, \"content_matches\": false},"
     " \"host_pid\": {\"pid\": 4242, \"cmdline_readable\": false, \"cmdline_errno\": 2, \"visible\": false,"
     "                \"kill_ok\": false, \"signalable\": false, \"kill_errno\": 3},"
-    " \"reach\": {\"pid1\": {\"self\": false, \"read_ok\": false, \"set_ok\": false, \"errno\": 1, \"errno_name\": \"EPERM\"},"
+    " \"reach\": {\"pid1\": {\"self\": false, \"read_ok\": false, \"set_ok\": false, \"errno\": 1, "
+    "\"errno_name\": \"EPERM\"},"
     "           \"exec_root\": 7, \"scanned\": 2, \"complete\": true, \"others\": [], \"others_count\": 0,"
     "           \"others_reached\": 0},"
     " \"writes\": [{\"path\": \"/\", \"writable\": false, \"errno\": 30, \"errno_name\": \"EROFS\"},"
@@ -492,9 +493,7 @@ Test(observe, real_observer_sees_the_uncontained_host)
 
         idle = spawn(argv, -1);
     }
-    for (int i = 0; i < 2500 && !idle_started(idle, pid_token); i++)
-        usleep(2000);
-    cr_assert(idle_started(idle, pid_token), "the --idle canary did not start");
+    cr_assert(TEST_WAIT_UNTIL(idle_started(idle, pid_token), 10000), "the --idle canary did not start");
 
     snprintf(pid_arg, sizeof(pid_arg), "%ld", (long)idle);
     cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);

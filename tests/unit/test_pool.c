@@ -3,6 +3,7 @@
  * through the real trusted-local provider on this host. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,34 +180,43 @@ Test(pool, concurrent_claimers_never_share_one)
     enum { FILLED = 4, CLAIMERS = 8 };
     struct env e;
     char key[65], got[CLAIMERS][65];
-    int fds[CLAIMERS][2], claimed = 0;
+    int fds[CLAIMERS][2], hold[2], claimed = 0;
     pid_t pids[CLAIMERS];
 
     env_open(&e);
     fill(&e, FILLED, 60000, key);
+    /* The claimers hold what they claimed until all have answered: this
+     * pipe's end of file lets them go. */
+    cr_assert_eq(pipe(hold), 0);
     for (int i = 0; i < CLAIMERS; i++) {
         cr_assert_eq(pipe(fds[i]), 0);
         pids[i] = fork();
         cr_assert_geq(pids[i], 0);
         if (pids[i] == 0) {
             struct cordon__record *rec = NULL;
-            char buf[65] = "";
+            char buf[65] = "", c;
 
             /* Each child claims and keeps it until it exits, like a run. */
+            close(hold[1]);
             if (cordon__pool_claim(e.ctx, key, &rec, NULL) == 0 && rec != NULL)
                 snprintf(buf, sizeof(buf), "%s", rec->id);
             if (write(fds[i][1], buf, sizeof(buf)) != (ssize_t)sizeof(buf))
                 _exit(2);
-            usleep(200000);
+            while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+                continue;
             _exit(0);
         }
         close(fds[i][1]);
     }
+    close(hold[0]);
+    for (int i = 0; i < CLAIMERS; i++) {
+        cr_assert_eq(read(fds[i][0], got[i], sizeof(got[i])), (ssize_t)sizeof(got[i]));
+        close(fds[i][0]);
+    }
+    close(hold[1]);
     for (int i = 0; i < CLAIMERS; i++) {
         int status;
 
-        cr_assert_eq(read(fds[i][0], got[i], sizeof(got[i])), (ssize_t)sizeof(got[i]));
-        close(fds[i][0]);
         cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         if (got[i][0] == '\0')
@@ -235,7 +245,8 @@ Test(pool, expired_ones_are_not_claimed_and_gc_reclaims_them)
 
     env_open(&e);
     fill(&e, 2, 1000, key);
-    usleep(1200 * 1000);
+    /* pool ls counts an execution past its claimable time as expired */
+    cr_assert(TEST_WAIT_UNTIL(ready(&e) == 0, 10000), "the pool's executions never expired");
     cr_assert_eq(cordon__pool_claim(e.ctx, key, &rec, NULL), 0);
     cr_assert_null(rec);
     cr_assert_eq(ready(&e), 0);

@@ -66,9 +66,9 @@ static int given_verdict(struct cordon_ctx *ctx, struct cordon__loaded *p, const
     /* config "test_not_claimed": a limit the host found not claimed. */
     if (cJSON_IsString(cJSON_GetObjectItem(config, "test_not_claimed"))) {
         cJSON *lv = cJSON_AddObjectToObject(facts, "limits_verified");
+        const char *name = cJSON_GetObjectItem(config, "test_not_claimed")->valuestring;
 
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(lv, cJSON_GetObjectItem(config, "test_not_claimed")->valuestring),
-                                "status", "not_claimed");
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(lv, name), "status", "not_claimed");
     }
     return 0;
 }
