@@ -118,6 +118,11 @@ int cordon_restore_json(struct cordon_ctx *ctx, const char *checkpoint_id, const
 {
     static const char *const keys[] = { "provider", "provider_config", "image", "execution_id",
                                         "allow_unsafe_local", "allow_unpinned", "isolation" };
+    /* The request's key, then the manifest's. */
+    static const char *const restored[][2] = {
+        { "provider", "provider_id" }, { "image", "image" }, { "resources", "resources" },
+        { "network", "network" }, { "environment", "environment" }, { "metadata", "metadata" },
+    };
     cJSON *opts = NULL, *manifest = NULL, *req = NULL, *result = NULL;
     char *store = cordon__checkpoint_store(ctx);
     struct cordon__host_spec spec;
@@ -138,12 +143,9 @@ int cordon_restore_json(struct cordon_ctx *ctx, const char *checkpoint_id, const
     /* A provision request from the manifest, the caller's choices over it;
      * then the whole provision validation runs again. */
     req = cJSON_CreateObject();
-    cJSON_AddItemToObject(req, "provider", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(manifest, "provider_id"), 1));
-    cJSON_AddItemToObject(req, "image", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(manifest, "image"), 1));
-    cJSON_AddItemToObject(req, "resources", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(manifest, "resources"), 1));
-    cJSON_AddItemToObject(req, "network", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(manifest, "network"), 1));
-    cJSON_AddItemToObject(req, "environment", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(manifest, "environment"), 1));
-    cJSON_AddItemToObject(req, "metadata", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(manifest, "metadata"), 1));
+    for (size_t i = 0; i < sizeof(restored) / sizeof(restored[0]); i++)
+        cJSON_AddItemToObject(req, restored[i][0],
+                              cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(manifest, restored[i][1]), 1));
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(opts, keys[i]);
         if (v == NULL)

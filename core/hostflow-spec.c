@@ -54,7 +54,8 @@ int cordon__host_spec_validate(struct cordon_ctx *ctx, const cJSON *req,
     if ((r = cordon__isolation_parse("isolation", cJSON_GetObjectItemCaseSensitive(req, "isolation"),
                                      &ret->isolation, err)) < 0)
         return r;
-    if ((r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(req, "resources"), "resources", &ret->limits, err)) < 0)
+    if ((r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(req, "resources"), "resources",
+                                     &ret->limits, err)) < 0)
         return r;
     /* Network: "none" only; anything else is refused, never downgraded. */
     v = cJSON_GetObjectItemCaseSensitive(req, "network");

@@ -146,7 +146,7 @@ int cordon_reclaim_json(struct cordon_ctx *ctx, const char *execution_id, const 
     tried = cJSON_AddArrayToObject(result, "providers");
     if (r == 0 && provider_id == NULL) {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(rec->doc, "provider_id");
-        r = reclaim_with(ctx, cJSON_IsString(p) ? p->valuestring : "", 
+        r = reclaim_with(ctx, cJSON_IsString(p) ? p->valuestring : "",
                          cJSON_GetObjectItemCaseSensitive(rec->doc, "provider_config"), execution_id, err);
         cJSON_AddItemToArray(tried, cJSON_CreateString(cJSON_IsString(p) ? p->valuestring : ""));
     } else if (provider_id != NULL) {
