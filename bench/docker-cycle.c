@@ -309,9 +309,9 @@ CORDON_EXTERN int main(int argc, char **argv)
         return 2;
     }
     cordon_error_init(&err);
-    cordon_host_table_init(&host, observer != NULL ? observer : "/nonexistent", NULL,
+    cordon__host_table_init(&host, observer != NULL ? observer : "/nonexistent", NULL,
                            "636f72646f6e2d62656e636800000000" /* "cordon-bench" */, NULL);
-    if (cordon_provider_load(provider, &host, &vt, &err) < 0)
+    if (cordon__provider_load(provider, &host, &vt, &err) < 0)
         return fail("load", &err);
     snprintf(config, sizeof(config), "{\"image\": \"%s\"}", image);
     if (vt.ensure(&host, config, &res, &err) < 0)

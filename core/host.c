@@ -322,7 +322,7 @@ static const struct cordon_host_v1 *host_table(const struct cordon_ctx *ctx)
             h = NULL;
             goto out;
         }
-        cordon_host_table_init(&h->host, h->observer_path, h->init_path, h->instance_id,
+        cordon__host_table_init(&h->host, h->observer_path, h->init_path, h->instance_id,
                                h->state_dir);
         h->next = interned;
         interned = h;

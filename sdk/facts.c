@@ -224,7 +224,7 @@ static bool version_well_formed(const char *v)
     return n == strlen(v) && n <= VERSION_MAX_LEN;
 }
 
-bool cordon_safety_class_valid(const char *safety_class)
+bool cordon__safety_class_valid(const char *safety_class)
 {
     return in_list(safety_class, safety_classes, COUNT(safety_classes));
 }
@@ -535,7 +535,7 @@ static int validate_tree(const cJSON *facts, struct cordon_error *err)
             cJSON_IsString(item) ? "\"" : "");
     if ((rc = need_string(facts, "safety_class", &s, err)) < 0)
         return rc;
-    if (!cordon_safety_class_valid(s))
+    if (!cordon__safety_class_valid(s))
         return cordon_error_set(
             err, CORDON_E_INVALID, 0,
             "facts.safety_class: \"%.*s\" is not one of isolated, namespace, host_policy, "
@@ -566,7 +566,7 @@ static int validate_tree(const cJSON *facts, struct cordon_error *err)
     return 0;
 }
 
-int cordon_facts_parse_valid(const char *facts_json, cJSON **ret_facts, struct cordon_error *err)
+int cordon__facts_parse_valid(const char *facts_json, cJSON **ret_facts, struct cordon_error *err)
 {
     cJSON *facts;
     size_t len;
@@ -590,9 +590,9 @@ int cordon_facts_parse_valid(const char *facts_json, cJSON **ret_facts, struct c
     return rc;
 }
 
-int cordon_facts_validate(const char *facts_json, struct cordon_error *err)
+int cordon__facts_validate(const char *facts_json, struct cordon_error *err)
 {
-    return cordon_facts_parse_valid(facts_json, NULL, err);
+    return cordon__facts_parse_valid(facts_json, NULL, err);
 }
 
 /* ---- composition ---------------------------------------------------------- */

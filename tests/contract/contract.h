@@ -5,7 +5,7 @@
  * because Criterion runs every test in a worker process that does not run
  * main() again. Each test then loads the provider itself, with a fresh
  * host state directory, through the same sdk calls the host uses
- * (cordon_provider_load, cordon_drive_exec, cordon_observe_run), so that
+ * (cordon__provider_load, cordon_drive_exec, cordon_observe_run), so that
  * what passes here behaves the same way under the host.
  *
  * The helpers below (support.c) assert on their own failures: a test reads

@@ -128,7 +128,7 @@ static const struct cordon_host_v1 *host_table_for(const char *observer_path,
     at = t->strings;
     for (size_t i = 0; i < N; i++)
         s[i] = host_table_put(&at, strings[i]);
-    cordon_host_table_init(&t->host, s[0], s[1], s[2], s[3]);
+    cordon__host_table_init(&t->host, s[0], s[1], s[2], s[3]);
     t->older = host_tables;
     host_tables = t;
     return &t->host;
@@ -245,7 +245,7 @@ void contract_load(void)
     cr_assert(contract.state_dir != NULL, "cannot create a state directory under %s",
               tmp_parent());
     cordon_error_init(&err);
-    r = cordon_provider_load(contract.provider_path, contract.host, &contract.vt, &err);
+    r = cordon__provider_load(contract.provider_path, contract.host, &contract.vt, &err);
     cr_assert_eq(r, 0, "loading the provider failed (%s): %s", cordon_error_name(r), err.message);
     contract.loaded = true;
 }

@@ -253,8 +253,8 @@ static void setup(void)
     snprintf(host_id, sizeof(host_id), "cordon-docker-tests-%s", hex);
     cr_assert_eq(cordon_fs_mkdtemp(env_or("TMPDIR", "/tmp"), "cordon-docker-test.", &tmp, &err),
                  0, "%s", err.message);
-    cordon_host_table_init(&host, observer, init_bin, host_id, tmp);
-    cr_assert_eq(cordon_provider_load(provider_path, &host, &vt, &err), 0, "load: %s",
+    cordon__host_table_init(&host, observer, init_bin, host_id, tmp);
+    cr_assert_eq(cordon__provider_load(provider_path, &host, &vt, &err), 0, "load: %s",
                  err.message);
 }
 

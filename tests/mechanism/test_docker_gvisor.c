@@ -175,8 +175,8 @@ static void setup(void)
     snprintf(host_id, sizeof(host_id), "cordon-gvisor-tests-%s", hex);
     cr_assert_eq(cordon_fs_mkdtemp(env_or("TMPDIR", "/tmp"), "cordon-gvisor-test.", &tmp, &err), 0, "%s",
                  err.message);
-    cordon_host_table_init(&host, observer, init_bin, host_id, tmp);
-    cr_assert_eq(cordon_provider_load(provider_path, &host, &vt, &err), 0, "load: %s", err.message);
+    cordon__host_table_init(&host, observer, init_bin, host_id, tmp);
+    cr_assert_eq(cordon__provider_load(provider_path, &host, &vt, &err), 0, "load: %s", err.message);
     cr_assert_not_null(vt.boundary, "docker.so has no boundary operation");
     snprintf(config, sizeof(config), "{\"image\": \"%s\", \"runtime\": \"runsc\"}", minimal);
 }

@@ -304,7 +304,7 @@ static void setup(void)
         /* Of this process: the uid pool is the machine's (another run of the
          * suite beside this one must not share owners). */
         snprintf(instance, sizeof(instance), "cordon-runc-tests-%ld", (long)getpid());
-        cordon_host_table_init(&host, observer, init_bin, instance, shared);
+        cordon__host_table_init(&host, observer, init_bin, instance, shared);
     }
     cr_assert_eq(init(&host, 0, &prov, &err), 0, "init: %s", err.message);
 }
@@ -843,7 +843,7 @@ Test(runc, probe_observes_all_axes_and_the_toolchains)
     snprintf(config, sizeof(config), "{\"image\": \"%s\"}", image);
     cr_assert_eq(prov->probe(&host, config, CORDON_PROBE_FULL, &facts, &err), 0, "probe: %s",
                  err.message);
-    cr_assert_eq(cordon_facts_validate(facts, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__facts_validate(facts, &err), 0, "%s", err.message);
     doc = cJSON_Parse(facts);
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "available")), "%s", facts);
     iso = cJSON_GetObjectItemCaseSensitive(doc, "isolation");

@@ -389,7 +389,7 @@ Test(trusted_local, probe_reports_what_the_observer_sees)
     snprintf(cfg, sizeof(cfg), "{\"root\": \"%s\"}", root);
     cr_assert_eq(prov->probe(&host, cfg, CORDON_PROBE_FULL, &facts, &err), 0, "probe: %s",
                  err.message);
-    cr_assert_eq(cordon_facts_validate(facts, &err), 0, "facts invalid: %s\n%s", err.message,
+    cr_assert_eq(cordon__facts_validate(facts, &err), 0, "facts invalid: %s\n%s", err.message,
                  facts);
     doc = cJSON_Parse(facts);
     cr_assert_not_null(doc);

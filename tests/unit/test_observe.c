@@ -808,7 +808,7 @@ Test(observe, run_through_a_host_provider_reports_it_uncontained)
         parts.mechanism = "host_process";
         parts.observation_json = json;
         cr_assert_eq(cordon_facts_compose(&parts, &facts, &err), 0, "%s", err.message);
-        cr_assert_eq(cordon_facts_validate(facts, &err), 0, "%s", err.message);
+        cr_assert_eq(cordon__facts_validate(facts, &err), 0, "%s", err.message);
         free(facts);
     }
     cJSON_Delete(res);
