@@ -229,26 +229,3 @@ out:
     free(ptext);
     return r;
 }
-
-int cordon_exec_exit_status(const char *result_json)
-{
-    cJSON *doc = cJSON_Parse(result_json);
-    const cJSON *status = cJSON_GetObjectItemCaseSensitive(doc, "status");
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(doc, "exit_code");
-    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(doc, "signal");
-    int rc = 125;
-
-    if (cJSON_IsString(status)) {
-        const char *s = status->valuestring;
-        if (strcmp(s, "exited") == 0 && cJSON_IsNumber(code))
-            rc = code->valueint;
-        else if (strcmp(s, "signaled") == 0 && cJSON_IsNumber(sig))
-            rc = 128 + sig->valueint;
-        else if (strcmp(s, "timeout") == 0 || strcmp(s, "expired") == 0)
-            rc = 124;
-        else if (strcmp(s, "oom") == 0 || strcmp(s, "output_limit") == 0 || strcmp(s, "cancelled") == 0)
-            rc = 137;
-    }
-    cJSON_Delete(doc);
-    return rc;
-}

@@ -758,24 +758,3 @@ bool cordon__run_owner_alive(const char *execution_id)
         return false;
     return kill((pid_t)pid, 0) == 0 || errno == EPERM;
 }
-
-int cordon_result_exit_status(const char *result_json)
-{
-    cJSON *doc = cJSON_Parse(result_json);
-    const cJSON *status = cJSON_GetObjectItemCaseSensitive(doc, "status");
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(doc, "exit_code");
-    const char *s = cJSON_IsString(status) ? status->valuestring : "blocked";
-    int rc;
-
-    if (strcmp(s, "success") == 0 || strcmp(s, "error") == 0)
-        /* "error" with exit 0: the program succeeded, cordon did not (collect, release) */
-        rc = cJSON_IsNumber(code) && (code->valueint != 0 || strcmp(s, "success") == 0) ? code->valueint : 125;
-    else if (strcmp(s, "timeout") == 0 || strcmp(s, "expired") == 0)
-        rc = 124;
-    else if (strcmp(s, "oom") == 0 || strcmp(s, "output_limit") == 0 || strcmp(s, "cancelled") == 0)
-        rc = 137;
-    else
-        rc = 125;
-    cJSON_Delete(doc);
-    return rc;
-}
