@@ -11,6 +11,7 @@
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/host.h>
 
+#include "sdk/json-internal.h"
 #include "sdk/facts-validate.h"
 
 #define FACTS_MAX_BYTES CORDON_FACTS_MAX_BYTES
@@ -568,20 +569,17 @@ static int validate_tree(const cJSON *facts, struct cordon_error *err)
 
 int cordon__facts_parse_valid(const char *facts_json, cJSON **ret_facts, struct cordon_error *err)
 {
-    cJSON *facts;
-    size_t len;
+    cJSON *facts = NULL;
     int rc;
 
     if (ret_facts != NULL)
         *ret_facts = NULL;
     if (facts_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "facts: no document");
-    len = strnlen(facts_json, FACTS_MAX_BYTES + 1);
-    if (len > FACTS_MAX_BYTES)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "facts: more than %u bytes", FACTS_MAX_BYTES);
-    facts = cJSON_ParseWithLength(facts_json, len);
-    if (facts == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "facts: not valid JSON");
+    /* A provider's claim: the one bounded parse (size and depth). */
+    rc = cordon__json_parse("facts", facts_json, FACTS_MAX_BYTES, &facts, err);
+    if (rc < 0)
+        return rc;
     rc = validate_tree(facts, err);
     if (rc == 0 && ret_facts != NULL)
         *ret_facts = facts;

@@ -9,6 +9,8 @@
 
 #include <cordon/sdk/json.h>
 
+#include "sdk/compare.h"
+#include "sdk/facts-validate.h"
 #include "sdk/json-internal.h"
 
 /* A document nested depth levels: arrays, or objects with key "k" around
@@ -107,4 +109,24 @@ Test(json_bounded, parse_object_holds_the_depth_and_wants_an_object)
     cr_assert_null(v);
     free(deep);
     free(fits);
+}
+
+/* What the host reads from a provider and from the sandbox goes through
+ * the same bound: a provider's facts, the observer's report. */
+Test(json_bounded, provider_facts_and_the_observers_report_hold_the_depth)
+{
+    char *deep = nested(CORDON_JSON_MAX_DEPTH + 1, true);
+    struct cordon_error err;
+    char *out = NULL;
+    cJSON *v = NULL;
+
+    cordon_error_init(&err);
+    cr_assert_eq(cordon__facts_parse_valid(deep, &v, &err), CORDON_E_LIMIT);
+    cr_assert_null(v);
+    cr_assert(strstr(err.message, "facts: JSON nested deeper than 32 levels") != NULL, "%s", err.message);
+    cr_assert_eq(cordon_observe_compare(deep, "{}", &out, &err), CORDON_E_LIMIT);
+    cr_assert_null(out);
+    cr_assert(strstr(err.message, "observe: report: JSON nested deeper than 32 levels") != NULL, "%s",
+              err.message);
+    free(deep);
 }
