@@ -93,7 +93,7 @@ static int exec_argv(const char *state, const char *argv_json, struct cordon_exe
     snprintf(request, sizeof(request),
              "{\"argv\": %s, \"cwd\": \"\", \"env\": {\"PATH\": "
              "\"/usr/local/bin:/usr/bin:/bin\"}, \"timeout_ms\": 60000}", argv_json);
-    cordon_drive_opts_init(&d);
+    cordon__drive_opts_init(&d);
     d.host = &host;
     d.provider = &vt;
     d.resource = res;
@@ -102,7 +102,7 @@ static int exec_argv(const char *state, const char *argv_json, struct cordon_exe
     d.timeout_ms = 55000;
     d.retention_bytes = 64 * 1024;
     d.output_budget = 1u << 20;
-    return cordon_drive_exec(&d, o, err);
+    return cordon__drive_exec(&d, o, err);
 }
 
 /* exec `true`; 0 when it ran and exited 0. */

@@ -113,7 +113,7 @@ static int exec_argv(struct bench *b, const char *state, const char *request,
 {
     struct cordon_drive_opts d;
 
-    cordon_drive_opts_init(&d);
+    cordon__drive_opts_init(&d);
     d.host = &b->host;
     d.provider = &b->vt;
     d.resource = b->res;
@@ -122,7 +122,7 @@ static int exec_argv(struct bench *b, const char *state, const char *request,
     d.timeout_ms = 60000;
     d.retention_bytes = 65536;
     d.output_budget = 1 << 20;
-    return cordon_drive_exec(&d, out, err);
+    return cordon__drive_exec(&d, out, err);
 }
 
 /* provision + exec argv + terminate; 0 when the program exited 0. The

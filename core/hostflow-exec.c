@@ -158,7 +158,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     if ((r = cordon__record_exec_begin(rec, err)) < 0)
         goto out;
     marked = true;
-    cordon_drive_opts_init(&opts);
+    cordon__drive_opts_init(&opts);
     opts.host = ctx->host;
     opts.provider = &b.p->vt;
     opts.resource = b.res;
@@ -169,7 +169,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     opts.retention_bytes = (size_t)limits.max_output_bytes;   /* within the budget, everything is kept */
     opts.output_budget = limits.max_output_bytes;
     opts.cancel_fd = cancel_fd;
-    r = cordon_drive_exec(&opts, &out, err);
+    r = cordon__drive_exec(&opts, &out, err);
     if (r < 0)
         goto out;   /* the mechanism failed (daemon gone...): the record stays for reclaim */
     /* The execution's lifetime, not the caller's timeout, ended it: the

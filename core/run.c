@@ -357,7 +357,7 @@ static int step_run(struct run *run, struct cordon_error *err)
         cordon_exec_outcome_clear(&out);
         if (r < 0)
             return fail(run, "error", run->plan->steps[i].name, t, err);
-        cordon_drive_opts_init(&opts);
+        cordon__drive_opts_init(&opts);
         opts.host = run->ctx->host;
         opts.provider = &run->sel.provider->vt;
         opts.resource = run->resource;
@@ -366,7 +366,7 @@ static int step_run(struct run *run, struct cordon_error *err)
         opts.timeout_ms = left;
         opts.retention_bytes = run->retention;
         opts.output_budget = run->limits.max_output_bytes;
-        r = cordon_drive_exec(&opts, &out, err);
+        r = cordon__drive_exec(&opts, &out, err);
         free(text);
         if (r < 0) {
             cordon_exec_outcome_clear(&out);

@@ -591,7 +591,7 @@ static int parse_object(const char *json, const char *what, cJSON **ret, struct 
     return 0;
 }
 
-int cordon_observe_compare(const char *report_json, const char *host_view_json, char **ret_isolation_json,
+int cordon__observe_compare(const char *report_json, const char *host_view_json, char **ret_isolation_json,
                            struct cordon_error *err)
 {
     cJSON *report = NULL, *host = NULL, *iso = NULL;

@@ -476,7 +476,7 @@ int contract_exec(const char *state, const char *const *argv, const struct contr
         opts = &defaults;
     }
     contract_ensure();
-    cordon_drive_opts_init(&d);
+    cordon__drive_opts_init(&d);
     d.host = contract.host;
     d.provider = &contract.vt;
     d.resource = contract.resource;
@@ -493,7 +493,7 @@ int contract_exec(const char *state, const char *const *argv, const struct contr
     d.cancel_fd = opts->cancel_fd;
     memset(ret, 0, sizeof(*ret));
     cordon_error_init(&err);
-    r = cordon_drive_exec(&d, ret, &err);
+    r = cordon__drive_exec(&d, ret, &err);
     if (ret_msg != NULL)
         snprintf(ret_msg, msg_size, "%s: %s", cordon_error_name(r), err.message);
     free(request);

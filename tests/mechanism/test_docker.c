@@ -446,7 +446,7 @@ static int run(const char *state, const char *const *argv, const struct run_opts
     char *req = request_of(argv, opts);
     int r;
 
-    cordon_drive_opts_init(&d);
+    cordon__drive_opts_init(&d);
     d.host = &host;
     d.provider = &vt;
     d.resource = res;
@@ -457,7 +457,7 @@ static int run(const char *state, const char *const *argv, const struct run_opts
     d.retention_bytes = 64 * 1024;
     d.output_budget = opts->budget;
     memset(o, 0, sizeof(*o));
-    r = cordon_drive_exec(&d, o, &err);
+    r = cordon__drive_exec(&d, o, &err);
     free(req);
     return r;
 }

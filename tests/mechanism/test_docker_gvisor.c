@@ -292,7 +292,7 @@ static char *run(const char *state, const char *const *argv)
     cJSON_AddNumberToObject(req, "timeout_ms", 35000);
     text = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
-    cordon_drive_opts_init(&d);
+    cordon__drive_opts_init(&d);
     d.host = &host;
     d.provider = &vt;
     d.resource = res;
@@ -303,7 +303,7 @@ static char *run(const char *state, const char *const *argv)
     d.retention_bytes = 64 * 1024;
     d.output_budget = 1u << 20;
     memset(&o, 0, sizeof(o));
-    cr_assert_eq(cordon_drive_exec(&d, &o, &err), 0, "exec %s: %s", argv[0], err.message);
+    cr_assert_eq(cordon__drive_exec(&d, &o, &err), 0, "exec %s: %s", argv[0], err.message);
     cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "%s ended with status %d code %d", argv[0],
               (int)o.status, o.exit_code);
     out = strndup(o.out.data != NULL ? o.out.data : "", o.out.len);

@@ -124,7 +124,7 @@ Test(json_bounded, provider_facts_and_the_observers_report_hold_the_depth)
     cr_assert_eq(cordon__facts_parse_valid(deep, &v, &err), CORDON_E_LIMIT);
     cr_assert_null(v);
     cr_assert(strstr(err.message, "facts: JSON nested deeper than 32 levels") != NULL, "%s", err.message);
-    cr_assert_eq(cordon_observe_compare(deep, "{}", &out, &err), CORDON_E_LIMIT);
+    cr_assert_eq(cordon__observe_compare(deep, "{}", &out, &err), CORDON_E_LIMIT);
     cr_assert_null(out);
     cr_assert(strstr(err.message, "observe: report: JSON nested deeper than 32 levels") != NULL, "%s",
               err.message);
