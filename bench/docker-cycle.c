@@ -93,7 +93,7 @@ static int exec_argv(const char *state, const char *argv_json, struct cordon_exe
     snprintf(request, sizeof(request),
              "{\"argv\": %s, \"cwd\": \"\", \"env\": {\"PATH\": "
              "\"/usr/local/bin:/usr/bin:/bin\"}, \"timeout_ms\": 60000}", argv_json);
-    cordon_drive_opts_init(&d);
+    cordon__drive_opts_init(&d);
     d.host = &host;
     d.provider = &vt;
     d.resource = res;
@@ -102,7 +102,7 @@ static int exec_argv(const char *state, const char *argv_json, struct cordon_exe
     d.timeout_ms = 55000;
     d.retention_bytes = 64 * 1024;
     d.output_budget = 1u << 20;
-    return cordon_drive_exec(&d, o, err);
+    return cordon__drive_exec(&d, o, err);
 }
 
 /* exec `true`; 0 when it ran and exited 0. */
@@ -309,9 +309,9 @@ CORDON_EXTERN int main(int argc, char **argv)
         return 2;
     }
     cordon_error_init(&err);
-    cordon_host_table_init(&host, observer != NULL ? observer : "/nonexistent", NULL,
+    cordon__host_table_init(&host, observer != NULL ? observer : "/nonexistent", NULL,
                            "636f72646f6e2d62656e636800000000" /* "cordon-bench" */, NULL);
-    if (cordon_provider_load(provider, &host, &vt, &err) < 0)
+    if (cordon__provider_load(provider, &host, &vt, &err) < 0)
         return fail("load", &err);
     snprintf(config, sizeof(config), "{\"image\": \"%s\"}", image);
     if (vt.ensure(&host, config, &res, &err) < 0)

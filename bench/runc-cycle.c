@@ -1,5 +1,5 @@
 /*
- * runc-cycle: drives runc.so through the sdk (cordon_provider_load and the
+ * runc-cycle: drives runc.so through the sdk (cordon__provider_load and the
  * vtable, as the host does) for bench/run-runc.sh. Every mode prints one
  * JSON object with its timings on stdout.
  *
@@ -81,10 +81,10 @@ static int bench_open(struct bench *b, const char *state_dir)
     char config[4200];
 
     snprintf(b->state_dir, sizeof(b->state_dir), "%s", state_dir);
-    cordon_host_table_init(&b->host, o.observer, o.init, "72756e632d6379636c65000000000000" /* "runc-cycle" */,
-                           b->state_dir);
+    cordon__host_table_init(&b->host, o.observer, o.init, "72756e632d6379636c65000000000000" /* "runc-cycle" */,
+                            b->state_dir);
     cordon_error_init(&err);
-    if (cordon_provider_load(o.provider, &b->host, &b->vt, &err) != 0)
+    if (cordon__provider_load(o.provider, &b->host, &b->vt, &err) != 0)
         return fail("load", &err);
     snprintf(config, sizeof(config), "{\"image\": \"%s\"}", o.image);
     if (b->vt.ensure(&b->host, config, &b->res, &err) != 0)
@@ -114,7 +114,7 @@ static int exec_argv(struct bench *b, const char *state, const char *request,
 {
     struct cordon_drive_opts d;
 
-    cordon_drive_opts_init(&d);
+    cordon__drive_opts_init(&d);
     d.host = &b->host;
     d.provider = &b->vt;
     d.resource = b->res;
@@ -123,7 +123,7 @@ static int exec_argv(struct bench *b, const char *state, const char *request,
     d.timeout_ms = 60000;
     d.retention_bytes = 65536;
     d.output_budget = 1 << 20;
-    return cordon_drive_exec(&d, out, err);
+    return cordon__drive_exec(&d, out, err);
 }
 
 /* provision + exec argv + terminate; 0 when the program exited 0. The

@@ -55,7 +55,7 @@ Test(contract, abi_vtable_matches_file_and_version)
      * each rule a named failure of its own. */
     contract_load();
     cordon_error_init(&err);
-    cr_assert_eq(cordon_provider_id_from_path(contract.provider_path, id, &err), 0, "%s",
+    cr_assert_eq(cordon__provider_id_from_path(contract.provider_path, id, &err), 0, "%s",
                  err.message);
     cr_expect_eq(CORDON_ABI_MAJOR_OF(contract.vt.abi_version), 1, "abi_version major is %u, not 1",
                  CORDON_ABI_MAJOR_OF(contract.vt.abi_version));
@@ -87,7 +87,7 @@ Test(contract, probe_full_facts_are_valid)
     /* The sdk's validator is what the host applies; the checks after it
      * restate its key rules so that a failure names them directly. */
     cordon_error_init(&err);
-    cr_expect_eq(cordon_facts_validate(text, &err), 0, "cordon_facts_validate refuses: %s",
+    cr_expect_eq(cordon__facts_validate(text, &err), 0, "cordon__facts_validate refuses: %s",
                  err.message);
     cr_expect_str_eq(string_of(facts, "provider_id"), contract.vt.provider_id,
                      "facts.provider_id \"%s\" differs from the vtable's \"%s\"",
@@ -95,7 +95,7 @@ Test(contract, probe_full_facts_are_valid)
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "available")),
               "the provider says it is unavailable (reason: %s): nothing else can be checked",
               string_of(facts, "reason"));
-    cr_expect(cordon_safety_class_valid(string_of(facts, "safety_class")),
+    cr_expect(cordon__safety_class_valid(string_of(facts, "safety_class")),
               "safety_class \"%s\" is not one of the fixed classes", string_of(facts, "safety_class"));
     kinds = cJSON_GetObjectItemCaseSensitive(facts, "supported_kinds");
     cJSON_ArrayForEach(k, kinds)

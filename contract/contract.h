@@ -5,7 +5,7 @@
  * because Criterion runs every test in a worker process that does not run
  * main() again. Each test then loads the provider itself, with a fresh
  * host state directory, through the same sdk calls the host uses
- * (cordon_provider_load, cordon_drive_exec, cordon_observe_run), so that
+ * (cordon__provider_load, cordon__drive_exec, cordon_observe_run), so that
  * what passes here behaves the same way under the host.
  *
  * The helpers below (support.c) assert on their own failures: a test reads
@@ -186,7 +186,7 @@ struct contract_exec {
 };
 void contract_exec_init(struct contract_exec *opts);
 
-/* Run through cordon_drive_exec. Returns its code; ret is always filled
+/* Run through cordon__drive_exec. Returns its code; ret is always filled
  * (status CORDON_RUN_HOST_ERROR on a refusal), msg gets the error. */
 int contract_exec(const char *state, const char *const *argv, const struct contract_exec *opts,
                   struct cordon_exec_outcome *ret, char *ret_msg, size_t msg_size);

@@ -128,7 +128,7 @@ static const struct cordon_host_v1 *host_table_for(const char *observer_path,
     at = t->strings;
     for (size_t i = 0; i < N; i++)
         s[i] = host_table_put(&at, strings[i]);
-    cordon_host_table_init(&t->host, s[0], s[1], s[2], s[3]);
+    cordon__host_table_init(&t->host, s[0], s[1], s[2], s[3]);
     t->older = host_tables;
     host_tables = t;
     return &t->host;
@@ -245,7 +245,7 @@ void contract_load(void)
     cr_assert(contract.state_dir != NULL, "cannot create a state directory under %s",
               tmp_parent());
     cordon_error_init(&err);
-    r = cordon_provider_load(contract.provider_path, contract.host, &contract.vt, &err);
+    r = cordon__provider_load(contract.provider_path, contract.host, &contract.vt, &err);
     cr_assert_eq(r, 0, "loading the provider failed (%s): %s", cordon_error_name(r), err.message);
     contract.loaded = true;
 }
@@ -476,7 +476,7 @@ int contract_exec(const char *state, const char *const *argv, const struct contr
         opts = &defaults;
     }
     contract_ensure();
-    cordon_drive_opts_init(&d);
+    cordon__drive_opts_init(&d);
     d.host = contract.host;
     d.provider = &contract.vt;
     d.resource = contract.resource;
@@ -493,7 +493,7 @@ int contract_exec(const char *state, const char *const *argv, const struct contr
     d.cancel_fd = opts->cancel_fd;
     memset(ret, 0, sizeof(*ret));
     cordon_error_init(&err);
-    r = cordon_drive_exec(&d, ret, &err);
+    r = cordon__drive_exec(&d, ret, &err);
     if (ret_msg != NULL)
         snprintf(ret_msg, msg_size, "%s: %s", cordon_error_name(r), err.message);
     free(request);

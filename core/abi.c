@@ -9,7 +9,7 @@
 
 #include "core/abi.h"
 
-bool cordon_provider_id_valid(const char *id)
+bool cordon__provider_id_valid(const char *id)
 {
     size_t len;
 
@@ -28,7 +28,7 @@ bool cordon_provider_id_valid(const char *id)
     return true;
 }
 
-int cordon_provider_id_from_path(const char *path, char *ret_id, struct cordon_error *err)
+int cordon__provider_id_from_path(const char *path, char *ret_id, struct cordon_error *err)
 {
     const char *base, *dot;
     size_t len;
@@ -44,7 +44,7 @@ int cordon_provider_id_from_path(const char *path, char *ret_id, struct cordon_e
                                 "provider path %s: the file name does not give a provider id", path);
     memcpy(ret_id, base, len);
     ret_id[len] = '\0';
-    if (!cordon_provider_id_valid(ret_id))
+    if (!cordon__provider_id_valid(ret_id))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "provider path %s: \"%s\" is not a provider id ([a-z0-9][a-z0-9-]{0,63})",
                                 path, ret_id);
@@ -69,7 +69,7 @@ static const char *load_failure(const char *abs_path, char *buf, size_t size)
     return buf;
 }
 
-int cordon_provider_check(const struct cordon_provider_v1 *p, const char *expected_id,
+int cordon__provider_check(const struct cordon_provider_v1 *p, const char *expected_id,
                           struct cordon_provider_v1 *ret_copy, struct cordon_error *err)
 {
     struct cordon_provider_v1 copy;
@@ -94,7 +94,7 @@ int cordon_provider_check(const struct cordon_provider_v1 *p, const char *expect
     /* Copy only what the provider declared; newer slots stay NULL. */
     memset(&copy, 0, sizeof(copy));
     memcpy(&copy, p, p->struct_size);
-    if (!cordon_provider_id_valid(copy.provider_id))
+    if (!cordon__provider_id_valid(copy.provider_id))
         return cordon_error_set(err, CORDON_E_ABI, 0,
                                 "provider: provider_id \"%s\" is not [a-z0-9][a-z0-9-]{0,63}",
                                 copy.provider_id != NULL ? copy.provider_id : "(null)");
@@ -135,7 +135,7 @@ static void ltdl_init(void)
     ltdl_status = lt_dlinit();
 }
 
-int cordon_provider_load(const char *abs_path, const struct cordon_host_v1 *host,
+int cordon__provider_load(const char *abs_path, const struct cordon_host_v1 *host,
                          struct cordon_provider_v1 *ret_copy, struct cordon_error *err)
 {
     char id[CORDON_PROVIDER_ID_MAX + 1];
@@ -149,7 +149,7 @@ int cordon_provider_load(const char *abs_path, const struct cordon_host_v1 *host
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "provider path %s: only absolute paths are loaded",
                                 abs_path != NULL ? abs_path : "(null)");
-    r = cordon_provider_id_from_path(abs_path, id, err);
+    r = cordon__provider_id_from_path(abs_path, id, err);
     if (r < 0)
         return r;
     pthread_once(&ltdl_once, ltdl_init);
@@ -186,7 +186,7 @@ int cordon_provider_load(const char *abs_path, const struct cordon_host_v1 *host
     if (r != 0)
         return cordon_error_set(err, CORDON_E_ABI, perr.os_errno, "provider %s: init failed: %s",
                                 abs_path, perr.message[0] ? perr.message : cordon_error_name(r));
-    r = cordon_provider_check(vt, id, ret_copy, err);
+    r = cordon__provider_check(vt, id, ret_copy, err);
     if (r < 0 && err != NULL) {
         char msg[sizeof(err->message)];
 
@@ -217,7 +217,7 @@ static void stderr_log(enum cordon_log_level level, const char *provider_id, con
     fprintf(stderr, "cordon[%s] %s: %s\n", id, (unsigned)level < 4 ? names[level] : "log", shown);
 }
 
-void cordon_host_table_init(struct cordon_host_v1 *host, const char *observer_path,
+void cordon__host_table_init(struct cordon_host_v1 *host, const char *observer_path,
                             const char *init_path, const char *host_instance_id,
                             const char *state_dir)
 {

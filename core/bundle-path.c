@@ -19,55 +19,6 @@
 
 /* Directory levels below a bundle directory; each level holds one fd. */
 #define BUNDLE_MAX_DIR_DEPTH 64
-/* Read what is left of fd, at most max bytes (one more means too big). */
-static int read_fd_bounded(int fd, const char *name, size_t max, unsigned char **ret_data,
-                           size_t *ret_len, struct cordon_error *err)
-{
-    size_t len = 0, cap = 4096;
-    unsigned char *data = malloc(cap + 1), *grown;
-    int r = 0;
-
-    if (data == NULL)
-        return cordon__bundle_nomem(err, name);
-    for (;;) {
-        ssize_t n;
-
-        if (len == cap) {
-            cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-            if ((grown = realloc(data, cap + 1)) == NULL) {
-                r = cordon__bundle_nomem(err, name);
-                goto out;
-            }
-            data = grown;
-        }
-        n = read(fd, data + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            r = cordon_error_set(err, CORDON_E_IO, errno, "bundle: reading %.*s: %s",
-                                 cordon_text_fit(name, 200), name, strerror(errno));
-            goto out;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-        if (len > max) {
-            r = cordon_error_set(
-                err, CORDON_E_LIMIT, 0,
-                "files[0] (%.*s): more than %zu bytes exceeds the per-file limit of %zu",
-                cordon_text_fit(name, 200), name, max, max);
-            goto out;
-        }
-    }
-    data[len] = '\0';
-    *ret_data = data;
-    *ret_len = len;
-    data = NULL;
-out:
-    free(data);
-    return r;
-}
-
 /* State of one directory walk: the bundle being filled and the root all
  * paths are opened beneath. */
 struct walk {
@@ -226,22 +177,24 @@ static int take_single_file(struct cordon__bundle *b, int fd, const char *path,
                             const struct stat *st, struct cordon_error *err)
 {
     const char *base = strrchr(path, '/');
-    unsigned char *data = NULL;
-    char *norm = NULL;
+    char *data = NULL, *norm = NULL, name[256];
     size_t len = 0;
     int r;
 
     base = base != NULL ? base + 1 : path;
     if ((r = cordon_path_normalize("bundle", base, &norm, err)) < 0)
         return r;
+    /* The size was checked; the bound holds a file that grows meanwhile. */
+    snprintf(name, sizeof(name), "files[0] (%.*s)", cordon_text_fit(norm, 200), norm);
     if ((r = cordon__bundle_check_file_room(b, norm, (uint64_t)st->st_size, err)) < 0 ||
-        (r = read_fd_bounded(fd, norm, CORDON_BUNDLE_MAX_FILE_BYTES, &data, &len, err)) < 0)
+        (r = cordon__fs_read_fd(fd, name, CORDON_BUNDLE_MAX_FILE_BYTES, (size_t)st->st_size, &data, &len,
+                                err)) < 0)
         goto out;
     if ((b->entrypoint = strdup(norm)) == NULL) {
         r = cordon__bundle_nomem(err, "entrypoint");
         goto out;
     }
-    r = cordon__bundle_add_file(b, norm, data, len, (st->st_mode & 0111) != 0, err);
+    r = cordon__bundle_add_file(b, norm, (unsigned char *)data, len, (st->st_mode & 0111) != 0, err);
     norm = NULL;
     data = NULL;
 out:

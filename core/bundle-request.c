@@ -279,9 +279,9 @@ int cordon__bundle_from_request(const cJSON *request, struct cordon__bundle **re
 
     if (!cJSON_IsObject(request))
         return cordon_error_set(err, CORDON_E_INVALID, 0, "request: must be a JSON object");
-    if (cordon__json_deeper_than(request, CORDON_REQUEST_MAX_DEPTH))
+    if (cordon__json_deeper_than(request, CORDON_JSON_MAX_DEPTH))
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "request: nesting deeper than the limit of %d",
-                                CORDON_REQUEST_MAX_DEPTH);
+                                CORDON_JSON_MAX_DEPTH);
     /* Keys first: an unknown one is refused before any content is looked at. */
     cJSON_ArrayForEach(c, request) {
         if ((r = match_key(c, request_keys_bundle, K_N, slots, "request", &matched, err)) < 0)

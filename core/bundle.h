@@ -19,8 +19,6 @@
 #define CORDON_BUNDLE_MAX_FILE_BYTES (16ull << 20)
 #define CORDON_BUNDLE_MAX_BYTES (64ull << 20)
 #define CORDON_BUNDLE_MAX_OUTPUTS 128
-#define CORDON_REQUEST_MAX_JSON (80ull << 20)
-#define CORDON_REQUEST_MAX_DEPTH 32
 
 /* One source file. path is normalised and relative to source/. */
 struct cordon__bundle_file {

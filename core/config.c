@@ -50,7 +50,7 @@ static int parse_candidate(const char *field, size_t i, const cJSON *item, const
                                 "%s[%zu]: must be a provider id or {\"provider_id\", \"config\"}",
                                 field, i);
     }
-    if (!cordon_provider_id_valid(*ret_id))
+    if (!cordon__provider_id_valid(*ret_id))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "%s[%zu]: \"%s\" is not a provider id ([a-z0-9][a-z0-9-]{0,63})",
                                 field, i, *ret_id);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cordon/sdk/json.h>
 #include <cordon/sdk/request.h>
 #include "core/execution.h"
 #include "core/loader.h"
@@ -130,13 +131,13 @@ int cordon__execution_provision(struct cordon_ctx *ctx, const struct cordon__bou
     if (r != 0)
         return cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "provision: %s",
                                 perr.message);
-    state = cJSON_Parse(text);
-    if (!cJSON_IsObject(state)) {
-        cJSON_Delete(state);
+    /* The provider's state is outside input too: the SDK's bounds. */
+    state = NULL;
+    r = cordon_json_parse_object("provision: the provider's state", text, CORDON_STATE_MAX, &state, &perr);
+    if (r < 0) {
         if (text != NULL)
             ctx->host->free(text);
-        return cordon_error_set(err, CORDON_E_PROVIDER, 0,
-                                "provision: the provider's state is not a JSON object");
+        return cordon_error_set(err, r == CORDON_E_LIMIT ? r : CORDON_E_PROVIDER, 0, "%s", perr.message);
     }
     if (rec != NULL)
         cJSON_ReplaceItemInObjectCaseSensitive(rec->doc, "provider_state", state);

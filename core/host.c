@@ -14,6 +14,7 @@
 #include "core/verify.h"
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/json.h>
+#include "sdk/fs-internal.h"
 #include "core/internal.h"
 
 int cordon__random_hex(char *ret, size_t n_bytes, struct cordon_error *err)
@@ -32,47 +33,6 @@ int cordon__random_hex(char *ret, size_t n_bytes, struct cordon_error *err)
         ret[2 * i + 1] = digits[buf[i] & 15];
     }
     ret[2 * n_bytes] = '\0';
-    return 0;
-}
-
-/* The recursion goes no deeper than limit + 1, however deep the tree. */
-static bool deeper_at(const cJSON *v, int depth, int limit)
-{
-    if (depth > limit)
-        return true;
-    for (const cJSON *c = v->child; c != NULL; c = c->next)
-        if (deeper_at(c, depth + 1, limit))
-            return true;
-    return false;
-}
-
-bool cordon__json_deeper_than(const cJSON *v, int limit)
-{
-    return v != NULL && deeper_at(v, 1, limit);
-}
-
-int cordon__json_parse_bounded(const char *field, const char *text, cJSON **ret,
-                               struct cordon_error *err)
-{
-    size_t len;
-    cJSON *v;
-
-    if (text == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: missing", field);
-    len = strlen(text);
-    if (len > CORDON_JSON_MAX_BYTES)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: %zu bytes of JSON exceeds the limit of %u",
-                                field, len, CORDON_JSON_MAX_BYTES);
-    v = cJSON_ParseWithLength(text, len);
-    if (v == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: not valid JSON (near byte %td)", field,
-                                cJSON_GetErrorPtr() != NULL ? cJSON_GetErrorPtr() - text : (ptrdiff_t)0);
-    if (cordon__json_deeper_than(v, CORDON_JSON_MAX_DEPTH)) {
-        cJSON_Delete(v);
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: JSON nested deeper than %d levels",
-                                field, CORDON_JSON_MAX_DEPTH);
-    }
-    *ret = v;
     return 0;
 }
 
@@ -236,38 +196,10 @@ static int add_search_dir(struct cordon_ctx *ctx, const char *dir)
     return 0;
 }
 
-static int read_small_file(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    char *buf = NULL;
-    size_t len = 0;
-    ssize_t n;
-
-    if (fd < 0)
-        return CORDON_E_IO;
-    buf = malloc(max + 2);
-    if (buf == NULL) {
-        close(fd);
-        return CORDON_E_NOMEM;
-    }
-    while ((n = read(fd, buf + len, max + 1 - len)) > 0)
-        len += (size_t)n;
-    close(fd);
-    if (n < 0 || len > max) {
-        free(buf);
-        return n < 0 ? CORDON_E_IO : CORDON_E_LIMIT;
-    }
-    buf[len] = '\0';
-    *ret = buf;
-    *ret_len = len;
-    return 0;
-}
-
 static int load_config(struct cordon_ctx *ctx, const char *path, struct cordon_error *err)
 {
-    char *text = NULL;
-    size_t len = 0;
-    int r;
+    char *text = NULL, name[PATH_MAX + 16];
+    int fd, r;
 
     if (path == NULL) {
         ctx->config = cJSON_CreateObject();
@@ -275,11 +207,14 @@ static int load_config(struct cordon_ctx *ctx, const char *path, struct cordon_e
     }
     /* The config file is the caller's own, named by them: an ordinary
      * open, bounded. */
-    r = read_small_file(path, 1u << 20, &text, &len);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "config %s: %s", path, strerror(errno));
+    snprintf(name, sizeof(name), "config %s", path);
+    r = cordon__fs_read_fd(fd, name, CORDON_CONFIG_MAX_BYTES, 0, &text, NULL, err);
+    close(fd);
     if (r < 0)
-        return cordon_error_set(err, r == CORDON_E_LIMIT ? r : CORDON_E_IO, errno,
-                                "config %s: %s", path,
-                                r == CORDON_E_LIMIT ? "larger than 1 MiB" : strerror(errno));
+        return r;
     r = cordon__json_parse_bounded("config", text, &ctx->config, err);
     free(text);
     if (r == 0 && !cJSON_IsObject(ctx->config))
@@ -341,7 +276,7 @@ static const struct cordon_host_v1 *host_table(const struct cordon_ctx *ctx)
             h = NULL;
             goto out;
         }
-        cordon_host_table_init(&h->host, h->observer_path, h->init_path, h->instance_id,
+        cordon__host_table_init(&h->host, h->observer_path, h->init_path, h->instance_id,
                                h->state_dir);
         h->next = interned;
         interned = h;

@@ -158,7 +158,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     if ((r = cordon__record_exec_begin(rec, err)) < 0)
         goto out;
     marked = true;
-    cordon_drive_opts_init(&opts);
+    cordon__drive_opts_init(&opts);
     opts.host = ctx->host;
     opts.provider = &b.p->vt;
     opts.resource = b.res;
@@ -169,7 +169,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     opts.retention_bytes = (size_t)limits.max_output_bytes;   /* within the budget, everything is kept */
     opts.output_budget = limits.max_output_bytes;
     opts.cancel_fd = cancel_fd;
-    r = cordon_drive_exec(&opts, &out, err);
+    r = cordon__drive_exec(&opts, &out, err);
     if (r < 0)
         goto out;   /* the mechanism failed (daemon gone...): the record stays for reclaim */
     /* The execution's lifetime, not the caller's timeout, ended it: the
@@ -228,27 +228,4 @@ out:
     free(state);
     free(ptext);
     return r;
-}
-
-int cordon_exec_exit_status(const char *result_json)
-{
-    cJSON *doc = cJSON_Parse(result_json);
-    const cJSON *status = cJSON_GetObjectItemCaseSensitive(doc, "status");
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(doc, "exit_code");
-    const cJSON *sig = cJSON_GetObjectItemCaseSensitive(doc, "signal");
-    int rc = 125;
-
-    if (cJSON_IsString(status)) {
-        const char *s = status->valuestring;
-        if (strcmp(s, "exited") == 0 && cJSON_IsNumber(code))
-            rc = code->valueint;
-        else if (strcmp(s, "signaled") == 0 && cJSON_IsNumber(sig))
-            rc = 128 + sig->valueint;
-        else if (strcmp(s, "timeout") == 0 || strcmp(s, "expired") == 0)
-            rc = 124;
-        else if (strcmp(s, "oom") == 0 || strcmp(s, "output_limit") == 0 || strcmp(s, "cancelled") == 0)
-            rc = 137;
-    }
-    cJSON_Delete(doc);
-    return rc;
 }

@@ -11,6 +11,9 @@
 
 #include <cordon/cordon.h>
 #include <cordon/provider.h>
+#include <cordon/sdk/json.h>
+
+#include "sdk/json-internal.h"
 
 /* A provider the host loaded. Never unloaded; lives as long as the ctx. */
 struct cordon__loaded {
@@ -46,18 +49,22 @@ struct cordon_ctx {
     size_t n_loaded;
 };
 
-/* Request bounds shared by every JSON entry point. */
+/* The size bound of every JSON entry point of the host (a request, the
+ * config, a --request file of the command): a run request carries its
+ * bundle's files inline. The depth bound is everyone's:
+ * CORDON_JSON_MAX_DEPTH (cordon/sdk/json.h). */
 #define CORDON_JSON_MAX_BYTES (80u << 20)
-#define CORDON_JSON_MAX_DEPTH 32
 
-/* True when v nests more than limit levels (v itself is level 1, each
- * member or element one more); stops at the first path past the limit. */
-bool cordon__json_deeper_than(const cJSON *v, int limit);
+/* The host's config file (--config, CORDON_CONFIG). */
+#define CORDON_CONFIG_MAX_BYTES (1u << 20)
 
-/* Parse text as JSON within the bounds above; field names the document in
+/* Parse text as JSON within the host's bounds; field names the document in
  * errors ("request", "config"). */
-int cordon__json_parse_bounded(const char *field, const char *text, cJSON **ret,
-                               struct cordon_error *err);
+static inline int cordon__json_parse_bounded(const char *field, const char *text, cJSON **ret,
+                                             struct cordon_error *err)
+{
+    return cordon__json_parse(field, text, CORDON_JSON_MAX_BYTES, ret, err);
+}
 
 /* A result document out: with r 0, doc (consumed either way) as strict
  * UTF-8 text into *ret_json; any other r is returned as it is. */

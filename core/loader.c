@@ -1,5 +1,5 @@
 /* core: providers by id on the search path; libltdl sits behind the sdk's
- * cordon_provider_load. */
+ * cordon__provider_load. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -44,7 +44,7 @@ int cordon__loader_get(struct cordon_ctx *ctx, const char *id, struct cordon__lo
     struct cordon__loaded *entry = NULL, **grown;
     int r;
 
-    if (!cordon_provider_id_valid(id))
+    if (!cordon__provider_id_valid(id))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "provider \"%s\": not a provider id ([a-z0-9][a-z0-9-]{0,63})",
                                 id != NULL ? id : "(null)");
@@ -64,7 +64,7 @@ int cordon__loader_get(struct cordon_ctx *ctx, const char *id, struct cordon__lo
                              "provider %s: no %s.so in the provider path", id, id);
         goto fail;
     }
-    r = cordon_provider_load(entry->path, ctx->host, &entry->vt, err);
+    r = cordon__provider_load(entry->path, ctx->host, &entry->vt, err);
     if (r < 0)
         goto fail;
     grown = realloc(ctx->loaded, (ctx->n_loaded + 1) * sizeof(*grown));
@@ -114,7 +114,7 @@ int cordon__loader_list(struct cordon_ctx *ctx, char ***ret_ids, size_t *ret_n,
 
             if (len < 4 || strcmp(de->d_name + len - 3, ".so") != 0)
                 continue;
-            if (cordon_provider_id_from_path(de->d_name, id, NULL) < 0)
+            if (cordon__provider_id_from_path(de->d_name, id, NULL) < 0)
                 continue;
             for (size_t i = 0; i < n && !seen; i++)
                 seen = strcmp(ids[i], id) == 0;

@@ -149,7 +149,7 @@ static cJSON *cache_get(struct cordon_ctx *ctx, const char *name)
      * directory is a file like any other. */
     if (cordon_fs_read_file(dfd, name, CORDON_FACTS_MAX_BYTES, &text, &len, NULL) < 0)
         goto out;
-    cordon_facts_parse_valid(text, &facts, NULL);
+    cordon__facts_parse_valid(text, &facts, NULL);
     /* Facts judged by other rules than this host's are judged again, even
      * under a key that matches. */
     if (facts != NULL &&
@@ -194,7 +194,7 @@ static int call_probe(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJ
         goto out;
     }
     if (flags == CORDON_PROBE_FULL) {
-        r = cordon_facts_parse_valid(facts_text, ret_facts, err);
+        r = cordon__facts_parse_valid(facts_text, ret_facts, err);
         if (r < 0)
             goto out;
     } else {

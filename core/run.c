@@ -326,7 +326,7 @@ static int step_run(struct run *run, struct cordon_error *err)
         cordon_exec_outcome_clear(&out);
         if (r < 0)
             return fail(run, "error", run->plan->steps[i].name, t, err);
-        cordon_drive_opts_init(&opts);
+        cordon__drive_opts_init(&opts);
         opts.host = run->ctx->host;
         opts.provider = &run->b.p->vt;
         opts.resource = run->b.res;
@@ -335,7 +335,7 @@ static int step_run(struct run *run, struct cordon_error *err)
         opts.timeout_ms = left;
         opts.retention_bytes = run->req.retention;
         opts.output_budget = run->req.limits.max_output_bytes;
-        r = cordon_drive_exec(&opts, &out, err);
+        r = cordon__drive_exec(&opts, &out, err);
         free(text);
         if (r < 0) {
             cordon_exec_outcome_clear(&out);
@@ -706,30 +706,4 @@ bool cordon__run_owner_alive(const char *execution_id)
     if (end == execution_id + 4 || *end != '-' || pid <= 0)
         return false;
     return kill((pid_t)pid, 0) == 0 || errno == EPERM;
-}
-
-int cordon__run_exit_status(const cJSON *result)
-{
-    const cJSON *code = cJSON_GetObjectItemCaseSensitive(result, "exit_code");
-    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(result, "status"));
-
-    if (s == NULL)
-        return 125;
-    if (strcmp(s, "success") == 0 || strcmp(s, "error") == 0)
-        /* "error" with exit 0: the program succeeded, cordon did not (collect, release) */
-        return cJSON_IsNumber(code) && (code->valueint != 0 || strcmp(s, "success") == 0) ? code->valueint : 125;
-    if (strcmp(s, "timeout") == 0 || strcmp(s, "expired") == 0)
-        return 124;
-    if (strcmp(s, "oom") == 0 || strcmp(s, "output_limit") == 0 || strcmp(s, "cancelled") == 0)
-        return 137;
-    return 125;
-}
-
-int cordon_result_exit_status(const char *result_json)
-{
-    cJSON *doc = cJSON_Parse(result_json);
-    int rc = cordon__run_exit_status(doc);
-
-    cJSON_Delete(doc);
-    return rc;
 }

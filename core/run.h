@@ -33,10 +33,11 @@ int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordo
 int cordon__run_pool_target(struct cordon_ctx *ctx, const cJSON *request,
                             struct cordon__pool_target *ret, struct cordon_error *err);
 
-/* The exit code of a run's result document (cordon_result_exit_status
- * without printing and parsing it again): the program's own for success
- * and error, 124 timeout or expired, 137 oom, output_limit or cancelled,
- * else 125. */
+/* The exit code of a run's or an exec's result document, parsed
+ * (core/exit-status.c; cordon_result_exit_status and
+ * cordon_exec_exit_status parse the text and call it): the program's own
+ * for success, exited and error, 128 + N for signaled, 124 timeout or
+ * expired, 137 oom, output_limit or cancelled, else 125. */
 int cordon__run_exit_status(const cJSON *result);
 
 /* True when execution_id names a code-execution sandbox ("run-<pid>-...")

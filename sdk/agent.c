@@ -23,6 +23,7 @@
 #include <cordon/sdk/agent.h>
 
 #include "sdk/agent-proto.h"
+#include "sdk/fs-internal.h"
 
 #ifndef SYS_pidfd_getfd
 #define SYS_pidfd_getfd 438
@@ -39,19 +40,6 @@ static uint64_t mono_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* The first size - 1 bytes of a small /proc file, NUL-terminated; its length or -1. */
-static ssize_t read_small(const char *path, char *buf, size_t size)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, size - 1) : -1;
-
-    if (fd >= 0)
-        close(fd);
-    if (n >= 0)
-        buf[n] = '\0';
-    return n;
-}
-
 /* Whether the process of pidfd runs cordon-init now: its comm, which only
  * the process itself can change (and cordon-init never does). */
 static bool is_cordon_init(int pidfd)
@@ -61,11 +49,11 @@ static bool is_cordon_init(int pidfd)
     ssize_t n;
 
     snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-    if (read_small(path, text, sizeof(text)) <= 0 || (at = strstr(text, "\nPid:")) == NULL ||
+    if (cordon__fs_read_small(AT_FDCWD, path, text, sizeof(text)) <= 0 || (at = strstr(text, "\nPid:")) == NULL ||
         (pid = strtol(at + 5, NULL, 10)) <= 0)
         return false;
     snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-    n = read_small(path, text, sizeof(text));
+    n = cordon__fs_read_small(AT_FDCWD, path, text, sizeof(text));
     return n > 0 && strcmp(text, "cordon-init\n") == 0;
 }
 

@@ -24,6 +24,7 @@
 #include <cordon/sdk/json.h>
 
 #include "sdk/boundary.h"
+#include "sdk/fs-internal.h"
 #include "sdk/proc-status.h"
 
 #define ANSWER_MAX 4096u
@@ -44,36 +45,6 @@ uint64_t cordon__now_boot_ms(void)
     if (clock_gettime(CLOCK_BOOTTIME, &ts) != 0)
         return 0;
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* Read at most max - 1 bytes of name under dirfd, NUL-terminated; the
- * length, or -1 with errno. */
-static ssize_t read_at(int dirfd, const char *name, char *buf, size_t max)
-{
-    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    size_t got = 0;
-    int saved;
-
-    if (fd < 0)
-        return -1;
-    while (got + 1 < max) {
-        ssize_t n = read(fd, buf + got, max - 1 - got);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            saved = errno;
-            close(fd);
-            errno = saved;
-            return -1;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    buf[got] = '\0';
-    return (ssize_t)got;
 }
 
 static bool add_status_int(cJSON *obj, const char *status, const char *key, const char *as)
@@ -98,7 +69,7 @@ static bool stat_fields(int dirfd, unsigned long long *ret_start, char *ret_stat
     char buf[2048], *p;
     unsigned long long v = 0;
 
-    if (read_at(dirfd, "stat", buf, sizeof(buf)) < 0 || (p = strrchr(buf, ')')) == NULL)
+    if (cordon__fs_read_small(dirfd, "stat", buf, sizeof(buf)) < 0 || (p = strrchr(buf, ')')) == NULL)
         return false;
     p++;
     for (int field = 3; field <= 22; field++) {
@@ -242,7 +213,7 @@ static void children_of(int pfd, pid_t *kids, size_t *n, size_t max)
         if (de->d_name[0] < '0' || de->d_name[0] > '9')
             continue;
         snprintf(path, sizeof(path), "%s/children", de->d_name);
-        if (read_at(dirfd(d), path, list, sizeof(list)) < 0)
+        if (cordon__fs_read_small(dirfd(d), path, list, sizeof(list)) < 0)
             continue;
         for (char *p = list, *end; *p != '\0' && *n < max; p = end) {
             long v;
@@ -291,7 +262,7 @@ static cJSON *read_process(pid_t pid, pid_t root, bool boundary, const char *obs
         why = errno == ENOENT ? "no such process" : strerror(errno);
     else if (!stat_fields(dirfd, &start, &state))
         why = "its stat cannot be read";
-    else if (read_at(dirfd, "status", status, STATUS_MAX) < 0)
+    else if (cordon__fs_read_small(dirfd, "status", status, STATUS_MAX) < 0)
         why = "its status cannot be read";
     if (why != NULL) {
         ok = cJSON_AddBoolToObject(p, "readable", false) && cJSON_AddStringToObject(p, "error", why);
@@ -347,7 +318,7 @@ static cJSON *read_process(pid_t pid, pid_t root, bool boundary, const char *obs
         ok = add_u64_or_null(p, "user_ns_parent", have, ino);
     }
     if (ok) {
-        n = read_at(dirfd, "uid_map", map, sizeof(map));
+        n = cordon__fs_read_small(dirfd, "uid_map", map, sizeof(map));
         ok = n >= 0 ? cJSON_AddStringToObject(p, "uid_map", map) != NULL
                     : cJSON_AddNullToObject(p, "uid_map") != NULL;
     }
@@ -403,7 +374,7 @@ bool cordon__host_self(cJSON *view)
         dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
             break;
-        n = read_at(dfd, "status", status, sizeof(status));
+        n = cordon__fs_read_small(dfd, "status", status, sizeof(status));
         close(dfd);
         if (n < 0 || cordon__status_value(status, "PPid", v, sizeof(v)) == NULL || (pid = (pid_t)atol(v)) <= 0)
             break;

@@ -8,7 +8,7 @@
  * the host's /proc. A provider names those processes (provider.h,
  * boundary); observe.c reads them here, while the execution still lives,
  * and puts what it read into the host view, where the pure comparison
- * (cordon_observe_compare) judges it. Nothing here trusts the provider:
+ * (cordon__observe_compare) judges it. Nothing here trusts the provider:
  * every number is read from /proc, and whether the pids belong to the
  * sandbox at all is the comparison's first question.
  */

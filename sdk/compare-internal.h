@@ -1,7 +1,7 @@
 /*
  * sdk (internal): what the comparison's two files share, and nothing else
  * uses: sdk/compare.c (the verdict, the checks on what the observer saw
- * inside, and cordon_observe_compare putting them together for the kernel
+ * inside, and cordon__observe_compare putting them together for the kernel
  * that answered) and sdk/compare-boundary.c (which kernel answered, and
  * the boundary seen from outside). sdk/compare.h is the comparison's own
  * interface; this header is in no installed header's place and neither

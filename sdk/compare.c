@@ -18,6 +18,7 @@
 
 #include <cordon/sdk/facts.h>
 
+#include "sdk/json-internal.h"
 #include "sdk/compare.h"
 #include "sdk/compare-internal.h"
 
@@ -571,16 +572,18 @@ static const char *network_mode(const cJSON *report, const cJSON *host, enum cor
 
 static int parse_object(const char *json, const char *what, cJSON **ret, struct cordon_error *err)
 {
-    size_t len;
-    cJSON *obj;
+    char field[64];
+    cJSON *obj = NULL;
+    int r;
 
     if (json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "observe: %s is required", what);
-    len = strnlen(json, MAX_JSON_BYTES + 1);
-    if (len > MAX_JSON_BYTES)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "observe: %s is over the limit of %u bytes", what,
-                                MAX_JSON_BYTES);
-    obj = cJSON_ParseWithLength(json, len);
+    /* The sandbox's report and the host's view: the one bounded parse
+     * (size and depth); a bound broken is named as such. */
+    snprintf(field, sizeof(field), "observe: %s", what);
+    r = cordon__json_parse(field, json, MAX_JSON_BYTES, &obj, err);
+    if (r == CORDON_E_LIMIT)
+        return r;
     if (!cJSON_IsObject(obj)) {
         cJSON_Delete(obj);
         return cordon_error_set(err, CORDON_E_INVALID, 0, "observe: %s is not a JSON object", what);
@@ -589,7 +592,7 @@ static int parse_object(const char *json, const char *what, cJSON **ret, struct 
     return 0;
 }
 
-int cordon_observe_compare(const char *report_json, const char *host_view_json, char **ret_isolation_json,
+int cordon__observe_compare(const char *report_json, const char *host_view_json, char **ret_isolation_json,
                            struct cordon_error *err)
 {
     cJSON *report = NULL, *host = NULL, *iso = NULL;

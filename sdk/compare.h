@@ -18,7 +18,7 @@
  * another) decides which checks apply; each axis is true only if every
  * check behind it held. ret_isolation_json is malloc'd (free).
  */
-int cordon_observe_compare(const char *report_json, const char *host_view_json,
+int cordon__observe_compare(const char *report_json, const char *host_view_json,
                            char **ret_isolation_json, struct cordon_error *err);
 
 #endif

@@ -47,7 +47,7 @@ struct call {
     struct cordon_error perr;
 };
 
-void cordon_drive_opts_init(struct cordon_drive_opts *opts)
+void cordon__drive_opts_init(struct cordon_drive_opts *opts)
 {
     if (opts == NULL)
         return;
@@ -121,7 +121,7 @@ static int validate(const struct cordon_drive_opts *o, struct cordon_exec_outcom
         return cordon_error_set(err, CORDON_E_INVALID, 0, "drive: opts and ret must be set");
     if (o->struct_size != sizeof(*o))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "opts.struct_size: %u, expected %zu (cordon_drive_opts_init)",
+                                "opts.struct_size: %u, expected %zu (cordon__drive_opts_init)",
                                 o->struct_size, sizeof(*o));
     if (o->host == NULL || o->host->free == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
@@ -283,7 +283,7 @@ static int start_thread(struct call *c, pthread_t *ret_thread, struct cordon_err
     return 0;
 }
 
-int cordon_drive_exec(const struct cordon_drive_opts *opts, struct cordon_exec_outcome *ret,
+int cordon__drive_exec(const struct cordon_drive_opts *opts, struct cordon_exec_outcome *ret,
                       struct cordon_error *err)
 {
     struct cordon_capture *cap = NULL;

@@ -40,12 +40,12 @@ struct cordon_drive_opts {
     int cancel_fd;                               /* caller's cancel, -1 = none */
 };
 
-void cordon_drive_opts_init(struct cordon_drive_opts *opts);
+void cordon__drive_opts_init(struct cordon_drive_opts *opts);
 
 /* Returns 0 when the provider ran the exec (read ret->status), or the
  * provider's negative code with its error copied into err (ret->status is
  * then CORDON_RUN_HOST_ERROR). Release ret with cordon_exec_outcome_clear. */
-int cordon_drive_exec(const struct cordon_drive_opts *opts,
+int cordon__drive_exec(const struct cordon_drive_opts *opts,
                                     struct cordon_exec_outcome *ret, struct cordon_error *err);
 
 #ifdef __cplusplus

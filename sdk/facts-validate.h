@@ -22,7 +22,7 @@
  * limits_enforced, mechanism_facts). Unavailable facts need only
  * provider_id, available and reason.
  */
-int cordon_facts_validate(const char *facts_json, struct cordon_error *err);
+int cordon__facts_validate(const char *facts_json, struct cordon_error *err);
 
 /* The largest facts document either function accepts: 1 MiB. */
 #define CORDON_FACTS_MAX_BYTES (1024u * 1024u)
@@ -31,11 +31,11 @@ int cordon_facts_validate(const char *facts_json, struct cordon_error *err);
  * caller deletes it), so that a host reading facts parses them once.
  * Unlike most ret_ arguments, *ret_facts is also written on a refusal: NULL,
  * so that a caller may hand it on unchecked. */
-int cordon_facts_parse_valid(const char *facts_json, cJSON **ret_facts, struct cordon_error *err);
+int cordon__facts_parse_valid(const char *facts_json, cJSON **ret_facts, struct cordon_error *err);
 
 /* True when safety_class is one of isolated, namespace, host_policy,
  * filesystem_only, trusted_local. */
-bool cordon_safety_class_valid(const char *safety_class);
+bool cordon__safety_class_valid(const char *safety_class);
 
 /* Put toolchains (taken; NULL for none) into facts in place of any there,
  * with the languages they serve: the host's observation supplies them.

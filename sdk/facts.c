@@ -11,6 +11,7 @@
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/host.h>
 
+#include "sdk/json-internal.h"
 #include "sdk/facts-validate.h"
 
 #define FACTS_MAX_BYTES CORDON_FACTS_MAX_BYTES
@@ -225,7 +226,7 @@ static bool version_well_formed(const char *v)
     return n == strlen(v) && n <= VERSION_MAX_LEN;
 }
 
-bool cordon_safety_class_valid(const char *safety_class)
+bool cordon__safety_class_valid(const char *safety_class)
 {
     return in_list(safety_class, safety_classes, COUNT(safety_classes));
 }
@@ -550,7 +551,7 @@ static int validate_tree(const cJSON *facts, struct cordon_error *err)
             cJSON_IsString(item) ? "\"" : "");
     if ((rc = need_string(facts, "safety_class", &s, err)) < 0)
         return rc;
-    if (!cordon_safety_class_valid(s))
+    if (!cordon__safety_class_valid(s))
         return cordon_error_set(
             err, CORDON_E_INVALID, 0,
             "facts.safety_class: \"%.*s\" is not one of isolated, namespace, host_policy, "
@@ -581,22 +582,19 @@ static int validate_tree(const cJSON *facts, struct cordon_error *err)
     return 0;
 }
 
-int cordon_facts_parse_valid(const char *facts_json, cJSON **ret_facts, struct cordon_error *err)
+int cordon__facts_parse_valid(const char *facts_json, cJSON **ret_facts, struct cordon_error *err)
 {
-    cJSON *facts;
-    size_t len;
+    cJSON *facts = NULL;
     int rc;
 
     if (ret_facts != NULL)
         *ret_facts = NULL;
     if (facts_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "facts: no document");
-    len = strnlen(facts_json, FACTS_MAX_BYTES + 1);
-    if (len > FACTS_MAX_BYTES)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "facts: more than %u bytes", FACTS_MAX_BYTES);
-    facts = cJSON_ParseWithLength(facts_json, len);
-    if (facts == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "facts: not valid JSON");
+    /* A provider's claim: the one bounded parse (size and depth). */
+    rc = cordon__json_parse("facts", facts_json, FACTS_MAX_BYTES, &facts, err);
+    if (rc < 0)
+        return rc;
     rc = validate_tree(facts, err);
     if (rc == 0 && ret_facts != NULL)
         *ret_facts = facts;
@@ -605,9 +603,9 @@ int cordon_facts_parse_valid(const char *facts_json, cJSON **ret_facts, struct c
     return rc;
 }
 
-int cordon_facts_validate(const char *facts_json, struct cordon_error *err)
+int cordon__facts_validate(const char *facts_json, struct cordon_error *err)
 {
-    return cordon_facts_parse_valid(facts_json, NULL, err);
+    return cordon__facts_parse_valid(facts_json, NULL, err);
 }
 
 /* ---- composition ---------------------------------------------------------- */

@@ -26,6 +26,26 @@ const char *cordon__file_type_name(mode_t mode);
 int cordon__fs_fail(struct cordon_error *err, int e, const char *rel, const char *what);
 /* Absolute paths and ".." are refused before the kernel sees them. */
 int cordon__fs_check_rel(const char *rel, struct cordon_error *err);
+/*
+ * The one reader of a small file of the tree: fd (open already, the
+ * caller's to close) read to EOF, at most max_bytes, into *ret_buf
+ * (malloc'd, NUL-terminated; the NUL is not counted in *ret_len, which may
+ * be NULL). size_hint (fstat's size, or 0) sizes the first buffer. name
+ * starts every message: CORDON_E_LIMIT "NAME: more than the limit of MAX
+ * bytes", CORDON_E_IO "NAME: read: ..." (os_errno set), CORDON_E_NOMEM.
+ * Where the fd comes from is the caller's rule: beneath a directory fd
+ * (cordon_fs_read_file), a path the caller named (core/host.c's config, a
+ * --request file), stdin.
+ */
+int cordon__fs_read_fd(int fd, const char *name, size_t max_bytes, size_t size_hint, char **ret_buf,
+                       size_t *ret_len, struct cordon_error *err);
+
+/* The first size - 1 bytes of a small file (a /proc file, a lock file's
+ * owner) into the caller's buf, NUL-terminated: name under dirfd
+ * (AT_FDCWD for a path), never through a last-component link. The length,
+ * or -1 with errno. */
+ssize_t cordon__fs_read_small(int dirfd, const char *name, char *buf, size_t size);
+
 /* Open rel (already checked) beneath dirfd, never through a link. Returns an fd or -errno. */
 int cordon__fs_open_raw(int dirfd, const char *rel, int flags, mode_t mode);
 /* Split rel into its parent ("." when none) and its last component, both

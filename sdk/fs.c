@@ -301,57 +301,35 @@ out:
     return r;
 }
 
-int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes, char **ret_buf,
-                        size_t *ret_len, struct cordon_error *err)
+int cordon__fs_read_fd(int fd, const char *name, size_t max_bytes, size_t size_hint, char **ret_buf,
+                       size_t *ret_len, struct cordon_error *err)
 {
-    /* 0 is "no limit" as for open_regular; the buffer still needs room for the NUL. */
-    size_t limit = max_bytes != 0 ? max_bytes : SIZE_MAX - 1;
-    size_t len = 0, cap;
-    uint64_t size;
-    char *buf = NULL;
-    int fd = -1, r;
+    /* max_bytes + 1 must fit, with the NUL */
+    size_t limit = max_bytes < SIZE_MAX - 1 ? max_bytes : SIZE_MAX - 2;
+    size_t len = 0, cap = (size_hint < limit ? size_hint : limit) + 1;
+    char *buf = malloc(cap);
+    int r = 0;
 
-    if (ret_buf == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "path: no result pointer");
-    r = cordon_fs_open_regular(dirfd, rel, limit, &fd, &size, err);
-    if (r < 0)
-        return r;
-    cap = (size_t)size + 1;
-    buf = malloc(cap);
-    if (buf == NULL) {
-        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.*s\": out of memory",
-                             cordon_text_fit(rel, 200), rel);
-        goto out;
-    }
-    /* The size from fstat is a hint: the file may grow, and is read to EOF under the limit. */
+    if (buf == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", name);
+    /* A size from fstat is a hint: the file may grow, and is read to EOF
+     * under the limit, one byte past it to tell "exactly the limit" from
+     * "more". */
     for (;;) {
         ssize_t n;
 
         if (len == cap - 1) {
-            char probe, *nbuf;
+            char *nbuf;
 
-            if (len == limit) {
-                n = read(fd, &probe, 1);
-                if (n < 0 && errno == EINTR)
-                    continue;
-                if (n < 0) {
-                    r = cordon__fs_fail(err, errno, rel, "read");
-                    goto out;
-                }
-                if (n > 0) {
-                    r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                         "path \"%.*s\": file is more than the limit of %zu "
-                                         "bytes",
-                                         cordon_text_fit(rel, 200), rel, limit);
-                    goto out;
-                }
-                break;
+            if (len == limit + 1) {
+                r = cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: more than the limit of %zu bytes", name,
+                                     limit);
+                goto out;
             }
-            cap = cap - 1 < limit / 2 ? cap * 2 : limit + 1;
+            cap = cap - 1 < (limit + 1) / 2 ? cap * 2 : limit + 2;
             nbuf = realloc(buf, cap);
             if (nbuf == NULL) {
-                r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "path \"%.*s\": out of memory",
-                                     cordon_text_fit(rel, 200), rel);
+                r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", name);
                 goto out;
             }
             buf = nbuf;
@@ -360,7 +338,7 @@ int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes, char **ret
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            r = cordon__fs_fail(err, errno, rel, "read");
+            r = cordon_error_set(err, CORDON_E_IO, errno, "%s: read: %s", name, strerror(errno));
             goto out;
         }
         if (n == 0)
@@ -374,8 +352,54 @@ int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes, char **ret
         *ret_len = len;
 out:
     free(buf);
-    if (fd >= 0)
-        close(fd);
+    return r;
+}
+
+ssize_t cordon__fs_read_small(int dirfd, const char *name, char *buf, size_t size)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+    size_t got = 0;
+    int saved;
+
+    if (fd < 0)
+        return -1;
+    while (got + 1 < size) {
+        ssize_t n = read(fd, buf + got, size - 1 - got);
+
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            saved = errno;
+            close(fd);
+            errno = saved;
+            return -1;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    return (ssize_t)got;
+}
+
+int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes, char **ret_buf,
+                        size_t *ret_len, struct cordon_error *err)
+{
+    /* 0 is "no limit" as for open_regular. */
+    size_t limit = max_bytes != 0 ? max_bytes : SIZE_MAX;
+    char name[256];
+    uint64_t size;
+    int fd = -1, r;
+
+    if (ret_buf == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "path: no result pointer");
+    r = cordon_fs_open_regular(dirfd, rel, limit, &fd, &size, err);
+    if (r < 0)
+        return r;
+    snprintf(name, sizeof(name), "path \"%.*s\"", cordon_text_fit(rel, 200), rel);
+    r = cordon__fs_read_fd(fd, name, limit, (size_t)size, ret_buf, ret_len, err);
+    close(fd);
     return r;
 }
 

@@ -8,21 +8,60 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
 
-int cordon_json_parse_object(const char *field, const char *text, size_t max, cJSON **ret,
-                             struct cordon_error *err)
+#include "sdk/json-internal.h"
+
+/* The recursion goes no deeper than limit + 1, however deep the tree. */
+static bool deeper_at(const cJSON *v, int depth, int limit)
+{
+    if (depth > limit)
+        return true;
+    for (const cJSON *c = v->child; c != NULL; c = c->next)
+        if (deeper_at(c, depth + 1, limit))
+            return true;
+    return false;
+}
+
+bool cordon__json_deeper_than(const cJSON *v, int limit)
+{
+    return v != NULL && deeper_at(v, 1, limit);
+}
+
+int cordon__json_parse(const char *field, const char *text, size_t max_bytes, cJSON **ret,
+                               struct cordon_error *err)
 {
     size_t len;
-    cJSON *doc;
+    cJSON *v;
 
     if (text == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: missing", field);
     /* Bound the scan before cJSON sees the text. */
-    len = strnlen(text, max + 1);
-    if (len > max)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: longer than %zu bytes", field, max);
-    doc = cJSON_ParseWithLength(text, len);
-    if (doc == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: not valid JSON", field);
+    len = strnlen(text, max_bytes + 1);
+    if (len > max_bytes)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: more than %zu bytes of JSON", field,
+                                max_bytes);
+    /* cJSON's own nesting limit (1000) bounds its recursion while parsing;
+     * ours is the document's shape, checked on the result. */
+    v = cJSON_ParseWithLength(text, len);
+    if (v == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: not valid JSON (near byte %td)", field,
+                                cJSON_GetErrorPtr() != NULL ? cJSON_GetErrorPtr() - text : (ptrdiff_t)0);
+    if (cordon__json_deeper_than(v, CORDON_JSON_MAX_DEPTH)) {
+        cJSON_Delete(v);
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: JSON nested deeper than %d levels",
+                                field, CORDON_JSON_MAX_DEPTH);
+    }
+    *ret = v;
+    return 0;
+}
+
+int cordon_json_parse_object(const char *field, const char *text, size_t max, cJSON **ret,
+                             struct cordon_error *err)
+{
+    cJSON *doc = NULL;
+    int r = cordon__json_parse(field, text, max, &doc, err);
+
+    if (r < 0)
+        return r;
     if (!cJSON_IsObject(doc)) {
         cJSON_Delete(doc);
         return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: must be a JSON object", field);

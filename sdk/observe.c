@@ -365,7 +365,7 @@ int cordon__observe_drive(const struct cordon_observe_opts *opts, const char *st
 
     if (request == NULL)
         return cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
-    cordon_drive_opts_init(&d);
+    cordon__drive_opts_init(&d);
     d.host = opts->host;
     d.provider = opts->provider;
     d.resource = opts->resource;
@@ -376,7 +376,7 @@ int cordon__observe_drive(const struct cordon_observe_opts *opts, const char *st
     d.retention_bytes = retention;
     d.output_budget = budget;
     d.cancel_fd = -1;
-    rc = cordon_drive_exec(&d, ret, err);
+    rc = cordon__drive_exec(&d, ret, err);
     free(request);
     return rc;
 }
@@ -612,7 +612,7 @@ static int compare(const cJSON *report, const cJSON *view, cJSON **ret_iso, stru
         rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "observe: out of memory");
         goto out;
     }
-    if ((rc = cordon_observe_compare(report_text, view_text, &iso_text, err)) < 0)
+    if ((rc = cordon__observe_compare(report_text, view_text, &iso_text, err)) < 0)
         goto out;
     iso = cJSON_Parse(iso_text);
     if (iso == NULL) {

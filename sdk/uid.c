@@ -19,6 +19,8 @@
 
 #include <cordon/sdk/json.h>
 #include <cordon/sdk/uid.h>
+
+#include "sdk/fs-internal.h"
 #include <cordon/text.h>
 
 #define OWNER_MAX CORDON_UID_OWNER_MAX
@@ -89,14 +91,8 @@ static int open_pool(const char *dir, struct cordon_error *err)
 /* The owner written in lock file name, or "" when it cannot be read. */
 static void read_owner(int dfd, const char *name, char *buf, size_t cap)
 {
-    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    ssize_t n = -1;
-
-    if (fd >= 0) {
-        n = read(fd, buf, cap - 1);
-        close(fd);
-    }
-    buf[n > 0 ? (size_t)n : 0] = '\0';
+    if (cordon__fs_read_small(dfd, name, buf, cap) < 0)
+        buf[0] = '\0';
     buf[strcspn(buf, "\n")] = '\0';
 }
 

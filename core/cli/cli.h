@@ -77,9 +77,6 @@ int cli_usage_error(const char *verb, bool json, const char *fmt, ...)
 /* Print a JSON document on stdout followed by a newline. */
 void cli_print_json(const char *text);
 
-/* Read a whole file ("-" for stdin), at most max bytes; malloc'd, NUL-terminated. */
-char *cli_read_file(const char *path, size_t max, const char *verb, bool json, int *ret_exit);
-
 int cmd_providers(const struct cli_global *g, int argc, char **argv);
 int cmd_probe(const struct cli_global *g, int argc, char **argv);
 int cmd_run(const struct cli_global *g, int argc, char **argv);

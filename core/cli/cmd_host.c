@@ -13,12 +13,12 @@
 #include "core/internal.h"
 #include "core/limits.h"
 #include "core/cli/cli.h"
+#include "core/cli/request.h"
 
 /* Options every lifecycle verb shares. */
 enum {
     O_JSON = 256, O_PROVIDER, O_IMAGE, O_WORKSPACE, O_ID, O_ENV, O_METADATA, O_UNSAFE, O_UNPINNED,
-    O_PCONFIG, O_REQUEST, O_CWD, O_TIMEOUT, O_STDIN, O_CPUS, O_MEMORY, O_DISK, O_PIDS, O_RUNTIME,
-    O_MAXOUT, O_ISOLATION,
+    O_PCONFIG, O_REQUEST, O_CWD, O_TIMEOUT, O_STDIN, O_ISOLATION,
 };
 
 static const struct option all_opts[] = {
@@ -32,9 +32,7 @@ static const struct option all_opts[] = {
     { "provider-config", required_argument, NULL, O_PCONFIG },
     { "request", required_argument, NULL, O_REQUEST }, { "cwd", required_argument, NULL, O_CWD },
     { "timeout", required_argument, NULL, O_TIMEOUT }, { "stdin", required_argument, NULL, O_STDIN },
-    { "cpus", required_argument, NULL, O_CPUS }, { "memory", required_argument, NULL, O_MEMORY },
-    { "disk", required_argument, NULL, O_DISK }, { "pids", required_argument, NULL, O_PIDS },
-    { "runtime", required_argument, NULL, O_RUNTIME }, { "max-output", required_argument, NULL, O_MAXOUT },
+    CLI_REQUEST_LIMIT_OPTIONS,
     { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 };
 
@@ -120,25 +118,9 @@ struct args {
     bool json;
     const char *verb, *id, *request_path, *metadata, *provider, *stdin_path;
     cJSON *req;         /* the request being built */
-    cJSON *resources;   /* its resources object */
+    cJSON *resources;   /* its resources object, until added to req */
+    cJSON *env;         /* its environment object, until added to req */
 };
-
-static int add_env(cJSON *req, const char *key, const char *nv, bool json, const char *verb)
-{
-    const char *eq = strchr(nv, '=');
-    cJSON *env = cJSON_GetObjectItemCaseSensitive(req, key);
-    char name[300];
-
-    if (eq == NULL || eq == nv || (size_t)(eq - nv) >= sizeof(name))
-        return cli_fail(verb, json, CORDON_E_INVALID, "--env: must be NAME=VALUE");
-    memcpy(name, nv, (size_t)(eq - nv));
-    name[eq - nv] = '\0';
-    if (env == NULL)
-        env = cJSON_AddObjectToObject(req, key);
-    cJSON_DeleteItemFromObjectCaseSensitive(env, name);
-    cJSON_AddStringToObject(env, name, eq + 1);
-    return 0;
-}
 
 static int add_json(cJSON *req, const char *key, const char *text, bool json, const char *verb)
 {
@@ -178,7 +160,10 @@ static int parse(int argc, char **argv, struct args *a)
         case O_REQUEST: a->request_path = optarg; break;
         case O_METADATA: a->metadata = optarg; rc = add_json(a->req, "metadata", optarg, a->json, a->verb); break;
         case O_PCONFIG: rc = add_json(a->req, "provider_config", optarg, a->json, a->verb); break;
-        case O_ENV: rc = add_env(a->req, "environment", optarg, a->json, a->verb); break;
+        case O_ENV:
+            if (cli_request_env(&a->env, optarg, &err) < 0)
+                rc = cli_fail(a->verb, a->json, err.code, err.message);
+            break;
         case O_CWD: cJSON_AddStringToObject(a->req, "cwd", optarg); break;
         case O_STDIN: a->stdin_path = optarg; break;
         case O_WORKSPACE: {
@@ -203,53 +188,27 @@ static int parse(int argc, char **argv, struct args *a)
             else
                 cJSON_AddNumberToObject(a->req, "timeout_ms", (double)v);
             break;
-        case O_CPUS: case O_PIDS: {
-            char *end = NULL;
-            double d = strtod(optarg, &end);
-            if (a->resources == NULL)
-                a->resources = cJSON_AddObjectToObject(a->req, "resources");
-            if (end == optarg || *end != '\0')
-                rc = cli_fail(a->verb, a->json, CORDON_E_INVALID, c == O_CPUS ? "--cpus: a number" : "--pids: a number");
-            else
-                cJSON_AddNumberToObject(a->resources, c == O_CPUS ? "cpus" : "pids", d);
-            break;
-        }
-        case O_MEMORY: case O_DISK: case O_MAXOUT: case O_RUNTIME: {
-            static const char *const keys[] = { "memory_bytes", "disk_bytes", "max_output_bytes", "runtime_ms" };
-            const char *key = keys[c == O_MEMORY ? 0 : c == O_DISK ? 1 : c == O_MAXOUT ? 2 : 3];
-            int r = c == O_RUNTIME ? cordon__parse_duration_ms("--runtime", optarg, &v, &err)
-                                   : cordon__parse_size(key, optarg, &v, &err);
-            if (a->resources == NULL)
-                a->resources = cJSON_AddObjectToObject(a->req, "resources");
-            if (r < 0)
+        case CLI_OPT_CPUS: case CLI_OPT_MEMORY: case CLI_OPT_DISK: case CLI_OPT_PIDS:
+        case CLI_OPT_RUNTIME: case CLI_OPT_MAX_OUTPUT:
+            if (cli_request_limit(&a->resources, c, optarg, &err) < 0)
                 rc = cli_fail(a->verb, a->json, err.code, err.message);
-            else
-                cJSON_AddNumberToObject(a->resources, key, (double)v);
             break;
-        }
         case 'h': usage_of(a->verb, stdout); return -1;
         default: usage_of(a->verb, stderr); return CLI_EXIT_USAGE;
         }
     }
     if (rc != 0)
         return rc;
-    if (a->request_path != NULL) {
-        char *body = cli_read_file(a->request_path, 1u << 20, a->verb, a->json, &rc);
-        cJSON *file_req, *merged;
-        if (body == NULL)
-            return rc;
-        file_req = cJSON_Parse(body);
-        free(body);
-        if (!cJSON_IsObject(file_req)) {
-            cJSON_Delete(file_req);
-            return cli_fail(a->verb, a->json, CORDON_E_INVALID, "--request: not a JSON object");
-        }
-        merged = cordon__json_merge(file_req, a->req);
-        cJSON_Delete(file_req);
-        cJSON_Delete(a->req);
-        a->req = merged;
+    if (a->resources != NULL) {
+        cJSON_AddItemToObject(a->req, "resources", a->resources);
         a->resources = NULL;
     }
+    if (a->env != NULL) {
+        cJSON_AddItemToObject(a->req, "environment", a->env);
+        a->env = NULL;
+    }
+    if (a->request_path != NULL && cli_request_merge_file(&a->req, a->request_path, &err) < 0)
+        return cli_fail(a->verb, a->json, err.code, err.message);
     return 0;
 }
 
@@ -350,6 +309,8 @@ int cmd_host(const struct cli_global *g, int argc, char **argv)
     rc = parse(argc, argv, &a);
     if (rc != 0) {
         cJSON_Delete(a.req);
+        cJSON_Delete(a.resources);
+        cJSON_Delete(a.env);
         return rc < 0 ? 0 : rc;
     }
     wants_id = strcmp(a.verb, "ls") != 0 && strcmp(a.verb, "gc") != 0 && strcmp(a.verb, "provision") != 0;

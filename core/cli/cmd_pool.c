@@ -13,6 +13,7 @@
 #include "core/pool.h"
 #include "core/run.h"
 #include "core/cli/cli.h"
+#include "core/cli/request.h"
 
 static void usage(FILE *out)
 {
@@ -35,7 +36,7 @@ static void usage(FILE *out)
 }
 
 enum { O_JSON = 256, O_PROVIDER, O_IMAGE, O_SIZE, O_TTL, O_TIMEOUT, O_ISOLATION, O_UNSAFE, O_REQUEST,
-       O_WATCH, O_INTERVAL, O_CPUS, O_MEMORY, O_DISK, O_PIDS, O_RUNTIME, O_MAXOUT, O_FOR, O_ENV };
+       O_WATCH, O_INTERVAL, O_FOR, O_ENV };
 
 static volatile sig_atomic_t stop;
 
@@ -105,10 +106,8 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
         { "isolation", required_argument, NULL, O_ISOLATION },
         { "allow-unsafe-local", no_argument, NULL, O_UNSAFE },
         { "request", required_argument, NULL, O_REQUEST }, { "watch", no_argument, NULL, O_WATCH },
-        { "interval", required_argument, NULL, O_INTERVAL }, { "cpus", required_argument, NULL, O_CPUS },
-        { "memory", required_argument, NULL, O_MEMORY }, { "disk", required_argument, NULL, O_DISK },
-        { "pids", required_argument, NULL, O_PIDS }, { "runtime", required_argument, NULL, O_RUNTIME },
-        { "max-output", required_argument, NULL, O_MAXOUT }, { "for", required_argument, NULL, O_FOR },
+        { "interval", required_argument, NULL, O_INTERVAL }, CLI_REQUEST_LIMIT_OPTIONS,
+        { "for", required_argument, NULL, O_FOR },
         { "env", required_argument, NULL, O_ENV }, { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -116,7 +115,7 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
     struct cordon__pool_target target;
     struct cordon_ctx *ctx = NULL;
     struct cordon_error err;
-    cJSON *req = cJSON_CreateObject(), *limits = cJSON_CreateObject();
+    cJSON *req = cJSON_CreateObject(), *limits = NULL;
     const char *sub, *request_path = NULL;
     uint64_t size = 0, ttl = CORDON_POOL_TTL_DEFAULT_MS, interval = 1000, v;
     bool json = false, watch = false, have_size = false, for_provision = false;
@@ -160,21 +159,10 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
                 rc = cli_usage_error("pool", json, "--for: run or provision, not '%s'", optarg);
             for_provision = strcmp(optarg, "provision") == 0;
             break;
-        case O_ENV: {
-            const char *eq = strchr(optarg, '=');
-            char name[300];
-
-            if (eq == NULL || eq == optarg || (size_t)(eq - optarg) >= sizeof(name)) {
-                rc = cli_fail("pool", json, CORDON_E_INVALID, "--env: must be NAME=VALUE");
-                break;
-            }
-            snprintf(name, sizeof(name), "%.*s", (int)(eq - optarg), optarg);
-            if (env == NULL)
-                env = cJSON_CreateObject();
-            cJSON_DeleteItemFromObjectCaseSensitive(env, name);
-            cJSON_AddStringToObject(env, name, eq + 1);
+        case O_ENV:
+            if (cli_request_env(&env, optarg, &err) < 0)
+                rc = cli_fail("pool", json, err.code, err.message);
             break;
-        }
         case O_SIZE: {
             char *end = NULL;
             errno = 0;
@@ -184,9 +172,9 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
             have_size = true;
             break;
         }
-        case O_TTL: case O_TIMEOUT: case O_INTERVAL: case O_RUNTIME:
-            r = cordon__parse_duration_ms(c == O_TTL ? "--ttl" : c == O_TIMEOUT ? "--timeout"
-                                          : c == O_INTERVAL ? "--interval" : "--runtime", optarg, &v, &err);
+        case O_TTL: case O_TIMEOUT: case O_INTERVAL:
+            r = cordon__parse_duration_ms(c == O_TTL ? "--ttl" : c == O_TIMEOUT ? "--timeout" : "--interval",
+                                          optarg, &v, &err);
             if (r < 0)
                 rc = cli_fail("pool", json, err.code, err.message);
             else if (c == O_TTL)
@@ -194,28 +182,13 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
             else if (c == O_INTERVAL)
                 interval = v;
             else
-                cJSON_AddNumberToObject(c == O_TIMEOUT ? req : limits,
-                                        c == O_TIMEOUT ? "timeout_ms" : "runtime_ms", (double)v);
+                cJSON_AddNumberToObject(req, "timeout_ms", (double)v);
             break;
-        case O_MEMORY: case O_DISK: case O_MAXOUT: {
-            const char *key = c == O_MEMORY ? "memory_bytes" : c == O_DISK ? "disk_bytes" : "max_output_bytes";
-            if (cordon__parse_size(key, optarg, &v, &err) < 0)
+        case CLI_OPT_CPUS: case CLI_OPT_MEMORY: case CLI_OPT_DISK: case CLI_OPT_PIDS:
+        case CLI_OPT_RUNTIME: case CLI_OPT_MAX_OUTPUT:
+            if (cli_request_limit(&limits, c, optarg, &err) < 0)
                 rc = cli_fail("pool", json, err.code, err.message);
-            else
-                cJSON_AddNumberToObject(limits, key, (double)v);
             break;
-        }
-        case O_CPUS: case O_PIDS: {
-            char *end = NULL;
-            double d = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || d <= 0)
-                rc = cli_fail("pool", json, CORDON_E_INVALID,
-                              c == O_CPUS ? "--cpus: must be a positive number"
-                                          : "--pids: must be a positive whole number");
-            else
-                cJSON_AddNumberToObject(limits, c == O_CPUS ? "cpus" : "pids", d);
-            break;
-        }
         case 'h': usage(stdout); goto out;
         default: usage(stderr); rc = CLI_EXIT_USAGE; break;
         }
@@ -229,8 +202,10 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
     if (strcmp(sub, "fill") == 0) {
         /* A run's limits are "limits" (with defaults); a provision's are
          * "resources" (all required). */
-        if (cJSON_GetArraySize(limits) > 0)
-            cJSON_AddItemToObject(req, for_provision ? "resources" : "limits", cJSON_Duplicate(limits, 1));
+        if (limits != NULL) {
+            cJSON_AddItemToObject(req, for_provision ? "resources" : "limits", limits);
+            limits = NULL;
+        }
         if (env != NULL && !for_provision) {
             rc = cli_usage_error("pool", json, "--env is for --for provision (a run's variables go to its "
                                                "commands, not its sandbox)");
@@ -244,22 +219,9 @@ int cmd_pool(const struct cli_global *g, int argc, char **argv)
             rc = cli_usage_error("pool", json, "--timeout is for --for run (provision has --runtime)");
             goto out;
         }
-        if (request_path != NULL) {
-            char *body = cli_read_file(request_path, 1u << 20, "pool", json, &rc);
-            cJSON *file_req, *merged;
-            if (body == NULL)
-                goto out;
-            file_req = cJSON_Parse(body);
-            free(body);
-            if (!cJSON_IsObject(file_req)) {
-                cJSON_Delete(file_req);
-                rc = cli_fail("pool", json, CORDON_E_INVALID, "--request: not a JSON object");
-                goto out;
-            }
-            merged = cordon__json_merge(file_req, req);
-            cJSON_Delete(file_req);
-            cJSON_Delete(req);
-            req = merged;
+        if (request_path != NULL && cli_request_merge_file(&req, request_path, &err) < 0) {
+            rc = cli_fail("pool", json, err.code, err.message);
+            goto out;
         }
         if (!have_size) {
             rc = cli_usage_error("pool", json, "--size is required (1..%d)", CORDON_POOL_SIZE_MAX);

@@ -12,6 +12,7 @@
 #include "core/limits.h"
 #include "core/run.h"
 #include "core/cli/cli.h"
+#include "core/cli/request.h"
 
 #define MAX_REPEAT 256
 
@@ -34,18 +35,6 @@ static void usage(FILE *out)
             "126 cannot invoke; 127 not found; 137 killed (oom, output_limit, cancelled).\n");
 }
 
-static int size_arg(const char *name, const char *text, cJSON *limits, const char *key, bool json)
-{
-    struct cordon_error err;
-    uint64_t v;
-
-    cordon_error_init(&err);
-    if (cordon__parse_size(name, text, &v, &err) < 0)
-        return cli_fail("run", json, err.code, err.message);
-    cJSON_AddNumberToObject(limits, key, (double)v);
-    return 0;
-}
-
 static int duration_arg(const char *name, const char *text, cJSON *obj, const char *key, bool json)
 {
     struct cordon_error err;
@@ -53,6 +42,18 @@ static int duration_arg(const char *name, const char *text, cJSON *obj, const ch
 
     cordon_error_init(&err);
     if (cordon__parse_duration_ms(name, text, &v, &err) < 0)
+        return cli_fail("run", json, err.code, err.message);
+    cJSON_AddNumberToObject(obj, key, (double)v);
+    return 0;
+}
+
+static int size_arg(const char *name, const char *text, cJSON *obj, const char *key, bool json)
+{
+    struct cordon_error err;
+    uint64_t v;
+
+    cordon_error_init(&err);
+    if (cordon__parse_size(name, text, &v, &err) < 0)
         return cli_fail("run", json, err.code, err.message);
     cJSON_AddNumberToObject(obj, key, (double)v);
     return 0;
@@ -114,8 +115,7 @@ static void print_human(const cJSON *result, bool quiet)
 int cmd_run(const struct cli_global *g, int argc, char **argv)
 {
     enum { O_JSON = 256, O_LANG, O_PROVIDER, O_ISOLATION, O_UNSAFE, O_IMAGE, O_OUTPUT, O_INPUT,
-           O_WORKSPACE, O_TIMEOUT, O_CPUS, O_MEMORY, O_DISK, O_PIDS, O_RUNTIME, O_MAXOUT,
-           O_RETENTION, O_REQUEST, O_FRESH, O_QUIET, O_ENV };
+           O_WORKSPACE, O_TIMEOUT, O_RETENTION, O_REQUEST, O_FRESH, O_QUIET, O_ENV };
     static const struct option opts[] = {
         { "json", no_argument, NULL, O_JSON }, { "language", required_argument, NULL, O_LANG },
         { "provider", required_argument, NULL, O_PROVIDER },
@@ -124,10 +124,7 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
         { "image", required_argument, NULL, O_IMAGE }, { "output", required_argument, NULL, O_OUTPUT },
         { "input", required_argument, NULL, O_INPUT },
         { "workspace", required_argument, NULL, O_WORKSPACE },
-        { "timeout", required_argument, NULL, O_TIMEOUT }, { "cpus", required_argument, NULL, O_CPUS },
-        { "memory", required_argument, NULL, O_MEMORY }, { "disk", required_argument, NULL, O_DISK },
-        { "pids", required_argument, NULL, O_PIDS }, { "runtime", required_argument, NULL, O_RUNTIME },
-        { "max-output", required_argument, NULL, O_MAXOUT },
+        { "timeout", required_argument, NULL, O_TIMEOUT }, CLI_REQUEST_LIMIT_OPTIONS,
         { "retention", required_argument, NULL, O_RETENTION },
         { "request", required_argument, NULL, O_REQUEST }, { "fresh", no_argument, NULL, O_FRESH },
         { "quiet", no_argument, NULL, O_QUIET }, { "env", required_argument, NULL, O_ENV },
@@ -135,7 +132,7 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     const char *language = NULL, *request_path = NULL, *outputs[MAX_REPEAT];
-    cJSON *request = cJSON_CreateObject(), *limits = cJSON_CreateObject(), *providers = NULL,
+    cJSON *request = cJSON_CreateObject(), *limits = NULL, *env = NULL, *providers = NULL,
           *inputs = NULL, *result = NULL;
     struct cordon__bundle *bundle = NULL;
     struct cli_global mine = *g;
@@ -160,22 +157,10 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
         case O_UNSAFE: cJSON_AddBoolToObject(request, "allow_unsafe_local", true); break;
         case O_ISOLATION: cJSON_AddStringToObject(request, "isolation", optarg); break;
         case O_IMAGE: cJSON_AddStringToObject(request, "image", optarg); break;
-        case O_ENV: {
-            const char *eq = strchr(optarg, '=');
-            cJSON *env = cJSON_GetObjectItemCaseSensitive(request, "environment");
-            char name[256];
-            if (eq == NULL || eq == optarg || (size_t)(eq - optarg) >= sizeof(name)) {
-                rc = cli_fail("run", json, CORDON_E_INVALID, "--env: must be NAME=VALUE");
-                break;
-            }
-            memcpy(name, optarg, (size_t)(eq - optarg));
-            name[eq - optarg] = '\0';
-            if (env == NULL)
-                env = cJSON_AddObjectToObject(request, "environment");
-            cJSON_DeleteItemFromObjectCaseSensitive(env, name);
-            cJSON_AddStringToObject(env, name, eq + 1);
+        case O_ENV:
+            if (cli_request_env(&env, optarg, &err) < 0)
+                rc = cli_fail("run", json, err.code, err.message);
             break;
-        }
         case O_WORKSPACE: {
             char real[PATH_MAX];
             if (realpath(optarg, real) == NULL) {
@@ -211,50 +196,39 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
             outputs[n_outputs++] = optarg;
             break;
         case O_TIMEOUT: rc = duration_arg("--timeout", optarg, request, "timeout_ms", json); break;
-        case O_RUNTIME: rc = duration_arg("--runtime", optarg, limits, "runtime_ms", json); break;
-        case O_MEMORY: rc = size_arg("--memory", optarg, limits, "memory_bytes", json); break;
-        case O_DISK: rc = size_arg("--disk", optarg, limits, "disk_bytes", json); break;
-        case O_MAXOUT: rc = size_arg("--max-output", optarg, limits, "max_output_bytes", json); break;
-        case O_RETENTION: rc = size_arg("--retention", optarg, limits, "retention_bytes", json); break;
-        case O_CPUS: case O_PIDS: {
-            char *end = NULL;
-            double v = strtod(optarg, &end);
-            if (end == optarg || *end != '\0' || v <= 0) {
-                rc = cli_fail("run", json, CORDON_E_INVALID,
-                              c == O_CPUS ? "--cpus: must be a positive number" : "--pids: must be a positive whole number");
-                break;
-            }
-            cJSON_AddNumberToObject(limits, c == O_CPUS ? "cpus" : "pids", v);
+        case O_RETENTION:
+            if (limits == NULL)
+                limits = cJSON_CreateObject();
+            rc = size_arg("--retention", optarg, limits, "retention_bytes", json);
             break;
-        }
+        case CLI_OPT_CPUS: case CLI_OPT_MEMORY: case CLI_OPT_DISK: case CLI_OPT_PIDS:
+        case CLI_OPT_RUNTIME: case CLI_OPT_MAX_OUTPUT:
+            if (cli_request_limit(&limits, c, optarg, &err) < 0)
+                rc = cli_fail("run", json, err.code, err.message);
+            break;
         case 'h': usage(stdout); goto out;
         default: usage(stderr); rc = CLI_EXIT_USAGE; break;
         }
     }
     if (rc != 0)
         goto out;
-    if (cJSON_GetArraySize(limits) > 0)
-        cJSON_AddItemToObject(request, "limits", cJSON_Duplicate(limits, 1));
+    if (limits != NULL) {
+        cJSON_AddItemToObject(request, "limits", limits);
+        limits = NULL;
+    }
+    if (env != NULL) {
+        cJSON_AddItemToObject(request, "environment", env);
+        env = NULL;
+    }
     if (n_outputs > 0 && !workspace_given && getcwd(cwd, sizeof(cwd)) != NULL)
         cJSON_AddStringToObject(request, "workspace", cwd);
 
     if (request_path != NULL) {
         /* A JSON request: its keys first, the command line's over them. */
-        cJSON *file_req = NULL, *merged;
-        char *body = cli_read_file(request_path, 80u << 20, "run", json, &rc);
-        if (body == NULL)
-            goto out;
-        file_req = cJSON_Parse(body);
-        free(body);
-        if (!cJSON_IsObject(file_req)) {
-            cJSON_Delete(file_req);
-            rc = cli_fail("run", json, CORDON_E_INVALID, "--request: not a JSON object");
+        if (cli_request_merge_file(&request, request_path, &err) < 0) {
+            rc = cli_fail("run", json, err.code, err.message);
             goto out;
         }
-        merged = cordon__json_merge(file_req, request);
-        cJSON_Delete(file_req);
-        cJSON_Delete(request);
-        request = merged;
     }
     if (request_path != NULL && optind < argc) {
         rc = cli_fail("run", json, CORDON_E_INVALID,
@@ -310,6 +284,7 @@ out:
     cJSON_Delete(result);
     cJSON_Delete(request);
     cJSON_Delete(limits);
+    cJSON_Delete(env);
     cordon__bundle_free(bundle);
     cordon_ctx_free(ctx);
     return rc;

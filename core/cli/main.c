@@ -165,53 +165,6 @@ void cli_print_json(const char *text)
     fflush(stdout);
 }
 
-char *cli_read_file(const char *path, size_t max, const char *verb, bool json, int *ret_exit)
-{
-    int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
-    size_t len = 0, cap = 4096;
-    char *buf = NULL, msg[600];
-
-    if (fd < 0) {
-        snprintf(msg, sizeof(msg), "%s: %s", path, strerror(errno));
-        *ret_exit = cli_fail(verb, json, CORDON_E_NOT_FOUND, msg);
-        return NULL;
-    }
-    buf = malloc(cap);
-    while (buf != NULL) {
-        ssize_t n;
-        if (len + 1 == cap) {
-            char *grown = len >= max ? NULL : realloc(buf, cap * 2);
-            if (grown == NULL) {
-                free(buf);
-                buf = NULL;
-                snprintf(msg, sizeof(msg), "%s: larger than %zu bytes", path, max);
-                *ret_exit = cli_fail(verb, json, CORDON_E_LIMIT, msg);
-                break;
-            }
-            buf = grown;
-            cap *= 2;
-        }
-        n = read(fd, buf + len, cap - 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            snprintf(msg, sizeof(msg), "%s: %s", path, strerror(errno));
-            *ret_exit = cli_fail(verb, json, CORDON_E_IO, msg);
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        if (n == 0) {
-            buf[len] = '\0';
-            break;
-        }
-        len += (size_t)n;
-    }
-    if (fd > 0)
-        close(fd);
-    return buf;
-}
-
 struct cordon_ctx *cli_ctx_open(const struct cli_global *g, bool json)
 {
     struct cordon_ctx_opts opts = { sizeof(opts), g->state_dir, g->config_path, NULL, g->fresh };

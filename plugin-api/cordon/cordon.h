@@ -67,7 +67,8 @@ CORDON_EXTERN int cordon_run_json(struct cordon_ctx *ctx, const char *request_js
 /* The exit status the `cordon` command uses for a result document of
  * cordon_run_json: the program's own status, 124 timeout, 125 cordon's own
  * failure, 126 cannot invoke, 127 not found, 137 killed (oom,
- * output_limit, cancelled), 128+N for signal N. */
+ * output_limit, cancelled), 128+N for signal N; 125 too when result_json
+ * is NULL or not a result. One mapping serves run and exec alike. */
 CORDON_EXTERN int cordon_result_exit_status(const char *result_json);
 
 /*
@@ -122,7 +123,9 @@ CORDON_EXTERN int cordon_ls_json(struct cordon_ctx *ctx, char **ret_json, struct
  * record. {"reclaimed": [...], "kept": N, "errors": [...]} */
 CORDON_EXTERN int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err);
 
-/* The exit status of `cordon exec` for its result document. */
+/* The exit status of `cordon exec` for its result document: the same
+ * mapping as cordon_result_exit_status ("exited" is a run's "success",
+ * "signaled" 128+N). */
 CORDON_EXTERN int cordon_exec_exit_status(const char *result_json);
 
 #ifdef __cplusplus

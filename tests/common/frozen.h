@@ -14,7 +14,7 @@
 #define TEST_FROZEN_EXEC_TIMEOUT_MS 2000u
 #define TEST_FROZEN_EXEC_BOUND_MS 6000u
 
-/* Expect what an exec through cordon_drive_exec gave (its code r, its
+/* Expect what an exec through cordon__drive_exec gave (its code r, its
  * outcome o, begun at t0 on the monotonic clock) to be a typed end
  * (timeout or host_error) within the bound. Clears o. */
 static inline void test_expect_frozen_exec_ended(int r, struct cordon_exec_outcome *o, uint64_t t0)

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     switch (data[0] % 3) {
     case 0:
         a = (free(a), fuzz_text(data + 1, size - 1));
-        r = cordon_facts_validate(a, &err);
+        r = cordon__facts_validate(a, &err);
         fuzz_check_refusal(r, &err);
         break;
     case 1:

@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int r;
 
     cordon_error_init(&err);
-    r = cordon_observe_compare(report, view, &iso, &err);
+    r = cordon__observe_compare(report, view, &iso, &err);
     fuzz_check_refusal(r, &err);
     if (r == 0) {
         cJSON *doc = cJSON_Parse(iso);

@@ -260,8 +260,8 @@ static void setup(void)
     snprintf(host_id, sizeof(host_id), "cordon-docker-tests-%s", hex);
     cr_assert_eq(cordon_fs_mkdtemp(env_or("TMPDIR", "/tmp"), "cordon-docker-test.", &tmp, &err),
                  0, "%s", err.message);
-    cordon_host_table_init(&host, observer, init_bin, host_id, tmp);
-    cr_assert_eq(cordon_provider_load(provider_path, &host, &vt, &err), 0, "load: %s",
+    cordon__host_table_init(&host, observer, init_bin, host_id, tmp);
+    cr_assert_eq(cordon__provider_load(provider_path, &host, &vt, &err), 0, "load: %s",
                  err.message);
 }
 
@@ -453,7 +453,7 @@ static int run(const char *state, const char *const *argv, const struct run_opts
     char *req = request_of(argv, opts);
     int r;
 
-    cordon_drive_opts_init(&d);
+    cordon__drive_opts_init(&d);
     d.host = &host;
     d.provider = &vt;
     d.resource = res;
@@ -464,7 +464,7 @@ static int run(const char *state, const char *const *argv, const struct run_opts
     d.retention_bytes = 64 * 1024;
     d.output_budget = opts->budget;
     memset(o, 0, sizeof(*o));
-    r = cordon_drive_exec(&d, o, &err);
+    r = cordon__drive_exec(&d, o, &err);
     free(req);
     return r;
 }

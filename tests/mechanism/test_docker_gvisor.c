@@ -177,8 +177,8 @@ static void setup(void)
     snprintf(host_id, sizeof(host_id), "cordon-gvisor-tests-%s", hex);
     cr_assert_eq(cordon_fs_mkdtemp(env_or("TMPDIR", "/tmp"), "cordon-gvisor-test.", &tmp, &err), 0, "%s",
                  err.message);
-    cordon_host_table_init(&host, observer, init_bin, host_id, tmp);
-    cr_assert_eq(cordon_provider_load(provider_path, &host, &vt, &err), 0, "load: %s", err.message);
+    cordon__host_table_init(&host, observer, init_bin, host_id, tmp);
+    cr_assert_eq(cordon__provider_load(provider_path, &host, &vt, &err), 0, "load: %s", err.message);
     cr_assert_not_null(vt.boundary, "docker.so has no boundary operation");
     snprintf(config, sizeof(config), "{\"image\": \"%s\", \"runtime\": \"runsc\"}", minimal);
 }
@@ -294,7 +294,7 @@ static char *run(const char *state, const char *const *argv)
     cJSON_AddNumberToObject(req, "timeout_ms", 35000);
     text = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
-    cordon_drive_opts_init(&d);
+    cordon__drive_opts_init(&d);
     d.host = &host;
     d.provider = &vt;
     d.resource = res;
@@ -305,7 +305,7 @@ static char *run(const char *state, const char *const *argv)
     d.retention_bytes = 64 * 1024;
     d.output_budget = 1u << 20;
     memset(&o, 0, sizeof(o));
-    cr_assert_eq(cordon_drive_exec(&d, &o, &err), 0, "exec %s: %s", argv[0], err.message);
+    cr_assert_eq(cordon__drive_exec(&d, &o, &err), 0, "exec %s: %s", argv[0], err.message);
     cr_assert(o.status == CORDON_RUN_EXITED && o.exit_code == 0, "%s ended with status %d code %d", argv[0],
               (int)o.status, o.exit_code);
     out = strndup(o.out.data != NULL ? o.out.data : "", o.out.len);

@@ -305,7 +305,7 @@ static void setup(void)
         /* Of this process: the uid pool is the machine's (another run of the
          * suite beside this one must not share owners). */
         snprintf(instance, sizeof(instance), "cordon-runc-tests-%ld", (long)getpid());
-        cordon_host_table_init(&host, observer, init_bin, instance, shared);
+        cordon__host_table_init(&host, observer, init_bin, instance, shared);
     }
     cr_assert_eq(init(&host, 0, &prov, &err), 0, "init: %s", err.message);
 }
@@ -433,7 +433,7 @@ static int drive(const char *state, const char *const *argv, uint64_t timeout_ms
     cJSON_AddNumberToObject(req, "timeout_ms", (double)timeout_ms);
     text = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
-    cordon_drive_opts_init(&opts);
+    cordon__drive_opts_init(&opts);
     opts.host = &host;
     opts.provider = prov;
     opts.resource = res;
@@ -442,7 +442,7 @@ static int drive(const char *state, const char *const *argv, uint64_t timeout_ms
     opts.timeout_ms = timeout_ms;
     opts.retention_bytes = 256 * 1024;
     opts.output_budget = budget;
-    r = cordon_drive_exec(&opts, o, &err);
+    r = cordon__drive_exec(&opts, o, &err);
     free(text);
     return r;
 }
@@ -850,7 +850,7 @@ Test(runc, probe_claims_all_axes_and_the_observation_holds_them)
     snprintf(config, sizeof(config), "{\"image\": \"%s\"}", image);
     cr_assert_eq(prov->probe(&host, config, CORDON_PROBE_FULL, &facts, &err), 0, "probe: %s",
                  err.message);
-    cr_assert_eq(cordon_facts_validate(facts, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__facts_validate(facts, &err), 0, "%s", err.message);
     doc = cJSON_Parse(facts);
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "available")), "%s", facts);
     iso = cJSON_GetObjectItemCaseSensitive(doc, "isolation");
@@ -1811,14 +1811,14 @@ Test(runc, exec_into_a_cwd_the_user_cannot_enter_fails_naming_the_step)
     state = provision(NULL);
     snprintf(path, sizeof(path), "/proc/%d/root/workspace/closed", (int)state_pid(state));
     cr_assert_eq(mkdir(path, 0700), 0, "%s: %s", path, strerror(errno));
-    cordon_drive_opts_init(&opts);
+    cordon__drive_opts_init(&opts);
     opts.host = &host;
     opts.provider = prov;
     opts.resource = res;
     opts.state_json = state;
     opts.request_json = "{\"argv\": [\"true\"], \"cwd\": \"closed\"}";
     opts.timeout_ms = 30000;
-    cr_assert_neq(cordon_drive_exec(&opts, &o, &err), 0, "the exec ran in a closed directory");
+    cr_assert_neq(cordon__drive_exec(&opts, &o, &err), 0, "the exec ran in a closed directory");
     cr_assert(strstr(err.message, "working directory") != NULL &&
               strstr(err.message, "Permission denied") != NULL, "%s", err.message);
     cordon_exec_outcome_clear(&o);

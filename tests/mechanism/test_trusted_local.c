@@ -254,7 +254,7 @@ static int drive(const char *request_json, uint64_t timeout_ms, struct cordon_ex
 {
     struct cordon_drive_opts opts;
 
-    cordon_drive_opts_init(&opts);
+    cordon__drive_opts_init(&opts);
     opts.host = &host;
     opts.provider = prov;
     opts.resource = res;
@@ -263,7 +263,7 @@ static int drive(const char *request_json, uint64_t timeout_ms, struct cordon_ex
     opts.timeout_ms = timeout_ms;
     opts.retention_bytes = 64 * 1024;
     opts.output_budget = 1024 * 1024;
-    return cordon_drive_exec(&opts, o, &err);
+    return cordon__drive_exec(&opts, o, &err);
 }
 
 /* The uid the global execution runs as: as root, one of the pool's, taken
@@ -390,7 +390,7 @@ Test(trusted_local, probe_claims_what_it_gives)
     snprintf(cfg, sizeof(cfg), "{\"root\": \"%s\"}", root);
     cr_assert_eq(prov->probe(&host, cfg, CORDON_PROBE_FULL, &facts, &err), 0, "probe: %s",
                  err.message);
-    cr_assert_eq(cordon_facts_validate(facts, &err), 0, "facts invalid: %s\n%s", err.message,
+    cr_assert_eq(cordon__facts_validate(facts, &err), 0, "facts invalid: %s\n%s", err.message,
                  facts);
     doc = cJSON_Parse(facts);
     cr_assert_not_null(doc);
@@ -1014,7 +1014,7 @@ Test(trusted_local, caller_cancel_stops_the_exec)
     req = request("", argv, NULL);
     cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
     cr_assert_eq(write(pipefd[1], "x", 1), 1);
-    cordon_drive_opts_init(&opts);
+    cordon__drive_opts_init(&opts);
     opts.host = &host;
     opts.provider = prov;
     opts.resource = res;
@@ -1023,7 +1023,7 @@ Test(trusted_local, caller_cancel_stops_the_exec)
     opts.timeout_ms = 30000;
     opts.retention_bytes = 4096;
     opts.cancel_fd = pipefd[0];
-    cr_assert_eq(cordon_drive_exec(&opts, &o, &err), 0, "exec: %s", err.message);
+    cr_assert_eq(cordon__drive_exec(&opts, &o, &err), 0, "exec: %s", err.message);
     cr_assert_eq(o.status, CORDON_RUN_CANCELLED, "status %d", o.status);
     cr_assert_eq(processes_after(needle), 0);
     close(pipefd[0]);
@@ -1351,7 +1351,7 @@ static void *side_exec_run(void *arg)
     char *req = request("", argv, NULL);
 
     cordon_error_init(&x->e);
-    cordon_drive_opts_init(&opts);
+    cordon__drive_opts_init(&opts);
     opts.host = &host;
     opts.provider = prov;
     opts.resource = res;
@@ -1360,7 +1360,7 @@ static void *side_exec_run(void *arg)
     opts.timeout_ms = 60000;
     opts.retention_bytes = 64 * 1024;
     opts.output_budget = 1024 * 1024;
-    x->rc = cordon_drive_exec(&opts, &x->o, &x->e);
+    x->rc = cordon__drive_exec(&opts, &x->o, &x->e);
     free(req);
     return NULL;
 }

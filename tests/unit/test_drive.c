@@ -148,7 +148,7 @@ static const struct cordon_provider_v1 fake_provider = {
 
 static void opts_for(struct cordon_drive_opts *o, const char *mode)
 {
-    cordon_drive_opts_init(o);
+    cordon__drive_opts_init(o);
     o->host = &fake_host;
     o->provider = &fake_provider;
     o->state_json = "{\"id\":\"x\"}";
@@ -174,7 +174,7 @@ Test(drive, output_is_captured_and_exit_code_reported)
 
     opts_for(&o, "echo");
     cordon_error_init(&err);
-    cr_assert_eq(cordon_drive_exec(&o, &res, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__drive_exec(&o, &res, &err), 0, "%s", err.message);
     cr_assert(atomic_load(&fake_io_ok), "the provider got a malformed cordon_exec_io");
     cr_assert_eq(res.status, CORDON_RUN_EXITED);
     cr_assert_eq(res.exit_code, 3);
@@ -200,7 +200,7 @@ Test(drive, stdin_fd_reaches_the_provider)
     opts_for(&o, "echo");
     o.stdin_fd = fd;
     cordon_error_init(&err);
-    cr_assert_eq(cordon_drive_exec(&o, &res, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__drive_exec(&o, &res, &err), 0, "%s", err.message);
     assert_stream(&res.out, "input\nout\n");
     cr_assert_neq(fcntl(fd, F_GETFD), -1, "the caller's stdin_fd was closed");
     close(fd);
@@ -232,7 +232,7 @@ Test(drive, the_callers_stdin_is_relayed_through_a_pipe_of_its_own)
         opts_for(&o, "fd_link");
         o.stdin_fd = fds[i];
         cordon_error_init(&err);
-        cr_assert_eq(cordon_drive_exec(&o, &res, &err), 0, "%s", err.message);
+        cr_assert_eq(cordon__drive_exec(&o, &res, &err), 0, "%s", err.message);
         got = strndup(res.out.data != NULL ? res.out.data : "", res.out.len);
         cr_assert_not_null(got);
         cr_expect(strncmp(got, "pipe:[", 6) == 0 && strcmp(got, mine) != 0,
@@ -254,7 +254,7 @@ Test(drive, timeout_fires_the_providers_cancel)
     opts_for(&o, "wait_cancel");
     o.timeout_ms = 200;
     cordon_error_init(&err);
-    cr_assert_eq(cordon_drive_exec(&o, &res, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__drive_exec(&o, &res, &err), 0, "%s", err.message);
     cr_assert(atomic_load(&fake_saw_cancel), "the provider never saw its cancel fd");
     cr_assert_eq(res.status, CORDON_RUN_TIMEOUT, "status %s", cordon_run_status_name(res.status));
     cr_assert_eq(res.exit_code, -1);
@@ -273,7 +273,7 @@ Test(drive, output_over_budget_fires_cancel)
     opts_for(&o, "flood");
     o.output_budget = 1 << 20;
     cordon_error_init(&err);
-    cr_assert_eq(cordon_drive_exec(&o, &res, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__drive_exec(&o, &res, &err), 0, "%s", err.message);
     cr_assert(atomic_load(&fake_saw_cancel), "the provider wrote all 5 MiB without a cancel");
     cr_assert_eq(res.status, CORDON_RUN_OUTPUT_LIMIT, "status %s",
                  cordon_run_status_name(res.status));
@@ -291,7 +291,7 @@ Test(drive, flood_within_budget_keeps_head_and_tail)
 
     opts_for(&o, "flood");
     cordon_error_init(&err);
-    cr_assert_eq(cordon_drive_exec(&o, &res, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__drive_exec(&o, &res, &err), 0, "%s", err.message);
     cr_assert_eq(res.status, CORDON_RUN_EXITED);
     cr_assert_eq(res.out.total_bytes, 5u << 20);
     cr_assert_eq(res.out.dropped_bytes, (5u << 20) - (64u << 10));
@@ -309,7 +309,7 @@ Test(drive, overflow_found_after_the_provider_returned_is_output_limit)
     opts_for(&o, "burst");
     o.output_budget = 1024;
     cordon_error_init(&err);
-    cr_assert_eq(cordon_drive_exec(&o, &res, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__drive_exec(&o, &res, &err), 0, "%s", err.message);
     cr_assert_eq(res.status, CORDON_RUN_OUTPUT_LIMIT, "status %s",
                  cordon_run_status_name(res.status));
     cr_assert_eq(res.err.total_bytes, 4096);
@@ -341,7 +341,7 @@ Test(drive, caller_cancel_is_passed_on)
     opts_for(&o, "wait_cancel");
     o.cancel_fd = p[0];
     cordon_error_init(&err);
-    cr_assert_eq(cordon_drive_exec(&o, &res, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__drive_exec(&o, &res, &err), 0, "%s", err.message);
     pthread_join(th, NULL);
     cr_assert(atomic_load(&fake_saw_cancel));
     cr_assert_eq(res.status, CORDON_RUN_CANCELLED, "status %s", cordon_run_status_name(res.status));
@@ -359,7 +359,7 @@ Test(drive, provider_error_is_copied)
 
     opts_for(&o, "error");
     cordon_error_init(&err);
-    cr_assert_eq(cordon_drive_exec(&o, &res, &err), CORDON_E_UNAVAILABLE);
+    cr_assert_eq(cordon__drive_exec(&o, &res, &err), CORDON_E_UNAVAILABLE);
     cr_assert_eq(err.code, CORDON_E_UNAVAILABLE);
     cr_assert_eq(err.os_errno, ECONNREFUSED);
     cr_assert_str_eq(err.message, "fake: daemon gone");
@@ -376,7 +376,7 @@ Test(drive, unknown_provider_code_reads_as_provider_error)
 
     opts_for(&o, "error_silent");
     cordon_error_init(&err);
-    cr_assert_eq(cordon_drive_exec(&o, &res, &err), CORDON_E_PROVIDER);
+    cr_assert_eq(cordon__drive_exec(&o, &res, &err), CORDON_E_PROVIDER);
     cr_assert_neq(strstr(err.message, "fake"), NULL, "%s", err.message);
     cr_assert_eq(res.status, CORDON_RUN_HOST_ERROR);
     cordon_exec_outcome_clear(&res);
@@ -393,7 +393,7 @@ Test(drive, no_fd_is_leaked)
     for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
         opts_for(&o, modes[i]);
         o.timeout_ms = 50;
-        cordon_drive_exec(&o, &res, &err);
+        cordon__drive_exec(&o, &res, &err);
         cordon_exec_outcome_clear(&res);
     }
     cr_assert_eq(test_count_open_fds(), before);
@@ -453,7 +453,7 @@ ParameterizedTest(int *i, drive, result_json_is_mapped)
 
     opts_for(&o, rc->json);
     cordon_error_init(&err);
-    cr_assert_eq(cordon_drive_exec(&o, &res, &err), rc->rc, "%s: %s", rc->json, err.message);
+    cr_assert_eq(cordon__drive_exec(&o, &res, &err), rc->rc, "%s: %s", rc->json, err.message);
     cr_assert_eq(res.status, rc->status, "%s: status %s", rc->json,
                  cordon_run_status_name(res.status));
     cr_assert_eq(res.exit_code, rc->exit_code, "%s", rc->json);
@@ -494,11 +494,11 @@ ParameterizedTest(int *mutate, drive, bad_options_are_refused)
     case 6: o.state_json = NULL; break;
     }
     cordon_error_init(&err);
-    cr_assert_eq(cordon_drive_exec(&o, &res, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon__drive_exec(&o, &res, &err), CORDON_E_INVALID);
     cr_assert_neq(strstr(err.message, bad_opts_words[*mutate]), NULL, "%s", err.message);
     cr_assert_eq(res.status, CORDON_RUN_EXITED, "ret is cleared");
     cr_assert_null(res.out.data);
-    cr_assert_eq(cordon_drive_exec(NULL, &res, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon__drive_exec(NULL, &res, &err), CORDON_E_INVALID);
 }
 
 /* A provider that ignores its cancel fd is left behind after 10 s, not waited for. */
@@ -512,7 +512,7 @@ Test(drive, provider_ignoring_cancel_is_abandoned, .timeout = 60)
     opts_for(&o, "ignore_cancel");
     o.timeout_ms = 100;
     cordon_error_init(&err);
-    cr_assert_eq(cordon_drive_exec(&o, &res, &err), CORDON_E_TIMEOUT, "%s", err.message);
+    cr_assert_eq(cordon__drive_exec(&o, &res, &err), CORDON_E_TIMEOUT, "%s", err.message);
     took = cordon_now_monotonic_ms() - t0;
     cr_assert_geq(took, 10000);
     cr_assert_lt(took, 14000, "waited for the provider instead of leaving it");

@@ -127,10 +127,10 @@ Test(facts, safety_class_list_is_fixed)
     static const char *const bad[] = { "Isolated", "", "container", "trusted-local", "isolated ", "required" };
 
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-        cr_assert(cordon_safety_class_valid(good[i]), "%s", good[i]);
+        cr_assert(cordon__safety_class_valid(good[i]), "%s", good[i]);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        cr_assert(!cordon_safety_class_valid(bad[i]), "\"%s\"", bad[i]);
-    cr_assert(!cordon_safety_class_valid(NULL));
+        cr_assert(!cordon__safety_class_valid(bad[i]), "\"%s\"", bad[i]);
+    cr_assert(!cordon__safety_class_valid(NULL));
 }
 
 /* ---- validation ------------------------------------------------------------ */
@@ -197,28 +197,28 @@ Test(facts, validate_accepts_good_documents)
     char *doc;
 
     cordon_error_init(&err);
-    cr_assert_eq(cordon_facts_validate(good_facts, &err), 0, "%s", err.message);
-    cr_assert_eq(cordon_facts_validate("{\"provider_id\": \"runc\", \"available\": false,"
+    cr_assert_eq(cordon__facts_validate(good_facts, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__facts_validate("{\"provider_id\": \"runc\", \"available\": false,"
                                        " \"reason\": \"runc not found in PATH\"}", &err), 0, "%s", err.message);
     /* A fixture says it did not observe, and unknown keys are tolerated. */
     doc = mutated(good_facts, "observed_by", "\"synthetic\"");
-    cr_assert_eq(cordon_facts_validate(doc, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__facts_validate(doc, &err), 0, "%s", err.message);
     free(doc);
     doc = mutated(good_facts, "image_digest", "\"sha256:00\"");
-    cr_assert_eq(cordon_facts_validate(doc, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__facts_validate(doc, &err), 0, "%s", err.message);
     free(doc);
     /* How each limit is enforced, in the schema's words. */
     doc = mutated(good_facts, "limits_enforcement",
                   "{\"cpus\": \"none\", \"memory_bytes\": \"cgroup\", \"disk_bytes\": \"tmpfs_size\","
                   " \"pids\": \"rlimit\", \"runtime_ms\": \"sandbox_init\", \"max_output_bytes\": \"host\"}");
-    cr_assert_eq(cordon_facts_validate(doc, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__facts_validate(doc, &err), 0, "%s", err.message);
     free(doc);
     /* An unavailable toolchain needs no version, and its language is absent. */
     doc = mutated(good_facts, "toolchains.go", "{\"available\": false, \"reason\": \"go not found\"}");
     {
         char *doc2 = mutated(doc, "languages", "[\"python\", \"node\", \"cpp\"]");
 
-        cr_assert_eq(cordon_facts_validate(doc2, &err), 0, "%s", err.message);
+        cr_assert_eq(cordon__facts_validate(doc2, &err), 0, "%s", err.message);
         free(doc2);
     }
     free(doc);
@@ -282,7 +282,7 @@ ParameterizedTest(struct bad_row *row, facts, validate_refuses)
     char *doc = mutated(good_facts, row->path, row->value[0] != '\0' ? row->value : NULL);
 
     cordon_error_init(&err);
-    cr_assert_eq(cordon_facts_validate(doc, &err), CORDON_E_INVALID, "%s = %s was accepted", row->path,
+    cr_assert_eq(cordon__facts_validate(doc, &err), CORDON_E_INVALID, "%s = %s was accepted", row->path,
                  row->value[0] != '\0' ? row->value : "(deleted)");
     cr_assert(strstr(err.message, row->want) != NULL, "%s: message \"%s\" lacks \"%s\"", row->path, err.message,
               row->want);
@@ -296,10 +296,10 @@ Test(facts, validate_refuses_non_documents)
 
     for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
         cordon_error_init(&err);
-        cr_assert_eq(cordon_facts_validate(docs[i], &err), CORDON_E_INVALID, "\"%s\"", docs[i]);
+        cr_assert_eq(cordon__facts_validate(docs[i], &err), CORDON_E_INVALID, "\"%s\"", docs[i]);
         cr_assert(strncmp(err.message, "facts", 5) == 0, "%s", err.message);
     }
-    cr_assert_eq(cordon_facts_validate(NULL, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon__facts_validate(NULL, &err), CORDON_E_INVALID);
 }
 
 /* The host parses facts once: the tree handed back is the document, and a
@@ -311,16 +311,16 @@ Test(facts, parse_valid_hands_back_the_checked_tree_or_nothing)
     char *doc = mutated(good_facts, "isolation", "\"isolated\"");
 
     cordon_error_init(&err);
-    cr_assert_eq(cordon_facts_parse_valid(good_facts, &tree, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__facts_parse_valid(good_facts, &tree, &err), 0, "%s", err.message);
     cr_assert_not_null(tree);
     cr_assert(cJSON_Compare(tree, want, 1));
     cJSON_Delete(tree);
     tree = (cJSON *)1;
-    cr_assert_eq(cordon_facts_parse_valid(doc, &tree, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon__facts_parse_valid(doc, &tree, &err), CORDON_E_INVALID);
     cr_assert_null(tree);
     cr_assert(strstr(err.message, "facts.isolation") != NULL, "%s", err.message);
     tree = (cJSON *)1;
-    cr_assert_eq(cordon_facts_parse_valid("not json", &tree, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon__facts_parse_valid("not json", &tree, &err), CORDON_E_INVALID);
     cr_assert_null(tree);
     free(doc);
     cJSON_Delete(want);
@@ -371,7 +371,7 @@ Test(facts, compose_round_trips_through_validate)
     parts_init(&parts);
     cordon_error_init(&err);
     cr_assert_eq(cordon_facts_compose(&parts, &json, &err), 0, "%s", err.message);
-    cr_assert_eq(cordon_facts_validate(json, &err), 0, "%s: %s", err.message, json);
+    cr_assert_eq(cordon__facts_validate(json, &err), 0, "%s: %s", err.message, json);
     f = cJSON_Parse(json);
     iso = cJSON_GetObjectItem(f, "isolation");
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(iso, "process_contained")));
@@ -409,7 +409,7 @@ Test(facts, compose_unavailable_says_why)
     parts.observation_json = NULL;
     cordon_error_init(&err);
     cr_assert_eq(cordon_facts_compose(&parts, &json, &err), 0, "%s", err.message);
-    cr_assert_eq(cordon_facts_validate(json, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__facts_validate(json, &err), 0, "%s", err.message);
     f = cJSON_Parse(json);
     cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(f, "available")));
     cr_assert_str_eq(cJSON_GetObjectItem(f, "observed_by")->valuestring, "none");
@@ -436,7 +436,7 @@ Test(facts, compose_a_claim_without_observing)
     parts.network = "private";
     cordon_error_init(&err);
     cr_assert_eq(cordon_facts_compose(&parts, &json, &err), 0, "%s", err.message);
-    cr_assert_eq(cordon_facts_validate(json, &err), 0, "%s: %s", err.message, json);
+    cr_assert_eq(cordon__facts_validate(json, &err), 0, "%s: %s", err.message, json);
     f = cJSON_Parse(json);
     iso = cJSON_GetObjectItem(f, "isolation");
     cr_assert(cJSON_IsTrue(cJSON_GetObjectItem(iso, "process_contained")), "%s", json);
@@ -464,7 +464,7 @@ Test(facts, compose_a_claim_without_observing)
     cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(iso, "host_filesystem_restricted")));
     cJSON_Delete(f);
     free(json);
-    cr_assert_eq(cordon_facts_validate("{\"provider_id\": \"x\", \"available\": true, \"reason\": \"ready\","
+    cr_assert_eq(cordon__facts_validate("{\"provider_id\": \"x\", \"available\": true, \"reason\": \"ready\","
                                        " \"supported_kinds\": [\"code_execution\"], \"observed_by\": \"none\","
                                        " \"safety_class\": \"isolated\", \"isolation\": {\"process_contained\": true,"
                                        " \"host_filesystem_restricted\": true, \"privilege_escalation_blocked\": true,"
@@ -610,9 +610,9 @@ Test(facts, validate_bounds_the_checks)
         doc = cJSON_PrintUnformatted(root);
         cordon_error_init(&err);
         if (n == 256) {
-            cr_expect_eq(cordon_facts_validate(doc, &err), 0, "%s", err.message);
+            cr_expect_eq(cordon__facts_validate(doc, &err), 0, "%s", err.message);
         } else {
-            cr_expect_eq(cordon_facts_validate(doc, &err), CORDON_E_LIMIT);
+            cr_expect_eq(cordon__facts_validate(doc, &err), CORDON_E_LIMIT);
             cr_expect_str_eq(err.message,
                              "facts.isolation.checks: 257 entries, more than the limit of 256");
         }

@@ -113,9 +113,9 @@ Test(loader, only_absolute_paths)
     struct cordon_provider_v1 vt;
     struct cordon_error err;
 
-    cordon_host_table_init(&host, "/nonexistent", NULL, "test", "/tmp");
+    cordon__host_table_init(&host, "/nonexistent", NULL, "test", "/tmp");
     cordon_error_init(&err);
-    cr_expect_eq(cordon_provider_load("trusted-local.so", &host, &vt, &err), CORDON_E_INVALID);
+    cr_expect_eq(cordon__provider_load("trusted-local.so", &host, &vt, &err), CORDON_E_INVALID);
     cr_expect(strstr(err.message, "only absolute paths") != NULL, "%s", err.message);
 }
 
@@ -167,7 +167,7 @@ ParameterizedTestParameters(loader, provider_ids)
 ParameterizedTest(size_t *at, loader, provider_ids)
 {
     struct id_case *c = &provider_ids_cases[*at];
-    cr_expect_eq(cordon_provider_id_valid(c->id), c->valid, "\"%s\"", c->id);
+    cr_expect_eq(cordon__provider_id_valid(c->id), c->valid, "\"%s\"", c->id);
 }
 
 /* provider.h: the services table, and every string in it, is valid for

@@ -133,7 +133,7 @@ static cJSON *compare_ok(const char *report, const char *view)
     cJSON *parsed;
 
     cordon_error_init(&err);
-    cr_assert_eq(cordon_observe_compare(report, view, &iso, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__observe_compare(report, view, &iso, &err), 0, "%s", err.message);
     parsed = cJSON_Parse(iso);
     cr_assert_not_null(parsed, "%s", iso);
     free(iso);
@@ -406,7 +406,7 @@ ParameterizedTest(struct bad_input_row *row, observe, compare_refuses_bad_input)
     const char *view = strcmp(row->view, "@") == 0 ? host_view : row->view;
 
     cordon_error_init(&err);
-    cr_assert_eq(cordon_observe_compare(report, view, &iso, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon__observe_compare(report, view, &iso, &err), CORDON_E_INVALID);
     cr_assert(strstr(err.message, row->want) != NULL, "message \"%s\" lacks \"%s\"", err.message, row->want);
     cr_assert_str_eq(iso, "untouched");
 }
@@ -417,9 +417,9 @@ Test(observe, compare_refuses_null)
     char *iso = NULL;
 
     cordon_error_init(&err);
-    cr_assert_eq(cordon_observe_compare(NULL, host_view, &iso, &err), CORDON_E_INVALID);
-    cr_assert_eq(cordon_observe_compare(contained_report, NULL, &iso, &err), CORDON_E_INVALID);
-    cr_assert_eq(cordon_observe_compare(contained_report, host_view, NULL, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon__observe_compare(NULL, host_view, &iso, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon__observe_compare(contained_report, NULL, &iso, &err), CORDON_E_INVALID);
+    cr_assert_eq(cordon__observe_compare(contained_report, host_view, NULL, &err), CORDON_E_INVALID);
     cr_assert_null(iso);
 }
 
@@ -580,7 +580,7 @@ Test(observe, real_observer_sees_the_uncontained_host)
                  canary, token, (long)idle);
     }
     cordon_error_init(&err);
-    cr_assert_eq(cordon_observe_compare(buf, view, &iso_text, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__observe_compare(buf, view, &iso_text, &err), 0, "%s", err.message);
     iso = cJSON_Parse(iso_text);
     cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(iso, CORDON_AXIS_PROCESS_CONTAINED)), "%s", iso_text);
     cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(iso, CORDON_AXIS_HOST_FS_RESTRICTED)), "%s", iso_text);
@@ -808,7 +808,7 @@ Test(observe, run_through_a_host_provider_reports_it_uncontained)
         parts.mechanism = "host_process";
         parts.observation_json = json;
         cr_assert_eq(cordon_facts_compose(&parts, &facts, &err), 0, "%s", err.message);
-        cr_assert_eq(cordon_facts_validate(facts, &err), 0, "%s", err.message);
+        cr_assert_eq(cordon__facts_validate(facts, &err), 0, "%s", err.message);
         free(facts);
     }
     cJSON_Delete(res);

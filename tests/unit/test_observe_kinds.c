@@ -153,7 +153,7 @@ static cJSON *compare_ok(const char *report, const char *view)
     cJSON *parsed;
 
     cordon_error_init(&err);
-    cr_assert_eq(cordon_observe_compare(report, view, &iso, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon__observe_compare(report, view, &iso, &err), 0, "%s", err.message);
     parsed = cJSON_Parse(iso);
     cr_assert_not_null(parsed, "%s", iso);
     free(iso);

@@ -20,9 +20,15 @@ extern "C" {
 /* The largest integer a JSON number (a double in cJSON) holds exactly: 2^53. */
 #define CORDON_JSON_INT_MAX 9007199254740992.0
 
+/* How deep any JSON document cordon reads may nest (the top value is
+ * level 1, each member or element one more): the host's requests and
+ * configs, and what providers and the host pass each other. */
+#define CORDON_JSON_MAX_DEPTH 32
+
 /* Parse text, at most max bytes (the scan is bounded before cJSON sees
- * it), as a JSON object into *ret (free with cJSON_Delete). Errors name
- * field: missing, longer than max, not valid JSON, not an object. */
+ * it) nested at most CORDON_JSON_MAX_DEPTH levels, as a JSON object into
+ * *ret (free with cJSON_Delete). Errors name field: missing, more than max
+ * bytes, not valid JSON, nested too deep, not an object. */
 CORDON_EXTERN int cordon_json_parse_object(const char *field, const char *text, size_t max,
                                            cJSON **ret, struct cordon_error *err);
 
