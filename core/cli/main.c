@@ -197,7 +197,9 @@ int main(int argc, char **argv)
         case 'c': g.config_path = optarg; break;
         case 's': g.state_dir = optarg; break;
         case 'h': usage(stdout); return 0;
-        case 'V': printf("cordon %s (provider ABI %d.%d)\n", PACKAGE_VERSION, CORDON_ABI_MAJOR, CORDON_ABI_MINOR); return 0;
+        case 'V':
+            printf("cordon %s (provider ABI %d.%d)\n", PACKAGE_VERSION, CORDON_ABI_MAJOR, CORDON_ABI_MINOR);
+            return 0;
         default: usage(stderr); return CLI_EXIT_USAGE;
         }
     }
