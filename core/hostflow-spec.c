@@ -40,6 +40,7 @@ int cordon__host_spec_validate(struct cordon_ctx *ctx, const cJSON *req,
     const cJSON *v, *mode;
     cJSON *over;
     char *meta;
+    size_t len;
     int r;
 
     memset(ret, 0, sizeof(*ret));
@@ -115,14 +116,17 @@ int cordon__host_spec_validate(struct cordon_ctx *ctx, const cJSON *req,
     if (ret->metadata != NULL) {
         if (!cJSON_IsObject(ret->metadata))
             return cordon_error_set(err, CORDON_E_INVALID, 0, "metadata: must be a JSON object");
+        if (cordon__json_deeper_than(ret->metadata, METADATA_MAX_DEPTH))
+            return cordon_error_set(err, CORDON_E_LIMIT, 0, "metadata: deeper than the limit of %d levels",
+                                    METADATA_MAX_DEPTH);
         meta = cJSON_PrintUnformatted(ret->metadata);
-        r = meta != NULL && strlen(meta) <= METADATA_MAX_BYTES &&
-            !cordon__json_deeper_than(ret->metadata, METADATA_MAX_DEPTH);
+        if (meta == NULL)
+            return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "metadata: out of memory");
+        len = strlen(meta);
         free(meta);
-        if (!r)
-            return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                    "metadata: more than %u bytes or deeper than %d levels",
-                                    METADATA_MAX_BYTES, METADATA_MAX_DEPTH);
+        if (len > METADATA_MAX_BYTES)
+            return cordon_error_set(err, CORDON_E_LIMIT, 0, "metadata: %zu bytes exceeds the limit of %u",
+                                    len, METADATA_MAX_BYTES);
     }
     v = cJSON_GetObjectItemCaseSensitive(req, "execution_id");
     if (v != NULL) {

@@ -231,7 +231,7 @@ static struct refusal provision_refusals[] = {
     { "metadata not an object", "{\"metadata\":[1]}", CORDON_E_INVALID, "metadata" },
     { "metadata nine levels deep",
       "{\"metadata\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":{\"a\":1}}}}}}}}}",
-      CORDON_E_LIMIT, "deeper than 8 levels" },
+      CORDON_E_LIMIT, "metadata: deeper than the limit of 8 levels" },
     { "unknown key", "{\"privileged\":true}", CORDON_E_INVALID, "privileged" },
     { "relative repository", "{\"workspace\":{\"kind\":\"git\",\"repository\":\"repo\",\"revision\":\"main\"}}",
       CORDON_E_INVALID, "absolute" },
@@ -280,6 +280,38 @@ ParameterizedTest(size_t *at, hostflow, provision_refusals)
     cr_expect_eq(record_count(&e), 0, "%s: a record was left", c->what);
     cr_expect_not(area_exists(&e, "refused-1"), "%s: an execution area was left", c->what);
     free(req);
+    env_close(&e);
+}
+
+/* Metadata one byte past 16 KiB: the refusal names the field, its size
+ * and the limit, and nothing is created. */
+Test(hostflow, provision_refuses_metadata_over_its_size)
+{
+    struct env e;
+    struct cordon_error err;
+    char *req, *out = NULL, *big = malloc(16384);
+    cJSON *r;
+
+    cr_assert_not_null(big);
+    /* {"a":"xxx…"} printed is 16385 bytes: 8 of syntax, 16377 x. */
+    memset(big, 'x', 16377);
+    big[16377] = '\0';
+    env_open(&e);
+    req = request("{}");
+    r = cJSON_Parse(req);
+    cJSON_AddStringToObject(r, "execution_id", "refused-1");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(r, "metadata"), "a", big);
+    free(req);
+    req = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    cordon_error_init(&err);
+    cr_expect_eq(cordon_provision_json(e.ctx, req, &out, &err), CORDON_E_LIMIT, "%s", err.message);
+    cr_expect_str_eq(err.message, "metadata: 16385 bytes exceeds the limit of 16384");
+    cr_expect_null(out);
+    cr_expect_eq(record_count(&e), 0, "a record was left");
+    cr_expect_not(area_exists(&e, "refused-1"), "an execution area was left");
+    free(req);
+    free(big);
     env_close(&e);
 }
 
