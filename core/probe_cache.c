@@ -89,14 +89,15 @@ out:
  * The cache key: the provider file's content digest (a rebuilt or replaced
  * .so is verified again even with the same path, size and mtime), its
  * version, the config (which carries the image) and its image again on its
- * own line, the observer's content digest, and the version of the host's
- * judging rules (CORDON_VERIFY_JUDGE_VERSION).
+ * own line, the observer's content digest, the version of the host's
+ * judging rules (CORDON_VERIFY_JUDGE_VERSION) and DOCKER_HOST.
  */
 static int cache_key(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJSON *config,
                      char ret_key[65])
 {
     const cJSON *image = cJSON_GetObjectItemCaseSensitive(config, "image");
     char so[65], ob[65], *canon = NULL, *text = NULL;
+    const char *docker_host;
     int r;
 
     if (file_digest(ctx, p->path, so) < 0 || file_digest(ctx, ctx->observer_path, ob) < 0)
@@ -104,9 +105,12 @@ static int cache_key(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJS
     r = cordon__json_canonical(config, &canon, NULL);
     if (r < 0)
         return r;
-    if (asprintf(&text, "so sha256:%s\nversion %s\nobserver sha256:%s\nimage %s\nconfig %s\njudge %d", so,
-                 p->vt.version, ob, cJSON_IsString(image) ? image->valuestring : "-", canon,
-                 CORDON_VERIFY_JUDGE_VERSION) < 0) {
+    /* DOCKER_HOST stands in for docker.so's "socket" when its config names
+     * none: facts verified on one daemon are never reused for another. */
+    docker_host = getenv("DOCKER_HOST");
+    if (asprintf(&text, "so sha256:%s\nversion %s\nobserver sha256:%s\nimage %s\nconfig %s\njudge %d\n"
+                 "DOCKER_HOST %s", so, p->vt.version, ob, cJSON_IsString(image) ? image->valuestring : "-",
+                 canon, CORDON_VERIFY_JUDGE_VERSION, docker_host != NULL ? docker_host : "-") < 0) {
         free(canon);
         return CORDON_E_NOMEM;
     }

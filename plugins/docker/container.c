@@ -17,6 +17,7 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/sandbox.h>
 #include <cordon/sdk/spec.h>
+#include <cordon/text.h>
 #include "plugins/docker/docker.h"
 
 #define DK_REMOVE_WAIT_MS 30000u
@@ -39,6 +40,7 @@ int dk__state_parse(const struct cordon_resource *res, const char *json, bool fu
 {
     struct dk_state st = { 0 };
     struct cordon_spec_state kept;
+    const cJSON *socket;
     uint64_t v;
     int r;
 
@@ -58,6 +60,18 @@ int dk__state_parse(const struct cordon_resource *res, const char *json, bool fu
     if (!dk__hex64(st.container_id)) {
         r = cordon_error_set(err, CORDON_E_INVALID, 0,
                              "state.container_id: must be 64 lowercase hex digits");
+        goto out;
+    }
+    /* The daemon the execution lives on: another one (a config or a
+     * DOCKER_HOST that changed since) would answer "no such container",
+     * which terminate would take for gone while the sandbox runs on. */
+    socket = cJSON_GetObjectItemCaseSensitive(st.doc, "socket");
+    if (socket != NULL && (!cJSON_IsString(socket) || strcmp(socket->valuestring, res->cfg.socket) != 0)) {
+        r = cordon_error_set(err, CORDON_E_UNAVAILABLE, 0,
+                             "state.socket: the execution lives on the daemon at %.*s; this "
+                             "provider reaches %s (the config's socket, else DOCKER_HOST)",
+                             cJSON_IsString(socket) ? cordon_text_fit(socket->valuestring, 120) : 1,
+                             cJSON_IsString(socket) ? socket->valuestring : "?", res->cfg.socket);
         goto out;
     }
     if (!full)
@@ -274,6 +288,7 @@ static char *state_build(const struct cordon_resource *res, const struct dk_spec
     if (st != NULL && cJSON_AddStringToObject(st, "execution_id", sp->in.execution_id) &&
         cJSON_AddStringToObject(st, "container_id", container_id) &&
         cJSON_AddStringToObject(st, "container_name", name) &&
+        cJSON_AddStringToObject(st, "socket", res->cfg.socket) &&
         cJSON_AddStringToObject(st, "image", sp->image) &&
         cJSON_AddNumberToObject(st, "uid", (double)sp->uid) &&
         cJSON_AddNumberToObject(st, "gid", (double)sp->gid) &&

@@ -1506,6 +1506,35 @@ Test(docker, workspace_env_directories_belong_to_the_sandbox_user)
     cordon_exec_outcome_clear(&o);
 }
 
+/* An execution's state names the daemon it was made on: a provider that
+ * reaches the same daemon by another socket path (as one would reach
+ * another daemon) refuses to act on it, where "no such container" would
+ * have read as gone; the right provider then ends it. */
+Test(docker, a_state_made_on_another_socket_is_refused_not_taken_for_gone)
+{
+    struct cordon_resource *other = NULL;
+    struct cordon_exec_outcome o;
+    char link[600], config[900];
+    const char *state;
+
+    need_daemon();
+    state = provision_default("code");
+    snprintf(link, sizeof(link), "%s/another.sock", tmp);
+    cr_assert_eq(symlink(socket_path, link), 0, "%s: %s", link, strerror(errno));
+    snprintf(config, sizeof(config), "{\"image\": \"%s\", \"socket\": \"%s\"}", minimal, link);
+    cr_assert_eq(vt.ensure(&host, config, &other, &err), 0, "ensure(%s): %s", config, err.message);
+    cr_expect_eq(vt.terminate(other, state, &err), CORDON_E_UNAVAILABLE, "terminate through %s", link);
+    cr_expect_neq(strstr(err.message, "state.socket"), NULL, "%s", err.message);
+    cr_expect_neq(strstr(err.message, link), NULL, "the message names the socket reached: %s",
+                  err.message);
+    cr_expect(container_exists(container_of(state)), "the refused terminate removed the container");
+    vt.release(other, &err);
+    /* The provider that made it still reaches it. */
+    sh(state, "echo still", &o);
+    cr_expect_eq(o.exit_code, 0);
+    cordon_exec_outcome_clear(&o);
+}
+
 Test(docker, list_executions_names_what_this_host_holds)
 {
     char *listed = NULL, id[80];

@@ -595,6 +595,32 @@ Test(verify, cli_provision_refuses_the_pretender_at_any_isolation)
 
 /* Facts judged by other rules than this host's (an older judge version,
  * left in the cache) are not used: the host judges them again. */
+/* DOCKER_HOST stands in for docker.so's socket: facts verified while it
+ * named one daemon are not taken from the cache when it names another. */
+Test(verify, a_changed_docker_host_is_verified_again)
+{
+    struct probed pr;
+    struct cordon_error err;
+    cJSON *config = cJSON_CreateObject(), *facts = NULL;
+    bool cached = false;
+
+    unsetenv("DOCKER_HOST");
+    probe(&pr, "trusted-local", NULL);
+    cr_assert_not(pr.cached);
+    pr.ctx->fresh = false;
+    cordon_error_init(&err);
+    cr_assert_eq(cordon__probe_full(pr.ctx, pr.p, config, &facts, &cached, &err), 0, "%s", err.message);
+    cr_assert(cached, "the same environment's facts come from the cache");
+    cJSON_Delete(facts);
+    setenv("DOCKER_HOST", "unix:///run/another-daemon.sock", 1);
+    cr_assert_eq(cordon__probe_full(pr.ctx, pr.p, config, &facts, &cached, &err), 0, "%s", err.message);
+    cr_expect_not(cached, "facts verified with another DOCKER_HOST were reused");
+    cJSON_Delete(facts);
+    unsetenv("DOCKER_HOST");
+    cJSON_Delete(config);
+    probed_clear(&pr);
+}
+
 Test(verify, cached_facts_of_another_judge_version_are_judged_again)
 {
     struct probed pr;
