@@ -12,6 +12,7 @@
 
 #include <cordon/sdk/facts.h>
 #include "sdk/facts-validate.h"
+#include "sdk/json-internal.h"
 #include <cordon/sdk/fs.h>
 #include "core/canonical.h"
 #include "core/probe_cache.h"
@@ -202,7 +203,10 @@ static int call_probe(struct cordon_ctx *ctx, struct cordon__loaded *p, const cJ
         if (r < 0)
             goto out;
     } else {
-        *ret_facts = cJSON_Parse(facts_text);
+        /* An availability answer is bounded like the full facts. */
+        r = cordon__json_parse("probe facts", facts_text, CORDON_FACTS_MAX_BYTES, ret_facts, err);
+        if (r < 0)
+            goto out;
     }
     if (*ret_facts == NULL || !cJSON_IsObject(*ret_facts)) {
         cJSON_Delete(*ret_facts);
@@ -270,7 +274,8 @@ int cordon__probe_availability(struct cordon_ctx *ctx, struct cordon__loaded *p,
         return r;
     reason = cJSON_GetObjectItemCaseSensitive(facts, "reason");
     *ret_available = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "available"));
-    *ret_reason = strdup(cJSON_IsString(reason) ? reason->valuestring : "");
+    /* The reason is said in one line of a skip: a bounded copy. */
+    *ret_reason = strndup(cJSON_IsString(reason) ? reason->valuestring : "", 512);
     cJSON_Delete(facts);
     return 0;
 }
