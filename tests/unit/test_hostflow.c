@@ -900,8 +900,9 @@ Test(hostflow, gc_removes_the_canaries_of_dead_observations_only)
     cr_expect_neq(access(dead, F_OK), 0, "gc left %s", dead);
     cr_expect_eq(access(live, F_OK), 0, "gc removed a live observation's %s", live);
     cr_expect_eq(access(foreign, F_OK), 0, "gc removed another pid namespace's %s", foreign);
+    /* The count is this gc's: another test's gc, running beside this one,
+     * may have swept the same directory first. */
     cr_expect_neq(strstr(out, "\"canaries_removed\":"), NULL, "%s", out);
-    cr_expect_null(strstr(out, "\"canaries_removed\":0"), "%s", out);
     free(out);
     rmdir(live);
     rmdir(foreign);
