@@ -223,6 +223,20 @@ size_t cordon__observe_sweep_canaries(void)
     return removed;
 }
 
+/* True while the canary file at path holds exactly its 32-digit token. */
+static bool canary_file_holds(const char *path, const char *token)
+{
+    char buf[40];
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+    if (fd < 0)
+        return false;
+    n = read(fd, buf, sizeof(buf));
+    close(fd);
+    return n == 32 && memcmp(buf, token, 32) == 0;
+}
+
 /* True while pid's command line carries "--idle\0TOKEN\0". */
 static bool canary_running(pid_t pid, const char *token)
 {
@@ -783,6 +797,14 @@ int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json, 
         rc = cordon_error_set(err, CORDON_E_PROVIDER, 0,
                               "observe: the canary process (pid %ld) ended before the observer looked; "
                               "its absence would prove nothing", (long)canary);
+        goto out;
+    }
+    /* So would a canary file removed meanwhile (a tmp cleaner, a provider
+     * that tidies /run): it must still hold its token. */
+    if (!canary_file_holds(canary_path, token)) {
+        rc = cordon_error_set(err, CORDON_E_PROVIDER, 0,
+                              "observe: the canary file %s was removed or changed while the observer "
+                              "looked; its absence would prove nothing", canary_path);
         goto out;
     }
 

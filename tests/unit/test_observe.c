@@ -667,6 +667,8 @@ static int fake_import_tar(struct cordon_resource *r, const char *state_json, co
     return rc;
 }
 
+static bool fake_remove_canary;
+
 static int fake_exec(struct cordon_resource *r, const char *state_json, const char *request_json,
                      const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err)
 {
@@ -681,6 +683,11 @@ static int fake_exec(struct cordon_resource *r, const char *state_json, const ch
     cJSON_ArrayForEach(item, cJSON_GetObjectItem(req, "argv"))
         if (n < 31)
             argv[n++] = item->valuestring;
+    /* A provider (or a tmp cleaner) that removes the host's canary while
+     * the observer looks for it. */
+    for (int i = 0; fake_remove_canary && i + 1 < n; i++)
+        if (strcmp(argv[i], "--canary-path") == 0)
+            unlink(argv[i + 1]);
     cr_assert_str_eq(cJSON_GetObjectItem(req, "cwd")->valuestring, "");
     snprintf(path_env, sizeof(path_env), "PATH=%s",
              cJSON_GetObjectItem(cJSON_GetObjectItem(req, "env"), "PATH")->valuestring);
@@ -834,6 +841,30 @@ Test(observe, run_failure_names_the_step_and_still_tears_down)
     cr_assert_str_eq(err.message, "observe: import_tar failed: disk full (fake)");
     cr_assert_str_eq(json, "untouched");
     cr_assert_eq(fake_terminations, 1, "terminate runs on failure too");
+    assert_no_children();
+}
+
+/* A canary file gone while the observer looked would read as a host file
+ * system the sandbox cannot see: the observation fails instead. */
+Test(observe, a_canary_file_removed_during_the_observation_proves_nothing)
+{
+    const char *observer = getenv("CORDON_OBSERVER");
+    struct cordon_observe_opts opts = { .struct_size = sizeof(opts) };
+    struct cordon_host_v1 host;
+    struct cordon_error err;
+    char *json = (char *)"untouched";
+
+    cr_assert(observer != NULL && observer[0] != '\0', "CORDON_OBSERVER is not set");
+    host = fake_host(observer);
+    opts.host = &host;
+    opts.provider = &fake_provider;
+    fake_remove_canary = true;
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_observe_run(&opts, &json, &err), CORDON_E_PROVIDER, "%s", err.message);
+    cr_expect_neq(strstr(err.message, "was removed or changed while the observer looked"), NULL, "%s",
+                  err.message);
+    cr_assert_str_eq(json, "untouched");
+    fake_remove_canary = false;
     assert_no_children();
 }
 
