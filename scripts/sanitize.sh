@@ -34,12 +34,7 @@ mkdir -p "$reports"
 chmod 1777 "$reports"   # a provider may run a sanitized helper as another user
 # detect_leaks is on by default on x86_64; said here so that it stays on.
 # abort_on_error=0 and the default exit code let a test see a failing child.
-# detect_stack_use_after_return is off: its fake stacks are mapped lazily,
-# and a runner's child that maps one after its RLIMIT_DATA is set (between
-# fork and exec) dies with "Failed to mmap" while still holding the
-# parent's descriptors (seen once in a rehearsal: the kill -9 test's record
-# stayed locked, its sandbox left behind).
-export ASAN_OPTIONS="detect_leaks=1:log_path=$reports/asan:strict_string_checks=1:detect_stack_use_after_return=0"
+export ASAN_OPTIONS="detect_leaks=1:log_path=$reports/asan:strict_string_checks=1:detect_stack_use_after_return=1"
 export LSAN_OPTIONS="suppressions=$top/tests/sanitizers/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:log_path=$reports/ubsan"
 # The unit suite whole: tests/unit/unit.sh (what make check runs) and
