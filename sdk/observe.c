@@ -35,6 +35,7 @@
 #include "sdk/boundary.h"
 #include "sdk/compare.h"
 #include "sdk/drive.h"
+#include "sdk/fs-internal.h"
 #include "sdk/observe-internal.h"
 
 #define OBSERVE_TIMEOUT_MS 20000u
@@ -227,14 +228,8 @@ size_t cordon__observe_sweep_canaries(void)
 static bool canary_file_holds(const char *path, const char *token)
 {
     char buf[40];
-    ssize_t n;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
-    if (fd < 0)
-        return false;
-    n = read(fd, buf, sizeof(buf));
-    close(fd);
-    return n == 32 && memcmp(buf, token, 32) == 0;
+    return cordon__fs_read_small(AT_FDCWD, path, buf, sizeof(buf)) == 32 && memcmp(buf, token, 32) == 0;
 }
 
 /* True while pid's command line carries "--idle\0TOKEN\0". */
