@@ -12,6 +12,7 @@
 #include <linux/capability.h>
 
 #include <cordon/sdk/child.h>
+#include <cordon/sdk/runner.h>
 
 /* The highest capability number of the running kernel. */
 static int cap_last(void)
@@ -75,7 +76,7 @@ void cordon_child_plan_init(struct cordon_child_plan *plan, const struct cordon_
     plan->cap_last = cap_last();
 }
 
-int cordon_child_become(uid_t uid, gid_t gid)
+CORDON_RUNNER_CHILD int cordon_child_become(uid_t uid, gid_t gid)
 {
     /* Where the 32-bit calls exist, the plain ones take 16-bit ids. */
 #ifdef SYS_setresuid32
@@ -95,7 +96,7 @@ int cordon_child_become(uid_t uid, gid_t gid)
  * threaded host, and they touch only this task's credentials, without
  * glibc's all-threads setxid machinery.
  */
-int cordon_child_plan_apply(const struct cordon_child_plan *plan)
+CORDON_RUNNER_CHILD int cordon_child_plan_apply(const struct cordon_child_plan *plan)
 {
     struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
     struct __user_cap_data_struct data[2] = { { 0, 0, 0 }, { 0, 0, 0 } };

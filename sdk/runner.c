@@ -128,7 +128,7 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 
 /* ---- the child: async-signal-safe calls only -------------------------- */
 
-static void __attribute__((noreturn)) child_fail(int fd, int step, int errnum)
+static CORDON_RUNNER_CHILD void __attribute__((noreturn)) child_fail(int fd, int step, int errnum)
 {
     struct child_report r = { step, errnum };
     ssize_t n;
@@ -140,13 +140,13 @@ static void __attribute__((noreturn)) child_fail(int fd, int step, int errnum)
 }
 
 /* Move fd out of 0-2 so that dup2 onto 0-2 never meets itself. */
-static int raise_fd(int fd)
+static CORDON_RUNNER_CHILD int raise_fd(int fd)
 {
     return fd >= 0 && fd < 3 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : fd;
 }
 
 /* Close every fd above 2 but those of keep (ascending, each >= 3). */
-static void close_all_but(const int *keep, size_t n_keep, long max_fd)
+static CORDON_RUNNER_CHILD void close_all_but(const int *keep, size_t n_keep, long max_fd)
 {
     unsigned from = 3;
     size_t k = 0;
@@ -173,7 +173,7 @@ static void close_all_but(const int *keep, size_t n_keep, long max_fd)
     (void)from;
 }
 
-static int __attribute__((noreturn)) child_exec(void *arg)
+static CORDON_RUNNER_CHILD int __attribute__((noreturn)) child_exec(void *arg)
 {
     const struct child_plan *p = arg;
     struct sigaction dfl;

@@ -18,6 +18,7 @@
 #include <cordon/sdk/child.h>
 
 #include <cordon/sdk/json.h>
+#include <cordon/sdk/runner.h>
 #include <cordon/sdk/uid.h>
 
 #include "sdk/fs-internal.h"
@@ -329,7 +330,7 @@ int cordon_uid_give_back(const char *dir, const char *host, const char *id,
 
 /* The child of kill_all: become uid (raw syscalls: this task only, and no
  * capability is left after it) and signal every process it may. */
-static int kill_all_child(void *arg)
+static CORDON_RUNNER_CHILD int kill_all_child(void *arg)
 {
     uid_t uid = *(const uid_t *)arg;
 

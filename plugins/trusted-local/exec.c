@@ -144,7 +144,7 @@ out:
  * sdk's plan (limits, the bounding set, the uid, no_new_privs) and the
  * seccomp filter.
  */
-static int child_setup(void *arg)
+static CORDON_RUNNER_CHILD int child_setup(void *arg)
 {
     const struct child *c = arg;
     int i, r;

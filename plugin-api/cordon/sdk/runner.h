@@ -33,6 +33,24 @@ extern "C" {
  * _exits, and the run fails with CORDON_E_PROVIDER. */
 typedef int (*cordon_runner_child_fn)(void *arg);
 
+/* Put on a child_setup function and on every function of the provider's it
+ * calls. Under AddressSanitizer it leaves them uninstrumented: until
+ * execve they run on a stack of the runner's own, in memory shared with
+ * the caller, where instrumented frames would leave stale poison in the
+ * caller's shadow memory and where a limit the child has just set (a
+ * RLIMIT_DATA, say) can refuse the sanitizer's own allocations. Empty in
+ * other builds. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CORDON_RUNNER_CHILD __attribute__((no_sanitize_address))
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CORDON_RUNNER_CHILD __attribute__((no_sanitize_address))
+#endif
+#endif
+#ifndef CORDON_RUNNER_CHILD
+#define CORDON_RUNNER_CHILD
+#endif
+
 struct cordon_runner_opts {
     uint32_t struct_size;          /* sizeof(struct cordon_runner_opts) */
     const char *const *argv;       /* required, argv[0] non-empty; without '/', searched in PATH of envp */
