@@ -29,6 +29,7 @@ bool cordon__json_deeper_than(const cJSON *v, int limit)
 int cordon__json_parse(const char *field, const char *text, size_t max_bytes, cJSON **ret,
                                struct cordon_error *err)
 {
+    const char *end = NULL, *rest;
     size_t len;
     cJSON *v;
 
@@ -40,11 +41,22 @@ int cordon__json_parse(const char *field, const char *text, size_t max_bytes, cJ
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: more than %zu bytes of JSON", field,
                                 max_bytes);
     /* cJSON's own nesting limit (1000) bounds its recursion while parsing;
-     * ours is the document's shape, checked on the result. */
-    v = cJSON_ParseWithLength(text, len);
+     * ours is the document's shape, checked on the result. The position
+     * comes back through end, not cJSON's global error pointer, which
+     * another thread's parse may have moved. */
+    v = cJSON_ParseWithLengthOpts(text, len, &end, false);
     if (v == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: not valid JSON (near byte %td)", field,
-                                cJSON_GetErrorPtr() != NULL ? cJSON_GetErrorPtr() - text : (ptrdiff_t)0);
+                                end != NULL && end >= text ? end - text : (ptrdiff_t)0);
+    /* One document: after it, whitespace only. Text after a document is
+     * what a second writer, or a truncated-then-appended file, leaves. */
+    for (rest = end; rest < text + len && (*rest == ' ' || *rest == '\t' || *rest == '\r' || *rest == '\n'); rest++)
+        ;
+    if (rest < text + len) {
+        cJSON_Delete(v);
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: text after the JSON document (at byte %td)",
+                                field, rest - text);
+    }
     if (cordon__json_deeper_than(v, CORDON_JSON_MAX_DEPTH)) {
         cJSON_Delete(v);
         return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: JSON nested deeper than %d levels",

@@ -111,6 +111,40 @@ Test(json_bounded, parse_object_holds_the_depth_and_wants_an_object)
     free(fits);
 }
 
+/* One document and nothing after it but whitespace; a refusal says where. */
+Test(json_bounded, text_after_the_document_is_refused_with_its_offset)
+{
+    static const struct {
+        const char *text;
+        int code;
+        const char *message;
+    } cases[] = {
+        { "{\"a\":1}", 0, NULL },
+        { " {\"a\":1} \n\t\r\n", 0, NULL },
+        { "{\"a\":1}x", CORDON_E_INVALID, "doc: text after the JSON document (at byte 7)" },
+        { "{\"a\":1}\n{\"b\":2}\n", CORDON_E_INVALID, "doc: text after the JSON document (at byte 8)" },
+        { "[1] [2]", CORDON_E_INVALID, "doc: text after the JSON document (at byte 4)" },
+        { "{\"a\":}", CORDON_E_INVALID, "doc: not valid JSON (near byte 5)" },
+    };
+    struct cordon_error err;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *v = NULL;
+        int r;
+
+        cordon_error_init(&err);
+        r = cordon__json_parse("doc", cases[i].text, 1024, &v, &err);
+        cr_assert_eq(r, cases[i].code, "%zu: %d (%s)", i, r, err.message);
+        if (cases[i].code == 0) {
+            cr_assert_not_null(v);
+        } else {
+            cr_assert_null(v);
+            cr_assert_str_eq(err.message, cases[i].message);
+        }
+        cJSON_Delete(v);
+    }
+}
+
 /* What the host reads from a provider and from the sandbox goes through
  * the same bound: a provider's facts, the observer's report. */
 Test(json_bounded, provider_facts_and_the_observers_report_hold_the_depth)
