@@ -287,6 +287,43 @@ static bool reprobe(struct cordon_ctx *ctx, const struct cordon__candidate *cand
     return false;
 }
 
+/* None could be used: the refusal names each candidate's skip (reason and
+ * the start of its detail), so that a missing image, a wrong digest, an
+ * unknown provider and a provider below the isolation asked for read
+ * apart; meta.probes keeps the whole of each. */
+static int refuse_all(cJSON *const *records, size_t n, struct cordon_error *err)
+{
+    char msg[sizeof(err->message)];
+    size_t used, room;
+
+    used = (size_t)snprintf(msg, sizeof(msg), "provider_unavailable: none of %zu candidate(s) could be used", n);
+    /* Each candidate gets an equal share of what is left, at least 48 bytes. */
+    room = n > 0 ? (sizeof(msg) - used) / n : 0;
+    if (room < 48)
+        room = 48;
+    for (size_t i = 0; i < n && used + 1 < sizeof(msg); i++) {
+        const cJSON *skip = cJSON_GetObjectItemCaseSensitive(records[i], "skip");
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(records[i], "provider_id"));
+        const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "reason"));
+        const char *detail = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(skip, "detail"));
+        char part[sizeof(msg)];
+        int w;
+
+        w = snprintf(part, sizeof(part), "%s %.*s: %s%s%s", i == 0 ? ":" : ";",
+                     cordon_text_fit(id != NULL ? id : "?", CORDON_PROVIDER_ID_MAX), id != NULL ? id : "?",
+                     reason != NULL ? reason : "not considered", detail != NULL && detail[0] ? ": " : "",
+                     detail != NULL ? detail : "");
+        if (w < 0)
+            break;
+        /* Cut to the share, never inside a UTF-8 sequence. */
+        w = cordon_text_fit(part, room < sizeof(msg) - 1 - used ? room : sizeof(msg) - 1 - used);
+        memcpy(msg + used, part, (size_t)w);
+        used += (size_t)w;
+        msg[used] = '\0';
+    }
+    return cordon_error_set(err, CORDON_E_PROVIDER_UNAVAILABLE, 0, "%s", msg);
+}
+
 int cordon__select(struct cordon_ctx *ctx, const struct cordon__candidate *cands, size_t n,
                    const struct cordon__select_opts *opts, struct cordon__selection *ret,
                    cJSON **ret_probes, struct cordon_error *err)
@@ -351,9 +388,7 @@ int cordon__select(struct cordon_ctx *ctx, const struct cordon__candidate *cands
             cJSON_AddNullToObject(records[i], "skip");
     }
     if (chosen == n) {
-        r = cordon_error_set(err, CORDON_E_PROVIDER_UNAVAILABLE, 0,
-                             "provider_unavailable: none of %zu candidate(s) could be used; "
-                             "see meta.probes for each one's skip reason", n);
+        r = refuse_all(records, n, err);
         goto out;
     }
     memset(ret, 0, sizeof(*ret));

@@ -255,6 +255,39 @@ Test(select, unavailable_and_kind_unsupported)
     cr_expect_str_eq(skip_reason(&fx, 0), "unavailable");
     cr_expect_str_eq(cJSON_GetObjectItem(skip_of(&fx, 0), "detail")->valuestring, "daemon not reachable");
     cr_expect_str_eq(skip_reason(&fx, 1), "kind_unsupported");
+    /* The refusal itself says why each one was passed over. */
+    cr_expect(strncmp(fx.err.message,
+                      "provider_unavailable: none of 2 candidate(s) could be used: "
+                      "synthetic: unavailable: daemon not reachable; synthetic: kind_unsupported",
+                      strlen("provider_unavailable: none of 2 candidate(s) could be used: "
+                             "synthetic: unavailable: daemon not reachable; synthetic: kind_unsupported")) == 0,
+              "%s", fx.err.message);
+    done(&fx);
+}
+
+/* Three candidates with long reasons: each keeps a share of the message,
+ * so the last one's reason is still read. */
+Test(select, a_refusal_names_every_candidates_reason_within_the_message)
+{
+    struct fixture fx;
+    cJSON *f[3];
+    char detail[700];
+    int seen;
+
+    memset(detail, 'x', sizeof(detail) - 1);
+    detail[sizeof(detail) - 1] = '\0';
+    for (int i = 0; i < 3; i++) {
+        f[i] = facts("1111", "isolated", "3.11.2");
+        cJSON_ReplaceItemInObject(f[i], "available", cJSON_CreateFalse());
+        cJSON_ReplaceItemInObject(f[i], "reason", cJSON_CreateString(detail));
+    }
+    cr_expect_eq(run_select(&fx, list_of(candidate(f[0], NULL), candidate(f[1], NULL), candidate(f[2], NULL)),
+                            CORDON_ISOLATION_NONE, NULL, NULL), CORDON_E_PROVIDER_UNAVAILABLE);
+    seen = 0;
+    for (const char *at = strstr(fx.err.message, "synthetic: unavailable: xxx"); at != NULL;
+         at = strstr(at + 1, "synthetic: unavailable: xxx"))
+        seen++;
+    cr_expect_eq(seen, 3, "%s", fx.err.message);
     done(&fx);
 }
 
