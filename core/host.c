@@ -286,6 +286,11 @@ out:
     return h != NULL ? &h->host : NULL;
 }
 
+const char *cordon_version(void)
+{
+    return PACKAGE_VERSION;
+}
+
 int cordon_ctx_new(const struct cordon_ctx_opts *opts, struct cordon_ctx **ret_ctx,
                    struct cordon_error *err)
 {

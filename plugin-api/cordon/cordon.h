@@ -128,6 +128,11 @@ CORDON_EXTERN int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct
  * "signaled" 128+N). */
 CORDON_EXTERN int cordon_exec_exit_status(const char *result_json);
 
+/* This library's release, "MAJOR.MINOR.PATCH" (the package's version, not
+ * the soname's): a binding built for one release checks that the library
+ * it loaded is at least that release. Static storage; never NULL. */
+CORDON_EXTERN const char *cordon_version(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,30 @@ except ImportError:  # a source tree: make generates _build.py at install time
     _build = None
 
 SONAME = getattr(_build, "SONAME", "libcordon.so.0")
+# The release this binding was installed with; a source tree has none and
+# wants only a library that can say its version.
+VERSION = getattr(_build, "VERSION", None)
+
+
+def _release(text):
+    """'1.2.3' -> (1, 2, 3); None when text is not of that form."""
+    try:
+        parts = tuple(int(p) for p in text.split("."))
+    except (AttributeError, ValueError):
+        return None
+    return parts if len(parts) == 3 else None
+
+
+def _too_old(lib):
+    """Why lib is older than this binding, or None when it is not."""
+    if not hasattr(lib, "cordon_version"):
+        return "it is older than cordon_version(), the binding wants %s" % (VERSION or "0.1.0")
+    lib.cordon_version.argtypes = []
+    lib.cordon_version.restype = ctypes.c_char_p
+    have = lib.cordon_version().decode("utf-8", "replace")
+    if VERSION is not None and (_release(have) is None or _release(have) < _release(VERSION)):
+        return "it is release %s, the binding is %s" % (have, VERSION)
+    return None
 
 
 class CordonErrorStruct(ctypes.Structure):
@@ -66,6 +90,10 @@ def load():
             continue
         if not hasattr(lib, "cordon_run_json") or not hasattr(lib, "cordon_free"):
             tried.append("%s (not libcordon: no cordon_run_json or cordon_free)" % name)
+            continue
+        old = _too_old(lib)
+        if old is not None:
+            tried.append("%s (%s)" % (name, old))
             continue
         _declare(lib)
         return lib

@@ -59,6 +59,23 @@ class Loading(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn("not libcordon", err)
 
+    def test_an_older_library_is_refused_naming_both_releases(self):
+        # The installed library against a binding that says it is newer.
+        lib = cordon._lib.ctypes.CDLL(cordon.library)
+        self.assertIsNone(cordon._lib._too_old(lib))
+        have = lib.cordon_version().decode()
+        self.assertRegex(have, r"^[0-9]+\.[0-9]+\.[0-9]+$")
+        if cordon._lib.VERSION is not None:
+            self.assertEqual(have, cordon._lib.VERSION)
+        saved = cordon._lib.VERSION
+        try:
+            cordon._lib.VERSION = "999.0.0"
+            self.assertEqual(cordon._lib._too_old(lib), "it is release %s, the binding is 999.0.0" % have)
+        finally:
+            cordon._lib.VERSION = saved
+        # A library from before cordon_version() (libc stands in for one).
+        self.assertIn("older than cordon_version()", cordon._lib._too_old(cordon._lib.ctypes.CDLL("libc.so.6")))
+
     def test_loaded_by_its_soname_from_the_installed_libdir(self):
         self.assertRegex(os.path.basename(cordon.library), r"^libcordon\.so\.[0-9]+$")
         build = getattr(cordon._lib, "_build", None)
