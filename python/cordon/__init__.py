@@ -37,6 +37,7 @@ __all__ = [
     "AbiMismatch", "AlreadyExists", "Busy", "Cancelled", "CheckpointInvalid", "CheckpointNotFound",
     "Denied", "InvalidInput", "IOFailure", "LimitExceeded", "NotFound", "OutOfMemory",
     "ProviderError", "ProviderUnavailable", "Timeout", "UnsafePath", "Unavailable", "Unsupported",
+    "Sandbox", "AsyncSandbox", "CommandResult", "CommandExitError",
 ]
 
 _LIB = _lib.load()
@@ -400,3 +401,7 @@ def providers():
 
 def probe(ids=None, config=None):
     return _default().probe(ids, config)
+
+
+# The Sandbox object is built on Cordon, defined above.
+from .sandbox import AsyncSandbox, CommandExitError, CommandResult, Sandbox  # noqa: E402

@@ -327,6 +327,114 @@ class Runc(StateDir):
         self.assertFalse(self.c.terminate("py-runc-1")["already_gone"])
 
 
+SBX_TL = {"provider": "trusted-local", "allow_unsafe_local": True, "isolation": "none"}
+
+
+class SandboxObject(StateDir):
+    """cordon.Sandbox: e2b's names over one execution. The tests share one
+    state directory, so that the host verifies each provider once (its
+    probe cache), not once per test."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.shared = tempfile.mkdtemp(prefix="cordon-pytest.")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.shared, ignore_errors=True)
+
+    def setUp(self):
+        self.state = self.shared
+        self.c = cordon.Cordon(state_dir=self.state)
+
+    def tearDown(self):
+        for e in self.c.ls()["executions"]:
+            self.c.terminate(e["execution_id"])
+        self.c.close()
+
+    def sandbox(self, **kw):
+        return cordon.Sandbox.create(state_dir=self.state, **dict(SBX_TL, **kw))
+
+    def test_commands_keep_the_workspace_and_errors_are_typed(self):
+        with self.sandbox(timeout=120, limits={"pids": 64}) as sbx:
+            self.assertRegex(sbx.sandbox_id, r"^[A-Za-z0-9]")
+            rec = [e for e in self.c.ls()["executions"] if e["execution_id"] == sbx.sandbox_id][0]
+            self.assertEqual(rec["resources"]["pids"], 64)
+            self.assertEqual(rec["resources"]["runtime_ms"], 120000)
+            self.assertEqual(rec["resources"]["memory_bytes"], cordon.sandbox.DEFAULT_LIMITS["memory_bytes"])
+            self.assertIsNone(sbx.commands.run("echo hi > note.txt").error)
+            r = sbx.commands.run(["cat", "note.txt"])
+            self.assertEqual((r.stdout, r.exit_code, r.status), ("hi\n", 0, "exited"))
+            self.assertEqual(sbx.commands.run("cat", stdin=b"in\n").stdout, "in\n")
+            self.assertEqual(sbx.commands.run("echo $A", envs={"A": "x"}).stdout, "x\n")
+            with self.assertRaises(cordon.CommandExitError) as e:
+                sbx.commands.run("echo oops >&2; exit 3")
+            self.assertEqual((e.exception.exit_code, e.exception.stderr), (3, "oops\n"))
+            self.assertIn("exit code 3: oops", str(e.exception))
+            self.assertTrue(sbx.is_running())
+            with self.assertRaises(ValueError):
+                sbx.commands.run("true", timeout=0)
+            with self.assertRaises(cordon.Timeout) as t:
+                sbx.commands.run("sleep 30", timeout=0.5)
+            self.assertEqual(t.exception.command_result.status, "timeout")
+            sid = sbx.sandbox_id
+        # The with block killed it.
+        self.assertNotIn(sid, [e["execution_id"] for e in self.c.ls()["executions"]])
+
+    def test_commands_from_several_threads(self):
+        # Each thread has a context of its own; the host runs one command
+        # of an execution at a time (its record is locked for the exec).
+        sbx = self.sandbox()
+        try:
+            out = {}
+
+            def body(i):
+                try:
+                    out[i] = sbx.commands.run("echo %d" % i, timeout=30).stdout
+                except Exception as e:  # reported below
+                    out[i] = e
+            ts = [threading.Thread(target=body, args=(i,)) for i in range(3)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            self.assertEqual(out, {0: "0\n", 1: "1\n", 2: "2\n"})
+        finally:
+            self.assertTrue(sbx.kill())
+        self.assertFalse(cordon.Sandbox(sbx.sandbox_id, state_dir=self.state).kill())
+
+    def test_connect_checkpoint_and_restore(self):
+        with self.sandbox() as sbx:
+            sbx.commands.run("echo kept > k.txt")
+            again = cordon.Sandbox.connect(sbx.sandbox_id, state_dir=self.state)
+            self.assertEqual(again.commands.run("cat k.txt").stdout, "kept\n")
+            ck = sbx.checkpoint({"by": "sandbox"})
+            with cordon.Sandbox.restore(ck, state_dir=self.state, allow_unsafe_local=True,
+                                        isolation="none") as back:
+                self.assertNotEqual(back.sandbox_id, sbx.sandbox_id)
+                self.assertEqual(back.commands.run("cat k.txt").stdout, "kept\n")
+        with self.assertRaises(cordon.NotFound):
+            cordon.Sandbox.connect("no-such-sandbox", state_dir=self.state)
+
+    def test_async_sandbox(self):
+        import asyncio
+
+        async def body():
+            async with await cordon.AsyncSandbox.create(state_dir=self.state, **SBX_TL) as sbx:
+                rs = await asyncio.gather(sbx.commands.run("echo one"), sbx.commands.run("echo two"))
+                self.assertTrue(await sbx.is_running())
+                return [r.stdout for r in rs]
+        self.assertEqual(asyncio.run(body()), ["one\n", "two\n"])
+        self.assertEqual(self.c.ls()["executions"], [])
+
+    @unittest.skipUnless(ROOT and RUNC_IMAGE, "runc needs root and $CORDON_RUNC_IMAGE (tar@sha256:digest)")
+    def test_a_runc_sandbox_is_isolated_as_the_host_observed(self):
+        with cordon.Sandbox.create(provider="runc", image=RUNC_IMAGE, state_dir=self.state) as sbx:
+            self.assertEqual(sbx.commands.run(["python3", "-c", "print(6 * 7)"]).stdout, "42\n")
+            self.assertEqual((sbx.info["verdict"]["isolation_requested"], sbx.info["verdict"]["status"]),
+                             ("required", "verified"))
+
+
 ADAPTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
                        "python-adapter")
 
