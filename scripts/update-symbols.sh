@@ -29,8 +29,10 @@ for pkg in libcordon0:libcordon-dev libcordon-sdk1:libcordon-sdk-dev; do
   # -O reads a file that exists as the basis of the new one: start afresh.
   rm -f "$top/debian/$pkg.symbols"
   (cd "$tree" && dpkg-gensymbols -q -p"$pkg" -P"debian/$pkg" -v"$version" -c0 -O"$top/debian/$pkg.symbols")
-  # The -dev package whose Build-Depends a dependent package's version comes from.
-  sed -i "1a * Build-Depends-Package: $dev" "$top/debian/$pkg.symbols"
+  # The -dev package whose Build-Depends a dependent package's version comes
+  # from; a tree built with the current files (--from) already names it.
+  grep -q '^\* Build-Depends-Package:' "$top/debian/$pkg.symbols" ||
+    sed -i "1a * Build-Depends-Package: $dev" "$top/debian/$pkg.symbols"
   echo "debian/$pkg.symbols: $(grep -c '^ ' "$top/debian/$pkg.symbols") symbols"
 done
 git -C "$top" diff --stat -- debian/*.symbols || true
