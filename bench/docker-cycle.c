@@ -26,7 +26,7 @@
 
 #include <cordon/provider.h>
 #include "core/abi.h"
-#include "sdk/drive.h"
+#include "core/drive.h"
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/tar.h>
 

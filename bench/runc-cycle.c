@@ -32,7 +32,7 @@
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
 #include "core/abi.h"
-#include "sdk/drive.h"
+#include "core/drive.h"
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/runner.h>

@@ -18,7 +18,7 @@
 
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/tar.h>
-#include "sdk/proc-status.h"
+#include "core/observe/proc-status.h"
 #include "contract/contract.h"
 
 Test(contract, attack_host_canary_file_stays_unreadable)

@@ -4,7 +4,7 @@
  * main() (contract.c) turns the command line into environment variables,
  * because Criterion runs every test in a worker process that does not run
  * main() again. Each test then loads the provider itself, with a fresh
- * host state directory, through the same sdk calls the host uses
+ * host state directory, through the same calls the host uses
  * (cordon__provider_load, cordon__drive_exec, cordon_observe_run), so that
  * what passes here behaves the same way under the host.
  *

@@ -21,10 +21,10 @@
 #include <criterion/logging.h>
 
 #include "core/abi.h"
-#include "sdk/drive.h"
+#include "core/drive.h"
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
-#include <cordon/sdk/observe.h>
+#include "core/observe/observe.h"
 #include <cordon/sdk/request.h>
 #include <cordon/sdk/spec.h>
 #include <cordon/sdk/tar.h>

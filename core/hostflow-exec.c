@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sdk/drive.h"
+#include "core/drive.h"
 #include <cordon/sdk/capture.h>
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/request.h>

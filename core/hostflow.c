@@ -18,7 +18,7 @@
 #include "core/pool.h"
 #include "core/record.h"
 #include "core/run.h"
-#include "sdk/observe-internal.h"
+#include "core/observe/observe-internal.h"
 
 /* The limits rec was provisioned with, read as every resources object is
  * (once, into a struct): a record whose resources no longer read so is

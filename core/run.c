@@ -17,7 +17,7 @@
 #include <linux/magic.h>
 #include <unistd.h>
 
-#include "sdk/drive.h"
+#include "core/drive.h"
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>

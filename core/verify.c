@@ -7,7 +7,7 @@
 #include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/fs.h>
-#include <cordon/sdk/observe.h>
+#include "core/observe/observe.h"
 #include <cordon/text.h>
 #include "core/loader.h"
 #include "core/verify.h"

@@ -17,7 +17,7 @@
 #define CORDON_VERIFIED_BY "cordon-host"
 
 /* The version of the host's judging rules (the limit checks' thresholds
- * and words, sdk/observe-limits.c; the merge below): part of the probe
+ * and words, core/observe/observe-limits.c; the merge below): part of the probe
  * cache's key and of every verification record, so that facts judged by
  * older rules are judged again. Bump it with any change to those rules. */
 #define CORDON_VERIFY_JUDGE_VERSION 3   /* 3: toolchains are the host's finding */

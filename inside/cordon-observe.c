@@ -12,7 +12,7 @@
  *
  * The first form prints one JSON object ("report_version": 1) on stdout and
  * exits 0; it never judges anything: the host compares the report with its
- * own view (sdk/observe.c). The second form only sleeps; the host starts it
+ * own view (core/observe/observe.c). The second form only sleeps; the host starts it
  * as its canary process, so that /proc/<pid>/cmdline names TOKEN. The
  * third plays a hostile program for the contract suite: it takes a write
  * lease on FILE (made if missing) with SIGIO ignored, prints "lease held"

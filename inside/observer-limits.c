@@ -2,7 +2,7 @@
  * cordon-observe --limits and --flood: the observer's half of the host's
  * limit checks (docs/observation.md, "Limits"). Like the rest of the
  * observer it never judges: it reports how far each attempt got and why it
- * stopped, and the host decides (sdk/observe-limits.c).
+ * stopped, and the host decides (core/observe/observe-limits.c).
  *
  *   cordon-observe --limits --host-ns STR --disk BYTES --memory BYTES
  *                  --pids N --cpus-milli N

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "inside/observer.h"
-#include "sdk/proc-status.h"
+#include "core/observe/proc-status.h"
 
 #define CAP_PROBE_MAX 64
 

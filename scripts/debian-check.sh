@@ -195,7 +195,7 @@ install_debs() { # package names, from /debs (apt takes our own dependencies fro
 echo 'print("hello from the Debian packages")' >"$root/tmp/main.py"
 
 echo "== (a) cordon and cordon-provider-trusted-local alone"
-check "(a) cordon and cordon-provider-trusted-local install" install_debs libcordon-sdk0 cordon cordon-provider-trusted-local
+check "(a) cordon and cordon-provider-trusted-local install" install_debs libcordon-sdk1 cordon cordon-provider-trusted-local
 in_root cordon providers >"$work/providers.out" 2>&1
 cat "$work/providers.out"
 check "(a) cordon providers lists trusted-local only" \
@@ -361,7 +361,7 @@ root=$work/droot   # from here on in_root and install_debs act on this root
 check "(h) a clean root with docker.io" prepare_root "$dbase"
 # shellcheck disable=SC2086
 check "(h) cordon-provider-docker and the autopkgtest's Depends install" \
-  install_debs libcordon-sdk0 cordon cordon-provider-docker $tdeps
+  install_debs libcordon-sdk1 cordon cordon-provider-docker $tdeps
 dockerd_pid=$(in_root sh -c 'dockerd --host unix:///run/docker.sock --iptables=false --ip-masq=false \
   --bridge=none --log-level=warn >/var/log/cordon-dockerd.log 2>&1 </dev/null & echo $!')
 for _ in $(seq 150); do

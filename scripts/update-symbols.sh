@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate debian/libcordon0.symbols and debian/libcordon-sdk0.symbols
+# Regenerate debian/libcordon0.symbols and debian/libcordon-sdk1.symbols
 # from what the libraries export now (after a change to the exported set,
 # e.g. a linker version script). Run as root on Debian 12:
 #   scripts/update-symbols.sh             build the packages in a temporary copy first
@@ -24,13 +24,15 @@ else
   tree=$work/cordon
 fi
 version=$(cd "$tree" && dpkg-parsechangelog -S Version | sed 's/-[^-]*$//')
-for pkg in libcordon0:libcordon-dev libcordon-sdk0:libcordon-sdk-dev; do
+for pkg in libcordon0:libcordon-dev libcordon-sdk1:libcordon-sdk-dev; do
   dev=${pkg#*:} pkg=${pkg%%:*}
   # -O reads a file that exists as the basis of the new one: start afresh.
   rm -f "$top/debian/$pkg.symbols"
   (cd "$tree" && dpkg-gensymbols -q -p"$pkg" -P"debian/$pkg" -v"$version" -c0 -O"$top/debian/$pkg.symbols")
-  # The -dev package whose Build-Depends a dependent package's version comes from.
-  sed -i "1a * Build-Depends-Package: $dev" "$top/debian/$pkg.symbols"
+  # The -dev package whose Build-Depends a dependent package's version comes
+  # from; a tree built with the current files (--from) already names it.
+  grep -q '^\* Build-Depends-Package:' "$top/debian/$pkg.symbols" ||
+    sed -i "1a * Build-Depends-Package: $dev" "$top/debian/$pkg.symbols"
   echo "debian/$pkg.symbols: $(grep -c '^ ' "$top/debian/$pkg.symbols") symbols"
 done
 git -C "$top" diff --stat -- debian/*.symbols || true

@@ -8,8 +8,8 @@
 #include "fuzz.h"
 
 #include <cjson/cJSON.h>
-#include <cordon/sdk/observe.h>
-#include "sdk/compare.h"
+#include "core/observe/observe.h"
+#include "core/observe/compare.h"
 
 static const char *const axes[] = { "process_contained", "host_filesystem_restricted",
                                     "privilege_escalation_blocked", "syscalls_restricted" };

@@ -58,7 +58,7 @@
 
 #include <cordon/provider.h>
 #include "core/abi.h"
-#include "sdk/drive.h"
+#include "core/drive.h"
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>

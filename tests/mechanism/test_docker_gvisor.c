@@ -39,11 +39,11 @@
 
 #include <cordon/provider.h>
 #include "core/abi.h"
-#include "sdk/drive.h"
+#include "core/drive.h"
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
-#include <cordon/sdk/observe.h>
+#include "core/observe/observe.h"
 
 #include "tests/common/hostile-init.h"
 #include "tests/common/proc.h"

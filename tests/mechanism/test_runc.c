@@ -50,14 +50,14 @@
 
 #include <cordon/provider.h>
 #include "core/abi.h"
-#include "sdk/drive.h"
+#include "core/drive.h"
 #include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 #include "sdk/facts-validate.h"
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
-#include <cordon/sdk/observe.h>
+#include "core/observe/observe.h"
 #include <cordon/sdk/runner.h>
 #include <cordon/sdk/uid.h>
 #include <cordon/text.h>

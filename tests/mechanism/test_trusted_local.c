@@ -38,7 +38,7 @@
 #include <criterion/parameterized.h>
 
 #include <cordon/provider.h>
-#include "sdk/drive.h"
+#include "core/drive.h"
 #include <cordon/sdk/facts.h>
 #include "sdk/facts-validate.h"
 #include <cordon/sdk/fs.h>

@@ -1,4 +1,4 @@
-/* Unit tests of sdk/drive.c against a fake provider defined here. */
+/* Unit tests of core/drive.c against a fake provider defined here. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sdk/drive.h"
+#include "core/drive.h"
 #include <cordon/sdk/host.h>
 #include "tests/unit/helpers.h"
 

@@ -9,7 +9,7 @@
 
 #include <cordon/sdk/json.h>
 
-#include "sdk/compare.h"
+#include "core/observe/compare.h"
 #include "sdk/facts-validate.h"
 #include "sdk/json-internal.h"
 

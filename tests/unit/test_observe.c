@@ -1,4 +1,4 @@
-/* Unit tests of sdk/observe.c (the comparison) and of the real cordon-observe. */
+/* Unit tests of core/observe/observe.c (the comparison) and of the real cordon-observe. */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -19,8 +19,8 @@
 #include <cordon/sdk/facts.h>
 #include "sdk/facts-validate.h"
 #include <cordon/sdk/fs.h>
-#include <cordon/sdk/observe.h>
-#include "sdk/compare.h"
+#include "core/observe/observe.h"
+#include "core/observe/compare.h"
 #include <cordon/sdk/runner.h>
 #include <cordon/sdk/tar.h>
 #include "tests/unit/helpers.h"

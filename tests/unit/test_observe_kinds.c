@@ -1,6 +1,6 @@
 /*
  * Unit tests of the comparison for each kernel that can answer the
- * observer (sdk/observe.c): the host's own (namespaces), gVisor's Sentry
+ * observer (core/observe/observe.c): the host's own (namespaces), gVisor's Sentry
  * and another kernel (a virtual machine's), and of the boundary the host
  * reads from outside, including a provider that names a pid which is not
  * its sandbox's.
@@ -15,8 +15,8 @@
 #include <cjson/cJSON.h>
 
 #include <cordon/sdk/facts.h>
-#include <cordon/sdk/observe.h>
-#include "sdk/compare.h"
+#include "core/observe/observe.h"
+#include "core/observe/compare.h"
 
 /* What cordon-observe prints inside gVisor under docker's settings. */
 static const char gvisor_report[] =

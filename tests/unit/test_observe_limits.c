@@ -1,6 +1,6 @@
 /*
  * Unit tests: the host's limit checks. How the observer's --limits report
- * is judged (sdk/observe-limits.c), how the verdicts become facts and
+ * is judged (core/observe/observe-limits.c), how the verdicts become facts and
  * disproved claims (core/verify.c), and that the observer itself refuses
  * to fill, fork or allocate where its namespaces are the host's.
  */
@@ -16,7 +16,7 @@
 #include <cordon/text.h>
 
 #include "core/verify.h"
-#include "sdk/observe-internal.h"
+#include "core/observe/observe-internal.h"
 
 /* ---- judging the observer's report ----------------------------------------- */
 

@@ -49,7 +49,8 @@ CORDON_EXTERN int cordon_version_compare(const char *a, const char *b);
  * (claims and network, "observed_by": "none"), which the host then judges
  * with an observation of its own and completes with the toolchains it saw.
  * A provider built against an older header passed an observation instead
- * (the JSON of cordon_observe_run); that is still accepted. Every argument
+ * (the JSON of cordon_observe_run, which libcordon-sdk.so.0 exported and
+ * the host now runs alone); that is still accepted. Every argument
  * is borrowed; mechanism_facts_json may be NULL ("{}"). ret_json is malloc'd.
  */
 struct cordon_facts_parts {
@@ -68,7 +69,8 @@ struct cordon_facts_parts {
     char padding_2[sizeof(void *) - sizeof(bool)];
     const char *const *workspace_access_modes; /* NULL-terminated */
     const char *const *limits_enforced;     /* NULL-terminated */
-    const char *observation_json;           /* from cordon_observe_run; NULL when unavailable */
+    const char *observation_json;           /* NULL: the host observes (an observation of the
+                                               provider's own is still accepted) */
     const char *mechanism_facts_json;       /* a JSON object or NULL */
     /* Appended: a caller built against an older header passes a smaller
      * struct_size and gets no limits_enforcement. */

@@ -1,9 +1,9 @@
 /*
- * sdk (internal): what the comparison's two files share, and nothing else
- * uses: sdk/compare.c (the verdict, the checks on what the observer saw
+ * core (internal): what the comparison's two files share, and nothing else
+ * uses: core/observe/compare.c (the verdict, the checks on what the observer saw
  * inside, and cordon__observe_compare putting them together for the kernel
- * that answered) and sdk/compare-boundary.c (which kernel answered, and
- * the boundary seen from outside). sdk/compare.h is the comparison's own
+ * that answered) and core/observe/compare-boundary.c (which kernel answered, and
+ * the boundary seen from outside). core/observe/compare.h is the comparison's own
  * interface; this header is in no installed header's place and neither
  * library exports what it declares.
  */
@@ -15,7 +15,7 @@
 
 #include <cjson/cJSON.h>
 
-/* ---- sdk/compare.c ------------------------------------------------------- */
+/* ---- core/observe/compare.c -------------------------------------------- */
 
 /* The isolation axes, in the order of compare.c's axis_names. */
 enum cordon__axis { CORDON__AX_PROCESS, CORDON__AX_HOST_FS, CORDON__AX_PRIVESC, CORDON__AX_SYSCALLS, CORDON__AX_COUNT };
@@ -40,7 +40,7 @@ bool cordon__compare_get_num(const cJSON *obj, const char *key, double *ret);
 /* NULL when key is missing or not a string. */
 const char *cordon__compare_get_str(const cJSON *obj, const char *key);
 
-/* ---- sdk/compare-boundary.c ---------------------------------------------- */
+/* ---- core/observe/compare-boundary.c ----------------------------------- */
 
 /* Which kernel answered the observer, in the order of compare.c's kind_names. */
 enum cordon__kind { CORDON__KIND_NAMESPACES, CORDON__KIND_GVISOR, CORDON__KIND_VM };

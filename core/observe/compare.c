@@ -1,10 +1,10 @@
 /*
- * sdk (internal): the pure comparison of what the observer saw inside a
- * sandbox with the host's view of it (sdk/compare.h). No I/O: a function
+ * core (internal): the pure comparison of what the observer saw inside a
+ * sandbox with the host's view of it (core/observe/compare.h). No I/O: a function
  * of two JSON documents. docs/observation.md explains every check; this is
  * the code a reviewer reads hardest, so each check says why it holds.
  * Which kernel answered and the boundary seen from outside are judged in
- * sdk/compare-boundary.c (what the two share: sdk/compare-internal.h).
+ * core/observe/compare-boundary.c (what the two share: core/observe/compare-internal.h).
  */
 #include <errno.h>
 #include <stddef.h>
@@ -19,8 +19,8 @@
 #include <cordon/sdk/facts.h>
 
 #include "sdk/json-internal.h"
-#include "sdk/compare.h"
-#include "sdk/compare-internal.h"
+#include "core/observe/compare.h"
+#include "core/observe/compare-internal.h"
 
 #define MAX_JSON_BYTES (1024u * 1024u)
 

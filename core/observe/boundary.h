@@ -1,5 +1,5 @@
 /*
- * sdk (internal): the host's view of an execution from outside.
+ * core (internal): the host's view of an execution from outside.
  *
  * The observer reports from inside the sandbox; a userspace kernel such as
  * gVisor's answers it with its own view, so what confines the sandbox on

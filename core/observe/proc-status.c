@@ -1,7 +1,7 @@
-/* sdk: one field of a /proc status file (see proc-status.h). */
+/* core: one field of a /proc status file (see proc-status.h). */
 #include <string.h>
 
-#include "sdk/proc-status.h"
+#include "core/observe/proc-status.h"
 
 const char *cordon__status_value(const char *status, const char *key, char *out, size_t size)
 {

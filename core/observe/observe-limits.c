@@ -1,5 +1,5 @@
 /*
- * sdk: the host's half of the limit checks (docs/observation.md,
+ * core: the host's half of the limit checks (docs/observation.md,
  * "Limits"). The probe execution is provisioned with small limits; once
  * the observation has shown the sandbox contained, the observer runs again
  * in --limits mode (inside/observer-limits.c) and reports how far each bounded
@@ -22,7 +22,7 @@
 #include <cordon/sdk/capture.h>
 #include <cordon/text.h>
 
-#include "sdk/observe-internal.h"
+#include "core/observe/observe-internal.h"
 
 /*
  * The small limits are drawn afresh for each probe from these ranges, with

@@ -1,5 +1,5 @@
 /*
- * sdk: the observer landed in a sandbox for one observation, through the
+ * core: the observer landed in a sandbox for one observation, through the
  * provider's own import: as an ordinary file under the caller's name
  * (import_files, else a one-entry tar), its bytes the host's checked copy
  * plus random padding, or as the provider-facing .cordon/cordon-observe.
@@ -15,10 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cordon/sdk/observe.h>
+#include "core/observe/observe.h"
 #include <cordon/sdk/tar.h>
 
-#include "sdk/observe-internal.h"
+#include "core/observe/observe-internal.h"
 
 #define OBSERVER_MAX_BYTES (64u * 1024u * 1024u)
 #define OBSERVER_PAD 32   /* random bytes after a landed observer (even) */

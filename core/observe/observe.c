@@ -1,10 +1,10 @@
 /*
- * sdk: one observation of a provider's isolation, driven through the
+ * core: one observation of a provider's isolation, driven through the
  * provider's own vtable: the host's view (namespaces, a canary file, a
  * canary process), the observer landed and run exactly as user code, the
- * toolchains asked for their versions, and the comparison of sdk/compare.c
+ * toolchains asked for their versions, and the comparison of core/observe/compare.c
  * applied to what came back. docs/observation.md explains every check.
- * How the observer lands in the sandbox is sdk/observe-land.c.
+ * How the observer lands in the sandbox is core/observe/observe-land.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,15 +28,15 @@
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
-#include <cordon/sdk/observe.h>
+#include "core/observe/observe.h"
 #include <cordon/sdk/request.h>
 #include <cordon/sdk/spec.h>
 
-#include "sdk/boundary.h"
-#include "sdk/compare.h"
-#include "sdk/drive.h"
+#include "core/observe/boundary.h"
+#include "core/observe/compare.h"
+#include "core/drive.h"
 #include "sdk/fs-internal.h"
-#include "sdk/observe-internal.h"
+#include "core/observe/observe-internal.h"
 
 #define OBSERVE_TIMEOUT_MS 20000u
 #define OBSERVE_RETENTION (1024u * 1024u)

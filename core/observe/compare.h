@@ -1,10 +1,10 @@
 /*
- * sdk (internal): the pure comparison behind an observation.
+ * core (internal): the pure comparison behind an observation.
  *
- * cordon_observe_run (cordon/sdk/observe.h) calls it on what the observer
+ * cordon_observe_run (core/observe/observe.h) calls it on what the observer
  * reported; the host, cordon-contract and the tests call it directly. It
  * is the host's judgement, not a provider's tool, so it is in no installed
- * header and neither library exports it.
+ * header and no library exports it.
  */
 #ifndef CORDON_SDK_COMPARE_H
 #define CORDON_SDK_COMPARE_H

@@ -1,5 +1,5 @@
 /*
- * sdk: the host side of one exec through a provider.
+ * core: the host side of one exec through a provider.
  *
  * provider->exec runs on a thread of its own; this thread owns output and
  * time. Everything the provider's thread touches lives in one heap object
@@ -19,7 +19,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "sdk/drive.h"
+#include "core/drive.h"
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/relay.h>
 #include <cordon/sdk/request.h>

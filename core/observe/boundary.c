@@ -1,5 +1,5 @@
 /*
- * sdk: the host's view of an execution from outside (sdk/boundary.h).
+ * core: the host's view of an execution from outside (core/observe/boundary.h).
  * Everything is read from /proc through a directory fd of the process, so
  * that one process's fields cannot come from two different processes that
  * shared a pid; a process whose start time changed while we read it is
@@ -23,9 +23,9 @@
 
 #include <cordon/sdk/json.h>
 
-#include "sdk/boundary.h"
+#include "core/observe/boundary.h"
 #include "sdk/fs-internal.h"
-#include "sdk/proc-status.h"
+#include "core/observe/proc-status.h"
 
 #define ANSWER_MAX 4096u
 #define STATUS_MAX (64u * 1024u)

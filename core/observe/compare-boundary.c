@@ -1,9 +1,9 @@
 /*
- * sdk (internal): the comparison's look from outside (sdk/compare-internal.h):
+ * core (internal): the comparison's look from outside (core/observe/compare-internal.h):
  * which kernel answered the observer, whether the pids a provider names as
  * its boundary are the sandbox the host observed, and the tests every
- * process of that boundary must pass. Like sdk/compare.c, no I/O: the
- * host read /proc (sdk/boundary.c) and this judges what it read; each
+ * process of that boundary must pass. Like core/observe/compare.c, no I/O: the
+ * host read /proc (core/observe/boundary.c) and this judges what it read; each
  * check says why it holds.
  */
 #include <errno.h>
@@ -14,8 +14,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "sdk/boundary.h"
-#include "sdk/compare-internal.h"
+#include "core/observe/boundary.h"
+#include "core/observe/compare-internal.h"
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -1,5 +1,8 @@
 /*
- * sdk: observing a provider's isolation from inside its own sandbox.
+ * core (internal): observing a provider's isolation from inside its own
+ * sandbox, the host's verification. Until libcordon-sdk.so.1 the SDK
+ * exported cordon_observe_run; it is now the host's alone, built into
+ * libcordon and exported by no library.
  *
  * cordon_observe_run provisions an execution through the provider's own
  * vtable (exactly as a user's would be), copies the static cordon-observe
@@ -83,8 +86,7 @@ struct cordon_observe_opts {
  * "isolation" is the host's own: no installed header declares it and no
  * library exports it.
  */
-CORDON_EXTERN int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json,
-                                     struct cordon_error *err);
+int cordon_observe_run(const struct cordon_observe_opts *opts, char **ret_json, struct cordon_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,16 +1,15 @@
 /*
- * sdk: the host side of one exec through a provider.
+ * core: the host side of one exec through a provider.
  *
  * The host owns output and time: this runs provider->exec on a thread of
  * its own with pipes as stdout and stderr and a cancel pipe, reads the
  * pipes into a bounded capture, keeps the deadline, and makes cancel_fd
  * readable on timeout, budget overflow or the caller's cancel. The
  * provider reports exit code, signal or OOM; this call turns the two views
- * into one typed status. Core and the sdk's observation both use it.
+ * into one typed status. The host's runs and its observation both use it.
  *
- * sdk (internal): the host's side of an exec, not a provider's; it is
- * built into libcordon-sdk for cordon_observe_run and into libcordon, and
- * exported by neither.
+ * core (internal): the host's side of an exec, not a provider's; built
+ * into libcordon and not exported.
  */
 #ifndef CORDON_SDK_DRIVE_H
 #define CORDON_SDK_DRIVE_H

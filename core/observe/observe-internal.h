@@ -1,8 +1,8 @@
 /*
- * sdk (internal): what the files of one observation share, and nothing
- * else uses: sdk/observe.c (cordon_observe_run: the host's view, the
- * provider driven, the result assembled) and sdk/observe-land.c (the
- * observer landed in the sandbox). Private to libcordon-sdk (hidden, in no
+ * core (internal): what the files of one observation share, and nothing
+ * else uses: core/observe/observe.c (cordon_observe_run: the host's view, the
+ * provider driven, the result assembled) and core/observe/observe-land.c (the
+ * observer landed in the sandbox). Private to libcordon (hidden, in no
  * installed header).
  */
 #ifndef CORDON_SDK_OBSERVE_INTERNAL_H
@@ -17,9 +17,9 @@
 #include <cordon/error.h>
 #include <cordon/sdk/bounds.h>
 #include <cordon/sdk/capture.h>
-#include <cordon/sdk/observe.h>
+#include "core/observe/observe.h"
 
-/* ---- sdk/observe.c ------------------------------------------------------- */
+/* ---- core/observe/observe.c -------------------------------------------- */
 
 /* Removes the canary directories (/run or /tmp, cordon-observe-NS-PID-*) that
  * an observation in this pid namespace made and did not remove because its
@@ -36,7 +36,7 @@ int cordon__observe_drive(const struct cordon_observe_opts *opts, const char *st
                           uint64_t timeout_ms, uint64_t retention, uint64_t budget,
                           struct cordon_exec_outcome *ret, struct cordon_error *err);
 
-/* ---- sdk/observe-limits.c ------------------------------------------------ */
+/* ---- core/observe/observe-limits.c ------------------------------------- */
 
 /* The small limits the probe execution gets with CORDON_OBSERVE_CHECK_LIMITS,
  * drawn afresh (getrandom) within fixed ranges; fails only when getrandom
@@ -66,7 +66,7 @@ int cordon__observe_limits(const struct cordon_observe_opts *opts, const char *s
 bool cordon__observe_limits_output(const struct cordon_observe_opts *opts, const char *state, const char *argv0,
                                    uint64_t timeout_ms, uint64_t budget, cJSON *limits);
 
-/* ---- sdk/observe-land.c -------------------------------------------------- */
+/* ---- core/observe/observe-land.c --------------------------------------- */
 
 /* Land the observer as one ordinary file, name, at the workspace root:
  * through import_files when the provider has it, else import_tar. */

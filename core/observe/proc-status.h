@@ -1,5 +1,5 @@
 /*
- * sdk (internal): one field of a /proc status file, for the sdk's boundary
+ * core (internal): one field of a /proc status file, for the host's boundary
  * reader and the static observer alike (both compile proc-status.c), and
  * for the contract suite's reading of a sandbox's own status.
  */
