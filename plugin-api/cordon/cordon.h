@@ -128,6 +128,23 @@ CORDON_EXTERN int cordon_gc_json(struct cordon_ctx *ctx, char **ret_json, struct
  * "signaled" 128+N). */
 CORDON_EXTERN int cordon_exec_exit_status(const char *result_json);
 
+/* The warm pool (cordon pool): executions provisioned ahead, each claimed
+ * by one run or provision whose provider, image, limits (and, for a
+ * provision, environment) are the same, and destroyed after that use.
+ * cordon_pool_fill_json tops up the pool of one such target: request is a
+ * run request (docs/json.md section 5) or, with "for": "provision", a
+ * provision request (section 7), plus "size" (required, 1..64) and
+ * "ttl_ms" (how long each stays claimable; default 10 minutes, 1 s..24 h).
+ * {"ok", "key", "provider_id", "size", "ready_before", "added": [...]}.
+ * A refusal names the field and its bound and creates nothing. */
+CORDON_EXTERN int cordon_pool_fill_json(struct cordon_ctx *ctx, const char *request_json, char **ret_json,
+                                        struct cordon_error *err);
+/* {"pools": [{"key", "provider_id", "image", "layout", "ready", "expired",
+ * "executions": [...]}]}: the unclaimed pooled executions, by key. */
+CORDON_EXTERN int cordon_pool_ls_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err);
+/* Destroy every unclaimed pooled execution: {"ok", "drained": [...], "errors": [...]}. */
+CORDON_EXTERN int cordon_pool_drain_json(struct cordon_ctx *ctx, char **ret_json, struct cordon_error *err);
+
 /* This library's release, "MAJOR.MINOR.PATCH" (the package's version, not
  * the soname's): a binding built for one release checks that the library
  * it loaded is at least that release. Static storage; never NULL. */

@@ -325,6 +325,26 @@ class Cordon:
         """Reclaim expired, crashed and unrecorded executions."""
         return self._call(_LIB.cordon_gc_json)
 
+    # --- the warm pool ---------------------------------------------------------
+
+    def pool_fill(self, size, for_="run", ttl_ms=None, **request):
+        """Top up the warm pool of one target to size executions (cordon pool
+        fill; cordon_pool_fill_json). for_: "run" (request: run()'s keys
+        but files, e.g. providers, image, limits, isolation) or "provision"
+        (request: provision()'s keys: provider, resources, image,
+        environment...). A later run or provision with the same target
+        claims one. Returns {"key", "added": [...], ...}."""
+        req = _put({"for": for_, "size": size}, ttl_ms=ttl_ms, **request)
+        return self._call(_LIB.cordon_pool_fill_json, _doc(req))
+
+    def pool_ls(self):
+        """{"pools": [...]}: the unclaimed pooled executions, by key."""
+        return self._call(_LIB.cordon_pool_ls_json)
+
+    def pool_drain(self):
+        """Destroy every unclaimed pooled execution."""
+        return self._call(_LIB.cordon_pool_drain_json)
+
     def providers(self):
         """{"providers": [...]} for every provider .so on the search path."""
         return self._call(_LIB.cordon_providers_json)
@@ -405,3 +425,4 @@ def probe(ids=None, config=None):
 
 # The Sandbox object is built on Cordon, defined above.
 from .sandbox import AsyncSandbox, CommandExitError, CommandResult, Sandbox  # noqa: E402
+from . import pool  # noqa: E402,F401  (cordon.pool.fill / ls / drain)

@@ -120,6 +120,9 @@ def _declare(lib):
         "cordon_reclaim_json": [ctx_p, s, s, out_p, err_p],
         "cordon_ls_json": [ctx_p, out_p, err_p],
         "cordon_gc_json": [ctx_p, out_p, err_p],
+        "cordon_pool_fill_json": [ctx_p, s, out_p, err_p],
+        "cordon_pool_ls_json": [ctx_p, out_p, err_p],
+        "cordon_pool_drain_json": [ctx_p, out_p, err_p],
     }
     for name, args in protos.items():
         f = getattr(lib, name)

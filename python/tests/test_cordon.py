@@ -416,6 +416,22 @@ class SandboxObject(StateDir):
         with self.assertRaises(cordon.NotFound):
             cordon.Sandbox.connect("no-such-sandbox", state_dir=self.state)
 
+    def test_a_sandbox_claims_from_the_pool_filled_for_it(self):
+        res = dict(cordon.sandbox.DEFAULT_LIMITS)
+        with self.assertRaises(cordon.LimitExceeded) as e:
+            self.c.pool_fill(0, for_="provision", provider="trusted-local", resources=res,
+                             allow_unsafe_local=True, isolation="none")
+        self.assertIn("size: 0 is outside 1..64", str(e.exception))
+        f = self.c.pool_fill(1, for_="provision", provider="trusted-local", resources=res,
+                             allow_unsafe_local=True, isolation="none")
+        self.assertEqual(len(f["added"]), 1)
+        self.assertEqual([p["ready"] for p in self.c.pool_ls()["pools"]], [1])
+        with self.sandbox() as sbx:
+            self.assertTrue(sbx.info.get("pooled"), sbx.info)
+            self.assertEqual(sbx.commands.run("echo warm").stdout, "warm\n")
+        self.assertEqual(sum(p["ready"] for p in self.c.pool_ls()["pools"]), 0)
+        self.assertTrue(self.c.pool_drain()["ok"])
+
     def test_async_sandbox(self):
         import asyncio
 

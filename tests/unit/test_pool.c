@@ -480,3 +480,61 @@ Test(pool, provision_pool_refuses_its_own_id_and_metadata)
     cr_assert_not(pool_dir_exists(&e));
     env_close(&e);
 }
+
+/* The public call: one request document, the pool's keys beside the run's
+ * or the provision's; each refusal names its field and leaves nothing. */
+Test(pool, the_public_fill_reads_one_request_and_refuses_by_field)
+{
+    static const struct {
+        const char *extra; /* the pool's keys, in the run's pool request */
+        int code;
+        const char *message;
+    } bad[] = {
+        { "", CORDON_E_INVALID, "size: required (1..64)" },
+        { "\"size\":0", CORDON_E_LIMIT, "size: 0 is outside 1..64" },
+        { "\"size\":65", CORDON_E_LIMIT, "size: 65 is outside 1..64" },
+        { "\"size\":1.5", CORDON_E_INVALID, "size: must be a whole number" },
+        { "\"size\":-1", CORDON_E_INVALID, "size: must be a whole number" },
+        { "\"size\":1,\"ttl_ms\":10", CORDON_E_LIMIT, "ttl_ms: 10 is outside 1000..86400000" },
+        { "\"size\":1,\"for\":\"box\"", CORDON_E_INVALID, "for: \"run\" or \"provision\"" },
+        { "\"size\":1,\"for\":\"provision\"", CORDON_E_INVALID, "timeout_ms: unknown key" },
+    };
+    struct cordon_error err;
+    struct env e;
+    char req[512], *text = NULL;
+    cJSON *doc, *result;
+
+    env_open(&e);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(req, sizeof(req),
+                 "{\"provider\":\"trusted-local\",\"isolation\":\"none\",\"allow_unsafe_local\":true,"
+                 "\"timeout_ms\":20000%s%s}", bad[i].extra[0] ? "," : "", bad[i].extra);
+        cordon_error_init(&err);
+        cr_expect_eq(cordon_pool_fill_json(e.ctx, req, &text, &err), bad[i].code, "%zu: %s", i, err.message);
+        cr_expect(strstr(err.message, bad[i].message) != NULL, "%zu: \"%s\" lacks \"%s\"", i, err.message,
+                  bad[i].message);
+        cr_expect_eq(records(&e), 0, "%zu left a record", i);
+    }
+    cr_expect_not(pool_dir_exists(&e));
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_pool_fill_json(e.ctx,
+                                       "{\"provider\":\"trusted-local\",\"isolation\":\"none\","
+                                       "\"allow_unsafe_local\":true,\"timeout_ms\":20000,\"size\":2,\"ttl_ms\":60000}",
+                                       &text, &err), 0, "%s", err.message);
+    doc = cJSON_Parse(text);
+    free(text);
+    cr_expect_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "added")), 2);
+    cJSON_Delete(doc);
+    cr_assert_eq(cordon_pool_ls_json(e.ctx, &text, NULL), 0);
+    cr_expect(strstr(text, "\"ready\":2") != NULL, "%s", text);
+    free(text);
+    /* The same run as the request claims one. */
+    result = run_hello(&e, 20000);
+    cr_expect(cJSON_IsTrue(meta(result, "pooled")));
+    cJSON_Delete(result);
+    cr_assert_eq(cordon_pool_drain_json(e.ctx, &text, NULL), 0);
+    cr_expect(strstr(text, "\"ok\":true") != NULL, "%s", text);
+    free(text);
+    cr_expect_eq(records(&e), 0);
+    env_close(&e);
+}
