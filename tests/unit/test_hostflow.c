@@ -385,38 +385,95 @@ Test(hostflow, the_record_keeps_the_verdict_it_was_provisioned_under)
     env_close(&e);
 }
 
-Test(hostflow, output_overflow_destroys_the_execution)
+/* The marker written before still reads back, and the execution is ready. */
+static void expect_marker(struct env *e, const char *id)
+{
+    cJSON *x = exec_argv(e, id, "[\"-c\",\"cat marker\"]", NULL);
+
+    cr_expect_str_eq(str(x, "status"), "exited");
+    cr_expect_str_eq(str(x, "stdout"), "kept\n", "the workspace went with the command");
+    cJSON_Delete(x);
+    cr_expect(ls_shows(e, id, "phase", "ready"), "%s is not ready after the command ended", id);
+}
+
+static void write_marker(struct env *e, const char *id)
+{
+    cJSON *x = exec_argv(e, id, "[\"-c\",\"echo kept > marker\"]", NULL);
+
+    cr_assert_str_eq(str(x, "status"), "exited");
+    cJSON_Delete(x);
+}
+
+Test(hostflow, output_overflow_ends_the_command_and_keeps_the_execution)
 {
     struct env e;
     cJSON *p, *x;
 
     env_open(&e);
     p = provision_ok(&e, "{\"execution_id\":\"flood-1\"}");
+    write_marker(&e, "flood-1");
     x = exec_argv(&e, "flood-1", "[\"-c\",\"head -c 5000000 /dev/zero\"]", NULL);
     cr_expect_str_eq(str(x, "status"), "output_limit");
-    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(x, "execution_terminated")));
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(x, "execution_terminated")));
+    cr_expect_null(cJSON_GetObjectItem(x, "execution_terminated_reason"));
     cr_expect_eq(exit_status_of(x), 137);
-    cr_expect_eq(record_count(&e), 0);
-    cr_expect_not(area_exists(&e, "flood-1"));
+    cr_expect_eq(record_count(&e), 1);
+    expect_marker(&e, "flood-1");
+    cr_expect_eq(terminate(&e, "flood-1"), 0);
     cJSON_Delete(x);
     cJSON_Delete(p);
     env_close(&e);
 }
 
-Test(hostflow, timeout_destroys_the_whole_tree)
+Test(hostflow, timeout_ends_the_whole_tree_and_keeps_the_execution)
 {
     struct env e;
     cJSON *p, *x;
 
     env_open(&e);
     p = provision_ok(&e, "{\"execution_id\":\"slow-1\"}");
+    write_marker(&e, "slow-1");
     x = exec_argv(&e, "slow-1", "[\"-c\",\"sleep 1000.4242 & sleep 1000.4242\"]", "\"timeout_ms\":500");
     cr_expect_str_eq(str(x, "status"), "timeout");
     cr_expect_eq(exit_status_of(x), 124);
-    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(x, "execution_terminated")));
-    cr_expect(TEST_WAIT_UNTIL(test_count_processes("1000.4242") == 0, 10000),
-              "a sleeper outlived the timeout");
-    cr_expect_eq(record_count(&e), 0);
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(x, "execution_terminated")));
+    /* Gone before the answer, not some time after it. */
+    cr_expect_eq(test_count_processes("1000.4242"), 0, "a sleeper outlived the timeout's answer");
+    cr_expect_eq(record_count(&e), 1);
+    expect_marker(&e, "slow-1");
+    cr_expect_eq(terminate(&e, "slow-1"), 0);
+    cJSON_Delete(x);
+    cJSON_Delete(p);
+    env_close(&e);
+}
+
+Test(hostflow, cancel_ends_the_whole_tree_and_keeps_the_execution)
+{
+    static const char req[] = "{\"command\":\"sh\",\"args\":[\"-c\",\"sleep 1000.4343 & sleep 1000.4343\"]}";
+    struct cordon_error err;
+    struct env e;
+    cJSON *p, *x;
+    char *out = NULL;
+    int cancel[2];
+
+    env_open(&e);
+    p = provision_ok(&e, "{\"execution_id\":\"cancel-1\"}");
+    write_marker(&e, "cancel-1");
+    /* Readable from the start: the cancel comes while the command runs. */
+    cr_assert_eq(pipe(cancel), 0);
+    cr_assert_eq(write(cancel[1], "x", 1), 1);
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_exec_json(e.ctx, "cancel-1", req, -1, cancel[0], &out, &err), 0, "%s", err.message);
+    x = cJSON_Parse(out);
+    free(out);
+    close(cancel[0]);
+    close(cancel[1]);
+    cr_expect_str_eq(str(x, "status"), "cancelled");
+    cr_expect_eq(exit_status_of(x), 137);
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(x, "execution_terminated")));
+    cr_expect_eq(test_count_processes("1000.4343"), 0, "a sleeper outlived the cancel's answer");
+    expect_marker(&e, "cancel-1");
+    cr_expect_eq(terminate(&e, "cancel-1"), 0);
     cJSON_Delete(x);
     cJSON_Delete(p);
     env_close(&e);
