@@ -491,6 +491,7 @@ int contract_exec(const char *state, const char *const *argv, const struct contr
     d.retention_bytes = RETENTION_BYTES;
     d.output_budget = opts->output_budget != 0 ? opts->output_budget : CONTRACT_MAX_OUTPUT_BYTES;
     d.cancel_fd = opts->cancel_fd;
+    d.ret_execution_ended = opts->ret_execution_ended;
     memset(ret, 0, sizeof(*ret));
     cordon_error_init(&err);
     r = cordon__drive_exec(&d, ret, &err);
