@@ -45,7 +45,7 @@
 #define CORDON_AGENT_ENV_MAX 512u
 #define CORDON_AGENT_NFDS 4u                 /* stdin, stdout, stderr, reply */
 #define CORDON_AGENT_RUNNING_MAX 64u         /* commands running at once */
-#define CORDON_AGENT_SETTLE_MS 2000u         /* a killed group's longest wait for its end */
+#define CORDON_AGENT_SETTLE_MS 1000u         /* a killed group's longest wait for its end */
 
 /* Fixed-width, host byte order (both ends run on the same kernel). */
 struct cordon_agent_request {

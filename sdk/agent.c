@@ -33,7 +33,7 @@
 #define SEND_TIMEOUT_S 5      /* a full queue that long: the agent is not serving */
 /* From cancel to the agent's report that the group is gone: its own bound
  * (CORDON_AGENT_SETTLE_MS) and room for a busy machine. */
-#define CANCEL_WAIT_MS (CORDON_AGENT_SETTLE_MS + 3000u)
+#define CANCEL_WAIT_MS (CORDON_AGENT_SETTLE_MS + 1500u)
 
 static uint64_t mono_ms(void)
 {

@@ -50,7 +50,7 @@
 
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 #define DRAIN_MS 200          /* reading on after the leader died */
-#define SETTLE_MS 2000        /* waiting for a killed group's last members */
+#define SETTLE_MS 1000        /* waiting for a killed group's last members */
 #define SETTLE_STEP_NS 1000000L
 #define WAIT_POLL_MS 5        /* waitid polling when pidfd_open is missing */
 #define IO_CHUNK 65536
