@@ -324,7 +324,10 @@ int cordon__init_agent(uint64_t end_ms, const sigset_t *stop)
 
             if (p[j].revents == 0)
                 continue;
+            /* The leader too, by its pid: one that moved itself to another
+             * group is still our unreaped child, so its pid names it alone. */
             kill(-r->pid, SIGKILL);
+            kill(r->pid, SIGKILL);
             r->cancelled = true;
         }
         if (p[1].revents & POLLIN)

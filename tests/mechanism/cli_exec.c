@@ -509,6 +509,18 @@ static void expect_ended_alone(const cJSON *doc, const char *what, const char *s
         cr_expect_eq(test_count_command(sleeper), 0, "%s: \"%s\" outlived the answer", what, sleeper);
 }
 
+/* The exec's own timeout; cancel, as timeout(1)'s SIGTERM to cordon exec
+ * (124 is timeout's own status); twice the output budget. */
+static const struct {
+    const char *what, *status, *timeout;
+    bool by_signal, flood;
+    int rc;
+} enders[] = {
+    { "a --timeout", "timeout", "700ms", false, false, 124 },
+    { "a SIGTERM to cordon exec", "cancelled", NULL, true, false, 124 },
+    { "twice max_output_bytes", "output_limit", NULL, false, true, 137 },
+};
+
 void cli_exec_check_command_ends_alone(const struct cli_exec *c, const char *provider)
 {
     static const char *const under_timeout[] = { "timeout", "2", NULL };
@@ -524,48 +536,38 @@ void cli_exec_check_command_ends_alone(const struct cli_exec *c, const char *pro
     cr_assert_str_eq(doc_str(doc, "status"), "exited", "writing the marker: %s", doc_str(doc, "status"));
     cJSON_Delete(doc);
 
-    /* (a) the exec's own timeout */
-    {
-        const char *args[] = { "exec", id, "--timeout", "700ms", "--json", "--", "sh", "-c", script,
-                               NULL };
+    for (size_t i = 0; i < sizeof(enders) / sizeof(enders[0]); i++) {
+        const char *args[12] = { "exec", id, "--json" }, *what = enders[i].what;
+        size_t n = 3;
 
-        rc = cli_exec_run(c, args, -1, &out);
-        doc = cJSON_Parse(out);
-        free(out);
-        cr_expect_eq(rc, 124, "cordon exec --timeout exited %d", rc);
-        expect_ended_alone(doc, "--timeout", "timeout", sleeper);
-        cJSON_Delete(doc);
-        expect_marker(c, id, "a timeout");
-    }
-    /* (b) cancel: timeout(1) sends cordon SIGTERM, which cancels the exec */
-    {
-        const char *args[] = { "exec", id, "--json", "--", "sh", "-c", script, NULL };
-
+        if (enders[i].timeout != NULL) {
+            args[n++] = "--timeout";
+            args[n++] = enders[i].timeout;
+        }
+        args[n++] = "--";
+        if (enders[i].flood) {
+            args[n++] = "head";
+            args[n++] = "-c";
+            args[n++] = "2097152";   /* twice --max-output 1M */
+            args[n++] = "/dev/zero";
+        } else {
+            args[n++] = "sh";
+            args[n++] = "-c";
+            args[n++] = script;
+        }
+        args[n] = NULL;
         t0 = cordon_now_monotonic_ms();
-        rc = run_under(c, under_timeout, args, -1, &out);
+        rc = run_under(c, enders[i].by_signal ? under_timeout : NULL, args, -1, &out);
         doc = cJSON_Parse(out);
-        cr_expect_eq(rc, 124, "timeout 2 cordon exec exited %d", rc);
-        cr_expect(cJSON_IsObject(doc), "a cancelled exec printed no result: %.400s", out);
+        cr_expect_eq(rc, enders[i].rc, "%s: cordon exec exited %d", what, rc);
+        cr_expect(cJSON_IsObject(doc), "%s: no result: %.400s", what, out);
         free(out);
-        expect_ended_alone(doc, "SIGTERM to cordon exec", "cancelled", sleeper);
+        expect_ended_alone(doc, what, enders[i].status, enders[i].flood ? NULL : sleeper);
         /* Promptly: the agent's and the runner's waits are bounded. */
-        cr_expect_lt(cordon_now_monotonic_ms() - t0, 12000u, "the cancel took %llu ms",
+        cr_expect_lt(cordon_now_monotonic_ms() - t0, 12000u, "%s took %llu ms", what,
                      (unsigned long long)(cordon_now_monotonic_ms() - t0));
         cJSON_Delete(doc);
-        expect_marker(c, id, "a cancel");
-    }
-    /* (c) twice the output budget (--max-output 1M) */
-    {
-        const char *args[] = { "exec", id, "--json", "--", "head", "-c", "2097152", "/dev/zero",
-                               NULL };
-
-        rc = cli_exec_run(c, args, -1, &out);
-        doc = cJSON_Parse(out);
-        free(out);
-        cr_expect_eq(rc, 137, "the flood exited %d", rc);
-        expect_ended_alone(doc, "twice max_output_bytes", "output_limit", NULL);
-        cJSON_Delete(doc);
-        expect_marker(c, id, "an output overflow");
+        expect_marker(c, id, what);
     }
     cli_exec_terminate(c, id);
     free(id);

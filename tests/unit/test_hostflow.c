@@ -404,46 +404,36 @@ static void write_marker(struct env *e, const char *id)
     cJSON_Delete(x);
 }
 
-Test(hostflow, output_overflow_ends_the_command_and_keeps_the_execution)
+/* The output budget and the timeout end the command's whole tree, gone
+ * before the answer, and leave the execution ready. */
+Test(hostflow, overflow_and_timeout_end_the_command_and_keep_the_execution)
 {
+    static const struct {
+        const char *args, *extra, *status;
+        int exit_status;
+    } cases[] = {
+        { "[\"-c\",\"head -c 5000000 /dev/zero\"]", NULL, "output_limit", 137 },
+        { "[\"-c\",\"sleep 1000.4242 & sleep 1000.4242\"]", "\"timeout_ms\":500", "timeout", 124 },
+    };
     struct env e;
-    cJSON *p, *x;
 
     env_open(&e);
-    p = provision_ok(&e, "{\"execution_id\":\"flood-1\"}");
-    write_marker(&e, "flood-1");
-    x = exec_argv(&e, "flood-1", "[\"-c\",\"head -c 5000000 /dev/zero\"]", NULL);
-    cr_expect_str_eq(str(x, "status"), "output_limit");
-    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(x, "execution_terminated")));
-    cr_expect_null(cJSON_GetObjectItem(x, "execution_terminated_reason"));
-    cr_expect_eq(exit_status_of(x), 137);
-    cr_expect_eq(record_count(&e), 1);
-    expect_marker(&e, "flood-1");
-    cr_expect_eq(terminate(&e, "flood-1"), 0);
-    cJSON_Delete(x);
-    cJSON_Delete(p);
-    env_close(&e);
-}
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *p = provision_ok(&e, "{\"execution_id\":\"ends-1\"}"), *x;
 
-Test(hostflow, timeout_ends_the_whole_tree_and_keeps_the_execution)
-{
-    struct env e;
-    cJSON *p, *x;
-
-    env_open(&e);
-    p = provision_ok(&e, "{\"execution_id\":\"slow-1\"}");
-    write_marker(&e, "slow-1");
-    x = exec_argv(&e, "slow-1", "[\"-c\",\"sleep 1000.4242 & sleep 1000.4242\"]", "\"timeout_ms\":500");
-    cr_expect_str_eq(str(x, "status"), "timeout");
-    cr_expect_eq(exit_status_of(x), 124);
-    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(x, "execution_terminated")));
-    /* Gone before the answer, not some time after it. */
-    cr_expect_eq(test_count_processes("1000.4242"), 0, "a sleeper outlived the timeout's answer");
-    cr_expect_eq(record_count(&e), 1);
-    expect_marker(&e, "slow-1");
-    cr_expect_eq(terminate(&e, "slow-1"), 0);
-    cJSON_Delete(x);
-    cJSON_Delete(p);
+        write_marker(&e, "ends-1");
+        x = exec_argv(&e, "ends-1", cases[i].args, cases[i].extra);
+        cr_expect_str_eq(str(x, "status"), cases[i].status);
+        cr_expect_eq(exit_status_of(x), cases[i].exit_status);
+        cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(x, "execution_terminated")));
+        cr_expect_null(cJSON_GetObjectItem(x, "execution_terminated_reason"));
+        cr_expect_eq(test_count_processes("1000.4242"), 0, "a sleeper outlived the answer");
+        cr_expect_eq(record_count(&e), 1);
+        expect_marker(&e, "ends-1");
+        cr_expect_eq(terminate(&e, "ends-1"), 0);
+        cJSON_Delete(x);
+        cJSON_Delete(p);
+    }
     env_close(&e);
 }
 
