@@ -469,6 +469,38 @@ Test(hostflow, cancel_ends_the_whole_tree_and_keeps_the_execution)
     env_close(&e);
 }
 
+/* A provider that can only end a command with its execution says so in
+ * the result: the host terminates the record and reports why. */
+Test(hostflow, a_provider_that_ended_the_execution_is_reported_and_its_record_goes)
+{
+    struct env e;
+    char config[1024], *out = NULL;
+    struct cordon_error err;
+    cJSON *p, *x;
+
+    env_open(&e);
+    cordon_ctx_free(e.ctx);
+    snprintf(config, sizeof(config),
+             "{\"provider_configs\":{\"synthetic\":{\"root\":\"%s\",\"end_execution_on_cancel\":true}}}",
+             e.root);
+    free(e.state);
+    e.ctx = test_ctx_open(config, &e.state);
+    cr_assert_not_null(e.ctx);
+    p = provision_ok(&e, "{\"execution_id\":\"ender-1\",\"provider\":\"synthetic\"}");
+    x = exec_argv(&e, "ender-1", "[\"-c\",\"sleep 1000.4545\"]", "\"timeout_ms\":300");
+    cr_expect_str_eq(str(x, "status"), "timeout");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(x, "execution_terminated")));
+    cr_expect_str_eq(str(x, "execution_terminated_reason"), "provider_ended_execution");
+    cr_expect_eq(record_count(&e), 0);
+    cordon_error_init(&err);
+    cr_expect_eq(cordon_exec_json(e.ctx, "ender-1", "{\"command\":\"true\"}", -1, -1, &out, &err),
+                 CORDON_E_NOT_FOUND, "%s", err.message);
+    free(out);
+    cJSON_Delete(x);
+    cJSON_Delete(p);
+    env_close(&e);
+}
+
 Test(hostflow, exec_after_expiry_terminates_and_reports)
 {
     struct env e;
