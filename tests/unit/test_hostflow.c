@@ -112,7 +112,9 @@ static cJSON *provision_ok(struct env *e, const char *patch)
     return doc;
 }
 
-static cJSON *exec_argv(struct env *e, const char *id, const char *json_args, const char *extra)
+/* exec_argv with cancel_fd as the caller's cancel. */
+static cJSON *exec_argv_cancel(struct env *e, const char *id, const char *json_args, const char *extra,
+                               int cancel_fd)
 {
     char req[8192], *out = NULL;
     struct cordon_error err;
@@ -121,10 +123,15 @@ static cJSON *exec_argv(struct env *e, const char *id, const char *json_args, co
     snprintf(req, sizeof(req), "{\"command\":\"sh\",\"args\":%s%s%s}", json_args, extra ? "," : "",
              extra ? extra : "");
     cordon_error_init(&err);
-    cr_assert_eq(cordon_exec_json(e->ctx, id, req, -1, -1, &out, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_exec_json(e->ctx, id, req, -1, cancel_fd, &out, &err), 0, "%s", err.message);
     doc = cJSON_Parse(out);
     free(out);
     return doc;
+}
+
+static cJSON *exec_argv(struct env *e, const char *id, const char *json_args, const char *extra)
+{
+    return exec_argv_cancel(e, id, json_args, extra, -1);
 }
 
 static const char *str(const cJSON *o, const char *k)
@@ -404,25 +411,37 @@ static void write_marker(struct env *e, const char *id)
     cJSON_Delete(x);
 }
 
-/* The output budget and the timeout end the command's whole tree, gone
- * before the answer, and leave the execution ready. */
-Test(hostflow, overflow_and_timeout_end_the_command_and_keep_the_execution)
+/* The output budget, the timeout and the caller's cancel end the
+ * command's whole tree, gone before the answer, and leave the execution
+ * ready. */
+Test(hostflow, overflow_timeout_and_cancel_end_the_command_and_keep_the_execution)
 {
     static const struct {
         const char *args, *extra, *status;
+        bool cancel;      /* the cancel fd readable from the start */
         int exit_status;
     } cases[] = {
-        { "[\"-c\",\"head -c 5000000 /dev/zero\"]", NULL, "output_limit", 137 },
-        { "[\"-c\",\"sleep 1000.4242 & sleep 1000.4242\"]", "\"timeout_ms\":500", "timeout", 124 },
+        { "[\"-c\",\"head -c 5000000 /dev/zero\"]", NULL, "output_limit", false, 137 },
+        { "[\"-c\",\"sleep 1000.4242 & sleep 1000.4242\"]", "\"timeout_ms\":500", "timeout", false, 124 },
+        { "[\"-c\",\"sleep 1000.4242 & sleep 1000.4242\"]", NULL, "cancelled", true, 137 },
     };
     struct env e;
 
     env_open(&e);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         cJSON *p = provision_ok(&e, "{\"execution_id\":\"ends-1\"}"), *x;
+        int cancel[2] = { -1, -1 };
 
         write_marker(&e, "ends-1");
-        x = exec_argv(&e, "ends-1", cases[i].args, cases[i].extra);
+        if (cases[i].cancel) {
+            cr_assert_eq(pipe(cancel), 0);
+            cr_assert_eq(write(cancel[1], "x", 1), 1);
+        }
+        x = exec_argv_cancel(&e, "ends-1", cases[i].args, cases[i].extra, cancel[0]);
+        if (cases[i].cancel) {
+            close(cancel[0]);
+            close(cancel[1]);
+        }
         cr_expect_str_eq(str(x, "status"), cases[i].status);
         cr_expect_eq(exit_status_of(x), cases[i].exit_status);
         cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(x, "execution_terminated")));
@@ -434,38 +453,6 @@ Test(hostflow, overflow_and_timeout_end_the_command_and_keep_the_execution)
         cJSON_Delete(x);
         cJSON_Delete(p);
     }
-    env_close(&e);
-}
-
-Test(hostflow, cancel_ends_the_whole_tree_and_keeps_the_execution)
-{
-    static const char req[] = "{\"command\":\"sh\",\"args\":[\"-c\",\"sleep 1000.4343 & sleep 1000.4343\"]}";
-    struct cordon_error err;
-    struct env e;
-    cJSON *p, *x;
-    char *out = NULL;
-    int cancel[2];
-
-    env_open(&e);
-    p = provision_ok(&e, "{\"execution_id\":\"cancel-1\"}");
-    write_marker(&e, "cancel-1");
-    /* Readable from the start: the cancel comes while the command runs. */
-    cr_assert_eq(pipe(cancel), 0);
-    cr_assert_eq(write(cancel[1], "x", 1), 1);
-    cordon_error_init(&err);
-    cr_assert_eq(cordon_exec_json(e.ctx, "cancel-1", req, -1, cancel[0], &out, &err), 0, "%s", err.message);
-    x = cJSON_Parse(out);
-    free(out);
-    close(cancel[0]);
-    close(cancel[1]);
-    cr_expect_str_eq(str(x, "status"), "cancelled");
-    cr_expect_eq(exit_status_of(x), 137);
-    cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(x, "execution_terminated")));
-    cr_expect_eq(test_count_processes("1000.4343"), 0, "a sleeper outlived the cancel's answer");
-    expect_marker(&e, "cancel-1");
-    cr_expect_eq(terminate(&e, "cancel-1"), 0);
-    cJSON_Delete(x);
-    cJSON_Delete(p);
     env_close(&e);
 }
 
