@@ -93,16 +93,18 @@ Test(contract, timeout_kills_the_whole_tree)
     cordon_exec_outcome_clear(&out);
 }
 
-Test(contract, timeout_kills_a_child_that_left_the_session)
+/* setsid moves the child out of the command's process group and session:
+ * it is no longer the command's, and a timeout need not end it (the
+ * execution stays ready), but it is the execution's, and terminate must. */
+Test(contract, a_child_that_left_the_session_ends_with_terminate)
 {
     const char *argv[] = { "sh", "-c", NULL, NULL };
     struct contract_exec opts;
     struct cordon_exec_outcome out;
+    struct cordon_error err;
     const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     char marker[64], script[256], msg[600];
 
-    /* setsid moves the child out of the process group (and session) that a
-     * naive kill(-pgid) reaches; the execution must still end it. */
     contract_sleep_marker(marker, sizeof(marker));
     snprintf(script, sizeof(script),
              "command -v setsid >/dev/null || exit 99; setsid sleep %s & sleep %s", marker, marker);
@@ -117,9 +119,13 @@ Test(contract, timeout_kills_a_child_that_left_the_session)
     }
     cr_expect_eq(out.status, CORDON_RUN_TIMEOUT, "status is %s, not timeout",
                  cordon_run_status_name(out.status));
-    cr_expect_eq(contract_wait_no_processes(marker, TEARDOWN_MS), 0,
-                 "a child in its own session (sleep %s) survives the timeout on the host", marker);
     cordon_exec_outcome_clear(&out);
+    cordon_error_init(&err);
+    cr_assert_eq(contract.vt.terminate(contract.resource, state, &err), 0, "terminate failed: %s",
+                 err.message);
+    contract_untrack(state);
+    cr_expect_eq(contract_wait_no_processes(marker, TEARDOWN_MS), 0,
+                 "a child in its own session (sleep %s) survives terminate on the host", marker);
 }
 
 struct delayed_write {
@@ -202,10 +208,12 @@ static void expect_declared(const char *how)
 
 Test(contract, an_ended_command_leaves_the_execution_ready)
 {
+    /* The host flow's layout: /workspace is one writable tree. One
+     * execution for all three, unless the provider ends it. */
+    const char *state = NULL;
+
     for (size_t i = 0; i < sizeof(enders) / sizeof(enders[0]); i++) {
         const char *argv[] = { "sh", "-c", NULL, NULL };
-        /* The host flow's layout: /workspace is one writable tree. */
-        const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
         struct contract_exec opts;
         struct cordon_exec_outcome out;
         struct delayed_write dw;
@@ -214,6 +222,8 @@ Test(contract, an_ended_command_leaves_the_execution_ready)
         int cancel[2] = { -1, -1 }, r;
         bool ended = false;
 
+        if (state == NULL)
+            state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
         contract_sleep_marker(marker, sizeof(marker));
         contract_sh(state, "echo kept > marker", &out);
         cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0, "writing the marker: %s %d",
@@ -254,6 +264,7 @@ Test(contract, an_ended_command_leaves_the_execution_ready)
                      enders[i].name, marker);
         if (ended) {
             expect_declared(enders[i].name);
+            state = NULL;   /* gone; teardown's terminate of it is a no-op */
             continue;
         }
         contract_sh(state, "cat marker", &out);
