@@ -2,7 +2,10 @@
  * cordon-contract: the host owns output and time. The output budget, the
  * timeout and a caller's cancel all fire cancel_fd; the provider must then
  * kill the whole tree and return promptly. Survivors are looked for on the
- * host, which sees container processes too.
+ * host, which sees container processes too. The execution outlives the
+ * command: what it wrote before is still there for the next command,
+ * unless the provider says (in its facts and in the result) that it can
+ * only end a command by ending the whole execution.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -90,16 +93,18 @@ Test(contract, timeout_kills_the_whole_tree)
     cordon_exec_outcome_clear(&out);
 }
 
-Test(contract, timeout_kills_a_child_that_left_the_session)
+/* setsid moves the child out of the command's process group and session:
+ * it is no longer the command's, and a timeout need not end it (the
+ * execution stays ready), but it is the execution's, and terminate must. */
+Test(contract, a_child_that_left_the_session_ends_with_terminate)
 {
     const char *argv[] = { "sh", "-c", NULL, NULL };
     struct contract_exec opts;
     struct cordon_exec_outcome out;
+    struct cordon_error err;
     const char *state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
     char marker[64], script[256], msg[600];
 
-    /* setsid moves the child out of the process group (and session) that a
-     * naive kill(-pgid) reaches; the execution must still end it. */
     contract_sleep_marker(marker, sizeof(marker));
     snprintf(script, sizeof(script),
              "command -v setsid >/dev/null || exit 99; setsid sleep %s & sleep %s", marker, marker);
@@ -114,9 +119,13 @@ Test(contract, timeout_kills_a_child_that_left_the_session)
     }
     cr_expect_eq(out.status, CORDON_RUN_TIMEOUT, "status is %s, not timeout",
                  cordon_run_status_name(out.status));
-    cr_expect_eq(contract_wait_no_processes(marker, TEARDOWN_MS), 0,
-                 "a child in its own session (sleep %s) survives the timeout on the host", marker);
     cordon_exec_outcome_clear(&out);
+    cordon_error_init(&err);
+    cr_assert_eq(contract.vt.terminate(contract.resource, state, &err), 0, "terminate failed: %s",
+                 err.message);
+    contract_untrack(state);
+    cr_expect_eq(contract_wait_no_processes(marker, TEARDOWN_MS), 0,
+                 "a child in its own session (sleep %s) survives terminate on the host", marker);
 }
 
 struct delayed_write {
@@ -166,4 +175,104 @@ Test(contract, cancel_kills_the_whole_tree)
     cr_expect_eq(contract_wait_no_processes(marker, TEARDOWN_MS), 0,
                  "processes of the cancelled tree (marker %s) survive on the host", marker);
     cordon_exec_outcome_clear(&out);
+}
+
+/* How the command is ended: the exec's timeout, the caller's cancel, or
+ * twice the output budget. */
+enum ender { BY_TIMEOUT, BY_CANCEL, BY_BUDGET };
+
+static const struct {
+    enum ender how;
+    const char *name;
+    enum cordon_run_status status;
+} enders[] = {
+    { BY_TIMEOUT, "a timeout", CORDON_RUN_TIMEOUT },
+    { BY_CANCEL, "a cancel", CORDON_RUN_CANCELLED },
+    { BY_BUDGET, "twice the output budget", CORDON_RUN_OUTPUT_LIMIT },
+};
+
+/* The provider ended the execution with the command: honest only when its
+ * facts say it must (mechanism_facts.exec_cancel "execution"). */
+static void expect_declared(const char *how)
+{
+    cJSON *facts = contract_probe(CORDON_PROBE_FULL, NULL);
+    const cJSON *mech = cJSON_GetObjectItemCaseSensitive(facts, "mechanism_facts");
+    const char *says = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mech, "exec_cancel"));
+
+    cr_expect(says != NULL && strcmp(says, "execution") == 0,
+              "after %s the provider ended the whole execution, but its facts do not say "
+              "mechanism_facts.exec_cancel \"execution\" (they say %s)", how,
+              says != NULL ? says : "nothing");
+    cJSON_Delete(facts);
+}
+
+Test(contract, an_ended_command_leaves_the_execution_ready)
+{
+    /* The host flow's layout: /workspace is one writable tree. One
+     * execution for all three, unless the provider ends it. */
+    const char *state = NULL;
+
+    for (size_t i = 0; i < sizeof(enders) / sizeof(enders[0]); i++) {
+        const char *argv[] = { "sh", "-c", NULL, NULL };
+        struct contract_exec opts;
+        struct cordon_exec_outcome out;
+        struct delayed_write dw;
+        pthread_t thread;
+        char marker[64], script[200], msg[600], *text;
+        int cancel[2] = { -1, -1 }, r;
+        bool ended = false;
+
+        if (state == NULL)
+            state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
+        contract_sleep_marker(marker, sizeof(marker));
+        contract_sh(state, "echo kept > marker", &out);
+        cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0, "writing the marker: %s %d",
+                  cordon_run_status_name(out.status), out.exit_code);
+        cordon_exec_outcome_clear(&out);
+        /* It ignores SIGTERM and orphans a member of its group. */
+        if (enders[i].how == BY_BUDGET)
+            snprintf(script, sizeof(script), "yes %s | head -c %llu; exec sleep %s", marker,
+                     2ull * CONTRACT_MAX_OUTPUT_BYTES, marker);
+        else
+            snprintf(script, sizeof(script), "trap '' TERM; (sleep %s &); sleep %s & exec sleep %s",
+                     marker, marker, marker);
+        argv[2] = script;
+        contract_exec_init(&opts);
+        opts.ret_execution_ended = &ended;
+        if (enders[i].how == BY_TIMEOUT)
+            opts.timeout_ms = 700;
+        if (enders[i].how == BY_CANCEL) {
+            cr_assert_eq(pipe2(cancel, O_CLOEXEC), 0, "pipe: %s", strerror(errno));
+            dw = (struct delayed_write){ cancel[1], 300 };
+            cr_assert_eq(pthread_create(&thread, NULL, fire_later, &dw), 0);
+            opts.cancel_fd = cancel[0];
+        }
+        r = contract_exec(state, argv, &opts, &out, msg, sizeof(msg));
+        if (enders[i].how == BY_CANCEL) {
+            pthread_join(thread, NULL);
+            close(cancel[0]);
+            close(cancel[1]);
+        }
+        cr_assert_eq(r, 0, "exec ended by %s failed: %s", enders[i].name, msg);
+        cr_expect_eq(out.status, enders[i].status, "ended by %s, the status is %s",
+                     enders[i].name, cordon_run_status_name(out.status));
+        cordon_exec_outcome_clear(&out);
+        /* Gone when the answer comes, not some time after it: the next
+         * command must find the sandbox free of this one. */
+        cr_expect_eq(contract_wait_no_processes(marker, ended ? TEARDOWN_MS : 0), 0,
+                     "processes of the command ended by %s (marker %s) outlive the answer",
+                     enders[i].name, marker);
+        if (ended) {
+            expect_declared(enders[i].name);
+            state = NULL;   /* gone; teardown's terminate of it is a no-op */
+            continue;
+        }
+        contract_sh(state, "cat marker", &out);
+        text = contract_stream_text(&out.out);
+        cr_expect(out.status == CORDON_RUN_EXITED && strcmp(text, "kept\n") == 0,
+                  "after %s the execution lost what it wrote before: cat marker gave %s \"%s\"",
+                  enders[i].name, cordon_run_status_name(out.status), text);
+        free(text);
+        cordon_exec_outcome_clear(&out);
+    }
 }

@@ -183,6 +183,7 @@ struct contract_exec {
     uint64_t output_budget;   /* 0: CONTRACT_MAX_OUTPUT_BYTES */
     int cancel_fd;            /* -1: none */
     const char *request_json; /* NULL: built from argv */
+    bool *ret_execution_ended; /* NULL, or set from the result's execution_ended */
 };
 void contract_exec_init(struct contract_exec *opts);
 

@@ -424,11 +424,14 @@ int contract_try_provision(const char *spec_json, const char **ret_state, char *
 
 const char *contract_provision(const char *id, enum cordon_spec_layout layout)
 {
-    char *spec = contract_spec(id, layout);
     const char *state = NULL;
-    char msg[600];
+    char msg[600], *spec;
     int r;
 
+    /* The first ensure may prepare an image for a minute: the lifetime in
+     * the spec starts after it. */
+    contract_ensure();
+    spec = contract_spec(id, layout);
     r = contract_try_provision(spec, &state, msg, sizeof(msg));
     free(spec);
     cr_assert_eq(r, 0, "provision (layout \"%s\") failed: %s", cordon_spec_layout_name(layout),
@@ -491,6 +494,7 @@ int contract_exec(const char *state, const char *const *argv, const struct contr
     d.retention_bytes = RETENTION_BYTES;
     d.output_budget = opts->output_budget != 0 ? opts->output_budget : CONTRACT_MAX_OUTPUT_BYTES;
     d.cancel_fd = opts->cancel_fd;
+    d.ret_execution_ended = opts->ret_execution_ended;
     memset(ret, 0, sizeof(*ret));
     cordon_error_init(&err);
     r = cordon__drive_exec(&d, ret, &err);

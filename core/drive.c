@@ -245,7 +245,7 @@ static void drain(struct call *c, struct cordon_capture *cap)
 
 /* Turn the provider's result JSON into a status, code and signal. */
 static int parse_result(const char *provider_id, const char *result,
-                        struct cordon_exec_outcome *ret, struct cordon_error *err)
+                        struct cordon_exec_outcome *ret, bool *ret_ended, struct cordon_error *err)
 {
     struct cordon_exec_result res;
     struct cordon_error perr;
@@ -260,6 +260,8 @@ static int parse_result(const char *provider_id, const char *result,
     ret->exit_code = res.status == CORDON_RUN_EXITED ? res.exit_code : -1;
     /* A folded exit says which signal it may have been, never guesses. */
     ret->signal = res.signal_folded ? res.exit_code - 128 : res.signal;
+    if (ret_ended != NULL)
+        *ret_ended = res.execution_ended;
     return 0;
 }
 
@@ -426,7 +428,7 @@ int cordon__drive_exec(const struct cordon_drive_opts *opts, struct cordon_exec_
         out.status = CORDON_RUN_HOST_ERROR;
         out.exit_code = -1;
     } else {
-        rc = parse_result(who, c->result, &out, err);
+        rc = parse_result(who, c->result, &out, opts->ret_execution_ended, err);
         if (rc == 0 && poll_errno != 0)
             rc = cordon_error_set(err, CORDON_E_IO, poll_errno, "drive: poll: %s",
                                   strerror(poll_errno));

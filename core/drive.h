@@ -14,6 +14,7 @@
 #ifndef CORDON_SDK_DRIVE_H
 #define CORDON_SDK_DRIVE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cordon/provider.h>
@@ -37,6 +38,9 @@ struct cordon_drive_opts {
     size_t retention_bytes;                      /* per stream */
     uint64_t output_budget;                      /* combined; 0 = none */
     int cancel_fd;                               /* caller's cancel, -1 = none */
+    bool *ret_execution_ended;                   /* optional: set true when the provider's
+                                                  * result says it ended the whole execution
+                                                  * to end the command (execution_ended) */
 };
 
 void cordon__drive_opts_init(struct cordon_drive_opts *opts);

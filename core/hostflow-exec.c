@@ -1,6 +1,8 @@
 /* core: exec in an execution (json.md §8) — the caller's request
  * checked and rewritten as the provider's, run under the record's lock
- * and output budget, the execution destroyed when the run ended it. */
+ * and output budget. A command that times out, overflows or is cancelled
+ * ends alone; the execution is destroyed only when its deadline passed or
+ * the provider had to end it to end the command. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,7 +114,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     cJSON *req = NULL, *result = NULL;
     char *state = NULL, *ptext = NULL;
     uint64_t left = 0, timeout = 0;
-    bool terminated = false, marked = false;
+    bool terminated = false, marked = false, ended = false;
     int r;
 
     memset(&out, 0, sizeof(out));
@@ -142,6 +144,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
         cJSON_AddStringToObject(result, "status", "expired");
         cJSON_AddNullToObject(result, "exit_code");
         cJSON_AddBoolToObject(result, "execution_terminated", true);
+        cJSON_AddStringToObject(result, "execution_terminated_reason", "expired");
         cordon__result_add_stream(result, "stdout", "", 0, 0, 0);
         cordon__result_add_stream(result, "stderr", "", 0, 0, 0);
         goto done;
@@ -169,6 +172,7 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     opts.retention_bytes = (size_t)limits.max_output_bytes;   /* within the budget, everything is kept */
     opts.output_budget = limits.max_output_bytes;
     opts.cancel_fd = cancel_fd;
+    opts.ret_execution_ended = &ended;
     r = cordon__drive_exec(&opts, &out, err);
     if (r < 0)
         goto out;   /* the mechanism failed (daemon gone...): the record stays for reclaim */
@@ -193,10 +197,12 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     cordon__result_add_stream(result, "stderr", out.err.data, out.err.len, out.err.head_len,
                               out.err.dropped_bytes);
     cJSON_AddNumberToObject(result, "duration_ms", (double)out.duration_ms);
-    /* Timeout, overflow and cancellation destroy the whole execution:
-     * whatever the process tree left running goes with it. */
-    if (out.status == CORDON_RUN_TIMEOUT || out.status == CORDON_RUN_OUTPUT_LIMIT ||
-        out.status == CORDON_RUN_CANCELLED || out.status == CORDON_RUN_EXPIRED) {
+    /* Timeout, overflow and cancellation end the command's process group
+     * and leave the execution ready; the provider waited for the group to
+     * go before it answered. Only the execution's deadline, or a provider
+     * that had to end the whole execution to end the command (its facts
+     * say exec_cancel "execution"), ends the execution: the record goes. */
+    if (out.status == CORDON_RUN_EXPIRED || ended) {
         struct cordon_error derr;
         cordon_error_init(&derr);
         terminated = cordon__execution_destroy_bound(ctx, rec, &b, &derr) == 0;
@@ -208,6 +214,8 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
          * process tree left may still run: the mark stays, and gc destroys
          * the execution as one whose exec never finished. */
         marked = false;
+        cJSON_AddStringToObject(result, "execution_terminated_reason",
+                                out.status == CORDON_RUN_EXPIRED ? "expired" : "provider_ended_execution");
     }
     r = 0;
     cJSON_AddBoolToObject(result, "execution_terminated", terminated);

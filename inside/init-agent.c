@@ -35,13 +35,19 @@
 
 #define EXIT_DEADLINE 124
 #define FDS_ROOM 8u                  /* descriptors one message may carry before CTRUNC */
+#define SETTLE_POLL_MS 2u            /* looking again at a group that is going */
 
 extern char **environ;
 
-/* A command started and not yet reaped; reply -1 once cancelled. */
+/* A command started and not yet reported. Once cancelled, its reply
+ * socket is no longer watched (the host shut its side) but still answered;
+ * once its leader is reaped, the end waits until the group is gone. */
 struct running {
     pid_t pid;
     int reply;
+    bool cancelled, leader_gone;
+    int status;                  /* the leader's, from waitpid */
+    uint64_t gone_at;            /* when the leader was reaped */
 };
 
 static struct running running[CORDON_AGENT_RUNNING_MAX];
@@ -208,14 +214,14 @@ static void serve_one(int sock)
     /* Both sides set the group, so that a kill of it never misses. */
     setpgid(pid, pid);
     close_all(fds, 3);
-    running[n_running].pid = pid;
-    running[n_running].reply = reply;
+    running[n_running] = (struct running){ .pid = pid, .reply = reply };
     n_running++;
     reply_send(reply, CORDON_AGENT_STARTED, pid);
 }
 
-/* Collect every child that ended; a command's leader takes its group with
- * it (as --exec does) and its end is reported. */
+/* Collect every child that ended: a leader is marked (its group is
+ * killed, as --exec does), the rest (members of a group, reparented to
+ * us) only go. */
 static void reap(void)
 {
     for (;;) {
@@ -227,20 +233,51 @@ static void reap(void)
         if (pid <= 0)
             return;
         for (size_t i = 0; i < n_running; i++) {
-            if (running[i].pid != pid)
+            if (running[i].pid != pid || running[i].leader_gone)
                 continue;
             kill(-pid, SIGKILL);
-            if (running[i].reply >= 0) {
-                if (WIFSIGNALED(status))
-                    reply_send(running[i].reply, CORDON_AGENT_SIGNALED, WTERMSIG(status));
-                else
-                    reply_send(running[i].reply, CORDON_AGENT_EXITED, WEXITSTATUS(status));
-                close(running[i].reply);
-            }
-            running[i] = running[--n_running];
+            running[i].leader_gone = true;
+            running[i].status = status;
+            running[i].gone_at = now_ms();
             break;
         }
     }
+}
+
+/*
+ * Report the commands whose group is gone. The leader's end is only half
+ * of it: the host hears of the end once no process of the group is left
+ * (killed again at every look, so that a fork in flight is caught), which
+ * is what lets it call the sandbox ready for the next command. A group
+ * kept alive by a zombie whose parent is not ours (a member moved into
+ * the group by another command of the sandbox) is reported after
+ * CORDON_AGENT_SETTLE_MS all the same: every process in it was killed.
+ * Returns whether a group is still going.
+ */
+static bool settle(void)
+{
+    bool going = false;
+
+    for (size_t i = 0; i < n_running;) {
+        struct running *r = &running[i];
+
+        if (!r->leader_gone) {
+            i++;
+            continue;
+        }
+        if (kill(-r->pid, SIGKILL) == 0 && now_ms() - r->gone_at < CORDON_AGENT_SETTLE_MS) {
+            going = true;
+            i++;
+            continue;
+        }
+        if (WIFSIGNALED(r->status))
+            reply_send(r->reply, CORDON_AGENT_SIGNALED, WTERMSIG(r->status));
+        else
+            reply_send(r->reply, CORDON_AGENT_EXITED, WEXITSTATUS(r->status));
+        close(r->reply);
+        *r = running[--n_running];
+    }
+    return going;
 }
 
 int cordon__init_agent(uint64_t end_ms, const sigset_t *stop)
@@ -255,16 +292,20 @@ int cordon__init_agent(uint64_t end_ms, const sigset_t *stop)
         uint64_t now, left;
         struct signalfd_siginfo si;
         size_t k = 2;
+        bool going;
 
         reap();
+        going = settle();
         now = now_ms();
         if (now >= end_ms)
             return EXIT_DEADLINE;
         left = end_ms - now;
+        if (going && left > SETTLE_POLL_MS)
+            left = SETTLE_POLL_MS;
         p[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
         p[1] = (struct pollfd){ .fd = CORDON_AGENT_FD_SERVE, .events = POLLIN };
         for (size_t i = 0; i < n_running; i++) {
-            if (running[i].reply < 0)
+            if (running[i].cancelled || running[i].leader_gone)
                 continue;
             p[k] = (struct pollfd){ .fd = running[i].reply, .events = POLLIN };
             owner[k++] = i;
@@ -275,16 +316,19 @@ int cordon__init_agent(uint64_t end_ms, const sigset_t *stop)
             if ((si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP) &&
                 cordon__init_takes_stop())
                 return 0;
-        /* The host closed (or wrote to) a reply socket: cancel. The
-         * leader is reaped, unreported, at the top of the loop. */
+        /* The host shut (or closed, or wrote to) a reply socket: cancel.
+         * The group is killed; the leader is reaped at the top of the loop
+         * and the end reported once the group is gone (settle). */
         for (size_t j = 2; j < k; j++) {
             struct running *r = &running[owner[j]];
 
             if (p[j].revents == 0)
                 continue;
+            /* The leader too, by its pid: one that moved itself to another
+             * group is still our unreaped child, so its pid names it alone. */
             kill(-r->pid, SIGKILL);
-            close(r->reply);
-            r->reply = -1;
+            kill(r->pid, SIGKILL);
+            r->cancelled = true;
         }
         if (p[1].revents & POLLIN)
             serve_one(CORDON_AGENT_FD_SERVE);

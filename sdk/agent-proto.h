@@ -17,8 +17,14 @@
  * with struct cordon_agent_reply messages: STARTED (value: the pid inside),
  * then one of EXITED (value: the code) or SIGNALED (value: the signal); or
  * REFUSED (value: an errno) and nothing else. A command that cannot enter
- * its cwd sends CWD_FAILED (value: the errno) from the child before it ends. The host closing its end of
- * the reply socket is cancel: the agent kills the command's process group.
+ * its cwd sends CWD_FAILED (value: the errno) from the child before it ends.
+ *
+ * The command's end is reported once its process group is gone: when the
+ * leader ends the agent kills the group and waits until no process of it
+ * is left (at most CORDON_AGENT_SETTLE_MS). The host shutting the write
+ * side of its reply socket (or closing it) is cancel: the agent kills the
+ * group and, the same way, reports the end once the group is gone, so the
+ * host knows when the sandbox is free of the command.
  */
 #ifndef CORDON_AGENT_PROTO_H
 #define CORDON_AGENT_PROTO_H
@@ -39,6 +45,7 @@
 #define CORDON_AGENT_ENV_MAX 512u
 #define CORDON_AGENT_NFDS 4u                 /* stdin, stdout, stderr, reply */
 #define CORDON_AGENT_RUNNING_MAX 64u         /* commands running at once */
+#define CORDON_AGENT_SETTLE_MS 1000u         /* a killed group's longest wait for its end */
 
 /* Fixed-width, host byte order (both ends run on the same kernel). */
 struct cordon_agent_request {

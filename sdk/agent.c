@@ -31,6 +31,9 @@
 
 #define OPEN_WAIT_MS 2000u   /* for a runtime's init to become cordon-init */
 #define SEND_TIMEOUT_S 5      /* a full queue that long: the agent is not serving */
+/* From cancel to the agent's report that the group is gone: its own bound
+ * (CORDON_AGENT_SETTLE_MS) and room for a busy machine. */
+#define CANCEL_WAIT_MS (CORDON_AGENT_SETTLE_MS + 1500u)
 
 static uint64_t mono_ms(void)
 {
@@ -217,11 +220,25 @@ static int agent_dropped(int pidfd, struct cordon_error *err)
                             "is too low for the request's four); the sandbox is left as it was");
 }
 
+/*
+ * Cancel the command: shutting our write side makes the reply socket
+ * readable for the agent, which kills the command's process group and
+ * reports its end once the group is gone; we keep reading for that.
+ * Returns when to give up waiting.
+ */
+static uint64_t cancel(int reply_fd, struct cordon_exec_outcome *ret, enum cordon_run_status why)
+{
+    ret->status = why;
+    ret->signal = SIGKILL;
+    shutdown(reply_fd, SHUT_WR);
+    return mono_ms() + CANCEL_WAIT_MS;
+}
+
 int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_agent_cmd *cmd, int cancel_fd,
                      uint64_t timeout_ms, struct cordon_exec_outcome *ret,
                      struct cordon_error *err)
 {
-    uint64_t start = mono_ms(), now;
+    uint64_t start = mono_ms(), now, stop = 0;
     size_t size;
     int pair[2] = { -1, -1 }, r;
 
@@ -253,16 +270,24 @@ int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_agent_cmd *cmd
         ssize_t n;
 
         now = mono_ms();
-        if (timeout_ms != 0) {
+        if (stop != 0) {
+            /* Cancelled: only the end the agent reports, once the group is gone. */
+            if (now >= stop) {
+                r = cordon_error_set(err, CORDON_E_TIMEOUT, 0,
+                                     "agent: the command's process group was not reported gone "
+                                     "within %u ms of its cancel", CANCEL_WAIT_MS);
+                goto out;
+            }
+            wait_ms = (int)(stop - now);
+        } else if (timeout_ms != 0) {
             if (now - start >= timeout_ms) {
-                ret->status = CORDON_RUN_TIMEOUT;
-                ret->signal = SIGKILL;
-                break;
+                stop = cancel(pair[0], ret, CORDON_RUN_TIMEOUT);
+                continue;
             }
             wait_ms = (int)(timeout_ms - (now - start) > 60000 ? 60000
                                                                 : timeout_ms - (now - start));
         }
-        if (poll(p, cancel_fd >= 0 ? 3 : 2, wait_ms) < 0) {
+        if (poll(p, cancel_fd >= 0 && stop == 0 ? 3 : 2, wait_ms) < 0) {
             if (errno == EINTR)
                 continue;
             r = cordon_error_set(err, CORDON_E_IO, errno, "agent: poll: %s", strerror(errno));
@@ -289,13 +314,17 @@ int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_agent_cmd *cmd
                 r = refused(rep.value, err);
                 goto out;
             }
-            if (rep.kind == CORDON_AGENT_CWD_FAILED) {
+            if (rep.kind == CORDON_AGENT_CWD_FAILED && stop == 0) {
                 r = cordon_error_set(err, CORDON_E_PROVIDER, rep.value,
                                      "agent: entering the working directory %.*s failed: %s",
                                      cordon_text_fit(cmd->cwd, 200), cmd->cwd,
                                      strerror(rep.value));
                 goto out;
             }
+            if (rep.kind == CORDON_AGENT_CWD_FAILED)
+                continue;
+            if (stop != 0 && (rep.kind == CORDON_AGENT_EXITED || rep.kind == CORDON_AGENT_SIGNALED))
+                break;   /* the cancel's status stands: the group is gone */
             if (rep.kind == CORDON_AGENT_EXITED && rep.value >= 0 && rep.value <= 255) {
                 ret->status = CORDON_RUN_EXITED;
                 ret->exit_code = rep.value;
@@ -314,16 +343,13 @@ int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_agent_cmd *cmd
             r = agent_died(err);
             goto out;
         }
-        if (cancel_fd >= 0 && p[2].revents != 0) {
-            ret->status = CORDON_RUN_CANCELLED;
-            ret->signal = SIGKILL;
-            break;
-        }
+        if (stop == 0 && cancel_fd >= 0 && p[2].revents != 0)
+            stop = cancel(pair[0], ret, CORDON_RUN_CANCELLED);
     }
     ret->duration_ms = mono_ms() - start;
     r = 0;
 out:
-    /* Closing our end is cancel for a command still running. */
+    /* Closing our end is cancel for a command still running (an error above). */
     if (pair[0] >= 0)
         close(pair[0]);
     return r;

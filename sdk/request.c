@@ -394,6 +394,7 @@ int cordon_exec_result_parse(const char *json, struct cordon_exec_result *ret,
                         res.status == CORDON_RUN_EXITED && res.exit_code > 128 &&
                         res.exit_code <= 128 + 64;
     res.backstop_timeout = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "backstop_timeout"));
+    res.execution_ended = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "execution_ended"));
     r = 0;
     *ret = res;
 out:
@@ -424,6 +425,8 @@ int cordon_exec_result_print_host(const struct cordon_host_v1 *host,
         ok = cJSON_AddNumberToObject(doc, "signal", res->signal) != NULL;
     if (ok && res->backstop_timeout)
         ok = cJSON_AddTrueToObject(doc, "backstop_timeout") != NULL;
+    if (ok && res->execution_ended)
+        ok = cJSON_AddTrueToObject(doc, "execution_ended") != NULL;
     if (!ok) {
         cJSON_Delete(doc);
         return name == NULL ? cordon_error_set(err, CORDON_E_INVALID, 0,

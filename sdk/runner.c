@@ -50,6 +50,8 @@
 
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 #define DRAIN_MS 200          /* reading on after the leader died */
+#define SETTLE_MS 1000        /* waiting for a killed group's last members */
+#define SETTLE_STEP_NS 1000000L
 #define WAIT_POLL_MS 5        /* waitid polling when pidfd_open is missing */
 #define IO_CHUNK 65536
 #define READS_PER_WAKE 16     /* stay responsive to the deadline under a flood */
@@ -468,15 +470,33 @@ static bool leader_exited(const struct run *r, const struct pollfd *pidfd_poll)
     return si.si_pid == r->pid;
 }
 
+/*
+ * Background members must not outlive the run: killed with the leader, and
+ * waited for until no process of the group is left (killed again at every
+ * look, so that a fork in flight is caught), for at most SETTLE_MS. The
+ * group's id cannot name anyone else while a member lives (it holds the
+ * id), and the look stops at the first ESRCH. Zombies count until their
+ * parent (the subreaper the members were reparented to) reaps them.
+ */
+static void settle_group(pid_t pgid)
+{
+    uint64_t end = cordon_now_monotonic_ms() + SETTLE_MS;
+    const struct timespec step = { 0, SETTLE_STEP_NS };
+
+    while (kill(-pgid, SIGKILL) == 0 && cordon_now_monotonic_ms() < end)
+        nanosleep(&step, NULL);
+}
+
 static int reap_leader(struct run *r, struct cordon_error *err)
 {
     pid_t w;
 
-    /* Background members must not outlive the run. */
     kill(-r->pid, SIGKILL);
     do
         w = waitpid(r->pid, &r->wstatus, 0);
     while (w < 0 && errno == EINTR);
+    if (w == r->pid)
+        settle_group(r->pid);
     r->leader_gone = true;
     r->end_ms = cordon_now_monotonic_ms();
     close_fd(&r->pidfd);

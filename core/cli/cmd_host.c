@@ -53,7 +53,7 @@ static const struct usage {
       "                  -- ARGV...\n"
       "Run ARGV in the execution. Exit status: the command's own, 124 timeout/expired, 125 cordon\n"
       "failed, 137 killed (oom, output_limit, cancelled). Timeout, output overflow and cancellation\n"
-      "(SIGINT/SIGTERM to cordon) destroy the whole execution.\n" },
+      "(SIGINT/SIGTERM to cordon) end the command's process group; the execution stays ready.\n" },
     { "checkpoint", "usage: cordon checkpoint ID [--metadata JSON] [--json]\n"
                     "Save /workspace (files only: no processes, memory or sockets).\n" },
     { "restore", "usage: cordon restore CHECKPOINT_ID [--provider P] [--image REF] [--id ID]\n"

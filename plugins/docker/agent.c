@@ -250,18 +250,26 @@ int dk__agent_exec(struct cordon_resource *res, const struct dk_state *st,
         r = agent_fail_closed(res, &conn, st, r, err);
         goto out;
     }
-    if (r < 0)
-        goto out;
-    if (o.status == CORDON_RUN_CANCELLED || o.status == CORDON_RUN_TIMEOUT) {
-        /* The command's group was killed; what it left was not. The whole
-         * execution goes, as on the exec API's path. */
+    if (r == CORDON_E_TIMEOUT &&
+        (o.status == CORDON_RUN_CANCELLED || o.status == CORDON_RUN_TIMEOUT)) {
+        /* Cancelled, and the agent never said the group was gone: to be
+         * sure it is, the whole execution goes, and the result says so. */
         r = dk__conn_open(&res->engine, &conn, err);
         if (r == 0)
             r = dk__container_remove(conn, st->container_id, err);
         if (r == 0)
-            r = o.status == CORDON_RUN_CANCELLED
-                    ? dk__exec_result(res->host, "cancelled", 0, 0, false, false, ret, err)
-                    : dk__exec_result(res->host, "signaled", 0, SIGKILL, true, false, ret, err);
+            r = dk__exec_result_ended(res->host, o.status == CORDON_RUN_CANCELLED, false, ret,
+                                      err);
+        goto out;
+    }
+    if (r < 0)
+        goto out;
+    if (o.status == CORDON_RUN_CANCELLED || o.status == CORDON_RUN_TIMEOUT) {
+        /* The agent killed the command's process group and saw it gone:
+         * the container stays, ready for the next command. */
+        r = o.status == CORDON_RUN_CANCELLED
+                ? dk__exec_result(res->host, "cancelled", 0, 0, false, false, ret, err)
+                : dk__exec_result(res->host, "signaled", 0, SIGKILL, true, false, ret, err);
     } else if (o.status == CORDON_RUN_SIGNALED || o.status == CORDON_RUN_EXITED) {
         /* The memory cgroup's kill shows in the daemon's events only; a
          * shell whose child it killed exits 137, which the exec API's path

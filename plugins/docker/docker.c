@@ -456,6 +456,9 @@ static cJSON *mechanism_facts(const struct dk_config *cfg, const struct dk_engin
          cJSON_AddBoolToObject(m, "allow_unpinned", cfg->allow_unpinned) &&
          cJSON_AddBoolToObject(m, "exec_agent", !cfg->no_agent) &&
          cJSON_AddStringToObject(m, "exec_path", path) &&
+         /* the exec API kills nothing of an exec: only the container can go */
+         cJSON_AddStringToObject(m, "exec_cancel", strcmp(path, "agent") == 0 ? "command"
+                                                                             : "execution") &&
          (why == NULL || cJSON_AddStringToObject(m, "exec_path_reason", why));
     if (!ok) {
         cJSON_Delete(m);

@@ -294,6 +294,10 @@ bool dk__oom_killed(struct dk_conn *conn, const char *container_id, uint64_t sin
  * 128+N may have been signal N. */
 int dk__exec_result(const struct cordon_host_v1 *host, const char *status, int code, int sig,
                     bool backstop, bool folded, char **ret, struct cordon_error *err);
+/* The result of a command that was ended with its whole execution (the
+ * container removed): cancelled, or the backstop's SIGKILL. */
+int dk__exec_result_ended(const struct cordon_host_v1 *host, bool cancelled, bool folded,
+                          char **ret, struct cordon_error *err);
 
 /* ---- agent.c: exec through the resident agent ---------------------------- */
 

@@ -7,7 +7,8 @@
  * the process's stdio), demultiplex the stream's 8-byte frame headers into
  * the host's stdout and stderr, feed stdin when the host gives one, and
  * watch cancel_fd: when it fires, the whole container goes (force remove),
- * which ends every process in it at once. The host keeps the clock and the
+ * which ends every process in it at once (the API cannot end one exec's
+ * processes alone; the result says execution_ended). The host keeps the clock and the
  * output budget; the request's timeout is only a backstop. After the
  * stream ends the exec's exit code is read back, and an exit by SIGKILL is
  * looked up in the daemon's events to tell the memory limit's kill.
@@ -610,8 +611,21 @@ int dk__exec_result(const struct cordon_host_v1 *host, const char *status, int c
                     bool backstop, bool folded, char **ret, struct cordon_error *err)
 {
     const struct cordon_exec_result r = { (enum cordon_run_status)cordon_run_status_parse(status),
-                                          code, sig, folded, backstop };
+                                          code, sig, folded, backstop, false };
 
+    return cordon_exec_result_print_host(host, &r, ret, err);
+}
+
+int dk__exec_result_ended(const struct cordon_host_v1 *host, bool cancelled, bool folded,
+                          char **ret, struct cordon_error *err)
+{
+    struct cordon_exec_result r = { CORDON_RUN_CANCELLED, 0, 0, folded, false, true };
+
+    if (!cancelled) {
+        r.status = CORDON_RUN_SIGNALED;
+        r.signal = SIGKILL;
+        r.backstop_timeout = true;
+    }
     return cordon_exec_result_print_host(host, &r, ret, err);
 }
 
@@ -708,14 +722,13 @@ int dk__op_exec(struct cordon_resource *res, const char *state_json, const char 
     if (r < 0)
         goto out;
     if (p->stop != STOP_NONE) {
-        /* The whole execution goes: every process in it, at once. */
+        /* The exec API cannot end one exec's processes (the daemon kills
+         * nothing when the client goes): the whole execution goes, every
+         * process in it at once, and the result says so. */
         r = dk__container_remove(conn, st.container_id, err);
         if (r == 0)
-            r = p->stop == STOP_CANCEL
-                    ? dk__exec_result(res->host, "cancelled", 0, 0, false, true, ret_result_json,
-                                      err)
-                    : dk__exec_result(res->host, "signaled", 0, SIGKILL, true, true,
-                                      ret_result_json, err);
+            r = dk__exec_result_ended(res->host, p->stop == STOP_CANCEL, true, ret_result_json,
+                                      err);
         goto out;
     }
     /* Pid 0: the runtime never started the process; what we held back is

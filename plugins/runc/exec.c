@@ -17,8 +17,10 @@
  * group ends with it, and it dies of the command's signal), started by the
  * sdk's runner in pass-through mode:
  * the host's stdout and stderr descriptors are the command's, and the host
- * bounds them. On cancel the container's init is killed, which ends the
- * whole execution.
+ * bounds them. On cancel the command's process group is killed and waited
+ * for, and the container stays; through the runtime's exec (which ends
+ * only its own client) the container's init is killed, which ends the
+ * whole execution, and the result says so (execution_ended).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -367,7 +369,7 @@ static int exec_result(const struct cordon_host_v1 *host, const char *status, in
                        bool backstop, bool folded, char **ret, struct cordon_error *err)
 {
     const struct cordon_exec_result r = { (enum cordon_run_status)cordon_run_status_parse(status),
-                                          code, sig, folded, backstop };
+                                          code, sig, folded, backstop, false };
 
     return cordon_exec_result_print_host(host, &r, ret, err);
 }
@@ -547,26 +549,34 @@ int runc__op_exec(struct cordon_resource *res, const char *state_json, const cha
         goto out;
     }
     cordon_exec_stdio_close(&sio);   /* the command ended: so does its stdin */
-    if (r < 0)
-        goto out;
+    /* Cancelled (or past the backstop): the agent and the runner killed
+     * the command's process group and waited for it to go, and the
+     * container stays ready. The runtime's exec (runsc) kills only its own
+     * client, and an agent that never said the group was gone leaves no
+     * certainty: there the whole execution ends, and the result says so. */
+    if ((r == 0 || (r == CORDON_E_TIMEOUT && used_agent)) &&
+        (o.status == CORDON_RUN_CANCELLED || o.status == CORDON_RUN_TIMEOUT)) {
+        bool ended = r < 0 || !res->exec_setns;
+        const struct cordon_exec_result er = {
+            o.status == CORDON_RUN_CANCELLED ? CORDON_RUN_CANCELLED : CORDON_RUN_SIGNALED,
+            0, o.status == CORDON_RUN_CANCELLED ? 0 : SIGKILL, false,
+            o.status == CORDON_RUN_TIMEOUT, ended,
+        };
 
-    if (o.status == CORDON_RUN_CANCELLED || o.status == CORDON_RUN_TIMEOUT) {
-        /* The process we started was killed; what it left in the container
-         * was not. The whole execution ends now (thawed first, when frozen
-         * from the host: why many a command never answered). */
-        if (!runc__init_kill(res, st.id, pidfd)) {
+        if (ended && !runc__init_kill(res, st.id, pidfd)) {
             struct runc_cmd_result c;
 
+            /* thawed first, when frozen from the host: why many a command
+             * never answered */
             kill_args[2] = st.id;
             if (runc__runtime_cmd(res, kill_args, &c, NULL) == 0)
                 runc__cmd_result_clear(&c);
         }
-        r = o.status == CORDON_RUN_CANCELLED
-                ? exec_result(res->host, "cancelled", 0, 0, false, false, ret_result_json, err)
-                : exec_result(res->host, "signaled", 0, SIGKILL, true, false, ret_result_json,
-                              err);
+        r = cordon_exec_result_print_host(res->host, &er, ret_result_json, err);
         goto out;
     }
+    if (r < 0)
+        goto out;
     /* Entered, cordon-init is our own child: it exits with the command's
      * code or dies of the command's signal, and waitpid tells which. The
      * runtime's exec folds a signal N into an exit 128+N: that is reported

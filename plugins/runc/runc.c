@@ -695,6 +695,8 @@ static char *mechanism_facts(const struct cordon_resource *res, const char *imag
         cJSON_AddStringToObject(m, "loopback", "up") != NULL &&
         cJSON_AddStringToObject(m, "exec_path", runc__agent_wanted(res) ? "agent"
                                                 : res->exec_setns ? "setns" : "runtime") != NULL &&
+        /* the runtime's exec (runsc) ends only its client: the init goes */
+        cJSON_AddStringToObject(m, "exec_cancel", res->exec_setns ? "command" : "execution") != NULL &&
         cJSON_AddStringToObject(m, "init", RUNC_INIT_IN_CONTAINER) != NULL)
         text = cJSON_PrintUnformatted(m);
     cJSON_Delete(m);

@@ -349,6 +349,7 @@ static char *mechanism_facts(const struct tl_config *cfg, bool area_tmpfs)
         cJSON_AddBoolToObject(obj, "seccomp", cfg->seccomp) != NULL &&
         cJSON_AddStringToObject(obj, "root", cfg->root) != NULL &&
         cJSON_AddStringToObject(obj, "area", area_tmpfs ? "tmpfs" : "directory") != NULL &&
+        cJSON_AddStringToObject(obj, "exec_cancel", "command") != NULL &&
         (cfg->switch_user || !cfg->run_as_set ||
          cJSON_AddBoolToObject(obj, "run_as_ignored", true) != NULL))
         text = cJSON_PrintUnformatted(obj);

@@ -284,9 +284,10 @@ class Cordon:
              stdin=None, cancel_fd=None):
         """Run a command in an execution (cordon exec; json.md section 8).
         stdin: None, bytes, str, an fd or a file object; cancel_fd: an fd
-        whose becoming readable cancels the exec (destroying the
-        execution). Returns the exec result: its "status" says how the
-        command ended; Error only when the mechanism failed."""
+        whose becoming readable cancels the exec (the command's process
+        group is killed; the execution stays ready unless the result says
+        "execution_terminated"). Returns the exec result: its "status" says
+        how the command ended; Error only when the mechanism failed."""
         req = _put({"command": command}, args=list(args) if args is not None else None, cwd=cwd,
                    environment=environment, timeout_ms=timeout_ms)
         fd = _Stdin(stdin)

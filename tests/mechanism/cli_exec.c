@@ -14,8 +14,10 @@
 #include <criterion/logging.h>
 
 #include <cordon/sdk/fs.h>
+#include <cordon/sdk/host.h>
 #include <cordon/sdk/runner.h>
 
+#include "tests/common/proc.h"
 #include "tests/mechanism/cli_exec.h"
 
 #define CLI_TIMEOUT_MS 300000u
@@ -25,7 +27,9 @@
 /* Executions provisioned and not yet terminated, for cli_exec_cleanup. */
 static char *live[LIVE_MAX];
 
-int cli_exec_run(const struct cli_exec *c, const char *const *args, int stdin_fd, char **ret_out)
+/* The command under wrapper (NULL-ended argv, e.g. timeout(1)), or alone. */
+static int run_under(const struct cli_exec *c, const char *const *wrapper, const char *const *args,
+                     int stdin_fd, char **ret_out)
 {
     const char *argv[ARGS_MAX], *envp[7], *docker_host = getenv("DOCKER_HOST");
     char docker_env[PATH_MAX + 32];
@@ -35,6 +39,8 @@ int cli_exec_run(const struct cli_exec *c, const char *const *args, int stdin_fd
     size_t n = 0, k = 0;
     int code;
 
+    for (size_t i = 0; wrapper != NULL && wrapper[i] != NULL; i++)
+        argv[n++] = wrapper[i];
     argv[n++] = c->bin;
     argv[n++] = "--config";
     argv[n++] = c->config;
@@ -71,6 +77,11 @@ int cli_exec_run(const struct cli_exec *c, const char *const *args, int stdin_fd
     }
     cordon_exec_outcome_clear(&o);
     return code;
+}
+
+int cli_exec_run(const struct cli_exec *c, const char *const *args, int stdin_fd, char **ret_out)
+{
+    return run_under(c, NULL, args, stdin_fd, ret_out);
 }
 
 char *cli_exec_provision(const struct cli_exec *c, const char *provider)
@@ -471,4 +482,129 @@ void cli_exec_check_inline_outputs(const struct cli_exec *c, const char *provide
         free(text);
         cJSON_Delete(doc);
     }
+}
+
+/* The marker written before reads back: the execution outlived the command. */
+static void expect_marker(const struct cli_exec *c, const char *id, const char *after)
+{
+    cJSON *doc = cli_exec_sh(c, id, NULL, -1, "cat marker");
+
+    cr_expect_str_eq(doc_str(doc, "status"), "exited", "cat marker after %s: %s", after,
+                     doc_str(doc, "status"));
+    cr_expect_str_eq(doc_str(doc, "stdout"), "kept\n", "cat marker after %s printed \"%s\"", after,
+                     doc_str(doc, "stdout"));
+    cJSON_Delete(doc);
+}
+
+/* A result of a command ended by the host, its execution left ready. */
+static void expect_ended_alone(const cJSON *doc, const char *what, const char *status,
+                               const char *sleeper)
+{
+    cr_expect_str_eq(doc_str(doc, "status"), status, "%s: status %s", what, doc_str(doc, "status"));
+    cr_expect(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(doc, "execution_terminated")),
+              "%s: the execution was ended with the command", what);
+    /* Every process of the command's group is gone when the answer comes,
+     * the one a subshell orphaned too: not some time later. */
+    if (sleeper != NULL)
+        cr_expect_eq(test_count_command(sleeper), 0, "%s: \"%s\" outlived the answer", what, sleeper);
+}
+
+/* The exec's own timeout; cancel, as timeout(1)'s SIGTERM to cordon exec
+ * (124 is timeout's own status); twice the output budget. */
+static const struct {
+    const char *what, *status, *timeout;
+    bool by_signal, flood;
+    int rc;
+} enders[] = {
+    { "a --timeout", "timeout", "700ms", false, false, 124 },
+    { "a SIGTERM to cordon exec", "cancelled", NULL, true, false, 124 },
+    { "twice max_output_bytes", "output_limit", NULL, false, true, 137 },
+};
+
+void cli_exec_check_command_ends_alone(const struct cli_exec *c, const char *provider)
+{
+    static const char *const under_timeout[] = { "timeout", "2", NULL };
+    char *id = cli_exec_provision(c, provider), *out = NULL, sleeper[40], script[200];
+    cJSON *doc;
+    uint64_t t0;
+    int rc;
+
+    snprintf(sleeper, sizeof(sleeper), "sleep 1000.%u", (unsigned)getpid());
+    /* A command that ignores SIGTERM and leaves an orphan in its group. */
+    snprintf(script, sizeof(script), "trap '' TERM; (%s &); %s & exec %s", sleeper, sleeper, sleeper);
+    doc = cli_exec_sh(c, id, NULL, -1, "echo kept > marker");
+    cr_assert_str_eq(doc_str(doc, "status"), "exited", "writing the marker: %s", doc_str(doc, "status"));
+    cJSON_Delete(doc);
+
+    for (size_t i = 0; i < sizeof(enders) / sizeof(enders[0]); i++) {
+        const char *args[12] = { "exec", id, "--json" }, *what = enders[i].what;
+        size_t n = 3;
+
+        if (enders[i].timeout != NULL) {
+            args[n++] = "--timeout";
+            args[n++] = enders[i].timeout;
+        }
+        args[n++] = "--";
+        if (enders[i].flood) {
+            args[n++] = "head";
+            args[n++] = "-c";
+            args[n++] = "2097152";   /* twice --max-output 1M */
+            args[n++] = "/dev/zero";
+        } else {
+            args[n++] = "sh";
+            args[n++] = "-c";
+            args[n++] = script;
+        }
+        args[n] = NULL;
+        t0 = cordon_now_monotonic_ms();
+        rc = run_under(c, enders[i].by_signal ? under_timeout : NULL, args, -1, &out);
+        doc = cJSON_Parse(out);
+        cr_expect_eq(rc, enders[i].rc, "%s: cordon exec exited %d", what, rc);
+        cr_expect(cJSON_IsObject(doc), "%s: no result: %.400s", what, out);
+        free(out);
+        expect_ended_alone(doc, what, enders[i].status, enders[i].flood ? NULL : sleeper);
+        /* Promptly: the agent's and the runner's waits are bounded. */
+        cr_expect_lt(cordon_now_monotonic_ms() - t0, 12000u, "%s took %llu ms", what,
+                     (unsigned long long)(cordon_now_monotonic_ms() - t0));
+        cJSON_Delete(doc);
+        expect_marker(c, id, what);
+    }
+    cli_exec_terminate(c, id);
+    free(id);
+}
+
+void cli_exec_check_command_ends_execution(const struct cli_exec *c, const char *provider)
+{
+    const char *cat[] = { "exec", NULL, "--json", "--", "cat", "marker", NULL };
+    char *id = cli_exec_provision(c, provider), *out = NULL;
+    cJSON *doc;
+    int rc;
+
+    cat[1] = id;
+    doc = cli_exec_sh(c, id, NULL, -1, "echo kept > marker");
+    cr_assert_str_eq(doc_str(doc, "status"), "exited");
+    cJSON_Delete(doc);
+    {
+        const char *args[] = { "exec", id, "--timeout", "700ms", "--json", "--", "sleep", "1000",
+                               NULL };
+
+        rc = cli_exec_run(c, args, -1, &out);
+        doc = cJSON_Parse(out);
+        free(out);
+    }
+    cr_expect_eq(rc, 124, "cordon exec --timeout exited %d", rc);
+    cr_expect_str_eq(doc_str(doc, "status"), "timeout");
+    cr_expect(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(doc, "execution_terminated")),
+              "a provider that cannot end one command alone must say the execution ended");
+    cr_expect_str_eq(doc_str(doc, "execution_terminated_reason"), "provider_ended_execution");
+    cJSON_Delete(doc);
+    /* It really is gone: the next exec finds nothing. */
+    rc = cli_exec_run(c, cat, -1, NULL);
+    cr_expect_neq(rc, 0, "exec after the execution ended succeeded");
+    for (size_t i = 0; i < LIVE_MAX; i++)
+        if (live[i] != NULL && strcmp(live[i], id) == 0) {
+            free(live[i]);
+            live[i] = NULL;
+        }
+    free(id);
 }

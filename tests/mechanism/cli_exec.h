@@ -48,6 +48,16 @@ void cli_exec_check_exit_status(const struct cli_exec *c, const char *provider, 
 void cli_exec_check_rlimits(const struct cli_exec *c, const char *provider, const char *want_stack,
                             const char *want_nofile);
 
+/* Timeout (--timeout), cancel (timeout(1)'s SIGTERM to cordon exec) and
+ * twice the output budget each end the command's whole process group
+ * (gone when the answer comes) with its typed status and exit code, and
+ * leave the execution ready: a marker written before reads back. */
+void cli_exec_check_command_ends_alone(const struct cli_exec *c, const char *provider);
+/* Where the provider cannot end one command alone: a timeout ends the
+ * execution, the result says so (execution_terminated, its reason) and the
+ * next exec finds nothing. */
+void cli_exec_check_command_ends_execution(const struct cli_exec *c, const char *provider);
+
 /* `cordon run --request - --json` without a workspace, under provider at
  * isolation: declared outputs come back inline (text, base64, missing),
  * and one over a bound, a symbolic link or a directory fails the collect

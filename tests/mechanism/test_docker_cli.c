@@ -105,6 +105,21 @@ Test(docker_cli, exec_exit_status_through_the_exec_api_is_the_daemons_exit_code)
     cli_exec_check_exit_status(&cli, "docker", false);
 }
 
+/* Through the agent: timeout, cancel and an output overflow end the
+ * command's group and leave the container ready. */
+Test(docker_cli, exec_timeout_cancel_and_overflow_keep_the_execution)
+{
+    cli_exec_check_command_ends_alone(&cli, "docker");
+}
+
+/* The exec API kills nothing of an exec: the container goes, and the
+ * result says so. */
+Test(docker_cli, exec_timeout_through_the_exec_api_ends_the_execution)
+{
+    use_the_exec_api();
+    cli_exec_check_command_ends_execution(&cli, "docker");
+}
+
 Test(docker_cli, exec_stdin_directory_is_not_handed_in_by_the_exec_api)
 {
     use_the_exec_api();

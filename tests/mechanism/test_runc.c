@@ -1131,11 +1131,14 @@ Test(runc, hostile_fifo_name_is_escaped_in_the_refusal)
 
 /* ---- timeouts and teardown ------------------------------------------------------------ */
 
-Test(runc, background_sleeper_after_timeout_leaves_no_container)
+/* A timeout ends the command's process group, gone when the answer comes,
+ * and leaves the container; a sleeper that left the command's session
+ * (setsid) is no longer the command's and runs on until terminate. */
+Test(runc, timeout_ends_the_commands_group_and_the_container_stays)
 {
     const char *argv[] = { "sh", "-c", NULL, NULL };
     struct cordon_exec_outcome o = { 0 };
-    char marker[48], script[200], hex[9], id[40], path[PATH_MAX], *procs;
+    char marker[48], away[48], script[240], hex[9], id[40], path[PATH_MAX];
     const char *state;
 
     ensure();
@@ -1143,20 +1146,26 @@ Test(runc, background_sleeper_after_timeout_leaves_no_container)
     cr_assert_gt(state_pid(state), 1);
     random_hex(hex, 4);
     snprintf(marker, sizeof(marker), "1000.%u", (unsigned)strtoul(hex, NULL, 16));
-    snprintf(script, sizeof(script), "setsid sleep %s & sleep %s & sleep %s", marker, marker,
-             marker);
+    snprintf(away, sizeof(away), "2000.%u", (unsigned)strtoul(hex, NULL, 16));
+    snprintf(script, sizeof(script), "setsid sleep %s & (sleep %s &); sleep %s & sleep %s", away,
+             marker, marker, marker);
     argv[2] = script;
     cr_assert_eq(drive(state, argv, 700, 1 << 20, &o), 0, "%s", err.message);
     cr_assert_eq(o.status, CORDON_RUN_TIMEOUT, "status %s", cordon_run_status_name(o.status));
     cordon_exec_outcome_clear(&o);
-    /* The whole container went with the timeout: its init, every sleeper. */
-    cr_assert_eq(processes_left(marker, 2000), 0, "sleepers (%s) survive the timeout", marker);
-    snprintf(path, sizeof(path), "/sys/fs/cgroup/pids/cordon-%s/cgroup.procs", id);
-    procs = read_text(path);
-    cr_assert(procs == NULL || procs[0] == '\0', "the container still runs: %s", procs);
-    free(procs);
-    /* Terminate removes what is left: the runtime's record, cgroups, bundle. */
+    cr_expect_eq(test_count_processes(marker), 0, "sleepers (%s) outlived the timeout's answer",
+                 marker);
+    cr_expect_eq(test_count_processes(away), 1, "the sleeper in a session of its own (%s) is "
+                 "not the command's, and runs on", away);
+    cr_assert(runtime_knows(id), "the container went with the timeout");
+    /* The next exec runs in the same container. */
+    o = sh(state, "echo again", NULL);
+    cr_expect_eq(o.status, CORDON_RUN_EXITED, "the next exec: %s", cordon_run_status_name(o.status));
+    cordon_exec_outcome_clear(&o);
+    /* Terminate removes what is left: the escaped sleeper, the runtime's
+     * record, cgroups, bundle. */
     cr_assert_eq(prov->terminate(res, state, &err), 0, "%s", err.message);
+    cr_expect_eq(processes_left(away, 2000), 0, "the escaped sleeper survives terminate");
     cr_assert_not(runtime_knows(id));
     cr_assert_eq(cgroups_left(id), 0);
     snprintf(path, sizeof(path), "%s/providers/runc/bundles/%s", shared, id);

@@ -109,6 +109,21 @@ Test(runc_cli, exec_exit_status_through_the_runtime_is_an_exit)
     cli_exec_check_exit_status(&cli, "runc", false);
 }
 
+/* Through the agent: timeout, cancel and an output overflow end the
+ * command's group and leave the container ready. */
+Test(runc_cli, exec_timeout_cancel_and_overflow_keep_the_execution)
+{
+    cli_exec_check_command_ends_alone(&cli, "runc");
+}
+
+/* Another runtime's exec ends only its own client: the execution goes,
+ * and the result says so. */
+Test(runc_cli, exec_timeout_through_the_runtime_ends_the_execution)
+{
+    use_the_runtime_path();
+    cli_exec_check_command_ends_execution(&cli, "runc");
+}
+
 Test(runc_cli, exec_does_not_inherit_the_callers_rlimits)
 {
     cli_exec_check_rlimits(&cli, "runc", "8388608", "1024");

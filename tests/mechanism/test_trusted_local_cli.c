@@ -80,6 +80,13 @@ Test(trusted_local_cli, exec_exit_status_is_the_truth)
     cli_exec_check_exit_status(&cli, "trusted-local", true);
 }
 
+/* Timeout, cancel and an output overflow end the command's group and
+ * leave the execution ready. */
+Test(trusted_local_cli, exec_timeout_cancel_and_overflow_keep_the_execution)
+{
+    cli_exec_check_command_ends_alone(&cli, "trusted-local");
+}
+
 Test(trusted_local_cli, exec_does_not_inherit_the_callers_rlimits)
 {
     cli_exec_check_rlimits(&cli, "trusted-local", "8388608", "1024");

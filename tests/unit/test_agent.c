@@ -118,6 +118,23 @@ static bool init_waits(pid_t pid)
     return proc_text(pid, "syscall", text, sizeof(text)) && strtol(text, NULL, 10) == SYS_rt_sigtimedwait;
 }
 
+/* The agent sleeps in its poll: past its signalfd, the last descriptor it
+ * makes for itself. */
+static bool agent_polls(pid_t pid)
+{
+    char text[64];
+    long nr;
+
+    if (!proc_text(pid, "syscall", text, sizeof(text)))
+        return false;
+    nr = strtol(text, NULL, 10);
+#ifdef SYS_poll
+    if (nr == SYS_poll)
+        return true;
+#endif
+    return nr == SYS_ppoll;
+}
+
 /* cordon-init waits again with no stop signal pending: every stop signal
  * sent before has been taken and answered, so had one ended it, it would
  * have ended. */
@@ -480,6 +497,8 @@ Test(agent, dropped_request_from_a_live_agent_is_not_a_death)
     int r;
 
     agent_start(&a);
+    /* Lowered before the agent made its signalfd, the limit would end it. */
+    cr_assert(TEST_WAIT_UNTIL(agent_polls(a.pid), 10000), "the agent never waited in poll");
     cr_assert_eq(prlimit(a.pid, RLIMIT_NOFILE, NULL, &was), 0, "prlimit: %s", strerror(errno));
     /* The soft limit only: raising a hard one back needs CAP_SYS_RESOURCE. */
     four.rlim_max = was.rlim_max;

@@ -112,7 +112,9 @@ static cJSON *provision_ok(struct env *e, const char *patch)
     return doc;
 }
 
-static cJSON *exec_argv(struct env *e, const char *id, const char *json_args, const char *extra)
+/* exec_argv with cancel_fd as the caller's cancel. */
+static cJSON *exec_argv_cancel(struct env *e, const char *id, const char *json_args, const char *extra,
+                               int cancel_fd)
 {
     char req[8192], *out = NULL;
     struct cordon_error err;
@@ -121,10 +123,15 @@ static cJSON *exec_argv(struct env *e, const char *id, const char *json_args, co
     snprintf(req, sizeof(req), "{\"command\":\"sh\",\"args\":%s%s%s}", json_args, extra ? "," : "",
              extra ? extra : "");
     cordon_error_init(&err);
-    cr_assert_eq(cordon_exec_json(e->ctx, id, req, -1, -1, &out, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_exec_json(e->ctx, id, req, -1, cancel_fd, &out, &err), 0, "%s", err.message);
     doc = cJSON_Parse(out);
     free(out);
     return doc;
+}
+
+static cJSON *exec_argv(struct env *e, const char *id, const char *json_args, const char *extra)
+{
+    return exec_argv_cancel(e, id, json_args, extra, -1);
 }
 
 static const char *str(const cJSON *o, const char *k)
@@ -385,38 +392,97 @@ Test(hostflow, the_record_keeps_the_verdict_it_was_provisioned_under)
     env_close(&e);
 }
 
-Test(hostflow, output_overflow_destroys_the_execution)
+/* The marker written before still reads back, and the execution is ready. */
+static void expect_marker(struct env *e, const char *id)
 {
+    cJSON *x = exec_argv(e, id, "[\"-c\",\"cat marker\"]", NULL);
+
+    cr_expect_str_eq(str(x, "status"), "exited");
+    cr_expect_str_eq(str(x, "stdout"), "kept\n", "the workspace went with the command");
+    cJSON_Delete(x);
+    cr_expect(ls_shows(e, id, "phase", "ready"), "%s is not ready after the command ended", id);
+}
+
+static void write_marker(struct env *e, const char *id)
+{
+    cJSON *x = exec_argv(e, id, "[\"-c\",\"echo kept > marker\"]", NULL);
+
+    cr_assert_str_eq(str(x, "status"), "exited");
+    cJSON_Delete(x);
+}
+
+/* The output budget, the timeout and the caller's cancel end the
+ * command's whole tree, gone before the answer, and leave the execution
+ * ready. */
+Test(hostflow, overflow_timeout_and_cancel_end_the_command_and_keep_the_execution)
+{
+    static const struct {
+        const char *args, *extra, *status;
+        bool cancel;      /* the cancel fd readable from the start */
+        int exit_status;
+    } cases[] = {
+        { "[\"-c\",\"head -c 5000000 /dev/zero\"]", NULL, "output_limit", false, 137 },
+        { "[\"-c\",\"sleep 1000.4242 & sleep 1000.4242\"]", "\"timeout_ms\":500", "timeout", false, 124 },
+        { "[\"-c\",\"sleep 1000.4242 & sleep 1000.4242\"]", NULL, "cancelled", true, 137 },
+    };
     struct env e;
-    cJSON *p, *x;
 
     env_open(&e);
-    p = provision_ok(&e, "{\"execution_id\":\"flood-1\"}");
-    x = exec_argv(&e, "flood-1", "[\"-c\",\"head -c 5000000 /dev/zero\"]", NULL);
-    cr_expect_str_eq(str(x, "status"), "output_limit");
-    cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(x, "execution_terminated")));
-    cr_expect_eq(exit_status_of(x), 137);
-    cr_expect_eq(record_count(&e), 0);
-    cr_expect_not(area_exists(&e, "flood-1"));
-    cJSON_Delete(x);
-    cJSON_Delete(p);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        cJSON *p = provision_ok(&e, "{\"execution_id\":\"ends-1\"}"), *x;
+        int cancel[2] = { -1, -1 };
+
+        write_marker(&e, "ends-1");
+        if (cases[i].cancel) {
+            cr_assert_eq(pipe(cancel), 0);
+            cr_assert_eq(write(cancel[1], "x", 1), 1);
+        }
+        x = exec_argv_cancel(&e, "ends-1", cases[i].args, cases[i].extra, cancel[0]);
+        if (cases[i].cancel) {
+            close(cancel[0]);
+            close(cancel[1]);
+        }
+        cr_expect_str_eq(str(x, "status"), cases[i].status);
+        cr_expect_eq(exit_status_of(x), cases[i].exit_status);
+        cr_expect(cJSON_IsFalse(cJSON_GetObjectItem(x, "execution_terminated")));
+        cr_expect_null(cJSON_GetObjectItem(x, "execution_terminated_reason"));
+        cr_expect_eq(test_count_processes("1000.4242"), 0, "a sleeper outlived the answer");
+        cr_expect_eq(record_count(&e), 1);
+        expect_marker(&e, "ends-1");
+        cr_expect_eq(terminate(&e, "ends-1"), 0);
+        cJSON_Delete(x);
+        cJSON_Delete(p);
+    }
     env_close(&e);
 }
 
-Test(hostflow, timeout_destroys_the_whole_tree)
+/* A provider that can only end a command with its execution says so in
+ * the result: the host terminates the record and reports why. */
+Test(hostflow, a_provider_that_ended_the_execution_is_reported_and_its_record_goes)
 {
     struct env e;
+    char config[1024], *out = NULL;
+    struct cordon_error err;
     cJSON *p, *x;
 
     env_open(&e);
-    p = provision_ok(&e, "{\"execution_id\":\"slow-1\"}");
-    x = exec_argv(&e, "slow-1", "[\"-c\",\"sleep 1000.4242 & sleep 1000.4242\"]", "\"timeout_ms\":500");
+    cordon_ctx_free(e.ctx);
+    snprintf(config, sizeof(config),
+             "{\"provider_configs\":{\"synthetic\":{\"root\":\"%s\",\"end_execution_on_cancel\":true}}}",
+             e.root);
+    free(e.state);
+    e.ctx = test_ctx_open(config, &e.state);
+    cr_assert_not_null(e.ctx);
+    p = provision_ok(&e, "{\"execution_id\":\"ender-1\",\"provider\":\"synthetic\"}");
+    x = exec_argv(&e, "ender-1", "[\"-c\",\"sleep 1000.4545\"]", "\"timeout_ms\":300");
     cr_expect_str_eq(str(x, "status"), "timeout");
-    cr_expect_eq(exit_status_of(x), 124);
     cr_expect(cJSON_IsTrue(cJSON_GetObjectItem(x, "execution_terminated")));
-    cr_expect(TEST_WAIT_UNTIL(test_count_processes("1000.4242") == 0, 10000),
-              "a sleeper outlived the timeout");
+    cr_expect_str_eq(str(x, "execution_terminated_reason"), "provider_ended_execution");
     cr_expect_eq(record_count(&e), 0);
+    cordon_error_init(&err);
+    cr_expect_eq(cordon_exec_json(e.ctx, "ender-1", "{\"command\":\"true\"}", -1, -1, &out, &err),
+                 CORDON_E_NOT_FOUND, "%s", err.message);
+    free(out);
     cJSON_Delete(x);
     cJSON_Delete(p);
     env_close(&e);

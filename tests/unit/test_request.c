@@ -285,6 +285,10 @@ static const struct result_case result_cases[] = {
       "{\"status\":\"exited\",\"exit_code\":2}" },
     { "{\"status\":\"signaled\",\"signal\":9,\"backstop_timeout\":true}", 0, NULL,
       "{\"status\":\"signaled\",\"signal\":9,\"backstop_timeout\":true}" },
+    /* the provider ended the whole execution to end the command */
+    { "{\"status\":\"cancelled\",\"execution_ended\":true}", 0, NULL,
+      "{\"status\":\"cancelled\",\"execution_ended\":true}" },
+    { "{\"status\":\"cancelled\",\"execution_ended\":1}", 0, NULL, "{\"status\":\"cancelled\"}" },
     /* optional keys are read leniently, as the host always has */
     { "{\"status\":\"oom\",\"signal\":9}", 0, NULL, "{\"status\":\"oom\",\"signal\":9}" },
     { "{\"status\":\"oom\",\"signal\":0,\"backstop_timeout\":\"yes\"}", 0, NULL,
@@ -336,7 +340,7 @@ ParameterizedTest(size_t *index, request, result_parse)
 
 Test(request, result_print_refuses_what_parse_refuses)
 {
-    struct cordon_exec_result res = { CORDON_RUN_EXITED, 300, 0, false, false };
+    struct cordon_exec_result res = { CORDON_RUN_EXITED, 300, 0, false, false, false };
     struct cordon_error err;
     char *text = NULL;
 
@@ -344,7 +348,7 @@ Test(request, result_print_refuses_what_parse_refuses)
     cr_expect_eq(cordon_exec_result_print_host(&result_host, &res, &text, &err), CORDON_E_INVALID);
     cr_expect(strstr(err.message, "result_json.exit_code") != NULL, "%s", err.message);
     cr_expect_null(text);
-    res = (struct cordon_exec_result){ CORDON_RUN_SIGNALED, 0, 0, false, false };
+    res = (struct cordon_exec_result){ CORDON_RUN_SIGNALED, 0, 0, false, false, false };
     cr_expect_eq(cordon_exec_result_print_host(&result_host, &res, &text, &err), CORDON_E_INVALID);
     cr_expect_null(text);
     cr_expect_eq(cordon_exec_result_print_host(NULL, &res, &text, &err), CORDON_E_INVALID);

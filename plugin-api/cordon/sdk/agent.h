@@ -50,10 +50,15 @@ CORDON_EXTERN bool cordon_agent_fits(const struct cordon_agent_cmd *cmd);
  * Run cmd through the agent (agent_fd from cordon_agent_open) and wait for
  * its end. pidfd: the agent's (borrowed), watched so that its death is
  * seen at once. cancel_fd (-1: none) readable, or timeout_ms (0: none)
- * passed: the agent kills the command's process group, and ret->status is
- * CORDON_RUN_CANCELLED or CORDON_RUN_TIMEOUT. Otherwise CORDON_RUN_EXITED
- * or CORDON_RUN_SIGNALED as the command ended (the command's exit 127 is
- * "not found", 126 "cannot execute", as a shell says). Errors:
+ * passed: the agent kills the command's process group, and this returns
+ * once the agent reports the group gone (a few seconds at most), with
+ * ret->status CORDON_RUN_CANCELLED or CORDON_RUN_TIMEOUT; the sandbox is
+ * then free of the command and ready for the next. Otherwise
+ * CORDON_RUN_EXITED or CORDON_RUN_SIGNALED as the command ended, also
+ * reported once its group is gone (the command's exit 127 is "not found",
+ * 126 "cannot execute", as a shell says). Errors: CORDON_E_TIMEOUT (the
+ * agent did not report the cancelled group gone in time; ret->status says
+ * which cancel it was, and the provider ends the sandbox to be sure),
  * CORDON_E_LIMIT (does not fit, see cordon_agent_fits; or the agent runs
  * too many commands), CORDON_E_INVALID (the agent refused the message),
  * CORDON_E_UNAVAILABLE (the agent died: the sandbox has ended with it),

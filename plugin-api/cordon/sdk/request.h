@@ -129,6 +129,9 @@ struct cordon_exec_result {
     bool signal_folded;     /* with exited 129..192: the mechanism reports a death by
                              * signal N as 128+N too, and cannot tell which it was */
     bool backstop_timeout;  /* the provider's own backstop deadline ended it */
+    bool execution_ended;   /* to end the command the provider ended the whole execution
+                             * (its mechanism cannot end one command alone): the host
+                             * terminates the record and says so ("execution_ended") */
 };
 
 /*
@@ -137,8 +140,9 @@ struct cordon_exec_result {
  * (the ABI defines four; the others pass through), exit_code an integer
  * 0..255 with exited, signal 1..64 with signaled (with a status other than
  * exited a valid one is kept, anything else ignored), signal_folded true
- * only counts with an exit 129..192, backstop_timeout only when true
- * (optional keys are read leniently: another value of either is ignored).
+ * only counts with an exit 129..192, backstop_timeout and execution_ended
+ * only when true (optional keys are read leniently: another value of any
+ * of them is ignored).
  * Every refusal is CORDON_E_INVALID naming "result_json.<key>".
  */
 CORDON_EXTERN int cordon_exec_result_parse(const char *json, struct cordon_exec_result *ret,

@@ -9,7 +9,9 @@
  * fds 0, 1 and 2, and the fds of opts.pass_fds at their own numbers;
  * every other fd is closed before execve. Every child is reaped before the
  * call returns, and when the leader ends every other member of its process
- * group is killed.
+ * group is killed and waited for until none is left (at most 1 s: a member
+ * counts until whoever it was reparented to reaps it). A process that left
+ * the group (setsid, setpgid) is not a member and is not killed.
  */
 #ifndef CORDON_SDK_RUNNER_H
 #define CORDON_SDK_RUNNER_H
