@@ -33,8 +33,10 @@ DEFAULT_LIMITS = {
 class CommandResult:
     """How one command ended: stdout, stderr (str, UTF-8 with replacement),
     exit_code (None when it did not exit), status ("exited", "signaled",
-    "timeout", "cancelled", "output_limit", "expired") and the whole exec
-    result document as .result."""
+    "timeout", "cancelled", "output_limit", "expired"),
+    execution_terminated (True when the sandbox ended with the command:
+    its deadline passed, or its provider can end a command only with the
+    sandbox) and the whole exec result document as .result."""
 
     def __init__(self, result):
         self.result = result
@@ -42,6 +44,7 @@ class CommandResult:
         self.exit_code = result.get("exit_code")
         self.stdout = result.get("stdout", "")
         self.stderr = result.get("stderr", "")
+        self.execution_terminated = bool(result.get("execution_terminated", False))
 
     @property
     def error(self):
@@ -105,7 +108,9 @@ class Commands:
         command exited 0; raises CommandExitError for another exit code,
         Timeout, Cancelled or LimitExceeded (output over max_output_bytes)
         for a command that did not exit, each with .command_result; Error
-        when the mechanism failed.
+        when the mechanism failed. A timeout, cancel or overflow ends the
+        command's process group, not the sandbox (unless
+        .command_result.execution_terminated says otherwise).
         """
         if timeout is not None and timeout <= 0:
             raise ValueError("timeout: must be > 0 seconds, or None")

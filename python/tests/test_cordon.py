@@ -377,6 +377,13 @@ class SandboxObject(StateDir):
             with self.assertRaises(cordon.Timeout) as t:
                 sbx.commands.run("sleep 30", timeout=0.5)
             self.assertEqual(t.exception.command_result.status, "timeout")
+            self.assertFalse(t.exception.command_result.execution_terminated)
+            # Only the command ended: the workspace is still there.
+            self.assertEqual(sbx.commands.run("cat note.txt").stdout, "hi\n")
+            with self.assertRaises(cordon.LimitExceeded) as o:
+                sbx.commands.run("head -c 3000000 /dev/zero")
+            self.assertEqual(o.exception.command_result.status, "output_limit")
+            self.assertEqual(sbx.commands.run("cat note.txt").stdout, "hi\n")
             sid = sbx.sandbox_id
         # The with block killed it.
         self.assertNotIn(sid, [e["execution_id"] for e in self.c.ls()["executions"]])
