@@ -61,11 +61,15 @@ static int files_path(const char *path, bool root_ok, char **ret, struct cordon_
     else if (p[0] == '/')
         return cordon_error_set(err, CORDON_E_UNSAFE, 0, "path: \"%.*s\" must be under /workspace",
                                 cordon_text_fit(path, 200), path);
-    r = root_ok ? cordon_path_normalize_dir("path", p, ret, err) : cordon_path_normalize("path", p, ret, err);
-    if (r < 0 && !root_ok && (p[0] == '\0' || strcmp(p, ".") == 0))
+    if ((r = cordon_path_normalize_dir("path", p, ret, err)) < 0)
+        return r;
+    if (!root_ok && (*ret)[0] == '\0') {
+        free(*ret);
+        *ret = NULL;
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "path: names the workspace itself; a file inside it is required");
-    return r;
+    }
+    return 0;
 }
 
 static void files_call_close(struct files_call *c)
@@ -545,7 +549,7 @@ static int list_dir(struct files_call *c, const char *norm, cJSON *entries, stru
     struct export_job job = { c, NULL, norm };
     struct stream s;
     struct archive_entry *e;
-    char name[CORDON_PATH_MAX + 2];
+    char name[CORDON_PATH_MAX + 2], *checked = NULL;
     uint64_t n_entries = 0, bytes = 0;
     int r, n = 0;
 
@@ -572,12 +576,15 @@ static int list_dir(struct files_call *c, const char *norm, cJSON *entries, stru
             break;
         }
         entry_name(e, name, sizeof(name));
-        if (name[0] == '\0' || strchr(name, '/') != NULL)
+        if (name[0] == '\0')
             continue;
-        if (strcmp(name, "..") == 0 || strcmp(name, ".") == 0) {
-            r = cordon_error_set(err, CORDON_E_UNSAFE, 0, "the provider's stream: entry \"%s\"", name);
+        /* every name is held to the caller's rules, the deeper ones too */
+        if ((r = cordon_path_normalize("the provider's stream: entry", name, &checked, err)) < 0)
             break;
-        }
+        free(checked);
+        checked = NULL;
+        if (strchr(name, '/') != NULL)
+            continue;
         if (++n > FILES_LIST_MAX) {
             r = cordon_error_set(err, CORDON_E_LIMIT, 0, "path: \"%.*s\" holds more than %d entries",
                                  cordon_text_fit(norm, 300), norm, FILES_LIST_MAX);
