@@ -310,6 +310,77 @@ class Runc(StateDir):
         self.assertFalse(self.c.terminate("py-runc-1")["already_gone"])
 
 
+BIG = 50 << 20
+
+
+class Files:
+    """cordon files through the binding, on the provider a subclass names."""
+
+    def provision_files(self, eid):
+        raise NotImplementedError
+
+    def test_write_cat_read_list_remove(self):
+        eid = self.provision_files("py-files-1")
+        data = b"line\r\n\x00\xff\xfe end\n"
+        w = self.c.files_write(eid, "sub/data.bin", data, mode=0o640)
+        self.assertEqual((w["path"], w["size"], w["mode"]), ("sub/data.bin", len(data), 0o640))
+        x = self.c.exec(eid, "sh", args=["-c", "od -An -tx1 sub/data.bin | tr -d ' \n'"])
+        self.assertEqual(x["stdout"], data.hex())
+        self.assertEqual(self.c.files_read(eid, "/workspace/sub/data.bin"), data)
+        names = {e["name"]: e for e in self.c.files_list(eid, "sub")["entries"]}
+        self.assertEqual((names["data.bin"]["type"], names["data.bin"]["size"]), ("file", len(data)))
+        self.c.files_remove(eid, "sub")
+        self.assertNotIn("sub", [e["name"] for e in self.c.files_list(eid)["entries"]])
+        with self.assertRaises(cordon.NotFound):
+            self.c.files_read(eid, "sub/data.bin")
+
+    def test_a_planted_link_is_never_followed(self):
+        eid = self.provision_files("py-files-2")
+        x = self.c.exec(eid, "sh", args=["-c", "ln -s /etc/passwd p && ln -s /etc e"])
+        self.assertEqual(x["exit_code"], 0, x)
+        with self.assertRaises(cordon.UnsafePath) as cm:
+            self.c.files_read(eid, "p")
+        self.assertIn("symlink", cm.exception.message)
+        with self.assertRaises(cordon.Error):
+            self.c.files_read(eid, "e/passwd")
+        with self.assertRaises(cordon.UnsafePath):
+            self.c.files_read(eid, "../etc/passwd")
+        with self.assertRaises(cordon.Error):
+            self.c.files_write(eid, "e/planted", b"x")
+        self.assertFalse(os.path.exists("/etc/planted"))
+
+    def test_50_mib_in_and_out_under_a_1_mib_output_limit(self):
+        eid = self.provision_files("py-files-3")
+        data = os.urandom(BIG)
+        with tempfile.TemporaryFile() as f:
+            f.write(data)
+            f.seek(0)
+            self.assertEqual(self.c.files_write(eid, "big.bin", f)["size"], BIG)
+        x = self.c.exec(eid, "sh", args=["-c", "wc -c < big.bin"])
+        self.assertEqual(int(x["stdout"]), BIG)
+        self.assertEqual(self.c.files_read(eid, "big.bin"), data)
+        with tempfile.TemporaryFile() as f:
+            self.assertEqual(self.c.files_read(eid, "big.bin", to=f)["size"], BIG)
+            f.seek(0)
+            self.assertEqual(f.read(), data)
+        with self.assertRaises(cordon.LimitExceeded) as cm:
+            self.c.files_write(eid, "huge.bin", b"\0" * (LIMITS["disk_bytes"] + 1))
+        self.assertIn("disk_bytes", cm.exception.message)
+
+
+@unittest.skipUnless(ROOT, "trusted-local needs root (its sandbox users)")
+class TrustedLocalFiles(Files, StateDir):
+    def provision_files(self, eid):
+        return self.c.provision("trusted-local", LIMITS, allow_unsafe_local=True, isolation="none",
+                                execution_id=eid)["execution_id"]
+
+
+@unittest.skipUnless(ROOT and RUNC_IMAGE, "runc needs root and $CORDON_RUNC_IMAGE (tar@sha256:digest)")
+class RuncFiles(Files, StateDir):
+    def provision_files(self, eid):
+        return self.c.provision("runc", LIMITS, image=RUNC_IMAGE, execution_id=eid)["execution_id"]
+
+
 ADAPTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
                        "python-adapter")
 
