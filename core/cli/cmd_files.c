@@ -62,9 +62,8 @@ static int get_to_file(struct cordon_ctx *ctx, const struct files_args *a, char 
                              strerror(errno));
         goto out;
     }
+    /* no fsync: a copy like cp(1)'s; the rename is what keeps a half file out */
     r = cordon_files_read_json(ctx, a->id, a->path, fd, ret_text, err);
-    if (r == 0 && fsync(fd) < 0)
-        r = cordon_error_set(err, CORDON_E_IO, errno, "--to: fsync: %s", strerror(errno));
     if (r == 0 && fchmod(fd, 0644 & ~umask(umask(0))) < 0)
         r = cordon_error_set(err, CORDON_E_IO, errno, "--to: chmod: %s", strerror(errno));
     if (r == 0 && rename(tmp, a->to) < 0)
