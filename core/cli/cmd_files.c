@@ -111,7 +111,7 @@ static int parse(int argc, char **argv, struct files_args *a)
         a->json = a->json || strcmp(argv[i], "--json") == 0;
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(usage_text, argc < 2 ? stderr : stdout);
-        return argc < 2 ? CLI_EXIT_USAGE : 0;
+        return argc < 2 ? CLI_EXIT_USAGE : -1;
     }
     a->sub = argv[1];
     if (strcmp(a->sub, "put") == 0)
