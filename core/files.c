@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <cordon/cordon.h>
+#include <cordon/sdk/fs.h>
 #include <cordon/sdk/path.h>
 #include <cordon/text.h>
 #include "sdk/archive-lazy.h"
@@ -114,19 +115,46 @@ static int files_nomem(struct cordon_error *err)
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
 }
 
-/* Write all of buf to fd. */
+/* The result every verb starts from: {"ok": true, "execution_id", "path"}. */
+static cJSON *files_result(const char *id, const char *norm)
+{
+    cJSON *result = cJSON_CreateObject();
+
+    cJSON_AddBoolToObject(result, "ok", true);
+    cJSON_AddStringToObject(result, "execution_id", id);
+    cJSON_AddStringToObject(result, "path", norm);
+    return result;
+}
+
+/* A write's or a read's result: with the file's size and permission bits. */
+static int files_done(const char *id, const char *norm, uint64_t size, unsigned mode, char **ret_json,
+                      struct cordon_error *err)
+{
+    cJSON *result = files_result(id, norm);
+
+    cJSON_AddNumberToObject(result, "size", (double)size);
+    cJSON_AddNumberToObject(result, "mode", mode);
+    return cordon__json_done(0, result, ret_json, err);
+}
+
+/* export_files' argument for the one path norm: ["norm"] (malloc'd). */
+static char *one_path_json(const char *norm)
+{
+    cJSON *paths = cJSON_CreateArray();
+    char *text = NULL;
+
+    if (paths != NULL && cJSON_AddItemToArray(paths, cJSON_CreateString(norm)))
+        text = cJSON_PrintUnformatted(paths);
+    cJSON_Delete(paths);
+    return text;
+}
+
+/* Write all of buf to fd (the sdk's loop), the failure named. */
 static int write_all(int fd, const char *buf, size_t len, struct cordon_error *err)
 {
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return cordon_error_set(err, CORDON_E_IO, errno, "write: %s", strerror(errno));
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    int r = cordon_fs_write_all(fd, buf, len);
+
+    return r < 0 ? cordon_error_set(err, CORDON_E_IO, -r, "write: %s", strerror(-r)) : 0;
 }
 
 /*
@@ -204,7 +232,7 @@ int cordon_files_write_json(struct cordon_ctx *ctx, const char *execution_id, co
 {
     struct files_call c = { 0 };
     struct cordon_error perr;
-    cJSON *manifest = NULL, *file, *result = NULL;
+    cJSON *manifest = NULL, *file;
     char *norm = NULL, *files_json = NULL;
     uint64_t size = 0;
     int r, fd = -1;
@@ -248,19 +276,11 @@ int cordon_files_write_json(struct cordon_ctx *ctx, const char *execution_id, co
                              perr.message);
         goto out;
     }
-    result = cJSON_CreateObject();
-    cJSON_AddBoolToObject(result, "ok", true);
-    cJSON_AddStringToObject(result, "execution_id", execution_id);
-    cJSON_AddStringToObject(result, "path", norm);
-    cJSON_AddNumberToObject(result, "size", (double)size);
-    cJSON_AddNumberToObject(result, "mode", mode);
-    r = cordon__json_done(0, result, ret_json, err);
-    result = NULL;
+    r = files_done(execution_id, norm, size, mode, ret_json, err);
 out:
     if (fd >= 0 && fd != data_fd)
         close(fd);
     files_call_close(&c);
-    cJSON_Delete(result);
     cJSON_Delete(manifest);
     free(files_json);
     free(norm);
@@ -426,7 +446,6 @@ int cordon_files_read_json(struct cordon_ctx *ctx, const char *execution_id, con
     struct stream s = { .fd = -1 };
     struct export_job job = { &c, NULL, NULL };
     struct archive_entry *e = NULL;
-    cJSON *paths = NULL, *result = NULL;
     char *norm = NULL, *paths_json = NULL, *buf = NULL;
     uint64_t size = 0, got = 0;
     unsigned mode = 0;
@@ -445,9 +464,7 @@ int cordon_files_read_json(struct cordon_ctx *ctx, const char *execution_id, con
                              "files read: provider %s has no export_files (provider ABI 1.2)", c.b.p->id);
         goto out;
     }
-    paths = cJSON_CreateArray();
-    if (paths == NULL || !cJSON_AddItemToArray(paths, cJSON_CreateString(norm)) ||
-        (paths_json = cJSON_PrintUnformatted(paths)) == NULL || (buf = malloc(FILES_CHUNK)) == NULL) {
+    if ((paths_json = one_path_json(norm)) == NULL || (buf = malloc(FILES_CHUNK)) == NULL) {
         r = files_nomem(err);
         goto out;
     }
@@ -502,20 +519,10 @@ int cordon_files_read_json(struct cordon_ctx *ctx, const char *execution_id, con
                              "the provider's stream: more than the one entry asked for");
 done:
     r = stream_close(&s, r, false, err);
-    if (r < 0)
-        goto out;
-    result = cJSON_CreateObject();
-    cJSON_AddBoolToObject(result, "ok", true);
-    cJSON_AddStringToObject(result, "execution_id", execution_id);
-    cJSON_AddStringToObject(result, "path", norm);
-    cJSON_AddNumberToObject(result, "size", (double)size);
-    cJSON_AddNumberToObject(result, "mode", mode);
-    r = cordon__json_done(0, result, ret_json, err);
-    result = NULL;
+    if (r == 0)
+        r = files_done(execution_id, norm, size, mode, ret_json, err);
 out:
     files_call_close(&c);
-    cJSON_Delete(result);
-    cJSON_Delete(paths);
     free(paths_json);
     free(norm);
     free(buf);
@@ -599,7 +606,7 @@ int cordon_files_list_json(struct cordon_ctx *ctx, const char *execution_id, con
                            char **ret_json, struct cordon_error *err)
 {
     struct files_call c = { 0 };
-    cJSON *result = NULL, *entries, *paths = NULL;
+    cJSON *result = NULL, *entries;
     char *norm = NULL, *paths_json = NULL;
     const char *type = "directory";
     int r;
@@ -615,10 +622,7 @@ int cordon_files_list_json(struct cordon_ctx *ctx, const char *execution_id, con
                              "files list: provider %s has no export_files (provider ABI 1.2)", c.b.p->id);
         goto out;
     }
-    result = cJSON_CreateObject();
-    cJSON_AddBoolToObject(result, "ok", true);
-    cJSON_AddStringToObject(result, "execution_id", execution_id);
-    cJSON_AddStringToObject(result, "path", norm);
+    result = files_result(execution_id, norm);
     entries = cJSON_CreateArray();
     if (norm[0] != '\0') {
         /* What the path is, from export_files, which refuses a link among
@@ -627,9 +631,7 @@ int cordon_files_list_json(struct cordon_ctx *ctx, const char *execution_id, con
         struct stream s;
         struct archive_entry *e = NULL;
 
-        paths = cJSON_CreateArray();
-        if (paths == NULL || !cJSON_AddItemToArray(paths, cJSON_CreateString(norm)) ||
-            (paths_json = cJSON_PrintUnformatted(paths)) == NULL) {
+        if ((paths_json = one_path_json(norm)) == NULL) {
             cJSON_Delete(entries);
             r = files_nomem(err);
             goto out;
@@ -662,7 +664,6 @@ int cordon_files_list_json(struct cordon_ctx *ctx, const char *execution_id, con
 out:
     files_call_close(&c);
     cJSON_Delete(result);
-    cJSON_Delete(paths);
     free(paths_json);
     free(norm);
     return r;
@@ -673,7 +674,7 @@ out:
 int cordon_files_remove_json(struct cordon_ctx *ctx, const char *execution_id, const char *path,
                              char **ret_json, struct cordon_error *err)
 {
-    cJSON *req = NULL, *args, *doc = NULL, *result = NULL;
+    cJSON *req = NULL, *args, *doc = NULL;
     const cJSON *status, *code, *stderr_text;
     char *norm = NULL, *text = NULL, *reply = NULL;
     int r;
@@ -719,14 +720,8 @@ int cordon_files_remove_json(struct cordon_ctx *ctx, const char *execution_id, c
                              cJSON_IsNumber(code) ? code->valueint : -1, len > 300 ? 300 : len, msg);
         goto out;
     }
-    result = cJSON_CreateObject();
-    cJSON_AddBoolToObject(result, "ok", true);
-    cJSON_AddStringToObject(result, "execution_id", execution_id);
-    cJSON_AddStringToObject(result, "path", norm);
-    r = cordon__json_done(0, result, ret_json, err);
-    result = NULL;
+    r = cordon__json_done(0, files_result(execution_id, norm), ret_json, err);
 out:
-    cJSON_Delete(result);
     cJSON_Delete(doc);
     cJSON_Delete(req);
     free(reply);
