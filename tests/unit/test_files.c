@@ -68,7 +68,7 @@ static void env_open(struct env *e, const char *provider, unsigned disk_mib)
     memset(e, 0, sizeof(*e));
     /* hostile-export.so forwards to the trusted-local.so beside it */
     snprintf(config, sizeof(config), "%s/trusted-local.so", getenv("CORDON_TEST_PROVIDER_DIR") ?: ".");
-    cr_assert_eq(setenv("CORDON_FIXTURE_INNER", config, 1), 0);
+    cr_assert_eq(setenv("CORDON_FIXTURE_INNER", config, 0), 0);
     e->dir = test_mkdtemp();
     cr_assert_not_null(e->dir);
     chmod(e->dir, 0711);
