@@ -15,12 +15,15 @@
 
 #define BIG_BYTES (50u << 20)
 
-/* A host directory of the check's own (removed by files_dir_free). */
-static char *files_dir(void)
+/* A host directory of the check's own beside the suite's state directory,
+ * so that the suite's teardown removes it when a failed assertion ends the
+ * check first (files_dir_free removes it otherwise). */
+static char *files_dir(const struct cli_exec *c)
 {
     char *dir = NULL;
+    int len = (int)(strrchr(c->state_dir, '/') - c->state_dir);
 
-    cr_assert(asprintf(&dir, "%s/cordon-files.XXXXXX", getenv("TMPDIR") ?: "/tmp") > 0);
+    cr_assert(strrchr(c->state_dir, '/') != NULL && asprintf(&dir, "%.*s/files.XXXXXX", len, c->state_dir) > 0);
     cr_assert_not_null(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
     return dir;
 }
@@ -116,7 +119,7 @@ void cli_files_check_round_trip(const struct cli_exec *c, const char *provider)
 {
     /* bytes a text path would change: NUL, CR, invalid UTF-8 */
     static const char data[] = "line one\r\n\0binary \xff\xfe tail\n";
-    char *dir = files_dir(), *id = cli_exec_provision(c, provider), *got, src[PATH_MAX], back[PATH_MAX];
+    char *dir = files_dir(c), *id = cli_exec_provision(c, provider), *got, src[PATH_MAX], back[PATH_MAX];
     const char *put[] = { "files", "put", id, "sub/dir/data.bin", "--from", src, "--mode", "640", "--json",
                           NULL };
     static const char text[] = "from stdin \xff\xfe\r\n";
@@ -195,7 +198,7 @@ void cli_files_check_round_trip(const struct cli_exec *c, const char *provider)
 void cli_files_check_hostile(const struct cli_exec *c, const char *provider)
 {
     static const char secret[] = "host secret: never in a sandbox's file\n";
-    char *dir = files_dir(), *id = cli_exec_provision(c, provider), *script = NULL, *got;
+    char *dir = files_dir(c), *id = cli_exec_provision(c, provider), *script = NULL, *got;
     char canary[PATH_MAX], out[PATH_MAX], src[PATH_MAX], planted[PATH_MAX];
     const char *get_link[] = { "files", "get", id, "links/link", "--to", out, "--json", NULL };
     const char *get_through[] = { "files", "get", id, "links/hostdir/canary", "--to", out, "--json", NULL };
@@ -301,7 +304,7 @@ void cli_files_check_hostile(const struct cli_exec *c, const char *provider)
 
 void cli_files_check_large(const struct cli_exec *c, const char *provider)
 {
-    char *dir = files_dir(), *id = cli_exec_provision(c, provider), *data, *got, src[PATH_MAX], back[PATH_MAX];
+    char *dir = files_dir(c), *id = cli_exec_provision(c, provider), *data, *got, src[PATH_MAX], back[PATH_MAX];
     char huge[PATH_MAX];
     const char *put[] = { "files", "put", id, "big.bin", "--from", src, "--json", NULL };
     const char *put_huge[] = { "files", "put", id, "huge.bin", "--from", huge, "--json", NULL };
