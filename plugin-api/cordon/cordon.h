@@ -135,7 +135,9 @@ CORDON_EXTERN int cordon_exec_exit_status(const char *result_json);
  * anything runs. Bytes stream through a pipe: no call holds a file in
  * memory, and max_output_bytes does not apply; the execution's
  * disk_bytes bounds every file. A symbolic link in the sandbox is never
- * followed: read refuses one, write refuses one in the way.
+ * followed: read refuses one; write refuses one among the parents, and one
+ * at the path itself is refused or replaced by the file, as the provider's
+ * import_files does it, never written through.
  */
 
 /* Write the bytes of data_fd (borrowed, read from its offset to its end;
