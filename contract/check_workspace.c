@@ -209,6 +209,15 @@ static int export_files(const char *state, const char *paths, int *ret_fd, char 
     return r;
 }
 
+/* An execution of layout to export from; skipped without the slot. */
+static const char *export_files_provision(enum cordon_spec_layout layout)
+{
+    contract_load();
+    if (contract.vt.export_files == NULL)
+        contract_skip("the provider has no export_files (optional since ABI 1.2)");
+    return contract_provision(NULL, layout);
+}
+
 Test(contract, export_files_reads_only_the_named_paths)
 {
     struct contract_tar_entry *entries = NULL;
@@ -218,10 +227,7 @@ Test(contract, export_files_reads_only_the_named_paths)
     char msg[600];
     int tar, n;
 
-    contract_load();
-    if (contract.vt.export_files == NULL)
-        contract_skip("the provider has no export_files (optional since ABI 1.2)");
-    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
+    state = export_files_provision(CORDON_SPEC_LAYOUT_CODE);
     contract_sh(state, "mkdir -p output/scratch && : > output/scratch/1 && : > output/scratch/2 && "
                        "echo 42 > output/r.txt && ln -s /etc/passwd output/leak && "
                        "mkfifo output/pipe", &out);
@@ -269,10 +275,7 @@ Test(contract, export_files_reads_a_top_level_file)
     char msg[600];
     int tar, n;
 
-    contract_load();
-    if (contract.vt.export_files == NULL)
-        contract_skip("the provider has no export_files (optional since ABI 1.2)");
-    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_HOST);
+    state = export_files_provision(CORDON_SPEC_LAYOUT_HOST);
     contract_sh(state, "echo 7 > top.txt && ln -s /etc/passwd top.lnk", &out);
     cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0, "could not write top.txt");
     cr_assert_eq(export_files(state, "[\"top.txt\"]", &tar, msg, sizeof(msg)), 0,
