@@ -343,7 +343,7 @@ static int stream_open(struct stream *s, struct export_job *job, struct cordon_e
     if (s->a == NULL || archive_read_support_format_tar(s->a) != ARCHIVE_OK ||
         archive_read_support_format_empty(s->a) != ARCHIVE_OK ||
         archive_read_support_filter_none(s->a) != ARCHIVE_OK ||
-        archive_read_open_fd(s->a, s->fd, 10240) != ARCHIVE_OK)
+        archive_read_open_fd(s->a, s->fd, FILES_CHUNK) != ARCHIVE_OK)
         return cordon_error_set(err, CORDON_E_PROVIDER, 0, "the provider's stream: %s",
                                 s->a != NULL && archive_error_string(s->a) != NULL
                                     ? archive_error_string(s->a) : "cannot be read");
