@@ -227,6 +227,38 @@ out:
     return r;
 }
 
+/*
+ * Run `rm FLAG -- norm` in the execution; *ret_doc is the exec's result.
+ * The provider ABI has no slot that removes: rm runs inside the sandbox,
+ * with its user, its root and its mounts, through the ordinary exec, with
+ * a fixed argv (no shell) and "--" before the path. It removes nothing the
+ * sandboxed code could not remove itself, and a link is resolved where the
+ * code lives, never on the host.
+ */
+static int files_rm(struct cordon_ctx *ctx, const char *id, const char *flag, const char *norm,
+                    cJSON **ret_doc, struct cordon_error *err)
+{
+    cJSON *req = cJSON_CreateObject(), *args;
+    char *text = NULL, *reply = NULL;
+    int r;
+
+    cJSON_AddStringToObject(req, "command", "rm");
+    args = cJSON_AddArrayToObject(req, "args");
+    cJSON_AddItemToArray(args, cJSON_CreateString(flag));
+    cJSON_AddItemToArray(args, cJSON_CreateString("--"));
+    cJSON_AddItemToArray(args, cJSON_CreateString(norm));
+    cJSON_AddStringToObject(req, "cwd", "/workspace");
+    if ((text = cJSON_PrintUnformatted(req)) == NULL)
+        r = files_nomem(err);
+    else if ((r = cordon_exec_json(ctx, id, text, -1, -1, &reply, err)) == 0 &&
+             (*ret_doc = cJSON_Parse(reply)) == NULL)
+        r = files_nomem(err);
+    cJSON_Delete(req);
+    free(reply);
+    free(text);
+    return r;
+}
+
 int cordon_files_write_json(struct cordon_ctx *ctx, const char *execution_id, const char *path,
                             uint32_t mode, int data_fd, char **ret_json, struct cordon_error *err)
 {
@@ -235,6 +267,7 @@ int cordon_files_write_json(struct cordon_ctx *ctx, const char *execution_id, co
     cJSON *manifest = NULL, *file;
     char *norm = NULL, *files_json = NULL;
     uint64_t size = 0;
+    bool partial = false;
     int r, fd = -1;
 
     if (ctx == NULL || execution_id == NULL || ret_json == NULL)
@@ -274,6 +307,11 @@ int cordon_files_write_json(struct cordon_ctx *ctx, const char *execution_id, co
     if (r != 0) {
         r = cordon_error_set(err, r < 0 ? r : CORDON_E_PROVIDER, perr.os_errno, "files write: %s",
                              perr.message);
+        /* A mechanism that failed part-way (the sandbox's disk full) may
+         * have left the start of the file, which the Docker daemon does not
+         * take back; the file it replaced is gone either way. A refusal
+         * (a link in the way, a limit) wrote nothing and keeps what is there. */
+        partial = r == CORDON_E_PROVIDER || r == CORDON_E_IO;
         goto out;
     }
     r = files_done(execution_id, norm, size, mode, ret_json, err);
@@ -281,6 +319,14 @@ out:
     if (fd >= 0 && fd != data_fd)
         close(fd);
     files_call_close(&c);
+    if (partial) {
+        struct cordon_error ignored;
+        cJSON *doc = NULL;
+
+        cordon_error_init(&ignored);
+        files_rm(ctx, execution_id, "-f", norm, &doc, &ignored);
+        cJSON_Delete(doc);
+    }
     cJSON_Delete(manifest);
     free(files_json);
     free(norm);
@@ -674,36 +720,17 @@ out:
 int cordon_files_remove_json(struct cordon_ctx *ctx, const char *execution_id, const char *path,
                              char **ret_json, struct cordon_error *err)
 {
-    cJSON *req = NULL, *args, *doc = NULL;
+    cJSON *doc = NULL;
     const cJSON *status, *code, *stderr_text;
-    char *norm = NULL, *text = NULL, *reply = NULL;
+    char *norm = NULL;
     int r;
 
     if (ctx == NULL || execution_id == NULL || ret_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "files remove: ctx, execution_id and ret_json required");
     if ((r = files_path(path, false, &norm, err)) < 0)
         return r;
-    /*
-     * The provider ABI has no slot that removes: rm runs inside the
-     * sandbox, with its user, its root and its mounts, through the
-     * ordinary exec, with a fixed argv (no shell) and "--" before the
-     * path. It removes nothing the sandboxed code could not remove itself,
-     * and a link is resolved where the code lives, never on the host.
-     */
-    req = cJSON_CreateObject();
-    cJSON_AddStringToObject(req, "command", "rm");
-    args = cJSON_AddArrayToObject(req, "args");
-    cJSON_AddItemToArray(args, cJSON_CreateString("-r"));
-    cJSON_AddItemToArray(args, cJSON_CreateString("--"));
-    cJSON_AddItemToArray(args, cJSON_CreateString(norm));
-    cJSON_AddStringToObject(req, "cwd", "/workspace");
-    if ((text = cJSON_PrintUnformatted(req)) == NULL) {
-        r = files_nomem(err);
+    if ((r = files_rm(ctx, execution_id, "-r", norm, &doc, err)) < 0)
         goto out;
-    }
-    if ((r = cordon_exec_json(ctx, execution_id, text, -1, -1, &reply, err)) < 0)
-        goto out;
-    doc = cJSON_Parse(reply);
     status = cJSON_GetObjectItemCaseSensitive(doc, "status");
     code = cJSON_GetObjectItemCaseSensitive(doc, "exit_code");
     stderr_text = cJSON_GetObjectItemCaseSensitive(doc, "stderr");
@@ -723,9 +750,6 @@ int cordon_files_remove_json(struct cordon_ctx *ctx, const char *execution_id, c
     r = cordon__json_done(0, files_result(execution_id, norm), ret_json, err);
 out:
     cJSON_Delete(doc);
-    cJSON_Delete(req);
-    free(reply);
-    free(text);
     free(norm);
     return r;
 }

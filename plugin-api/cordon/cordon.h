@@ -143,8 +143,10 @@ CORDON_EXTERN int cordon_exec_exit_status(const char *result_json);
 /* Write the bytes of data_fd (borrowed, read from its offset to its end;
  * a pipe is spooled to an unlinked file in the state directory first) as
  * the regular file path, replacing a regular file there, with permission
- * bits mode (at most 0777); missing parents are created. ->
- * {"ok", "execution_id", "path", "size", "mode"}. */
+ * bits mode (at most 0777); missing parents are created. A write the
+ * mechanism fails part-way is followed by `rm -f -- path` in the
+ * execution, so that no start of the file stays. -> {"ok",
+ * "execution_id", "path", "size", "mode"}. */
 CORDON_EXTERN int cordon_files_write_json(struct cordon_ctx *ctx, const char *execution_id,
                                           const char *path, uint32_t mode, int data_fd,
                                           char **ret_json, struct cordon_error *err);

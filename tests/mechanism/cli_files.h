@@ -18,7 +18,8 @@ void cli_files_check_round_trip(const struct cli_exec *c, const char *provider);
 void cli_files_check_hostile(const struct cli_exec *c, const char *provider);
 
 /* 50 MiB in and out byte for byte under a 1 MiB max_output_bytes; a put
- * beyond disk_bytes is refused naming the limit and leaves nothing. */
+ * beyond disk_bytes is refused naming the limit and leaves nothing, and so
+ * does one that fills the disk part-way. */
 void cli_files_check_large(const struct cli_exec *c, const char *provider);
 
 #endif
