@@ -209,6 +209,15 @@ static int export_files(const char *state, const char *paths, int *ret_fd, char 
     return r;
 }
 
+/* An execution of layout to export from; skipped without the slot. */
+static const char *export_files_provision(enum cordon_spec_layout layout)
+{
+    contract_load();
+    if (contract.vt.export_files == NULL)
+        contract_skip("the provider has no export_files (optional since ABI 1.2)");
+    return contract_provision(NULL, layout);
+}
+
 Test(contract, export_files_reads_only_the_named_paths)
 {
     struct contract_tar_entry *entries = NULL;
@@ -218,10 +227,7 @@ Test(contract, export_files_reads_only_the_named_paths)
     char msg[600];
     int tar, n;
 
-    contract_load();
-    if (contract.vt.export_files == NULL)
-        contract_skip("the provider has no export_files (optional since ABI 1.2)");
-    state = contract_provision(NULL, CORDON_SPEC_LAYOUT_CODE);
+    state = export_files_provision(CORDON_SPEC_LAYOUT_CODE);
     contract_sh(state, "mkdir -p output/scratch && : > output/scratch/1 && : > output/scratch/2 && "
                        "echo 42 > output/r.txt && ln -s /etc/passwd output/leak && "
                        "mkfifo output/pipe", &out);
@@ -257,6 +263,36 @@ Test(contract, export_files_reads_only_the_named_paths)
     cr_expect_lt(export_files(state, "[\"../escape\"]", &tar, msg, sizeof(msg)), 0,
                  "export_files of ../escape was not refused");
     close(tar);
+}
+
+/* `cordon files get` asks for any path of a host-flow workspace, one at its
+ * top level too: a file there is exported as itself, a link as a link. */
+Test(contract, export_files_reads_a_top_level_file)
+{
+    struct contract_tar_entry *entries = NULL;
+    struct cordon_exec_outcome out;
+    const char *state;
+    char msg[600];
+    int tar, n;
+
+    state = export_files_provision(CORDON_SPEC_LAYOUT_HOST);
+    contract_sh(state, "echo 7 > top.txt && ln -s /etc/passwd top.lnk", &out);
+    cr_assert(out.status == CORDON_RUN_EXITED && out.exit_code == 0, "could not write top.txt");
+    cr_assert_eq(export_files(state, "[\"top.txt\"]", &tar, msg, sizeof(msg)), 0,
+                 "export_files of a top-level file failed: %s", msg);
+    n = contract_tar_list(tar, &entries);
+    close(tar);
+    cr_expect(n == 1 && strcmp(entries[0].name, "top.txt") == 0 && entries[0].type == AE_IFREG &&
+                  entries[0].data != NULL && strcmp(entries[0].data, "7\n") == 0,
+              "export_files of the top-level file top.txt wrote %d entries, not that file alone", n);
+    contract_tar_entries_free(entries, n);
+    cr_assert_eq(export_files(state, "[\"top.lnk\"]", &tar, msg, sizeof(msg)), 0,
+                 "export_files of a top-level link failed: %s", msg);
+    n = contract_tar_list(tar, &entries);
+    close(tar);
+    cr_expect(n == 1 && strcmp(entries[0].name, "top.lnk") == 0 && entries[0].type == AE_IFLNK,
+              "export_files of the top-level link top.lnk wrote %d entries, not that link alone", n);
+    contract_tar_entries_free(entries, n);
 }
 
 /* Rounding of a tmpfs size up to a whole page, per mount: 64 KiB covers

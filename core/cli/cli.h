@@ -84,5 +84,7 @@ int cmd_run(const struct cli_global *g, int argc, char **argv);
 int cmd_host(const struct cli_global *g, int argc, char **argv);
 /* pool fill | ls | drain */
 int cmd_pool(const struct cli_global *g, int argc, char **argv);
+/* files put | get | ls | rm */
+int cmd_files(const struct cli_global *g, int argc, char **argv);
 
 #endif

@@ -29,6 +29,7 @@ static const struct verb {
     { "reclaim", cmd_host, "destroy what a provider holds for an id, record or not" },
     { "ls", cmd_host, "list executions" },
     { "gc", cmd_host, "reclaim expired, crashed and unrecorded executions" },
+    { "files", cmd_files, "put, get, list or remove a file in an execution's /workspace" },
     { "pool", cmd_pool, "keep warm executions for cordon run: fill, ls, drain" },
 };
 

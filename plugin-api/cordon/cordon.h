@@ -150,6 +150,53 @@ CORDON_EXTERN int cordon_pool_drain_json(struct cordon_ctx *ctx, char **ret_json
  * it loaded is at least that release. Static storage; never NULL. */
 CORDON_EXTERN const char *cordon_version(void);
 
+/*
+ * Files in an execution's workspace (json.md §13). path is relative to
+ * /workspace ("/workspace/<p>" is accepted too); an absolute path
+ * elsewhere, a ".." component or control characters are refused before
+ * anything runs. Bytes stream through a pipe: no call holds a file in
+ * memory, and max_output_bytes does not apply; the execution's
+ * disk_bytes bounds every file. A symbolic link in the sandbox is never
+ * followed: read refuses one; write refuses one among the parents, and one
+ * at the path itself is refused or replaced by the file, as the provider's
+ * import_files does it, never written through.
+ */
+
+/* Write the bytes of data_fd (borrowed, read from its offset to its end;
+ * a pipe is spooled to an unlinked file in the state directory first) as
+ * the regular file path, replacing a regular file there, with permission
+ * bits mode (at most 0777); missing parents are created. A write the
+ * mechanism fails part-way is followed by `rm -f -- path` in the
+ * execution, so that no start of the file stays. -> {"ok",
+ * "execution_id", "path", "size", "mode"}. */
+CORDON_EXTERN int cordon_files_write_json(struct cordon_ctx *ctx, const char *execution_id,
+                                          const char *path, uint32_t mode, int data_fd,
+                                          char **ret_json, struct cordon_error *err);
+
+/* Write the bytes of the regular file path to out_fd (borrowed) as they
+ * arrive. On failure part of the file may already be on out_fd: the
+ * caller discards it (the cordon command writes --to FILE through a
+ * temporary file it renames). -> {"ok", "execution_id", "path", "size",
+ * "mode"}. */
+CORDON_EXTERN int cordon_files_read_json(struct cordon_ctx *ctx, const char *execution_id,
+                                         const char *path, int out_fd, char **ret_json,
+                                         struct cordon_error *err);
+
+/* List path (NULL, "" or "." for the workspace): a directory's entries,
+ * one level, or the one entry of a file or link. -> {"ok",
+ * "execution_id", "path", "type", "entries": [{"name", "type", "size",
+ * "mode", "mtime", "target"}]}. */
+CORDON_EXTERN int cordon_files_list_json(struct cordon_ctx *ctx, const char *execution_id,
+                                         const char *path, char **ret_json,
+                                         struct cordon_error *err);
+
+/* Remove path (a directory with what it holds) by running `rm -r -- path`
+ * in the execution through the ordinary exec. -> {"ok", "execution_id",
+ * "path"}; a missing path is CORDON_E_NOT_FOUND. */
+CORDON_EXTERN int cordon_files_remove_json(struct cordon_ctx *ctx, const char *execution_id,
+                                           const char *path, char **ret_json,
+                                           struct cordon_error *err);
+
 #ifdef __cplusplus
 }
 #endif

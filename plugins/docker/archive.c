@@ -425,6 +425,7 @@ int dk__op_export_files(struct cordon_resource *res, const char *state_json, con
     const cJSON *item;
     char **only = NULL, *top = NULL, *norm = NULL;
     size_t n = 0, top_len = 0;
+    bool whole = false;
     int spool = -1, r;
 
     if (res == NULL || tar_fd < 0)
@@ -458,7 +459,11 @@ int dk__op_export_files(struct cordon_resource *res, const char *state_json, con
         if ((r = cordon_path_normalize(field, item->valuestring, &only[n], err)) < 0)
             goto out;
         len = strcspn(only[n], "/");
-        if (n == 0) {
+        if (only[n][len] == '\0') {
+            /* a top-level name itself: the daemon's archive of it is not a
+             * directory's (a file, a link), so it comes from the workspace's */
+            whole = true;
+        } else if (n == 0) {
             top = only[0];
             top_len = len;
         } else if (top != NULL && (len != top_len || strncmp(only[n], top, len) != 0)) {
@@ -466,6 +471,8 @@ int dk__op_export_files(struct cordon_resource *res, const char *state_json, con
         }
         n++;
     }
+    if (whole)
+        top = NULL;
     if (n == 0) {
         r = export_filter(-1, tar_fd, "workspace", &(struct cordon_tar_limits){ 0 }, only, 0, err);
         goto out;

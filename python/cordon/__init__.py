@@ -33,7 +33,8 @@ from .errors import (
 
 __all__ = [
     "Cordon", "Result", "Error", "ErrorCode", "run", "provision", "exec", "checkpoint", "restore",
-    "terminate", "reclaim", "ls", "gc", "providers", "probe",
+    "terminate", "reclaim", "ls", "gc", "providers", "probe", "files_write", "files_read", "files_list",
+    "files_remove",
     "AbiMismatch", "AlreadyExists", "Busy", "Cancelled", "CheckpointInvalid", "CheckpointNotFound",
     "Denied", "InvalidInput", "IOFailure", "LimitExceeded", "NotFound", "OutOfMemory",
     "ProviderError", "ProviderUnavailable", "Timeout", "UnsafePath", "Unavailable", "Unsupported",
@@ -346,6 +347,55 @@ class Cordon:
         """Destroy every unclaimed pooled execution."""
         return self._call(_LIB.cordon_pool_drain_json)
 
+    # --- files in an execution (json.md section 13) -------------------------
+
+    def files_write(self, execution_id, path, data, mode=0o644):
+        """Write data as the regular file path of the execution's /workspace
+        (parents created, a regular file there replaced). data: bytes, str
+        (UTF-8), a file object or an fd (read from its offset to its end),
+        or an os.PathLike naming a host file. Streamed: max_output_bytes
+        does not apply; the execution's disk_bytes bounds it. Returns
+        {"ok", "execution_id", "path", "size", "mode"}."""
+        if isinstance(data, os.PathLike):
+            with open(data, "rb") as f:
+                return self._call(_LIB.cordon_files_write_json, _c(execution_id), _c(path), int(mode),
+                                  f.fileno())
+        fd = _Stdin(data)
+        try:
+            return self._call(_LIB.cordon_files_write_json, _c(execution_id), _c(path), int(mode), fd.fd)
+        finally:
+            fd.close()
+
+    def files_read(self, execution_id, path, to=None):
+        """The bytes of the regular file path in the execution's /workspace.
+        With to (an fd or a file object) they stream there instead and the
+        result {"ok", "execution_id", "path", "size", "mode"} is returned;
+        after a failure to holds a cut-off start that the caller discards.
+        A symbolic link is refused (UnsafePath), never followed."""
+        if to is not None:
+            fd = to if isinstance(to, int) else to.fileno()
+            if hasattr(to, "flush"):
+                to.flush()
+            return self._call(_LIB.cordon_files_read_json, _c(execution_id), _c(path), fd)
+        tmp = os.memfd_create("cordon-files-read", os.MFD_CLOEXEC)
+        try:
+            self._call(_LIB.cordon_files_read_json, _c(execution_id), _c(path), tmp)
+            os.lseek(tmp, 0, os.SEEK_SET)
+            with os.fdopen(os.dup(tmp), "rb") as f:
+                return f.read()
+        finally:
+            os.close(tmp)
+
+    def files_list(self, execution_id, path=""):
+        """{"path", "type", "entries": [{"name", "type", "size", "mode",
+        "mtime", "target"}]}: a directory's entries (one level), or the one
+        entry of a file or link; "" is the workspace."""
+        return self._call(_LIB.cordon_files_list_json, _c(execution_id), _c(path))
+
+    def files_remove(self, execution_id, path):
+        """Remove path (a directory with what it holds); missing is NotFound."""
+        return self._call(_LIB.cordon_files_remove_json, _c(execution_id), _c(path))
+
     def providers(self):
         """{"providers": [...]} for every provider .so on the search path."""
         return self._call(_LIB.cordon_providers_json)
@@ -422,6 +472,23 @@ def providers():
 
 def probe(ids=None, config=None):
     return _default().probe(ids, config)
+
+
+def files_write(execution_id, path, data, mode=0o644):
+    """Cordon.files_write on this thread's default context."""
+    return _default().files_write(execution_id, path, data, mode)
+
+
+def files_read(execution_id, path, to=None):
+    return _default().files_read(execution_id, path, to)
+
+
+def files_list(execution_id, path=""):
+    return _default().files_list(execution_id, path)
+
+
+def files_remove(execution_id, path):
+    return _default().files_remove(execution_id, path)
 
 
 # The Sandbox object is built on Cordon, defined above.

@@ -123,6 +123,10 @@ def _declare(lib):
         "cordon_pool_fill_json": [ctx_p, s, out_p, err_p],
         "cordon_pool_ls_json": [ctx_p, out_p, err_p],
         "cordon_pool_drain_json": [ctx_p, out_p, err_p],
+        "cordon_files_write_json": [ctx_p, s, s, ctypes.c_uint32, ctypes.c_int, out_p, err_p],
+        "cordon_files_read_json": [ctx_p, s, s, ctypes.c_int, out_p, err_p],
+        "cordon_files_list_json": [ctx_p, s, s, out_p, err_p],
+        "cordon_files_remove_json": [ctx_p, s, s, out_p, err_p],
     }
     for name, args in protos.items():
         f = getattr(lib, name)

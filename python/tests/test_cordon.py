@@ -458,6 +458,95 @@ class SandboxObject(StateDir):
                              ("required", "verified"))
 
 
+BIG = 50 << 20
+
+
+class Files:
+    """cordon files through the binding, on the provider a subclass names:
+    one execution for the class (a runc provision verifies the provider
+    first, which takes seconds), each test on paths of its own."""
+
+    @classmethod
+    def provision_files(cls):
+        raise NotImplementedError
+
+    @classmethod
+    def setUpClass(cls):
+        cls.state = tempfile.mkdtemp(prefix="cordon-pytest.")
+        cls.c = cordon.Cordon(state_dir=cls.state)
+        cls.eid = cls.provision_files()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.c.terminate(cls.eid)
+        cls.c.close()
+        shutil.rmtree(cls.state, ignore_errors=True)
+
+    def test_write_cat_read_list_remove(self):
+        eid = self.eid
+        data = b"line\r\n\x00\xff\xfe end\n"
+        w = self.c.files_write(eid, "sub/data.bin", data, mode=0o640)
+        self.assertEqual((w["path"], w["size"], w["mode"]), ("sub/data.bin", len(data), 0o640))
+        x = self.c.exec(eid, "sh", args=["-c", "od -An -tx1 sub/data.bin | tr -d ' \\n'"])
+        self.assertEqual(x["stdout"], data.hex())
+        self.assertEqual(self.c.files_read(eid, "/workspace/sub/data.bin"), data)
+        names = {e["name"]: e for e in self.c.files_list(eid, "sub")["entries"]}
+        self.assertEqual((names["data.bin"]["type"], names["data.bin"]["size"]), ("file", len(data)))
+        self.c.files_remove(eid, "sub")
+        self.assertNotIn("sub", [e["name"] for e in self.c.files_list(eid)["entries"]])
+        with self.assertRaises(cordon.NotFound):
+            self.c.files_read(eid, "sub/data.bin")
+
+    def test_a_planted_link_is_never_followed(self):
+        eid = self.eid
+        x = self.c.exec(eid, "sh", args=["-c", "mkdir links && ln -s /etc/passwd links/p && ln -s /etc links/e"])
+        self.assertEqual(x["exit_code"], 0, x)
+        with self.assertRaises(cordon.UnsafePath) as cm:
+            self.c.files_read(eid, "links/p")
+        self.assertIn("symlink", cm.exception.message)
+        with self.assertRaises(cordon.Error):
+            self.c.files_read(eid, "links/e/passwd")
+        with self.assertRaises(cordon.UnsafePath):
+            self.c.files_read(eid, "../etc/passwd")
+        with self.assertRaises(cordon.Error):
+            self.c.files_write(eid, "links/e/planted", b"x")
+        self.assertFalse(os.path.exists("/etc/planted"))
+
+    def test_50_mib_in_and_out_under_a_1_mib_output_limit(self):
+        eid = self.eid
+        data = os.urandom(BIG)
+        with tempfile.TemporaryFile() as f:
+            f.write(data)
+            f.seek(0)
+            self.assertEqual(self.c.files_write(eid, "big.bin", f)["size"], BIG)
+        x = self.c.exec(eid, "sh", args=["-c", "wc -c < big.bin"])
+        self.assertEqual(int(x["stdout"]), BIG)
+        self.assertEqual(self.c.files_read(eid, "big.bin"), data)
+        with tempfile.TemporaryFile() as f:
+            self.assertEqual(self.c.files_read(eid, "big.bin", to=f)["size"], BIG)
+            f.seek(0)
+            self.assertEqual(f.read(), data)
+        with self.assertRaises(cordon.LimitExceeded) as cm:
+            self.c.files_write(eid, "huge.bin", b"\0" * (LIMITS["disk_bytes"] + 1))
+        self.assertIn("disk_bytes", cm.exception.message)
+        self.c.files_remove(eid, "big.bin")
+
+
+@unittest.skipUnless(ROOT, "trusted-local needs root (its sandbox users)")
+class TrustedLocalFiles(Files, unittest.TestCase):
+    @classmethod
+    def provision_files(cls):
+        return cls.c.provision("trusted-local", LIMITS, allow_unsafe_local=True, isolation="none",
+                               execution_id="py-files-tl")["execution_id"]
+
+
+@unittest.skipUnless(ROOT and RUNC_IMAGE, "runc needs root and $CORDON_RUNC_IMAGE (tar@sha256:digest)")
+class RuncFiles(Files, unittest.TestCase):
+    @classmethod
+    def provision_files(cls):
+        return cls.c.provision("runc", LIMITS, image=RUNC_IMAGE, execution_id="py-files-runc")["execution_id"]
+
+
 ADAPTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
                        "python-adapter")
 

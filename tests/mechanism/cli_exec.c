@@ -160,9 +160,10 @@ void cli_exec_cleanup(const struct cli_exec *c)
         if (live[i] != NULL) {
             char *id = live[i];
 
+            /* out of the list first: terminate would free it there */
+            live[i] = NULL;
             terminate(c, id);
             free(id);
-            live[i] = NULL;
         }
 }
 

@@ -20,6 +20,7 @@
 #include <cordon/sdk/fs.h>
 
 #include "tests/mechanism/cli_exec.h"
+#include "tests/mechanism/cli_files.h"
 
 static struct cli_exec cli;
 static char tmp[PATH_MAX], image[200];
@@ -162,4 +163,19 @@ Test(docker_cli, probe_sees_every_limit_of_docker_hold)
               "pids asked: %s", out);
     cJSON_Delete(doc);
     free(out);
+}
+
+Test(docker_cli, files_put_cat_get_ls_rm_round_trip)
+{
+    cli_files_check_round_trip(&cli, "docker");
+}
+
+Test(docker_cli, files_never_pass_a_link_the_sandbox_planted)
+{
+    cli_files_check_hostile(&cli, "docker");
+}
+
+Test(docker_cli, files_move_50_mib_under_a_1_mib_output_limit)
+{
+    cli_files_check_large(&cli, "docker");
 }

@@ -16,6 +16,7 @@
 #include <criterion/criterion.h>
 
 #include "tests/mechanism/cli_exec.h"
+#include "tests/mechanism/cli_files.h"
 
 static struct cli_exec cli;
 static char runtime_config[PATH_MAX + 96];
@@ -138,4 +139,19 @@ Test(runc_cli, exec_through_the_runtime_does_not_inherit_the_callers_rlimits)
 Test(runc_cli, run_without_a_workspace_returns_outputs_inline)
 {
     cli_exec_check_inline_outputs(&cli, "runc", "required");
+}
+
+Test(runc_cli, files_put_cat_get_ls_rm_round_trip)
+{
+    cli_files_check_round_trip(&cli, "runc");
+}
+
+Test(runc_cli, files_never_pass_a_link_the_sandbox_planted)
+{
+    cli_files_check_hostile(&cli, "runc");
+}
+
+Test(runc_cli, files_move_50_mib_under_a_1_mib_output_limit)
+{
+    cli_files_check_large(&cli, "runc");
 }

@@ -17,6 +17,7 @@
 #include <cordon/sdk/fs.h>
 
 #include "tests/mechanism/cli_exec.h"
+#include "tests/mechanism/cli_files.h"
 
 static struct cli_exec cli;
 static char tmp[PATH_MAX];
@@ -95,4 +96,19 @@ Test(trusted_local_cli, exec_does_not_inherit_the_callers_rlimits)
 Test(trusted_local_cli, run_without_a_workspace_returns_outputs_inline)
 {
     cli_exec_check_inline_outputs(&cli, "trusted-local", "none");
+}
+
+Test(trusted_local_cli, files_put_cat_get_ls_rm_round_trip)
+{
+    cli_files_check_round_trip(&cli, "trusted-local");
+}
+
+Test(trusted_local_cli, files_never_pass_a_link_the_sandbox_planted)
+{
+    cli_files_check_hostile(&cli, "trusted-local");
+}
+
+Test(trusted_local_cli, files_move_50_mib_under_a_1_mib_output_limit)
+{
+    cli_files_check_large(&cli, "trusted-local");
 }

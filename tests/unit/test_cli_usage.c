@@ -110,6 +110,15 @@ static struct usage_case usage_cases[] = {
     { { "pool", "fill", "--provider", "runc" }, "--size is required (1..64)" },
     { { "pool", "fill", "--siz", "2" }, "unknown option '--siz'" },
     { { "pool", "fill", "--for", "exec", "--size", "1" }, "--for: run or provision, not 'exec'" },
+    { { "files" }, "usage: cordon files put" },
+    { { "files", "frob" }, "unknown subcommand 'frob' (put, get, ls or rm)" },
+    { { "files", "get" }, "an execution id is required" },
+    { { "files", "get", "x" }, "a path is required" },
+    { { "files", "rm", "x", "a", "extra" }, "unexpected operand 'extra'" },
+    { { "files", "put", "x", "a", "--to", "f" }, "option '--to' is not an option of files put" },
+    { { "files", "ls", "x", "--from", "f" }, "option '--from' is not an option of files ls" },
+    { { "files", "put", "x", "a", "--mode", "800" }, "--mode: \"800\" is not an octal mode of at most 0777" },
+    { { "files", "get", "x", "a", "--json" }, "--json needs --to FILE (stdout carries the file)" },
     { { "" }, "usage: cordon" },
     /* with --json, the error is a JSON document naming the option */
     { { "gc", "--json", "--bogus" }, "{\"ok\":false,\"error\":{\"code\":\"invalid_input\",\"message\":\"unknown "
@@ -166,6 +175,7 @@ Test(cli_usage, every_verb_has_help_and_its_usage_names_its_options, .timeout = 
         { "reclaim", { "--provider", "--json" } },
         { "ls", { "--json" } },
         { "gc", { "--json" } },
+        { "files", { "put", "get", "ls", "rm", "--from", "--to", "--mode", "--json" } },
         { "pool", { "fill", "ls", "drain", "--provider", "--size", "--for", "--image", "--ttl",
                     "--timeout", "--env", "--isolation", "--allow-unsafe-local", "--request", "--watch",
                     "--interval", "--json" } },
