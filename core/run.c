@@ -5,6 +5,7 @@
  * result fields in run-stream.c. */
 #define _GNU_SOURCE 1
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ struct run {
     char *state;                   /* provider state of the execution (host alloc) */
     struct cordon__record *pooled; /* the claimed pool record, locked; removed after terminate */
     char execution_id[48];
+    int cancel_fd;                 /* -1, or readable once the caller cancels */
     const char *status;
     int exit_code;                 /* -1 when none */
     double last_event_ms;          /* monotonic time of the last event */
@@ -335,6 +337,7 @@ static int step_run(struct run *run, struct cordon_error *err)
         opts.timeout_ms = left;
         opts.retention_bytes = run->req.retention;
         opts.output_budget = run->req.limits.max_output_bytes;
+        opts.cancel_fd = run->cancel_fd;
         r = cordon__drive_exec(&opts, &out, err);
         free(text);
         if (r < 0) {
@@ -596,7 +599,21 @@ static cJSON *result_new(void)
     return r;
 }
 
-int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordon__bundle *bundle,
+/* The caller cancelled (cancel_fd readable): the run stops before its next
+ * step, records why, and its teardown destroys what it made. */
+static bool cancelled(struct run *run, const char *before)
+{
+    struct pollfd p = { .fd = run->cancel_fd, .events = POLLIN };
+
+    if (run->cancel_fd < 0 || poll(&p, 1, 0) <= 0)
+        return false;
+    run->status = "cancelled";
+    add_event(run, before, cordon_now_monotonic_ms(), false, "cancelled before this step");
+    add_diag(run->diagnostics, "cancelled", "the caller cancelled the run");
+    return true;
+}
+
+int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordon__bundle *bundle, int cancel_fd,
                 cJSON **ret_result, struct cordon_error *err)
 {
     struct run run;
@@ -605,6 +622,7 @@ int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordo
 
     memset(&run, 0, sizeof(run));
     run.ctx = ctx;
+    run.cancel_fd = cancel_fd;
     run.started_ms = cordon_now_monotonic_ms();
     step_ms(&run);
     run.result = result_new();
@@ -634,9 +652,10 @@ int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordo
     cJSON_AddStringToObject(run.meta, "bundle_digest", run.bundle->digest);
     add_event(&run, "validate", t, true, NULL);
 
-    if (step_grant(&run, &e) < 0 || step_select(&run, &e) < 0 ||
-        step_ensure(&run, &e) < 0 || step_provision(&run, &e) < 0 ||
-        step_land(&run, &e) < 0 || step_run(&run, &e) < 0)
+    if (cancelled(&run, "grant") || step_grant(&run, &e) < 0 || cancelled(&run, "select") ||
+        step_select(&run, &e) < 0 || cancelled(&run, "ensure") || step_ensure(&run, &e) < 0 ||
+        cancelled(&run, "provision") || step_provision(&run, &e) < 0 || cancelled(&run, "land") ||
+        step_land(&run, &e) < 0 || cancelled(&run, "run") || step_run(&run, &e) < 0)
         goto done;
     if (strcmp(run.status, "success") == 0 || strcmp(run.status, "error") == 0)
         step_collect(&run, &e);
@@ -670,6 +689,12 @@ done:
 int cordon_run_json(struct cordon_ctx *ctx, const char *request_json, char **ret_result_json,
                     struct cordon_error *err)
 {
+    return cordon_run_cancellable_json(ctx, request_json, -1, ret_result_json, err);
+}
+
+int cordon_run_cancellable_json(struct cordon_ctx *ctx, const char *request_json, int cancel_fd,
+                                char **ret_result_json, struct cordon_error *err)
+{
     cJSON *request = NULL, *result = NULL;
     struct cordon_error perr;
     int r;
@@ -685,7 +710,7 @@ int cordon_run_json(struct cordon_ctx *ctx, const char *request_json, char **ret
         cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(result, "meta"), "contract",
                                 CORDON_RUN_CONTRACT);
     } else {
-        r = cordon__run(ctx, request, NULL, &result, err);
+        r = cordon__run(ctx, request, NULL, cancel_fd, &result, err);
         cJSON_Delete(request);
         if (r < 0)
             return r;

@@ -18,9 +18,11 @@
  * NULL it is read from the request itself (files inline); otherwise the
  * request's bundle keys are ignored and bundle is borrowed. ret_result is
  * always a result document (status "blocked" for a refused request).
- * Returns 0, or a negative code only when no document could be made.
+ * cancel_fd (-1: none) readable ends the run as "cancelled": the command
+ * under way is killed, what the run made is torn down. Returns 0, or a
+ * negative code only when no document could be made.
  */
-int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordon__bundle *bundle,
+int cordon__run(struct cordon_ctx *ctx, const cJSON *request, const struct cordon__bundle *bundle, int cancel_fd,
                 cJSON **ret_result, struct cordon_error *err);
 
 /*

@@ -77,6 +77,11 @@ int cli_usage_error(const char *verb, bool json, const char *fmt, ...)
 /* Print a JSON document on stdout followed by a newline. */
 void cli_print_json(const char *text);
 
+/* From now on SIGINT and SIGTERM cancel the call under way instead of
+ * killing cordon: the returned fd becomes readable (a call's cancel_fd).
+ * -1 when no pipe could be made (the signals then keep their default). */
+int cli_cancel_fd(void);
+
 int cmd_providers(const struct cli_global *g, int argc, char **argv);
 int cmd_probe(const struct cli_global *g, int argc, char **argv);
 int cmd_run(const struct cli_global *g, int argc, char **argv);

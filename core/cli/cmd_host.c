@@ -100,20 +100,6 @@ static void usage_of(const char *verb, FILE *out)
             fputs(usages[i].text, out);
 }
 
-/* A signal to cordon during exec cancels it: the handler writes the pipe. */
-static int cancel_pipe[2] = { -1, -1 };
-
-static void on_signal(int sig)
-{
-    int saved = errno;
-    char c = (char)sig;
-
-    if (cancel_pipe[1] >= 0 && write(cancel_pipe[1], &c, 1) < 0) {
-        /* nothing to do: the pipe is full, so cancel is already pending */
-    }
-    errno = saved;
-}
-
 struct args {
     bool json;
     const char *verb, *id, *request_path, *metadata, *provider, *stdin_path;
@@ -361,14 +347,8 @@ int cmd_host(const struct cli_global *g, int argc, char **argv)
     if (strcmp(a.verb, "provision") == 0) {
         r = cordon_provision_json(ctx, req_text, &text, &err);
     } else if (strcmp(a.verb, "exec") == 0) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
-            sigaction(SIGINT, &sa, NULL);
-            sigaction(SIGTERM, &sa, NULL);
-        }
-        r = cordon_exec_json(ctx, a.id, req_text, stdin_fd, cancel_pipe[0], &text, &err);
+        /* A signal to cordon during exec cancels it. */
+        r = cordon_exec_json(ctx, a.id, req_text, stdin_fd, cli_cancel_fd(), &text, &err);
     } else if (strcmp(a.verb, "checkpoint") == 0) {
         r = cordon_checkpoint_json(ctx, a.id, a.metadata, &text, &err);
     } else if (strcmp(a.verb, "restore") == 0) {

@@ -264,7 +264,8 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
         rc = CLI_EXIT_FAILURE;
         goto out;
     }
-    if (cordon__run(ctx, request, bundle, &result, &err) < 0) {
+    /* A signal to cordon during the run cancels it: what it made is torn down. */
+    if (cordon__run(ctx, request, bundle, cli_cancel_fd(), &result, &err) < 0) {
         rc = cli_fail("run", json, err.code, err.message);
         goto out;
     }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -219,4 +220,32 @@ int main(int argc, char **argv)
     fprintf(stderr, "cordon: unknown verb \"%s\"\n", argv[optind]);
     usage(stderr);
     return CLI_EXIT_USAGE;
+}
+
+static int cancel_pipe[2] = { -1, -1 };
+
+static void on_cancel_signal(int sig)
+{
+    int saved = errno;
+    char c = (char)sig;
+
+    if (cancel_pipe[1] >= 0 && write(cancel_pipe[1], &c, 1) < 0) {
+        /* nothing to do: the pipe is full, so cancel is already pending */
+    }
+    errno = saved;
+}
+
+int cli_cancel_fd(void)
+{
+    struct sigaction sa;
+
+    if (cancel_pipe[0] >= 0)
+        return cancel_pipe[0];
+    if (pipe2(cancel_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+        return -1;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_cancel_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    return cancel_pipe[0];
 }

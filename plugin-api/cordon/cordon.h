@@ -64,6 +64,14 @@ CORDON_EXTERN int cordon_probe_json(struct cordon_ctx *ctx, const char *const *i
 CORDON_EXTERN int cordon_run_json(struct cordon_ctx *ctx, const char *request_json,
                                   char **ret_result_json, struct cordon_error *err);
 
+/* cordon_run_json with a cancel: cancel_fd (borrowed; -1 for none)
+ * becoming readable ends the run with status "cancelled" (its command's
+ * process group killed, what the run made torn down, the grant closed),
+ * within the time a provider's exec takes to answer a cancel. Any
+ * thread may make it readable (a pipe the caller writes, an eventfd). */
+CORDON_EXTERN int cordon_run_cancellable_json(struct cordon_ctx *ctx, const char *request_json, int cancel_fd,
+                                              char **ret_result_json, struct cordon_error *err);
+
 /* The exit status the `cordon` command uses for a result document of
  * cordon_run_json: the program's own status, 124 timeout, 125 cordon's own
  * failure, 126 cannot invoke, 127 not found, 137 killed (oom,

@@ -240,7 +240,7 @@ class Cordon:
 
     def run(self, files, language=None, entry=None, args=None, outputs=None, isolation="required",
             providers=None, allow_unsafe_local=None, limits=None, timeout_ms=None, workspace=None,
-            inputs=None, image=None, environment=None, toolchain=None):
+            inputs=None, image=None, environment=None, toolchain=None, cancel_fd=None):
         """Run a bundle (cordon_run_json; docs/json.md sections 5 and 6).
 
         files: {path: text | bytes | {"data": ..., "executable": True}} or
@@ -251,6 +251,9 @@ class Cordon:
         (status success, error, timeout, output_limit, oom, cancelled);
         raises Error when the run was refused ("status": "blocked": a bad
         request, no usable provider), with the result in err.result.
+        cancel_fd: an fd whose becoming readable (write to a pipe from
+        another thread) ends the run with status "cancelled", its program
+        killed and what it made torn down.
         """
         req = _put({"files": _files(files)}, language=language, entrypoint=entry,
                    args=list(args) if args is not None else None,
@@ -260,7 +263,8 @@ class Cordon:
                    workspace=os.fspath(workspace) if workspace is not None else None,
                    inputs=[os.fspath(i) for i in inputs] if inputs is not None else None,
                    image=image, environment=environment, toolchain=toolchain)
-        result = Result(self._call(_LIB.cordon_run_json, _doc(req)))
+        result = Result(self._call(_LIB.cordon_run_cancellable_json, _doc(req),
+                                   -1 if cancel_fd is None else int(cancel_fd)))
         if result.get("status") == "blocked":
             first = result.get("error") or (result.get("diagnostics") or [{}])[0]
             raise error_for(first.get("code", "provider_error"),

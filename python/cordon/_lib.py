@@ -112,6 +112,7 @@ def _declare(lib):
         "cordon_providers_json": [ctx_p, out_p, err_p],
         "cordon_probe_json": [ctx_p, ctypes.POINTER(s), s, out_p, err_p],
         "cordon_run_json": [ctx_p, s, out_p, err_p],
+        "cordon_run_cancellable_json": [ctx_p, s, ctypes.c_int, out_p, err_p],
         "cordon_provision_json": [ctx_p, s, out_p, err_p],
         "cordon_exec_json": [ctx_p, s, s, ctypes.c_int, ctypes.c_int, out_p, err_p],
         "cordon_checkpoint_json": [ctx_p, s, s, out_p, err_p],

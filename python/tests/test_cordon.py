@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 import cordon
@@ -252,6 +253,34 @@ class TrustedLocal(StateDir):
             f.seek(0)
             x = self.c.exec("py-stdin-1", "cat", stdin=f)
         self.assertEqual(x["stdout"], "from a file\n")
+
+    def test_a_run_cancelled_from_another_thread_ends_at_once(self):
+        r, w = os.pipe()
+        took = {}
+
+        def cancel():
+            # Once the program runs (its mark on a command line), cancel it.
+            for _ in range(600):
+                if subprocess.run(["pgrep", "-f", "1000.161803"], capture_output=True).returncode == 0:
+                    break
+                threading.Event().wait(0.05)
+            took["at"] = time.monotonic()
+            os.write(w, b"x")
+        t = threading.Thread(target=cancel)
+        t.start()
+        try:
+            res = self.c.run(files={"main.py": "import subprocess, time\n"
+                                               "subprocess.Popen(['sleep', '1000.161803'])\n"
+                                               "time.sleep(1000)\n"}, cancel_fd=r, **TL)
+            took["returned"] = time.monotonic()
+        finally:
+            t.join()
+            os.close(r)
+            os.close(w)
+        self.assertEqual(res.status, "cancelled", res)
+        # Well before the program's own 1000 s; the bench measures the latency.
+        self.assertLess(took["returned"] - took["at"], 10)
+        print("run cancel answered in %.0f ms" % ((took["returned"] - took["at"]) * 1000), file=sys.stderr)
 
     def test_two_threads_run_at_once_on_contexts_of_their_own(self):
         results, errors = [], []

@@ -117,7 +117,7 @@ static cJSON *run_hello(struct env *e, double timeout_ms)
     cJSON_AddStringToObject(f, "path", "main.py");
     cJSON_AddStringToObject(f, "content", "print('hello')\n");
     cJSON_AddItemToArray(files, f);
-    cr_assert_eq(cordon__run(e->ctx, req, NULL, &result, NULL), 0);
+    cr_assert_eq(cordon__run(e->ctx, req, NULL, -1, &result, NULL), 0);
     cJSON_Delete(req);
     return result;
 }

@@ -5,6 +5,7 @@
 #include <criterion/parameterized.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,7 @@ static cJSON *python_request(const struct env *e, const char *source, bool with_
 
 static void run(struct env *e, cJSON *request)
 {
-    cr_assert_eq(cordon__run(e->ctx, request, NULL, &e->result, NULL), 0);
+    cr_assert_eq(cordon__run(e->ctx, request, NULL, -1, &e->result, NULL), 0);
     cJSON_Delete(request);
 }
 
@@ -499,6 +500,69 @@ Test(run, timeout_leaves_no_process)
     cr_expect(TEST_WAIT_UNTIL(test_count_processes("1000.271828") == 0, 10000),
               "the sleeper outlived the timeout");
     expect_no_residue(&e);
+    env_close(&e);
+}
+
+struct cancel_after {
+    int fd;          /* written once the program has begun */
+    const char *mark;/* its command line's mark */
+};
+
+static void *cancel_when_running(void *arg)
+{
+    struct cancel_after *c = arg;
+
+    if (TEST_WAIT_UNTIL(test_count_processes(c->mark) >= 1, 30000))
+        (void)!write(c->fd, "x", 1);
+    return NULL;
+}
+
+/* Cancelled mid-program from another thread: the program's processes
+ * go, the run says "cancelled" (exit 137), and nothing of it remains. */
+Test(run, a_cancel_from_another_thread_ends_the_run_and_leaves_nothing, .timeout = 60)
+{
+    struct cancel_after c = { -1, "1000.314159" };
+    struct env e;
+    pthread_t t;
+    int p[2];
+
+    env_open(&e);
+    cr_assert_eq(pipe(p), 0);
+    c.fd = p[1];
+    pthread_create(&t, NULL, cancel_when_running, &c);
+    cr_assert_eq(cordon__run(e.ctx,
+                             python_request(&e,
+                                            "import subprocess, time\n"
+                                            "subprocess.Popen(['sleep', '1000.314159'])\n"
+                                            "time.sleep(1000)\n", false),
+                             NULL, p[0], &e.result, NULL), 0);
+    pthread_join(t, NULL);
+    cr_expect_str_eq(str(e.result, "status"), "cancelled", "%s", result_text(&e));
+    cr_expect_eq(cordon_result_exit_status(result_text(&e)), 137);
+    cr_expect(TEST_WAIT_UNTIL(test_count_processes("1000.314159") == 0, 10000),
+              "the program outlived the cancel");
+    expect_no_residue(&e);
+    close(p[0]);
+    close(p[1]);
+    env_close(&e);
+}
+
+/* Cancelled before it began: nothing is provisioned at all. */
+Test(run, a_cancel_before_the_run_provisions_nothing)
+{
+    struct env e;
+    int p[2];
+
+    env_open(&e);
+    cr_assert_eq(pipe(p), 0);
+    cr_assert_eq(write(p[1], "x", 1), 1);
+    cr_assert_eq(cordon__run(e.ctx, python_request(&e, "print(1)\n", false), NULL, p[0], &e.result, NULL), 0);
+    cr_expect_str_eq(str(e.result, "status"), "cancelled", "%s", result_text(&e));
+    cr_expect(strstr(result_text(&e), "\"provision\"") == NULL, "%s", result_text(&e));
+    cr_expect(strstr(result_text(&e), "\"code\":\"cancelled\"") != NULL, "%s", result_text(&e));
+    expect_no_residue(&e);
+    close(p[0]);
+    close(p[1]);
     env_close(&e);
 }
 
