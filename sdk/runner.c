@@ -8,6 +8,7 @@
  * leader. No signal handler is installed: SIGPIPE is blocked for the
  * calling thread only, for the duration of the run.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -475,16 +476,54 @@ static bool leader_exited(const struct run *r, const struct pollfd *pidfd_poll)
  * waited for until no process of the group is left (killed again at every
  * look, so that a fork in flight is caught), for at most SETTLE_MS. The
  * group's id cannot name anyone else while a member lives (it holds the
- * id), and the look stops at the first ESRCH. Zombies count until their
- * parent (the subreaper the members were reparented to) reaps them.
+ * id), and the look stops at the first ESRCH, or when only zombies are
+ * left: a member killed after its parent waits in its new parent's table
+ * (the host's init) until that one reaps it, which a slow init takes its
+ * time over, and a zombie runs nothing.
  */
+static bool group_runs(pid_t pgid)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    bool runs = false;
+
+    if (d == NULL)
+        return true;   /* cannot tell: wait on, within the bound */
+    while (!runs && (de = readdir(d)) != NULL) {
+        char path[64], buf[512], state, *p;
+        int fd, ppid, pgrp;
+        ssize_t n;
+
+        if (de->d_name[0] < '1' || de->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+            continue;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = '\0';
+        /* pid (comm) state ppid pgrp ...: comm may hold anything but the last ')'. */
+        if ((p = strrchr(buf, ')')) != NULL && sscanf(p + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 &&
+            pgrp == pgid && state != 'Z' && state != 'X')
+            runs = true;
+    }
+    closedir(d);
+    return runs;
+}
+
 static void settle_group(pid_t pgid)
 {
     uint64_t end = cordon_now_monotonic_ms() + SETTLE_MS;
     const struct timespec step = { 0, SETTLE_STEP_NS };
 
-    while (kill(-pgid, SIGKILL) == 0 && cordon_now_monotonic_ms() < end)
+    for (unsigned i = 0; kill(-pgid, SIGKILL) == 0 && cordon_now_monotonic_ms() < end; i++) {
+        /* Every tenth look, whether what is left still runs at all. */
+        if (i % 10 == 9 && !group_runs(pgid))
+            break;
         nanosleep(&step, NULL);
+    }
 }
 
 static int reap_leader(struct run *r, struct cordon_error *err)
