@@ -26,6 +26,7 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/relay.h>
 #include <cordon/sdk/request.h>
+#include <cordon/sdk/spec.h>
 #include "plugins/docker/docker.h"
 
 #define DK_ENVIRON_MAX (256u << 10)       /* the init's /proc/PID/environ */
@@ -300,5 +301,65 @@ out:
         close(pidfd);
     dk__conn_close(conn);
     strv_clear(&envp);
+    return r;
+}
+
+/*
+ * extend (provider.h): the deadline lives in the container's init,
+ * cordon-init, which only the host reaches, through the agent's channel;
+ * the state's copy (exec's backstop) follows. Without the agent (runsc runs
+ * the init inside gVisor's Sentry, out of any host pidfd's reach; a config
+ * with exec_agent false started none) nothing can move that clock: the
+ * extend is refused and nothing changes.
+ */
+int dk__op_extend(struct cordon_resource *res, const char *state_json, uint64_t expires_at_ms,
+                  char **ret_state_json, struct cordon_error *err)
+{
+    struct dk_state st = { 0 };
+    struct cordon_error in;
+    char *state = NULL;
+    uint64_t now;
+    int pidfd = -1, agent_fd = -1, r;
+
+    if (res == NULL || ret_state_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "extend: resource and ret_state_json required");
+    if ((r = dk__state_parse(res, state_json, true, &st, err)) < 0)
+        goto out;
+    if (!st.agent) {
+        r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                             "extend: docker execution \"%s\" has no resident agent (its runtime runs "
+                             "the init out of the host's reach, as runsc does, or exec_agent is "
+                             "false): its deadline cannot move", st.execution_id);
+        goto out;
+    }
+    /* The new state first: it changes nothing until the clock has moved. */
+    if ((r = cordon_spec_state_set_deadline(res->host, state_json, expires_at_ms, &state, err)) < 0 ||
+        (r = dk__init_pin(&st, &pidfd, err)) < 0)
+        goto out;
+    cordon_error_init(&in);
+    if (cordon_agent_open(pidfd, &agent_fd, &in) < 0) {
+        r = cordon_error_set(err, CORDON_E_UNSUPPORTED, in.os_errno,
+                             "extend: docker execution \"%s\": %s (only root on the host may take "
+                             "the init's channel)", st.execution_id, in.message);
+        goto out;
+    }
+    now = cordon_now_wall_ms();
+    if (expires_at_ms <= now) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "extend: expires_at_ms is %llu ms in the past",
+                             (unsigned long long)(now - expires_at_ms));
+        goto out;
+    }
+    if ((r = cordon_agent_set_deadline(agent_fd, pidfd, expires_at_ms - now, err)) < 0)
+        goto out;
+    *ret_state_json = state;
+    state = NULL;
+out:
+    if (state != NULL)
+        res->host->free(state);
+    if (agent_fd >= 0)
+        close(agent_fd);
+    if (pidfd >= 0)
+        close(pidfd);
+    dk__state_clear(&st);
     return r;
 }
