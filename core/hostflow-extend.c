@@ -1,5 +1,5 @@
 /*
- * core: extend an execution's lifetime (json.md §13). The new deadline is
+ * core: extend an execution's lifetime (json.md §11.1). The new deadline is
  * now + runtime_ms, sooner or later than the one it replaces, and never
  * more than CORDON_LIMIT_RUNTIME_MAX after the execution's creation: a
  * caller that extends again and again still has a sandbox that ends.

@@ -1,5 +1,5 @@
 /* cordon extend ID --runtime DUR: move an execution's deadline to DUR from
- * now (cordon(1), json.md §13). */
+ * now (cordon(1), json.md §11.1). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

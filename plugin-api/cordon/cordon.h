@@ -112,7 +112,7 @@ CORDON_EXTERN int cordon_restore_json(struct cordon_ctx *ctx, const char *checkp
  * "expires_at_ms", "previous_expires_at_ms", "max_expires_at_ms"}. A
  * refusal (runtime_ms out of bounds or past the maximum, an expired, busy,
  * pooled or unknown execution, a provider without extend: unsupported)
- * names the field and the limit and changes nothing. json.md §13. */
+ * names the field and the limit and changes nothing. json.md §11.1. */
 CORDON_EXTERN int cordon_extend_json(struct cordon_ctx *ctx, const char *execution_id,
                                      const char *request_json, char **ret_json,
                                      struct cordon_error *err);

@@ -244,6 +244,27 @@ class TrustedLocal(StateDir):
             self.c.provision("trusted-local", LIMITS, allow_unsafe_local=True, isolation="none",
                              execution_id="py-life-3")
 
+    def test_extend_and_the_checkpoint_store(self):
+        self.c.provision("trusted-local", LIMITS, allow_unsafe_local=True, isolation="none",
+                         execution_id="py-ext-1")
+        before = self.c.ls()["executions"][0]["expires_at_ms"]
+        e = self.c.extend("py-ext-1", 3600000)
+        self.assertGreater(e["expires_at_ms"], before + 3000000)
+        self.assertEqual(e["previous_expires_at_ms"], before)
+        self.assertEqual(self.c.ls()["executions"][0]["expires_at_ms"], e["expires_at_ms"])
+        with self.assertRaises(cordon.InvalidInput) as cm:
+            self.c.extend("py-ext-1", 50)
+        self.assertIn("runtime_ms", cm.exception.message)
+        with self.assertRaises(cordon.NotFound):
+            self.c.extend("py-no-such", 60000)
+        ck = self.c.checkpoint("py-ext-1")["checkpoint_id"]
+        listed = self.c.checkpoint_ls("py-ext-1")["checkpoints"]
+        self.assertEqual([k["checkpoint_id"] for k in listed], [ck])
+        self.assertEqual(self.c.checkpoint_rm(ck), {"ok": True, "checkpoint_id": ck})
+        self.assertEqual(self.c.checkpoint_ls()["checkpoints"], [])
+        with self.assertRaises(cordon.CheckpointNotFound):
+            self.c.checkpoint_rm(ck)
+
     def test_exec_stdin_from_a_file_object(self):
         self.c.provision("trusted-local", LIMITS, allow_unsafe_local=True, isolation="none",
                          execution_id="py-stdin-1")
