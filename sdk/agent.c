@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include <cordon/sdk/agent.h>
+#include <cordon/sdk/host.h>
+#include <cordon/sdk/spec.h>
 
 #include "sdk/agent-proto.h"
 #include "sdk/fs-internal.h"
@@ -443,5 +445,43 @@ int cordon_agent_set_deadline(int agent_fd, int pidfd, uint64_t ms, struct cordo
     }
 out:
     close(pair[0]);
+    return r;
+}
+
+int cordon_agent_extend(const struct cordon_host_v1 *host, int pidfd, const char *state_json,
+                        uint64_t expires_at_ms, char **ret_state_json, struct cordon_error *err)
+{
+    struct cordon_error in;
+    char *state = NULL;
+    uint64_t now;
+    int agent_fd = -1, r;
+
+    if (host == NULL || pidfd < 0 || ret_state_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "extend: host, pidfd and ret_state_json required");
+    /* The new state first: it changes nothing until the clock has moved. */
+    if ((r = cordon_spec_state_set_deadline(host, state_json, expires_at_ms, &state, err)) < 0)
+        return r;
+    cordon_error_init(&in);
+    if (cordon_agent_open(pidfd, &agent_fd, &in) < 0) {
+        /* Without the channel (not root on the host) nothing moves the clock. */
+        r = cordon_error_set(err, CORDON_E_UNSUPPORTED, in.os_errno,
+                             "extend: %s (only root on the host may take the init's channel)", in.message);
+        goto out;
+    }
+    now = cordon_now_wall_ms();
+    if (expires_at_ms <= now) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "extend: expires_at_ms is %llu ms in the past",
+                             (unsigned long long)(now - expires_at_ms));
+        goto out;
+    }
+    if ((r = cordon_agent_set_deadline(agent_fd, pidfd, expires_at_ms - now, err)) < 0)
+        goto out;
+    *ret_state_json = state;
+    state = NULL;
+out:
+    if (state != NULL)
+        host->free(state);
+    if (agent_fd >= 0)
+        close(agent_fd);
     return r;
 }

@@ -26,7 +26,6 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/relay.h>
 #include <cordon/sdk/request.h>
-#include <cordon/sdk/spec.h>
 #include "plugins/docker/docker.h"
 
 #define DK_ENVIRON_MAX (256u << 10)       /* the init's /proc/PID/environ */
@@ -316,10 +315,7 @@ int dk__op_extend(struct cordon_resource *res, const char *state_json, uint64_t 
                   char **ret_state_json, struct cordon_error *err)
 {
     struct dk_state st = { 0 };
-    struct cordon_error in;
-    char *state = NULL;
-    uint64_t now;
-    int pidfd = -1, agent_fd = -1, r;
+    int pidfd = -1, r;
 
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "extend: resource and ret_state_json required");
@@ -332,32 +328,9 @@ int dk__op_extend(struct cordon_resource *res, const char *state_json, uint64_t 
                              "false): its deadline cannot move", st.execution_id);
         goto out;
     }
-    /* The new state first: it changes nothing until the clock has moved. */
-    if ((r = cordon_spec_state_set_deadline(res->host, state_json, expires_at_ms, &state, err)) < 0 ||
-        (r = dk__init_pin(&st, &pidfd, err)) < 0)
-        goto out;
-    cordon_error_init(&in);
-    if (cordon_agent_open(pidfd, &agent_fd, &in) < 0) {
-        r = cordon_error_set(err, CORDON_E_UNSUPPORTED, in.os_errno,
-                             "extend: docker execution \"%s\": %s (only root on the host may take "
-                             "the init's channel)", st.execution_id, in.message);
-        goto out;
-    }
-    now = cordon_now_wall_ms();
-    if (expires_at_ms <= now) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0, "extend: expires_at_ms is %llu ms in the past",
-                             (unsigned long long)(now - expires_at_ms));
-        goto out;
-    }
-    if ((r = cordon_agent_set_deadline(agent_fd, pidfd, expires_at_ms - now, err)) < 0)
-        goto out;
-    *ret_state_json = state;
-    state = NULL;
+    if ((r = dk__init_pin(&st, &pidfd, err)) == 0)
+        r = cordon_agent_extend(res->host, pidfd, state_json, expires_at_ms, ret_state_json, err);
 out:
-    if (state != NULL)
-        res->host->free(state);
-    if (agent_fd >= 0)
-        close(agent_fd);
     if (pidfd >= 0)
         close(pidfd);
     dk__state_clear(&st);

@@ -540,10 +540,7 @@ static int op_extend(struct cordon_resource *res, const char *state_json, uint64
                      char **ret_state_json, struct cordon_error *err)
 {
     struct runc_state st = { 0 };
-    struct cordon_error in;
-    char *state = NULL;
-    uint64_t now;
-    int pidfd = -1, agent_fd = -1, r;
+    int pidfd = -1, r;
 
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "extend: resource and ret_state_json required");
@@ -556,31 +553,9 @@ static int op_extend(struct cordon_resource *res, const char *state_json, uint64
                              "cannot move", st.id);
         goto out;
     }
-    /* The new state first: it changes nothing until the clock has moved. */
-    if ((r = cordon_spec_state_set_deadline(res->host, state_json, expires_at_ms, &state, err)) < 0 ||
-        (r = runc__init_pin(res, st.id, st.pid, &pidfd, err)) < 0)
-        goto out;
-    cordon_error_init(&in);
-    if (cordon_agent_open(pidfd, &agent_fd, &in) < 0) {
-        r = cordon_error_set(err, CORDON_E_UNSUPPORTED, in.os_errno, "extend: runc execution \"%s\": %s",
-                             st.id, in.message);
-        goto out;
-    }
-    now = cordon_now_wall_ms();
-    if (expires_at_ms <= now) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0, "extend: expires_at_ms is %llu ms in the past",
-                             (unsigned long long)(now - expires_at_ms));
-        goto out;
-    }
-    if ((r = cordon_agent_set_deadline(agent_fd, pidfd, expires_at_ms - now, err)) < 0)
-        goto out;
-    *ret_state_json = state;
-    state = NULL;
+    if ((r = runc__init_pin(res, st.id, st.pid, &pidfd, err)) == 0)
+        r = cordon_agent_extend(res->host, pidfd, state_json, expires_at_ms, ret_state_json, err);
 out:
-    if (state != NULL)
-        res->host->free(state);
-    if (agent_fd >= 0)
-        close(agent_fd);
     if (pidfd >= 0)
         close(pidfd);
     runc__state_clear(&st);
