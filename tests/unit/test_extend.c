@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/host.h>
+#include <cordon/sdk/runner.h>
 
 #include "core/checkpoint.h"
 #include "core/hostflow.h"
@@ -137,6 +137,16 @@ static void record_set(struct env *e, const char *id, const char *key, uint64_t 
     cordon__record_close(rec);
 }
 
+/* The record of id has exactly the bytes was (record_text's, freed here). */
+static void expect_unchanged(const struct env *e, const char *id, char *was)
+{
+    char *now = record_text(e, id);
+
+    cr_expect_str_eq(now, was, "a refused extend changed the record of %s", id);
+    free(now);
+    free(was);
+}
+
 static int extend(struct env *e, const char *id, const char *req, cJSON **ret, struct cordon_error *err)
 {
     char *out = NULL;
@@ -148,6 +158,19 @@ static int extend(struct env *e, const char *id, const char *req, cJSON **ret, s
         *ret = r == 0 ? cJSON_Parse(out) : NULL;
     free(out);
     return r;
+}
+
+/* extend of id with req is refused with code, its message saying says,
+ * and the record's bytes stay as they were. */
+static void expect_refused(struct env *e, const char *id, const char *req, int code, const char *says)
+{
+    struct cordon_error err;
+    char *was = record_text(e, id);
+
+    cr_expect_eq(extend(e, id, req, NULL, &err), code, "%s %s: %s", id, req, err.message);
+    cr_expect(strstr(err.message, says) != NULL, "%s %s: \"%s\" does not say \"%s\"", id, req, err.message,
+              says);
+    expect_unchanged(e, id, was);
 }
 
 static const char *exec_status(struct env *e, const char *id, char *buf, size_t size)
@@ -230,25 +253,15 @@ Test(extend, refusals_name_the_field_and_change_nothing)
     };
     struct cordon_error err;
     struct env e;
-    char *was, *now;
 
     env_open(&e);
     provision(&e, "trusted-local", "ext-3", 60000);
-    was = record_text(&e, "ext-3");
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        cr_expect_eq(extend(&e, "ext-3", bad[i].req, NULL, &err), bad[i].code, "%s: %s", bad[i].req,
-                     err.message);
-        cr_expect(strstr(err.message, bad[i].says) != NULL, "%s: \"%s\" does not say \"%s\"", bad[i].req,
-                  err.message, bad[i].says);
-    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        expect_refused(&e, "ext-3", bad[i].req, bad[i].code, bad[i].says);
     cr_expect_eq(extend(&e, "no-such", "{\"runtime_ms\":1000}", NULL, &err), CORDON_E_NOT_FOUND);
     cr_expect(strstr(err.message, "no-such") != NULL, "%s", err.message);
     cr_expect_eq(extend(&e, "../ext-3", "{\"runtime_ms\":1000}", NULL, &err), CORDON_E_INVALID);
     cr_expect(strstr(err.message, "execution_id") != NULL, "%s", err.message);
-    now = record_text(&e, "ext-3");
-    cr_expect_str_eq(now, was, "a refused extend changed the record");
-    free(now);
-    free(was);
     env_close(&e);
 }
 
@@ -258,43 +271,28 @@ Test(extend, over_the_maximum_from_creation_is_refused)
 {
     struct cordon_error err;
     struct env e;
-    char *was, *now;
 
     env_open(&e);
     provision(&e, "trusted-local", "ext-4", 60000);
     record_set(&e, "ext-4", "created_at_ms", cordon_now_wall_ms() - CORDON_LIMIT_RUNTIME_MAX + 120000);
-    was = record_text(&e, "ext-4");
-    cr_expect_eq(extend(&e, "ext-4", "{\"runtime_ms\":600000}", NULL, &err), CORDON_E_LIMIT, "%s",
-                 err.message);
-    cr_expect(strstr(err.message, "runtime_ms: 600000 ms from now") != NULL, "%s", err.message);
-    cr_expect(strstr(err.message, "over the limit of 86400000 ms counted from its creation") != NULL, "%s",
-              err.message);
-    now = record_text(&e, "ext-4");
-    cr_expect_str_eq(now, was);
-    free(now);
+    expect_refused(&e, "ext-4", "{\"runtime_ms\":600000}", CORDON_E_LIMIT,
+                   "runtime_ms: 600000 ms from now ends execution ext-4");
+    expect_refused(&e, "ext-4", "{\"runtime_ms\":600000}", CORDON_E_LIMIT,
+                   "over the limit of 86400000 ms counted from its creation");
     /* Within what is left, it extends. */
     cr_expect_eq(extend(&e, "ext-4", "{\"runtime_ms\":60000}", NULL, &err), 0, "%s", err.message);
-    free(was);
     env_close(&e);
 }
 
 Test(extend, an_expired_execution_is_not_revived)
 {
-    struct cordon_error err;
     struct env e;
-    char *was, *now;
 
     env_open(&e);
     provision(&e, "trusted-local", "ext-5", 300);
     cr_assert(TEST_WAIT_UNTIL(expired(&e, "ext-5"), 10000), "ext-5 never expired");
-    was = record_text(&e, "ext-5");
-    cr_expect_eq(extend(&e, "ext-5", "{\"runtime_ms\":60000}", NULL, &err), CORDON_E_TIMEOUT, "%s",
-                 err.message);
-    cr_expect(strstr(err.message, "expires_at_ms: execution ext-5 expired") != NULL, "%s", err.message);
-    now = record_text(&e, "ext-5");
-    cr_expect_str_eq(now, was);
-    free(now);
-    free(was);
+    expect_refused(&e, "ext-5", "{\"runtime_ms\":60000}", CORDON_E_TIMEOUT,
+                   "expires_at_ms: execution ext-5 expired");
     env_close(&e);
 }
 
@@ -302,40 +300,25 @@ Test(extend, an_expired_execution_is_not_revived)
 Test(extend, a_held_execution_is_busy)
 {
     struct cordon__record *held = NULL;
-    struct cordon_error err;
     struct env e;
-    char *was, *now;
 
     env_open(&e);
     provision(&e, "trusted-local", "ext-6", 60000);
-    was = record_text(&e, "ext-6");
     cr_assert_eq(cordon__record_open(e.ctx, "ext-6", false, &held, NULL), 0);
-    cr_expect_eq(extend(&e, "ext-6", "{\"runtime_ms\":60000}", NULL, &err), CORDON_E_BUSY, "%s", err.message);
+    /* record_text reads without the lock: the held one does not stop it. */
+    expect_refused(&e, "ext-6", "{\"runtime_ms\":60000}", CORDON_E_BUSY, "busy");
     cordon__record_close(held);
-    now = record_text(&e, "ext-6");
-    cr_expect_str_eq(now, was);
-    free(now);
-    free(was);
     env_close(&e);
 }
 
 /* A provider without extend (built for ABI 1.2): unsupported, naming it. */
 Test(extend, a_provider_without_extend_is_named_and_nothing_changes)
 {
-    struct cordon_error err;
     struct env e;
-    char *was, *now;
 
     env_open(&e);
     provision(&e, "noextend", "ext-7", 60000);
-    was = record_text(&e, "ext-7");
-    cr_expect_eq(extend(&e, "ext-7", "{\"runtime_ms\":120000}", NULL, &err), CORDON_E_UNSUPPORTED, "%s",
-                 err.message);
-    cr_expect(strstr(err.message, "provider noextend") != NULL, "%s", err.message);
-    now = record_text(&e, "ext-7");
-    cr_expect_str_eq(now, was);
-    free(now);
-    free(was);
+    expect_refused(&e, "ext-7", "{\"runtime_ms\":120000}", CORDON_E_UNSUPPORTED, "provider noextend");
     env_close(&e);
 }
 
@@ -467,14 +450,15 @@ Test(checkpoint_store, rm_refuses_a_checkpoint_a_restore_reads)
 
 /* ---- the command line ------------------------------------------------------- */
 
-/* cordon --state-dir S ARGS... ; stdout+stderr into out; its exit status. */
+/* cordon --state-dir S ARGS... ; its stdout then stderr into out; its exit status. */
 static int cli(const struct env *e, const char *const *args, char *out, size_t size)
 {
-    const char *argv[16];
-    int p[2], status;
-    size_t n = 0, len = 0;
-    ssize_t k;
-    pid_t pid;
+    const char *argv[16], *envp[3];
+    char path_env[1200];
+    struct cordon_runner_opts opts;
+    struct cordon_exec_outcome o = { 0 };
+    size_t n = 0;
+    int code;
 
     argv[n++] = getenv("CORDON_BIN") ?: "./cordon";
     argv[n++] = "--state-dir";
@@ -482,23 +466,20 @@ static int cli(const struct env *e, const char *const *args, char *out, size_t s
     for (size_t i = 0; args[i] != NULL && n < 15; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
-    cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-    pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        dup2(p[1], 1);
-        dup2(p[1], 2);
-        setenv("CORDON_PROVIDER_PATH", getenv("CORDON_TEST_PROVIDER_DIR") ?: "", 1);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(p[1]);
-    while (len < size - 1 && (k = read(p[0], out + len, size - 1 - len)) > 0)
-        len += (size_t)k;
-    out[len] = '\0';
-    close(p[0]);
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    snprintf(path_env, sizeof(path_env), "CORDON_PROVIDER_PATH=%s", getenv("CORDON_TEST_PROVIDER_DIR") ?: "");
+    envp[0] = path_env;
+    envp[1] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+    envp[2] = NULL;
+    cordon_runner_opts_init(&opts);
+    opts.argv = argv;
+    opts.envp = envp;
+    opts.retention_bytes = 64u << 10;
+    opts.timeout_ms = 60000;
+    cr_assert_eq(cordon_runner_run(&opts, &o, NULL), 0, "%s did not run", argv[0]);
+    snprintf(out, size, "%.*s%.*s", (int)o.out.len, o.out.data ?: "", (int)o.err.len, o.err.data ?: "");
+    code = o.status == CORDON_RUN_EXITED ? o.exit_code : -1;
+    cordon_exec_outcome_clear(&o);
+    return code;
 }
 
 /* "ls" and "rm" are valid execution ids: as the first operand they are the
