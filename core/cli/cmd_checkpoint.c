@@ -67,8 +67,17 @@ int cmd_checkpoint(const struct cli_global *g, int argc, char **argv)
     char **vargv, *text = NULL;
     bool json = false, is_ls;
 
-    if (at == 0)
-        return cmd_host(g, argc, argv);
+    if (at == 0) {
+        rc = cmd_host(g, argc, argv);
+        /* The old form's help, then the sub-verbs'. */
+        for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+            if (rc == 0 && (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)) {
+                fputs(ls_usage, stdout);
+                fputs(rm_usage, stdout);
+                break;
+            }
+        return rc;
+    }
     is_ls = strcmp(argv[at], "ls") == 0;
     verb = is_ls ? "checkpoint ls" : "checkpoint rm";
     /* argv without the sub-verb, for getopt. */
