@@ -431,6 +431,18 @@ class SandboxObject(StateDir):
             self.assertTrue(sbx.kill())
         self.assertFalse(cordon.Sandbox(sbx.sandbox_id, state_dir=self.state).kill())
 
+    def test_set_timeout_moves_the_deadline(self):
+        with self.sandbox(timeout=60) as sbx:
+            before = [e for e in self.c.ls()["executions"] if e["execution_id"] == sbx.sandbox_id]
+            sbx.set_timeout(3600)
+            after = [e for e in self.c.ls()["executions"] if e["execution_id"] == sbx.sandbox_id]
+            self.assertGreater(after[0]["expires_at_ms"], before[0]["expires_at_ms"] + 3000000)
+            with self.assertRaises(ValueError):
+                sbx.set_timeout(0)
+            with self.assertRaises(cordon.InvalidInput):
+                sbx.set_timeout(0.05)
+            self.assertTrue(sbx.is_running())
+
     def test_connect_checkpoint_and_restore(self):
         with self.sandbox() as sbx:
             sbx.commands.run("echo kept > k.txt")
