@@ -586,6 +586,15 @@ static int load(int store, const char *store_dir, const char *id, cJSON **ret_ma
         goto out;
     }
     if (ret_tar_fd != NULL) {
+        struct stat st;
+
+        /* A restore holds workspace.tar shared until it has read it, so
+         * that a removal (which takes it exclusively) refuses the
+         * checkpoint while it is in use; one being removed is gone. */
+        if (flock(tar, LOCK_SH | LOCK_NB) < 0 || fstat(tar, &st) < 0 || st.st_nlink == 0) {
+            r = not_found(err, id, store_dir);
+            goto out;
+        }
         /* One byte past the size is enough to see a file that grew meanwhile. */
         r = cordon_sha256_fd(tar, size + 1, sha, &hashed, &in);
         if (r < 0) {
@@ -652,11 +661,24 @@ int cordon__checkpoint_remove(const char *store_dir, const char *checkpoint_id,
 {
     char gone[CORDON_CHECKPOINT_ID_SIZE + 8];
     struct cordon_error in;
-    int store = -1, r;
+    int store = -1, dir = -1, tar = -1, r;
 
     r = open_store_of(store_dir, checkpoint_id, &store, err);
     if (r < 0)
         return r;
+    /* A restore under way holds workspace.tar shared: the checkpoint is in
+     * use. Held exclusively from here to the end, so that no restore
+     * starts on what is being removed (a checkpoint without the file is
+     * broken and restores nothing: removed without the lock). */
+    if (cordon_fs_open_beneath(store, checkpoint_id, O_RDONLY | O_DIRECTORY, 0, &dir, NULL) == 0) {
+        tar = openat(dir, "workspace.tar", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (tar >= 0 && flock(tar, LOCK_EX | LOCK_NB) < 0) {
+            r = cordon_error_set(err, errno == EWOULDBLOCK ? CORDON_E_BUSY : CORDON_E_IO, errno,
+                                 "checkpoint %s: %s", checkpoint_id,
+                                 errno == EWOULDBLOCK ? "in use by a restore under way" : strerror(errno));
+            goto out;
+        }
+    }
     /* Out of the namespace first, so that nobody opens a half-deleted checkpoint. */
     snprintf(gone, sizeof(gone), ".rm-%s", checkpoint_id);
     if (renameat2(store, checkpoint_id, store, gone, RENAME_NOREPLACE) < 0) {
@@ -673,6 +695,10 @@ int cordon__checkpoint_remove(const char *store_dir, const char *checkpoint_id,
         r = cordon_error_set(err, r, in.os_errno, "checkpoint %s: remove: %s", checkpoint_id,
                              in.message);
 out:
+    if (tar >= 0)
+        close(tar);
+    if (dir >= 0)
+        close(dir);
     close(store);
     return r;
 }

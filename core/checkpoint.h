@@ -64,14 +64,17 @@ int cordon__checkpoint_write(const char *store_dir, int tar_in_fd, const cJSON *
  * that is not the directory's name, a link in place of a file or a digest
  * mismatch is CORDON_E_CHECKPOINT_INVALID naming the key. On success
  * *ret_manifest (cJSON_Delete) and *ret_tar_fd (O_CLOEXEC, at offset 0,
- * closed by the caller).
+ * closed by the caller). The tar fd holds workspace.tar locked shared: the
+ * checkpoint cannot be removed until it is closed.
  */
 int cordon__checkpoint_open(const char *store_dir, const char *checkpoint_id, cJSON **ret_manifest,
                             int *ret_tar_fd, struct cordon_error *err);
 
 /* Remove checkpoint_id from store_dir. It leaves the store's namespace in
  * one rename before its files are deleted. Missing is
- * CORDON_E_CHECKPOINT_NOT_FOUND. */
+ * CORDON_E_CHECKPOINT_NOT_FOUND; one that a restore is reading (between
+ * cordon__checkpoint_open and the close of its tar fd, which holds
+ * workspace.tar shared) is CORDON_E_BUSY, and stays. */
 int cordon__checkpoint_remove(const char *store_dir, const char *checkpoint_id,
                               struct cordon_error *err);
 

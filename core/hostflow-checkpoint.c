@@ -177,3 +177,58 @@ out:
     free(store);
     return r;
 }
+
+int cordon_checkpoint_list_json(struct cordon_ctx *ctx, const char *execution_id, char **ret_json,
+                                struct cordon_error *err)
+{
+    cJSON *all = NULL, *doc = NULL, *list, *item, *next;
+    char *store = NULL;
+    int r;
+
+    if (ctx == NULL || ret_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "checkpoint ls: ctx and ret_json required");
+    /* The execution need not exist any more: its checkpoints outlive it. */
+    if (execution_id != NULL && (r = cordon_execution_id_check("execution_id", execution_id, err)) < 0)
+        return r;
+    if ((store = cordon__checkpoint_store(ctx)) == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    r = cordon__checkpoint_list(store, &all, err);
+    free(store);
+    if (r < 0)
+        return r;
+    doc = cJSON_CreateObject();
+    list = cJSON_AddArrayToObject(doc, "checkpoints");
+    for (item = all != NULL ? all->child : NULL; item != NULL; item = next) {
+        const cJSON *src = cJSON_GetObjectItemCaseSensitive(item, "source_execution_id");
+
+        next = item->next;
+        /* Filtered by execution, a broken checkpoint (no source to tell) is left out. */
+        if (execution_id != NULL && (!cJSON_IsString(src) || strcmp(src->valuestring, execution_id) != 0))
+            continue;
+        cJSON_AddItemToArray(list, cJSON_DetachItemViaPointer(all, item));
+    }
+    cJSON_Delete(all);
+    return cordon__json_done(0, doc, ret_json, err);
+}
+
+int cordon_checkpoint_remove_json(struct cordon_ctx *ctx, const char *checkpoint_id, char **ret_json,
+                                  struct cordon_error *err)
+{
+    cJSON *doc;
+    char *store;
+    int r;
+
+    if (ctx == NULL || ret_json == NULL || checkpoint_id == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "checkpoint rm: ctx, checkpoint_id and ret_json required");
+    if ((store = cordon__checkpoint_store(ctx)) == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    r = cordon__checkpoint_remove(store, checkpoint_id, err);
+    free(store);
+    if (r < 0)
+        return r;
+    doc = cJSON_CreateObject();
+    cJSON_AddBoolToObject(doc, "ok", true);
+    cJSON_AddStringToObject(doc, "checkpoint_id", checkpoint_id);
+    return cordon__json_done(0, doc, ret_json, err);
+}

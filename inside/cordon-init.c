@@ -31,8 +31,10 @@
  * this process is not dumpable, nothing inside has CAP_SYS_PTRACE), and
  * starts the commands the host sends on it, each with this process's own
  * confinement, each as the leader of its own process group, reporting how
- * each ended. Reaping and the deadline stay first: one poll loop serves
- * the socket, the signals and the clock.
+ * each ended. The host may also move the deadline on it (`cordon extend`):
+ * only the host, as only the host holds the channel. Reaping and the
+ * deadline stay first: one poll loop serves the socket, the signals and
+ * the clock.
  *
  * --exec wraps one command that the host runs in the sandbox: PROGRAM
  * (looked up in PATH) runs as the leader of a new process group; when it
@@ -66,7 +68,7 @@
 
 #include "sdk/agent-proto.h"
 
-#define DEADLINE_MAX_MS (366ull * 24 * 3600 * 1000) /* a year: anything longer is a typo */
+#define DEADLINE_MAX_MS CORDON_INIT_DEADLINE_MAX_MS /* a year: anything longer is a typo */
 #define EXIT_DEADLINE 124
 #define EXIT_USAGE 2
 

@@ -161,8 +161,37 @@ static bool is_seqpacket(int fd)
     return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_SEQPACKET;
 }
 
-/* Read one message and start its command, or drop it. */
-static void serve_one(int sock)
+/*
+ * A deadline message (len bytes in msg, fds its descriptors): *end_ms moves
+ * to ms from now, which may be sooner or later than before. Only the host
+ * holds the channel, so only the host moves the clock; code inside cannot
+ * reach it. Once the deadline has passed nothing revives it: the loop ends
+ * the sandbox at its top, and the host hears ETIME.
+ */
+static void deadline_set(size_t len, int flags, const int *fds, size_t nfds, uint64_t *end_ms)
+{
+    struct cordon_agent_deadline d;
+    uint64_t now = now_ms();
+
+    if (nfds != 1 || !is_seqpacket(fds[0])) {
+        close_all(fds, nfds);
+        return;
+    }
+    memcpy(&d, msg, sizeof(d));
+    if (len != sizeof(d) || (flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
+        d.version != CORDON_AGENT_VERSION || d.ms == 0 || d.ms > CORDON_INIT_DEADLINE_MAX_MS) {
+        reply_send(fds[0], CORDON_AGENT_REFUSED, EINVAL);
+    } else if (now >= *end_ms) {
+        reply_send(fds[0], CORDON_AGENT_REFUSED, ETIME);
+    } else {
+        *end_ms = now + d.ms;
+        reply_send(fds[0], CORDON_AGENT_DEADLINE_SET, 0);
+    }
+    close(fds[0]);
+}
+
+/* Read one message and start its command (or move the deadline), or drop it. */
+static void serve_one(int sock, uint64_t *end_ms)
 {
     union {
         struct cmsghdr h;
@@ -188,6 +217,11 @@ static void serve_one(int sock)
         n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         for (size_t i = 0; i < n && nfds < FDS_ROOM; i++)
             memcpy(&fds[nfds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+    }
+    if ((size_t)len >= sizeof(uint32_t) && memcmp(msg, &(uint32_t){ CORDON_AGENT_DEADLINE_MAGIC },
+                                                  sizeof(uint32_t)) == 0) {
+        deadline_set((size_t)len, mh.msg_flags, fds, nfds, end_ms);
+        return;
     }
     if (nfds == CORDON_AGENT_NFDS && is_seqpacket(fds[3]))
         reply = fds[3];
@@ -331,6 +365,6 @@ int cordon__init_agent(uint64_t end_ms, const sigset_t *stop)
             r->cancelled = true;
         }
         if (p[1].revents & POLLIN)
-            serve_one(CORDON_AGENT_FD_SERVE);
+            serve_one(CORDON_AGENT_FD_SERVE, &end_ms);
     }
 }

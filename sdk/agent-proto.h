@@ -25,6 +25,13 @@
  * side of its reply socket (or closing it) is cancel: the agent kills the
  * group and, the same way, reports the end once the group is gone, so the
  * host knows when the sandbox is free of the command.
+ *
+ * A new deadline is a message of its own: struct cordon_agent_deadline and
+ * nothing else, with one SCM_RIGHTS carrying exactly the reply socket. The
+ * agent answers DEADLINE_SET (value 0) once its clock ends ms milliseconds
+ * after it read the message, or REFUSED: EINVAL for a malformed message,
+ * ETIME when its deadline had already passed (it is ending). An agent older
+ * than the deadline message drops it without a reply.
  */
 #ifndef CORDON_AGENT_PROTO_H
 #define CORDON_AGENT_PROTO_H
@@ -46,6 +53,9 @@
 #define CORDON_AGENT_NFDS 4u                 /* stdin, stdout, stderr, reply */
 #define CORDON_AGENT_RUNNING_MAX 64u         /* commands running at once */
 #define CORDON_AGENT_SETTLE_MS 1000u         /* a killed group's longest wait for its end */
+#define CORDON_AGENT_DEADLINE_MAGIC 0x31444143u  /* "CAD1" little-endian */
+/* cordon-init's longest deadline, --deadline-ms or a new one: a year. */
+#define CORDON_INIT_DEADLINE_MAX_MS (366ull * 24 * 3600 * 1000)
 
 /* Fixed-width, host byte order (both ends run on the same kernel). */
 struct cordon_agent_request {
@@ -61,6 +71,13 @@ enum cordon_agent_kind {
     CORDON_AGENT_SIGNALED = 3,
     CORDON_AGENT_REFUSED = 4,
     CORDON_AGENT_CWD_FAILED = 5,     /* value: chdir's errno; EXITED 126 follows */
+    CORDON_AGENT_DEADLINE_SET = 6,   /* the new deadline holds; value 0 */
+};
+
+struct cordon_agent_deadline {
+    uint32_t magic;              /* CORDON_AGENT_DEADLINE_MAGIC */
+    uint32_t version;            /* CORDON_AGENT_VERSION */
+    uint64_t ms;                 /* 1..CORDON_INIT_DEADLINE_MAX_MS from when it is read */
 };
 
 struct cordon_agent_reply {
@@ -70,8 +87,8 @@ struct cordon_agent_reply {
     uint32_t reserved;           /* 0 */
 };
 
-/* cordon-init's side (inside/init-agent.c): serve until end_ms (CLOCK_MONOTONIC)
- * or a stop signal; the signals of main's set are already blocked and
+/* cordon-init's side (inside/init-agent.c): serve until end_ms (CLOCK_MONOTONIC,
+ * moved by a deadline message) or a stop signal; the signals of main's set are already blocked and
  * fds 3 and 4 are the pair. Returns cordon-init's exit status. */
 int cordon__init_agent(uint64_t end_ms, const sigset_t *stop);
 

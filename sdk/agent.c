@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include <cordon/sdk/agent.h>
+#include <cordon/sdk/host.h>
+#include <cordon/sdk/spec.h>
 
 #include "sdk/agent-proto.h"
 #include "sdk/fs-internal.h"
@@ -352,5 +354,134 @@ out:
     /* Closing our end is cancel for a command still running (an error above). */
     if (pair[0] >= 0)
         close(pair[0]);
+    return r;
+}
+
+#define DEADLINE_REPLY_MS 5000   /* an agent serves its socket between two polls */
+
+int cordon_agent_set_deadline(int agent_fd, int pidfd, uint64_t ms, struct cordon_error *err)
+{
+    struct cordon_agent_deadline d = { CORDON_AGENT_DEADLINE_MAGIC, CORDON_AGENT_VERSION, ms };
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } c;
+    struct iovec iov = { &d, sizeof(d) };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
+                         .msg_controllen = sizeof(c.buf) };
+    struct cordon_agent_reply rep;
+    struct cmsghdr *cm;
+    uint64_t until;
+    int pair[2] = { -1, -1 }, r;
+    ssize_t n;
+
+    if (agent_fd < 0 || pidfd < 0 || ms == 0 || ms > CORDON_INIT_DEADLINE_MAX_MS)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "agent: agent_fd, pidfd and ms (1..%llu) required",
+                                (unsigned long long)CORDON_INIT_DEADLINE_MAX_MS);
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "agent: socketpair: %s",
+                                strerror(errno));
+    memset(c.buf, 0, sizeof(c.buf));
+    cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &pair[1], sizeof(int));
+    do
+        n = sendmsg(agent_fd, &mh, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    close(pair[1]);
+    if (n != (ssize_t)sizeof(d)) {
+        r = n < 0 && (errno == EPIPE || errno == ECONNREFUSED || errno == ECONNRESET)
+                ? agent_died(err)
+                : cordon_error_set(err, CORDON_E_IO, n < 0 ? errno : 0,
+                                   "agent: cannot send the deadline: %s",
+                                   n < 0 ? strerror(errno) : "short send");
+        goto out;
+    }
+    /* The reply says whether the clock moved; without one it did not. */
+    until = mono_ms() + DEADLINE_REPLY_MS;
+    for (;;) {
+        struct pollfd p[2] = { { pair[0], POLLIN, 0 }, { pidfd, POLLIN, 0 } };
+        uint64_t now = mono_ms();
+
+        if (now >= until) {
+            r = cordon_error_set(err, CORDON_E_TIMEOUT, 0,
+                                 "agent: no reply to the new deadline in %u ms; the deadline is "
+                                 "unchanged", DEADLINE_REPLY_MS);
+            goto out;
+        }
+        if (poll(p, 2, (int)(until - now)) < 0 && errno != EINTR) {
+            r = cordon_error_set(err, CORDON_E_IO, errno, "agent: poll: %s", strerror(errno));
+            goto out;
+        }
+        if (p[0].revents != 0)
+            break;
+        if (p[1].revents != 0) {
+            r = agent_died(err);
+            goto out;
+        }
+    }
+    n = recv(pair[0], &rep, sizeof(rep), MSG_DONTWAIT);
+    if (n == 0) {
+        /* Dropped: an agent that predates the message, or one that died. */
+        r = agent_dropped(pidfd, err);
+        if (r == CORDON_E_PROVIDER)
+            r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                                 "agent: the sandbox's cordon-init does not take a new deadline "
+                                 "(it predates the deadline message); the deadline is unchanged");
+    } else if (n != (ssize_t)sizeof(rep) || rep.magic != CORDON_AGENT_MAGIC) {
+        r = agent_died(err);
+    } else if (rep.kind == CORDON_AGENT_DEADLINE_SET) {
+        r = 0;
+    } else if (rep.kind == CORDON_AGENT_REFUSED && rep.value == ETIME) {
+        r = cordon_error_set(err, CORDON_E_TIMEOUT, ETIME,
+                             "agent: the sandbox's deadline has already passed (it is ending)");
+    } else {
+        r = cordon_error_set(err, CORDON_E_PROVIDER, rep.kind == CORDON_AGENT_REFUSED ? rep.value : 0,
+                             "agent: refused the new deadline (reply kind %u value %d)",
+                             (unsigned)rep.kind, (int)rep.value);
+    }
+out:
+    close(pair[0]);
+    return r;
+}
+
+int cordon_agent_extend(const struct cordon_host_v1 *host, int pidfd, const char *state_json,
+                        uint64_t expires_at_ms, char **ret_state_json, struct cordon_error *err)
+{
+    struct cordon_error in;
+    char *state = NULL;
+    uint64_t now;
+    int agent_fd = -1, r;
+
+    if (host == NULL || pidfd < 0 || ret_state_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "extend: host, pidfd and ret_state_json required");
+    /* The new state first: it changes nothing until the clock has moved. */
+    if ((r = cordon_spec_state_set_deadline(host, state_json, expires_at_ms, &state, err)) < 0)
+        return r;
+    cordon_error_init(&in);
+    if (cordon_agent_open(pidfd, &agent_fd, &in) < 0) {
+        /* Without the channel (not root on the host) nothing moves the clock. */
+        r = cordon_error_set(err, CORDON_E_UNSUPPORTED, in.os_errno,
+                             "extend: %s (only root on the host may take the init's channel)", in.message);
+        goto out;
+    }
+    now = cordon_now_wall_ms();
+    if (expires_at_ms <= now) {
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "extend: expires_at_ms is %llu ms in the past",
+                             (unsigned long long)(now - expires_at_ms));
+        goto out;
+    }
+    if ((r = cordon_agent_set_deadline(agent_fd, pidfd, expires_at_ms - now, err)) < 0)
+        goto out;
+    *ret_state_json = state;
+    state = NULL;
+out:
+    if (state != NULL)
+        host->free(state);
+    if (agent_fd >= 0)
+        close(agent_fd);
     return r;
 }

@@ -87,6 +87,10 @@ int cmd_probe(const struct cli_global *g, int argc, char **argv);
 int cmd_run(const struct cli_global *g, int argc, char **argv);
 /* provision, exec, checkpoint, restore, terminate, reclaim, ls, gc */
 int cmd_host(const struct cli_global *g, int argc, char **argv);
+/* checkpoint ls | rm; checkpoint ID goes to cmd_host */
+int cmd_checkpoint(const struct cli_global *g, int argc, char **argv);
+/* extend ID --runtime DUR */
+int cmd_extend(const struct cli_global *g, int argc, char **argv);
 /* pool fill | ls | drain */
 int cmd_pool(const struct cli_global *g, int argc, char **argv);
 /* files put | get | ls | rm */

@@ -113,6 +113,29 @@ CORDON_EXTERN int cordon_restore_json(struct cordon_ctx *ctx, const char *checkp
                                       const char *request_json, char **ret_json,
                                       struct cordon_error *err);
 
+/* {"runtime_ms": N}: the execution's deadline becomes now + N ms, sooner or
+ * later than before, at most CORDON_LIMIT_RUNTIME_MAX (24 h) after the
+ * execution's creation, wherever the sandbox enforces it (the provider's
+ * extend). -> {"ok", "execution_id", "provider_id", "runtime_ms",
+ * "expires_at_ms", "previous_expires_at_ms", "max_expires_at_ms"}. A
+ * refusal (runtime_ms out of bounds or past the maximum, an expired, busy,
+ * pooled or unknown execution, a provider without extend: unsupported)
+ * names the field and the limit and changes nothing. json.md §11.1. */
+CORDON_EXTERN int cordon_extend_json(struct cordon_ctx *ctx, const char *execution_id,
+                                     const char *request_json, char **ret_json,
+                                     struct cordon_error *err);
+
+/* The checkpoints of the store, or only those taken of execution_id (not
+ * NULL; the execution itself may be gone). -> {"checkpoints": [manifest or
+ * {"checkpoint_id", "invalid"}, ...]}, sorted by id. */
+CORDON_EXTERN int cordon_checkpoint_list_json(struct cordon_ctx *ctx, const char *execution_id,
+                                              char **ret_json, struct cordon_error *err);
+
+/* Remove a checkpoint -> {"ok": true, "checkpoint_id"}. Missing is
+ * checkpoint_not_found; one a restore is reading is busy, and stays. */
+CORDON_EXTERN int cordon_checkpoint_remove_json(struct cordon_ctx *ctx, const char *checkpoint_id,
+                                                char **ret_json, struct cordon_error *err);
+
 /* Idempotent: an execution already gone is success ("already_gone": true). */
 CORDON_EXTERN int cordon_terminate_json(struct cordon_ctx *ctx, const char *execution_id,
                                         char **ret_json, struct cordon_error *err);

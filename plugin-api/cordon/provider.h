@@ -49,7 +49,7 @@ extern "C" {
 
 /* ABI version of these headers: major << 16 | minor. */
 #define CORDON_ABI_MAJOR 1
-#define CORDON_ABI_MINOR 2
+#define CORDON_ABI_MINOR 3
 #define CORDON_ABI_VERSION ((uint32_t)((CORDON_ABI_MAJOR << 16) | CORDON_ABI_MINOR))
 #define CORDON_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define CORDON_ABI_MINOR_OF(v) ((uint32_t)(v) & 0xffffu)
@@ -301,6 +301,26 @@ struct cordon_provider_v1 {
      * inside only, and a userspace kernel's axes stay false. */
     int (*boundary)(struct cordon_resource *resource, const char *state_json,
                     char **ret_boundary_json, struct cordon_error *err);
+
+    /* ---- ABI 1.3 ---- */
+
+    /* Optional. Move the execution's deadline to expires_at_ms (wall-clock
+     * Unix ms, later than now; sooner or later than the one it has)
+     * everywhere the provider enforces it: the sandbox's init that holds
+     * the clock, a timer, the backstop its state keeps. *ret_state_json
+     * (host->alloc) is the state with the new deadline, which the host
+     * persists in place of the old. Return 0 only once the sandbox will end
+     * by expires_at_ms and not before; on failure leave the deadline as it
+     * was where possible (the host takes a failure as "not moved" for a
+     * later deadline and as "maybe moved" for a sooner one). Only the host
+     * may reach what moves the deadline: never a channel the sandbox's code
+     * can write to. Without it, `cordon extend` is refused for the
+     * provider's executions (unsupported): a provider that cannot move the
+     * deadline must not pretend to. cordon_spec_state_set_deadline
+     * (<cordon/sdk/spec.h>) rewrites the state; cordon_agent_set_deadline
+     * (<cordon/sdk/agent.h>) moves a resident agent's clock. */
+    int (*extend)(struct cordon_resource *resource, const char *state_json, uint64_t expires_at_ms,
+                  char **ret_state_json, struct cordon_error *err);
 };
 
 /* The size of struct cordon_provider_v1 at ABI 1.0: the host refuses a

@@ -302,3 +302,37 @@ out:
     strv_clear(&envp);
     return r;
 }
+
+/*
+ * extend (provider.h): the deadline lives in the container's init,
+ * cordon-init, which only the host reaches, through the agent's channel;
+ * the state's copy (exec's backstop) follows. Without the agent (runsc runs
+ * the init inside gVisor's Sentry, out of any host pidfd's reach; a config
+ * with exec_agent false started none) nothing can move that clock: the
+ * extend is refused and nothing changes.
+ */
+int dk__op_extend(struct cordon_resource *res, const char *state_json, uint64_t expires_at_ms,
+                  char **ret_state_json, struct cordon_error *err)
+{
+    struct dk_state st = { 0 };
+    int pidfd = -1, r;
+
+    if (res == NULL || ret_state_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "extend: resource and ret_state_json required");
+    if ((r = dk__state_parse(res, state_json, true, &st, err)) < 0)
+        goto out;
+    if (!st.agent) {
+        r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                             "extend: docker execution \"%s\" has no resident agent (its runtime runs "
+                             "the init out of the host's reach, as runsc does, or exec_agent is "
+                             "false): its deadline cannot move", st.execution_id);
+        goto out;
+    }
+    if ((r = dk__init_pin(&st, &pidfd, err)) == 0)
+        r = cordon_agent_extend(res->host, pidfd, state_json, expires_at_ms, ret_state_json, err);
+out:
+    if (pidfd >= 0)
+        close(pidfd);
+    dk__state_clear(&st);
+    return r;
+}

@@ -785,6 +785,7 @@ static const struct cordon_provider_v1 provider = {
     .reclaim = op_reclaim,
     .list_executions = op_list_executions,
     .boundary = op_boundary,
+    .extend = dk__op_extend,
 };
 
 CORDON_PROVIDER_DEFINE(provider)

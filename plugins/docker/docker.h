@@ -307,6 +307,10 @@ int dk__exec_result_ended(const struct cordon_host_v1 *host, bool cancelled, boo
 int dk__agent_exec(struct cordon_resource *res, const struct dk_state *st,
                    const struct dk_request *rq, const struct cordon_exec_io *io,
                    uint64_t remaining, bool *ret_used, char **ret, struct cordon_error *err);
+/* The vtable's extend (provider.h): the init's clock moved through the
+ * agent, then the state's deadline; unsupported without an agent. */
+int dk__op_extend(struct cordon_resource *res, const char *state_json, uint64_t expires_at_ms,
+                  char **ret_state_json, struct cordon_error *err);
 
 /* ---- archive.c -------------------------------------------------------------- */
 

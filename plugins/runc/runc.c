@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include <cordon/provider.h>
+#include <cordon/sdk/agent.h>
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/path.h>
@@ -528,6 +529,39 @@ out:
     return r;
 }
 
+/*
+ * extend (provider.h): the deadline lives in the container's init,
+ * cordon-init, whose clock only the host moves, through the agent's
+ * channel; the state's copy (exec's backstop) follows. An init started
+ * without the agent (exec_agent false, or no setns for exec) keeps the
+ * deadline it was started with: the extend is refused and nothing changes.
+ */
+static int op_extend(struct cordon_resource *res, const char *state_json, uint64_t expires_at_ms,
+                     char **ret_state_json, struct cordon_error *err)
+{
+    struct runc_state st = { 0 };
+    int pidfd = -1, r;
+
+    if (res == NULL || ret_state_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "extend: resource and ret_state_json required");
+    if ((r = runc__state_parse(res, state_json, true, &st, err)) < 0)
+        goto out;
+    if (!st.agent) {
+        r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
+                             "extend: runc execution \"%s\" was started without the resident agent "
+                             "(exec_agent false, or exec cannot enter the container): its deadline "
+                             "cannot move", st.id);
+        goto out;
+    }
+    if ((r = runc__init_pin(res, st.id, st.pid, &pidfd, err)) == 0)
+        r = cordon_agent_extend(res->host, pidfd, state_json, expires_at_ms, ret_state_json, err);
+out:
+    if (pidfd >= 0)
+        close(pidfd);
+    runc__state_clear(&st);
+    return r;
+}
+
 static void add_unique(cJSON *ids, const char *id)
 {
     const cJSON *item;
@@ -772,6 +806,7 @@ static const struct cordon_provider_v1 provider = {
     .list_executions = op_list_executions,
     .import_files = op_import_files,
     .boundary = op_boundary,
+    .extend = op_extend,
 };
 
 CORDON_PROVIDER_DEFINE(provider)

@@ -35,6 +35,7 @@ __all__ = [
     "Cordon", "Result", "Error", "ErrorCode", "run", "provision", "exec", "checkpoint", "restore",
     "terminate", "reclaim", "ls", "gc", "providers", "probe", "files_write", "files_read", "files_list",
     "files_remove",
+    "extend", "checkpoint_ls", "checkpoint_rm",
     "AbiMismatch", "AlreadyExists", "Busy", "Cancelled", "CheckpointInvalid", "CheckpointNotFound",
     "Denied", "InvalidInput", "IOFailure", "LimitExceeded", "NotFound", "OutOfMemory",
     "ProviderError", "ProviderUnavailable", "Timeout", "UnsafePath", "Unavailable", "Unsupported",
@@ -315,6 +316,20 @@ class Cordon:
                    allow_unpinned=allow_unpinned, isolation=isolation)
         return self._call(_LIB.cordon_restore_json, _c(checkpoint_id), _doc(req))
 
+    def extend(self, execution_id, runtime_ms):
+        """Set the execution's remaining lifetime to runtime_ms from now (sooner or later than
+        before), at most 24 h after its creation (section 11.1); a provider that cannot move
+        the deadline raises Unsupported and nothing changes."""
+        return self._call(_LIB.cordon_extend_json, _c(execution_id), _doc({"runtime_ms": runtime_ms}))
+
+    def checkpoint_ls(self, execution_id=None):
+        """{"checkpoints": [...]}: the store, or the checkpoints of execution_id (section 11.2)."""
+        return self._call(_LIB.cordon_checkpoint_list_json, _c(execution_id))
+
+    def checkpoint_rm(self, checkpoint_id):
+        """Remove a checkpoint; Busy while a restore reads it."""
+        return self._call(_LIB.cordon_checkpoint_remove_json, _c(checkpoint_id))
+
     def terminate(self, execution_id):
         """Destroy an execution; idempotent ("already_gone": true)."""
         return self._call(_LIB.cordon_terminate_json, _c(execution_id))
@@ -456,6 +471,18 @@ def restore(checkpoint_id, **kwargs):
 
 def terminate(execution_id):
     return _default().terminate(execution_id)
+
+
+def extend(execution_id, runtime_ms):
+    return _default().extend(execution_id, runtime_ms)
+
+
+def checkpoint_ls(execution_id=None):
+    return _default().checkpoint_ls(execution_id)
+
+
+def checkpoint_rm(checkpoint_id):
+    return _default().checkpoint_rm(checkpoint_id)
 
 
 def reclaim(execution_id, provider=None):

@@ -128,6 +128,9 @@ def _declare(lib):
         "cordon_files_read_json": [ctx_p, s, s, ctypes.c_int, out_p, err_p],
         "cordon_files_list_json": [ctx_p, s, s, out_p, err_p],
         "cordon_files_remove_json": [ctx_p, s, s, out_p, err_p],
+        "cordon_extend_json": [ctx_p, s, s, out_p, err_p],
+        "cordon_checkpoint_list_json": [ctx_p, s, out_p, err_p],
+        "cordon_checkpoint_remove_json": [ctx_p, s, out_p, err_p],
     }
     for name, args in protos.items():
         f = getattr(lib, name)

@@ -209,6 +209,14 @@ class Sandbox:
         """Save the workspace; returns the checkpoint id."""
         return self._cordon().checkpoint(self.sandbox_id, metadata)["checkpoint_id"]
 
+    def set_timeout(self, timeout):
+        """e2b's set_timeout: the sandbox ends timeout seconds from now (sooner
+        or later than before), at most 24 h after its creation (cordon
+        extend). Unsupported from a provider that cannot move the deadline."""
+        if timeout <= 0:
+            raise ValueError("timeout: must be > 0 seconds")
+        self._cordon().extend(self.sandbox_id, max(1, int(timeout * 1000)))
+
     def is_running(self):
         """True while the host has a record of it that has not expired."""
         for e in self._cordon().ls()["executions"]:
@@ -275,6 +283,9 @@ class AsyncSandbox:
 
     async def checkpoint(self, metadata=None):
         return await self._off(self._sync.checkpoint, metadata)
+
+    async def set_timeout(self, timeout):
+        return await self._off(self._sync.set_timeout, timeout)
 
     async def is_running(self):
         return await self._off(self._sync.is_running)

@@ -245,6 +245,27 @@ class TrustedLocal(StateDir):
             self.c.provision("trusted-local", LIMITS, allow_unsafe_local=True, isolation="none",
                              execution_id="py-life-3")
 
+    def test_extend_and_the_checkpoint_store(self):
+        self.c.provision("trusted-local", LIMITS, allow_unsafe_local=True, isolation="none",
+                         execution_id="py-ext-1")
+        before = self.c.ls()["executions"][0]["expires_at_ms"]
+        e = self.c.extend("py-ext-1", 3600000)
+        self.assertGreater(e["expires_at_ms"], before + 3000000)
+        self.assertEqual(e["previous_expires_at_ms"], before)
+        self.assertEqual(self.c.ls()["executions"][0]["expires_at_ms"], e["expires_at_ms"])
+        with self.assertRaises(cordon.InvalidInput) as cm:
+            self.c.extend("py-ext-1", 50)
+        self.assertIn("runtime_ms", cm.exception.message)
+        with self.assertRaises(cordon.NotFound):
+            self.c.extend("py-no-such", 60000)
+        ck = self.c.checkpoint("py-ext-1")["checkpoint_id"]
+        listed = self.c.checkpoint_ls("py-ext-1")["checkpoints"]
+        self.assertEqual([k["checkpoint_id"] for k in listed], [ck])
+        self.assertEqual(self.c.checkpoint_rm(ck), {"ok": True, "checkpoint_id": ck})
+        self.assertEqual(self.c.checkpoint_ls()["checkpoints"], [])
+        with self.assertRaises(cordon.CheckpointNotFound):
+            self.c.checkpoint_rm(ck)
+
     def test_exec_stdin_from_a_file_object(self):
         self.c.provision("trusted-local", LIMITS, allow_unsafe_local=True, isolation="none",
                          execution_id="py-stdin-1")
@@ -438,6 +459,18 @@ class SandboxObject(StateDir):
         finally:
             self.assertTrue(sbx.kill())
         self.assertFalse(cordon.Sandbox(sbx.sandbox_id, state_dir=self.state).kill())
+
+    def test_set_timeout_moves_the_deadline(self):
+        with self.sandbox(timeout=60) as sbx:
+            before = [e for e in self.c.ls()["executions"] if e["execution_id"] == sbx.sandbox_id]
+            sbx.set_timeout(3600)
+            after = [e for e in self.c.ls()["executions"] if e["execution_id"] == sbx.sandbox_id]
+            self.assertGreater(after[0]["expires_at_ms"], before[0]["expires_at_ms"] + 3000000)
+            with self.assertRaises(ValueError):
+                sbx.set_timeout(0)
+            with self.assertRaises(cordon.InvalidInput):
+                sbx.set_timeout(0.05)
+            self.assertTrue(sbx.is_running())
 
     def test_connect_checkpoint_and_restore(self):
         with self.sandbox() as sbx:

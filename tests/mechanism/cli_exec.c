@@ -88,7 +88,8 @@ char *cli_exec_provision(const struct cli_exec *c, const char *provider)
 {
     const char *args[ARGS_MAX] = { "provision", "--provider", provider, "--cpus", "1",
                                    "--memory", "256M", "--disk", "64M", "--pids", "128",
-                                   "--runtime", "120s", "--max-output", "1M", "--json" };
+                                   "--runtime", c->runtime != NULL ? c->runtime : "120s",
+                                   "--max-output", "1M", "--json" };
     size_t n = 16;
     char *out = NULL, *id;
     cJSON *doc;

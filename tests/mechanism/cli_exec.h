@@ -20,6 +20,7 @@ struct cli_exec {
     char state_dir[PATH_MAX + 32];       /* --state-dir */
     char env[4][PATH_MAX + 64];          /* CORDON_PROVIDER_PATH=..., CORDON_OBSERVER=... */
     const char *provision_args[8];       /* provider-specific provision flags, NULL-ended */
+    const char *runtime;                 /* provision's --runtime; NULL: 120s */
 };
 
 /* cordon --config C --state-dir S ARGS... with stdin_fd as its fd 0 (-1:

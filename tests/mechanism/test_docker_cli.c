@@ -21,6 +21,7 @@
 
 #include "tests/mechanism/cli_exec.h"
 #include "tests/mechanism/cli_files.h"
+#include "tests/mechanism/cli_extend.h"
 
 static struct cli_exec cli;
 static char tmp[PATH_MAX], image[200];
@@ -178,4 +179,15 @@ Test(docker_cli, files_never_pass_a_link_the_sandbox_planted)
 Test(docker_cli, files_move_50_mib_under_a_1_mib_output_limit)
 {
     cli_files_check_large(&cli, "docker");
+}
+
+/* extend reaches where docker enforces the deadline: the execution outlives its first one. */
+Test(docker_cli, extend_outlives_the_first_deadline, .timeout = 120)
+{
+    cli_extend_check_outlives_its_first_deadline(&cli, "docker");
+}
+
+Test(docker_cli, checkpoint_ls_and_rm)
+{
+    cli_extend_check_checkpoint_ls_rm(&cli, "docker");
 }

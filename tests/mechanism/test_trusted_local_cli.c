@@ -18,6 +18,7 @@
 
 #include "tests/mechanism/cli_exec.h"
 #include "tests/mechanism/cli_files.h"
+#include "tests/mechanism/cli_extend.h"
 
 static struct cli_exec cli;
 static char tmp[PATH_MAX];
@@ -111,4 +112,15 @@ Test(trusted_local_cli, files_never_pass_a_link_the_sandbox_planted)
 Test(trusted_local_cli, files_move_50_mib_under_a_1_mib_output_limit)
 {
     cli_files_check_large(&cli, "trusted-local");
+}
+
+/* extend reaches where trusted-local enforces the deadline: the execution outlives its first one. */
+Test(trusted_local_cli, extend_outlives_the_first_deadline, .timeout = 120)
+{
+    cli_extend_check_outlives_its_first_deadline(&cli, "trusted-local");
+}
+
+Test(trusted_local_cli, checkpoint_ls_and_rm)
+{
+    cli_extend_check_checkpoint_ls_rm(&cli, "trusted-local");
 }

@@ -612,3 +612,92 @@ Test(agent, plain_init_ignores_stop_signals_from_inside_its_pid_namespace)
     cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
               "SIGKILL from outside: wait status %#x", status);
 }
+
+/* A new deadline moves the agent's own clock, both ways: set to 300 ms
+ * then to a minute, it outlives the 300 ms (the clock is the condition)
+ * and still serves; set to 200 ms, it ends at that deadline (exit 124). */
+Test(agent, a_new_deadline_moves_its_clock_both_ways)
+{
+    static const char *const argv[] = { "sh", "-c", "echo up", NULL };
+    struct cordon_exec_outcome o = { 0 };
+    struct cordon_error err = { sizeof(err), 0, 0, "" };
+    struct agent a;
+    char out[256];
+    int64_t short_end;
+    int status;
+
+    agent_start(&a);
+    short_end = test_now_ms() + 300;
+    cr_assert_eq(cordon_agent_set_deadline(a.fd, a.pidfd, 300, &err), 0, "%s", err.message);
+    cr_assert_eq(cordon_agent_set_deadline(a.fd, a.pidfd, 60000, &err), 0, "%s", err.message);
+    cr_assert(TEST_WAIT_UNTIL(test_now_ms() > short_end + 500, 5000));
+    cr_expect_not(ended(a.pid), "the agent ended at the deadline it no longer had");
+    cr_expect_eq(agent_run(&a, argv, path_env, "/tmp", -1, 0, &o, out, &err), 0, "%s", err.message);
+    cr_expect_str_eq(out, "up\n");
+    cordon_exec_outcome_clear(&o);
+    cr_assert_eq(cordon_agent_set_deadline(a.fd, a.pidfd, 200, &err), 0, "%s", err.message);
+    cr_assert(TEST_WAIT_UNTIL(ended(a.pid), 10000), "the sooner deadline did not end the agent");
+    cr_assert_eq(waitpid(a.pid, &status, 0), a.pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 124, "wait status %#x, not exit 124", status);
+    /* Gone: a new deadline is a death, never a success. */
+    cr_expect_eq(cordon_agent_set_deadline(a.fd, a.pidfd, 60000, &err), CORDON_E_UNAVAILABLE, "%s",
+                 err.message);
+    close(a.fd);
+    close(a.null_fd);
+    close(a.pidfd);
+}
+
+/* Deadline messages that are wrong are refused or dropped; the clock and
+ * the serving go on. */
+Test(agent, bad_deadline_messages_change_nothing)
+{
+    static const char *const argv[] = { "true", NULL };
+    struct cordon_agent_deadline zero = { CORDON_AGENT_DEADLINE_MAGIC, CORDON_AGENT_VERSION, 0 };
+    struct cordon_agent_deadline far = { CORDON_AGENT_DEADLINE_MAGIC, CORDON_AGENT_VERSION,
+                                         CORDON_INIT_DEADLINE_MAX_MS + 1 };
+    struct cordon_agent_deadline wrong = { CORDON_AGENT_DEADLINE_MAGIC, CORDON_AGENT_VERSION + 7, 1 };
+    struct cordon_agent_deadline ok = { CORDON_AGENT_DEADLINE_MAGIC, CORDON_AGENT_VERSION, 100 };
+    const struct cordon_agent_deadline *refused[] = { &zero, &far, &wrong };
+    struct cordon_exec_outcome o = { 0 };
+    struct cordon_error err = { sizeof(err), 0, 0, "" };
+    struct cordon_agent_reply rep;
+    struct agent a;
+    char out[256];
+    int pair[2], two[2];
+    int64_t sent;
+
+    agent_start(&a);
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
+        send_raw(a.fd, refused[i], sizeof(*refused[i]), &pair[1], 1);
+        close(pair[1]);
+        cr_expect_eq(recv(pair[0], &rep, sizeof(rep), 0), (ssize_t)sizeof(rep), "row %zu: no reply", i);
+        cr_expect(rep.kind == CORDON_AGENT_REFUSED && rep.value == EINVAL, "row %zu: kind %u value %d", i,
+                  rep.kind, rep.value);
+        close(pair[0]);
+    }
+    /* A short one is refused too; a right one with two descriptors is dropped, unanswered. */
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
+    send_raw(a.fd, &ok, sizeof(ok) - 4, &pair[1], 1);
+    close(pair[1]);
+    cr_expect_eq(recv(pair[0], &rep, sizeof(rep), 0), (ssize_t)sizeof(rep), "a short message: no reply");
+    cr_expect(rep.kind == CORDON_AGENT_REFUSED && rep.value == EINVAL, "short: kind %u value %d", rep.kind,
+              rep.value);
+    close(pair[0]);
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, two), 0);
+    sent = test_now_ms();
+    send_raw(a.fd, &ok, sizeof(ok), (int[]){ pair[1], two[1] }, 2);
+    close(pair[1]);
+    close(two[1]);
+    cr_expect_eq(recv(pair[0], &rep, sizeof(rep), 0), 0, "two descriptors: the message had a reply");
+    close(pair[0]);
+    close(two[0]);
+    /* Had any of them set its 100 ms (or 1 ms), the agent would have ended by now. */
+    cr_assert(TEST_WAIT_UNTIL(test_now_ms() > sent + 600, 5000));
+    cr_expect_not(ended(a.pid), "a refused deadline message moved the clock");
+    cr_expect_eq(agent_run(&a, argv, path_env, "/tmp", -1, 0, &o, out, &err), 0, "%s", err.message);
+    cr_expect_eq(o.status, CORDON_RUN_EXITED);
+    cordon_exec_outcome_clear(&o);
+    agent_stop(&a);
+}

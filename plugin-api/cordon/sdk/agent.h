@@ -72,6 +72,32 @@ CORDON_EXTERN int cordon_agent_run(int agent_fd, int pidfd, const struct cordon_
                                    int cancel_fd, uint64_t timeout_ms,
                                    struct cordon_exec_outcome *ret, struct cordon_error *err);
 
+/*
+ * Move the sandbox's deadline: the agent (agent_fd from cordon_agent_open;
+ * pidfd its pidfd, borrowed) ends the sandbox ms milliseconds (1 to a
+ * year) after it reads the message, sooner or later than before. 0 once the
+ * agent confirmed it. Errors leave the deadline as it was:
+ * CORDON_E_TIMEOUT when it had already passed (the sandbox is ending) or no
+ * reply came within 5 s; CORDON_E_UNAVAILABLE when the agent died;
+ * CORDON_E_UNSUPPORTED when the agent predates the message (it dropped it).
+ */
+CORDON_EXTERN int cordon_agent_set_deadline(int agent_fd, int pidfd, uint64_t ms,
+                                            struct cordon_error *err);
+
+/*
+ * The provider's extend (provider.h, ABI 1.3) for an execution whose init
+ * is the resident agent (pidfd: the init, pinned and checked by the caller;
+ * borrowed): the state's deadline rewritten (cordon_spec_state_set_deadline,
+ * nothing changes yet), then the agent's clock moved to end at expires_at_ms
+ * (wall-clock Unix ms), then *ret_state_json (host->alloc) the new state.
+ * CORDON_E_UNSUPPORTED when this process cannot take the agent's channel;
+ * otherwise the errors of cordon_agent_set_deadline. The state must read
+ * back as cordon_spec_state_add wrote it.
+ */
+CORDON_EXTERN int cordon_agent_extend(const struct cordon_host_v1 *host, int pidfd, const char *state_json,
+                                      uint64_t expires_at_ms, char **ret_state_json,
+                                      struct cordon_error *err);
+
 #ifdef __cplusplus
 }
 #endif

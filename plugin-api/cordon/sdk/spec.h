@@ -125,6 +125,16 @@ CORDON_EXTERN bool cordon_spec_state_add(cJSON *state, const struct cordon_spec_
 CORDON_EXTERN int cordon_spec_state_from_json(const cJSON *state, struct cordon_spec_state *ret,
                                               struct cordon_error *err);
 
+/* The provider's extend (provider.h, ABI 1.3) for what the state holds:
+ * state_json (as cordon_spec_state_add wrote it, with the provider's own
+ * keys) with expires_at_ms replaced, the rest as it was, into
+ * *ret_state_json (host->alloc). A state that does not read back is
+ * CORDON_E_INVALID naming the key. The sandbox is the provider's to move:
+ * this changes the document only. */
+CORDON_EXTERN int cordon_spec_state_set_deadline(const struct cordon_host_v1 *host,
+                                                 const char *state_json, uint64_t expires_at_ms,
+                                                 char **ret_state_json, struct cordon_error *err);
+
 #ifdef __cplusplus
 }
 #endif
