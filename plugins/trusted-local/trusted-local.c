@@ -45,6 +45,7 @@
 #include <cordon/sdk/spec.h>
 #include <cordon/sdk/uid.h>
 #include <cordon/sdk/workspace.h>
+#include "plugins/common/scmp.h"
 #include "plugins/trusted-local/trusted-local.h"
 
 /* ---- resource ----------------------------------------------------------- */
@@ -83,7 +84,7 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
         goto out;
     /* Built once per resource and shared read-only by every exec. */
     if (res->cfg.seccomp) {
-        r = tl__seccomp_build(&res->prog, err);
+        r = scmp__host_filter(&res->prog, err);
         if (r < 0)
             goto out;
     }

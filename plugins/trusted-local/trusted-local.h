@@ -3,7 +3,7 @@
  * trusted-local.c the vtable, the resource, the probe, provision, the
  * files and terminate; config.c the provider config and the execution
  * root; exec.c running one command, with the child's hardening and the
- * seccomp filter.
+ * seccomp filter (plugins/common/scmp.c builds it).
  *
  * Functions and variables shared across the files are tl__NAME (declared
  * here), types shared here tl_NAME; what one file keeps to itself is
@@ -118,11 +118,6 @@ int tl__root_prepare(const struct tl_config *cfg, struct cordon_error *err);
 
 /* ---- exec.c --------------------------------------------------------------- */
 
-/*
- * Build the filter with libseccomp in the parent and keep the raw BPF, so
- * that the child needs only prctl(PR_SET_SECCOMP).
- */
-int tl__seccomp_build(struct sock_fprog *ret, struct cordon_error *err);
 int tl__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
                 const struct cordon_exec_io *io, char **ret_result_json,
                 struct cordon_error *err);
