@@ -431,10 +431,10 @@ static CORDON_RUNNER_CHILD int trial_child(void *arg)
  */
 static int bwrap_trial(const struct bw_config *cfg, char *why, size_t why_size, char *version, size_t version_size)
 {
-    const char *argv[] = { cfg->bwrap,       "--unshare-user", "--unshare-pid", "--unshare-net", "--ro-bind", "/usr",
-                           "/usr",           "--symlink",      "usr/lib",       "/lib",          "--symlink", "usr/lib64",
-                           "/lib64",         "--symlink",      "usr/bin",       "/bin",          "--proc",    "/proc",
-                           "/usr/bin/true",  NULL };
+    const char *argv[] = { cfg->bwrap, "--unshare-user", "--unshare-pid", "--unshare-net",
+                           "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
+                           "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
+                           "--proc", "/proc", "/usr/bin/true", NULL };
     const char *vargv[] = { cfg->bwrap, "--version", NULL };
     static const struct cordon_limits lim = { 1, 256u << 20, 64u << 20, 64, 10000, 1u << 20 };
     struct cordon_child_plan plan;

@@ -1,9 +1,10 @@
 /*
  * What the providers that build a seccomp filter with libseccomp share:
  * runc's filter for the commands it starts itself, the deny-list
- * trusted-local applies to every command and bubblewrap hands to bwrap. Compiled into each of them; not part of libcordon-sdk,
- * which does not link libseccomp (the rules themselves are the sdk's:
- * cordon_socket_rules, <cordon/sdk/sandbox.h>).
+ * trusted-local applies to every command and bubblewrap hands to bwrap.
+ * Compiled into each of them; not part of libcordon-sdk, which does not
+ * link libseccomp (the rules themselves are the sdk's: cordon_socket_rules,
+ * <cordon/sdk/sandbox.h>).
  */
 #ifndef CORDON_PLUGINS_COMMON_SCMP_H
 #define CORDON_PLUGINS_COMMON_SCMP_H
