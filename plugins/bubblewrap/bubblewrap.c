@@ -15,7 +15,6 @@
  * Nothing global: every call works from the resource (the parsed config
  * and the seccomp program) and the execution's state JSON.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,13 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include <linux/magic.h>
 #include <cjson/cJSON.h>
 
 #include <cordon/provider.h>
@@ -45,6 +41,7 @@
 #include <cordon/sdk/spec.h>
 #include <cordon/sdk/uid.h>
 #include <cordon/sdk/workspace.h>
+#include "plugins/common/area.h"
 #include "plugins/common/scmp.h"
 #include "plugins/bubblewrap/bubblewrap.h"
 
@@ -60,25 +57,6 @@ static void config_clear(struct bw_config *cfg)
     free(cfg->bwrap);
     free(cfg->root);
     memset(cfg, 0, sizeof(*cfg));
-}
-
-/* An absolute, clean path: no "." or ".." component, no "//", no trailing
- * '/', no control characters, not "/" itself. */
-static int check_path(const char *field, const char *path, struct cordon_error *err)
-{
-    size_t len = strnlen(path, BW_ROOT_MAX + 1);
-
-    if (len > BW_ROOT_MAX)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "%s: longer than %u bytes", field, BW_ROOT_MAX);
-    if (path[0] != '/' || len < 2 || path[len - 1] == '/' || strstr(path, "//") != NULL ||
-        strstr(path, "/./") != NULL || strstr(path, "/../") != NULL ||
-        (len >= 3 && strcmp(path + len - 3, "/..") == 0) || (len >= 2 && strcmp(path + len - 2, "/.") == 0))
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "%s: \"%s\" must be a normalised absolute path other than /", field, path);
-    for (const char *p = path; *p != '\0'; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            return cordon_error_set(err, CORDON_E_INVALID, 0, "%s: control character in \"%s\"", field, path);
-    return 0;
 }
 
 static int config_parse(const struct cordon_host_v1 *host, const char *json, struct bw_config *ret,
@@ -147,7 +125,8 @@ static int config_parse(const struct cordon_host_v1 *host, const char *json, str
         r = bw__nomem(err, "config");
         goto out;
     }
-    if ((r = check_path("config.root", cfg.root, err)) < 0 || (r = check_path("config.bwrap", cfg.bwrap, err)) < 0)
+    if ((r = area__path_check("config.root", cfg.root, err)) < 0 ||
+        (r = area__path_check("config.bwrap", cfg.bwrap, err)) < 0)
         goto out;
     *ret = cfg;
     memset(&cfg, 0, sizeof(cfg));
@@ -155,50 +134,6 @@ out:
     config_clear(&cfg);
     cJSON_Delete(doc);
     return r;
-}
-
-/*
- * Create the root and its missing parents (parents 0755, the root 0711),
- * then check that it can hold executions: a directory of ours, not
- * writable by others, and as root every component searchable by others,
- * since bwrap runs as the execution's pool uid and must reach its area.
- */
-static int root_prepare(const struct bw_config *cfg, struct cordon_error *err)
-{
-    char path[BW_ROOT_MAX + 1];
-    struct stat st = { 0 };
-    size_t i, len = strlen(cfg->root);
-
-    memcpy(path, cfg->root, len + 1);
-    for (i = 1; i <= len; i++) {
-        bool last = i == len;
-        mode_t mode = last ? 0711 : 0755;
-
-        if (!last && path[i] != '/')
-            continue;
-        path[i] = '\0';
-        if (mkdir(path, mode) == 0) {
-            if (chmod(path, mode) != 0)   /* mkdir obeys the umask, which we may not change */
-                return cordon_error_set(err, CORDON_E_IO, errno, "root: chmod %s: %s", path, strerror(errno));
-        } else if (errno != EEXIST) {
-            return cordon_error_set(err, errno == EACCES || errno == EPERM ? CORDON_E_DENIED : CORDON_E_IO, errno,
-                                    "root: cannot create %s: %s", path, strerror(errno));
-        }
-        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-            return cordon_error_set(err, CORDON_E_INVALID, errno, "root: %s is not a directory", path);
-        if (cfg->pooled && (st.st_mode & S_IXOTH) == 0)
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "root: %s (mode %04o) is not searchable by the executions' pool uids; "
-                                    "use a root whose every directory has o+x",
-                                    path, (unsigned)(st.st_mode & 07777));
-        if (!last)
-            path[i] = '/';
-    }
-    if (st.st_uid != geteuid() || (st.st_mode & 022) != 0)
-        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "root: %s must belong to uid %u and not be group/other writable (owner %u, mode %04o)",
-                                cfg->root, (unsigned)geteuid(), (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-    return 0;
 }
 
 /* ---- resource ------------------------------------------------------------- */
@@ -234,7 +169,9 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
         r = cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, BW_PRLIMIT ": %s (util-linux)", strerror(errno));
         goto out;
     }
-    if ((r = root_prepare(&res->cfg, err)) < 0 || (r = scmp__host_filter(&res->prog, err)) < 0)
+    /* As root bwrap runs as the execution's pool uid, which must reach its area. */
+    if ((r = area__root_prepare(res->cfg.root, res->cfg.pooled, CORDON_UID_BASE, err)) < 0 ||
+        (r = scmp__host_filter(&res->prog, err)) < 0)
         goto out;
     *ret = res;
     res = NULL;
@@ -270,100 +207,27 @@ static int op_release(struct cordon_resource *res, struct cordon_error *err)
 
 /* ---- state ------------------------------------------------------------------- */
 
-void bw__state_clear(struct bw_state *st)
-{
-    cJSON_Delete(st->doc);
-    free(st->dir);
-    free(st->workspace);
-    memset(st, 0, sizeof(*st));
-}
-
-/* Where an execution lives: <root>/<id>, and its workspace below it. */
-static int execution_paths(const struct cordon_resource *res, const char *id, char **ret_dir, char **ret_ws,
-                           struct cordon_error *err)
-{
-    char *dir = NULL, *ws = NULL;
-
-    if (asprintf(&dir, "%s/%s", res->cfg.root, id) < 0)
-        return bw__nomem(err, "state");
-    if (ret_ws != NULL && asprintf(&ws, "%s/workspace", dir) < 0) {
-        free(dir);
-        return bw__nomem(err, "state");
-    }
-    *ret_dir = dir;
-    if (ret_ws != NULL)
-        *ret_ws = ws;
-    return 0;
-}
-
-int bw__state_parse(const struct cordon_resource *res, const char *json, bool full, struct bw_state *ret,
+int bw__state_parse(const struct cordon_resource *res, const char *json, bool full, struct area_state *ret,
                     struct cordon_error *err)
 {
-    struct bw_state st = { 0 };
-    struct cordon_spec_state kept;
-    const cJSON *item;
-    uint64_t v;
-    int r;
+    struct area_state st = { 0 };
+    int r = area__state_parse(res->cfg.root, json, full, &st, err);
 
-    if ((r = cordon_json_parse_object("state", json, CORDON_STATE_MAX, &st.doc, err)) < 0)
+    if (r < 0 || !full)
         goto out;
-    item = cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id");
-    st.execution_id = cJSON_IsString(item) ? item->valuestring : NULL;
-    if ((r = cordon_execution_id_check("state.execution_id", st.execution_id, err)) < 0 ||
-        (r = execution_paths(res, st.execution_id, &st.dir, &st.workspace, err)) < 0)
-        goto out;
-    item = cJSON_GetObjectItemCaseSensitive(st.doc, "dir");
-    if (item != NULL && (!cJSON_IsString(item) || strcmp(item->valuestring, st.dir) != 0)) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0, "state.dir: must be %s (the provider root and the execution id)",
-                             st.dir);
-        goto out;
-    }
-    if (!full)
-        goto done;
-    if ((r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 0, 0xfffffffeu, &v,
-                             err)) < 0)
-        goto out;
-    st.uid = (uid_t)v;
-    if ((r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "gid"), "state.gid", 0, 0xfffffffeu, &v,
-                             err)) < 0)
-        goto out;
-    st.gid = (gid_t)v;
-    if ((r = cordon_spec_state_from_json(st.doc, &kept, err)) < 0)
-        goto out;
-    st.code_layout = kept.layout == CORDON_SPEC_LAYOUT_CODE;
-    st.area_tmpfs = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.doc, "area_tmpfs"));
-    st.res = kept.resources;
-    st.expires_at_ms = kept.expires_at_ms;
-    st.environment = cJSON_GetObjectItemCaseSensitive(st.doc, "environment");
-    if (st.environment != NULL && (r = cordon_env_object_check(st.environment, "state.environment", err)) < 0)
-        goto out;
-    if (res->cfg.pooled) {
+    if (res->cfg.pooled)
         /* As root bwrap runs as the pool uid this execution holds, never as another. */
-        if ((r = cordon_uid_check_state(NULL, res->host->host_instance_id, st.execution_id, st.uid, st.gid,
-                                        err)) < 0)
-            goto out;
-    } else if (st.uid != geteuid() || st.gid != getegid()) {
+        r = cordon_uid_check_state(NULL, res->host->host_instance_id, st.execution_id, st.uid, st.gid, err);
+    else if (st.uid != geteuid() || st.gid != getegid())
         r = cordon_error_set(err, CORDON_E_INVALID, 0, "state.uid: %u:%u is not the caller's %u:%u",
                              (unsigned)st.uid, (unsigned)st.gid, (unsigned)geteuid(), (unsigned)getegid());
-        goto out;
-    }
-done:
-    *ret = st;
-    memset(&st, 0, sizeof(st));
 out:
-    bw__state_clear(&st);
+    if (r == 0) {
+        *ret = st;
+        memset(&st, 0, sizeof(st));
+    }
+    area__state_clear(&st);
     return r;
-}
-
-int bw__open_workspace(const struct bw_state *st, int *ret_fd, struct cordon_error *err)
-{
-    int fd = open(st->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-    if (fd < 0)
-        return cordon_error_set(err, errno == ENOENT ? CORDON_E_NOT_FOUND : CORDON_E_IO, errno,
-                                "state.workspace: %s: %s (terminated?)", st->workspace, strerror(errno));
-    *ret_fd = fd;
-    return 0;
 }
 
 /* ---- probe -------------------------------------------------------------------- */
@@ -391,28 +255,6 @@ static bool nproc_per_userns(void)
 
     return uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
            (major > 5 || (major == 5 && minor >= 14));
-}
-
-/* Whether provision can make an area a tmpfs here: tried, not assumed. */
-static bool area_mount(const char *dir, uint64_t bytes);
-static void area_unmount(const char *dir);
-
-static bool area_tmpfs_works(const struct bw_config *cfg)
-{
-    char dir[BW_ROOT_MAX + 32];
-    struct statfs sfs;
-    bool ok;
-
-    if (!cfg->pooled)
-        return false;
-    snprintf(dir, sizeof(dir), "%s/.area-probe-XXXXXX", cfg->root);
-    if (mkdtemp(dir) == NULL)
-        return false;
-    (void)area_mount(dir, 4096);
-    ok = statfs(dir, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
-    area_unmount(dir);
-    rmdir(dir);
-    return ok;
 }
 
 /* As root the trial runs as nobody, as a pool uid would. */
@@ -564,7 +406,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         r = facts_compose(host, true, "ready", limits_nopids, NULL, NULL, &out, err);
         goto out;
     }
-    area_tmpfs = area_tmpfs_works(&res->cfg);
+    area_tmpfs = res->cfg.pooled && area__tmpfs_works(BW_MOUNT_SOURCE, res->cfg.root);
     nproc = nproc_per_userns();
     if ((mech = mechanism_facts(&res->cfg, area_tmpfs, nproc, version)) == NULL) {
         r = bw__nomem(err, "facts");
@@ -589,31 +431,6 @@ out:
 }
 
 /* ---- provision ---------------------------------------------------------------- */
-
-/*
- * As root an execution's area is a tmpfs of its own, sized to the
- * workspace's share of disk_bytes exactly (cordon_disk_split; /tmp and
- * /dev/shm are bwrap's sized tmpfs with the rest, and the three add up to
- * at most disk_bytes; the area's marker takes one page of the workspace's
- * share): the limit holds for the whole workspace, and removing the area
- * is one unmount.
- */
-static bool area_mount(const char *dir, uint64_t bytes)
-{
-    char opts[96];
-
-    if (geteuid() != 0)
-        return false;
-    snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%u,mode=0700", (unsigned long long)bytes,
-             BW_AREA_INODES);
-    return mount("cordon-" BW_ID, dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) == 0;
-}
-
-static void area_unmount(const char *dir)
-{
-    if (geteuid() == 0)
-        (void)umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
-}
 
 static int op_provision(struct cordon_resource *res, const char *spec_json, char **ret_state_json,
                         struct cordon_error *err)
@@ -647,7 +464,7 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
     kept.resources = spec.resources;
     kept.layout = spec.layout;
     code = spec.layout == CORDON_SPEC_LAYOUT_CODE;
-    if ((r = execution_paths(res, id, &dir, &ws, err)) < 0)
+    if ((r = area__paths(res->cfg.root, id, &dir, &ws, err)) < 0)
         goto out;
     root_fd = open(res->cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (root_fd < 0) {
@@ -666,7 +483,10 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
             goto out;
         took_uid = true;
         gid = (gid_t)uid;
-        mounted = area_mount(dir, split.workspace_bytes);
+        /* The area a tmpfs sized to the workspace's share of disk_bytes
+         * exactly (/tmp and /dev/shm are bwrap's, sized with the rest;
+         * the marker takes a page of the workspace's share). */
+        mounted = area__mount(BW_MOUNT_SOURCE, dir, split.workspace_bytes);
     }
     /*
      * Nobody but the execution reaches into its area. As root the area is
@@ -682,17 +502,10 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
     }
     if ((r = cordon_workspace_make(dir_fd, code, res->cfg.pooled, uid, gid, err)) < 0)
         goto out;
-    if (res->host->host_instance_id != NULL &&
-        (r = cordon_fs_write_new(dir_fd, BW_HOST_MARK, res->host->host_instance_id,
-                                 strlen(res->host->host_instance_id), 0600, err)) < 0)
+    if ((r = area__mark(dir_fd, res->host, err)) < 0)
         goto out;
-    state = cJSON_CreateObject();
-    if (state == NULL || cJSON_AddStringToObject(state, "execution_id", id) == NULL ||
-        cJSON_AddStringToObject(state, "dir", dir) == NULL || cJSON_AddStringToObject(state, "workspace", ws) == NULL ||
-        cJSON_AddNumberToObject(state, "uid", (double)uid) == NULL ||
-        cJSON_AddNumberToObject(state, "gid", (double)gid) == NULL ||
-        cJSON_AddBoolToObject(state, "area_tmpfs", mounted) == NULL || !cordon_spec_state_add(state, &kept) ||
-        !cJSON_AddItemToObject(state, "environment", cordon_env_to_json(&spec.environment))) {
+    state = area__state_new(id, dir, ws, uid, gid, &kept, &spec.environment);
+    if (state == NULL || cJSON_AddBoolToObject(state, "area_tmpfs", mounted) == NULL) {
         r = bw__nomem(err, "state");
         goto out;
     }
@@ -701,7 +514,7 @@ out:
     if (dir_fd >= 0)
         close(dir_fd);
     if (r < 0 && created) {
-        area_unmount(dir);
+        area__unmount(dir);
         cordon_fs_remove_tree(root_fd, id, NULL);
     }
     if (r < 0 && took_uid)
@@ -722,17 +535,17 @@ out:
 static int workspace_for_slots(struct cordon_resource *res, const char *state_json, struct cordon_workspace *ret,
                                struct cordon_error *err)
 {
-    struct bw_state st = { 0 };
+    struct area_state st = { 0 };
     int r = bw__state_parse(res, state_json, true, &st, err);
 
     if (r == 0)
-        r = bw__open_workspace(&st, &ret->fd, err);
+        r = area__open_workspace(&st, &ret->fd, err);
     if (r == 0) {
         ret->owner = (struct cordon_workspace_owner){ st.code_layout, res->cfg.pooled, st.uid, st.gid };
         ret->import_max_bytes = st.res.disk_bytes;
         ret->export_max_bytes = st.res.disk_bytes;
     }
-    bw__state_clear(&st);
+    area__state_clear(&st);
     return r;
 }
 
@@ -754,7 +567,7 @@ static int destroy(const struct cordon_resource *res, const char *dir, const cha
 
     if (holds)
         cordon_uid_sweep(held);
-    area_unmount(dir);
+    area__unmount(dir);
     r = cordon_fs_remove_tree_path(dir, err);
     if (r == 0 && holds)
         r = cordon_uid_give_back(NULL, host, id, err);
@@ -763,7 +576,7 @@ static int destroy(const struct cordon_resource *res, const char *dir, const cha
 
 static int op_terminate(struct cordon_resource *res, const char *state_json, struct cordon_error *err)
 {
-    struct bw_state st = { 0 };
+    struct area_state st = { 0 };
     int r;
 
     if (res == NULL)
@@ -772,7 +585,7 @@ static int op_terminate(struct cordon_resource *res, const char *state_json, str
     r = bw__state_parse(res, state_json, false, &st, err);
     if (r == 0)
         r = destroy(res, st.dir, st.execution_id, err);
-    bw__state_clear(&st);
+    area__state_clear(&st);
     return r;
 }
 
@@ -785,7 +598,7 @@ static int op_reclaim(struct cordon_resource *res, const char *execution_id, str
         return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
     r = cordon_execution_id_check("execution_id", execution_id, err);
     if (r == 0)
-        r = execution_paths(res, execution_id, &dir, NULL, err);
+        r = area__paths(res->cfg.root, execution_id, &dir, NULL, err);
     if (r == 0)
         r = destroy(res, dir, execution_id, err);
     free(dir);
@@ -794,38 +607,9 @@ static int op_reclaim(struct cordon_resource *res, const char *execution_id, str
 
 static int op_list_executions(struct cordon_resource *res, char **ret_ids_json, struct cordon_error *err)
 {
-    const char *me = res != NULL ? res->host->host_instance_id : NULL;
-    cJSON *ids = cJSON_CreateArray();
-    struct dirent *de;
-    DIR *dir;
-    int r;
-
-    if (res == NULL || ids == NULL) {
-        cJSON_Delete(ids);
+    if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "list_executions: resource required");
-    }
-    dir = opendir(res->cfg.root);
-    while (dir != NULL && (de = readdir(dir)) != NULL) {
-        char *mark = NULL;
-        size_t len = 0;
-        int dfd;
-
-        if (cordon_execution_id_check("execution_id", de->d_name, NULL) < 0)
-            continue;
-        dfd = openat(dirfd(dir), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-            continue;
-        if (cordon_fs_read_file(dfd, BW_HOST_MARK, 256, &mark, &len, NULL) == 0 && me != NULL &&
-            strcmp(mark, me) == 0)
-            cJSON_AddItemToArray(ids, cJSON_CreateString(de->d_name));
-        free(mark);
-        close(dfd);
-    }
-    if (dir != NULL)
-        closedir(dir);
-    r = cordon_json_print_host(res->host, ids, ret_ids_json, err);
-    cJSON_Delete(ids);
-    return r;
+    return area__list(res->host, res->cfg.root, ret_ids_json, err);
 }
 
 /* ---- entry point -------------------------------------------------------------------- */

@@ -21,6 +21,7 @@
 
 #include <cordon/provider.h>
 #include <cordon/sdk/bounds.h>
+#include "plugins/common/area.h"
 
 #define BW_ID "bubblewrap"
 #define BW_BWRAP_DEFAULT "/usr/bin/bwrap"
@@ -28,10 +29,8 @@
 /* As root the pool uid running bwrap must reach the area: not under the
  * host's state_dir (0700), but here, every component searchable. */
 #define BW_ROOT_PRIVILEGED "/run/cordon/bubblewrap"
-#define BW_ROOT_MAX 1024u
 #define BW_CONFIG_MAX (64u << 10)
-#define BW_HOST_MARK "host-instance"         /* in <root>/<id>/: whose execution */
-#define BW_AREA_INODES 65536u
+#define BW_MOUNT_SOURCE "cordon-" BW_ID      /* the area's tmpfs, as root */
 /* The one uid and gid the sandbox has: the caller (or the execution's pool
  * uid) is mapped to it in a user namespace of its own; nothing else is. */
 #define BW_SANDBOX_UID 1000u
@@ -51,34 +50,16 @@ struct cordon_resource {
     struct sock_fprog prog;  /* the seccomp program bwrap loads, .filter malloc'd */
 };
 
-/* One execution's state, parsed back from the state JSON. */
-struct bw_state {
-    cJSON *doc;                 /* owns the strings below */
-    const char *execution_id;
-    char *dir;                  /* <root>/<id>, malloc'd */
-    char *workspace;            /* <dir>/workspace, malloc'd */
-    uid_t uid;                  /* who runs bwrap on the host */
-    gid_t gid;
-    bool code_layout;
-    bool area_tmpfs;            /* the area is a tmpfs sized for the workspace */
-    struct cordon_limits res;
-    uint64_t expires_at_ms;
-    const cJSON *environment;   /* object of strings, or NULL */
-};
-
 /* ---- bubblewrap.c ----------------------------------------------------------- */
 
 int bw__nomem(struct cordon_error *err, const char *what);
-void bw__state_clear(struct bw_state *st);
 /*
- * Parse a state written by provision. The paths are derived from the root
- * and the id, and a "dir" that disagrees is refused: a damaged record must
- * never make us remove or run somewhere else. A pooled uid must be the one
- * this execution holds.
+ * Parse a state written by provision (area__state_parse), and hold its
+ * uid to the execution's: as root the pool uid it holds, otherwise the
+ * caller's own.
  */
 int bw__state_parse(const struct cordon_resource *res, const char *json, bool full,
-                    struct bw_state *ret, struct cordon_error *err);
-int bw__open_workspace(const struct bw_state *st, int *ret_fd, struct cordon_error *err);
+                    struct area_state *ret, struct cordon_error *err);
 
 /* ---- exec.c ------------------------------------------------------------------ */
 

@@ -169,7 +169,7 @@ static void add_userland(struct argv_buf *a, const struct cordon_disk_split *spl
  * exec runs while this one is set up (each exec's pid namespace ended with
  * it), and in layout "code" the top of the workspace is read-only inside.
  */
-static int add_workspace(struct argv_buf *a, const struct bw_state *st, int ws_fd, struct cordon_error *err)
+static int add_workspace(struct argv_buf *a, const struct area_state *st, int ws_fd, struct cordon_error *err)
 {
     DIR *d;
     struct dirent *de;
@@ -297,7 +297,7 @@ static CORDON_RUNNER_CHILD int child_setup(void *arg)
 int bw__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
                 const struct cordon_exec_io *io, char **ret_result_json, struct cordon_error *err)
 {
-    struct bw_state st = { 0 };
+    struct area_state st = { 0 };
     struct cordon_exec_plan plan = { 0 };
     struct cordon_exec_stdio sio = CORDON_EXEC_STDIO_INIT;
     struct cordon_exec_outcome outcome = { 0 };
@@ -313,7 +313,7 @@ int bw__op_exec(struct cordon_resource *res, const char *state_json, const char 
     cordon_env_init(&env);
     if (res == NULL || io == NULL || ret_result_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "exec: resource, io and ret_result_json required");
-    if ((r = bw__state_parse(res, state_json, true, &st, err)) < 0 || (r = bw__open_workspace(&st, &ws_fd, err)) < 0 ||
+    if ((r = bw__state_parse(res, state_json, true, &st, err)) < 0 || (r = area__open_workspace(&st, &ws_fd, err)) < 0 ||
         (r = cordon_env_from_json(st.environment, "state.environment", &env, err)) < 0 ||
         (r = cordon_disk_split("state.resources.disk_bytes", st.res.disk_bytes, &split, err)) < 0)
         goto out;
@@ -428,6 +428,6 @@ out:
         close(ws_fd);
     cordon_exec_plan_clear(&plan);
     cordon_env_clear(&env);
-    bw__state_clear(&st);
+    area__state_clear(&st);
     return r;
 }

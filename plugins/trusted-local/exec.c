@@ -83,13 +83,14 @@ static CORDON_RUNNER_CHILD int child_setup(void *arg)
     return 0;
 }
 
-static void child_prepare(const struct cordon_resource *res, const struct tl_state *st,
+static void child_prepare(const struct cordon_resource *res, const struct area_state *st,
                           struct child *c)
 {
     memset(c, 0, sizeof(*c));
     cordon_child_plan_init(&c->plan, &st->res, geteuid() == 0, st->uid, st->gid);
     /* Paths of the root (TL_ROOT_MAX) and an execution id: they fit. */
-    c->private_tmp = c->plan.switch_user && st->private_tmp;
+    c->private_tmp = c->plan.switch_user &&
+                     cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st->doc, "private_tmp"));
     for (size_t i = 0; c->private_tmp && i < TL_TMP_DIRS; i++)
         snprintf(c->tmp_src[i], sizeof(c->tmp_src[i]), "%s/%s", st->dir, tl__tmp_dirs[i].name);
     c->prog = res->prog.filter != NULL ? &res->prog : NULL;
@@ -99,7 +100,7 @@ int tl__op_exec(struct cordon_resource *res, const char *state_json, const char 
                 const struct cordon_exec_io *io, char **ret_result_json,
                 struct cordon_error *err)
 {
-    struct tl_state st = { 0 };
+    struct area_state st = { 0 };
     struct cordon_exec_plan plan = { 0 };
     struct cordon_env env;
     struct child child;
@@ -110,7 +111,7 @@ int tl__op_exec(struct cordon_resource *res, const char *state_json, const char 
     if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "exec: resource required");
     if ((r = tl__state_parse(res, state_json, true, &st, err)) < 0 ||
-        (r = tl__open_workspace(&st, &ws_fd, err)) < 0 ||
+        (r = area__open_workspace(&st, &ws_fd, err)) < 0 ||
         (r = cordon_env_from_json(st.environment, "state.environment", &env, err)) < 0)
         goto out;
     {
@@ -136,6 +137,6 @@ out:
         close(ws_fd);
     cordon_exec_plan_clear(&plan);
     cordon_env_clear(&env);
-    tl__state_clear(&st);
+    area__state_clear(&st);
     return r;
 }
