@@ -278,7 +278,9 @@ static int bwrap_trial(const struct bw_config *cfg, char *why, size_t why_size, 
                            "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
                            "--proc", "/proc", "/usr/bin/true", NULL };
     const char *vargv[] = { cfg->bwrap, "--version", NULL };
-    static const struct cordon_limits lim = { 1, 256u << 20, 64u << 20, 64, 10000, 1u << 20 };
+    /* pids at its maximum: uid 65534's other processes (another sandbox of
+     * nobody's) must not make the trial fail. */
+    static const struct cordon_limits lim = { 1, 256u << 20, 64u << 20, CORDON_LIMIT_PIDS_MAX, 10000, 1u << 20 };
     struct cordon_child_plan plan;
     struct cordon_runner_opts opts;
     struct cordon_exec_outcome out = { 0 };

@@ -313,7 +313,8 @@ int bw__op_exec(struct cordon_resource *res, const char *state_json, const char 
     cordon_env_init(&env);
     if (res == NULL || io == NULL || ret_result_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "exec: resource, io and ret_result_json required");
-    if ((r = bw__state_parse(res, state_json, true, &st, err)) < 0 || (r = area__open_workspace(&st, &ws_fd, err)) < 0 ||
+    if ((r = bw__state_parse(res, state_json, true, &st, err)) < 0 ||
+        (r = area__open_workspace(&st, &ws_fd, err)) < 0 ||
         (r = cordon_env_from_json(st.environment, "state.environment", &env, err)) < 0 ||
         (r = cordon_disk_split("state.resources.disk_bytes", st.res.disk_bytes, &split, err)) < 0)
         goto out;
