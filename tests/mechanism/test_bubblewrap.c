@@ -268,6 +268,46 @@ Test(bubblewrap_user, limits_hold_as_the_facts_say)
     free(err);
 }
 
+/* disk 16M: /tmp gets an eighth (cordon_disk_split), a sized tmpfs even
+ * without root; the workspace is bounded per file (RLIMIT_FSIZE). */
+static const char disk_py[] =
+    "import errno, os\n"
+    "def fill(path, total):\n"
+    "    n = 0\n"
+    "    try:\n"
+    "        with open(path, 'wb') as f:\n"
+    "            while n < total:\n"
+    "                f.write(b'x' * 65536); f.flush(); n += 65536\n"
+    "    except OSError as e:\n"
+    "        return n, errno.errorcode.get(e.errno, e.errno)\n"
+    "    return n, 'none'\n"
+    "print('tmp', *fill('/tmp/fill', 8 << 20))\n"
+    "print('ws', *fill('/workspace/output/fill', 32 << 20))\n";
+
+Test(bubblewrap_user, tmp_is_sized_and_files_are_bounded)
+{
+    char py[PATH_MAX + 16], *out, *err, *tmp_line, *ws_line;
+    const char *args[] = { "run", "--provider", "bubblewrap", "--isolation", "preferred", "--disk", "16M",
+                           py, NULL };
+    long long n;
+    int code;
+
+    snprintf(py, sizeof(py), "%s/main.py", tmp);
+    write_file(py, disk_py, 0644);
+    code = cordon(args, &out, &err);
+    cr_assert_eq(code, 0, "run exited %d: %s%s", code, out, err);
+    tmp_line = strstr(out, "tmp ");
+    ws_line = strstr(out, "ws ");
+    cr_assert(tmp_line != NULL && ws_line != NULL, "%s%s", out, err);
+    n = atoll(tmp_line + 4);
+    cr_assert(n <= (2 << 20) && strstr(tmp_line, "ENOSPC") != NULL, "/tmp took %lld bytes of 8 MiB: %s", n, out);
+    /* One file stops at disk_bytes (EFBIG, SIGXFSZ ignored by python). */
+    n = atoll(ws_line + 3);
+    cr_assert(n <= (16 << 20) && strstr(ws_line, "EFBIG") != NULL, "one file took %lld bytes: %s", n, out);
+    free(out);
+    free(err);
+}
+
 Test(bubblewrap_user, isolation_required_refuses_naming_the_unenforced_limit)
 {
     char py[PATH_MAX + 16], *out, *err;
