@@ -440,13 +440,9 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
     struct cordon_spec spec;
     struct cordon_spec_state kept = { 0 };
     struct cordon_disk_split split;
+    struct area_new area = { .root_fd = -1, .dir_fd = -1 };
     cJSON *state = NULL;
-    const char *id;
-    char *dir = NULL, *ws = NULL;
-    int root_fd = -1, dir_fd = -1, r;
-    uid_t uid = geteuid();
-    gid_t gid = getegid();
-    bool created = false, took_uid = false, mounted = false, code;
+    int r;
 
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "provision: resource and ret_state_json required");
@@ -462,71 +458,36 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
         r = cordon_spec_deadline(&spec, cordon_now_wall_ms(), &kept.expires_at_ms, err);
     if (r < 0)
         goto out;
-    id = spec.execution_id;
     kept.resources = spec.resources;
     kept.layout = spec.layout;
-    code = spec.layout == CORDON_SPEC_LAYOUT_CODE;
-    if ((r = area__paths(res->cfg.root, id, &dir, &ws, err)) < 0)
-        goto out;
-    root_fd = open(res->cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (root_fd < 0) {
-        r = cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "root: %s: %s", res->cfg.root, strerror(errno));
-        goto out;
-    }
-    /* mkdirat is the existence check: two provisions of one id cannot both succeed. */
-    if (mkdirat(root_fd, id, 0700) != 0) {
-        r = cordon_error_set(err, errno == EEXIST ? CORDON_E_EXISTS : CORDON_E_IO, errno, "execution_id: %s: %s", dir,
-                             errno == EEXIST ? "already exists" : strerror(errno));
-        goto out;
-    }
-    created = true;
-    if (res->cfg.pooled) {
-        if ((r = cordon_uid_take(NULL, res->host->host_instance_id, id, &uid, err)) < 0)
+    {
+        /*
+         * As root: a pool uid for bwrap, the area root's and the pool gid's
+         * (bwrap, as that uid, reaches the workspace and nothing else), and
+         * a tmpfs sized to the workspace's share of disk_bytes exactly
+         * (/tmp and /dev/shm are bwrap's, sized with the rest; the marker
+         * takes a page of the workspace's share). As a user: the user's.
+         */
+        struct area_opts o = {
+            .root = res->cfg.root, .id = spec.execution_id, .host = res->host,
+            .take_uid = res->cfg.pooled, .give = res->cfg.pooled, .uid = geteuid(), .gid = getegid(),
+            .mount_source = res->cfg.pooled ? BW_MOUNT_SOURCE : NULL, .mount_bytes = split.workspace_bytes,
+            .code_layout = spec.layout == CORDON_SPEC_LAYOUT_CODE,
+        };
+
+        if ((r = area__create(&o, &area, err)) < 0)
             goto out;
-        took_uid = true;
-        gid = (gid_t)uid;
-        /* The area a tmpfs sized to the workspace's share of disk_bytes
-         * exactly (/tmp and /dev/shm are bwrap's, sized with the rest;
-         * the marker takes a page of the workspace's share). */
-        mounted = area__mount(BW_MOUNT_SOURCE, dir, split.workspace_bytes);
     }
-    /*
-     * Nobody but the execution reaches into its area. As root the area is
-     * root's with only the pool gid allowed to pass (0710), so that bwrap,
-     * running as the pool uid, reaches the workspace and nothing else; as
-     * an ordinary user it is the user's alone (0700).
-     */
-    dir_fd = openat(root_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dir_fd < 0 || (res->cfg.pooled && fchown(dir_fd, 0, gid) != 0) ||
-        fchmod(dir_fd, res->cfg.pooled ? 0710 : 0700) != 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", dir, strerror(errno));
-        goto out;
-    }
-    if ((r = cordon_workspace_make(dir_fd, code, res->cfg.pooled, uid, gid, err)) < 0)
-        goto out;
-    if ((r = area__mark(dir_fd, res->host, err)) < 0)
-        goto out;
-    state = area__state_new(id, dir, ws, uid, gid, &kept, &spec.environment);
-    if (state == NULL || cJSON_AddBoolToObject(state, "area_tmpfs", mounted) == NULL) {
+    state = area__state_new(spec.execution_id, area.dir, area.ws, area.uid, area.gid, &kept, &spec.environment);
+    if (state == NULL || cJSON_AddBoolToObject(state, "area_tmpfs", area.mounted) == NULL) {
         r = bw__nomem(err, "state");
         goto out;
     }
     r = cordon_json_print_host(res->host, state, ret_state_json, err);
 out:
-    if (dir_fd >= 0)
-        close(dir_fd);
-    if (r < 0 && created) {
-        area__unmount(dir);
-        cordon_fs_remove_tree(root_fd, id, NULL);
-    }
-    if (r < 0 && took_uid)
-        cordon_uid_give_back(NULL, res->host->host_instance_id, id, NULL);
-    if (root_fd >= 0)
-        close(root_fd);
+    area__new_finish(&area, r < 0);
     cJSON_Delete(state);
     cordon_spec_clear(&spec);
-    free(dir);
-    free(ws);
     return r;
 }
 

@@ -16,6 +16,8 @@
 #include <cordon/sdk/json.h>
 #include <cordon/sdk/request.h>
 #include <cordon/sdk/spec.h>
+#include <cordon/sdk/uid.h>
+#include <cordon/sdk/workspace.h>
 #include "plugins/common/area.h"
 
 #define AREA_INODES 65536u
@@ -222,6 +224,74 @@ int area__mark(int dir_fd, const struct cordon_host_v1 *host, struct cordon_erro
         return 0;
     return cordon_fs_write_new(dir_fd, AREA_HOST_MARK, host->host_instance_id, strlen(host->host_instance_id), 0600,
                                err);
+}
+
+int area__create(const struct area_opts *o, struct area_new *a, struct cordon_error *err)
+{
+    int r;
+
+    memset(a, 0, sizeof(*a));
+    a->root_fd = a->dir_fd = -1;
+    a->id = o->id;
+    a->host_id = o->host->host_instance_id;
+    a->uid = o->uid;
+    a->gid = o->gid;
+    if ((r = area__paths(o->root, o->id, &a->dir, &a->ws, err)) < 0)
+        return r;
+    a->root_fd = open(o->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (a->root_fd < 0)
+        return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "root: %s: %s", o->root, strerror(errno));
+    /* Until the modes are set the directory is ours alone. */
+    if (mkdirat(a->root_fd, o->id, 0700) != 0)
+        return cordon_error_set(err, errno == EEXIST ? CORDON_E_EXISTS : CORDON_E_IO, errno, "execution_id: %s: %s",
+                                a->dir, errno == EEXIST ? "already exists" : strerror(errno));
+    a->created = true;
+    if (o->take_uid) {
+        if ((r = cordon_uid_take(NULL, a->host_id, o->id, &a->uid, err)) < 0)
+            return r;
+        a->took_uid = true;
+        a->gid = (gid_t)a->uid;
+    }
+    if (o->mount_source != NULL)
+        a->mounted = area__mount(o->mount_source, a->dir, o->mount_bytes);
+    /*
+     * Nobody but the execution reaches into its area. With give, the area
+     * is root's with the sandbox's group only allowed to pass (0710): the
+     * sandbox user can neither list nor change it, other local users
+     * cannot enter at all, whatever the modes the program gives its files
+     * (the workspace's 0755, a umask of 022) - and those modes stay the
+     * program's, as an export carries them out. Without, the area is the
+     * invoking user's alone (0700).
+     */
+    a->dir_fd = openat(a->root_fd, o->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (a->dir_fd < 0 || (o->give && fchown(a->dir_fd, 0, a->gid) != 0) ||
+        fchmod(a->dir_fd, o->give ? 0710 : 0700) != 0)
+        return cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", a->dir, strerror(errno));
+    /* Layout "code": source/ root's, build/, output/, logs/ the sandbox
+     * user's; layout "host": all of it (cordon_workspace_make). Then whose
+     * execution this is, so that list_executions (cordon gc) never touches
+     * another host instance's areas under a shared root. */
+    if ((r = cordon_workspace_make(a->dir_fd, o->code_layout, o->give, a->uid, a->gid, err)) < 0)
+        return r;
+    return area__mark(a->dir_fd, o->host, err);
+}
+
+void area__new_finish(struct area_new *a, bool failed)
+{
+    if (a->dir_fd >= 0)
+        close(a->dir_fd);
+    if (failed && a->created) {
+        area__unmount(a->dir);
+        cordon_fs_remove_tree(a->root_fd, a->id, NULL);
+    }
+    if (failed && a->took_uid)
+        cordon_uid_give_back(NULL, a->host_id, a->id, NULL);
+    if (a->root_fd >= 0)
+        close(a->root_fd);
+    free(a->dir);
+    free(a->ws);
+    memset(a, 0, sizeof(*a));
+    a->root_fd = a->dir_fd = -1;
 }
 
 int area__list(const struct cordon_host_v1 *host, const char *root, char **ret_ids_json, struct cordon_error *err)

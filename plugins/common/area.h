@@ -81,6 +81,48 @@ void area__unmount(const char *dir);
 /* Whether area__mount works under root here: tried, not assumed. */
 bool area__tmpfs_works(const char *source, const char *root);
 
+/* How provision makes an execution's area (area__create). */
+struct area_opts {
+    const char *root;
+    const char *id;                      /* checked against the grammar already */
+    const struct cordon_host_v1 *host;
+    bool take_uid;                       /* a uid of the sdk's pool for this execution (root only) */
+    bool give;                           /* the sandbox is another uid: area root:gid 0710, the
+                                          * workspace made the sandbox's (cordon_workspace_make) */
+    uid_t uid;                           /* the sandbox's, without take_uid */
+    gid_t gid;
+    const char *mount_source;            /* the area a tmpfs of this name (as root); NULL: none */
+    uint64_t mount_bytes;
+    bool code_layout;
+};
+
+/* An area provision is making; caller-owned, zeroed. */
+struct area_new {
+    char *dir;                           /* ROOT/ID, malloc'd */
+    char *ws;                            /* ROOT/ID/workspace, malloc'd */
+    int dir_fd;                          /* the area, open while it is made */
+    uid_t uid;                           /* the sandbox's: the pool's, or opts' */
+    gid_t gid;
+    bool mounted;                        /* the area is a tmpfs */
+    int root_fd;                         /* the rest: what area__new_finish undoes */
+    bool created, took_uid;
+    const char *host_id;
+    const char *id;
+};
+
+/*
+ * Make ROOT/ID (mkdirat is the existence check: two provisions of one id
+ * cannot both succeed, CORDON_E_EXISTS), take a pool uid, mount the
+ * tmpfs, set the area's owner and mode (0710 root:gid with give, else
+ * 0700), make the workspace by layout and the host's marker. *ret is
+ * filled as far as it got, also on failure: always end it with
+ * area__new_finish.
+ */
+int area__create(const struct area_opts *o, struct area_new *ret, struct cordon_error *err);
+/* Close what is open and free; with failed, also unmount and remove the
+ * area and give its uid back. */
+void area__new_finish(struct area_new *a, bool failed);
+
 /* The marker: host's instance id in dir_fd/AREA_HOST_MARK (none without one). */
 int area__mark(int dir_fd, const struct cordon_host_v1 *host, struct cordon_error *err);
 /* list_executions: the ids under root whose marker names host's instance. */

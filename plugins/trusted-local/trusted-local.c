@@ -400,12 +400,10 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
 {
     struct cordon_spec spec;
     struct cordon_spec_state kept = { 0 };
+    struct area_new area = { .root_fd = -1, .dir_fd = -1 };
     cJSON *state = NULL;
-    struct tl_config cfg;
-    const char *id = NULL;
-    char *dir = NULL, *ws = NULL;
-    int root_fd = -1, dir_fd = -1, r;
-    bool created = false, took_uid = false, code, mounted, private_tmp = false;
+    bool private_tmp = false;
+    int r;
 
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
@@ -422,94 +420,46 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
         r = cordon_spec_deadline(&spec, cordon_now_wall_ms(), &kept.expires_at_ms, err);
     if (r < 0)
         goto out;
-    id = spec.execution_id;
     kept.resources = spec.resources;
     kept.layout = spec.layout;
-    code = spec.layout == CORDON_SPEC_LAYOUT_CODE;
+    {
+        /*
+         * As root, an execution's area is a tmpfs of its own, sized
+         * disk_bytes: the limit then holds for the whole workspace rather
+         * than per file, a program filling it cannot fill the file system
+         * the root lives on, and removing the area is one unmount. Where
+         * mounting is refused (no privilege, a container without
+         * CAP_SYS_ADMIN) the area stays a plain directory and disk_bytes is
+         * RLIMIT_FSIZE alone, as the man page says. Switching users, the
+         * area is root's and the sandbox group's (area__create).
+         */
+        struct area_opts o = {
+            .root = res->cfg.root, .id = spec.execution_id, .host = res->host,
+            .take_uid = res->cfg.pooled, .give = res->cfg.switch_user,
+            .uid = res->cfg.uid, .gid = res->cfg.gid, .mount_source = TL_MOUNT_SOURCE,
+            .mount_bytes = kept.resources.disk_bytes + TL_AREA_SLACK,
+            .code_layout = spec.layout == CORDON_SPEC_LAYOUT_CODE,
+        };
 
-    r = area__paths(res->cfg.root, id, &dir, &ws, err);
-    if (r < 0)
-        goto out;
-    root_fd = open(res->cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (root_fd < 0) {
-        r = cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "root: %s: %s", res->cfg.root,
-                             strerror(errno));
-        goto out;
-    }
-    /* mkdirat is the existence check, so two provisions of one id cannot
-     * both succeed; until the modes are set the directory is ours alone. */
-    if (mkdirat(root_fd, id, 0700) != 0) {
-        r = cordon_error_set(err, errno == EEXIST ? CORDON_E_EXISTS : CORDON_E_IO, errno,
-                             "execution_id: %s: %s", dir,
-                             errno == EEXIST ? "already exists" : strerror(errno));
-        goto out;
-    }
-    created = true;
-    cfg = res->cfg;
-    if (cfg.pooled) {
-        if ((r = cordon_uid_take(NULL, res->host->host_instance_id, id, &cfg.uid, err)) < 0)
+        if ((r = area__create(&o, &area, err)) < 0)
             goto out;
-        took_uid = true;
-        cfg.gid = (gid_t)cfg.uid;
     }
-    /*
-     * As root, an execution's area is a tmpfs of its own, sized disk_bytes:
-     * the limit then holds for the whole workspace rather than per file, a
-     * program filling it cannot fill the file system the root lives on, and
-     * removing the area is one unmount. Where mounting is refused (no
-     * privilege, a container without CAP_SYS_ADMIN) the area stays a plain
-     * directory and disk_bytes is RLIMIT_FSIZE alone, as the man page says.
-     */
-    mounted = area__mount(TL_MOUNT_SOURCE, dir, kept.resources.disk_bytes + TL_AREA_SLACK);
-    /*
-     * Nobody but the execution reaches into its area. Switching users, the
-     * area is root's with the sandbox's group only allowed to pass (0710):
-     * the sandbox user can neither list nor change it, other local users
-     * cannot enter at all, whatever the modes the program gives its files
-     * (the workspace's 0755, a umask of 022) - and those modes stay the
-     * program's, as an export carries them out. Not switching, the area
-     * is the invoking user's alone (0700).
-     */
-    dir_fd = openat(root_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dir_fd < 0 || (cfg.switch_user && fchown(dir_fd, 0, cfg.gid) != 0) ||
-        fchmod(dir_fd, cfg.switch_user ? 0710 : 0700) != 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", dir, strerror(errno));
-        goto out;
+    if (res->cfg.switch_user && area.mounted && !root_under_tmp_dirs(res->cfg.root)) {
+        if ((r = make_tmp_dirs(area.dir_fd, err)) < 0)
+            goto out;
+        private_tmp = true;
     }
-    /* Layout "code": source/ root's, build/, output/, logs/ the sandbox
-     * user's; layout "host": all of it (cordon_workspace_make). */
-    r = cordon_workspace_make(dir_fd, code, cfg.switch_user, cfg.uid, cfg.gid, err);
-    if (r == 0 && cfg.switch_user && mounted && !root_under_tmp_dirs(res->cfg.root)) {
-        r = make_tmp_dirs(dir_fd, err);
-        private_tmp = r == 0;
-    }
-    if (r < 0)
-        goto out;
-    /* Whose execution this is, so that list_executions (cordon gc) never
-     * touches another host instance's areas under a shared root. */
-    if ((r = area__mark(dir_fd, res->host, err)) < 0)
-        goto out;
-    state = area__state_new(id, dir, ws, cfg.uid, cfg.gid, &kept, &spec.environment);
+    state = area__state_new(spec.execution_id, area.dir, area.ws, area.uid, area.gid, &kept,
+                            &spec.environment);
     if (state == NULL || cJSON_AddBoolToObject(state, "private_tmp", private_tmp) == NULL) {
         r = tl__nomem(err, "state");
         goto out;
     }
     r = cordon_json_print_host(res->host, state, ret_state_json, err);
 out:
-    if (dir_fd >= 0)
-        close(dir_fd);
-    if (r < 0 && created) {
-        area__unmount(dir);
-        cordon_fs_remove_tree(root_fd, id, NULL);
-    }
-    if (r < 0 && took_uid)
-        cordon_uid_give_back(NULL, res->host->host_instance_id, id, NULL);
-    if (root_fd >= 0)
-        close(root_fd);
+    area__new_finish(&area, r < 0);
     cJSON_Delete(state);
     cordon_spec_clear(&spec);
-    free(dir);
-    free(ws);
     return r;
 }
 
