@@ -24,6 +24,7 @@
 #                  canary directories /run/cordon-observe-*
 #                                                        path, inode, birth time
 #   trusted-local  /run/cordon/trusted-local/*           path, inode, birth time
+#   bubblewrap     /run/cordon/bubblewrap/*              path, inode, birth time
 #   uid            /run/cordon/uids/* (pool uids taken)  path, inode, birth time
 #   cgroup         cgroups named cordon or cordon-*      path, inode (kernfs's id)
 #   mount          mounts naming cordon                  mount id, point, source
@@ -104,9 +105,13 @@ list() {
     /dev/shm/*cordon* /dev/shm/.*cordon* /run/cordon-observe-*; do
     if [ -e "$f" ] || [ -L "$f" ]; then path_line tmp "$f"; fi
   done
-  for f in /run/cordon/trusted-local/* /run/cordon/uids/*; do
+  for f in /run/cordon/trusted-local/* /run/cordon/bubblewrap/* /run/cordon/uids/*; do
     [ -e "$f" ] || continue
-    case $f in /run/cordon/uids/*) path_line uid "$f" ;; *) path_line trusted-local "$f" ;; esac
+    case $f in
+      /run/cordon/uids/*) path_line uid "$f" ;;
+      /run/cordon/bubblewrap/*) path_line bubblewrap "$f" ;;
+      *) path_line trusted-local "$f" ;;
+    esac
   done
   find /sys/fs/cgroup -maxdepth 3 -type d \( -name 'cordon-*' -o -name cordon \) \
     -printf "cgroup$tab%p:%i$tab%p\n" 2>/dev/null
@@ -185,7 +190,7 @@ compare() {
   local before=$1 now kind new old bad=0
   [ -f "$before" ] || { echo "leftovers: no snapshot $before (take one with: $0 snapshot $before)" >&2; return 2; }
   now=$(objects)
-  for kind in tmp trusted-local uid cgroup mount runc runc-state container volume process stopped; do
+  for kind in tmp trusted-local bubblewrap uid cgroup mount runc runc-state container volume process stopped; do
     # identities (KIND<TAB>ID) the snapshot has
     new=$(awk -F"$tab" -v k="$kind" 'NR == FNR { seen[$1 FS $2] = 1; next }
                                      $1 == k && !(($1 FS $2) in seen)' "$before" - <<<"$now")

@@ -2,8 +2,9 @@
 # Reclaim what an earlier test run on this machine left behind when it was
 # killed part-way (a CI run, or a session stopped in the middle of a
 # mechanism suite): cordon's runc containers, the processes and cgroups of
-# its sandboxes, its mounts, trusted-local's execution directories, and,
-# the Docker daemons of its own that a killed test run left running, and,
+# its sandboxes, its mounts, trusted-local's and bubblewrap's execution
+# directories, and the Docker daemons of its own that a killed test run
+# left running, and,
 # with --docker (once a daemon answers), docker containers and volumes that
 # carry cordon's execution label in the daemon the docker command reaches
 # (DOCKER_HOST: scripts/test-all.sh names its own daemon's, so that the
@@ -14,7 +15,7 @@
 # sandbox holds a cgroup name or a mount a test expects to be free. It
 # touches nothing but cordon's own names: the runc root /run/cordon-runc,
 # cgroups named cordon or cordon-*, mounts whose path contains "cordon",
-# /run/cordon/trusted-local, docker objects labelled
+# /run/cordon/trusted-local, /run/cordon/bubblewrap, docker objects labelled
 # org.cordon.execution-id, and the test runs' Docker daemons, whose
 # directories are TMPDIR/.cordon-dockerd-<run id> (test-all.sh's) and
 # TMPDIR/cordon-dockerd-<run id>.* (the docker daemon test's), stopped by
@@ -102,9 +103,12 @@ if [ -n "$mounts" ]; then
   done
 fi
 
-# trusted-local's execution directories (their mounts are gone above).
-if [ -d /run/cordon/trusted-local ] && [ -n "$(ls -A /run/cordon/trusted-local)" ]; then
-  said "trusted-local: removing $(ls -A /run/cordon/trusted-local | wc -l) execution director(ies) of an earlier run"
-  act find /run/cordon/trusted-local -mindepth 1 -maxdepth 1 -exec rm -rf --one-file-system {} + 2>/dev/null
-fi
+# trusted-local's and bubblewrap's execution directories (their mounts are
+# gone above).
+for p in trusted-local bubblewrap; do
+  if [ -d /run/cordon/$p ] && [ -n "$(ls -A /run/cordon/$p)" ]; then
+    said "$p: removing $(ls -A /run/cordon/$p | wc -l) execution director(ies) of an earlier run"
+    act find /run/cordon/$p -mindepth 1 -maxdepth 1 -exec rm -rf --one-file-system {} + 2>/dev/null
+  fi
+done
 exit 0

@@ -12,7 +12,7 @@ packages=(
   libltdl-dev libcjson-dev libarchive-dev libseccomp-dev libcap-dev libgit2-dev
   libcriterion-dev libcurl4-openssl-dev
   python3 nodejs golang-go g++ git
-  docker.io tini runc runsc mmdebstrap curl
+  docker.io tini runc runsc mmdebstrap curl bubblewrap
   clang libclang-rt-14-dev
 )
 missing=()

@@ -1,5 +1,7 @@
 /* Providers' libseccomp glue (see plugins/common/scmp.h). */
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -86,4 +88,91 @@ int scmp__export(scmp_filter_ctx ctx, struct sock_fprog *ret, struct cordon_erro
     ret->len = (unsigned short)(st.st_size / (off_t)sizeof(struct sock_filter));
     ret->filter = buf;
     return 0;
+}
+
+/* What sandboxed code has no business calling: the kernel keyring, bpf,
+ * mounts, modules, kexec, ptrace, io_uring, namespaces and a few more. */
+static const char *const denied_syscalls[] = {
+    "keyctl", "add_key", "request_key", "bpf", "mount", "umount2", "pivot_root", "chroot",
+    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+    "ptrace", "process_vm_readv", "process_vm_writev",
+    "io_uring_setup", "io_uring_enter", "io_uring_register",
+    "setns", "unshare", "perf_event_open", "userfaultfd", "swapon", "swapoff", "reboot",
+    "acct", "open_by_handle_at", "name_to_handle_at",
+};
+
+int scmp__host_filter(struct sock_fprog *ret, struct cordon_error *err)
+{
+    scmp_filter_ctx ctx;
+    size_t i;
+    int rc, nr, r = 0;
+
+    ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (ctx == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "seccomp: out of memory");
+    /* Another ABI (i386, x32) would bypass the numbers below: kill it. The
+     * default, killing the thread, remains where the kernel is too old. */
+    seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    for (i = 0; i < sizeof(denied_syscalls) / sizeof(denied_syscalls[0]); i++) {
+        /* Negative numbers are names this architecture does not have. */
+        nr = seccomp_syscall_resolve_name(denied_syscalls[i]);
+        if (nr < 0)
+            continue;
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+        if (rc < 0) {
+            r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: rule for %s: %s",
+                                 denied_syscalls[i], strerror(-rc));
+            goto out;
+        }
+    }
+    /* A new user namespace through clone; s390 passes the flags second. */
+#if defined(__s390__) || defined(__s390x__)
+    rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                          SCMP_A1(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+#else
+    rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                          SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+#endif
+    if (rc >= 0) {
+        /* clone3 hides its flags in memory: ENOSYS makes libc fall back to clone. */
+        nr = seccomp_syscall_resolve_name("clone3");
+        if (nr >= 0)
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+    }
+    /* prlimit64 on another process: PID 1 of a pid namespace (bwrap's
+     * init, cordon-init) runs as the sandbox's uid, which is all prlimit
+     * asks; its limits stay out of reach. pid 0 is the caller itself. */
+    if (rc >= 0) {
+        nr = seccomp_syscall_resolve_name("prlimit64");
+        if (nr >= 0)
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1, SCMP_A0(SCMP_CMP_NE, 0));
+    }
+    /* A file lease would make the host's export wait the lease-break time
+     * (or fail): F_SETLEASE is refused, the low 32 bits of cmd compared, as
+     * the kernel reads them. */
+    for (i = 0; rc >= 0 && i < 2; i++) {
+        nr = seccomp_syscall_resolve_name(i == 0 ? "fcntl" : "fcntl64");
+        if (nr >= 0)
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                                  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffull, F_SETLEASE));
+    }
+    if (rc < 0) {
+        r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: clone and fcntl rules: %s",
+                             strerror(-rc));
+        goto out;
+    }
+    /* The sdk's socket-family allow-list, as docker and runc have it. The
+     * network a command reaches is its namespace's (the host's under
+     * trusted-local), but AF_VSOCK, AF_PACKET, netlink uevents and the rest are
+     * refused: cheap, and no program of the documented kind needs them. */
+    if ((rc = scmp__socket_rules(ctx)) < 0) {
+        r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: socket rules: %s",
+                             strerror(-rc));
+        goto out;
+    }
+
+    r = scmp__export(ctx, ret, err);
+out:
+    seccomp_release(ctx);
+    return r;
 }

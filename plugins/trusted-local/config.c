@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -14,6 +13,7 @@
 #include <cordon/sdk/uid.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
+#include "plugins/common/area.h"
 #include "plugins/trusted-local/trusted-local.h"
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -21,32 +21,6 @@
 int tl__nomem(struct cordon_error *err, const char *what)
 {
     return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "%s: out of memory", what);
-}
-
-/* An absolute, clean directory path: no "." or ".." component, no "//",
- * no trailing '/', no control characters, not "/" itself. */
-static int check_root(const char *root, struct cordon_error *err)
-{
-    size_t len = strnlen(root, TL_ROOT_MAX + 1);
-    const char *p;
-
-    if (len > TL_ROOT_MAX)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "root: longer than %u bytes", TL_ROOT_MAX);
-    if (root[0] != '/' || len < 2 || root[len - 1] == '/')
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "root: \"%s\" must be an absolute directory path other than /",
-                                root);
-    for (p = root; *p != '\0'; p++) {
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "root: control character in \"%s\"", root);
-        if (*p == '/' && (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || p[2] == '\0')) ||
-                          (p[1] == '.' && p[2] == '.' && (p[3] == '/' || p[3] == '\0'))))
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "root: \"%s\" must be normalised (no \"//\", \".\" or \"..\")",
-                                    root);
-    }
-    return 0;
 }
 
 /* ---- config ------------------------------------------------------------- */
@@ -136,7 +110,7 @@ int tl__config_parse(const struct cordon_host_v1 *host, const char *json,
         r = tl__nomem(err, "config.root");
         goto out;
     }
-    r = check_root(cfg.root, err);
+    r = area__path_check("root", cfg.root, err);
     if (r < 0)
         goto out;
     *ret = cfg;
@@ -146,55 +120,3 @@ out:
     cJSON_Delete(doc);
     return r;
 }
-
-/* ---- the execution root ------------------------------------------------- */
-
-/*
- * Create the root and its missing parents (parents 0755, the root 0711),
- * then check that it can hold executions: a directory of ours, not
- * writable by others, and - when children switch users - every component
- * searchable by that user, or its workspace would be out of its reach.
- */
-int tl__root_prepare(const struct tl_config *cfg, struct cordon_error *err)
-{
-    char path[TL_ROOT_MAX + 1];
-    struct stat st = { 0 };
-    size_t i, len = strlen(cfg->root);
-
-    memcpy(path, cfg->root, len + 1);
-    for (i = 1; i <= len; i++) {
-        bool last = i == len;
-        mode_t mode = last ? 0711 : 0755;
-
-        if (!last && path[i] != '/')
-            continue;
-        path[i] = '\0';
-        if (mkdir(path, mode) == 0) {
-            /* mkdir obeys the umask, which a provider may not change. */
-            if (chmod(path, mode) != 0)
-                return cordon_error_set(err, CORDON_E_IO, errno, "root: chmod %s: %s", path,
-                                        strerror(errno));
-        } else if (errno != EEXIST) {
-            return cordon_error_set(err, errno == EACCES || errno == EPERM ? CORDON_E_DENIED
-                                                                           : CORDON_E_IO,
-                                    errno, "root: cannot create %s: %s", path, strerror(errno));
-        }
-        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-            return cordon_error_set(err, CORDON_E_INVALID, errno, "root: %s is not a directory",
-                                    path);
-        if (cfg->switch_user && (st.st_mode & S_IXOTH) == 0)
-            return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                    "root: %s (mode %04o) is not searchable by the sandbox user "
-                                    "%u; use a root whose every directory has o+x",
-                                    path, (unsigned)(st.st_mode & 07777), (unsigned)cfg->uid);
-        if (!last)
-            path[i] = '/';
-    }
-    if (st.st_uid != geteuid() || (st.st_mode & 022) != 0)
-        return cordon_error_set(err, CORDON_E_UNSAFE, 0,
-                                "root: %s must belong to uid %u and not be group/other writable "
-                                "(owner %u, mode %04o)", cfg->root, (unsigned)geteuid(),
-                                (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
-    return 0;
-}
-

@@ -16,7 +16,6 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <linux/capability.h>
-#include <seccomp.h>
 #include <cjson/cJSON.h>
 
 #include <cordon/provider.h>
@@ -44,91 +43,6 @@ struct child {
     char tmp_src[TL_TMP_DIRS][TL_ROOT_MAX + 160];   /* <area>/<tl__tmp_dirs[i].name> */
     const struct sock_fprog *prog;
 };
-
-/* ---- seccomp ------------------------------------------------------------ */
-
-/* What sandboxed code has no business calling: the kernel keyring, bpf,
- * mounts, modules, kexec, ptrace, io_uring, namespaces and a few more. */
-static const char *const denied_syscalls[] = {
-    "keyctl", "add_key", "request_key", "bpf", "mount", "umount2", "pivot_root", "chroot",
-    "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
-    "ptrace", "process_vm_readv", "process_vm_writev",
-    "io_uring_setup", "io_uring_enter", "io_uring_register",
-    "setns", "unshare", "perf_event_open", "userfaultfd", "swapon", "swapoff", "reboot",
-    "acct", "open_by_handle_at", "name_to_handle_at",
-};
-
-/*
- * Build the filter with libseccomp in the parent and keep the raw BPF, so
- * that the child needs only prctl(PR_SET_SECCOMP).
- */
-int tl__seccomp_build(struct sock_fprog *ret, struct cordon_error *err)
-{
-    scmp_filter_ctx ctx;
-    size_t i;
-    int rc, nr, r = 0;
-
-    ctx = seccomp_init(SCMP_ACT_ALLOW);
-    if (ctx == NULL)
-        return tl__nomem(err, "seccomp");
-    /* Another ABI (i386, x32) would bypass the numbers below: kill it. The
-     * default, killing the thread, remains where the kernel is too old. */
-    seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-    for (i = 0; i < sizeof(denied_syscalls) / sizeof(denied_syscalls[0]); i++) {
-        /* Negative numbers are names this architecture does not have. */
-        nr = seccomp_syscall_resolve_name(denied_syscalls[i]);
-        if (nr < 0)
-            continue;
-        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-        if (rc < 0) {
-            r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: rule for %s: %s",
-                                 denied_syscalls[i], strerror(-rc));
-            goto out;
-        }
-    }
-    /* A new user namespace through clone; s390 passes the flags second. */
-#if defined(__s390__) || defined(__s390x__)
-    rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                          SCMP_A1(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
-#else
-    rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
-                          SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
-#endif
-    if (rc >= 0) {
-        /* clone3 hides its flags in memory: ENOSYS makes libc fall back to clone. */
-        nr = seccomp_syscall_resolve_name("clone3");
-        if (nr >= 0)
-            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
-    }
-    /* A file lease would make the host's export wait the lease-break time
-     * (or fail): F_SETLEASE is refused, the low 32 bits of cmd compared, as
-     * the kernel reads them. */
-    for (i = 0; rc >= 0 && i < 2; i++) {
-        nr = seccomp_syscall_resolve_name(i == 0 ? "fcntl" : "fcntl64");
-        if (nr >= 0)
-            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
-                                  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffull, F_SETLEASE));
-    }
-    if (rc < 0) {
-        r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: clone and fcntl rules: %s",
-                             strerror(-rc));
-        goto out;
-    }
-    /* The sdk's socket-family allow-list, as docker and runc have it. The
-     * host's network stays in reach (AF_INET, AF_INET6: nothing here is
-     * contained), but AF_VSOCK, AF_PACKET, netlink uevents and the rest are
-     * refused: cheap, and no program of the documented kind needs them. */
-    if ((rc = scmp__socket_rules(ctx)) < 0) {
-        r = cordon_error_set(err, CORDON_E_PROVIDER, -rc, "seccomp: socket rules: %s",
-                             strerror(-rc));
-        goto out;
-    }
-
-    r = scmp__export(ctx, ret, err);
-out:
-    seccomp_release(ctx);
-    return r;
-}
 
 /* ---- exec --------------------------------------------------------------- */
 
@@ -169,13 +83,14 @@ static CORDON_RUNNER_CHILD int child_setup(void *arg)
     return 0;
 }
 
-static void child_prepare(const struct cordon_resource *res, const struct tl_state *st,
+static void child_prepare(const struct cordon_resource *res, const struct area_state *st,
                           struct child *c)
 {
     memset(c, 0, sizeof(*c));
     cordon_child_plan_init(&c->plan, &st->res, geteuid() == 0, st->uid, st->gid);
     /* Paths of the root (TL_ROOT_MAX) and an execution id: they fit. */
-    c->private_tmp = c->plan.switch_user && st->private_tmp;
+    c->private_tmp = c->plan.switch_user &&
+                     cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st->doc, "private_tmp"));
     for (size_t i = 0; c->private_tmp && i < TL_TMP_DIRS; i++)
         snprintf(c->tmp_src[i], sizeof(c->tmp_src[i]), "%s/%s", st->dir, tl__tmp_dirs[i].name);
     c->prog = res->prog.filter != NULL ? &res->prog : NULL;
@@ -185,7 +100,7 @@ int tl__op_exec(struct cordon_resource *res, const char *state_json, const char 
                 const struct cordon_exec_io *io, char **ret_result_json,
                 struct cordon_error *err)
 {
-    struct tl_state st = { 0 };
+    struct area_state st = { 0 };
     struct cordon_exec_plan plan = { 0 };
     struct cordon_env env;
     struct child child;
@@ -196,7 +111,7 @@ int tl__op_exec(struct cordon_resource *res, const char *state_json, const char 
     if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "exec: resource required");
     if ((r = tl__state_parse(res, state_json, true, &st, err)) < 0 ||
-        (r = tl__open_workspace(&st, &ws_fd, err)) < 0 ||
+        (r = area__open_workspace(&st, &ws_fd, err)) < 0 ||
         (r = cordon_env_from_json(st.environment, "state.environment", &env, err)) < 0)
         goto out;
     {
@@ -222,6 +137,6 @@ out:
         close(ws_fd);
     cordon_exec_plan_clear(&plan);
     cordon_env_clear(&env);
-    tl__state_clear(&st);
+    area__state_clear(&st);
     return r;
 }

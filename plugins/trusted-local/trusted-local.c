@@ -12,7 +12,6 @@
  * Nothing global: every call works from the resource (parsed config and
  * the prepared seccomp program) and the execution's state JSON.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,15 +22,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <linux/magic.h>
 #include <cjson/cJSON.h>
 
 #include <cordon/provider.h>
@@ -45,6 +41,8 @@
 #include <cordon/sdk/spec.h>
 #include <cordon/sdk/uid.h>
 #include <cordon/sdk/workspace.h>
+#include "plugins/common/area.h"
+#include "plugins/common/scmp.h"
 #include "plugins/trusted-local/trusted-local.h"
 
 /* ---- resource ----------------------------------------------------------- */
@@ -78,12 +76,12 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
                              "\"allow_unsafe_local\": true in the provider config");
         goto out;
     }
-    r = tl__root_prepare(&res->cfg, err);
+    r = area__root_prepare(res->cfg.root, res->cfg.switch_user, res->cfg.uid, err);
     if (r < 0)
         goto out;
     /* Built once per resource and shared read-only by every exec. */
     if (res->cfg.seccomp) {
-        r = tl__seccomp_build(&res->prog, err);
+        r = scmp__host_filter(&res->prog, err);
         if (r < 0)
             goto out;
     }
@@ -172,123 +170,32 @@ void tl__sweep(const char *dir, uid_t uid)
 /* ---- spec and state ----------------------------------------------------- */
 
 
-void tl__state_clear(struct tl_state *st)
-{
-    cJSON_Delete(st->doc);
-    free(st->dir);
-    free(st->workspace);
-    memset(st, 0, sizeof(*st));
-}
-
-/* Where an execution lives: <root>/<id>, and its workspace below it. */
-static int execution_paths(const struct cordon_resource *res, const char *id, char **ret_dir,
-                           char **ret_workspace, struct cordon_error *err)
-{
-    char *dir = NULL, *ws = NULL;
-
-    if (asprintf(&dir, "%s/%s", res->cfg.root, id) < 0) {
-        dir = NULL;
-        goto nomem;
-    }
-    if (ret_workspace != NULL && asprintf(&ws, "%s/workspace", dir) < 0)
-        goto nomem;
-    *ret_dir = dir;
-    if (ret_workspace != NULL)
-        *ret_workspace = ws;
-    return 0;
-nomem:
-    free(dir);
-    return tl__nomem(err, "state");
-}
-
 /*
- * Parse a state written by provision. The paths are derived from the root
- * and the id, and a "dir" that disagrees is refused: a damaged record must
- * never make us remove or run somewhere else.
+ * Parse a state written by provision (area__state_parse). A pooled uid is
+ * the one this execution holds, never another's; the sandbox may be root
+ * only when nobody switches users.
  */
 int tl__state_parse(const struct cordon_resource *res, const char *json, bool full,
-                    struct tl_state *ret, struct cordon_error *err)
+                    struct area_state *ret, struct cordon_error *err)
 {
-    struct tl_state st = { 0 };
-    struct cordon_spec_state kept;
-    const cJSON *item;
-    uint64_t v;
-    int r;
+    struct area_state st = { 0 };
+    int r = area__state_parse(res->cfg.root, json, full, &st, err);
 
-    r = cordon_json_parse_object("state", json, CORDON_STATE_MAX, &st.doc, err);
-    if (r < 0)
+    if (r < 0 || !full)
         goto out;
-    item = cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id");
-    st.execution_id = cJSON_IsString(item) ? item->valuestring : NULL;
-    r = cordon_execution_id_check("state.execution_id", st.execution_id, err);
-    if (r < 0)
-        goto out;
-    r = execution_paths(res, st.execution_id, &st.dir, &st.workspace, err);
-    if (r < 0)
-        goto out;
-    item = cJSON_GetObjectItemCaseSensitive(st.doc, "dir");
-    if (item != NULL && (!cJSON_IsString(item) || strcmp(item->valuestring, st.dir) != 0)) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                             "state.dir: must be %s (the provider root and the execution id)",
-                             st.dir);
-        goto out;
-    }
-    if (!full)
-        goto done;
-
-    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 0,
-                    0xfffffffeu, &v, err);
-    if (r < 0)
-        goto out;
-    st.uid = (uid_t)v;
-    r = cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "gid"), "state.gid", 0,
-                    0xfffffffeu, &v, err);
-    if (r < 0)
-        goto out;
-    st.gid = (gid_t)v;
-    r = cordon_spec_state_from_json(st.doc, &kept, err);
-    if (r < 0)
-        goto out;
-    st.code_layout = kept.layout == CORDON_SPEC_LAYOUT_CODE;
-    st.private_tmp = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st.doc, "private_tmp"));
-    st.res = kept.resources;
-    st.expires_at_ms = kept.expires_at_ms;
-    st.environment = cJSON_GetObjectItemCaseSensitive(st.doc, "environment");
-    if (st.environment != NULL) {
-        r = cordon_env_object_check(st.environment, "state.environment", err);
-        if (r < 0)
-            goto out;
-    }
-    /* A pooled uid is the one this execution holds, never another's. */
-    if (res->cfg.pooled &&
-        (r = cordon_uid_check_state(NULL, res->host->host_instance_id, st.execution_id, st.uid,
-                                    st.gid, err)) < 0)
-        goto out;
-    /* The sandbox may be root only when nobody switches users. */
-    if (res->cfg.switch_user && (st.uid == 0 || st.gid == 0)) {
+    if (res->cfg.pooled)
+        r = cordon_uid_check_state(NULL, res->host->host_instance_id, st.execution_id, st.uid, st.gid, err);
+    else if (res->cfg.switch_user && (st.uid == 0 || st.gid == 0))
         r = cordon_error_set(err, CORDON_E_INVALID, 0,
                              "state.uid: %u:%u refused: the sandbox user must not be root",
                              (unsigned)st.uid, (unsigned)st.gid);
-        goto out;
-    }
-done:
-    *ret = st;
-    memset(&st, 0, sizeof(st));
 out:
-    tl__state_clear(&st);
+    if (r == 0) {
+        *ret = st;
+        memset(&st, 0, sizeof(st));
+    }
+    area__state_clear(&st);
     return r;
-}
-
-int tl__open_workspace(const struct tl_state *st, int *ret_fd, struct cordon_error *err)
-{
-    int fd = open(st->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-    if (fd < 0)
-        return cordon_error_set(err, errno == ENOENT ? CORDON_E_NOT_FOUND : CORDON_E_IO, errno,
-                                "state.workspace: %s: %s (terminated?)", st->workspace,
-                                strerror(errno));
-    *ret_fd = fd;
-    return 0;
 }
 
 /* ---- probe -------------------------------------------------------------- */
@@ -309,28 +216,6 @@ static const char *const limits_area[] = { "memory_bytes", "disk_bytes", "pids",
 #define TL_ENFORCEMENT(disk, pids)                                                                          \
     "{\"cpus\":\"none\",\"memory_bytes\":\"rlimit\",\"disk_bytes\":\"" disk "\",\"pids\":\"" pids    \
     "\",\"runtime_ms\":\"host\",\"max_output_bytes\":\"host\"}"
-
-static bool area_mount(const char *dir, uint64_t disk_bytes);
-static void area_unmount(const char *dir);
-
-/* Whether provision can make an area a tmpfs here: tried, not assumed. */
-static bool area_tmpfs_works(const struct tl_config *cfg)
-{
-    char dir[TL_ROOT_MAX + 32];
-    struct statfs sfs;
-    bool ok;
-
-    if (geteuid() != 0)
-        return false;
-    snprintf(dir, sizeof(dir), "%s/.area-probe-XXXXXX", cfg->root);
-    if (mkdtemp(dir) == NULL)
-        return false;
-    (void)area_mount(dir, 4096);
-    ok = statfs(dir, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC;
-    area_unmount(dir);
-    rmdir(dir);
-    return ok;
-}
 
 static char *mechanism_facts(const struct tl_config *cfg, bool area_tmpfs)
 {
@@ -416,7 +301,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
 
     if (flags & CORDON_PROBE_AVAILABILITY) {
         cJSON *doc = cJSON_CreateObject();
-        bool ok = tl__root_prepare(&cfg, &perr) == 0;
+        bool ok = area__root_prepare(cfg.root, cfg.switch_user, cfg.uid, &perr) == 0;
 
         if (doc == NULL || cJSON_AddStringToObject(doc, "provider_id", TL_ID) == NULL ||
             cJSON_AddBoolToObject(doc, "available", ok) == NULL ||
@@ -433,7 +318,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         r = facts_unavailable(host, perr.message, &out, err);
         goto out;
     }
-    area_tmpfs = cfg.switch_user && area_tmpfs_works(&cfg);
+    area_tmpfs = cfg.switch_user && area__tmpfs_works(TL_MOUNT_SOURCE, cfg.root);
     mech = mechanism_facts(&cfg, area_tmpfs);
     if (mech == NULL) {
         r = tl__nomem(err, "facts");
@@ -454,33 +339,6 @@ out:
 }
 
 /* ---- provision ---------------------------------------------------------- */
-
-/*
- * As root, an execution's area is a tmpfs of its own, sized disk_bytes:
- * the limit then holds for the whole workspace rather than per file, a
- * program filling it cannot fill the file system the root lives on, and
- * removing the area is one unmount. Where mounting is refused (no
- * privilege, a container without CAP_SYS_ADMIN) the area stays a plain
- * directory and disk_bytes is RLIMIT_FSIZE alone, as the man page says.
- */
-static bool area_mount(const char *dir, uint64_t disk_bytes)
-{
-    char opts[96];
-
-    if (geteuid() != 0)
-        return false;
-    snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%u,mode=0700",
-             (unsigned long long)(disk_bytes + TL_AREA_SLACK), TL_AREA_INODES);
-    return mount("cordon-" TL_ID, dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) == 0;
-}
-
-/* Detach the area's tmpfs if it has one; processes still in it keep it
- * alive until they are gone, nobody can reach it by path any more. */
-static void area_unmount(const char *dir)
-{
-    if (geteuid() == 0)
-        (void)umount2(dir, MNT_DETACH | UMOUNT_NOFOLLOW);
-}
 
 /* dirfd/name made with mode, handed to uid:gid with give. */
 static int mkdir_owned(int dirfd, const char *name, mode_t mode, bool give, uid_t uid,
@@ -543,12 +401,10 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
 {
     struct cordon_spec spec;
     struct cordon_spec_state kept = { 0 };
+    struct area_new area = { .root_fd = -1, .dir_fd = -1 };
     cJSON *state = NULL;
-    struct tl_config cfg;
-    const char *id = NULL;
-    char *dir = NULL, *ws = NULL;
-    int root_fd = -1, dir_fd = -1, r;
-    bool created = false, took_uid = false, code, mounted, private_tmp = false;
+    bool private_tmp = false;
+    int r;
 
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
@@ -565,99 +421,46 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
         r = cordon_spec_deadline(&spec, cordon_now_wall_ms(), &kept.expires_at_ms, err);
     if (r < 0)
         goto out;
-    id = spec.execution_id;
     kept.resources = spec.resources;
     kept.layout = spec.layout;
-    code = spec.layout == CORDON_SPEC_LAYOUT_CODE;
+    {
+        /*
+         * As root, an execution's area is a tmpfs of its own, sized
+         * disk_bytes: the limit then holds for the whole workspace rather
+         * than per file, a program filling it cannot fill the file system
+         * the root lives on, and removing the area is one unmount. Where
+         * mounting is refused (no privilege, a container without
+         * CAP_SYS_ADMIN) the area stays a plain directory and disk_bytes is
+         * RLIMIT_FSIZE alone, as the man page says. Switching users, the
+         * area is root's and the sandbox group's (area__create).
+         */
+        struct area_opts o = {
+            .root = res->cfg.root, .id = spec.execution_id, .host = res->host,
+            .take_uid = res->cfg.pooled, .give = res->cfg.switch_user,
+            .uid = res->cfg.uid, .gid = res->cfg.gid, .mount_source = TL_MOUNT_SOURCE,
+            .mount_bytes = kept.resources.disk_bytes + TL_AREA_SLACK,
+            .code_layout = spec.layout == CORDON_SPEC_LAYOUT_CODE,
+        };
 
-    r = execution_paths(res, id, &dir, &ws, err);
-    if (r < 0)
-        goto out;
-    root_fd = open(res->cfg.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (root_fd < 0) {
-        r = cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "root: %s: %s", res->cfg.root,
-                             strerror(errno));
-        goto out;
-    }
-    /* mkdirat is the existence check, so two provisions of one id cannot
-     * both succeed; until the modes are set the directory is ours alone. */
-    if (mkdirat(root_fd, id, 0700) != 0) {
-        r = cordon_error_set(err, errno == EEXIST ? CORDON_E_EXISTS : CORDON_E_IO, errno,
-                             "execution_id: %s: %s", dir,
-                             errno == EEXIST ? "already exists" : strerror(errno));
-        goto out;
-    }
-    created = true;
-    cfg = res->cfg;
-    if (cfg.pooled) {
-        if ((r = cordon_uid_take(NULL, res->host->host_instance_id, id, &cfg.uid, err)) < 0)
+        if ((r = area__create(&o, &area, err)) < 0)
             goto out;
-        took_uid = true;
-        cfg.gid = (gid_t)cfg.uid;
     }
-    mounted = area_mount(dir, kept.resources.disk_bytes);
-    /*
-     * Nobody but the execution reaches into its area. Switching users, the
-     * area is root's with the sandbox's group only allowed to pass (0710):
-     * the sandbox user can neither list nor change it, other local users
-     * cannot enter at all, whatever the modes the program gives its files
-     * (the workspace's 0755, a umask of 022) - and those modes stay the
-     * program's, as an export carries them out. Not switching, the area
-     * is the invoking user's alone (0700).
-     */
-    dir_fd = openat(root_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dir_fd < 0 || (cfg.switch_user && fchown(dir_fd, 0, cfg.gid) != 0) ||
-        fchmod(dir_fd, cfg.switch_user ? 0710 : 0700) != 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "provision: %s: %s", dir, strerror(errno));
-        goto out;
+    if (res->cfg.switch_user && area.mounted && !root_under_tmp_dirs(res->cfg.root)) {
+        if ((r = make_tmp_dirs(area.dir_fd, err)) < 0)
+            goto out;
+        private_tmp = true;
     }
-    /* Layout "code": source/ root's, build/, output/, logs/ the sandbox
-     * user's; layout "host": all of it (cordon_workspace_make). */
-    r = cordon_workspace_make(dir_fd, code, cfg.switch_user, cfg.uid, cfg.gid, err);
-    if (r == 0 && cfg.switch_user && mounted && !root_under_tmp_dirs(res->cfg.root)) {
-        r = make_tmp_dirs(dir_fd, err);
-        private_tmp = r == 0;
-    }
-    if (r < 0)
-        goto out;
-    /* Whose execution this is, so that list_executions (cordon gc) never
-     * touches another host instance's areas under a shared root. */
-    if (res->host->host_instance_id != NULL)
-        r = cordon_fs_write_new(dir_fd, TL_HOST_MARK, res->host->host_instance_id,
-                                strlen(res->host->host_instance_id), 0600, err);
-    if (r < 0)
-        goto out;
-    state = cJSON_CreateObject();
-    if (state == NULL || cJSON_AddStringToObject(state, "execution_id", id) == NULL ||
-        cJSON_AddStringToObject(state, "dir", dir) == NULL ||
-        cJSON_AddStringToObject(state, "workspace", ws) == NULL ||
-        cJSON_AddNumberToObject(state, "uid", (double)cfg.uid) == NULL ||
-        cJSON_AddNumberToObject(state, "gid", (double)cfg.gid) == NULL ||
-        cJSON_AddBoolToObject(state, "private_tmp", private_tmp) == NULL ||
-        !cordon_spec_state_add(state, &kept)) {
-        r = tl__nomem(err, "state");
-        goto out;
-    }
-    if (!cJSON_AddItemToObject(state, "environment", cordon_env_to_json(&spec.environment))) {
+    state = area__state_new(spec.execution_id, area.dir, area.ws, area.uid, area.gid, &kept,
+                            &spec.environment);
+    if (state == NULL || cJSON_AddBoolToObject(state, "private_tmp", private_tmp) == NULL) {
         r = tl__nomem(err, "state");
         goto out;
     }
     r = cordon_json_print_host(res->host, state, ret_state_json, err);
 out:
-    if (dir_fd >= 0)
-        close(dir_fd);
-    if (r < 0 && created) {
-        area_unmount(dir);
-        cordon_fs_remove_tree(root_fd, id, NULL);
-    }
-    if (r < 0 && took_uid)
-        cordon_uid_give_back(NULL, res->host->host_instance_id, id, NULL);
-    if (root_fd >= 0)
-        close(root_fd);
+    area__new_finish(&area, r < 0);
     cJSON_Delete(state);
     cordon_spec_clear(&spec);
-    free(dir);
-    free(ws);
     return r;
 }
 
@@ -669,18 +472,17 @@ out:
 static int workspace_for_slots(struct cordon_resource *res, const char *state_json,
                                struct cordon_workspace *ret, struct cordon_error *err)
 {
-    struct tl_state st = { 0 };
+    struct area_state st = { 0 };
     int r = tl__state_parse(res, state_json, true, &st, err);
 
     if (r == 0)
-        r = tl__open_workspace(&st, &ret->fd, err);
+        r = area__open_workspace(&st, &ret->fd, err);
     if (r == 0) {
-        ret->owner = (struct cordon_workspace_owner){ st.code_layout, geteuid() == 0, st.uid,
-                                                      st.gid };
+        ret->owner = (struct cordon_workspace_owner){ st.code_layout, geteuid() == 0, st.uid, st.gid };
         ret->import_max_bytes = st.res.disk_bytes;
         ret->export_max_bytes = st.res.disk_bytes;
     }
-    tl__state_clear(&st);
+    area__state_clear(&st);
     return r;
 }
 
@@ -700,7 +502,7 @@ static int destroy(const struct cordon_resource *res, const char *dir, const cha
     if (cordon_uid_held(NULL, host, id, &held, NULL) == 1)
         uid = held;
     tl__sweep(dir, uid);
-    area_unmount(dir);
+    area__unmount(dir);
     r = cordon_fs_remove_tree_path(dir, err);
     if (r == 0 && cordon_uid_in_pool(uid))
         r = cordon_uid_give_back(NULL, host, id, err);
@@ -733,7 +535,7 @@ static int op_extend(struct cordon_resource *res, const char *state_json, uint64
 static int op_terminate(struct cordon_resource *res, const char *state_json,
                         struct cordon_error *err)
 {
-    struct tl_state st = { 0 };
+    struct area_state st = { 0 };
     struct cordon_error ignored;
     uint64_t uid;
     int r;
@@ -749,7 +551,7 @@ static int op_terminate(struct cordon_resource *res, const char *state_json,
                     0xfffffffeu, &uid, &ignored);
         r = destroy(res, st.dir, st.execution_id, (uid_t)uid, err);
     }
-    tl__state_clear(&st);
+    area__state_clear(&st);
     return r;
 }
 
@@ -763,7 +565,7 @@ static int op_reclaim(struct cordon_resource *res, const char *execution_id,
         return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
     r = cordon_execution_id_check("execution_id", execution_id, err);
     if (r == 0)
-        r = execution_paths(res, execution_id, &dir, NULL, err);
+        r = area__paths(res->cfg.root, execution_id, &dir, NULL, err);
     if (r == 0)
         r = destroy(res, dir, execution_id, res->cfg.uid, err);
     free(dir);
@@ -773,38 +575,9 @@ static int op_reclaim(struct cordon_resource *res, const char *execution_id,
 static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
                               struct cordon_error *err)
 {
-    const char *me = res != NULL ? res->host->host_instance_id : NULL;
-    cJSON *ids = cJSON_CreateArray();
-    struct dirent *de;
-    DIR *dir;
-    int r = 0;
-
-    if (res == NULL || ids == NULL) {
-        cJSON_Delete(ids);
+    if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "list_executions: resource required");
-    }
-    dir = opendir(res->cfg.root);
-    while (dir != NULL && (de = readdir(dir)) != NULL) {
-        char *mark = NULL;
-        size_t len = 0;
-        int dfd;
-
-        if (cordon_execution_id_check("execution_id", de->d_name, NULL) < 0)
-            continue;
-        dfd = openat(dirfd(dir), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-            continue;
-        if (cordon_fs_read_file(dfd, TL_HOST_MARK, 256, &mark, &len, NULL) == 0 && me != NULL &&
-            strcmp(mark, me) == 0)
-            cJSON_AddItemToArray(ids, cJSON_CreateString(de->d_name));
-        free(mark);
-        close(dfd);
-    }
-    if (dir != NULL)
-        closedir(dir);
-    r = cordon_json_print_host(res->host, ids, ret_ids_json, err);
-    cJSON_Delete(ids);
-    return r;
+    return area__list(res->host, res->cfg.root, ret_ids_json, err);
 }
 
 /* ---- entry point -------------------------------------------------------- */

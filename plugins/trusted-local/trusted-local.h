@@ -3,7 +3,7 @@
  * trusted-local.c the vtable, the resource, the probe, provision, the
  * files and terminate; config.c the provider config and the execution
  * root; exec.c running one command, with the child's hardening and the
- * seccomp filter.
+ * seccomp filter (plugins/common/scmp.c builds it).
  *
  * Functions and variables shared across the files are tl__NAME (declared
  * here), types shared here tl_NAME; what one file keeps to itself is
@@ -22,17 +22,17 @@
 
 #include <cordon/provider.h>
 #include <cordon/sdk/bounds.h>
+#include "plugins/common/area.h"
 
 #define TL_ID "trusted-local"
 #define TL_ROOT_DEFAULT_PRIVILEGED "/run/cordon/trusted-local"
-#define TL_ROOT_MAX 1024u
+#define TL_ROOT_MAX AREA_ROOT_MAX
 #define TL_DEFAULT_UID 65532u
 #define TL_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 
 #define TL_CONFIG_MAX (64u << 10)
-#define TL_HOST_MARK "host-instance"         /* in <root>/<id>/: whose execution */
+#define TL_MOUNT_SOURCE "cordon-" TL_ID      /* the area's tmpfs, as root */
 #define TL_AREA_SLACK (1u << 20)             /* the area's tmpfs: the marker, directories */
-#define TL_AREA_INODES 65536u
 
 /*
  * The execution's own /tmp, /var/tmp and /dev/shm: directories in its area
@@ -67,21 +67,6 @@ struct cordon_resource {
     struct sock_fprog prog;  /* .filter malloc'd; NULL when seccomp is off */
 };
 
-/* One execution's state, parsed back from the state JSON. */
-struct tl_state {
-    cJSON *doc;                 /* owns the strings below */
-    const char *execution_id;
-    char *dir;                  /* <root>/<id>, malloc'd */
-    char *workspace;            /* <dir>/workspace, malloc'd */
-    uid_t uid;
-    gid_t gid;
-    bool code_layout;
-    bool private_tmp;           /* the area holds tl__tmp_dirs for the child */
-    struct cordon_limits res;
-    uint64_t expires_at_ms;
-    const cJSON *environment;   /* object of strings, or NULL */
-};
-
 /* ---- trusted-local.c ---------------------------------------------------- */
 
 /*
@@ -92,15 +77,13 @@ struct tl_state {
  * moved elsewhere is not found (the facts say process_contained false).
  */
 void tl__sweep(const char *dir, uid_t uid);
-void tl__state_clear(struct tl_state *st);
 /*
- * Parse a state written by provision. The paths are derived from the root
- * and the id, and a "dir" that disagrees is refused: a damaged record must
- * never make us remove or run somewhere else.
+ * Parse a state written by provision (area__state_parse); a pooled uid
+ * must be the one this execution holds, and the sandbox may be root only
+ * when nobody switches users. Its own key: private_tmp (read from doc).
  */
 int tl__state_parse(const struct cordon_resource *res, const char *json, bool full,
-                    struct tl_state *ret, struct cordon_error *err);
-int tl__open_workspace(const struct tl_state *st, int *ret_fd, struct cordon_error *err);
+                    struct area_state *ret, struct cordon_error *err);
 
 /* ---- config.c ------------------------------------------------------------- */
 
@@ -108,21 +91,8 @@ int tl__nomem(struct cordon_error *err, const char *what);
 void tl__config_clear(struct tl_config *cfg);
 int tl__config_parse(const struct cordon_host_v1 *host, const char *json,
                      struct tl_config *ret, struct cordon_error *err);
-/*
- * Create the root and its missing parents (parents 0755, the root 0711),
- * then check that it can hold executions: a directory of ours, not
- * writable by others, and - when children switch users - every component
- * searchable by that user, or its workspace would be out of its reach.
- */
-int tl__root_prepare(const struct tl_config *cfg, struct cordon_error *err);
-
 /* ---- exec.c --------------------------------------------------------------- */
 
-/*
- * Build the filter with libseccomp in the parent and keep the raw BPF, so
- * that the child needs only prctl(PR_SET_SECCOMP).
- */
-int tl__seccomp_build(struct sock_fprog *ret, struct cordon_error *err);
 int tl__op_exec(struct cordon_resource *res, const char *state_json, const char *request_json,
                 const struct cordon_exec_io *io, char **ret_result_json,
                 struct cordon_error *err);

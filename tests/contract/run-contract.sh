@@ -7,7 +7,7 @@ contract=${CORDON_CONTRACT:?}
 dir=${CORDON_TEST_PROVIDER_DIR:?}
 # The providers this tree built (make check sets it; configure can leave
 # docker and runc out). One not built is skipped and says so.
-built=" ${CORDON_BUILT_PROVIDERS:-trusted-local docker runc} "
+built=" ${CORDON_BUILT_PROVIDERS:-trusted-local docker runc bubblewrap} "
 built() {
   case $built in
     *" $1 "*) return 0 ;;
@@ -51,6 +51,22 @@ elif [ -n "${CORDON_RUNC_IMAGE:-}" ]; then
     --image "$CORDON_RUNC_IMAGE" ${CORDON_INIT:+--init "$CORDON_INIT"} || status=1
 else
   echo "FAILED: CORDON_RUNC_IMAGE is not set (run scripts/test-all.sh)"; status=1
+fi
+
+# bubblewrap needs no image (the host's /usr), and no root: as root, then
+# as uid 65534 with a home of its own, as an ordinary user runs it.
+echo "== cordon-contract --provider bubblewrap.so"
+if built bubblewrap; then
+  "$contract" --provider "$dir/bubblewrap.so" || status=1
+  echo "== cordon-contract --provider bubblewrap.so (as uid 65534)"
+  if [ "$(id -u)" -eq 0 ]; then
+    bwhome=$(mktemp -d) && chown 65534:65534 "$bwhome" &&
+      setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$bwhome" TMPDIR="$bwhome" \
+        "$contract" --provider "$dir/bubblewrap.so" || status=1
+    rm -rf "$bwhome"
+  else
+    echo "skipped: not root, the run above was already an ordinary user's"
+  fi
 fi
 
 echo "== contract self-test"
