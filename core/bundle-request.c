@@ -17,7 +17,7 @@
 /* Top-level keys of a run request that a bundle accepts and ignores. */
 static const char *const request_keys_ignored[] = {
     "provider", "providers", "isolation", "limits", "timeout_ms", "inputs", "workspace",
-    "allow_unsafe_local", "image", "contract", "environment",
+    "allow_unsafe_local", "image", "contract", "environment", "best_effort_limits",
 };
 static const char *const request_keys_bundle[] = {
     "language", "entrypoint", "args", "files", "outputs", "toolchain",

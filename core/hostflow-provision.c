@@ -141,7 +141,7 @@ static int select_verified(struct cordon_ctx *ctx, const struct cordon__host_spe
                            cJSON **ret_verdict, struct cordon__selection *ret_sel,
                            struct cordon_error *err)
 {
-    struct cordon__select_opts opts = { spec->isolation, "code_execution", NULL, NULL };
+    struct cordon__select_opts opts = { spec->isolation, "code_execution", NULL, NULL, spec->best_effort };
     struct cordon__candidate cand = { 0, (char *)spec->provider, probe_config(spec) };
     struct cordon__selection sel;
     cJSON *probes = NULL;

@@ -36,7 +36,7 @@ int cordon__host_spec_validate(struct cordon_ctx *ctx, const cJSON *req,
     static const char *const keys[] = { "provider", "provider_config", "allow_unsafe_local",
                                         "allow_unpinned", "image", "workspace", "resources",
                                         "network", "environment", "metadata", "execution_id",
-                                        "isolation" };
+                                        "isolation", "best_effort_limits" };
     const cJSON *v, *mode;
     cJSON *over;
     char *meta;
@@ -53,7 +53,9 @@ int cordon__host_spec_validate(struct cordon_ctx *ctx, const cJSON *req,
         return cordon_error_set(err, CORDON_E_INVALID, 0, "provider: required, a provider id");
     ret->provider = v->valuestring;
     if ((r = cordon__isolation_parse("isolation", cJSON_GetObjectItemCaseSensitive(req, "isolation"),
-                                     &ret->isolation, err)) < 0)
+                                     &ret->isolation, err)) < 0 ||
+        (r = cordon__best_effort_parse(cJSON_GetObjectItemCaseSensitive(req, "best_effort_limits"),
+                                       &ret->best_effort, err)) < 0)
         return r;
     if ((r = cordon_limits_from_json(cJSON_GetObjectItemCaseSensitive(req, "resources"), "resources",
                                      &ret->limits, err)) < 0)

@@ -23,6 +23,7 @@
 struct cordon__host_spec {
     const char *provider;
     enum cordon__isolation isolation;
+    unsigned best_effort;    /* best_effort_limits (cordon__best_effort_parse) */
     cJSON *config;           /* owned */
     const cJSON *image;
     const cJSON *workspace;

@@ -32,6 +32,7 @@ struct cordon__run_request {
     struct cordon_env environment;  /* the caller's variables, for the commands */
     bool allow_unsafe_local;
     enum cordon__isolation isolation;
+    unsigned best_effort;           /* best_effort_limits (cordon__best_effort_parse) */
     struct cordon_limits limits;    /* the run defaults, then the request's */
     uint64_t timeout_ms;
     size_t retention;               /* limits.retention_bytes */

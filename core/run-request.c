@@ -217,7 +217,9 @@ int cordon__run_request_parse(struct cordon_ctx *ctx, const cJSON *request,
         (r = cordon__env_validate("environment", env, err)) < 0 ||
         (r = cordon_env_from_json(env, "environment", &ret->environment, err)) < 0 ||
         (r = cordon__isolation_parse("isolation", cJSON_GetObjectItemCaseSensitive(request, "isolation"),
-                                     &ret->isolation, err)) < 0)
+                                     &ret->isolation, err)) < 0 ||
+        (r = cordon__best_effort_parse(cJSON_GetObjectItemCaseSensitive(request, "best_effort_limits"),
+                                       &ret->best_effort, err)) < 0)
         goto out;
     ret->workspace = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(request, "workspace"));
     ret->image = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(request, "image"));
@@ -243,8 +245,8 @@ int cordon__run_pool_target(struct cordon_ctx *ctx, const cJSON *request,
                             struct cordon__pool_target *ret, struct cordon_error *err)
 {
     static const char *const keys[] = { "provider", "image", "limits", "timeout_ms", "isolation",
-                                        "allow_unsafe_local", NULL };
-    struct cordon__select_opts opts = { CORDON_ISOLATION_REQUIRED, "code_execution", NULL, NULL };
+                                        "allow_unsafe_local", "best_effort_limits", NULL };
+    struct cordon__select_opts opts = { CORDON_ISOLATION_REQUIRED, "code_execution", NULL, NULL, 0 };
     struct cordon__run_request req;
     cJSON *probes = NULL;
     int r;
@@ -266,6 +268,7 @@ int cordon__run_pool_target(struct cordon_ctx *ctx, const cJSON *request,
     if (r < 0)
         return r;
     opts.isolation = req.isolation;
+    opts.best_effort = req.best_effort;
     r = cordon__select(ctx, req.cands, req.n_cands, &opts, &ret->sel, &probes, err);
     if (r < 0)
         r = cordon__select_refusal(

@@ -164,7 +164,7 @@ static int step_grant(struct run *run, struct cordon_error *err)
 static int step_select(struct run *run, struct cordon_error *err)
 {
     struct cordon__select_opts opts = { run->req.isolation, "code_execution", run->plan->toolchain,
-                                        run->plan->min_version };
+                                        run->plan->min_version, run->req.best_effort };
     cJSON *probes = NULL;
     uint64_t t = cordon_now_monotonic_ms();
     int r;
@@ -176,6 +176,10 @@ static int step_select(struct run *run, struct cordon_error *err)
     cJSON_AddStringToObject(run->meta, "provider_id", run->sel.provider->id);
     cJSON_AddItemToObject(run->meta, "provider_facts", cJSON_Duplicate(run->sel.facts, 1));
     cJSON_AddStringToObject(run->meta, "selection_reason", run->sel.why);
+    cJSON_AddItemToObject(run->meta, "verdict", cordon__selection_verdict(&run->sel, run->req.isolation));
+    if (run->sel.best_effort != 0)
+        add_diag(run->diagnostics, "best_effort_limits",
+                 "the caller accepted some limits unenforced: see meta.verdict.limits_not_enforced");
     if (run->sel.preference_fallback)
         add_diag(run->diagnostics, "preference_fallback", "no candidate met the isolation preference");
     if (run->sel.unverified)

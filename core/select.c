@@ -37,6 +37,35 @@ int cordon__isolation_parse(const char *field, const cJSON *value, enum cordon__
                             "%s: must be \"required\", \"preferred\" or \"none\"", field);
 }
 
+int cordon__best_effort_parse(const cJSON *value, unsigned *ret_mask, struct cordon_error *err)
+{
+    const cJSON *v;
+    int i = 0;
+
+    *ret_mask = 0;
+    if (value == NULL || cJSON_IsNull(value))
+        return 0;
+    if (!cJSON_IsArray(value))
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "best_effort_limits: must be an array of limit names");
+    cJSON_ArrayForEach(v, value) {
+        size_t k;
+
+        for (k = 0; k < CORDON_LIMIT_KEYS_COUNT; k++)
+            if (cJSON_IsString(v) && strcmp(v->valuestring, cordon_limit_keys[k]) == 0)
+                break;
+        if (k == CORDON_LIMIT_KEYS_COUNT)
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "best_effort_limits[%d]: not a limit name (cpus, memory_bytes, disk_bytes, "
+                                    "pids, runtime_ms, max_output_bytes)", i);
+        if (*ret_mask & (1u << k))
+            return cordon_error_set(err, CORDON_E_INVALID, 0, "best_effort_limits[%d]: %s named twice", i,
+                                    cordon_limit_keys[k]);
+        *ret_mask |= 1u << k;
+        i++;
+    }
+    return 0;
+}
+
 bool cordon__facts_fully_isolated(const cJSON *facts)
 {
     const cJSON *iso = cJSON_GetObjectItemCaseSensitive(facts, "isolation");
@@ -179,7 +208,8 @@ static cJSON *check_facts(const cJSON *facts, const struct cordon__select_opts *
                 cJSON_GetObjectItemCaseSensitive(facts, "limits_verified"), cordon_limit_keys[i]);
             const cJSON *st = cJSON_GetObjectItemCaseSensitive(v, "status");
 
-            if (!cJSON_IsString(st) || strcmp(st->valuestring, "not_claimed") != 0)
+            /* ... unless the caller accepted it unenforced, by name. */
+            if (!cJSON_IsString(st) || strcmp(st->valuestring, "not_claimed") != 0 || (opts->best_effort & (1u << i)))
                 continue;
             snprintf(detail, sizeof(detail), "isolation required: the provider does not enforce %s",
                      cordon_limit_keys[i]);
@@ -401,6 +431,7 @@ int cordon__select(struct cordon_ctx *ctx, const struct cordon__candidate *cands
     if (ret->preference_fallback)
         cJSON_AddBoolToObject(records[chosen], "preference_fallback", true);
     ret->unverified = strcmp(cordon__verification_status(ret->facts), "verified") != 0;
+    ret->best_effort = opts->best_effort;
     cJSON_AddBoolToObject(records[chosen], "unverified", ret->unverified);
     snprintf(ret->why, sizeof(ret->why), "%s: candidate %zu of %zu, %s%s%s", ret->provider->id,
              chosen + 1, n,
@@ -450,5 +481,22 @@ cJSON *cordon__selection_verdict(const struct cordon__selection *sel, enum cordo
     }
     cJSON_AddBoolToObject(out, "unverified", sel->unverified);
     cJSON_AddBoolToObject(out, "preference_fallback", sel->preference_fallback);
+    /* Never a weaker limit silently: what this sandbox does not enforce,
+     * and what the caller accepted so. */
+    {
+        cJSON *weak = cJSON_AddArrayToObject(out, "limits_not_enforced");
+        cJSON *accepted = cJSON_AddArrayToObject(out, "best_effort_limits");
+        const cJSON *lv = cJSON_GetObjectItemCaseSensitive(sel->facts, "limits_verified");
+
+        for (size_t i = 0; i < CORDON_LIMIT_KEYS_COUNT; i++) {
+            const cJSON *st = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(lv, cordon_limit_keys[i]), "status");
+
+            if (cJSON_IsString(st) && strcmp(st->valuestring, "not_claimed") == 0)
+                cJSON_AddItemToArray(weak, cJSON_CreateString(cordon_limit_keys[i]));
+            if (sel->best_effort & (1u << i))
+                cJSON_AddItemToArray(accepted, cJSON_CreateString(cordon_limit_keys[i]));
+        }
+    }
     return out;
 }

@@ -27,7 +27,13 @@ struct cordon__select_opts {
     const char *kind;          /* "code_execution" */
     const char *toolchain;     /* canonical toolchain id needed, or NULL */
     const char *min_version;   /* its floor, or NULL */
+    unsigned best_effort;      /* limits (bit i: cordon_limit_keys[i]) isolation required may leave unenforced */
 };
+
+/* "best_effort_limits": an array of limit names (cordon_limit_keys) the
+ * caller accepts unenforced under isolation required, each at most once;
+ * absent is none. *ret_mask: bit i for cordon_limit_keys[i]. */
+int cordon__best_effort_parse(const cJSON *value, unsigned *ret_mask, struct cordon_error *err);
 
 struct cordon__selection {
     struct cordon__loaded *provider;   /* owned by ctx */
@@ -35,6 +41,7 @@ struct cordon__selection {
     cJSON *facts;                      /* its full facts; owned */
     bool preference_fallback;
     bool unverified;                   /* the host could not observe its isolation */
+    unsigned best_effort;              /* the caller's best_effort_limits, for the verdict */
     char why[512];                     /* one sentence for people */
 };
 

@@ -18,7 +18,7 @@
 /* Options every lifecycle verb shares. */
 enum {
     O_JSON = 256, O_PROVIDER, O_IMAGE, O_WORKSPACE, O_ID, O_ENV, O_METADATA, O_UNSAFE, O_UNPINNED,
-    O_PCONFIG, O_REQUEST, O_CWD, O_TIMEOUT, O_STDIN, O_ISOLATION,
+    O_PCONFIG, O_REQUEST, O_CWD, O_TIMEOUT, O_STDIN, O_ISOLATION, O_BEST_EFFORT,
 };
 
 static const struct option all_opts[] = {
@@ -28,6 +28,7 @@ static const struct option all_opts[] = {
     { "metadata", required_argument, NULL, O_METADATA },
     { "allow-unsafe-local", no_argument, NULL, O_UNSAFE },
     { "isolation", required_argument, NULL, O_ISOLATION },
+    { "best-effort", required_argument, NULL, O_BEST_EFFORT },
     { "allow-unpinned", no_argument, NULL, O_UNPINNED },
     { "provider-config", required_argument, NULL, O_PCONFIG },
     { "request", required_argument, NULL, O_REQUEST }, { "cwd", required_argument, NULL, O_CWD },
@@ -44,10 +45,12 @@ static const struct usage {
       "usage: cordon provision --provider P [--image REF] [--workspace empty|git:REPO@REV] [--id ID]\n"
       "                        --cpus N --memory SIZE --disk SIZE --pids N --runtime DUR --max-output SIZE\n"
       "                        [--env NAME=VALUE]... [--metadata JSON] [--isolation required|preferred|none]\n"
-      "                        [--allow-unsafe-local] [--allow-unpinned] [--provider-config JSON] [--json]\n"
-      "                        [--request FILE|-]\n"
+      "                        [--best-effort LIMIT[,LIMIT]...] [--allow-unsafe-local] [--allow-unpinned]\n"
+      "                        [--provider-config JSON] [--json] [--request FILE|-]\n"
       "Create a long-lived execution. Every limit is required; the network is always none. The provider\n"
-      "is probed and its isolation verified by the host first (--isolation, default required).\n" },
+      "is probed and its isolation verified by the host first (--isolation, default required).\n"
+      "--best-effort: limits (cpus, memory, disk, pids, runtime, max-output) isolation required may\n"
+      "leave unenforced; the verdict lists them.\n" },
     { "exec",
       "usage: cordon exec ID [--cwd DIR] [--env NAME=VALUE]... [--timeout DUR] [--stdin FILE] [--json]\n"
       "                  -- ARGV...\n"
@@ -72,8 +75,8 @@ static const struct usage {
 /* The options each verb takes (help is everyone's). */
 static const char *const provision_opts[] = {
     "json", "provider", "image", "workspace", "id", "env", "metadata", "allow-unsafe-local",
-    "isolation", "allow-unpinned", "provider-config", "request", "cpus", "memory", "disk", "pids",
-    "runtime", "max-output", "help", NULL,
+    "isolation", "best-effort", "allow-unpinned", "provider-config", "request", "cpus", "memory", "disk",
+    "pids", "runtime", "max-output", "help", NULL,
 };
 static const char *const exec_opts[] = { "json", "cwd", "env", "timeout", "stdin", "help", NULL };
 static const char *const checkpoint_opts[] = { "json", "metadata", "help", NULL };
@@ -142,6 +145,10 @@ static int parse(int argc, char **argv, struct args *a)
         case O_ID: cJSON_AddStringToObject(a->req, "execution_id", optarg); break;
         case O_UNSAFE: cJSON_AddBoolToObject(a->req, "allow_unsafe_local", true); break;
         case O_ISOLATION: cJSON_AddStringToObject(a->req, "isolation", optarg); break;
+        case O_BEST_EFFORT:
+            if (cli_request_best_effort(a->req, optarg, &err) < 0)
+                rc = cli_fail(a->verb, a->json, err.code, err.message);
+            break;
         case O_UNPINNED: cJSON_AddBoolToObject(a->req, "allow_unpinned", true); break;
         case O_REQUEST: a->request_path = optarg; break;
         case O_METADATA: a->metadata = optarg; rc = add_json(a->req, "metadata", optarg, a->json, a->verb); break;

@@ -20,7 +20,8 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: cordon run [--language L] [--provider P]... [--isolation required|preferred|none]\n"
-            "                  [--allow-unsafe-local] [--image REF] [--output PATH]... [--input PATH]...\n"
+            "                  [--best-effort LIMIT[,LIMIT]...] [--allow-unsafe-local] [--image REF]\n"
+            "                  [--output PATH]... [--input PATH]...\n"
             "                  [--workspace DIR] [--env NAME=VALUE]... [--timeout DUR] [LIMITS]\n"
             "                  [--fresh] [--json] [--quiet]\n"
             "                  [--request FILE|-] [BUNDLE] [-- ARG...]\n"
@@ -32,7 +33,9 @@ static void usage(FILE *out)
             "copied to WORKSPACE/output/ (WORKSPACE defaults to the current directory when --output\n"
             "is given). SIZE: bytes or K/M/G; DUR: 250ms, 10s, 5m, 1h.\n"
             "Exit status: the program's own; 124 timeout; 125 cordon failed or no provider;\n"
-            "126 cannot invoke; 127 not found; 137 killed (oom, output_limit, cancelled).\n");
+            "126 cannot invoke; 127 not found; 137 killed (oom, output_limit, cancelled).\n"
+            "--best-effort: limits (cpus, memory, disk, pids, runtime, max-output) isolation required may\n"
+            "leave unenforced; the verdict lists them. SIGINT/SIGTERM cancel the run.\n");
 }
 
 static int duration_arg(const char *name, const char *text, cJSON *obj, const char *key, bool json)
@@ -115,11 +118,12 @@ static void print_human(const cJSON *result, bool quiet)
 int cmd_run(const struct cli_global *g, int argc, char **argv)
 {
     enum { O_JSON = 256, O_LANG, O_PROVIDER, O_ISOLATION, O_UNSAFE, O_IMAGE, O_OUTPUT, O_INPUT,
-           O_WORKSPACE, O_TIMEOUT, O_RETENTION, O_REQUEST, O_FRESH, O_QUIET, O_ENV };
+           O_WORKSPACE, O_TIMEOUT, O_RETENTION, O_REQUEST, O_FRESH, O_QUIET, O_ENV, O_BEST_EFFORT };
     static const struct option opts[] = {
         { "json", no_argument, NULL, O_JSON }, { "language", required_argument, NULL, O_LANG },
         { "provider", required_argument, NULL, O_PROVIDER },
         { "isolation", required_argument, NULL, O_ISOLATION },
+        { "best-effort", required_argument, NULL, O_BEST_EFFORT },
         { "allow-unsafe-local", no_argument, NULL, O_UNSAFE },
         { "image", required_argument, NULL, O_IMAGE }, { "output", required_argument, NULL, O_OUTPUT },
         { "input", required_argument, NULL, O_INPUT },
@@ -156,6 +160,10 @@ int cmd_run(const struct cli_global *g, int argc, char **argv)
         case O_REQUEST: request_path = optarg; break;
         case O_UNSAFE: cJSON_AddBoolToObject(request, "allow_unsafe_local", true); break;
         case O_ISOLATION: cJSON_AddStringToObject(request, "isolation", optarg); break;
+        case O_BEST_EFFORT:
+            if (cli_request_best_effort(request, optarg, &err) < 0)
+                rc = cli_fail("run", json, err.code, err.message);
+            break;
         case O_IMAGE: cJSON_AddStringToObject(request, "image", optarg); break;
         case O_ENV:
             if (cli_request_env(&env, optarg, &err) < 0)

@@ -144,3 +144,32 @@ int cli_request_merge_file(cJSON **req, const char *path, struct cordon_error *e
     *req = merged;
     return 0;
 }
+
+int cli_request_best_effort(cJSON *req, const char *arg, struct cordon_error *err)
+{
+    static const struct { const char *flag, *key; } names[] = {
+        { "cpus", "cpus" }, { "memory", "memory_bytes" }, { "disk", "disk_bytes" },
+        { "pids", "pids" }, { "runtime", "runtime_ms" }, { "max-output", "max_output_bytes" },
+    };
+    cJSON *list = cJSON_GetObjectItemCaseSensitive(req, "best_effort_limits");
+    const char *p = arg;
+
+    if (list == NULL)
+        list = cJSON_AddArrayToObject(req, "best_effort_limits");
+    if (list == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "out of memory");
+    do {
+        size_t len = strcspn(p, ","), i;
+
+        for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            if (strlen(names[i].flag) == len && strncmp(p, names[i].flag, len) == 0)
+                break;
+        if (i == sizeof(names) / sizeof(names[0]))
+            return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                    "--best-effort: \"%.*s\" is not a limit (cpus, memory, disk, pids, runtime, "
+                                    "max-output)", (int)(len > 64 ? 64 : len), p);
+        cJSON_AddItemToArray(list, cJSON_CreateString(names[i].key));
+        p += len;
+    } while (*p++ == ',');
+    return 0;
+}

@@ -41,6 +41,15 @@ enum {
     { "runtime", required_argument, NULL, CLI_OPT_RUNTIME },                                       \
     { "max-output", required_argument, NULL, CLI_OPT_MAX_OUTPUT }
 
+/*
+ * --best-effort LIMIT[,LIMIT]...: limit flag names (cpus, memory, disk,
+ * pids, runtime, max-output) the caller accepts unenforced under
+ * isolation required, appended to req's "best_effort_limits" as their
+ * request keys ("memory_bytes"). An unknown name is CORDON_E_INVALID
+ * naming it; a name twice is caught with the request.
+ */
+int cli_request_best_effort(cJSON *req, const char *arg, struct cordon_error *err);
+
 /* True when opt is one of the CLI_OPT_* codes above. */
 bool cli_request_is_limit(int opt);
 

@@ -332,6 +332,7 @@ static char *mechanism_facts(const struct bw_config *cfg, bool area_tmpfs, bool 
          cJSON_AddStringToObject(obj, "userland", "the host's /usr, read-only") != NULL &&
          cJSON_AddStringToObject(obj, "root", cfg->root) != NULL &&
          cJSON_AddStringToObject(obj, "area", area_tmpfs ? "tmpfs" : "directory") != NULL &&
+         cJSON_AddStringToObject(obj, "exec_cancel", "command") != NULL &&
          (!cfg->pooled || (cJSON_AddNumberToObject(obj, "uid_pool_base", CORDON_UID_BASE) != NULL &&
                            cJSON_AddNumberToObject(obj, "uid_pool_size", CORDON_UID_COUNT) != NULL));
     /* How each limit is held, in words (limits_enforcement has the kinds). */
@@ -575,6 +576,15 @@ static int op_list_executions(struct cordon_resource *res, char **ret_ids_json, 
     return area__list(res->host, res->cfg.root, ret_ids_json, err);
 }
 
+/* extend (provider.h): nothing of an execution runs between two execs. */
+static int op_extend(struct cordon_resource *res, const char *state_json, uint64_t expires_at_ms,
+                     char **ret_state_json, struct cordon_error *err)
+{
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "extend: resource required");
+    return area__extend(res->host, res->cfg.root, state_json, expires_at_ms, ret_state_json, err);
+}
+
 /* ---- entry point -------------------------------------------------------------------- */
 
 static const struct cordon_provider_v1 provider = {
@@ -596,6 +606,7 @@ static const struct cordon_provider_v1 provider = {
     .list_executions = op_list_executions,
     .import_files = op_import_files,
     .export_files = op_export_files,
+    .extend = op_extend,
 };
 
 CORDON_PROVIDER_DEFINE(provider)

@@ -13,6 +13,7 @@
 #include <linux/magic.h>
 
 #include <cordon/sdk/fs.h>
+#include <cordon/sdk/host.h>
 #include <cordon/sdk/json.h>
 #include <cordon/sdk/request.h>
 #include <cordon/sdk/spec.h>
@@ -325,5 +326,22 @@ int area__list(const struct cordon_host_v1 *host, const char *root, char **ret_i
         closedir(dir);
     r = cordon_json_print_host(host, ids, ret_ids_json, err);
     cJSON_Delete(ids);
+    return r;
+}
+
+int area__extend(const struct cordon_host_v1 *host, const char *root, const char *state_json,
+                 uint64_t expires_at_ms, char **ret_state_json, struct cordon_error *err)
+{
+    struct area_state st = { 0 };
+    int r;
+
+    if (ret_state_json == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "extend: ret_state_json required");
+    if (expires_at_ms <= cordon_now_wall_ms())
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "extend: expires_at_ms is not after now");
+    r = area__state_parse(root, state_json, true, &st, err);
+    if (r == 0)
+        r = cordon_spec_state_set_deadline(host, state_json, expires_at_ms, ret_state_json, err);
+    area__state_clear(&st);
     return r;
 }

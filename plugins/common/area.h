@@ -70,6 +70,16 @@ void area__state_clear(struct area_state *st);
  */
 int area__state_parse(const char *root, const char *json, bool full, struct area_state *ret,
                       struct cordon_error *err);
+/*
+ * extend (provider.h) for a provider whose sandbox runs nothing between two
+ * execs (each exec's process group ends with it): its deadline is the
+ * host's record and the backstop each exec takes from the state, so
+ * moving the state's deadline moves all of it. The state must read back
+ * (area__state_parse) before it is rewritten.
+ */
+int area__extend(const struct cordon_host_v1 *host, const char *root, const char *state_json,
+                 uint64_t expires_at_ms, char **ret_state_json, struct cordon_error *err);
+
 /* The workspace directory of st, opened O_NOFOLLOW (NOT_FOUND once terminated). */
 int area__open_workspace(const struct area_state *st, int *ret_fd, struct cordon_error *err);
 

@@ -509,27 +509,13 @@ static int destroy(const struct cordon_resource *res, const char *dir, const cha
     return r;
 }
 
-/*
- * extend (provider.h): between two execs nothing of an execution runs
- * here (each exec's process group ends with it), so its deadline is the
- * host's record and the backstop each exec takes from the state:
- * moving the state's deadline moves all of it.
- */
+/* extend (provider.h): nothing of an execution runs between two execs. */
 static int op_extend(struct cordon_resource *res, const char *state_json, uint64_t expires_at_ms,
                      char **ret_state_json, struct cordon_error *err)
 {
-    struct tl_state st = { 0 };
-    int r;
-
-    if (res == NULL || ret_state_json == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "extend: resource and ret_state_json required");
-    if (expires_at_ms <= cordon_now_wall_ms())
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "extend: expires_at_ms is not after now");
-    r = tl__state_parse(res, state_json, true, &st, err);
-    if (r == 0)
-        r = cordon_spec_state_set_deadline(res->host, state_json, expires_at_ms, ret_state_json, err);
-    tl__state_clear(&st);
-    return r;
+    if (res == NULL)
+        return cordon_error_set(err, CORDON_E_INVALID, 0, "extend: resource required");
+    return area__extend(res->host, res->cfg.root, state_json, expires_at_ms, ret_state_json, err);
 }
 
 static int op_terminate(struct cordon_resource *res, const char *state_json,

@@ -241,7 +241,8 @@ class Cordon:
 
     def run(self, files, language=None, entry=None, args=None, outputs=None, isolation="required",
             providers=None, allow_unsafe_local=None, limits=None, timeout_ms=None, workspace=None,
-            inputs=None, image=None, environment=None, toolchain=None, cancel_fd=None):
+            inputs=None, image=None, environment=None, toolchain=None, cancel_fd=None,
+            best_effort_limits=None):
         """Run a bundle (cordon_run_json; docs/json.md sections 5 and 6).
 
         files: {path: text | bytes | {"data": ..., "executable": True}} or
@@ -263,7 +264,8 @@ class Cordon:
                    allow_unsafe_local=allow_unsafe_local, limits=limits, timeout_ms=timeout_ms,
                    workspace=os.fspath(workspace) if workspace is not None else None,
                    inputs=[os.fspath(i) for i in inputs] if inputs is not None else None,
-                   image=image, environment=environment, toolchain=toolchain)
+                   image=image, environment=environment, toolchain=toolchain,
+                   best_effort_limits=list(best_effort_limits) if best_effort_limits is not None else None)
         result = Result(self._call(_LIB.cordon_run_cancellable_json, _doc(req),
                                    -1 if cancel_fd is None else int(cancel_fd)))
         if result.get("status") == "blocked":
@@ -276,14 +278,15 @@ class Cordon:
 
     def provision(self, provider, resources, image=None, workspace=None, network=None,
                   environment=None, metadata=None, execution_id=None, isolation=None,
-                  allow_unsafe_local=None, allow_unpinned=None, provider_config=None):
+                  allow_unsafe_local=None, allow_unpinned=None, provider_config=None, best_effort_limits=None):
         """Create a long-lived execution (cordon provision; json.md section 7).
         resources: all six limits. Returns the provision result."""
         req = _put({"provider": provider, "resources": resources}, image=image,
                    workspace=workspace, network=network, environment=environment,
                    metadata=metadata, execution_id=execution_id, isolation=isolation,
                    allow_unsafe_local=allow_unsafe_local, allow_unpinned=allow_unpinned,
-                   provider_config=provider_config)
+                   provider_config=provider_config,
+                   best_effort_limits=list(best_effort_limits) if best_effort_limits is not None else None)
         return self._call(_LIB.cordon_provision_json, _doc(req))
 
     def exec(self, execution_id, command, args=None, cwd=None, environment=None, timeout_ms=None,

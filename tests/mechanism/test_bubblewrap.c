@@ -324,6 +324,34 @@ Test(bubblewrap_user, isolation_required_refuses_naming_the_unenforced_limit)
     free(err);
 }
 
+/* Naming the two limits it cannot hold, an ordinary user gets isolation
+ * required: the four axes still observed, the verdict listing both. */
+Test(bubblewrap_user, isolation_required_runs_with_the_unenforced_limits_named_best_effort)
+{
+    char py[PATH_MAX + 16], *out, *err;
+    const char *args[] = { "run", "--provider", "bubblewrap", "--isolation", "required", "--best-effort",
+                           "cpus,disk", "--json", py, NULL };
+    const cJSON *verdict;
+    cJSON *doc;
+    int code;
+
+    snprintf(py, sizeof(py), "%s/main.py", tmp);
+    write_file(py, "print('ran')\n", 0644);
+    code = cordon(args, &out, &err);
+    cr_assert_eq(code, 0, "run exited %d: %s%s", code, out, err);
+    doc = cJSON_Parse(out);
+    cr_assert_not_null(doc, "%s", out);
+    cr_expect_str_eq(cJSON_GetStringValue(get(doc, "stdout", NULL)), "ran\n");
+    verdict = get(get(doc, "meta", NULL), "verdict", NULL);
+    cr_expect_str_eq(cJSON_GetStringValue(get(verdict, "isolation_requested", NULL)), "required");
+    cr_expect_str_eq(cJSON_GetStringValue(get(verdict, "status", NULL)), "verified");
+    cr_expect_eq(cJSON_GetArraySize(get(verdict, "limits_not_enforced", NULL)), 2, "%s", out);
+    cr_expect_eq(cJSON_GetArraySize(get(verdict, "best_effort_limits", NULL)), 2, "%s", out);
+    cJSON_Delete(doc);
+    free(out);
+    free(err);
+}
+
 Test(bubblewrap_user, the_execution_area_lives_in_the_users_state_dir)
 {
     const char *prov[] = { "provision", "--provider", "bubblewrap", "--isolation", "preferred", "--cpus", "1",

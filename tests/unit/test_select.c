@@ -96,10 +96,13 @@ struct fixture {
     struct cordon_error err;
 };
 
+/* The best_effort_limits of the next run_select (then reset). */
+static unsigned next_best_effort;
+
 static int run_select(struct fixture *fx, cJSON *list, enum cordon__isolation iso, const char *tool,
                       const char *min)
 {
-    struct cordon__select_opts opts = { iso, "code_execution", tool, min };
+    struct cordon__select_opts opts = { iso, "code_execution", tool, min, next_best_effort };
     int r;
 
     memset(fx, 0, sizeof(*fx));
@@ -189,6 +192,69 @@ Test(select, required_refuses_a_limit_not_claimed_and_preferred_takes_it)
     cr_expect_eq(run_select(&fx, list_of(c, NULL, NULL), CORDON_ISOLATION_PREFERRED, NULL, NULL), 0, "%s",
                  fx.err.message);
     done(&fx);
+}
+
+/* Isolation required takes a limit the provider does not enforce only
+ * when the caller named it best effort, and the verdict says so. */
+Test(select, best_effort_names_the_limits_required_may_leave_and_the_verdict_lists_them)
+{
+    struct fixture fx;
+    struct cordon_error err;
+    unsigned mask = 0;
+    cJSON *c, *v, *names;
+    char *text;
+
+    cordon_error_init(&err);
+    names = cJSON_Parse("[\"cpus\", \"disk_bytes\"]");
+    cr_assert_eq(cordon__best_effort_parse(names, &mask, &err), 0, "%s", err.message);
+    cJSON_Delete(names);
+    /* Another limit named: cpus is still refused. */
+    next_best_effort = mask & ~1u;
+    c = candidate(facts("1111", "isolated", "3.11.2"), NULL);
+    cJSON_AddStringToObject(cJSON_GetObjectItem(c, "config"), "test_not_claimed", "cpus");
+    cr_expect_eq(run_select(&fx, list_of(c, NULL, NULL), CORDON_ISOLATION_REQUIRED, NULL, NULL),
+                 CORDON_E_PROVIDER_UNAVAILABLE);
+    done(&fx);
+    next_best_effort = mask;
+    c = candidate(facts("1111", "isolated", "3.11.2"), NULL);
+    cJSON_AddStringToObject(cJSON_GetObjectItem(c, "config"), "test_not_claimed", "cpus");
+    cr_expect_eq(run_select(&fx, list_of(c, NULL, NULL), CORDON_ISOLATION_REQUIRED, NULL, NULL), 0, "%s",
+                 fx.err.message);
+    next_best_effort = 0;
+    v = cordon__selection_verdict(&fx.sel, CORDON_ISOLATION_REQUIRED);
+    text = cJSON_PrintUnformatted(cJSON_GetObjectItem(v, "limits_not_enforced"));
+    cr_expect_str_eq(text, "[\"cpus\"]");
+    free(text);
+    text = cJSON_PrintUnformatted(cJSON_GetObjectItem(v, "best_effort_limits"));
+    cr_expect_str_eq(text, "[\"cpus\",\"disk_bytes\"]");
+    free(text);
+    cJSON_Delete(v);
+    done(&fx);
+}
+
+Test(select, best_effort_refuses_what_is_not_a_limit_by_index)
+{
+    static const struct {
+        const char *json;
+        const char *message;
+    } bad[] = {
+        { "\"cpus\"", "best_effort_limits: must be an array of limit names" },
+        { "[\"cpus\", \"gpus\"]", "best_effort_limits[1]: not a limit name" },
+        { "[\"memory\"]", "best_effort_limits[0]: not a limit name" },
+        { "[\"pids\", \"pids\"]", "best_effort_limits[1]: pids named twice" },
+        { "[1]", "best_effort_limits[0]: not a limit name" },
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct cordon_error err;
+        cJSON *v = cJSON_Parse(bad[i].json);
+        unsigned mask = 0;
+
+        cordon_error_init(&err);
+        cr_expect_eq(cordon__best_effort_parse(v, &mask, &err), CORDON_E_INVALID, "%zu", i);
+        cr_expect(strstr(err.message, bad[i].message) != NULL, "%zu: %s", i, err.message);
+        cJSON_Delete(v);
+    }
 }
 
 Test(select, required_names_the_missing_axis)
