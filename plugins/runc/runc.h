@@ -361,7 +361,4 @@ int runc__cgroup_join_files(int version, const char *execution_id, pid_t pid,
 #define RUNC_THAW_PROCS_MAX (64u << 10)   /* the cgroup.procs read: 8000 pids and more */
 void runc__cgroup_thaw(int version, const char *execution_id);
 
-/* True when the execution's cgroup holds no process (or is gone). */
-bool runc__cgroup_empty(int version, const char *execution_id);
-
 #endif
