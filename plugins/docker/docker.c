@@ -296,23 +296,13 @@ out:
     return r;
 }
 
-static int op_ensure(const struct cordon_host_v1 *host, const char *config_json,
-                     struct cordon_resource **ret_resource, struct cordon_error *err)
-{
-    if (host == NULL || ret_resource == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
-    return resource_new(host, config_json, ret_resource, err);
-}
-
-static int op_health_check(struct cordon_resource *res, struct cordon_error *err)
+static int health_check(struct cordon_resource *res, struct cordon_error *err)
 {
     struct dk_conn *conn = NULL;
     struct dk_reply reply = { 0 };
     struct dk_req rq;
     int r;
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "health_check: resource required");
     r = dk__conn_open(&res->engine, &conn, err);
     if (r < 0)
         return r;
@@ -328,12 +318,6 @@ static int op_health_check(struct cordon_resource *res, struct cordon_error *err
     dk__reply_clear(&reply);
     dk__conn_close(conn);
     return r;
-}
-
-static int op_release(struct cordon_resource *res, struct cordon_error *err)
-{
-    resource_free(res);
-    return 0;
 }
 
 /* ---- probe ---------------------------------------------------------------- */
@@ -477,7 +461,6 @@ static int probe_availability(const struct cordon_host_v1 *host, const struct dk
     struct cordon_error perr;
     const char *reason = "ready";
     char image_id[80];
-    cJSON *doc = NULL;
     int r;
 
     cordon_error_init(&perr);
@@ -491,19 +474,11 @@ static int probe_availability(const struct cordon_host_v1 *host, const struct dk
     else if (cfg->runtime != NULL &&
              (daemon_facts_read(conn, cfg, &df, &perr) < 0 || !df.runtime_ok))
         reason = df.info == NULL ? "daemon_unreachable" : "runtime_unregistered";
-    doc = cJSON_CreateObject();
-    if (doc == NULL || !cJSON_AddStringToObject(doc, "provider_id", DK_ID) ||
-        !cJSON_AddBoolToObject(doc, "available", strcmp(reason, "ready") == 0) ||
-        !cJSON_AddStringToObject(doc, "reason", reason) ||
-        (strcmp(reason, "ready") != 0 &&
-         !cJSON_AddStringToObject(doc, "detail",
-                                  strcmp(reason, "no_image") == 0
-                                      ? "no image configured: set \"image\" in the provider config"
-                                  : df.detail[0] != '\0' ? df.detail : perr.message)))
-        r = dk__nomem(err, "facts");
-    else
-        r = cordon_json_print_host(host, doc, ret, err);
-    cJSON_Delete(doc);
+    r = cordon_facts_availability_host(host, DK_ID, reason,
+                                       strcmp(reason, "no_image") == 0
+                                           ? "no image configured: set \"image\" in the provider config"
+                                       : df.detail[0] != '\0' ? df.detail : perr.message,
+                                       ret, err);
     daemon_facts_clear(&df);
     dk__conn_close(conn);
     return r;
@@ -671,17 +646,11 @@ static int op_terminate(struct cordon_resource *res, const char *state_json,
     return r;
 }
 
-static int op_reclaim(struct cordon_resource *res, const char *execution_id,
-                      struct cordon_error *err)
+static int reclaim(struct cordon_resource *res, const char *execution_id, struct cordon_error *err)
 {
     struct dk_conn *conn = NULL;
-    int r;
+    int r = dk__conn_open(&res->engine, &conn, err);
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
-    r = cordon_execution_id_check("execution_id", execution_id, err);
-    if (r == 0)
-        r = dk__conn_open(&res->engine, &conn, err);
     if (r == 0)
         r = dk__remove_labelled(conn, res, execution_id, err);
     if (r == 0)
@@ -722,7 +691,7 @@ static int op_boundary(struct cordon_resource *res, const char *state_json,
 {
     struct dk_state st = { 0 };
     struct dk_conn *conn = NULL;
-    cJSON *inspect = NULL, *doc = NULL, *arr;
+    cJSON *inspect = NULL;
     const cJSON *state, *pid;
     char path[160];
     int r;
@@ -748,15 +717,8 @@ static int op_boundary(struct cordon_resource *res, const char *state_json,
                              st.container_id, cJSON_IsNumber(pid) ? pid->valuedouble : 0.0);
         goto out;
     }
-    doc = cJSON_CreateObject();
-    arr = doc != NULL ? cJSON_AddArrayToObject(doc, "pids") : NULL;
-    if (arr == NULL || !cJSON_AddItemToArray(arr, cJSON_CreateNumber(pid->valuedouble))) {
-        r = dk__nomem(err, "boundary");
-        goto out;
-    }
-    r = cordon_json_print_host(res->host, doc, ret_boundary_json, err);
+    r = cordon_json_boundary_host(res->host, (pid_t)pid->valuedouble, ret_boundary_json, err);
 out:
-    cJSON_Delete(doc);
     cJSON_Delete(inspect);
     dk__conn_close(conn);
     dk__state_clear(&st);
@@ -764,6 +726,8 @@ out:
 }
 
 /* ---- entry point ---------------------------------------------------------- */
+
+CORDON_LIFECYCLE_OPS(op, resource_new, health_check, resource_free, reclaim)
 
 static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,

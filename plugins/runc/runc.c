@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include <cordon/provider.h>
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/path.h>
@@ -301,32 +302,22 @@ out:
     return r;
 }
 
-static int op_ensure(const struct cordon_host_v1 *host, const char *config_json,
-                     struct cordon_resource **ret_resource, struct cordon_error *err)
+static int ensure(const struct cordon_host_v1 *host, const char *config_json,
+                  struct cordon_resource **ret, struct cordon_error *err)
 {
-    if (host == NULL || ret_resource == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
-    return resource_new(host, config_json, false, ret_resource, err);
+    return resource_new(host, config_json, false, ret, err);
 }
 
-static int op_health_check(struct cordon_resource *res, struct cordon_error *err)
+static int health_check(struct cordon_resource *res, struct cordon_error *err)
 {
     struct stat st;
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "health_check: resource required");
     if (!runc__executable(res->runtime))
         return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "runtime: %s is gone",
                                 res->runtime);
     if (stat(res->cfg.root, &st) != 0 || !S_ISDIR(st.st_mode))
         return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "config.root: %s is gone",
                                 res->cfg.root);
-    return 0;
-}
-
-static int op_release(struct cordon_resource *res, struct cordon_error *err)
-{
-    resource_free(res);
     return 0;
 }
 
@@ -482,13 +473,8 @@ static int op_terminate(struct cordon_resource *res, const char *state_json,
     return r;
 }
 
-static int op_reclaim(struct cordon_resource *res, const char *execution_id,
-                      struct cordon_error *err)
+static int reclaim(struct cordon_resource *res, const char *execution_id, struct cordon_error *err)
 {
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
-    if (cordon_execution_id_check("execution_id", execution_id, err) < 0)
-        return CORDON_E_INVALID;
     return runc__destroy(res, execution_id, 0, err);
 }
 
@@ -502,7 +488,6 @@ static int op_boundary(struct cordon_resource *res, const char *state_json,
                        char **ret_boundary_json, struct cordon_error *err)
 {
     struct runc_state st = { 0 };
-    cJSON *doc = NULL, *arr;
     int r, pidfd = -1;
 
     if (res == NULL || ret_boundary_json == NULL)
@@ -513,17 +498,10 @@ static int op_boundary(struct cordon_resource *res, const char *state_json,
         r = runc__init_pin(res, st.id, st.pid, &pidfd, err);
     if (r < 0)
         goto out;
-    doc = cJSON_CreateObject();
-    arr = doc != NULL ? cJSON_AddArrayToObject(doc, "pids") : NULL;
-    if (arr == NULL || !cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)st.pid))) {
-        r = runc__nomem(err, "boundary");
-        goto out;
-    }
-    r = cordon_json_print_host(res->host, doc, ret_boundary_json, err);
+    r = cordon_json_boundary_host(res->host, st.pid, ret_boundary_json, err);
 out:
     if (pidfd >= 0)
         close(pidfd);
-    cJSON_Delete(doc);
     runc__state_clear(&st);
     return r;
 }
@@ -632,7 +610,6 @@ static int probe_availability(const struct cordon_host_v1 *host, const struct ru
 {
     struct runc_image img = { 0 };
     struct cordon_error why;
-    cJSON *doc = cJSON_CreateObject();
     char *runtime = NULL, *base = NULL;
     const char *sd = CORDON_HOST_HAS(host, state_dir) ? host->state_dir : NULL;
     int r;
@@ -648,13 +625,7 @@ static int probe_availability(const struct cordon_host_v1 *host, const struct ru
         if (r == 0)
             r = runc__image_check(base != NULL ? base : "/nonexistent", &img, NULL, &why);
     }
-    if (doc == NULL || cJSON_AddStringToObject(doc, "provider_id", RUNC_ID) == NULL ||
-        cJSON_AddBoolToObject(doc, "available", r == 0) == NULL ||
-        cJSON_AddStringToObject(doc, "reason", r == 0 ? "ready" : why.message) == NULL)
-        r = runc__nomem(err, "facts");
-    else
-        r = cordon_json_print_host(host, doc, ret, err);
-    cJSON_Delete(doc);
+    r = cordon_facts_availability_host(host, RUNC_ID, r == 0 ? "ready" : why.message, NULL, ret, err);
     runc__image_clear(&img);
     free(runtime);
     free(base);
@@ -751,6 +722,8 @@ out:
 }
 
 /* ---- entry point ------------------------------------------------------------ */
+
+CORDON_LIFECYCLE_OPS(op, ensure, health_check, resource_free, reclaim)
 
 static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,

@@ -94,32 +94,22 @@ out:
     return r;
 }
 
-static int op_ensure(const struct cordon_host_v1 *host, const char *config_json,
-                     struct cordon_resource **ret_resource, struct cordon_error *err)
+static int ensure(const struct cordon_host_v1 *host, const char *config_json,
+                  struct cordon_resource **ret, struct cordon_error *err)
 {
-    if (host == NULL || ret_resource == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
-    return resource_new(host, config_json, true, ret_resource, err);
+    return resource_new(host, config_json, true, ret, err);
 }
 
-static int op_health_check(struct cordon_resource *res, struct cordon_error *err)
+static int health_check(struct cordon_resource *res, struct cordon_error *err)
 {
     struct stat st;
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "health_check: resource required");
     if (stat(res->cfg.root, &st) != 0)
         return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "root: %s: %s", res->cfg.root,
                                 strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return cordon_error_set(err, CORDON_E_UNAVAILABLE, 0, "root: %s is not a directory",
                                 res->cfg.root);
-    return 0;
-}
-
-static int op_release(struct cordon_resource *res, struct cordon_error *err)
-{
-    resource_free(res);
     return 0;
 }
 
@@ -415,16 +405,9 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         goto out;
 
     if (flags & CORDON_PROBE_AVAILABILITY) {
-        cJSON *doc = cJSON_CreateObject();
-        bool ok = tl__root_prepare(&cfg, &perr) == 0;
-
-        if (doc == NULL || cJSON_AddStringToObject(doc, "provider_id", TL_ID) == NULL ||
-            cJSON_AddBoolToObject(doc, "available", ok) == NULL ||
-            cJSON_AddStringToObject(doc, "reason", ok ? "ready" : perr.message) == NULL)
-            r = tl__nomem(err, "facts");
-        else
-            r = cordon_json_print_host(host, doc, &out, err);
-        cJSON_Delete(doc);
+        r = cordon_facts_availability_host(host, TL_ID,
+                                           tl__root_prepare(&cfg, &perr) == 0 ? "ready" : perr.message,
+                                           NULL, &out, err);
         goto out;
     }
 
@@ -730,17 +713,11 @@ static int op_terminate(struct cordon_resource *res, const char *state_json,
     return r;
 }
 
-static int op_reclaim(struct cordon_resource *res, const char *execution_id,
-                      struct cordon_error *err)
+static int reclaim(struct cordon_resource *res, const char *execution_id, struct cordon_error *err)
 {
     char *dir = NULL;
-    int r;
+    int r = execution_paths(res, execution_id, &dir, NULL, err);
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
-    r = cordon_execution_id_check("execution_id", execution_id, err);
-    if (r == 0)
-        r = execution_paths(res, execution_id, &dir, NULL, err);
     if (r == 0)
         r = destroy(res, dir, execution_id, res->cfg.uid, err);
     free(dir);
@@ -785,6 +762,8 @@ static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
 }
 
 /* ---- entry point -------------------------------------------------------- */
+
+CORDON_LIFECYCLE_OPS(op, ensure, health_check, resource_free, reclaim)
 
 static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,
