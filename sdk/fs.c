@@ -355,34 +355,6 @@ out:
     return r;
 }
 
-ssize_t cordon__fs_read_small(int dirfd, const char *name, char *buf, size_t size)
-{
-    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-    size_t got = 0;
-    int saved;
-
-    if (fd < 0)
-        return -1;
-    while (got + 1 < size) {
-        ssize_t n = read(fd, buf + got, size - 1 - got);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            saved = errno;
-            close(fd);
-            errno = saved;
-            return -1;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    buf[got] = '\0';
-    return (ssize_t)got;
-}
-
 int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes, char **ret_buf,
                         size_t *ret_len, struct cordon_error *err)
 {
