@@ -77,6 +77,10 @@ int cli_usage_error(const char *verb, bool json, const char *fmt, ...)
 /* Print a JSON document on stdout followed by a newline. */
 void cli_print_json(const char *text);
 
+/* obj's string member key, or fallback when there is none (or obj is not
+ * an object): the fields of a human listing. */
+const char *cli_str(const cJSON *obj, const char *key, const char *fallback);
+
 int cmd_providers(const struct cli_global *g, int argc, char **argv);
 int cmd_probe(const struct cli_global *g, int argc, char **argv);
 int cmd_run(const struct cli_global *g, int argc, char **argv);
