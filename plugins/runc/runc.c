@@ -243,7 +243,7 @@ static bool kernel_at_least(unsigned major, unsigned minor)
 }
 
 static int resource_new(const struct cordon_host_v1 *host, const char *config_json,
-                        bool probe_only, struct cordon_resource **ret, struct cordon_error *err)
+                        struct cordon_resource **ret, struct cordon_error *err)
 {
     struct cordon_resource *res = calloc(1, sizeof(*res));
     const char *sd = CORDON_HOST_HAS(host, state_dir) ? host->state_dir : NULL;
@@ -252,7 +252,6 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
     if (res == NULL)
         return runc__nomem(err, "ensure");
     res->host = host;
-    res->probe_only = probe_only;
     r = config_parse(config_json, &res->cfg, err);
     if (r < 0)
         goto out;
@@ -300,12 +299,6 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
 out:
     resource_free(res);
     return r;
-}
-
-static int ensure(const struct cordon_host_v1 *host, const char *config_json,
-                  struct cordon_resource **ret, struct cordon_error *err)
-{
-    return resource_new(host, config_json, false, ret, err);
 }
 
 static int health_check(struct cordon_resource *res, struct cordon_error *err)
@@ -696,7 +689,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         r = probe_availability(host, &cfg, &out, err);
         goto out;
     }
-    if (resource_new(host, config_json, true, &res, &why) < 0 ||
+    if (resource_new(host, config_json, &res, &why) < 0 ||
         (cfg.image != NULL &&
          (runc__image_parse(cfg.image, cfg.allow_unpinned, &img, &why) < 0 ||
           runc__image_check(res->base, &img, &cached, &why) < 0))) {
@@ -723,7 +716,7 @@ out:
 
 /* ---- entry point ------------------------------------------------------------ */
 
-CORDON_LIFECYCLE_OPS(op, ensure, health_check, resource_free, reclaim)
+CORDON_LIFECYCLE_OPS(op, resource_new, health_check, resource_free, reclaim)
 
 static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,
