@@ -496,7 +496,6 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     char image_id[80] = "", *mech_text = NULL;
     const char *rt;
     bool gvisor;
-    char *out = NULL;
     const char *init = NULL;
     cJSON *mech = NULL;
     struct cordon_error iperr;
@@ -512,13 +511,13 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     if (r < 0)
         goto out;
     if (flags & CORDON_PROBE_AVAILABILITY) {
-        r = probe_availability(host, &cfg, &out, err);
+        r = probe_availability(host, &cfg, ret_facts_json, err);
         goto out;
     }
     if (dk__engine_init(&e, cfg.socket, &perr) < 0 ||
         dk__engine_negotiate(&e, df.server, &perr) < 0 || dk__conn_open(&e, &conn, &perr) < 0 ||
         daemon_facts_read(conn, &cfg, &df, &perr) < 0) {
-        r = facts_unavailable(host, "daemon_unreachable", perr.message, NULL, &out, err);
+        r = facts_unavailable(host, "daemon_unreachable", perr.message, NULL, ret_facts_json, err);
         goto out;
     }
     if (cfg.image != NULL) {
@@ -526,7 +525,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         if (image_inspect(conn, cfg.image, image_id, &perr) < 0) {
             r = facts_unavailable(host, perr.code == CORDON_E_NOT_FOUND ? "image_missing"
                                                                      : "daemon_unreachable",
-                                  perr.message, NULL, &out, err);
+                                  perr.message, NULL, ret_facts_json, err);
             goto out;
         }
     }
@@ -538,28 +537,28 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         goto out;
     }
     if (!df.runtime_ok) {
-        r = facts_unavailable(host, "runtime_unregistered", df.detail, mech, &out, err);
+        r = facts_unavailable(host, "runtime_unregistered", df.detail, mech, ret_facts_json, err);
         goto out;
     }
     if (!df.limits_ok) {
-        r = facts_unavailable(host, "limits_unsupported", df.detail, mech, &out, err);
+        r = facts_unavailable(host, "limits_unsupported", df.detail, mech, ret_facts_json, err);
         goto out;
     }
     if (init == NULL) {
-        r = facts_unavailable(host, "init_missing", iperr.message, mech, &out, err);
+        r = facts_unavailable(host, "init_missing", iperr.message, mech, ret_facts_json, err);
         goto out;
     }
     if (cfg.image == NULL) {
         r = facts_unavailable(host, "no_image",
                               "no image configured: set \"image\" in the provider config "
                               "(NAME@sha256:<64 hex> or sha256:<64 hex>); the host observes the "
-                              "sandbox it would give, which needs the image", mech, &out, err);
+                              "sandbox it would give, which needs the image", mech, ret_facts_json, err);
         goto out;
     }
     /* A resource made exactly as a user's would be: the host's own
      * observation then provisions through it. */
     if (resource_new(host, config_json, &res, &perr) < 0) {
-        r = facts_unavailable(host, "daemon_unreachable", perr.message, mech, &out, err);
+        r = facts_unavailable(host, "daemon_unreachable", perr.message, mech, ret_facts_json, err);
         goto out;
     }
     rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mech, "runtime"));
@@ -594,13 +593,9 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
                                        "\"disk_bytes\":\"tmpfs_size\",\"pids\":\"cgroup\","
                                        "\"runtime_ms\":\"sandbox_init\",\"max_output_bytes\":\"host\"}",
         };
-        r = cordon_facts_compose_host(host, &parts, &out, err);
+        r = cordon_facts_compose_host(host, &parts, ret_facts_json, err);
     }
 out:
-    if (r == 0)
-        *ret_facts_json = out;
-    else if (out != NULL)
-        host->free(out);
     free(mech_text);
     cJSON_Delete(mech);
     resource_free(res);
@@ -620,15 +615,12 @@ static int uid_give_back(const struct cordon_resource *res, const char *id,
 
 /* Remove the container, then anything else labelled for the execution:
  * a container gone by AutoRemove is success, a volume it left is not. */
-static int op_terminate(struct cordon_resource *res, const char *state_json,
-                        struct cordon_error *err)
+static int terminate(struct cordon_resource *res, const char *state_json, struct cordon_error *err)
 {
     struct dk_state st = { 0 };
     struct dk_conn *conn = NULL;
     int r;
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "terminate: resource required");
     /* Only the ids are needed: terminate works from every state. */
     r = dk__state_parse(res, state_json, false, &st, err);
     if (r == 0)
@@ -659,17 +651,12 @@ static int reclaim(struct cordon_resource *res, const char *execution_id, struct
     return r;
 }
 
-static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
-                              struct cordon_error *err)
+static int list_executions(struct cordon_resource *res, char **ret_ids_json, struct cordon_error *err)
 {
     struct dk_conn *conn = NULL;
     cJSON *ids = NULL;
-    int r;
+    int r = dk__conn_open(&res->engine, &conn, err);
 
-    if (res == NULL || ret_ids_json == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "list_executions: resource and ret_ids_json required");
-    r = dk__conn_open(&res->engine, &conn, err);
     if (r == 0)
         r = dk__list_labelled(conn, res, &ids, err);
     if (r == 0)
@@ -727,7 +714,7 @@ out:
 
 /* ---- entry point ---------------------------------------------------------- */
 
-CORDON_LIFECYCLE_OPS(op, resource_new, health_check, resource_free, reclaim)
+CORDON_LIFECYCLE_OPS(op, resource_new, health_check, resource_free, terminate, reclaim, list_executions)
 
 static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,

@@ -450,14 +450,11 @@ CORDON_WORKSPACE_SLOTS(op, workspace_for_slots)
 
 /* ---- terminate, reclaim, list ---------------------------------------------- */
 
-static int op_terminate(struct cordon_resource *res, const char *state_json,
-                        struct cordon_error *err)
+static int terminate(struct cordon_resource *res, const char *state_json, struct cordon_error *err)
 {
     struct runc_state st = { 0 };
     int r;
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "terminate: resource required");
     /* Only the id is needed: terminate works from every state. */
     r = runc__state_parse(res, state_json, false, &st, err);
     if (r == 0)
@@ -512,11 +509,10 @@ static void add_unique(cJSON *ids, const char *id)
 
 /* Bundles under this host's state directory, and the runtime's containers
  * labelled with this host's instance id (a bundle may be gone already). */
-static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
-                              struct cordon_error *err)
+static int list_executions(struct cordon_resource *res, char **ret_ids_json, struct cordon_error *err)
 {
     const char *args[] = { "list", "--format", "json", NULL };
-    const char *me = res != NULL ? res->host->host_instance_id : NULL;
+    const char *me = res->host->host_instance_id;
     struct runc_cmd_result c = { 0 };
     cJSON *ids = cJSON_CreateArray(), *list = NULL, *item;
     char *dir_path = NULL;
@@ -524,10 +520,8 @@ static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
     DIR *dir;
     int r;
 
-    if (res == NULL || ids == NULL) {
-        cJSON_Delete(ids);
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "list_executions: resource required");
-    }
+    if (ids == NULL)
+        return runc__nomem(err, "list_executions");
     dir = asprintf(&dir_path, "%s/bundles", res->base) < 0 ? NULL : opendir(dir_path);
     while (dir != NULL && (de = readdir(dir)) != NULL)
         if (cordon_execution_id_check("bundle", de->d_name, NULL) == 0)
@@ -674,7 +668,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     struct runc_config cfg = { 0 };
     struct runc_image img = { 0 };
     struct cordon_error why;
-    char *mech = NULL, *out = NULL;
+    char *mech = NULL;
     bool cached = false;
     int r;
 
@@ -686,14 +680,14 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     if ((r = config_parse(config_json, &cfg, err)) < 0)
         goto out;
     if (flags & CORDON_PROBE_AVAILABILITY) {
-        r = probe_availability(host, &cfg, &out, err);
+        r = probe_availability(host, &cfg, ret_facts_json, err);
         goto out;
     }
     if (resource_new(host, config_json, &res, &why) < 0 ||
         (cfg.image != NULL &&
          (runc__image_parse(cfg.image, cfg.allow_unpinned, &img, &why) < 0 ||
           runc__image_check(res->base, &img, &cached, &why) < 0))) {
-        r = facts_unavailable(host, why.message, &out, err);
+        r = facts_unavailable(host, why.message, ret_facts_json, err);
         goto out;
     }
     mech = mechanism_facts(res, cfg.image, img.pinned, cached);
@@ -701,12 +695,8 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         r = runc__nomem(err, "facts");
         goto out;
     }
-    r = facts_compose(host, true, "ready", mech, &out, err);
+    r = facts_compose(host, true, "ready", mech, ret_facts_json, err);
 out:
-    if (r == 0)
-        *ret_facts_json = out;
-    else if (out != NULL)
-        host->free(out);
     free(mech);
     runc__image_clear(&img);
     resource_free(res);
@@ -716,7 +706,7 @@ out:
 
 /* ---- entry point ------------------------------------------------------------ */
 
-CORDON_LIFECYCLE_OPS(op, resource_new, health_check, resource_free, reclaim)
+CORDON_LIFECYCLE_OPS(op, resource_new, health_check, resource_free, terminate, reclaim, list_executions)
 
 static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,

@@ -392,7 +392,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     struct cordon_resource *res = NULL;
     struct tl_config cfg = { 0 };
     struct cordon_error perr;
-    char *mech = NULL, *out = NULL;
+    char *mech = NULL;
     bool area_tmpfs;
     int r;
 
@@ -407,13 +407,13 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     if (flags & CORDON_PROBE_AVAILABILITY) {
         r = cordon_facts_availability_host(host, TL_ID,
                                            tl__root_prepare(&cfg, &perr) == 0 ? "ready" : perr.message,
-                                           NULL, &out, err);
+                                           NULL, ret_facts_json, err);
         goto out;
     }
 
     /* Probing runs nothing, so it needs no allow_unsafe_local. */
     if (resource_new(host, config_json, false, &res, &perr) < 0) {
-        r = facts_unavailable(host, perr.message, &out, err);
+        r = facts_unavailable(host, perr.message, ret_facts_json, err);
         goto out;
     }
     area_tmpfs = cfg.switch_user && area_tmpfs_works(&cfg);
@@ -424,12 +424,8 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     }
     r = facts_compose(host, true, "ready", &cfg,
                       area_tmpfs ? limits_area : cfg.switch_user ? limits_user : limits_self,
-                      mech, &out, err);
+                      mech, ret_facts_json, err);
 out:
-    if (r == 0)
-        *ret_facts_json = out;
-    else if (out != NULL)
-        host->free(out);
     free(mech);
     resource_free(res);
     tl__config_clear(&cfg);
@@ -690,17 +686,13 @@ static int destroy(const struct cordon_resource *res, const char *dir, const cha
     return r;
 }
 
-static int op_terminate(struct cordon_resource *res, const char *state_json,
-                        struct cordon_error *err)
+static int terminate(struct cordon_resource *res, const char *state_json, struct cordon_error *err)
 {
     struct tl_state st = { 0 };
     struct cordon_error ignored;
-    uint64_t uid;
+    uint64_t uid = res->cfg.uid;
     int r;
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "terminate: resource required");
-    uid = res->cfg.uid;
     /* Only the id is needed: terminate works from every state. The uid the
      * execution ran as, when the state has it, finds what it left behind. */
     r = tl__state_parse(res, state_json, false, &st, err);
@@ -724,19 +716,16 @@ static int reclaim(struct cordon_resource *res, const char *execution_id, struct
     return r;
 }
 
-static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
-                              struct cordon_error *err)
+static int list_executions(struct cordon_resource *res, char **ret_ids_json, struct cordon_error *err)
 {
-    const char *me = res != NULL ? res->host->host_instance_id : NULL;
+    const char *me = res->host->host_instance_id;
     cJSON *ids = cJSON_CreateArray();
     struct dirent *de;
     DIR *dir;
     int r = 0;
 
-    if (res == NULL || ids == NULL) {
-        cJSON_Delete(ids);
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "list_executions: resource required");
-    }
+    if (ids == NULL)
+        return tl__nomem(err, "list_executions");
     dir = opendir(res->cfg.root);
     while (dir != NULL && (de = readdir(dir)) != NULL) {
         char *mark = NULL;
@@ -763,7 +752,7 @@ static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
 
 /* ---- entry point -------------------------------------------------------- */
 
-CORDON_LIFECYCLE_OPS(op, ensure, health_check, resource_free, reclaim)
+CORDON_LIFECYCLE_OPS(op, ensure, health_check, resource_free, terminate, reclaim, list_executions)
 
 static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,

@@ -24,20 +24,23 @@ CORDON_EXTERN uint64_t cordon_now_monotonic_ms(void);
 CORDON_EXTERN uint64_t cordon_now_wall_ms(void);
 
 /*
- * A provider's ensure, health_check, release and reclaim, defined as
- * prefix_ensure and so on around its own functions, with the checks of
- * their arguments that every provider makes (CORDON_E_INVALID "ensure:
- * host and ret_resource required", "health_check: resource required",
- * "reclaim: resource required", an execution id of the grammar):
+ * A provider's ensure, health_check, release, terminate, reclaim and
+ * list_executions, defined as prefix_ensure and so on around its own
+ * functions, with the checks of their arguments that every provider makes
+ * (CORDON_E_INVALID "ensure: host and ret_resource required",
+ * "health_check: resource required" and so on; an execution id of the
+ * grammar for reclaim):
  *
  *     make(host, config_json, ret_resource, err)   ensure
  *     health(resource, err)                        health_check
  *     drop(resource)                               release (then 0)
+ *     terminate(resource, state_json, err)         terminate
  *     reclaim(resource, execution_id, err)         reclaim
+ *     list(resource, ret_ids_json, err)            list_executions
  *
  * Using it needs <cordon/sdk/bounds.h> too (cordon_execution_id_check).
  */
-#define CORDON_LIFECYCLE_OPS(prefix, make, health, drop, reclaim)                                  \
+#define CORDON_LIFECYCLE_OPS(prefix, make, health, drop, terminate, reclaim, list)                 \
     static int prefix##_ensure(const struct cordon_host_v1 *host_, const char *config_,          \
                                struct cordon_resource **ret_, struct cordon_error *err_)         \
     {                                                                                            \
@@ -66,6 +69,21 @@ CORDON_EXTERN uint64_t cordon_now_wall_ms(void);
                               : cordon_execution_id_check("execution_id", id_, err_);            \
                                                                                                  \
         return r_ < 0 ? r_ : reclaim(res_, id_, err_);                                           \
+    }                                                                                            \
+    static int prefix##_terminate(struct cordon_resource *res_, const char *state_,              \
+                                  struct cordon_error *err_)                                     \
+    {                                                                                            \
+        if (res_ == NULL)                                                                        \
+            return cordon_error_set(err_, CORDON_E_INVALID, 0, "terminate: resource required");  \
+        return terminate(res_, state_, err_);                                                    \
+    }                                                                                            \
+    static int prefix##_list_executions(struct cordon_resource *res_, char **ret_,               \
+                                        struct cordon_error *err_)                               \
+    {                                                                                            \
+        if (res_ == NULL || ret_ == NULL)                                                        \
+            return cordon_error_set(err_, CORDON_E_INVALID, 0,                                   \
+                                    "list_executions: resource and ret_ids_json required");      \
+        return list(res_, ret_, err_);                                                           \
     }
 
 #ifdef __cplusplus
