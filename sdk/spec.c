@@ -205,3 +205,21 @@ int cordon_spec_state_from_json(const cJSON *state, struct cordon_spec_state *re
     *ret = k;
     return 0;
 }
+
+int cordon_spec_state_parse(const char *json, cJSON **ret_doc, const char **ret_id,
+                            struct cordon_error *err)
+{
+    cJSON *doc = NULL;
+    int r = cordon_json_parse_object("state", json, CORDON_STATE_MAX, &doc, err);
+
+    *ret_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "execution_id"));
+    if (r == 0)
+        r = cordon_execution_id_check("state.execution_id", *ret_id, err);
+    if (r < 0) {
+        cJSON_Delete(doc);
+        doc = NULL;
+        *ret_id = NULL;
+    }
+    *ret_doc = doc;
+    return r;
+}

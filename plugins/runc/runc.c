@@ -354,11 +354,7 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
     uint64_t v;
     int r;
 
-    r = cordon_json_parse_object("state", json, CORDON_STATE_MAX, &st.doc, err);
-    if (r < 0)
-        goto out;
-    st.id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id"));
-    r = cordon_execution_id_check("state.execution_id", st.id, err);
+    r = cordon_spec_state_parse(json, &st.doc, &st.id, err);
     if (r < 0)
         goto out;
     st.bundle = runc__bundle_path(res, st.id);

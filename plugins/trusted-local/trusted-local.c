@@ -205,12 +205,7 @@ int tl__state_parse(const struct cordon_resource *res, const char *json, bool fu
     uint64_t v;
     int r;
 
-    r = cordon_json_parse_object("state", json, CORDON_STATE_MAX, &st.doc, err);
-    if (r < 0)
-        goto out;
-    item = cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id");
-    st.execution_id = cJSON_IsString(item) ? item->valuestring : NULL;
-    r = cordon_execution_id_check("state.execution_id", st.execution_id, err);
+    r = cordon_spec_state_parse(json, &st.doc, &st.execution_id, err);
     if (r < 0)
         goto out;
     r = execution_paths(res, st.execution_id, &st.dir, &st.workspace, err);

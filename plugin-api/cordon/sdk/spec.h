@@ -125,6 +125,13 @@ CORDON_EXTERN bool cordon_spec_state_add(cJSON *state, const struct cordon_spec_
 CORDON_EXTERN int cordon_spec_state_from_json(const cJSON *state, struct cordon_spec_state *ret,
                                               struct cordon_error *err);
 
+/* A state the host handed back: json, at most CORDON_STATE_MAX bytes, as
+ * an object into *ret_doc (free with cJSON_Delete; NULL on failure) and
+ * its "execution_id", checked against the grammar ("state.execution_id"),
+ * into *ret_id (borrowed from the document). */
+CORDON_EXTERN int cordon_spec_state_parse(const char *json, cJSON **ret_doc, const char **ret_id,
+                                          struct cordon_error *err);
+
 #ifdef __cplusplus
 }
 #endif
