@@ -76,34 +76,6 @@ void cordon__note_error(const char *fmt, ...)
     va_end(ap);
 }
 
-/* Read at most max bytes of path; returns the length or -1 with errno. */
-ssize_t cordon__read_small(const char *path, char *buf, size_t max)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    size_t got = 0;
-    int saved;
-
-    if (fd < 0)
-        return -1;
-    while (got < max) {
-        ssize_t n = read(fd, buf + got, max - got);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            saved = errno;
-            close(fd);
-            errno = saved;
-            return -1;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    return (ssize_t)got;
-}
-
 static void random_hex(char *out, size_t nbytes)
 {
     unsigned char raw[16] = { 0 };
@@ -187,7 +159,7 @@ static void observe_ns(struct cordon__jw *w)
 /* The kernel's boot id (a UUID per boot), trimmed; false when unreadable. */
 static bool read_boot_id(char *out, size_t size, int *ret_errno)
 {
-    ssize_t n = cordon__read_small("/proc/sys/kernel/random/boot_id", out, size - 1);
+    ssize_t n = cordon__fs_read_small(AT_FDCWD, "/proc/sys/kernel/random/boot_id", out, size);
 
     if (n < 0) {
         *ret_errno = errno;
@@ -283,7 +255,7 @@ static void observe_kernel(struct cordon__jw *w, const struct opts *o)
         cordon__jw_errno(w, boot_errno);
     cordon__jw_string(w, "klog_first", have_klog ? klog : NULL);
     cordon__jw_int(w, "klog_errno", klog_errno);
-    n = cordon__read_small("/proc/uptime", up, sizeof(up) - 1);
+    n = cordon__fs_read_small(AT_FDCWD, "/proc/uptime", up, sizeof(up));
     if (n > 0) {
         char *end;
         double secs;
@@ -316,7 +288,7 @@ static void observe_kernel(struct cordon__jw *w, const struct opts *o)
 static void observe_canary_file(struct cordon__jw *w, const struct opts *o)
 {
     size_t token_len = strlen(o->canary_token);
-    char buf[MAX_TOKEN + 1];
+    char buf[MAX_TOKEN + 2];
     struct stat st;
     bool exists, readable = false, matches = false;
     int stat_errno = 0, read_errno = 0;
@@ -326,7 +298,7 @@ static void observe_canary_file(struct cordon__jw *w, const struct opts *o)
     if (!exists)
         stat_errno = errno;
     /* One byte more than the token, so that a longer file does not match. */
-    n = cordon__read_small(o->canary_path, buf, token_len + 1);
+    n = cordon__fs_read_small(AT_FDCWD, o->canary_path, buf, token_len + 2);
     if (n >= 0) {
         readable = true;
         matches = (size_t)n == token_len && memcmp(buf, o->canary_token, token_len) == 0;
@@ -359,7 +331,7 @@ static void observe_host_pid(struct cordon__jw *w, const struct opts *o)
 
     snprintf(path, sizeof(path), "/proc/%ld/cmdline", o->host_pid);
     plen = (size_t)snprintf(pattern, sizeof(pattern), "--idle%c%s%c", '\0', o->host_pid_token, '\0');
-    n = cordon__read_small(path, cmd, sizeof(cmd));
+    n = cordon__fs_read_small(AT_FDCWD, path, cmd, sizeof(cmd));
     readable = n >= 0;
     if (!readable)
         cmd_errno = errno;
@@ -463,7 +435,7 @@ static void observe_fds(struct cordon__jw *w)
 static void observe_net(struct cordon__jw *w)
 {
     static char dev[64 * 1024];
-    ssize_t n = cordon__read_small("/proc/net/dev", dev, sizeof(dev) - 1);
+    ssize_t n = cordon__fs_read_small(AT_FDCWD, "/proc/net/dev", dev, sizeof(dev));
     unsigned line_no = 0, count = 0;
 
     cordon__jw_open(w, "net", '{');

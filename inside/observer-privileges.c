@@ -56,7 +56,7 @@ void cordon__observe_status(struct cordon__jw *w)
     static const char *const int_keys[] = { "NoNewPrivs", "Seccomp", "Seccomp_filters" };
     static const char *const cap_keys[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
     static char status[64 * 1024];
-    ssize_t n = cordon__read_small("/proc/self/status", status, sizeof(status) - 1);
+    ssize_t n = cordon__fs_read_small(AT_FDCWD, "/proc/self/status", status, sizeof(status));
     cap_t caps;
 
     if (n < 0) {

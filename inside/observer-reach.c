@@ -70,7 +70,7 @@ static bool stat_read(pid_t pid, struct proc *ret)
     size_t len;
 
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    n = cordon__read_small(path, buf, sizeof(buf) - 1);
+    n = cordon__fs_read_small(AT_FDCWD, path, buf, sizeof(buf));
     if (n <= 0)
         return false;
     buf[n] = '\0';

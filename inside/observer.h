@@ -11,7 +11,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <fcntl.h>
 #include <sys/types.h>
+
+#include "sdk/read-small.h"
 
 #define CORDON__MAX_REPORT_BYTES (512u * 1024u)
 #define CORDON__JW_MAX_DEPTH 16
@@ -48,8 +51,6 @@ void cordon__jw_errno(struct cordon__jw *w, int e);
 
 /* What went wrong while observing, for the report's "errors". */
 void cordon__note_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Read at most max bytes of path; returns the length or -1 with errno. */
-ssize_t cordon__read_small(const char *path, char *buf, size_t max);
 /* All of buf to fd, through EINTR; 0 or -1 with errno. */
 int cordon__write_all(int fd, const char *buf, size_t len);
 

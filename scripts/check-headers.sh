@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a provider author compiles, compiled the way they would:
-#   - every public header together with CORDON_PROVIDER_DEFINE and
-#     CORDON_WORKSPACE_SLOTS, under
+#   - every public header together with CORDON_PROVIDER_DEFINE,
+#     CORDON_WORKSPACE_SLOTS and CORDON_LIFECYCLE_OPS, under
 #     clang -Weverything -Werror, gcc -Wall -Wextra -Wpedantic -Werror
 #     -std=c11, and (the headers alone) as C++ under g++ -Wall -Wextra -Werror;
 #   - the skeleton of docs/provider-authoring.md (its first C block) and
@@ -51,11 +51,22 @@ passed=0 failed=0
   echo '{ (void)res; (void)state_json; (void)ret;'
   echo '  return cordon_error_set(err, CORDON_E_UNSUPPORTED, 0, "none"); }'
   echo 'CORDON_WORKSPACE_SLOTS(vt, ws_open)'
+  echo 'static int mk(const struct cordon_host_v1 *h, const char *c, struct cordon_resource **r,'
+  echo '              struct cordon_error *e) { (void)h; (void)c; (void)r; (void)e; return 0; }'
+  echo 'static int hc(struct cordon_resource *r, struct cordon_error *e) { (void)r; (void)e; return 0; }'
+  echo 'static void drop(struct cordon_resource *r) { (void)r; }'
+  echo 'static int term(struct cordon_resource *r, const char *s, struct cordon_error *e)'
+  echo '{ (void)r; (void)s; (void)e; return 0; }'
+  echo 'static int list(struct cordon_resource *r, char **ids, struct cordon_error *e)'
+  echo '{ (void)r; (void)ids; (void)e; return 0; }'
+  echo 'CORDON_LIFECYCLE_OPS(vt, mk, hc, drop, term, term, list)'
   echo 'extern const size_t check_sizes;'
   echo 'const size_t check_sizes = sizeof(struct cordon_spec) + sizeof(struct cordon_exec_request);'
   echo 'static const struct cordon_provider_v1 vt = { .abi_version = CORDON_ABI_VERSION,'
   echo '    .struct_size = sizeof(struct cordon_provider_v1), .import_tar = vt_import_tar,'
-  echo '    .import_files = vt_import_files, .export_tar = vt_export_tar, .export_files = vt_export_files };'
+  echo '    .import_files = vt_import_files, .export_tar = vt_export_tar, .export_files = vt_export_files,'
+  echo '    .ensure = vt_ensure, .health_check = vt_health_check, .release = vt_release,'
+  echo '    .terminate = vt_terminate, .reclaim = vt_reclaim, .list_executions = vt_list_executions };'
   echo 'CORDON_PROVIDER_DEFINE(vt)'
 } >"$work/all.c"
 grep '^#include' "$work/all.c" >"$work/all.cc"

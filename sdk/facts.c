@@ -10,6 +10,7 @@
 #include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/host.h>
+#include <cordon/sdk/json.h>
 
 #include "sdk/json-internal.h"
 #include "sdk/facts-validate.h"
@@ -842,4 +843,26 @@ int cordon_facts_compose_host(const struct cordon_host_v1 *host,
         return cordon_error_set(err, CORDON_E_NOMEM, 0, "facts compose: out of memory");
     *ret_json = copy;
     return 0;
+}
+
+int cordon_facts_availability_host(const struct cordon_host_v1 *host, const char *provider_id,
+                                   const char *reason, const char *detail, char **ret_json,
+                                   struct cordon_error *err)
+{
+    bool ready = reason != NULL && strcmp(reason, "ready") == 0;
+    cJSON *doc = cJSON_CreateObject();
+    int rc;
+
+    if (host == NULL || provider_id == NULL || reason == NULL || ret_json == NULL)
+        rc = cordon_error_set(err, CORDON_E_INVALID, 0,
+                              "facts availability: host, provider_id, reason and ret_json are required");
+    else if (!cJSON_AddStringToObject(doc, "provider_id", provider_id) ||
+             !cJSON_AddBoolToObject(doc, "available", ready) ||
+             !cJSON_AddStringToObject(doc, "reason", reason) ||
+             (!ready && detail != NULL && !cJSON_AddStringToObject(doc, "detail", detail)))
+        rc = cordon_error_set(err, CORDON_E_NOMEM, 0, "facts availability: out of memory");
+    else
+        rc = cordon_json_print_host(host, doc, ret_json, err);
+    cJSON_Delete(doc);
+    return rc;
 }

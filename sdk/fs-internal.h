@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <cordon/error.h>
+#include "sdk/read-small.h"
 
 /* Fresh names tried before giving up. */
 #define CORDON__FS_TEMP_TRIES 16
@@ -40,11 +41,6 @@ int cordon__fs_check_rel(const char *rel, struct cordon_error *err);
 int cordon__fs_read_fd(int fd, const char *name, size_t max_bytes, size_t size_hint, char **ret_buf,
                        size_t *ret_len, struct cordon_error *err);
 
-/* The first size - 1 bytes of a small file (a /proc file, a lock file's
- * owner) into the caller's buf, NUL-terminated: name under dirfd
- * (AT_FDCWD for a path), never through a last-component link. The length,
- * or -1 with errno. */
-ssize_t cordon__fs_read_small(int dirfd, const char *name, char *buf, size_t size);
 
 /* Open rel (already checked) beneath dirfd, never through a link. Returns an fd or -errno. */
 int cordon__fs_open_raw(int dirfd, const char *rel, int flags, mode_t mode);

@@ -355,34 +355,6 @@ out:
     return r;
 }
 
-ssize_t cordon__fs_read_small(int dirfd, const char *name, char *buf, size_t size)
-{
-    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
-    size_t got = 0;
-    int saved;
-
-    if (fd < 0)
-        return -1;
-    while (got + 1 < size) {
-        ssize_t n = read(fd, buf + got, size - 1 - got);
-
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            saved = errno;
-            close(fd);
-            errno = saved;
-            return -1;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    buf[got] = '\0';
-    return (ssize_t)got;
-}
-
 int cordon_fs_read_file(int dirfd, const char *rel, size_t max_bytes, char **ret_buf,
                         size_t *ret_len, struct cordon_error *err)
 {
@@ -570,6 +542,29 @@ int cordon_fs_write_new(int dirfd, const char *rel, const void *buf, size_t len,
     return r;
 }
 
+/*
+ * The temporary file fd (closed here in every case) given its mode and,
+ * with durable, synced, then renamed over base: mode and data are settled
+ * before the rename, so that a crash leaves the old file or the whole new
+ * one, never an empty or 0600 one.
+ */
+static int temp_settle(int pfd, int fd, const char *tmp, const char *base, mode_t mode,
+                       bool durable, const char *rel, struct cordon_error *err)
+{
+    const char *what = durable ? "chmod and sync" : "chmod";
+    int e = fchmod(fd, mode & 0777) < 0 || (durable && fsync(fd) < 0) ? errno : 0;
+
+    if (close(fd) < 0 && e == 0) {
+        e = errno;
+        what = "close";
+    }
+    if (e == 0 && renameat(pfd, tmp, pfd, base) < 0) {
+        e = errno;
+        what = "rename into place";
+    }
+    return e == 0 ? 0 : cordon__fs_fail(err, e, rel, what);
+}
+
 /* The temporary file beside rel, then the rename over it; with durable,
  * fsync of the file before the rename and of the directory after it. */
 static int replace_file(int dirfd, const char *rel, const void *buf, size_t len, mode_t mode,
@@ -603,22 +598,10 @@ static int replace_file(int dirfd, const char *rel, const void *buf, size_t len,
         r = cordon__fs_fail(err, -e, rel, "write");
         goto out;
     }
-    /* Mode and data are settled before the rename, so that a crash leaves
-     * the old file or the whole new one, never an empty or 0600 one. */
-    if (fchmod(fd, mode & 0777) < 0 || (durable && fsync(fd) < 0)) {
-        r = cordon__fs_fail(err, errno, rel, "sync");
-        goto out;
-    }
-    e = close(fd);
+    r = temp_settle(pfd, fd, tmp, base, mode, durable, rel, err);
     fd = -1;
-    if (e < 0) {
-        r = cordon__fs_fail(err, errno, rel, "close");
+    if (r < 0)
         goto out;
-    }
-    if (renameat(pfd, tmp, pfd, base) < 0) {
-        r = cordon__fs_fail(err, errno, rel, "rename into place");
-        goto out;
-    }
     tmp_live = false;
     if (durable && fsync(pfd) < 0)
         r = cordon__fs_fail(err, errno, rel, "sync directory");
@@ -713,20 +696,10 @@ int cordon_fs_copy_beneath(int src_dirfd, const char *src_rel, int dst_dirfd, co
             goto out;
         }
     }
-    if (fchmod(fd, mode & 0777) < 0) {
-        r = cordon__fs_fail(err, errno, dst_rel, "chmod");
-        goto out;
-    }
-    e = close(fd);
+    r = temp_settle(pfd, fd, tmp, base, mode, false, dst_rel, err);
     fd = -1;
-    if (e < 0) {
-        r = cordon__fs_fail(err, errno, dst_rel, "close");
+    if (r < 0)
         goto out;
-    }
-    if (renameat(pfd, tmp, pfd, base) < 0) {
-        r = cordon__fs_fail(err, errno, dst_rel, "rename into place");
-        goto out;
-    }
     tmp_live = false;
     if (ret_sha256_hex != NULL)
         cordon_sha256_final_hex(&sha, ret_sha256_hex);

@@ -95,6 +95,20 @@ int cordon_json_print_host(const struct cordon_host_v1 *host, const cJSON *doc, 
     return 0;
 }
 
+int cordon_json_boundary_host(const struct cordon_host_v1 *host, pid_t pid, char **ret,
+                              struct cordon_error *err)
+{
+    cJSON *doc = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(doc, "pids");
+    int r;
+
+    if (arr == NULL || !cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)pid)))
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "boundary: out of memory");
+    else
+        r = cordon_json_print_host(host, doc, ret, err);
+    cJSON_Delete(doc);
+    return r;
+}
+
 int cordon_json_bool(const cJSON *item, const char *parent, bool *ret, struct cordon_error *err)
 {
     if (item == NULL || item->string == NULL || parent == NULL || ret == NULL)

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <cjson/cJSON.h>
 #include <cordon/error.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/tar.h>
@@ -85,6 +86,23 @@ int cordon__tar_sink_close(struct cordon__tar_sink *sink, bool ok, struct cordon
 /* archive_write_header, its failure named by path. */
 int cordon__tar_write_header(struct archive *a, struct archive_entry *entry, const char *path,
                              struct cordon_error *err);
+
+/* ---- sdk/tar.c: files without tar ---------------------------------------- */
+
+/* files_json, at most 8 MiB, parsed into *ret_doc (cJSON_Delete) with its
+ * "files" array in *ret_files: errors name the manifest. */
+int cordon__files_manifest(const char *files_json, cJSON **ret_doc, const cJSON **ret_files,
+                           struct cordon_error *err);
+/* Entry i of the manifest, f, checked (an object with a "path", a whole
+ * "size" below 2^53, a "mode" of permission bits) with its name normalised
+ * into *ret_name (malloc'd) and its size within max_bytes (0: none) after
+ * the bytes of the entries before it. */
+int cordon__files_entry(const cJSON *f, size_t i, uint64_t max_bytes, uint64_t bytes,
+                        char **ret_name, uint64_t *ret_size, mode_t *ret_mode,
+                        struct cordon_error *err);
+/* Bytes left over on data_fd after the last file mean the manifest and the
+ * data disagree: CORDON_E_INVALID then. */
+int cordon__files_data_end(int data_fd, struct cordon_error *err);
 
 /* ---- sdk/tar-rewrite.c ---------------------------------------------------- */
 

@@ -31,8 +31,6 @@
 #include <cordon/sdk/path.h>
 #include <cordon/sdk/tar.h>
 
-#define FILES_JSON_MAX (8u << 20)            /* as cordon_files_import_workspace */
-#define FILES_SIZE_MAX 9007199254740992.0    /* 2^53: exact in a double */
 
 int cordon__tar_nomem(struct cordon_error *err, const char *what)
 {
@@ -509,16 +507,9 @@ static int manifest_read(const char *files_json, const char *dest, uint64_t max_
     size_t count, i = 0;
     int r = 0;
 
-    if (strnlen(files_json, FILES_JSON_MAX + 1) > FILES_JSON_MAX)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "files: the manifest exceeds %u bytes",
-                                FILES_JSON_MAX);
-    doc = cJSON_Parse(files_json);
-    files = cJSON_GetObjectItemCaseSensitive(doc, "files");
-    if (!cJSON_IsArray(files)) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                             "files: the manifest must be {\"files\": [...]}");
-        goto out;
-    }
+    r = cordon__files_manifest(files_json, &doc, &files, err);
+    if (r < 0)
+        return r;
     count = (size_t)cJSON_GetArraySize(files);
     if (max_entries != 0 && count > max_entries) {
         r = cordon_error_set(err, CORDON_E_LIMIT, 0,
@@ -533,45 +524,15 @@ static int manifest_read(const char *files_json, const char *dest, uint64_t max_
         goto out;
     }
     cJSON_ArrayForEach(f, files) {
-        const cJSON *path = cJSON_GetObjectItemCaseSensitive(f, "path");
-        const cJSON *size = cJSON_GetObjectItemCaseSensitive(f, "size");
-        const cJSON *mode = cJSON_GetObjectItemCaseSensitive(f, "mode");
         char *name = NULL;
 
-        if (!cJSON_IsObject(f) || !cJSON_IsString(path)) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "files[%zu]: must be an object with a string \"path\"", i);
-            goto out;
-        }
-        if (!cJSON_IsNumber(size) || size->valuedouble < 0 || size->valuedouble >= FILES_SIZE_MAX ||
-            size->valuedouble != (double)(uint64_t)size->valuedouble) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "files[%zu].size: must be a whole number of bytes below 2^53", i);
-            goto out;
-        }
-        if (!cJSON_IsNumber(mode) || mode->valuedouble < 0 || mode->valuedouble > 0777 ||
-            mode->valuedouble != (double)(int)mode->valuedouble) {
-            r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                                 "files[%zu].mode: must be permission bits 0 to 0777 (no setuid, "
-                                 "setgid or sticky bit)", i);
-            goto out;
-        }
-        r = cordon_path_normalize("files", path->valuestring, &name, err);
+        r = cordon__files_entry(f, i, max_bytes, m->bytes, &name, &m->sizes[i], &m->modes[i], err);
         if (r < 0)
             goto out;
         if (name[0] == '\0') {
             free(name);
             r = cordon_error_set(err, CORDON_E_INVALID, 0,
                                  "files[%zu].path: names the destination itself, not a file", i);
-            goto out;
-        }
-        if (max_bytes != 0 && (uint64_t)size->valuedouble > max_bytes - m->bytes) {
-            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                 "file \"%.*s\": %" PRIu64 " bytes bring the total to more than "
-                                 "the limit of %" PRIu64 " bytes",
-                                 cordon_text_fit(name, 300), name, (uint64_t)size->valuedouble,
-                                 max_bytes);
-            free(name);
             goto out;
         }
         if (asprintf(&m->names[i], "%s%s%s", dest, dest[0] ? "/" : "", name) < 0) {
@@ -588,8 +549,6 @@ static int manifest_read(const char *files_json, const char *dest, uint64_t max_
                                  i - 1, CORDON_PATH_MAX);
             goto out;
         }
-        m->sizes[i - 1] = (uint64_t)size->valuedouble;
-        m->modes[i - 1] = (mode_t)mode->valueint;
         m->bytes += m->sizes[i - 1];
     }
 out:
@@ -604,9 +563,8 @@ int cordon_files_tar_workspace_fd(const char *files_json, int data_fd, int out_f
 {
     struct importer im = { .owner = owner };
     struct files_manifest m = { 0 };
-    char *norm = NULL, *chunk = NULL, extra;
+    char *norm = NULL, *chunk = NULL;
     struct stat st;
-    ssize_t n;
     int r;
 
     if (files_json == NULL || data_fd < 0 || out_fd < 0 || owner == NULL)
@@ -654,15 +612,8 @@ int cordon_files_tar_workspace_fd(const char *files_json, int data_fd, int out_f
     }
     /* Bytes left over mean the manifest and the data disagree: the
      * stream is then left cut off, never finished. */
-    if (r == 0) {
-        do
-            n = read(data_fd, &extra, 1);
-        while (n < 0 && errno == EINTR);
-        if (n != 0)
-            r = cordon_error_set(err, n > 0 ? CORDON_E_INVALID : CORDON_E_IO, n > 0 ? 0 : errno,
-                                 "files: %s", n > 0 ? "data_fd holds more bytes than the files"
-                                                    : strerror(errno));
-    }
+    if (r == 0)
+        r = cordon__files_data_end(data_fd, err);
 out:
     if (im.w != NULL) {
         int c = cordon__tar_rewriter_close(im.w, r == 0, err);

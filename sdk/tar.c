@@ -717,20 +717,49 @@ int cordon_tar_import_workspace(int tar_fd, int ws_fd, const char *dest,
 #define FILES_JSON_MAX (8u << 20)
 #define FILES_SIZE_MAX 9007199254740992.0   /* 2^53: exact in a double */
 
-/* One entry of files_json checked as entry_check checks a tar header. */
-static int files_entry(const cJSON *f, size_t i, struct extract *x, char **ret_name,
-                       uint64_t *ret_size, mode_t *ret_mode, struct cordon_error *err)
+int cordon__files_manifest(const char *files_json, cJSON **ret_doc, const cJSON **ret_files,
+                           struct cordon_error *err)
+{
+    cJSON *doc;
+
+    if (strnlen(files_json, FILES_JSON_MAX + 1) > FILES_JSON_MAX)
+        return cordon_error_set(err, CORDON_E_LIMIT, 0, "files: the manifest exceeds %u bytes",
+                                FILES_JSON_MAX);
+    doc = cJSON_Parse(files_json);
+    *ret_files = cJSON_GetObjectItemCaseSensitive(doc, "files");
+    if (!cJSON_IsArray(*ret_files)) {
+        cJSON_Delete(doc);
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "files: the manifest must be {\"files\": [...]}");
+    }
+    *ret_doc = doc;
+    return 0;
+}
+
+int cordon__files_data_end(int data_fd, struct cordon_error *err)
+{
+    ssize_t n;
+    char extra;
+
+    do
+        n = read(data_fd, &extra, 1);
+    while (n < 0 && errno == EINTR);
+    if (n != 0)
+        return cordon_error_set(err, n > 0 ? CORDON_E_INVALID : CORDON_E_IO, n > 0 ? 0 : errno,
+                                "files: %s", n > 0 ? "data_fd holds more bytes than the files"
+                                                   : strerror(errno));
+    return 0;
+}
+
+int cordon__files_entry(const cJSON *f, size_t i, uint64_t max_bytes, uint64_t bytes,
+                        char **ret_name, uint64_t *ret_size, mode_t *ret_mode,
+                        struct cordon_error *err)
 {
     const cJSON *path = cJSON_GetObjectItemCaseSensitive(f, "path");
     const cJSON *size = cJSON_GetObjectItemCaseSensitive(f, "size");
     const cJSON *mode = cJSON_GetObjectItemCaseSensitive(f, "mode");
     int r;
 
-    x->stats.entries++;
-    if (x->max_entries != 0 && x->stats.entries > x->max_entries)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "files: more than the limit of %" PRIu64 " entries",
-                                x->max_entries);
     if (!cJSON_IsObject(f) || !cJSON_IsString(path))
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "files[%zu]: must be an object with a string \"path\"", i);
@@ -748,11 +777,11 @@ static int files_entry(const cJSON *f, size_t i, struct extract *x, char **ret_n
         return r;
     *ret_size = (uint64_t)size->valuedouble;
     *ret_mode = (mode_t)mode->valueint;
-    if (x->max_bytes != 0 && *ret_size > x->max_bytes - x->stats.bytes) {
+    if (max_bytes != 0 && *ret_size > max_bytes - bytes) {
         r = cordon_error_set(err, CORDON_E_LIMIT, 0,
                              "file \"%.*s\": %" PRIu64 " bytes bring the total to more than "
                              "the limit of %" PRIu64 " bytes",
-                             cordon_text_fit(*ret_name, 300), *ret_name, *ret_size, x->max_bytes);
+                             cordon_text_fit(*ret_name, 300), *ret_name, *ret_size, max_bytes);
         free(*ret_name);
         *ret_name = NULL;
     }
@@ -769,8 +798,6 @@ int cordon_files_import_workspace(const char *files_json, int data_fd, int ws_fd
     cJSON *doc = NULL;
     const cJSON *files, *f;
     size_t i = 0;
-    char extra;
-    ssize_t n;
     int r;
 
     memset(&x, 0, sizeof(x));
@@ -778,16 +805,9 @@ int cordon_files_import_workspace(const char *files_json, int data_fd, int ws_fd
     x.data_fd = data_fd;
     if (files_json == NULL || data_fd < 0 || owner == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "files: no manifest, data fd or owner");
-    if (strnlen(files_json, FILES_JSON_MAX + 1) > FILES_JSON_MAX)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0, "files: the manifest exceeds %u bytes",
-                                FILES_JSON_MAX);
-    doc = cJSON_Parse(files_json);
-    files = cJSON_GetObjectItemCaseSensitive(doc, "files");
-    if (!cJSON_IsArray(files)) {
-        r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                             "files: the manifest must be {\"files\": [...]}");
-        goto out;
-    }
+    r = cordon__files_manifest(files_json, &doc, &files, err);
+    if (r < 0)
+        return r;
     r = import_target(ws_fd, dest, owner, &x.dest, &x.flags, &limits, err);
     if (r < 0)
         goto out;
@@ -804,21 +824,18 @@ int cordon_files_import_workspace(const char *files_json, int data_fd, int ws_fd
         uint64_t size = 0;
         mode_t mode = 0;
 
-        r = files_entry(f, i++, &x, &name, &size, &mode, err);
+        if (x.max_entries != 0 && ++x.stats.entries > x.max_entries)
+            r = cordon_error_set(err, CORDON_E_LIMIT, 0,
+                                 "files: more than the limit of %" PRIu64 " entries", x.max_entries);
+        else
+            r = cordon__files_entry(f, i++, x.max_bytes, x.stats.bytes, &name, &size, &mode, err);
         if (r == 0)
             r = extract_file(&x, name, mode, NULL, size, err);
         free(name);
         if (r < 0)
             goto out;
     }
-    /* Bytes left over mean the manifest and the data disagree. */
-    do
-        n = read(data_fd, &extra, 1);
-    while (n < 0 && errno == EINTR);
-    if (n != 0)
-        r = cordon_error_set(err, n > 0 ? CORDON_E_INVALID : CORDON_E_IO, n > 0 ? 0 : errno,
-                             "files: %s", n > 0 ? "data_fd holds more bytes than the files"
-                                                : strerror(errno));
+    r = cordon__files_data_end(data_fd, err);
 out:
     if (x.dest >= 0)
         close(x.dest);

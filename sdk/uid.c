@@ -58,12 +58,15 @@ static int make_owner(char buf[OWNER_MAX + 1], const char *host, const char *id,
     return 0;
 }
 
-/* The pool directory, made when missing; it must be a real directory of ours. */
+/* The pool directory (CORDON_UID_DIR when dir is NULL), made when missing;
+ * it must be a real directory of ours. */
 static int open_pool(const char *dir, struct cordon_error *err)
 {
     struct stat st;
     int fd;
 
+    if (dir == NULL)
+        dir = CORDON_UID_DIR;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
         /* the parent (/run/cordon) may be missing too */
         char parent[4096];
@@ -149,19 +152,26 @@ static int find_owner(int dfd, const char *owner, bool remove, uid_t *ret_uid,
     return found;
 }
 
-int cordon_uid_held(const char *dir, const char *host, const char *id, uid_t *ret_uid,
-                    struct cordon_error *err)
+/* find_owner for host and id in the pool at dir (CORDON_UID_DIR when NULL). */
+static int pool_find(const char *dir, const char *host, const char *id, bool remove,
+                     uid_t *ret_uid, struct cordon_error *err)
 {
     char owner[OWNER_MAX + 1];
     int dfd, r;
 
     if ((r = make_owner(owner, host, id, err)) < 0)
         return r;
-    if ((dfd = open_pool(dir != NULL ? dir : CORDON_UID_DIR, err)) < 0)
+    if ((dfd = open_pool(dir, err)) < 0)
         return dfd;
-    r = find_owner(dfd, owner, false, ret_uid, err);
+    r = find_owner(dfd, owner, remove, ret_uid, err);
     close(dfd);
     return r;
+}
+
+int cordon_uid_held(const char *dir, const char *host, const char *id, uid_t *ret_uid,
+                    struct cordon_error *err)
+{
+    return pool_find(dir, host, id, false, ret_uid, err);
 }
 
 int cordon_uid_check_state(const char *dir, const char *host, const char *id, uid_t uid,
@@ -173,7 +183,7 @@ int cordon_uid_check_state(const char *dir, const char *host, const char *id, ui
     if ((r = make_owner(owner, host, id, err)) < 0)
         return r;
     if (cordon_uid_in_pool(uid) && (uid_t)gid == uid) {
-        if ((dfd = open_pool(dir != NULL ? dir : CORDON_UID_DIR, err)) < 0)
+        if ((dfd = open_pool(dir, err)) < 0)
             return dfd;
         snprintf(name, sizeof(name), "%u", (unsigned)uid);
         read_owner(dfd, name, text, sizeof(text));
@@ -261,7 +271,7 @@ int cordon_uid_take(const char *dir, const char *host, const char *id, uid_t *re
         return cordon_error_set(err, CORDON_E_INVALID, 0, "uid: ret_uid required");
     if ((r = make_owner(owner, host, id, err)) < 0)
         return r;
-    if ((dfd = open_pool(dir != NULL ? dir : CORDON_UID_DIR, err)) < 0)
+    if ((dfd = open_pool(dir, err)) < 0)
         return dfd;
     r = find_owner(dfd, owner, false, NULL, err);
     if (r == 1)
@@ -314,15 +324,8 @@ out:
 int cordon_uid_give_back(const char *dir, const char *host, const char *id,
                          struct cordon_error *err)
 {
-    char owner[OWNER_MAX + 1];
-    int dfd, r;
+    int r = pool_find(dir, host, id, true, NULL, err);
 
-    if ((r = make_owner(owner, host, id, err)) < 0)
-        return r;
-    if ((dfd = open_pool(dir != NULL ? dir : CORDON_UID_DIR, err)) < 0)
-        return dfd;
-    r = find_owner(dfd, owner, true, NULL, err);
-    close(dfd);
     return r < 0 ? r : 0;
 }
 

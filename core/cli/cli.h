@@ -82,6 +82,10 @@ void cli_print_json(const char *text);
  * -1 when no pipe could be made (the signals then keep their default). */
 int cli_cancel_fd(void);
 
+/* obj's string member key, or fallback when there is none (or obj is not
+ * an object): the fields of a human listing. */
+const char *cli_str(const cJSON *obj, const char *key, const char *fallback);
+
 int cmd_providers(const struct cli_global *g, int argc, char **argv);
 int cmd_probe(const struct cli_global *g, int argc, char **argv);
 int cmd_run(const struct cli_global *g, int argc, char **argv);

@@ -10,75 +10,44 @@ static void print_human(const cJSON *doc)
 {
     static const char *const axes[] = { "process_contained", "host_filesystem_restricted",
                                         "privilege_escalation_blocked", "syscalls_restricted" };
-    const cJSON *facts;
+    const cJSON *facts, *tc, *d;
 
     cJSON_ArrayForEach(facts, cJSON_GetObjectItemCaseSensitive(doc, "probes")) {
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(facts, "provider_id");
-        const cJSON *reason = cJSON_GetObjectItemCaseSensitive(facts, "reason");
-        const cJSON *error = cJSON_GetObjectItemCaseSensitive(facts, "error");
         const cJSON *iso = cJSON_GetObjectItemCaseSensitive(facts, "isolation");
         const cJSON *claimed = cJSON_GetObjectItemCaseSensitive(facts, "claimed_isolation");
-        const cJSON *safety = cJSON_GetObjectItemCaseSensitive(facts, "safety_class");
-        const cJSON *observed = cJSON_GetObjectItemCaseSensitive(facts, "observed_by");
-        const cJSON *network = cJSON_GetObjectItemCaseSensitive(facts, "network");
-        const cJSON *tc;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(facts, "verification");
+        const char *reason = cli_str(facts, "reason", NULL), *why = cli_str(v, "reason", NULL);
 
-        cli_line(stdout, "%s: %s%s%s%s", cJSON_IsString(id) ? id->valuestring : "?",
+        cli_line(stdout, "%s: %s%s%s%s", cli_str(facts, "provider_id", "?"),
                  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(facts, "available")) ? "available" : "unavailable",
-                 cJSON_IsString(reason) ? " (" : "", cJSON_IsString(reason) ? reason->valuestring : "",
-                 cJSON_IsString(reason) ? ")" : "");
-        if (cJSON_IsString(error))
-            cli_line(stdout, "  error: %s", error->valuestring);
+                 reason != NULL ? " (" : "", reason != NULL ? reason : "", reason != NULL ? ")" : "");
+        if (cli_str(facts, "error", NULL) != NULL)
+            cli_line(stdout, "  error: %s", cli_str(facts, "error", NULL));
         if (!cJSON_IsObject(iso))
             continue;
-        cli_line(stdout, "  safety class: %s, observed by %s, network %s",
-               cJSON_IsString(safety) ? safety->valuestring : "?",
-               cJSON_IsString(observed) ? observed->valuestring : "?",
-               cJSON_IsString(network) ? network->valuestring : "?");
+        cli_line(stdout, "  safety class: %s, observed by %s, network %s", cli_str(facts, "safety_class", "?"),
+                 cli_str(facts, "observed_by", "?"), cli_str(facts, "network", "?"));
         /* Which kernel answered the observer decides what the axes mean. */
-        if (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(iso, "mechanism_kind")))
-            cli_line(stdout, "  observed kernel: %s",
-                     cJSON_GetObjectItemCaseSensitive(iso, "mechanism_kind")->valuestring);
-        {
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(facts, "verification");
-            const cJSON *status = cJSON_GetObjectItemCaseSensitive(v, "status");
-            const cJSON *why = cJSON_GetObjectItemCaseSensitive(v, "reason");
-            const cJSON *d;
-
-            cli_line(stdout, "  verification: %s%s%s", cJSON_IsString(status) ? status->valuestring : "unverified",
-                   cJSON_IsString(why) ? ": " : "", cJSON_IsString(why) ? why->valuestring : "");
-            cli_line(stdout, "  %-30s %-8s %s", "axis", "claimed", "isolation (claimed and observed by the host)");
-            for (size_t i = 0; i < 4; i++)
-                cli_line(stdout, "  %-30s %-8s %s", axes[i],
-                       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(claimed, axes[i])) ? "yes" : "no",
-                       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, axes[i])) ? "yes" : "NO");
-            cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(v, "disproved")) {
-                const cJSON *axis = cJSON_GetObjectItemCaseSensitive(d, "axis");
-                const cJSON *check = cJSON_GetObjectItemCaseSensitive(d, "check");
-                const cJSON *detail = cJSON_GetObjectItemCaseSensitive(d, "detail");
-
-                cli_line(stdout, "  disproved %s/%s: %s", cJSON_IsString(axis) ? axis->valuestring : "?",
-                       cJSON_IsString(check) ? check->valuestring : "?",
-                       cJSON_IsString(detail) ? detail->valuestring : "");
-            }
-            /* The host's verdict on each limit of its probe execution. */
-            cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(facts, "limits_verified")) {
-                const cJSON *st = cJSON_GetObjectItemCaseSensitive(d, "status");
-                const cJSON *by = cJSON_GetObjectItemCaseSensitive(d, "enforced_by");
-                const cJSON *detail = cJSON_GetObjectItemCaseSensitive(d, "detail");
-
-                cli_line(stdout, "  limit %-16s %-9s (%s) %s", d->string,
-                         cJSON_IsString(st) ? st->valuestring : "not_run",
-                         cJSON_IsString(by) ? by->valuestring : "enforcement not said",
-                         cJSON_IsString(detail) ? detail->valuestring : "");
-            }
-        }
-        cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(facts, "toolchains")) {
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(tc, "version");
+        if (cli_str(iso, "mechanism_kind", NULL) != NULL)
+            cli_line(stdout, "  observed kernel: %s", cli_str(iso, "mechanism_kind", NULL));
+        cli_line(stdout, "  verification: %s%s%s", cli_str(v, "status", "unverified"), why != NULL ? ": " : "",
+                 why != NULL ? why : "");
+        cli_line(stdout, "  %-30s %-8s %s", "axis", "claimed", "isolation (claimed and observed by the host)");
+        for (size_t i = 0; i < 4; i++)
+            cli_line(stdout, "  %-30s %-8s %s", axes[i],
+                     cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(claimed, axes[i])) ? "yes" : "no",
+                     cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(iso, axes[i])) ? "yes" : "NO");
+        cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(v, "disproved"))
+            cli_line(stdout, "  disproved %s/%s: %s", cli_str(d, "axis", "?"), cli_str(d, "check", "?"),
+                     cli_str(d, "detail", ""));
+        /* The host's verdict on each limit of its probe execution. */
+        cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(facts, "limits_verified"))
+            cli_line(stdout, "  limit %-16s %-9s (%s) %s", d->string, cli_str(d, "status", "not_run"),
+                     cli_str(d, "enforced_by", "enforcement not said"), cli_str(d, "detail", ""));
+        cJSON_ArrayForEach(tc, cJSON_GetObjectItemCaseSensitive(facts, "toolchains"))
             cli_line(stdout, "  toolchain %-6s %s", tc->string,
-                   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tc, "available")) && cJSON_IsString(v)
-                       ? v->valuestring : "not available");
-        }
+                     cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(tc, "available"))
+                         ? cli_str(tc, "version", "not available") : "not available");
     }
 }
 

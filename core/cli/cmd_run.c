@@ -70,10 +70,7 @@ static void print_human(const cJSON *result, bool quiet)
     const cJSON *meta = cJSON_GetObjectItemCaseSensitive(result, "meta");
     const cJSON *status = cJSON_GetObjectItemCaseSensitive(result, "status");
     const cJSON *code = cJSON_GetObjectItemCaseSensitive(result, "exit_code");
-    const cJSON *provider = cJSON_GetObjectItemCaseSensitive(meta, "provider_id");
-    const cJSON *why = cJSON_GetObjectItemCaseSensitive(meta, "selection_reason");
     const cJSON *facts = cJSON_GetObjectItemCaseSensitive(meta, "provider_facts");
-    const cJSON *safety = cJSON_GetObjectItemCaseSensitive(facts, "safety_class");
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(meta, "duration_ms");
     const cJSON *item;
     const char *streams[2] = { "stdout", "stderr" };
@@ -96,11 +93,11 @@ static void print_human(const cJSON *result, bool quiet)
     exit_part[0] = '\0';
     if (cJSON_IsNumber(code))
         snprintf(exit_part, sizeof(exit_part), " (exit %d)", code->valueint);
-    if (cJSON_IsString(provider)) {
-        cli_say("%s%s under %s [%s] in %.0f ms", status->valuestring, exit_part, provider->valuestring,
-                cJSON_IsString(safety) ? safety->valuestring : "?",
+    if (cli_str(meta, "provider_id", NULL) != NULL) {
+        cli_say("%s%s under %s [%s] in %.0f ms", status->valuestring, exit_part,
+                cli_str(meta, "provider_id", NULL), cli_str(facts, "safety_class", "?"),
                 cJSON_IsNumber(ms) ? ms->valuedouble : 0.0);
-        cli_say("chosen because %s", cJSON_IsString(why) ? why->valuestring : "?");
+        cli_say("chosen because %s", cli_str(meta, "selection_reason", "?"));
     } else {
         cli_say("%s%s", status->valuestring, exit_part);
     }

@@ -143,6 +143,13 @@ int cli_getopt(int argc, char **argv, const char *shortopts, const struct option
     return c;
 }
 
+const char *cli_str(const cJSON *obj, const char *key, const char *fallback)
+{
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(obj, key));
+
+    return s != NULL ? s : fallback;
+}
+
 void cli_print_json(const char *text)
 {
     const unsigned char *s = (const unsigned char *)text;

@@ -70,40 +70,42 @@ void cli_program_output(FILE *f, const char *bytes, size_t len)
     fflush(f);
 }
 
-/* fmt formatted into buf (size bytes), cut between characters when long. */
-__attribute__((format(printf, 3, 0))) static void format_cut(char *buf, size_t size, const char *fmt, va_list ap)
+/* fmt formatted, cut between characters when long, then escaped into
+ * shown: the fields come from result documents, which carry provider text. */
+#define SHOWN_MAX 2048
+__attribute__((format(printf, 2, 0))) static void format_shown(char shown[SHOWN_MAX], const char *fmt,
+                                                               va_list ap)
 {
-    int n = vsnprintf(buf, size, fmt, ap);
+    char raw[SHOWN_MAX];
+    int n = vsnprintf(raw, sizeof(raw), fmt, ap);
 
     if (n < 0)
-        buf[0] = '\0';
-    else if ((size_t)n >= size)
-        buf[cordon_text_utf8_end(buf, size - 1)] = '\0';
+        raw[0] = '\0';
+    else if ((size_t)n >= sizeof(raw))
+        raw[cordon_text_utf8_end(raw, sizeof(raw) - 1)] = '\0';
+    cordon_text_escape(shown, SHOWN_MAX, raw, strlen(raw), 0, NULL);
 }
 
 void cli_line(FILE *f, const char *fmt, ...)
 {
-    char raw[2048], shown[2048];
+    char shown[SHOWN_MAX];
     va_list ap;
 
     va_start(ap, fmt);
-    format_cut(raw, sizeof(raw), fmt, ap);
+    format_shown(shown, fmt, ap);
     va_end(ap);
-    cordon_text_escape(shown, sizeof(shown), raw, strlen(raw), 0, NULL);
     fputs(shown, f);
     fputc('\n', f);
 }
 
 void cli_say(const char *fmt, ...)
 {
-    char raw[2048], shown[2048];
+    char shown[SHOWN_MAX];
     va_list ap;
 
     va_start(ap, fmt);
-    format_cut(raw, sizeof(raw), fmt, ap);
+    format_shown(shown, fmt, ap);
     va_end(ap);
-    /* The fields come from result documents, which carry provider text. */
-    cordon_text_escape(shown, sizeof(shown), raw, strlen(raw), 0, NULL);
     fflush(stdout);
     if (is_tty(stderr)) {
         fprintf(stderr, "%s%s" CLI_TTY_MARK ": %s\n", CLI_TTY_RESET, at_line_start ? "" : "\n",

@@ -26,64 +26,11 @@
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/relay.h>
 #include <cordon/sdk/request.h>
+#include "plugins/common/strv.h"
 #include "plugins/docker/docker.h"
 
 #define DK_ENVIRON_MAX (256u << 10)       /* the init's /proc/PID/environ */
 #define DK_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-/* A NULL-terminated string vector with its strings owned here. */
-struct strv {
-    char **v;
-    size_t n, cap;
-};
-
-static void strv_clear(struct strv *a)
-{
-    for (size_t i = 0; i < a->n; i++)
-        free(a->v[i]);
-    free(a->v);
-    memset(a, 0, sizeof(*a));
-}
-
-/* Takes s (malloc'd, may be NULL: out of memory) in every case. */
-static int strv_take(struct strv *a, char *s, struct cordon_error *err)
-{
-    if (s != NULL && a->n + 2 > a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        char **grown = reallocarray(a->v, cap, sizeof(*grown));
-
-        if (grown == NULL) {
-            free(s);
-            s = NULL;
-        } else {
-            a->v = grown;
-            a->cap = cap;
-        }
-    }
-    if (s == NULL)
-        return dk__nomem(err, "exec: env");
-    a->v[a->n++] = s;
-    a->v[a->n] = NULL;
-    return 0;
-}
-
-/* NAME=VALUE over a: in place of an earlier NAME, else appended. */
-static int strv_env_set(struct strv *a, const char *name, const char *value,
-                        struct cordon_error *err)
-{
-    size_t len = strlen(name);
-    char *pair = NULL;
-
-    if (asprintf(&pair, "%s=%s", name, value) < 0)
-        pair = NULL;
-    for (size_t i = 0; pair != NULL && i < a->n; i++)
-        if (strncmp(a->v[i], name, len) == 0 && a->v[i][len] == '=') {
-            free(a->v[i]);
-            a->v[i] = pair;
-            return 0;
-        }
-    return strv_take(a, pair, err);
-}
 
 /*
  * The environment of an exec through the API, built from the init's: the
@@ -120,26 +67,16 @@ static int agent_env(pid_t pid, const struct cordon_env *over, struct strv *ret,
         size_t k = strnlen(buf + i, len - i);
 
         if (k > 0 && memchr(buf + i, '=', k) != NULL)
-            r = strv_take(ret, strndup(buf + i, k), err);
+            r = strv__take(ret, strndup(buf + i, k), err);
         i += k + 1;
     }
     for (size_t i = 0; r == 0 && i < over->n; i++)
-        r = strv_env_set(ret, over->vars[i].name, over->vars[i].value, err);
+        r = strv__env_set(ret, over->vars[i].name, over->vars[i].value, err);
 out:
     if (fd >= 0)
         close(fd);
     free(buf);
     return r;
-}
-
-static const char *strv_env_get(const struct strv *a, const char *name)
-{
-    size_t len = strlen(name);
-
-    for (size_t i = 0; i < a->n; i++)
-        if (strncmp(a->v[i], name, len) == 0 && a->v[i][len] == '=')
-            return a->v[i] + len + 1;
-    return NULL;
 }
 
 static bool pidfd_alive(int pidfd)
@@ -184,6 +121,7 @@ int dk__agent_exec(struct cordon_resource *res, const struct dk_state *st,
     struct dk_conn *conn = NULL;
     char root[64];
     const char *path;
+    size_t at;
     uint64_t started_wall;
     int pidfd = -1, root_fd = -1, agent_fd = -1, r;
 
@@ -204,7 +142,8 @@ int dk__agent_exec(struct cordon_resource *res, const struct dk_state *st,
     }
     if ((r = agent_env(st->init_pid, &rq->env, &envp, err)) < 0)
         goto out;
-    path = strv_env_get(&envp, "PATH");
+    at = strv__env_find(&envp, "PATH=");
+    path = at < envp.n ? envp.v[at] + 5 : DK_DEFAULT_PATH;
     cmd = (struct cordon_agent_cmd){ (const char *const *)rq->req.argv,
                                      (const char *const *)envp.v, rq->workdir, -1, -1, -1 };
     if (!cordon_agent_fits(&cmd)) {
@@ -226,8 +165,7 @@ int dk__agent_exec(struct cordon_resource *res, const struct dk_state *st,
                               err);
         goto out;
     }
-    r = cordon_fs_find_program(root_fd, rq->req.argv[0], rq->workdir,
-                               path != NULL ? path : DK_DEFAULT_PATH, err);
+    r = cordon_fs_find_program(root_fd, rq->req.argv[0], rq->workdir, path, err);
     if (r == 0 && (rq->ndirs > 0 || rq->must_exist != NULL)) {
         r = dk__conn_open(&res->engine, &conn, err);
         if (r == 0)
@@ -299,7 +237,7 @@ out:
     if (pidfd >= 0)
         close(pidfd);
     dk__conn_close(conn);
-    strv_clear(&envp);
+    strv__clear(&envp);
     return r;
 }
 

@@ -46,12 +46,7 @@ int dk__state_parse(const struct cordon_resource *res, const char *json, bool fu
 
     if (res == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "state: resource required");
-    r = cordon_json_parse_object("state", json, CORDON_STATE_MAX, &st.doc, err);
-    if (r < 0)
-        goto out;
-    st.execution_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc,
-                                                                             "execution_id"));
-    r = cordon_execution_id_check("state.execution_id", st.execution_id, err);
+    r = cordon_spec_state_parse(json, &st.doc, &st.execution_id, err);
     if (r < 0)
         goto out;
     /* The id goes into request paths: exactly what the daemon handed out. */

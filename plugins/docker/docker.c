@@ -296,23 +296,13 @@ out:
     return r;
 }
 
-static int op_ensure(const struct cordon_host_v1 *host, const char *config_json,
-                     struct cordon_resource **ret_resource, struct cordon_error *err)
-{
-    if (host == NULL || ret_resource == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
-    return resource_new(host, config_json, ret_resource, err);
-}
-
-static int op_health_check(struct cordon_resource *res, struct cordon_error *err)
+static int health_check(struct cordon_resource *res, struct cordon_error *err)
 {
     struct dk_conn *conn = NULL;
     struct dk_reply reply = { 0 };
     struct dk_req rq;
     int r;
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "health_check: resource required");
     r = dk__conn_open(&res->engine, &conn, err);
     if (r < 0)
         return r;
@@ -328,12 +318,6 @@ static int op_health_check(struct cordon_resource *res, struct cordon_error *err
     dk__reply_clear(&reply);
     dk__conn_close(conn);
     return r;
-}
-
-static int op_release(struct cordon_resource *res, struct cordon_error *err)
-{
-    resource_free(res);
-    return 0;
 }
 
 /* ---- probe ---------------------------------------------------------------- */
@@ -477,7 +461,6 @@ static int probe_availability(const struct cordon_host_v1 *host, const struct dk
     struct cordon_error perr;
     const char *reason = "ready";
     char image_id[80];
-    cJSON *doc = NULL;
     int r;
 
     cordon_error_init(&perr);
@@ -491,19 +474,11 @@ static int probe_availability(const struct cordon_host_v1 *host, const struct dk
     else if (cfg->runtime != NULL &&
              (daemon_facts_read(conn, cfg, &df, &perr) < 0 || !df.runtime_ok))
         reason = df.info == NULL ? "daemon_unreachable" : "runtime_unregistered";
-    doc = cJSON_CreateObject();
-    if (doc == NULL || !cJSON_AddStringToObject(doc, "provider_id", DK_ID) ||
-        !cJSON_AddBoolToObject(doc, "available", strcmp(reason, "ready") == 0) ||
-        !cJSON_AddStringToObject(doc, "reason", reason) ||
-        (strcmp(reason, "ready") != 0 &&
-         !cJSON_AddStringToObject(doc, "detail",
-                                  strcmp(reason, "no_image") == 0
-                                      ? "no image configured: set \"image\" in the provider config"
-                                  : df.detail[0] != '\0' ? df.detail : perr.message)))
-        r = dk__nomem(err, "facts");
-    else
-        r = cordon_json_print_host(host, doc, ret, err);
-    cJSON_Delete(doc);
+    r = cordon_facts_availability_host(host, DK_ID, reason,
+                                       strcmp(reason, "no_image") == 0
+                                           ? "no image configured: set \"image\" in the provider config"
+                                       : df.detail[0] != '\0' ? df.detail : perr.message,
+                                       ret, err);
     daemon_facts_clear(&df);
     dk__conn_close(conn);
     return r;
@@ -521,7 +496,6 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     char image_id[80] = "", *mech_text = NULL;
     const char *rt;
     bool gvisor;
-    char *out = NULL;
     const char *init = NULL;
     cJSON *mech = NULL;
     struct cordon_error iperr;
@@ -537,13 +511,13 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     if (r < 0)
         goto out;
     if (flags & CORDON_PROBE_AVAILABILITY) {
-        r = probe_availability(host, &cfg, &out, err);
+        r = probe_availability(host, &cfg, ret_facts_json, err);
         goto out;
     }
     if (dk__engine_init(&e, cfg.socket, &perr) < 0 ||
         dk__engine_negotiate(&e, df.server, &perr) < 0 || dk__conn_open(&e, &conn, &perr) < 0 ||
         daemon_facts_read(conn, &cfg, &df, &perr) < 0) {
-        r = facts_unavailable(host, "daemon_unreachable", perr.message, NULL, &out, err);
+        r = facts_unavailable(host, "daemon_unreachable", perr.message, NULL, ret_facts_json, err);
         goto out;
     }
     if (cfg.image != NULL) {
@@ -551,7 +525,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         if (image_inspect(conn, cfg.image, image_id, &perr) < 0) {
             r = facts_unavailable(host, perr.code == CORDON_E_NOT_FOUND ? "image_missing"
                                                                      : "daemon_unreachable",
-                                  perr.message, NULL, &out, err);
+                                  perr.message, NULL, ret_facts_json, err);
             goto out;
         }
     }
@@ -563,28 +537,28 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         goto out;
     }
     if (!df.runtime_ok) {
-        r = facts_unavailable(host, "runtime_unregistered", df.detail, mech, &out, err);
+        r = facts_unavailable(host, "runtime_unregistered", df.detail, mech, ret_facts_json, err);
         goto out;
     }
     if (!df.limits_ok) {
-        r = facts_unavailable(host, "limits_unsupported", df.detail, mech, &out, err);
+        r = facts_unavailable(host, "limits_unsupported", df.detail, mech, ret_facts_json, err);
         goto out;
     }
     if (init == NULL) {
-        r = facts_unavailable(host, "init_missing", iperr.message, mech, &out, err);
+        r = facts_unavailable(host, "init_missing", iperr.message, mech, ret_facts_json, err);
         goto out;
     }
     if (cfg.image == NULL) {
         r = facts_unavailable(host, "no_image",
                               "no image configured: set \"image\" in the provider config "
                               "(NAME@sha256:<64 hex> or sha256:<64 hex>); the host observes the "
-                              "sandbox it would give, which needs the image", mech, &out, err);
+                              "sandbox it would give, which needs the image", mech, ret_facts_json, err);
         goto out;
     }
     /* A resource made exactly as a user's would be: the host's own
      * observation then provisions through it. */
     if (resource_new(host, config_json, &res, &perr) < 0) {
-        r = facts_unavailable(host, "daemon_unreachable", perr.message, mech, &out, err);
+        r = facts_unavailable(host, "daemon_unreachable", perr.message, mech, ret_facts_json, err);
         goto out;
     }
     rt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mech, "runtime"));
@@ -619,13 +593,9 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
                                        "\"disk_bytes\":\"tmpfs_size\",\"pids\":\"cgroup\","
                                        "\"runtime_ms\":\"sandbox_init\",\"max_output_bytes\":\"host\"}",
         };
-        r = cordon_facts_compose_host(host, &parts, &out, err);
+        r = cordon_facts_compose_host(host, &parts, ret_facts_json, err);
     }
 out:
-    if (r == 0)
-        *ret_facts_json = out;
-    else if (out != NULL)
-        host->free(out);
     free(mech_text);
     cJSON_Delete(mech);
     resource_free(res);
@@ -645,15 +615,12 @@ static int uid_give_back(const struct cordon_resource *res, const char *id,
 
 /* Remove the container, then anything else labelled for the execution:
  * a container gone by AutoRemove is success, a volume it left is not. */
-static int op_terminate(struct cordon_resource *res, const char *state_json,
-                        struct cordon_error *err)
+static int terminate(struct cordon_resource *res, const char *state_json, struct cordon_error *err)
 {
     struct dk_state st = { 0 };
     struct dk_conn *conn = NULL;
     int r;
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "terminate: resource required");
     /* Only the ids are needed: terminate works from every state. */
     r = dk__state_parse(res, state_json, false, &st, err);
     if (r == 0)
@@ -671,17 +638,11 @@ static int op_terminate(struct cordon_resource *res, const char *state_json,
     return r;
 }
 
-static int op_reclaim(struct cordon_resource *res, const char *execution_id,
-                      struct cordon_error *err)
+static int reclaim(struct cordon_resource *res, const char *execution_id, struct cordon_error *err)
 {
     struct dk_conn *conn = NULL;
-    int r;
+    int r = dk__conn_open(&res->engine, &conn, err);
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
-    r = cordon_execution_id_check("execution_id", execution_id, err);
-    if (r == 0)
-        r = dk__conn_open(&res->engine, &conn, err);
     if (r == 0)
         r = dk__remove_labelled(conn, res, execution_id, err);
     if (r == 0)
@@ -690,17 +651,12 @@ static int op_reclaim(struct cordon_resource *res, const char *execution_id,
     return r;
 }
 
-static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
-                              struct cordon_error *err)
+static int list_executions(struct cordon_resource *res, char **ret_ids_json, struct cordon_error *err)
 {
     struct dk_conn *conn = NULL;
     cJSON *ids = NULL;
-    int r;
+    int r = dk__conn_open(&res->engine, &conn, err);
 
-    if (res == NULL || ret_ids_json == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0,
-                                "list_executions: resource and ret_ids_json required");
-    r = dk__conn_open(&res->engine, &conn, err);
     if (r == 0)
         r = dk__list_labelled(conn, res, &ids, err);
     if (r == 0)
@@ -722,7 +678,7 @@ static int op_boundary(struct cordon_resource *res, const char *state_json,
 {
     struct dk_state st = { 0 };
     struct dk_conn *conn = NULL;
-    cJSON *inspect = NULL, *doc = NULL, *arr;
+    cJSON *inspect = NULL;
     const cJSON *state, *pid;
     char path[160];
     int r;
@@ -748,15 +704,8 @@ static int op_boundary(struct cordon_resource *res, const char *state_json,
                              st.container_id, cJSON_IsNumber(pid) ? pid->valuedouble : 0.0);
         goto out;
     }
-    doc = cJSON_CreateObject();
-    arr = doc != NULL ? cJSON_AddArrayToObject(doc, "pids") : NULL;
-    if (arr == NULL || !cJSON_AddItemToArray(arr, cJSON_CreateNumber(pid->valuedouble))) {
-        r = dk__nomem(err, "boundary");
-        goto out;
-    }
-    r = cordon_json_print_host(res->host, doc, ret_boundary_json, err);
+    r = cordon_json_boundary_host(res->host, (pid_t)pid->valuedouble, ret_boundary_json, err);
 out:
-    cJSON_Delete(doc);
     cJSON_Delete(inspect);
     dk__conn_close(conn);
     dk__state_clear(&st);
@@ -764,6 +713,8 @@ out:
 }
 
 /* ---- entry point ---------------------------------------------------------- */
+
+CORDON_LIFECYCLE_OPS(op, resource_new, health_check, resource_free, terminate, reclaim, list_executions)
 
 static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,

@@ -271,14 +271,6 @@ int runc__cgroup_join_files(int version, const char *execution_id, pid_t pid,
     return r;
 }
 
-bool runc__cgroup_empty(int version, const char *execution_id)
-{
-    char path[512], text[64];
-
-    cg_file(version, "pids", execution_id, "cgroup.procs", path, sizeof(path));
-    return !read_text(path, text, sizeof(text)) || text[0] == '\0';
-}
-
 /* Write text to a cgroup file; a file that is not there is nothing to do. */
 static void write_if_there(const char *path, const char *text)
 {

@@ -42,74 +42,11 @@
 #include <cordon/sdk/request.h>
 #include <cordon/sdk/runner.h>
 
+#include "plugins/common/strv.h"
 #include "plugins/runc/runc.h"
 
 #define SIGNAL_EXIT_BASE 128           /* a runtime's exec exits 128+N for a signal N */
 #define PASSWD_MAX (1u << 20)          /* the image's /etc/passwd, read for HOME */
-
-/* A NULL-terminated string vector with its strings owned here. */
-struct xargv {
-    char **v;
-    size_t n, cap, bytes;
-};
-
-static void xargv_clear(struct xargv *a)
-{
-    for (size_t i = 0; i < a->n; i++)
-        free(a->v[i]);
-    free(a->v);
-    memset(a, 0, sizeof(*a));
-}
-
-static int xargv_add(struct xargv *a, const char *s, struct cordon_error *err)
-{
-    char *copy;
-
-    a->bytes += strlen(s) + 1;
-    if (a->bytes > CORDON_ARGS_TOTAL_MAX)
-        return cordon_error_set(err, CORDON_E_LIMIT, 0,
-                                "exec: argv and environment exceed %u bytes", CORDON_ARGS_TOTAL_MAX);
-    if (a->n + 2 > a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 64;
-        char **grown = reallocarray(a->v, cap, sizeof(*grown));
-
-        if (grown == NULL)
-            return runc__nomem(err, "exec");
-        a->v = grown;
-        a->cap = cap;
-    }
-    copy = strdup(s);
-    if (copy == NULL)
-        return runc__nomem(err, "exec");
-    a->v[a->n++] = copy;
-    a->v[a->n] = NULL;
-    return 0;
-}
-
-/* "NAME=VALUE" appended. */
-static int xargv_pair(struct xargv *a, const char *name, const char *value,
-                      struct cordon_error *err)
-{
-    char *pair = NULL;
-    int r;
-
-    if (asprintf(&pair, "%s=%s", name, value) < 0)
-        return runc__nomem(err, "env");
-    r = xargv_add(a, pair, err);
-    free(pair);
-    return r;
-}
-
-/* The index of NAME=... in a, or a->n. */
-static size_t env_find(const struct xargv *a, const char *pair)
-{
-    size_t len = strcspn(pair, "=");
-
-    for (size_t i = 0; i < a->n; i++)
-        if (strncmp(a->v[i], pair, len) == 0 && a->v[i][len] == '=')
-            return i;
-    return a->n;
-}
 
 /* The value PATH will have inside: the last PATH of the objects given. */
 static const char *final_path(const cJSON *spec_env, const struct cordon_env *env)
@@ -124,7 +61,7 @@ static const char *final_path(const cJSON *spec_env, const struct cordon_env *en
 /* A request as read (the sdk's), and what exec makes of it here. */
 struct request {
     struct cordon_exec_request req;
-    struct xargv env;        /* NAME=VALUE after config.json's PATH, in order; a later name wins */
+    struct strv env;         /* NAME=VALUE after config.json's PATH, a later one replacing an earlier */
     char *cwd;               /* absolute inside the container */
     uint64_t timeout_ms;
 };
@@ -132,14 +69,14 @@ struct request {
 static void request_clear(struct request *rq)
 {
     cordon_exec_request_clear(&rq->req);
-    xargv_clear(&rq->env);
+    strv__clear(&rq->env);
     free(rq->cwd);
     memset(rq, 0, sizeof(*rq));
 }
 
 /* workspace_env: each name gets /workspace/<rel>, created when missing. */
 static int request_workspace_env(const struct runc_state *st, int ws_fd,
-                                 const struct cordon_env *wenv, struct xargv *a,
+                                 const struct cordon_env *wenv, struct strv *a,
                                  struct cordon_error *err)
 {
     int r = 0;
@@ -158,7 +95,7 @@ static int request_workspace_env(const struct runc_state *st, int ws_fd,
             close(dfd);
             if (asprintf(&value, "/workspace%s%s", v->value[0] ? "/" : "", v->value) < 0)
                 value = NULL;
-            r = value != NULL ? xargv_pair(a, v->name, value, err) : runc__nomem(err, field);
+            r = value != NULL ? strv__env_set(a, v->name, value, err) : runc__nomem(err, field);
         }
         free(value);
     }
@@ -189,11 +126,11 @@ static int request_parse(const struct runc_state *st, int root_fd, int ws_fd, co
 
     /* The spec's environment, then the request's, then workspace paths. */
     cJSON_ArrayForEach(e, st->environment) {
-        if ((r = xargv_pair(&rq.env, e->string, e->valuestring, err)) < 0)
+        if ((r = strv__env_set(&rq.env, e->string, e->valuestring, err)) < 0)
             goto out;
     }
     for (size_t i = 0; r == 0 && i < rq.req.env.n; i++)
-        r = xargv_pair(&rq.env, rq.req.env.vars[i].name, rq.req.env.vars[i].value, err);
+        r = strv__env_set(&rq.env, rq.req.env.vars[i].name, rq.req.env.vars[i].value, err);
     if (r == 0)
         r = request_workspace_env(st, ws_fd, &rq.req.workspace_env, &rq.env, err);
     if (r == 0)
@@ -211,14 +148,14 @@ out:
 /* cordon-init --exec ARGV...: the command's process group ends with it,
  * as the host's runner does, so that a background child cannot hold the
  * exec open on its output. */
-static int init_argv(const struct request *rq, struct xargv *a, struct cordon_error *err)
+static int init_argv(const struct request *rq, struct strv *a, struct cordon_error *err)
 {
-    int r = xargv_add(a, RUNC_INIT_IN_CONTAINER, err);
+    int r = strv__add(a, RUNC_INIT_IN_CONTAINER, err);
 
     if (r == 0)
-        r = xargv_add(a, "--exec", err);
+        r = strv__add(a, "--exec", err);
     for (size_t i = 0; r == 0 && i < rq->req.argc; i++)
-        r = xargv_add(a, rq->req.argv[i], err);
+        r = strv__add(a, rq->req.argv[i], err);
     return r;
 }
 
@@ -226,10 +163,10 @@ static int init_argv(const struct request *rq, struct xargv *a, struct cordon_er
  * NAME=VALUE... ID cordon-init --exec ARGV: the runtime appends the env to
  * config.json's PATH, a later name wins. */
 static int runtime_argv(const struct cordon_resource *res, const struct runc_state *st,
-                        const struct request *rq, const char *log_path, struct xargv *ret,
+                        const struct request *rq, const char *log_path, struct strv *ret,
                         struct cordon_error *err)
 {
-    struct xargv a = { 0 };
+    struct strv a = { 0 };
     char user[32];
     int r = 0;
 
@@ -239,22 +176,22 @@ static int runtime_argv(const struct cordon_resource *res, const struct runc_sta
                                "--log-format", "json", "exec", "--user", user, "--cwd", rq->cwd };
 
         for (size_t i = 0; i < sizeof(head) / sizeof(head[0]) && r == 0; i++)
-            r = xargv_add(&a, head[i], err);
+            r = strv__add(&a, head[i], err);
     }
     for (size_t i = 0; i < rq->env.n && r == 0; i++) {
-        r = xargv_add(&a, "--env", err);
+        r = strv__add(&a, "--env", err);
         if (r == 0)
-            r = xargv_add(&a, rq->env.v[i], err);
+            r = strv__add(&a, rq->env.v[i], err);
     }
     if (r == 0)
-        r = xargv_add(&a, st->id, err);
+        r = strv__add(&a, st->id, err);
     if (r == 0)
         r = init_argv(rq, &a, err);
     if (r == 0) {
         *ret = a;
         memset(&a, 0, sizeof(a));
     }
-    xargv_clear(&a);
+    strv__clear(&a);
     return r;
 }
 
@@ -294,46 +231,28 @@ static int passwd_home(int root_fd, uid_t uid, char **ret, struct cordon_error *
 
 /* The environment runc exec would give: config.json's PATH, the pairs (a
  * later name replacing an earlier one in place), HOME when none is set. */
-static int enter_env(int root_fd, uid_t uid, const struct request *rq, struct xargv *ret,
+static int enter_env(int root_fd, uid_t uid, const struct request *rq, struct strv *ret,
                      struct cordon_error *err)
 {
-    struct xargv a = { 0 };
+    struct strv a = { 0 };
     char *home = NULL;
     size_t i;
-    int r = xargv_add(&a, "PATH=" RUNC_DEFAULT_PATH, err);
+    int r = strv__add(&a, "PATH=" RUNC_DEFAULT_PATH, err);
 
-    for (size_t k = 0; k < rq->env.n && r == 0; k++) {
-        i = env_find(&a, rq->env.v[k]);
-        if (i == a.n) {
-            r = xargv_add(&a, rq->env.v[k], err);
-        } else {
-            char *copy = strdup(rq->env.v[k]);
-
-            if (copy == NULL) {
-                r = runc__nomem(err, "env");
-                break;
-            }
-            free(a.v[i]);
-            a.v[i] = copy;
-        }
-    }
-    i = r == 0 ? env_find(&a, "HOME=") : 0;
+    for (size_t k = 0; k < rq->env.n && r == 0; k++)
+        r = strv__env_take(&a, strdup(rq->env.v[k]), err);
+    i = r == 0 ? strv__env_find(&a, "HOME=") : 0;
     if (r == 0 && (i == a.n || a.v[i][5] == '\0')) {
         r = passwd_home(root_fd, uid, &home, err);
-        if (r == 0 && i < a.n) {
-            free(a.v[i]);
-            a.v[i] = NULL;
-            r = asprintf(&a.v[i], "HOME=%s", home) < 0 ? runc__nomem(err, "HOME") : 0;
-        } else if (r == 0) {
-            r = xargv_pair(&a, "HOME", home, err);
-        }
+        if (r == 0)
+            r = strv__env_set(&a, "HOME", home, err);
     }
     if (r == 0) {
         *ret = a;
         memset(&a, 0, sizeof(a));
     }
     free(home);
-    xargv_clear(&a);
+    strv__clear(&a);
     return r;
 }
 
@@ -380,7 +299,7 @@ static int run_runtime(const struct cordon_resource *res, const struct runc_stat
                        const struct request *rq, struct cordon_runner_opts *opts,
                        struct cordon_exec_outcome *o, struct cordon_error *err)
 {
-    struct xargv a = { 0 };
+    struct strv a = { 0 };
     char log_path[RUNC_PATH_MAX + 64], log_name[32], hex[13];
     int r = runc__random_hex(hex, 6, err);
 
@@ -396,7 +315,7 @@ static int run_runtime(const struct cordon_resource *res, const struct runc_stat
     if (r == 0 && o->status == CORDON_RUN_EXITED && o->exit_code == 255)
         r = exec_log_error(st->bundle, log_name, err);
     unlink(log_path);
-    xargv_clear(&a);
+    strv__clear(&a);
     return r;
 }
 
@@ -410,7 +329,7 @@ static int run_entered(const struct cordon_resource *res, const struct runc_stat
      * /dev/null cannot be executed, should it ever return 0. */
     static const char *const never[] = { "/dev/null", NULL };
     struct runc_enter e;
-    struct xargv argv = { 0 }, envp = { 0 };
+    struct strv argv = { 0 }, envp = { 0 };
     int r;
 
     if ((r = init_argv(rq, &argv, err)) < 0 ||
@@ -431,8 +350,8 @@ static int run_entered(const struct cordon_resource *res, const struct runc_stat
         r = runc__enter_error(&e, st->id, r, err);
     runc__enter_close(&e);
 out:
-    xargv_clear(&argv);
-    xargv_clear(&envp);
+    strv__clear(&argv);
+    strv__clear(&envp);
     return r;
 }
 
@@ -452,7 +371,7 @@ static int run_agent(const struct runc_state *st, int pidfd, int root_fd,
                      const struct request *rq, const struct cordon_runner_opts *opts,
                      struct cordon_exec_outcome *o, bool *ret_used, struct cordon_error *err)
 {
-    struct xargv envp = { 0 };
+    struct strv envp = { 0 };
     struct cordon_agent_cmd cmd;
     int agent_fd = -1, null_fd = -1, r;
 
@@ -483,7 +402,7 @@ out:
         close(agent_fd);
     if (null_fd >= 0)
         close(null_fd);
-    xargv_clear(&envp);
+    strv__clear(&envp);
     return r;
 }
 

@@ -72,15 +72,10 @@ static int provision_rootfs(const struct cordon_resource *res, const char *ref, 
     struct runc_image img = { 0 };
     int r;
 
-    if (ref == NULL) {
-        if (res->probe_only) {
-            snprintf(ret_digest, 65, "empty");
-            return runc__rootfs_empty(res->base, ret_path, err);
-        }
+    if (ref == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0,
                                 "image: required (the spec's image or config.image), as "
                                 "/absolute/path/rootfs.tar@sha256:<64 hex>");
-    }
     r = runc__image_parse(ref, res->cfg.allow_unpinned, &img, err);
     if (r == 0)
         r = runc__rootfs_ensure(res->base, &img, ret_path, ret_digest, err);

@@ -37,13 +37,10 @@
 #define ROOTFS_MAX_BYTES (64ull << 30)
 #define ROOTFS_MAX_ENTRIES 2000000u
 #define META_MAX 4096u
-#define EMPTY_NAME "empty"
 
 /* Mount points the runtime needs in any root (it would create them inside
- * the shared cache otherwise); etc, usr and bin give the observer's rootfs
- * write checks something to try in the empty root. */
+ * the shared cache otherwise). */
 static const char *const mount_points[] = { "proc", "sys", "dev", "tmp", "run", "workspace" };
-static const char *const empty_dirs[] = { "etc", "usr", "bin" };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -447,56 +444,6 @@ out:
     if (tar_fd >= 0)
         close(tar_fd);
     free(lock_name);
-    free(tmp);
-    free(dir);
-    free(cache);
-    return r;
-}
-
-int runc__rootfs_empty(const char *base, char **ret_path, struct cordon_error *err)
-{
-    char *cache = NULL, *dir = NULL, *tmp = NULL;
-    int dfd = -1, r;
-
-    r = cache_dir(base, &cache, err);
-    if (r < 0)
-        return r;
-    if (asprintf(&dir, "%s/" EMPTY_NAME, cache) < 0) {
-        dir = NULL;
-        r = runc__nomem(err, "rootfs");
-        goto out;
-    }
-    if (is_dir(dir))
-        goto done;
-    r = cordon_fs_mkdtemp(cache, "." EMPTY_NAME "-", &tmp, err);
-    if (r < 0)
-        goto out;
-    dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "rootfs: %s: %s", tmp, strerror(errno));
-        goto out;
-    }
-    r = finish_tree(dfd, mount_points, COUNT(mount_points), err);
-    if (r == 0)
-        r = finish_tree(dfd, empty_dirs, COUNT(empty_dirs), err);
-    if (r < 0)
-        goto out;
-    /* Losing the race to another prober is fine: its tree is the same. */
-    if (rename(tmp, dir) != 0 && !is_dir(dir)) {
-        r = cordon_error_set(err, CORDON_E_IO, errno, "rootfs: publish %s: %s", dir,
-                             strerror(errno));
-        goto out;
-    }
-    cordon_fs_remove_tree_path(tmp, NULL);
-done:
-    *ret_path = dir;
-    dir = NULL;
-    r = 0;
-out:
-    if (dfd >= 0)
-        close(dfd);
-    if (tmp != NULL && r < 0)
-        cordon_fs_remove_tree_path(tmp, NULL);
     free(tmp);
     free(dir);
     free(cache);

@@ -28,6 +28,7 @@
 
 #include <cordon/provider.h>
 #include <cordon/sdk/agent.h>
+#include <cordon/sdk/bounds.h>
 #include <cordon/sdk/facts.h>
 #include <cordon/sdk/host.h>
 #include <cordon/sdk/path.h>
@@ -243,7 +244,7 @@ static bool kernel_at_least(unsigned major, unsigned minor)
 }
 
 static int resource_new(const struct cordon_host_v1 *host, const char *config_json,
-                        bool probe_only, struct cordon_resource **ret, struct cordon_error *err)
+                        struct cordon_resource **ret, struct cordon_error *err)
 {
     struct cordon_resource *res = calloc(1, sizeof(*res));
     const char *sd = CORDON_HOST_HAS(host, state_dir) ? host->state_dir : NULL;
@@ -252,7 +253,6 @@ static int resource_new(const struct cordon_host_v1 *host, const char *config_js
     if (res == NULL)
         return runc__nomem(err, "ensure");
     res->host = host;
-    res->probe_only = probe_only;
     r = config_parse(config_json, &res->cfg, err);
     if (r < 0)
         goto out;
@@ -302,32 +302,16 @@ out:
     return r;
 }
 
-static int op_ensure(const struct cordon_host_v1 *host, const char *config_json,
-                     struct cordon_resource **ret_resource, struct cordon_error *err)
-{
-    if (host == NULL || ret_resource == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
-    return resource_new(host, config_json, false, ret_resource, err);
-}
-
-static int op_health_check(struct cordon_resource *res, struct cordon_error *err)
+static int health_check(struct cordon_resource *res, struct cordon_error *err)
 {
     struct stat st;
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "health_check: resource required");
     if (!runc__executable(res->runtime))
         return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "runtime: %s is gone",
                                 res->runtime);
     if (stat(res->cfg.root, &st) != 0 || !S_ISDIR(st.st_mode))
         return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "config.root: %s is gone",
                                 res->cfg.root);
-    return 0;
-}
-
-static int op_release(struct cordon_resource *res, struct cordon_error *err)
-{
-    resource_free(res);
     return 0;
 }
 
@@ -371,11 +355,7 @@ int runc__state_parse(const struct cordon_resource *res, const char *json, bool 
     uint64_t v;
     int r;
 
-    r = cordon_json_parse_object("state", json, CORDON_STATE_MAX, &st.doc, err);
-    if (r < 0)
-        goto out;
-    st.id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id"));
-    r = cordon_execution_id_check("state.execution_id", st.id, err);
+    r = cordon_spec_state_parse(json, &st.doc, &st.id, err);
     if (r < 0)
         goto out;
     st.bundle = runc__bundle_path(res, st.id);
@@ -467,14 +447,11 @@ CORDON_WORKSPACE_SLOTS(op, workspace_for_slots)
 
 /* ---- terminate, reclaim, list ---------------------------------------------- */
 
-static int op_terminate(struct cordon_resource *res, const char *state_json,
-                        struct cordon_error *err)
+static int terminate(struct cordon_resource *res, const char *state_json, struct cordon_error *err)
 {
     struct runc_state st = { 0 };
     int r;
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "terminate: resource required");
     /* Only the id is needed: terminate works from every state. */
     r = runc__state_parse(res, state_json, false, &st, err);
     if (r == 0)
@@ -483,13 +460,8 @@ static int op_terminate(struct cordon_resource *res, const char *state_json,
     return r;
 }
 
-static int op_reclaim(struct cordon_resource *res, const char *execution_id,
-                      struct cordon_error *err)
+static int reclaim(struct cordon_resource *res, const char *execution_id, struct cordon_error *err)
 {
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
-    if (cordon_execution_id_check("execution_id", execution_id, err) < 0)
-        return CORDON_E_INVALID;
     return runc__destroy(res, execution_id, 0, err);
 }
 
@@ -503,7 +475,6 @@ static int op_boundary(struct cordon_resource *res, const char *state_json,
                        char **ret_boundary_json, struct cordon_error *err)
 {
     struct runc_state st = { 0 };
-    cJSON *doc = NULL, *arr;
     int r, pidfd = -1;
 
     if (res == NULL || ret_boundary_json == NULL)
@@ -514,17 +485,10 @@ static int op_boundary(struct cordon_resource *res, const char *state_json,
         r = runc__init_pin(res, st.id, st.pid, &pidfd, err);
     if (r < 0)
         goto out;
-    doc = cJSON_CreateObject();
-    arr = doc != NULL ? cJSON_AddArrayToObject(doc, "pids") : NULL;
-    if (arr == NULL || !cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)st.pid))) {
-        r = runc__nomem(err, "boundary");
-        goto out;
-    }
-    r = cordon_json_print_host(res->host, doc, ret_boundary_json, err);
+    r = cordon_json_boundary_host(res->host, st.pid, ret_boundary_json, err);
 out:
     if (pidfd >= 0)
         close(pidfd);
-    cJSON_Delete(doc);
     runc__state_clear(&st);
     return r;
 }
@@ -575,11 +539,10 @@ static void add_unique(cJSON *ids, const char *id)
 
 /* Bundles under this host's state directory, and the runtime's containers
  * labelled with this host's instance id (a bundle may be gone already). */
-static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
-                              struct cordon_error *err)
+static int list_executions(struct cordon_resource *res, char **ret_ids_json, struct cordon_error *err)
 {
     const char *args[] = { "list", "--format", "json", NULL };
-    const char *me = res != NULL ? res->host->host_instance_id : NULL;
+    const char *me = res->host->host_instance_id;
     struct runc_cmd_result c = { 0 };
     cJSON *ids = cJSON_CreateArray(), *list = NULL, *item;
     char *dir_path = NULL;
@@ -587,10 +550,8 @@ static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
     DIR *dir;
     int r;
 
-    if (res == NULL || ids == NULL) {
-        cJSON_Delete(ids);
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "list_executions: resource required");
-    }
+    if (ids == NULL)
+        return runc__nomem(err, "list_executions");
     dir = asprintf(&dir_path, "%s/bundles", res->base) < 0 ? NULL : opendir(dir_path);
     while (dir != NULL && (de = readdir(dir)) != NULL)
         if (cordon_execution_id_check("bundle", de->d_name, NULL) == 0)
@@ -666,7 +627,6 @@ static int probe_availability(const struct cordon_host_v1 *host, const struct ru
 {
     struct runc_image img = { 0 };
     struct cordon_error why;
-    cJSON *doc = cJSON_CreateObject();
     char *runtime = NULL, *base = NULL;
     const char *sd = CORDON_HOST_HAS(host, state_dir) ? host->state_dir : NULL;
     int r;
@@ -682,13 +642,7 @@ static int probe_availability(const struct cordon_host_v1 *host, const struct ru
         if (r == 0)
             r = runc__image_check(base != NULL ? base : "/nonexistent", &img, NULL, &why);
     }
-    if (doc == NULL || cJSON_AddStringToObject(doc, "provider_id", RUNC_ID) == NULL ||
-        cJSON_AddBoolToObject(doc, "available", r == 0) == NULL ||
-        cJSON_AddStringToObject(doc, "reason", r == 0 ? "ready" : why.message) == NULL)
-        r = runc__nomem(err, "facts");
-    else
-        r = cordon_json_print_host(host, doc, ret, err);
-    cJSON_Delete(doc);
+    r = cordon_facts_availability_host(host, RUNC_ID, r == 0 ? "ready" : why.message, NULL, ret, err);
     runc__image_clear(&img);
     free(runtime);
     free(base);
@@ -744,7 +698,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     struct runc_config cfg = { 0 };
     struct runc_image img = { 0 };
     struct cordon_error why;
-    char *mech = NULL, *out = NULL;
+    char *mech = NULL;
     bool cached = false;
     int r;
 
@@ -756,14 +710,14 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     if ((r = config_parse(config_json, &cfg, err)) < 0)
         goto out;
     if (flags & CORDON_PROBE_AVAILABILITY) {
-        r = probe_availability(host, &cfg, &out, err);
+        r = probe_availability(host, &cfg, ret_facts_json, err);
         goto out;
     }
-    if (resource_new(host, config_json, true, &res, &why) < 0 ||
+    if (resource_new(host, config_json, &res, &why) < 0 ||
         (cfg.image != NULL &&
          (runc__image_parse(cfg.image, cfg.allow_unpinned, &img, &why) < 0 ||
           runc__image_check(res->base, &img, &cached, &why) < 0))) {
-        r = facts_unavailable(host, why.message, &out, err);
+        r = facts_unavailable(host, why.message, ret_facts_json, err);
         goto out;
     }
     mech = mechanism_facts(res, cfg.image, img.pinned, cached);
@@ -771,12 +725,8 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         r = runc__nomem(err, "facts");
         goto out;
     }
-    r = facts_compose(host, true, "ready", mech, &out, err);
+    r = facts_compose(host, true, "ready", mech, ret_facts_json, err);
 out:
-    if (r == 0)
-        *ret_facts_json = out;
-    else if (out != NULL)
-        host->free(out);
     free(mech);
     runc__image_clear(&img);
     resource_free(res);
@@ -785,6 +735,8 @@ out:
 }
 
 /* ---- entry point ------------------------------------------------------------ */
+
+CORDON_LIFECYCLE_OPS(op, resource_new, health_check, resource_free, terminate, reclaim, list_executions)
 
 static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,

@@ -70,7 +70,6 @@ struct cordon_resource {
     char *base;                  /* <state_dir>/providers/runc */
     int cgroup_version;
     bool memsw;
-    bool probe_only;             /* the probe's own: no image means the empty root */
     bool exec_setns;             /* exec enters the container itself (runc, crun), else `exec` */
     struct runc_bpf_cache *seccomp; /* the profile compiled on first use, for exec_setns */
 };
@@ -320,10 +319,6 @@ int runc__image_check(const char *base, const struct runc_image *img, bool *ret_
 int runc__rootfs_ensure(const char *base, const struct runc_image *img, char **ret_path,
                         char *ret_digest, struct cordon_error *err);
 
-/* An empty root filesystem (only mount points) under base/rootfs/empty:
- * what the probe observes when no image is configured. */
-int runc__rootfs_empty(const char *base, char **ret_path, struct cordon_error *err);
-
 /* ---- cgroup.c -------------------------------------------------------------- */
 
 /* 1 or 2 (unified), from the filesystem mounted at /sys/fs/cgroup. */
@@ -360,8 +355,5 @@ int runc__cgroup_join_files(int version, const char *execution_id, pid_t pid,
  * files are nothing to do. */
 #define RUNC_THAW_PROCS_MAX (64u << 10)   /* the cgroup.procs read: 8000 pids and more */
 void runc__cgroup_thaw(int version, const char *execution_id);
-
-/* True when the execution's cgroup holds no process (or is gone). */
-bool runc__cgroup_empty(int version, const char *execution_id);
 
 #endif

@@ -620,3 +620,32 @@ Test(facts, validate_bounds_the_checks)
         cJSON_Delete(root);
     }
 }
+
+/* The availability probe's answer: available only for "ready", the detail
+ * only when not ready, in the host's memory; a refusal writes nothing. */
+Test(facts, availability_host_answers_in_the_hosts_memory)
+{
+    const struct cordon_host_v1 host = { .abi_version = CORDON_ABI_VERSION,
+                                         .struct_size = sizeof(host), .alloc = counting_alloc,
+                                         .free = free };
+    struct cordon_error err;
+    char *json = NULL;
+    int before = host_allocs;
+
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_facts_availability_host(&host, "p", "ready", "unused", &json, &err), 0, "%s",
+                 err.message);
+    cr_expect_str_eq(json, "{\"provider_id\":\"p\",\"available\":true,\"reason\":\"ready\"}");
+    cr_expect_eq(host_allocs, before + 1, "the result comes from host->alloc");
+    free(json);
+    cr_assert_eq(cordon_facts_availability_host(&host, "p", "image_missing", "no such image", &json,
+                                                &err), 0, "%s", err.message);
+    cr_expect_str_eq(json, "{\"provider_id\":\"p\",\"available\":false,\"reason\":\"image_missing\","
+                           "\"detail\":\"no such image\"}");
+    free(json);
+    json = NULL;
+    cr_expect_eq(cordon_facts_availability_host(&host, "p", NULL, NULL, &json, &err), CORDON_E_INVALID);
+    cr_expect(strstr(err.message, "reason") != NULL, "%s", err.message);
+    cr_expect_eq(cordon_facts_availability_host(NULL, "p", "ready", NULL, &json, &err), CORDON_E_INVALID);
+    cr_expect_null(json, "a refusal wrote its result");
+}

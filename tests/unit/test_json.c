@@ -164,3 +164,23 @@ Test(json_bounded, provider_facts_and_the_observers_report_hold_the_depth)
               err.message);
     free(deep);
 }
+
+static void *plain_alloc(size_t n)
+{
+    return malloc(n);
+}
+
+/* The boundary answer of one pid, as provider.h describes it. */
+Test(json, boundary_host_names_one_pid)
+{
+    const struct cordon_host_v1 host = { .abi_version = CORDON_ABI_VERSION,
+                                         .struct_size = sizeof(host), .alloc = plain_alloc,
+                                         .free = free };
+    struct cordon_error err;
+    char *json = NULL;
+
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_json_boundary_host(&host, 4242, &json, &err), 0, "%s", err.message);
+    cr_expect_str_eq(json, "{\"pids\":[4242]}");
+    free(json);
+}

@@ -397,3 +397,33 @@ Test(spec, state_keeps_layout_resources_and_deadline)
         cJSON_Delete(state);
     }
 }
+
+/* A state handed back: its document and checked id, or a refusal naming
+ * the field that leaves nothing to free. */
+Test(spec, state_parse_reads_the_document_and_its_id)
+{
+    struct cordon_error err;
+    const char *id = "x";
+    cJSON *doc = NULL;
+    char *big;
+
+    cordon_error_init(&err);
+    cr_assert_eq(cordon_spec_state_parse("{\"execution_id\":\"exec-1\",\"pid\":7}", &doc, &id, &err), 0,
+                 "%s", err.message);
+    cr_expect_str_eq(id, "exec-1");
+    cr_expect_eq(cJSON_GetObjectItemCaseSensitive(doc, "pid")->valueint, 7);
+    cJSON_Delete(doc);
+    cr_expect_eq(cordon_spec_state_parse("{\"execution_id\":\"../x\"}", &doc, &id, &err), CORDON_E_INVALID);
+    cr_expect(strstr(err.message, "state.execution_id") != NULL, "%s", err.message);
+    cr_expect_null(doc);
+    cr_expect_null(id);
+    cr_expect_eq(cordon_spec_state_parse("[1]", &doc, &id, &err), CORDON_E_INVALID);
+    cr_expect(strstr(err.message, "state") != NULL, "%s", err.message);
+    big = malloc(CORDON_STATE_MAX + 2);
+    cr_assert_not_null(big);
+    memset(big, ' ', CORDON_STATE_MAX + 1);
+    big[CORDON_STATE_MAX + 1] = '\0';
+    cr_expect_eq(cordon_spec_state_parse(big, &doc, &id, &err), CORDON_E_LIMIT);
+    cr_expect_null(doc);
+    free(big);
+}

@@ -95,6 +95,15 @@ CORDON_EXTERN int cordon_facts_compose_host(const struct cordon_host_v1 *host,
                                             const struct cordon_facts_parts *parts,
                                             char **ret_json, struct cordon_error *err);
 
+/* The answer of a probe called with CORDON_PROBE_AVAILABILITY (provider.h):
+ * {"provider_id", "available", "reason"}, available when reason is
+ * "ready", with "detail" when not and detail is not NULL. In text from
+ * host->alloc, as cordon_facts_compose_host. */
+CORDON_EXTERN int cordon_facts_availability_host(const struct cordon_host_v1 *host,
+                                                 const char *provider_id, const char *reason,
+                                                 const char *detail, char **ret_json,
+                                                 struct cordon_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <cjson/cJSON.h>
 #include <cordon/provider.h>
 
@@ -36,6 +37,11 @@ CORDON_EXTERN int cordon_json_parse_object(const char *field, const char *text, 
  * frees it). */
 CORDON_EXTERN int cordon_json_print_host(const struct cordon_host_v1 *host, const cJSON *doc,
                                          char **ret, struct cordon_error *err);
+
+/* The boundary answer (provider.h) of an execution whose outermost
+ * process is pid: {"pids": [pid]}, in text from host->alloc. */
+CORDON_EXTERN int cordon_json_boundary_host(const struct cordon_host_v1 *host, pid_t pid,
+                                            char **ret, struct cordon_error *err);
 
 /* A key of an object (parent "config", say: item->string is the key's
  * name) as a boolean: CORDON_E_INVALID "config.KEY: must be true or false"

@@ -135,6 +135,13 @@ CORDON_EXTERN int cordon_spec_state_set_deadline(const struct cordon_host_v1 *ho
                                                  const char *state_json, uint64_t expires_at_ms,
                                                  char **ret_state_json, struct cordon_error *err);
 
+/* A state the host handed back: json, at most CORDON_STATE_MAX bytes, as
+ * an object into *ret_doc (free with cJSON_Delete; NULL on failure) and
+ * its "execution_id", checked against the grammar ("state.execution_id"),
+ * into *ret_id (borrowed from the document). */
+CORDON_EXTERN int cordon_spec_state_parse(const char *json, cJSON **ret_doc, const char **ret_id,
+                                          struct cordon_error *err);
+
 #ifdef __cplusplus
 }
 #endif
