@@ -205,3 +205,49 @@ int cordon_spec_state_from_json(const cJSON *state, struct cordon_spec_state *re
     *ret = k;
     return 0;
 }
+
+int cordon_spec_state_set_deadline(const struct cordon_host_v1 *host, const char *state_json,
+                                   uint64_t expires_at_ms, char **ret_state_json,
+                                   struct cordon_error *err)
+{
+    struct cordon_spec_state kept;
+    cJSON *doc = NULL;
+    int r;
+
+    if (host == NULL || ret_state_json == NULL || expires_at_ms == 0 ||
+        expires_at_ms > (uint64_t)CORDON_JSON_INT_MAX)
+        return cordon_error_set(err, CORDON_E_INVALID, 0,
+                                "extend: host, ret_state_json and expires_at_ms (1..%.0f) required",
+                                (double)CORDON_JSON_INT_MAX);
+    /* The state must read as provision wrote it before one key changes. */
+    if ((r = cordon_json_parse_object("state", state_json, CORDON_STATE_MAX, &doc, err)) < 0 ||
+        (r = cordon_spec_state_from_json(doc, &kept, err)) < 0)
+        goto out;
+    if (!cJSON_ReplaceItemInObjectCaseSensitive(doc, "expires_at_ms",
+                                                cJSON_CreateNumber((double)expires_at_ms))) {
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "state: out of memory");
+        goto out;
+    }
+    r = cordon_json_print_host(host, doc, ret_state_json, err);
+out:
+    cJSON_Delete(doc);
+    return r;
+}
+
+int cordon_spec_state_parse(const char *json, cJSON **ret_doc, const char **ret_id,
+                            struct cordon_error *err)
+{
+    cJSON *doc = NULL;
+    int r = cordon_json_parse_object("state", json, CORDON_STATE_MAX, &doc, err);
+
+    *ret_id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(doc, "execution_id"));
+    if (r == 0)
+        r = cordon_execution_id_check("state.execution_id", *ret_id, err);
+    if (r < 0) {
+        cJSON_Delete(doc);
+        doc = NULL;
+        *ret_id = NULL;
+    }
+    *ret_doc = doc;
+    return r;
+}
