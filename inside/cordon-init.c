@@ -44,9 +44,11 @@
  * killed by the same signal N (re-raised on itself, without a core dump),
  * so that whoever waits on the wrapper sees "killed by N", not an exit
  * 128+N that a plain `exit 137` would also give. A runtime that folds the
- * signal into 128+N on its own side still loses the difference. The
- * wrapper is not dumpable: code of the sandbox's uid cannot ptrace it or
- * reach its descriptors. 127: PROGRAM not found, 126: not executable.
+ * signal into 128+N on its own side still loses the difference. A stop
+ * signal (SIGTERM, SIGINT, SIGHUP) to the wrapper kills the program's group
+ * at once, and the wrapper then ends as the program did. The wrapper is
+ * not dumpable: code of the sandbox's uid cannot ptrace it or reach its
+ * descriptors. 127: PROGRAM not found, 126: not executable.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -153,19 +155,32 @@ static int end_as(int status)
     return 128 + sig;
 }
 
-/* --exec: run argv as a group leader, then end its group. */
+/* --exec: run argv as a group leader, then end its group. A stop signal
+ * (SIGTERM, SIGINT, SIGHUP) ends the group at once: the runc provider,
+ * whose entered command runs in a session of its own, asks for SIGTERM
+ * when the relay that started it dies (PR_SET_PDEATHSIG), which is how a
+ * timeout, cancel or overflow reaches the command. The signals are blocked
+ * before the fork and waited for, so none is lost between two looks. */
 static int run_leader(char **argv)
 {
-    int status, e;
+    sigset_t set, old;
+    int status, e, sig;
     pid_t pid, w;
 
     prctl(PR_SET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, &old);
     pid = fork();
     if (pid < 0) {
         fprintf(stderr, "cordon-init: fork: %s\n", strerror(errno));
         return 126;
     }
     if (pid == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
         setpgid(0, 0);
         execvp(argv[0], argv);
         e = errno;
@@ -174,9 +189,17 @@ static int run_leader(char **argv)
     }
     /* Both sides set the group, so that the kill below never misses it. */
     setpgid(pid, pid);
-    do
-        w = waitpid(pid, &status, 0);
-    while (w < 0 && errno == EINTR);
+    for (;;) {
+        w = waitpid(pid, &status, WNOHANG);
+        if (w != 0 && !(w < 0 && errno == EINTR))
+            break;
+        sig = sigwaitinfo(&set, NULL);
+        if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
+            /* the leader by its pid too, should it have left the group */
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+        }
+    }
     kill(-pid, SIGKILL);
     if (w < 0)
         return 126;

@@ -215,7 +215,8 @@ int runc__lo_up(int pidfd, pid_t pid, struct cordon_error *err)
 enum enter_step {
     ENTER_DUMPABLE = 1, ENTER_CGROUP_OPEN, ENTER_PIDFD, ENTER_IDENTITY, ENTER_SETNS, ENTER_FORK,
     ENTER_CGROUP_JOIN, ENTER_SESSION, ENTER_KEYRING, ENTER_RLIMIT, ENTER_BOUNDING, ENTER_USER,
-    ENTER_CWD, ENTER_CAPS, ENTER_NNP, ENTER_SECCOMP, ENTER_EXEC, ENTER_STEPS_
+    ENTER_CWD, ENTER_CAPS, ENTER_NNP, ENTER_PDEATHSIG, ENTER_RELAY_GONE, ENTER_SECCOMP, ENTER_EXEC,
+    ENTER_STEPS_
 };
 
 static const char *const enter_steps[ENTER_STEPS_] = {
@@ -234,6 +235,8 @@ static const char *const enter_steps[ENTER_STEPS_] = {
     [ENTER_CWD] = "entering the working directory",
     [ENTER_CAPS] = "emptying the capability sets",
     [ENTER_NNP] = "setting no_new_privs",
+    [ENTER_PDEATHSIG] = "asking to hear of its relay's end",
+    [ENTER_RELAY_GONE] = "starting (its relay was already killed)",
     [ENTER_SECCOMP] = "loading the seccomp filter",
     [ENTER_EXEC] = "executing " RUNC_INIT_IN_CONTAINER,
 };
@@ -445,6 +448,20 @@ static void __attribute__((noreturn)) enter_exec(const struct runc_enter *e, con
     if (rfd > 3)
         close_from(3, rfd - 1, e->max_fd);
     close_from(rfd + 1, ~0u >> 1, e->max_fd);
+    /* A session of its own puts the command beyond the runner's kill of
+     * the relay's group (timeout, cancel, overflow): cordon-init --exec
+     * hears of the relay's end as SIGTERM and kills the command's group
+     * itself. Asked for after the credential changes, which clear it. A
+     * relay killed before that closed the report pipe's only other end
+     * (ours to it are closed above): its write end polls POLLERR. */
+    if (prctl(PR_SET_PDEATHSIG, (unsigned long)SIGTERM, 0UL, 0UL, 0UL) != 0)
+        report_and_exit(rfd, ENTER_PDEATHSIG, errno);
+    {
+        struct pollfd pf = { rfd, 0, 0 };
+
+        if (poll(&pf, 1, 0) > 0 && (pf.revents & POLLERR) != 0)
+            report_and_exit(rfd, ENTER_RELAY_GONE, ESRCH);
+    }
     /* Last, so that as few calls as possible run under the filter. */
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0u, &e->seccomp) != 0)
         report_and_exit(rfd, ENTER_SECCOMP, errno);

@@ -17,10 +17,13 @@
  * group ends with it, and it dies of the command's signal), started by the
  * sdk's runner in pass-through mode:
  * the host's stdout and stderr descriptors are the command's, and the host
- * bounds them. On cancel the command's process group is killed and waited
- * for, and the container stays; through the runtime's exec (which ends
- * only its own client) the container's init is killed, which ends the
- * whole execution, and the result says so (execution_ended).
+ * bounds them. On cancel the command's process group is killed and the
+ * container stays. The agent kills the group and waits for it. Entered,
+ * the command is in a session of its own, beyond the runner's kill of the
+ * relay's group: cordon-init --exec hears of the relay's end (a
+ * parent-death SIGTERM) and kills the group itself. Through the runtime's
+ * exec (which ends only its own client) the container's init is killed,
+ * which ends the whole execution, and the result says so (execution_ended).
  */
 #include <errno.h>
 #include <fcntl.h>

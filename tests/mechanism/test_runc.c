@@ -68,6 +68,7 @@
 #include "tests/common/hostile-init.h"
 #include "tests/common/proc.h"
 #include "tests/common/sockets.h"
+#include "tests/common/wait.h"
 
 #define ENV_SHARED "CORDON_RUNC_TEST_SHARED"   /* main -> workers */
 #define RUNTIME_ROOT "/run/cordon-runc"
@@ -1131,17 +1132,23 @@ Test(runc, hostile_fifo_name_is_escaped_in_the_refusal)
 
 /* ---- timeouts and teardown ------------------------------------------------------------ */
 
-/* A timeout ends the command's process group, gone when the answer comes,
- * and leaves the container; a sleeper that left the command's session
- * (setsid) is no longer the command's and runs on until terminate. */
-Test(runc, timeout_ends_the_commands_group_and_the_container_stays)
+/* A timeout ends the command's process group and leaves the container; a
+ * sleeper that left the command's session (setsid) is no longer the
+ * command's and runs on until terminate. Through the agent the group is
+ * gone when the answer comes; entered (setns), the command runs in a
+ * session of its own beyond the runner's kill of its relay, and ends as
+ * the relay goes (cordon-init --exec hears of it), within moments. */
+static void check_timeout_ends_the_commands_group(bool setns)
 {
     const char *argv[] = { "sh", "-c", NULL, NULL };
     struct cordon_exec_outcome o = { 0 };
     char marker[48], away[48], script[240], hex[9], id[40], path[PATH_MAX];
     const char *state;
 
-    ensure();
+    if (setns)
+        ensure_setns();
+    else
+        ensure();
     state = provision(id);
     cr_assert_gt(state_pid(state), 1);
     random_hex(hex, 4);
@@ -1153,8 +1160,12 @@ Test(runc, timeout_ends_the_commands_group_and_the_container_stays)
     cr_assert_eq(drive(state, argv, 700, 1 << 20, &o), 0, "%s", err.message);
     cr_assert_eq(o.status, CORDON_RUN_TIMEOUT, "status %s", cordon_run_status_name(o.status));
     cordon_exec_outcome_clear(&o);
-    cr_expect_eq(test_count_processes(marker), 0, "sleepers (%s) outlived the timeout's answer",
-                 marker);
+    if (setns)
+        cr_expect(TEST_WAIT_UNTIL(test_count_processes(marker) == 0, 10000),
+                  "sleepers (%s) outlived the timeout", marker);
+    else
+        cr_expect_eq(test_count_processes(marker), 0, "sleepers (%s) outlived the timeout's answer",
+                     marker);
     cr_expect_eq(test_count_processes(away), 1, "the sleeper in a session of its own (%s) is "
                  "not the command's, and runs on", away);
     cr_assert(runtime_knows(id), "the container went with the timeout");
@@ -1170,6 +1181,16 @@ Test(runc, timeout_ends_the_commands_group_and_the_container_stays)
     cr_assert_eq(cgroups_left(id), 0);
     snprintf(path, sizeof(path), "%s/providers/runc/bundles/%s", shared, id);
     cr_assert_not(exists(path), "%s remains", path);
+}
+
+Test(runc, timeout_ends_the_commands_group_and_the_container_stays)
+{
+    check_timeout_ends_the_commands_group(false);
+}
+
+Test(runc, timeout_of_an_entered_command_ends_its_group_and_the_container_stays)
+{
+    check_timeout_ends_the_commands_group(true);
 }
 
 Test(runc, terminate_and_reclaim_are_idempotent)
