@@ -129,6 +129,41 @@ class Commands:
         raise CommandExitError(res)
 
 
+class Files:
+    """sandbox.files: e2b's names over cordon files (streamed through the
+    provider, not bounded by max_output_bytes; disk_bytes bounds each file).
+    Paths are relative to /workspace ("/workspace/p" works too)."""
+
+    def __init__(self, sandbox):
+        self._sbx = sandbox
+
+    def write(self, path, data, mode=0o644):
+        """Write data (str, bytes, a file object or an os.PathLike naming a
+        host file) as the file path; parents are made."""
+        return self._sbx._cordon().files_write(self._sbx.sandbox_id, path, data, mode)
+
+    def read(self, path, format="text"):
+        """The file's content: str (UTF-8, with replacement) or, with
+        format="bytes", bytes."""
+        data = self._sbx._cordon().files_read(self._sbx.sandbox_id, path)
+        return data if format == "bytes" else data.decode("utf-8", "replace")
+
+    def list(self, path=""):
+        """The entries of a directory, one level: [{"name", "type", "size", ...}]."""
+        return self._sbx._cordon().files_list(self._sbx.sandbox_id, path)["entries"]
+
+    def exists(self, path):
+        try:
+            self._sbx._cordon().files_list(self._sbx.sandbox_id, path)
+            return True
+        except NotFound:
+            return False
+
+    def remove(self, path):
+        """Remove the file or directory path."""
+        self._sbx._cordon().files_remove(self._sbx.sandbox_id, path)
+
+
 class Sandbox:
     """One execution (cordon provision), held until kill() or the end of a
     with block. Use Sandbox.create(); Sandbox.connect() takes an existing
@@ -144,6 +179,7 @@ class Sandbox:
         #: The provision (or restore) result: provider, the host's verdict...
         self.info = info or {}
         self.commands = Commands(self)
+        self.files = Files(self)
         self._opts = {"state_dir": state_dir, "config": config}
         self._local = threading.local()
         self._all = []

@@ -614,38 +614,49 @@ ADAPTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "
 
 
 @unittest.skipUnless(ROOT and RUNC_IMAGE, "runc needs root and $CORDON_RUNC_IMAGE (tar@sha256:digest)")
+@unittest.skipUnless(ROOT and RUNC_IMAGE, "runc needs root and $CORDON_RUNC_IMAGE (tar@sha256:digest)")
 class Adapter(unittest.TestCase):
-    """examples/python-adapter: the agent tool, end to end under runc."""
+    """examples/python-adapter: the agent's tools over one sandbox, under runc."""
 
-    def setUp(self):
+    @classmethod
+    def setUpClass(cls):
         sys.path.insert(0, ADAPTER)
         import cordon_tool
-        self.state = tempfile.mkdtemp(prefix="cordon-pytest.")
-        self.tool = cordon_tool.CodeExecutionTool(image=RUNC_IMAGE, providers=["runc"],
-                                                  state_dir=self.state)
-        self.spec = cordon_tool.TOOL_SPEC
+        cls.mod = cordon_tool
+        cls.state = tempfile.mkdtemp(prefix="cordon-pytest.")
+        cls.tools = cordon_tool.SandboxTools(provider="runc", image=RUNC_IMAGE, state_dir=cls.state)
 
-    def tearDown(self):
-        self.tool.close()
+    @classmethod
+    def tearDownClass(cls):
+        cls.tools.close()
         sys.path.remove(ADAPTER)
-        shutil.rmtree(self.state, ignore_errors=True)
+        shutil.rmtree(cls.state, ignore_errors=True)
 
-    def test_a_tool_call_returns_streams_exit_and_outputs(self):
-        code = ("import sys\nopen('../output/a.txt','w').write('A')\n"
-                "open('../output/b.bin','wb').write(b'\\x00')\nprint('out')\nsys.exit(2)\n")
-        reply = json.loads(self.tool.handle_tool_call(json.dumps({"code": code,
-                                                                  "outputs": ["a.txt", "b.bin", "c"]})))
-        self.assertEqual((reply["status"], reply["exit_code"], reply["stdout"]), ("error", 2, "out\n"))
-        self.assertEqual(reply["provider"], "runc")
-        self.assertEqual(reply["outputs"], {"a.txt": "A", "b.bin": {"base64": "AA==", "bytes": 1}, "c": None})
+    def call(self, name, **args):
+        return json.loads(self.tools.handle_tool_call(name, json.dumps(args)))
+
+    def test_state_stays_between_calls_and_a_failed_command_keeps_it(self):
+        self.assertEqual(self.call("write_file", path="data/in.csv", content="a,b\n1,2\n")["status"], "ok")
+        r = self.call("run_python", code="import csv\nrows = list(csv.reader(open('data/in.csv')))\n"
+                                         "open('out.txt', 'w').write(str(len(rows)))\nprint(rows[1])\n")
+        self.assertEqual((r["status"], r["exit_code"], r["stdout"]), ("exited", 0, "['1', '2']\n"), r)
+        r = self.call("run_shell", command="sleep 60", timeout_s=1)
+        self.assertEqual(r["status"], "timeout", r)
+        self.assertNotIn("note", r)
+        r = self.call("run_python", code="import sys\nprint('out'); sys.exit(2)")
+        self.assertEqual((r["status"], r["exit_code"], r["stdout"]), ("exited", 2, "out\n"))
+        self.assertEqual(self.call("read_file", path="out.txt"), {"status": "ok", "content": "2"})
 
     def test_a_refused_call_tells_the_model_why(self):
-        reply = json.loads(self.tool.handle_tool_call(json.dumps({"code": "1", "outputs": ["/etc/x"]})))
-        self.assertEqual(reply["status"], "blocked")
-        self.assertEqual(reply["error"]["code"], "unsafe_path")
-        reply = json.loads(self.tool.handle_tool_call("[]"))
-        self.assertEqual(reply["error"]["code"], "invalid_input")
-        self.assertEqual(self.spec["parameters"]["required"], ["code"])
+        r = self.call("read_file", path="../../etc/passwd")
+        self.assertEqual(r["status"], "blocked")
+        self.assertIn(r["error"]["code"], ("invalid_input", "unsafe_path"))
+        self.assertEqual(json.loads(self.tools.handle_tool_call("run_shell", "[]"))["error"]["code"],
+                         "invalid_input")
+        self.assertEqual(json.loads(self.tools.handle_tool_call("rm_rf", "{}"))["error"]["code"],
+                         "invalid_input")
+        self.assertEqual([t["name"] for t in self.mod.TOOLS],
+                         ["run_python", "run_shell", "write_file", "read_file"])
 
 
 def main():
