@@ -180,54 +180,23 @@ out:
     return r;
 }
 
-static int op_ensure(const struct cordon_host_v1 *host, const char *config_json,
-                     struct cordon_resource **ret_resource, struct cordon_error *err)
+static int health_check(struct cordon_resource *res, struct cordon_error *err)
 {
-    if (host == NULL || ret_resource == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
-    return resource_new(host, config_json, ret_resource, err);
-}
-
-static int op_health_check(struct cordon_resource *res, struct cordon_error *err)
-{
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "health_check: resource required");
     if (access(res->cfg.bwrap, X_OK) != 0 || access(res->cfg.root, F_OK) != 0)
         return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "health_check: %s or %s: %s", res->cfg.bwrap,
                                 res->cfg.root, strerror(errno));
     return 0;
 }
 
-static int op_release(struct cordon_resource *res, struct cordon_error *err)
-{
-    (void)err;
-    resource_free(res);
-    return 0;
-}
-
 /* ---- state ------------------------------------------------------------------- */
 
+/* As root bwrap runs as the pool uid this execution holds, never as another;
+ * as a user, as the caller. */
 int bw__state_parse(const struct cordon_resource *res, const char *json, bool full, struct area_state *ret,
                     struct cordon_error *err)
 {
-    struct area_state st = { 0 };
-    int r = area__state_parse(res->cfg.root, json, full, &st, err);
-
-    if (r < 0 || !full)
-        goto out;
-    if (res->cfg.pooled)
-        /* As root bwrap runs as the pool uid this execution holds, never as another. */
-        r = cordon_uid_check_state(NULL, res->host->host_instance_id, st.execution_id, st.uid, st.gid, err);
-    else if (st.uid != geteuid() || st.gid != getegid())
-        r = cordon_error_set(err, CORDON_E_INVALID, 0, "state.uid: %u:%u is not the caller's %u:%u",
-                             (unsigned)st.uid, (unsigned)st.gid, (unsigned)geteuid(), (unsigned)getegid());
-out:
-    if (r == 0) {
-        *ret = st;
-        memset(&st, 0, sizeof(st));
-    }
-    area__state_clear(&st);
-    return r;
+    return area__state_parse_uid(res->host, res->cfg.root, res->cfg.pooled ? AREA_UID_POOL : AREA_UID_CALLER,
+                                 json, full, ret, err);
 }
 
 /* ---- probe -------------------------------------------------------------------- */
@@ -387,7 +356,8 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
 {
     struct cordon_resource *res = NULL;
     struct cordon_error why;
-    char *mech = NULL, *out = NULL, trial[512], version[64];
+    char *mech = NULL, trial[512], version[64];
+    const char *reason = NULL;
     bool area_tmpfs, nproc;
     int r;
 
@@ -398,15 +368,17 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         /* A config that does not parse is an error; a missing bwrap is facts. */
         if (why.code == CORDON_E_INVALID || why.code == CORDON_E_UNSUPPORTED || why.code == CORDON_E_LIMIT)
             return cordon_error_set(err, why.code, why.os_errno, "%s", why.message);
-        r = facts_compose(host, false, why.message, limits_nopids, NULL, NULL, &out, err);
-        goto out;
-    }
-    if (bwrap_trial(&res->cfg, trial, sizeof(trial), version, sizeof(version)) < 0) {
-        r = facts_compose(host, false, trial, limits_nopids, NULL, NULL, &out, err);
-        goto out;
+        reason = why.message;
+    } else if (bwrap_trial(&res->cfg, trial, sizeof(trial), version, sizeof(version)) < 0) {
+        reason = trial;
     }
     if (flags & CORDON_PROBE_AVAILABILITY) {
-        r = facts_compose(host, true, "ready", limits_nopids, NULL, NULL, &out, err);
+        r = cordon_facts_availability_host(host, BW_ID, reason != NULL ? reason : "ready", NULL, ret_facts_json,
+                                           err);
+        goto out;
+    }
+    if (reason != NULL) {
+        r = facts_compose(host, false, reason, limits_nopids, NULL, NULL, ret_facts_json, err);
         goto out;
     }
     area_tmpfs = res->cfg.pooled && area__tmpfs_works(BW_MOUNT_SOURCE, res->cfg.root);
@@ -418,16 +390,12 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     if (area_tmpfs)
         r = facts_compose(host, true, "ready", nproc ? limits_root : limits_nopids,
                           nproc ? BW_ENFORCEMENT("tmpfs_size", "rlimit") : BW_ENFORCEMENT("tmpfs_size", "none"),
-                          mech, &out, err);
+                          mech, ret_facts_json, err);
     else
         r = facts_compose(host, true, "ready", nproc ? limits_user : limits_nopids,
-                          nproc ? BW_ENFORCEMENT("none", "rlimit") : BW_ENFORCEMENT("none", "none"), mech, &out,
-                          err);
+                          nproc ? BW_ENFORCEMENT("none", "rlimit") : BW_ENFORCEMENT("none", "none"), mech,
+                          ret_facts_json, err);
 out:
-    if (r == 0)
-        *ret_facts_json = out;
-    else if (out != NULL)
-        host->free(out);
     free(mech);
     resource_free(res);
     return r;
@@ -442,25 +410,20 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
     struct cordon_spec_state kept = { 0 };
     struct cordon_disk_split split;
     struct area_new area = { .root_fd = -1, .dir_fd = -1 };
-    cJSON *state = NULL;
     int r;
 
     if (res == NULL || ret_state_json == NULL)
         return cordon_error_set(err, CORDON_E_INVALID, 0, "provision: resource and ret_state_json required");
     cordon_spec_init(&spec);
-    r = cordon_spec_parse(spec_json, &spec, err);
+    r = area__spec_read(spec_json, &spec, &kept, err);
     if (r == 0 && spec.image != NULL && strcmp(spec.image, "host") != 0)
         r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
                              "image: \"%.*s\": " BW_ID " runs the host's userland (image null or \"host\")",
                              cordon_text_fit(spec.image, 128), spec.image);
     if (r == 0)
         r = cordon_disk_split("resources.disk_bytes", spec.resources.disk_bytes, &split, err);
-    if (r == 0)
-        r = cordon_spec_deadline(&spec, cordon_now_wall_ms(), &kept.expires_at_ms, err);
     if (r < 0)
         goto out;
-    kept.resources = spec.resources;
-    kept.layout = spec.layout;
     {
         /*
          * As root: a pool uid for bwrap, the area root's and the pool gid's
@@ -479,15 +442,9 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
         if ((r = area__create(&o, &area, err)) < 0)
             goto out;
     }
-    state = area__state_new(spec.execution_id, area.dir, area.ws, area.uid, area.gid, &kept, &spec.environment);
-    if (state == NULL || cJSON_AddBoolToObject(state, "area_tmpfs", area.mounted) == NULL) {
-        r = bw__nomem(err, "state");
-        goto out;
-    }
-    r = cordon_json_print_host(res->host, state, ret_state_json, err);
+    r = area__state_print(res->host, &area, &spec, &kept, "area_tmpfs", area.mounted, ret_state_json, err);
 out:
     area__new_finish(&area, r < 0);
-    cJSON_Delete(state);
     cordon_spec_clear(&spec);
     return r;
 }
@@ -503,12 +460,7 @@ static int workspace_for_slots(struct cordon_resource *res, const char *state_js
     int r = bw__state_parse(res, state_json, true, &st, err);
 
     if (r == 0)
-        r = area__open_workspace(&st, &ret->fd, err);
-    if (r == 0) {
-        ret->owner = (struct cordon_workspace_owner){ st.code_layout, res->cfg.pooled, st.uid, st.gid };
-        ret->import_max_bytes = st.res.disk_bytes;
-        ret->export_max_bytes = st.res.disk_bytes;
-    }
+        r = area__workspace(&st, res->cfg.pooled, ret, err);
     area__state_clear(&st);
     return r;
 }
@@ -522,57 +474,41 @@ CORDON_WORKSPACE_SLOTS(op, workspace_for_slots)
  * bwrap dies with its parent); as root a straggler of the pool uid is
  * killed all the same before the uid goes back. Then the area goes.
  */
-static int destroy(const struct cordon_resource *res, const char *dir, const char *id, struct cordon_error *err)
-{
-    const char *host = res->host->host_instance_id;
-    uid_t held;
-    bool holds = res->cfg.pooled && cordon_uid_held(NULL, host, id, &held, NULL) == 1;
-    int r;
-
-    if (holds)
-        cordon_uid_sweep(held);
-    area__unmount(dir);
-    r = cordon_fs_remove_tree_path(dir, err);
-    if (r == 0 && holds)
-        r = cordon_uid_give_back(NULL, host, id, err);
-    return r;
-}
-
-static int op_terminate(struct cordon_resource *res, const char *state_json, struct cordon_error *err)
-{
-    struct area_state st = { 0 };
-    int r;
-
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "terminate: resource required");
-    /* Only the id is needed: terminate works from every state. */
-    r = bw__state_parse(res, state_json, false, &st, err);
-    if (r == 0)
-        r = destroy(res, st.dir, st.execution_id, err);
-    area__state_clear(&st);
-    return r;
-}
-
-static int op_reclaim(struct cordon_resource *res, const char *execution_id, struct cordon_error *err)
+static int destroy(const struct cordon_resource *res, const char *id, struct cordon_error *err)
 {
     char *dir = NULL;
-    int r;
+    uid_t held;
+    bool holds = res->cfg.pooled && cordon_uid_held(NULL, res->host->host_instance_id, id, &held, NULL) == 1;
+    int r = area__paths(res->cfg.root, id, &dir, NULL, err);
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
-    r = cordon_execution_id_check("execution_id", execution_id, err);
-    if (r == 0)
-        r = area__paths(res->cfg.root, execution_id, &dir, NULL, err);
-    if (r == 0)
-        r = destroy(res, dir, execution_id, err);
+    if (r < 0)
+        return r;
+    if (holds)
+        cordon_uid_sweep(held);
+    r = area__remove(res->host, dir, id, holds, err);
     free(dir);
     return r;
 }
 
-static int op_list_executions(struct cordon_resource *res, char **ret_ids_json, struct cordon_error *err)
+/* Only the id is needed: terminate works from every state. */
+static int terminate(struct cordon_resource *res, const char *state_json, struct cordon_error *err)
 {
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "list_executions: resource required");
+    struct area_state st = { 0 };
+    int r = bw__state_parse(res, state_json, false, &st, err);
+
+    if (r == 0)
+        r = destroy(res, st.execution_id, err);
+    area__state_clear(&st);
+    return r;
+}
+
+static int reclaim(struct cordon_resource *res, const char *execution_id, struct cordon_error *err)
+{
+    return destroy(res, execution_id, err);
+}
+
+static int list_executions(struct cordon_resource *res, char **ret_ids_json, struct cordon_error *err)
+{
     return area__list(res->host, res->cfg.root, ret_ids_json, err);
 }
 
@@ -586,6 +522,8 @@ static int op_extend(struct cordon_resource *res, const char *state_json, uint64
 }
 
 /* ---- entry point -------------------------------------------------------------------- */
+
+CORDON_LIFECYCLE_OPS(op, resource_new, health_check, resource_free, terminate, reclaim, list_executions)
 
 static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,

@@ -100,8 +100,9 @@ int area__paths(const char *root, const char *id, char **ret_dir, char **ret_ws,
     return 0;
 }
 
-cJSON *area__state_new(const char *id, const char *dir, const char *ws, uid_t uid, gid_t gid,
-                       const struct cordon_spec_state *kept, const struct cordon_env *environment)
+/* The state provision writes, with what area__state_parse reads back. */
+static cJSON *state_new(const char *id, const char *dir, const char *ws, uid_t uid, gid_t gid,
+                        const struct cordon_spec_state *kept, const struct cordon_env *environment)
 {
     cJSON *state = cJSON_CreateObject();
 
@@ -114,6 +115,35 @@ cJSON *area__state_new(const char *id, const char *dir, const char *ws, uid_t ui
         return NULL;
     }
     return state;
+}
+
+int area__spec_read(const char *spec_json, struct cordon_spec *spec, struct cordon_spec_state *ret_kept,
+                    struct cordon_error *err)
+{
+    int r = cordon_spec_parse(spec_json, spec, err);
+
+    if (r == 0)
+        r = cordon_spec_deadline(spec, cordon_now_wall_ms(), &ret_kept->expires_at_ms, err);
+    if (r == 0) {
+        ret_kept->resources = spec->resources;
+        ret_kept->layout = spec->layout;
+    }
+    return r;
+}
+
+int area__state_print(const struct cordon_host_v1 *host, const struct area_new *a, const struct cordon_spec *spec,
+                      const struct cordon_spec_state *kept, const char *key, bool value, char **ret_state_json,
+                      struct cordon_error *err)
+{
+    cJSON *state = state_new(spec->execution_id, a->dir, a->ws, a->uid, a->gid, kept, &spec->environment);
+    int r;
+
+    if (state == NULL || cJSON_AddBoolToObject(state, key, value) == NULL)
+        r = cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "state: out of memory");
+    else
+        r = cordon_json_print_host(host, state, ret_state_json, err);
+    cJSON_Delete(state);
+    return r;
 }
 
 void area__state_clear(struct area_state *st)
@@ -133,11 +163,7 @@ int area__state_parse(const char *root, const char *json, bool full, struct area
     uint64_t v;
     int r;
 
-    if ((r = cordon_json_parse_object("state", json, CORDON_STATE_MAX, &st.doc, err)) < 0)
-        goto out;
-    item = cJSON_GetObjectItemCaseSensitive(st.doc, "execution_id");
-    st.execution_id = cJSON_IsString(item) ? item->valuestring : NULL;
-    if ((r = cordon_execution_id_check("state.execution_id", st.execution_id, err)) < 0 ||
+    if ((r = cordon_spec_state_parse(json, &st.doc, &st.execution_id, err)) < 0 ||
         (r = area__paths(root, st.execution_id, &st.dir, &st.workspace, err)) < 0)
         goto out;
     item = cJSON_GetObjectItemCaseSensitive(st.doc, "dir");
@@ -172,6 +198,32 @@ out:
     return r;
 }
 
+int area__state_parse_uid(const struct cordon_host_v1 *host, const char *root, enum area_uid_rule rule,
+                          const char *json, bool full, struct area_state *ret, struct cordon_error *err)
+{
+    struct area_state st = { 0 };
+    int r = area__state_parse(root, json, full, &st, err);
+
+    if (r < 0 || !full)
+        goto out;
+    /* A pooled uid is the one this execution holds, never another's. */
+    if (rule == AREA_UID_POOL)
+        r = cordon_uid_check_state(NULL, host->host_instance_id, st.execution_id, st.uid, st.gid, err);
+    else if (rule == AREA_UID_NOT_ROOT && (st.uid == 0 || st.gid == 0))
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "state.uid: %u:%u refused: the sandbox user must not be root",
+                             (unsigned)st.uid, (unsigned)st.gid);
+    else if (rule == AREA_UID_CALLER && (st.uid != geteuid() || st.gid != getegid()))
+        r = cordon_error_set(err, CORDON_E_INVALID, 0, "state.uid: %u:%u is not the caller's %u:%u",
+                             (unsigned)st.uid, (unsigned)st.gid, (unsigned)geteuid(), (unsigned)getegid());
+out:
+    if (r == 0) {
+        *ret = st;
+        memset(&st, 0, sizeof(st));
+    }
+    area__state_clear(&st);
+    return r;
+}
+
 int area__open_workspace(const struct area_state *st, int *ret_fd, struct cordon_error *err)
 {
     int fd = open(st->workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -181,6 +233,30 @@ int area__open_workspace(const struct area_state *st, int *ret_fd, struct cordon
                                 "state.workspace: %s: %s (terminated?)", st->workspace, strerror(errno));
     *ret_fd = fd;
     return 0;
+}
+
+int area__workspace(const struct area_state *st, bool give, struct cordon_workspace *ret, struct cordon_error *err)
+{
+    int r = area__open_workspace(st, &ret->fd, err);
+
+    if (r < 0)
+        return r;
+    ret->owner = (struct cordon_workspace_owner){ st->code_layout, give, st->uid, st->gid };
+    ret->import_max_bytes = st->res.disk_bytes;
+    ret->export_max_bytes = st->res.disk_bytes;
+    return 0;
+}
+
+int area__remove(const struct cordon_host_v1 *host, const char *dir, const char *id, bool give_back,
+                 struct cordon_error *err)
+{
+    int r;
+
+    area__unmount(dir);
+    r = cordon_fs_remove_tree_path(dir, err);
+    if (r == 0 && give_back)
+        r = cordon_uid_give_back(NULL, host->host_instance_id, id, err);
+    return r;
 }
 
 bool area__mount(const char *source, const char *dir, uint64_t bytes)

@@ -56,12 +56,6 @@ struct area_state {
     const cJSON *environment;   /* object of strings, or NULL */
 };
 
-struct cordon_spec_state;
-struct cordon_env;
-/* The state provision writes, with what area__state_parse reads back; the
- * provider adds its own keys. NULL when out of memory. */
-cJSON *area__state_new(const char *id, const char *dir, const char *ws, uid_t uid, gid_t gid,
-                       const struct cordon_spec_state *kept, const struct cordon_env *environment);
 void area__state_clear(struct area_state *st);
 /*
  * Parse a state. The paths are derived from root and the id, and a "dir"
@@ -70,6 +64,16 @@ void area__state_clear(struct area_state *st);
  */
 int area__state_parse(const char *root, const char *json, bool full, struct area_state *ret,
                       struct cordon_error *err);
+/* Whose uid:gid a full state may name as the sandbox's (area__state_parse_uid). */
+enum area_uid_rule {
+    AREA_UID_ANY,       /* whatever provision wrote */
+    AREA_UID_POOL,      /* the pool's that this execution holds (cordon_uid_check_state) */
+    AREA_UID_NOT_ROOT,  /* any but root's (a configured run_as) */
+    AREA_UID_CALLER,    /* the caller's effective uid:gid */
+};
+/* area__state_parse, and with full the sandbox's uid:gid checked by rule. */
+int area__state_parse_uid(const struct cordon_host_v1 *host, const char *root, enum area_uid_rule rule,
+                          const char *json, bool full, struct area_state *ret, struct cordon_error *err);
 /*
  * extend (provider.h) for a provider whose sandbox runs nothing between two
  * execs (each exec's process group ends with it): its deadline is the
@@ -82,6 +86,17 @@ int area__extend(const struct cordon_host_v1 *host, const char *root, const char
 
 /* The workspace directory of st, opened O_NOFOLLOW (NOT_FOUND once terminated). */
 int area__open_workspace(const struct area_state *st, int *ret_fd, struct cordon_error *err);
+
+struct cordon_workspace;
+/* The workspace of st for the sdk's file slots (CORDON_WORKSPACE_SLOTS):
+ * opened as area__open_workspace, what lands handed to st's uid:gid when
+ * give, each import and export bounded by disk_bytes. */
+int area__workspace(const struct area_state *st, bool give, struct cordon_workspace *ret, struct cordon_error *err);
+
+/* An area's end: its tmpfs detached, ROOT/ID removed (missing is
+ * success), then with give_back the execution's pool uid returned. */
+int area__remove(const struct cordon_host_v1 *host, const char *dir, const char *id, bool give_back,
+                 struct cordon_error *err);
 
 /* As root: dir made a tmpfs named source of bytes (nosuid, nodev, 65536
  * inodes, 0700); false when mounting is refused. */
@@ -132,6 +147,20 @@ int area__create(const struct area_opts *o, struct area_new *ret, struct cordon_
 /* Close what is open and free; with failed, also unmount and remove the
  * area and give its uid back. */
 void area__new_finish(struct area_new *a, bool failed);
+
+struct cordon_spec;
+struct cordon_spec_state;
+/* provision's first step: spec_json parsed into spec (cordon_spec_init'd
+ * by the caller, cleared by it), and into *ret_kept what the state keeps
+ * of it, with the deadline from now (cordon_spec_deadline). */
+int area__spec_read(const char *spec_json, struct cordon_spec *spec, struct cordon_spec_state *ret_kept,
+                    struct cordon_error *err);
+/* provision's last step: the state of the area a made for spec (what
+ * area__state_parse reads back) with the provider's own key: value,
+ * printed into *ret_state_json from host->alloc. */
+int area__state_print(const struct cordon_host_v1 *host, const struct area_new *a, const struct cordon_spec *spec,
+                      const struct cordon_spec_state *kept, const char *key, bool value, char **ret_state_json,
+                      struct cordon_error *err);
 
 /* The marker: host's instance id in dir_fd/AREA_HOST_MARK (none without one). */
 int area__mark(int dir_fd, const struct cordon_host_v1 *host, struct cordon_error *err);

@@ -92,32 +92,23 @@ out:
     return r;
 }
 
-static int op_ensure(const struct cordon_host_v1 *host, const char *config_json,
-                     struct cordon_resource **ret_resource, struct cordon_error *err)
+/* ensure: running code needs allow_unsafe_local (probing does not). */
+static int resource_make(const struct cordon_host_v1 *host, const char *config_json,
+                         struct cordon_resource **ret, struct cordon_error *err)
 {
-    if (host == NULL || ret_resource == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "ensure: host and ret_resource required");
-    return resource_new(host, config_json, true, ret_resource, err);
+    return resource_new(host, config_json, true, ret, err);
 }
 
-static int op_health_check(struct cordon_resource *res, struct cordon_error *err)
+static int health_check(struct cordon_resource *res, struct cordon_error *err)
 {
     struct stat st;
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "health_check: resource required");
     if (stat(res->cfg.root, &st) != 0)
         return cordon_error_set(err, CORDON_E_UNAVAILABLE, errno, "root: %s: %s", res->cfg.root,
                                 strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return cordon_error_set(err, CORDON_E_UNAVAILABLE, 0, "root: %s is not a directory",
                                 res->cfg.root);
-    return 0;
-}
-
-static int op_release(struct cordon_resource *res, struct cordon_error *err)
-{
-    resource_free(res);
     return 0;
 }
 
@@ -178,24 +169,11 @@ void tl__sweep(const char *dir, uid_t uid)
 int tl__state_parse(const struct cordon_resource *res, const char *json, bool full,
                     struct area_state *ret, struct cordon_error *err)
 {
-    struct area_state st = { 0 };
-    int r = area__state_parse(res->cfg.root, json, full, &st, err);
+    enum area_uid_rule rule = res->cfg.pooled        ? AREA_UID_POOL
+                              : res->cfg.switch_user ? AREA_UID_NOT_ROOT
+                                                     : AREA_UID_ANY;
 
-    if (r < 0 || !full)
-        goto out;
-    if (res->cfg.pooled)
-        r = cordon_uid_check_state(NULL, res->host->host_instance_id, st.execution_id, st.uid, st.gid, err);
-    else if (res->cfg.switch_user && (st.uid == 0 || st.gid == 0))
-        r = cordon_error_set(err, CORDON_E_INVALID, 0,
-                             "state.uid: %u:%u refused: the sandbox user must not be root",
-                             (unsigned)st.uid, (unsigned)st.gid);
-out:
-    if (r == 0) {
-        *ret = st;
-        memset(&st, 0, sizeof(st));
-    }
-    area__state_clear(&st);
-    return r;
+    return area__state_parse_uid(res->host, res->cfg.root, rule, json, full, ret, err);
 }
 
 /* ---- probe -------------------------------------------------------------- */
@@ -287,7 +265,7 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     struct cordon_resource *res = NULL;
     struct tl_config cfg = { 0 };
     struct cordon_error perr;
-    char *mech = NULL, *out = NULL;
+    char *mech = NULL;
     bool area_tmpfs;
     int r;
 
@@ -300,22 +278,15 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
         goto out;
 
     if (flags & CORDON_PROBE_AVAILABILITY) {
-        cJSON *doc = cJSON_CreateObject();
         bool ok = area__root_prepare(cfg.root, cfg.switch_user, cfg.uid, &perr) == 0;
 
-        if (doc == NULL || cJSON_AddStringToObject(doc, "provider_id", TL_ID) == NULL ||
-            cJSON_AddBoolToObject(doc, "available", ok) == NULL ||
-            cJSON_AddStringToObject(doc, "reason", ok ? "ready" : perr.message) == NULL)
-            r = tl__nomem(err, "facts");
-        else
-            r = cordon_json_print_host(host, doc, &out, err);
-        cJSON_Delete(doc);
+        r = cordon_facts_availability_host(host, TL_ID, ok ? "ready" : perr.message, NULL, ret_facts_json, err);
         goto out;
     }
 
     /* Probing runs nothing, so it needs no allow_unsafe_local. */
     if (resource_new(host, config_json, false, &res, &perr) < 0) {
-        r = facts_unavailable(host, perr.message, &out, err);
+        r = facts_unavailable(host, perr.message, ret_facts_json, err);
         goto out;
     }
     area_tmpfs = cfg.switch_user && area__tmpfs_works(TL_MOUNT_SOURCE, cfg.root);
@@ -326,12 +297,8 @@ static int op_probe(const struct cordon_host_v1 *host, const char *config_json, 
     }
     r = facts_compose(host, true, "ready", &cfg,
                       area_tmpfs ? limits_area : cfg.switch_user ? limits_user : limits_self,
-                      mech, &out, err);
+                      mech, ret_facts_json, err);
 out:
-    if (r == 0)
-        *ret_facts_json = out;
-    else if (out != NULL)
-        host->free(out);
     free(mech);
     resource_free(res);
     tl__config_clear(&cfg);
@@ -402,7 +369,6 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
     struct cordon_spec spec;
     struct cordon_spec_state kept = { 0 };
     struct area_new area = { .root_fd = -1, .dir_fd = -1 };
-    cJSON *state = NULL;
     bool private_tmp = false;
     int r;
 
@@ -413,16 +379,12 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
     /* The network is "none" in every spec the sdk reads, and even that is
      * not enforced here: the facts say network "host", so a caller that
      * needs isolation sees it is not given. */
-    r = cordon_spec_parse(spec_json, &spec, err);
+    r = area__spec_read(spec_json, &spec, &kept, err);
     if (r == 0 && spec.image != NULL)
         r = cordon_error_set(err, CORDON_E_UNSUPPORTED, 0,
                              "image: " TL_ID " runs on the host and takes no image");
-    if (r == 0)
-        r = cordon_spec_deadline(&spec, cordon_now_wall_ms(), &kept.expires_at_ms, err);
     if (r < 0)
         goto out;
-    kept.resources = spec.resources;
-    kept.layout = spec.layout;
     {
         /*
          * As root, an execution's area is a tmpfs of its own, sized
@@ -450,16 +412,9 @@ static int op_provision(struct cordon_resource *res, const char *spec_json, char
             goto out;
         private_tmp = true;
     }
-    state = area__state_new(spec.execution_id, area.dir, area.ws, area.uid, area.gid, &kept,
-                            &spec.environment);
-    if (state == NULL || cJSON_AddBoolToObject(state, "private_tmp", private_tmp) == NULL) {
-        r = tl__nomem(err, "state");
-        goto out;
-    }
-    r = cordon_json_print_host(res->host, state, ret_state_json, err);
+    r = area__state_print(res->host, &area, &spec, &kept, "private_tmp", private_tmp, ret_state_json, err);
 out:
     area__new_finish(&area, r < 0);
-    cJSON_Delete(state);
     cordon_spec_clear(&spec);
     return r;
 }
@@ -476,12 +431,7 @@ static int workspace_for_slots(struct cordon_resource *res, const char *state_js
     int r = tl__state_parse(res, state_json, true, &st, err);
 
     if (r == 0)
-        r = area__open_workspace(&st, &ret->fd, err);
-    if (r == 0) {
-        ret->owner = (struct cordon_workspace_owner){ st.code_layout, geteuid() == 0, st.uid, st.gid };
-        ret->import_max_bytes = st.res.disk_bytes;
-        ret->export_max_bytes = st.res.disk_bytes;
-    }
+        r = area__workspace(&st, geteuid() == 0, ret, err);
     area__state_clear(&st);
     return r;
 }
@@ -490,22 +440,22 @@ CORDON_WORKSPACE_SLOTS(op, workspace_for_slots)
 
 /* ---- terminate and reclaim ---------------------------------------------- */
 
-/* Kill what is left in the area and remove it; missing is success. The
- * execution's uid goes back to the pool only once nothing runs as it. */
-static int destroy(const struct cordon_resource *res, const char *dir, const char *id,
-                   uid_t uid, struct cordon_error *err)
+/* Kill what is left in the execution's area and remove it; missing is
+ * success. The execution's uid goes back to the pool only once nothing
+ * runs as it. */
+static int destroy(const struct cordon_resource *res, const char *id, uid_t uid, struct cordon_error *err)
 {
-    const char *host = res->host->host_instance_id;
+    char *dir = NULL;
     uid_t held;
-    int r;
+    int r = area__paths(res->cfg.root, id, &dir, NULL, err);
 
-    if (cordon_uid_held(NULL, host, id, &held, NULL) == 1)
+    if (r < 0)
+        return r;
+    if (cordon_uid_held(NULL, res->host->host_instance_id, id, &held, NULL) == 1)
         uid = held;
     tl__sweep(dir, uid);
-    area__unmount(dir);
-    r = cordon_fs_remove_tree_path(dir, err);
-    if (r == 0 && cordon_uid_in_pool(uid))
-        r = cordon_uid_give_back(NULL, host, id, err);
+    r = area__remove(res->host, dir, id, cordon_uid_in_pool(uid), err);
+    free(dir);
     return r;
 }
 
@@ -518,55 +468,37 @@ static int op_extend(struct cordon_resource *res, const char *state_json, uint64
     return area__extend(res->host, res->cfg.root, state_json, expires_at_ms, ret_state_json, err);
 }
 
-static int op_terminate(struct cordon_resource *res, const char *state_json,
-                        struct cordon_error *err)
+/* Only the id is needed: terminate works from every state. The uid the
+ * execution ran as, when the state has it, finds what it left behind. */
+static int terminate(struct cordon_resource *res, const char *state_json, struct cordon_error *err)
 {
     struct area_state st = { 0 };
     struct cordon_error ignored;
-    uint64_t uid;
-    int r;
+    uint64_t uid = res->cfg.uid;
+    int r = tl__state_parse(res, state_json, false, &st, err);
 
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "terminate: resource required");
-    uid = res->cfg.uid;
-    /* Only the id is needed: terminate works from every state. The uid the
-     * execution ran as, when the state has it, finds what it left behind. */
-    r = tl__state_parse(res, state_json, false, &st, err);
     if (r == 0) {
         cordon_json_u64(cJSON_GetObjectItemCaseSensitive(st.doc, "uid"), "state.uid", 0,
-                    0xfffffffeu, &uid, &ignored);
-        r = destroy(res, st.dir, st.execution_id, (uid_t)uid, err);
+                        0xfffffffeu, &uid, &ignored);
+        r = destroy(res, st.execution_id, (uid_t)uid, err);
     }
     area__state_clear(&st);
     return r;
 }
 
-static int op_reclaim(struct cordon_resource *res, const char *execution_id,
-                      struct cordon_error *err)
+static int reclaim(struct cordon_resource *res, const char *execution_id, struct cordon_error *err)
 {
-    char *dir = NULL;
-    int r;
-
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "reclaim: resource required");
-    r = cordon_execution_id_check("execution_id", execution_id, err);
-    if (r == 0)
-        r = area__paths(res->cfg.root, execution_id, &dir, NULL, err);
-    if (r == 0)
-        r = destroy(res, dir, execution_id, res->cfg.uid, err);
-    free(dir);
-    return r;
+    return destroy(res, execution_id, res->cfg.uid, err);
 }
 
-static int op_list_executions(struct cordon_resource *res, char **ret_ids_json,
-                              struct cordon_error *err)
+static int list_executions(struct cordon_resource *res, char **ret_ids_json, struct cordon_error *err)
 {
-    if (res == NULL)
-        return cordon_error_set(err, CORDON_E_INVALID, 0, "list_executions: resource required");
     return area__list(res->host, res->cfg.root, ret_ids_json, err);
 }
 
 /* ---- entry point -------------------------------------------------------- */
+
+CORDON_LIFECYCLE_OPS(op, resource_make, health_check, resource_free, terminate, reclaim, list_executions)
 
 static const struct cordon_provider_v1 provider = {
     .abi_version = CORDON_ABI_VERSION,

@@ -17,9 +17,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
 
+#include <cordon/provider.h>
 #include <cordon/sdk/child.h>
 #include <cordon/sdk/fs.h>
 #include <cordon/sdk/runner.h>
@@ -382,4 +385,48 @@ Test(bubblewrap_user, the_execution_area_lives_in_the_users_state_dir)
     cJSON_Delete(doc);
     free(out);
     free(err);
+}
+
+/* ---- the availability probe, called directly ------------------------------------ */
+
+/* CORDON_PROBE_AVAILABILITY answers provider_id, available and reason, and
+ * nothing else; a bwrap that is not there makes it unavailable, named. */
+Test(bubblewrap_user, availability_probe_answers_three_keys)
+{
+    const char *so = getenv("CORDON_BW_PROVIDER") ?: ".libs/bubblewrap.so";
+    struct cordon_host_v1 host = { .abi_version = CORDON_ABI_VERSION, .struct_size = sizeof(host),
+                                   .alloc = malloc, .free = free, .host_instance_id = "test-bw-probe",
+                                   .state_dir = home };
+    const struct cordon_provider_v1 *p = NULL;
+    cordon_provider_init_v1_fn init;
+    struct cordon_error e;
+    char cfg[PATH_MAX + 128], *facts = NULL;
+    void *dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    cJSON *doc;
+
+    cordon_error_init(&e);
+    cr_assert_not_null(dl, "dlopen %s: %s (set CORDON_BW_PROVIDER)", so, dlerror());
+    init = (cordon_provider_init_v1_fn)dlsym(dl, CORDON_PROVIDER_INIT_SYMBOL);
+    cr_assert_not_null(init, "%s exports no %s", so, CORDON_PROVIDER_INIT_SYMBOL);
+    cr_assert_eq(init(&host, 0, &p, &e), 0, "init: %s", e.message);
+
+    snprintf(cfg, sizeof(cfg), "{\"root\": \"%s/areas\"}", tmp);
+    cr_assert_eq(p->probe(&host, cfg, CORDON_PROBE_AVAILABILITY, &facts, &e), 0, "%s", e.message);
+    doc = cJSON_Parse(facts);
+    cr_assert_str_eq(cJSON_GetStringValue(get(doc, "provider_id", NULL)), "bubblewrap", "%s", facts);
+    cr_assert(cJSON_IsTrue(get(doc, "available", NULL)), "%s", facts);
+    cr_assert_str_eq(cJSON_GetStringValue(get(doc, "reason", NULL)), "ready", "%s", facts);
+    cr_assert_eq(cJSON_GetArraySize(doc), 3, "%s", facts);
+    cJSON_Delete(doc);
+    free(facts);
+
+    snprintf(cfg, sizeof(cfg), "{\"root\": \"%s/areas\", \"bwrap\": \"%s/no-bwrap\"}", tmp, tmp);
+    cr_assert_eq(p->probe(&host, cfg, CORDON_PROBE_AVAILABILITY, &facts, &e), 0, "%s", e.message);
+    doc = cJSON_Parse(facts);
+    cr_assert(cJSON_IsFalse(get(doc, "available", NULL)), "%s", facts);
+    cr_assert_not_null(strstr(cJSON_GetStringValue(get(doc, "reason", NULL)), "no-bwrap"), "%s", facts);
+    cr_assert_eq(cJSON_GetArraySize(doc), 3, "%s", facts);
+    cJSON_Delete(doc);
+    free(facts);
+    dlclose(dl);
 }
