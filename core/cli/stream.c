@@ -77,7 +77,7 @@ static void *pump(void *arg)
                 cli_program_output(f, buf[i], ok);
                 if (ferror(f)) {
                     gone = true;
-                    raise(SIGTERM);   /* the cancel handler of cli_cancel_fd */
+                    kill(getpid(), SIGTERM);   /* to the process: cli_cancel_fd's handler */
                 }
             }
             held[i] = len - ok;
