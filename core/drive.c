@@ -246,6 +246,22 @@ static void sink_write(struct sink *k)
         k->off = k->len = 0;
 }
 
+/* The sinks poll said writable (ix: their pollfd, -1 for none). One fd
+ * for both streams gets one write a round: poll vouched for one. */
+static void sinks_write(struct sinks *sk, const struct pollfd *pfd, const int ix[2])
+{
+    bool wrote = false;
+
+    for (int s = 0; s < 2; s++) {
+        if (ix[s] < 0 || pfd[ix[s]].revents == 0 || pfd[ix[s]].events != POLLOUT)
+            continue;
+        if (s == 1 && wrote && sk->s[1].fd == sk->s[0].fd)
+            continue;
+        sink_write(&sk->s[s]);
+        wrote = true;
+    }
+}
+
 static void read_stream(struct cordon_capture *cap, int *fd, int stream, struct sinks *sk)
 {
     struct sink *k = sk != NULL ? &sk->s[stream - 1] : NULL;
@@ -304,20 +320,18 @@ static void drain(struct call *c, struct cordon_capture *cap, struct sinks *sk, 
         }
         if (n == 0)
             break;
-        if (cancel_fd >= 0 && flush_end > now)
+        if (sk != NULL && cancel_fd >= 0 && flush_end > now)
             pfd[i_cancel = n++] = (struct pollfd){ .fd = cancel_fd, .events = POLLIN };
         if (poll(pfd, (nfds_t)n, (int)(until - now)) < 0 && errno != EINTR)
             break;
         if (i_cancel >= 0 && pfd[i_cancel].revents != 0)
             flush_end = 0;   /* the caller gave up: what the sinks hold is dropped */
         for (int s = 0; s < 2; s++) {
-            if (ix[s] < 0 || pfd[ix[s]].revents == 0)
-                continue;
-            if (pfd[ix[s]].events == POLLOUT)
-                sink_write(&sk->s[s]);
-            else
+            if (ix[s] >= 0 && pfd[ix[s]].revents != 0 && pfd[ix[s]].events == POLLIN)
                 read_stream(cap, fds[s], s + 1, sk);
         }
+        if (sk != NULL)
+            sinks_write(sk, pfd, ix);
     }
 }
 
@@ -473,10 +487,8 @@ int cordon__drive_exec(const struct cordon_drive_opts *opts, struct cordon_exec_
         }
         now = cordon_now_monotonic_ms();
         finished = pfd[i_done].revents != 0;
-        for (int s = 0; s < 2; s++) {
-            if (i_sink[s] >= 0 && pfd[i_sink[s]].revents != 0)
-                sink_write(&sk->s[s]);
-        }
+        if (sk != NULL)
+            sinks_write(sk, pfd, i_sink);
         if (i_out >= 0 && pfd[i_out].revents != 0)
             read_stream(cap, &c->out_r, 1, sk);
         if (i_err >= 0 && pfd[i_err].revents != 0)
