@@ -1195,7 +1195,8 @@ Test(hostflow, exec_stream_forwards_each_stream_as_it_comes_apart)
 
 /* The budget counts what is forwarded: no byte past max_output_bytes
  * reaches the fd, the command ends with output_limit, the execution stays.
- * A sink nobody reads stops the reading, not the command's timeout. */
+ * A sink nobody reads stops the reading, not the command's timeout; a
+ * sink that fails stops its forwarding, not the command. */
 Test(hostflow, exec_stream_keeps_the_budget_and_the_timeout)
 {
     struct env e;
@@ -1234,7 +1235,19 @@ Test(hostflow, exec_stream_keeps_the_budget_and_the_timeout)
     cr_expect(ls_shows(&e, "stream-2", "phase", "ready"), "the execution went with the command");
     cJSON_Delete(x);
     free(res);
+    res = NULL;
     close(blocked[0]);
+
+    /* A sink whose reader left: forwarding stops, the command runs to its end. */
+    signal(SIGPIPE, SIG_IGN);
+    cr_assert_eq(cordon_exec_stream_json(e.ctx, "stream-2",
+                                         "{\"command\":\"sh\",\"args\":[\"-c\",\"echo one; echo two\"]}",
+                                         -1, blocked[1], -1, -1, &res, &cerr), 0, "%s", cerr.message);
+    x = cJSON_Parse(res);
+    cr_expect_str_eq(str(x, "status"), "exited");
+    cr_expect_str_eq(str(x, "stdout"), "one\ntwo\n");
+    cJSON_Delete(x);
+    free(res);
     close(blocked[1]);
     cr_expect_eq(terminate(&e, "stream-2"), 0);
     cJSON_Delete(p);
