@@ -316,6 +316,11 @@ class TrustedLocal(StateDir):
         self.assertEqual(x["status"], "exited")
         self.assertEqual(sum(len(p) for p in pieces), 200000)
         self.assertLessEqual(max(len(p) for p in pieces), cordon.LINE_MAX)
+        # Leaving the iteration early cancels the command; the execution stays.
+        with self.c.exec_stream("py-stream-2", "sh", args=["-c", "echo up; exec sleep 1000.5151"]) as it:
+            self.assertEqual(next(it), ("stdout", "up\n"))
+        self.assertEqual(it.result["status"], "cancelled")
+        self.assertEqual(self.c.exec("py-stream-2", "true")["status"], "exited")
         # A callback that raises: the command runs to its end, the error comes back.
         with self.assertRaises(ZeroDivisionError):
             self.c.exec("py-stream-2", "sh", args=["-c", "echo x; echo y"], on_stdout=lambda line: 1 / 0)
