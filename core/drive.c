@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -55,6 +56,8 @@ void cordon__drive_opts_init(struct cordon_drive_opts *opts)
     opts->struct_size = (uint32_t)sizeof(*opts);
     opts->stdin_fd = -1;
     opts->cancel_fd = -1;
+    opts->stdout_sink_fd = -1;
+    opts->stderr_sink_fd = -1;
 }
 
 static void close_fd(int *fd)
@@ -198,14 +201,88 @@ out:
     return rc;
 }
 
-static void read_stream(struct cordon_capture *cap, int *fd, int stream)
-{
+/* One stream's copy to the caller's fd: at most one chunk held, so a
+ * sink that does not take its bytes stops the reading of its stream and
+ * the sandbox's writes block on the pipe, bounded host memory. */
+struct sink {
+    int fd;                     /* borrowed; -1 = none */
+    bool nonblock, broken;      /* broken: a write failed, forwarding stopped */
+    size_t off, len;            /* buf[off, len) still to write */
     char buf[IO_CHUNK];
+};
+
+struct sinks {
+    struct sink s[2];           /* stdout, stderr */
+    uint64_t budget, forwarded; /* bytes past the combined budget are not forwarded */
+};
+
+static bool sink_on(const struct sink *k)
+{
+    return k->fd >= 0 && !k->broken;
+}
+
+static bool sink_pending(const struct sink *k)
+{
+    return sink_on(k) && k->off < k->len;
+}
+
+/* A blocking fd is written only after poll said it is writable, and no
+ * more than PIPE_BUF at once: a pipe then takes it without blocking. */
+static void sink_write(struct sink *k)
+{
+    size_t n = k->len - k->off;
+    ssize_t w;
+
+    if (!k->nonblock && n > PIPE_BUF)
+        n = PIPE_BUF;
+    w = write(k->fd, k->buf + k->off, n);
+    if (w > 0)
+        k->off += (size_t)w;
+    else if (w < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    else
+        k->broken = true;
+    if (k->broken || k->off == k->len)
+        k->off = k->len = 0;
+}
+
+/* The sinks poll said writable (ix: their pollfd, -1 for none). One fd
+ * for both streams gets one write a round: poll vouched for one. */
+static void sinks_write(struct sinks *sk, const struct pollfd *pfd, const int ix[2])
+{
+    bool wrote = false;
+
+    for (int s = 0; s < 2; s++) {
+        if (ix[s] < 0 || pfd[ix[s]].revents == 0 || pfd[ix[s]].events != POLLOUT)
+            continue;
+        if (s == 1 && wrote && sk->s[1].fd == sk->s[0].fd)
+            continue;
+        sink_write(&sk->s[s]);
+        wrote = true;
+    }
+}
+
+static void read_stream(struct cordon_capture *cap, int *fd, int stream, struct sinks *sk)
+{
+    struct sink *k = sk != NULL ? &sk->s[stream - 1] : NULL;
+    char local[IO_CHUNK];
 
     for (int i = 0; i < READS_PER_WAKE; i++) {
-        ssize_t n = read(*fd, buf, sizeof(buf));
+        char *buf = k != NULL && sink_on(k) ? k->buf : local;
+        ssize_t n = read(*fd, buf, IO_CHUNK);
         if (n > 0) {
             cordon_capture_feed(cap, stream, buf, (size_t)n);
+            if (k != NULL && buf == k->buf) {
+                uint64_t left = sk->budget == 0 ? (uint64_t)n
+                                : sk->budget > sk->forwarded ? sk->budget - sk->forwarded : 0;
+                k->off = 0;
+                k->len = (uint64_t)n < left ? (size_t)n : (size_t)left;
+                sk->forwarded += k->len;
+                if (k->nonblock && k->len > 0)
+                    sink_write(k);
+                if (sink_pending(k))
+                    return;   /* held: read on once the sink took it */
+            }
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -217,30 +294,72 @@ static void read_stream(struct cordon_capture *cap, int *fd, int stream)
     }
 }
 
-/* Read whatever is left once the provider returned: its write ends are
- * closed, but a process it leaked may still hold a copy. */
-static void drain(struct call *c, struct cordon_capture *cap)
+/* Read whatever is left once the provider returned (its write ends are
+ * closed, but a process it leaked may still hold a copy) for DRAIN_MS,
+ * and hand the sinks what they still hold until flush_end or the cancel. */
+static void drain(struct call *c, struct cordon_capture *cap, struct sinks *sk, uint64_t flush_end,
+                  int cancel_fd)
 {
-    uint64_t end = cordon_now_monotonic_ms() + DRAIN_MS;
+    uint64_t read_end = cordon_now_monotonic_ms() + DRAIN_MS;
 
-    while (c->out_r >= 0 || c->err_r >= 0) {
-        struct pollfd pfd[2];
-        int n = 0, i_out = -1, i_err = -1;
-        uint64_t now = cordon_now_monotonic_ms();
+    for (;;) {
+        struct pollfd pfd[5];
+        int n = 0, ix[2] = { -1, -1 }, i_cancel = -1, *fds[2] = { &c->out_r, &c->err_r };
+        uint64_t now = cordon_now_monotonic_ms(), until = 0;
 
-        if (now >= end)
+        for (int s = 0; s < 2; s++) {
+            if (sk != NULL && sink_pending(&sk->s[s])) {
+                if (now >= flush_end)
+                    continue;
+                pfd[ix[s] = n++] = (struct pollfd){ .fd = sk->s[s].fd, .events = POLLOUT };
+                until = until == 0 || flush_end < until ? flush_end : until;
+            } else if (*fds[s] >= 0 && now < read_end) {
+                pfd[ix[s] = n++] = (struct pollfd){ .fd = *fds[s], .events = POLLIN };
+                until = until == 0 || read_end < until ? read_end : until;
+            }
+        }
+        if (n == 0)
             break;
-        if (c->out_r >= 0)
-            pfd[i_out = n++] = (struct pollfd){ .fd = c->out_r, .events = POLLIN };
-        if (c->err_r >= 0)
-            pfd[i_err = n++] = (struct pollfd){ .fd = c->err_r, .events = POLLIN };
-        if (poll(pfd, (nfds_t)n, (int)(end - now)) < 0 && errno != EINTR)
+        if (sk != NULL && cancel_fd >= 0 && flush_end > now)
+            pfd[i_cancel = n++] = (struct pollfd){ .fd = cancel_fd, .events = POLLIN };
+        if (poll(pfd, (nfds_t)n, (int)(until - now)) < 0 && errno != EINTR)
             break;
-        if (i_out >= 0 && pfd[i_out].revents != 0)
-            read_stream(cap, &c->out_r, 1);
-        if (i_err >= 0 && pfd[i_err].revents != 0)
-            read_stream(cap, &c->err_r, 2);
+        if (i_cancel >= 0 && pfd[i_cancel].revents != 0)
+            flush_end = 0;   /* the caller gave up: what the sinks hold is dropped */
+        for (int s = 0; s < 2; s++) {
+            if (ix[s] >= 0 && pfd[ix[s]].revents != 0 && pfd[ix[s]].events == POLLIN)
+                read_stream(cap, fds[s], s + 1, sk);
+        }
+        if (sk != NULL)
+            sinks_write(sk, pfd, ix);
     }
+}
+
+static int sinks_new(const struct cordon_drive_opts *o, struct sinks **ret, struct cordon_error *err)
+{
+    struct sinks *sk;
+    int fds[2] = { o->stdout_sink_fd, o->stderr_sink_fd };
+
+    *ret = NULL;
+    if (fds[0] < 0 && fds[1] < 0)
+        return 0;
+    sk = calloc(1, sizeof(*sk));
+    if (sk == NULL)
+        return cordon_error_set(err, CORDON_E_NOMEM, ENOMEM, "drive: out of memory");
+    sk->budget = o->output_budget;
+    for (int s = 0; s < 2; s++) {
+        int fl = fds[s] >= 0 ? fcntl(fds[s], F_GETFL) : 0;
+        if (fl < 0 || (fds[s] >= 0 && (fl & O_ACCMODE) == O_RDONLY)) {
+            free(sk);
+            return cordon_error_set(err, CORDON_E_INVALID, fl < 0 ? errno : 0,
+                                    "%s: not a file descriptor open for writing",
+                                    s == 0 ? "stdout_fd" : "stderr_fd");
+        }
+        sk->s[s].fd = fds[s];
+        sk->s[s].nonblock = (fl & O_NONBLOCK) != 0;
+    }
+    *ret = sk;
+    return 0;
 }
 
 /* Turn the provider's result JSON into a status, code and signal. */
@@ -291,6 +410,7 @@ int cordon__drive_exec(const struct cordon_drive_opts *opts, struct cordon_exec_
     struct cordon_capture *cap = NULL;
     struct cordon_exec_outcome out;
     struct cordon_relay *relay = NULL;
+    struct sinks *sk = NULL;
     struct call *c = NULL;
     pthread_t thread;
     bool started = false, done = false, fired = false;
@@ -309,6 +429,9 @@ int cordon__drive_exec(const struct cordon_drive_opts *opts, struct cordon_exec_
         return rc;
     who = opts->provider->provider_id != NULL ? opts->provider->provider_id : "provider";
     rc = cordon_capture_new(opts->retention_bytes, opts->output_budget, &cap, err);
+    if (rc < 0)
+        goto out;
+    rc = sinks_new(opts, &sk, err);
     if (rc < 0)
         goto out;
     /* The caller's stdin never reaches the provider, not even a pipe: the
@@ -330,17 +453,22 @@ int cordon__drive_exec(const struct cordon_drive_opts *opts, struct cordon_exec_
     cancel_fd = opts->cancel_fd;
 
     while (!done) {
-        struct pollfd pfd[4];
-        int n = 0, i_out = -1, i_err = -1, i_cancel = -1, i_done, timeout = -1;
+        struct pollfd pfd[6];
+        int n = 0, i_out = -1, i_err = -1, i_cancel = -1, i_done, timeout = -1, i_sink[2] = { -1, -1 };
         uint64_t now = cordon_now_monotonic_ms(), until = fired ? abandon_at : deadline;
         int why = -1;
         bool finished;
 
         if (until != 0)
             timeout = until > now ? (until - now > INT32_MAX ? INT32_MAX : (int)(until - now)) : 0;
-        if (c->out_r >= 0)
+        /* A stream whose sink still holds a chunk is not read: backpressure. */
+        for (int s = 0; s < 2 && sk != NULL; s++) {
+            if (sink_pending(&sk->s[s]))
+                pfd[i_sink[s] = n++] = (struct pollfd){ .fd = sk->s[s].fd, .events = POLLOUT };
+        }
+        if (c->out_r >= 0 && i_sink[0] < 0)
             pfd[i_out = n++] = (struct pollfd){ .fd = c->out_r, .events = POLLIN };
-        if (c->err_r >= 0)
+        if (c->err_r >= 0 && i_sink[1] < 0)
             pfd[i_err = n++] = (struct pollfd){ .fd = c->err_r, .events = POLLIN };
         if (cancel_fd >= 0 && !fired)
             pfd[i_cancel = n++] = (struct pollfd){ .fd = cancel_fd, .events = POLLIN };
@@ -359,10 +487,12 @@ int cordon__drive_exec(const struct cordon_drive_opts *opts, struct cordon_exec_
         }
         now = cordon_now_monotonic_ms();
         finished = pfd[i_done].revents != 0;
+        if (sk != NULL)
+            sinks_write(sk, pfd, i_sink);
         if (i_out >= 0 && pfd[i_out].revents != 0)
-            read_stream(cap, &c->out_r, 1);
+            read_stream(cap, &c->out_r, 1, sk);
         if (i_err >= 0 && pfd[i_err].revents != 0)
-            read_stream(cap, &c->err_r, 2);
+            read_stream(cap, &c->err_r, 2, sk);
         if (why < 0 && cordon_capture_over_budget(cap))
             why = CORDON_RUN_OUTPUT_LIMIT;
         /* A provider that already returned is not cancelled after the fact. */
@@ -411,7 +541,9 @@ int cordon__drive_exec(const struct cordon_drive_opts *opts, struct cordon_exec_
     /* The provider is done with its write ends: EOF comes once its leftovers go. */
     close_fd(&c->out_w);
     close_fd(&c->err_w);
-    drain(c, cap);
+    /* What the sinks still hold goes until the command's deadline, or
+     * for DRAIN_MS when the command was stopped or has none. */
+    drain(c, cap, sk, !fired && deadline != 0 ? deadline : end + DRAIN_MS, opts->cancel_fd);
     if (!fired && cordon_capture_over_budget(cap)) {
         /* The overflow was still in the pipes: the output is cut all the same. */
         fired = true;
@@ -469,5 +601,6 @@ out:
     cordon_relay_close(relay);   /* the caller's fd is not read after we return */
     cordon_exec_outcome_clear(&out);
     cordon_capture_free(cap);
+    free(sk);
     return rc;
 }

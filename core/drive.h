@@ -41,6 +41,11 @@ struct cordon_drive_opts {
     bool *ret_execution_ended;                   /* optional: set true when the provider's
                                                   * result says it ended the whole execution
                                                   * to end the command (execution_ended) */
+    int stdout_sink_fd, stderr_sink_fd;          /* borrowed; -1 = none. Each stream's bytes,
+                                                  * up to the budget, are also written there as
+                                                  * they arrive. A sink that is not writable
+                                                  * stops the reading of its stream (one chunk
+                                                  * held), never the deadline or the cancel */
 };
 
 void cordon__drive_opts_init(struct cordon_drive_opts *opts);

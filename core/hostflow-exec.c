@@ -103,8 +103,9 @@ static int exec_request(const cJSON *req, uint64_t left_ms, char **ret, uint64_t
     return r;
 }
 
-int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const char *request_json,
-                     int stdin_fd, int cancel_fd, char **ret_json, struct cordon_error *err)
+static int exec_flow(struct cordon_ctx *ctx, const char *execution_id, const char *request_json,
+                     int stdin_fd, int stdout_fd, int stderr_fd, int cancel_fd, char **ret_json,
+                     struct cordon_error *err)
 {
     struct cordon__record *rec = NULL;
     struct cordon__bound b = { NULL, NULL };
@@ -172,6 +173,8 @@ int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const cha
     opts.retention_bytes = (size_t)limits.max_output_bytes;   /* within the budget, everything is kept */
     opts.output_budget = limits.max_output_bytes;
     opts.cancel_fd = cancel_fd;
+    opts.stdout_sink_fd = stdout_fd;
+    opts.stderr_sink_fd = stderr_fd;
     opts.ret_execution_ended = &ended;
     r = cordon__drive_exec(&opts, &out, err);
     if (r < 0)
@@ -236,4 +239,18 @@ out:
     free(state);
     free(ptext);
     return r;
+}
+
+int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id, const char *request_json,
+                     int stdin_fd, int cancel_fd, char **ret_json, struct cordon_error *err)
+{
+    return exec_flow(ctx, execution_id, request_json, stdin_fd, -1, -1, cancel_fd, ret_json, err);
+}
+
+int cordon_exec_stream_json(struct cordon_ctx *ctx, const char *execution_id, const char *request_json,
+                            int stdin_fd, int stdout_fd, int stderr_fd, int cancel_fd, char **ret_json,
+                            struct cordon_error *err)
+{
+    return exec_flow(ctx, execution_id, request_json, stdin_fd, stdout_fd, stderr_fd, cancel_fd, ret_json,
+                     err);
 }

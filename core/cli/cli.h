@@ -45,6 +45,15 @@ int cli_fail(const char *verb, bool json, int code, const char *message);
  * \t, and bytes that are not UTF-8, shown escaped (cordon/text.h). */
 void cli_program_output(FILE *f, const char *bytes, size_t len);
 
+/* cordon exec's output as it comes: two pipes whose write ends
+ * (*ret_stdout_fd, *ret_stderr_fd) go to cordon_exec_stream_json, and a
+ * thread that passes what they carry to stdout and stderr through
+ * cli_program_output. cli_stream_end closes the write ends, passes on the
+ * rest and frees. Returns -1 when the pipes or the thread cannot be made. */
+struct cli_stream;
+int cli_stream_start(struct cli_stream **ret, int *ret_stdout_fd, int *ret_stderr_fd);
+void cli_stream_end(struct cli_stream *s);
+
 /* One line of cordon's own on stderr, "cordon: " and the formatted text,
  * escaped; on a terminal marked as above. */
 void cli_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

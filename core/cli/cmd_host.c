@@ -232,7 +232,8 @@ static void write_base64(FILE *out, const char *s)
 }
 
 /* Print a result: JSON as is, or a short human form. */
-static void print_result(const struct args *a, const char *text)
+/* streamed: exec's output was passed on as it came, only the status is left. */
+static void print_result(const struct args *a, const char *text, bool streamed)
 {
     cJSON *doc;
     const cJSON *v;
@@ -244,7 +245,7 @@ static void print_result(const struct args *a, const char *text)
     doc = cJSON_Parse(text);
     if (strcmp(a->verb, "exec") == 0) {
         const cJSON *b64;
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 2 && !streamed; i++) {
             const char *name = i == 0 ? "stdout" : "stderr";
             char field[32];
             snprintf(field, sizeof(field), "%s_base64", name);
@@ -295,6 +296,8 @@ int cmd_host(const struct cli_global *g, int argc, char **argv)
     struct cordon_ctx *ctx = NULL;
     struct cordon_error err;
     char *req_text = NULL, *text = NULL;
+    struct cli_stream *stream = NULL;
+    bool streamed = false;
     int rc, r = 0, stdin_fd = -1;
     bool wants_id;
 
@@ -354,8 +357,20 @@ int cmd_host(const struct cli_global *g, int argc, char **argv)
     if (strcmp(a.verb, "provision") == 0) {
         r = cordon_provision_json(ctx, req_text, &text, &err);
     } else if (strcmp(a.verb, "exec") == 0) {
-        /* A signal to cordon during exec cancels it. */
-        r = cordon_exec_json(ctx, a.id, req_text, stdin_fd, cli_cancel_fd(), &text, &err);
+        /* A signal to cordon during exec cancels it. Without --json the
+         * output is passed on as it comes, streams apart, as docker exec does. */
+        int cancel_fd = cli_cancel_fd(), out_fd = -1, err_fd = -1;
+        if (!a.json && cli_stream_start(&stream, &out_fd, &err_fd) < 0) {
+            rc = cli_fail(a.verb, a.json, CORDON_E_IO, "cannot set up the output's pipes");
+            goto out;
+        }
+        streamed = stream != NULL;
+        if (streamed)
+            r = cordon_exec_stream_json(ctx, a.id, req_text, stdin_fd, out_fd, err_fd, cancel_fd, &text, &err);
+        else
+            r = cordon_exec_json(ctx, a.id, req_text, stdin_fd, cancel_fd, &text, &err);
+        cli_stream_end(stream);   /* the rest of the output before cordon's own lines */
+        stream = NULL;
     } else if (strcmp(a.verb, "checkpoint") == 0) {
         r = cordon_checkpoint_json(ctx, a.id, a.metadata, &text, &err);
     } else if (strcmp(a.verb, "restore") == 0) {
@@ -373,7 +388,7 @@ int cmd_host(const struct cli_global *g, int argc, char **argv)
         rc = cli_fail(a.verb, a.json, err.code, err.message);
         goto out;
     }
-    print_result(&a, text);
+    print_result(&a, text, streamed);
     rc = strcmp(a.verb, "exec") == 0 ? cordon_exec_exit_status(text)
          : strstr(text, "\"ok\":false") != NULL ? CLI_EXIT_FAILURE   /* gc with errors */
                                                  : 0;

@@ -95,11 +95,32 @@ CORDON_EXTERN int cordon_provision_json(struct cordon_ctx *ctx, const char *requ
 
 /* {"command", "args", "cwd", "environment", "timeout_ms"}; stdin_fd (-1:
  * /dev/null) and cancel_fd (-1: none) are borrowed. The result has one
- * terminal "status"; timeout, output_limit and cancelled destroy the whole
- * execution. */
+ * terminal "status"; timeout, output_limit and cancelled end the command's
+ * process group and leave the execution ready (json.md §8). */
 CORDON_EXTERN int cordon_exec_json(struct cordon_ctx *ctx, const char *execution_id,
                                    const char *request_json, int stdin_fd, int cancel_fd,
                                    char **ret_json, struct cordon_error *err);
+
+/* cordon_exec_json that also writes each stream's bytes, as they arrive,
+ * to stdout_fd and stderr_fd (borrowed; -1: that stream is not forwarded;
+ * both may be the same fd). The streams stay apart: a stream's bytes go to
+ * its own fd only. What passes counts against max_output_bytes as before:
+ * bytes past the budget are not forwarded, and the command ends with
+ * "output_limit". The result document is the same as cordon_exec_json's,
+ * streams included. A blocking fd is written only once poll says it is
+ * writable, PIPE_BUF bytes at a time (a pipe never blocks the call); a
+ * non-blocking one as much as it takes. While an fd does not take its
+ * bytes, its stream is not read (the sandbox's writes block: host memory
+ * stays bounded, one 64 KiB chunk per stream), and the command's timeout
+ * and cancel_fd still end it. After the command ended, what is held still
+ * goes until the command's deadline, for 200 ms when it was stopped, or
+ * until cancel_fd is readable; a write that fails (EPIPE...) stops that
+ * stream's forwarding and the command runs on. Writing to a closed pipe
+ * raises SIGPIPE as any write does: ignore it in the process. */
+CORDON_EXTERN int cordon_exec_stream_json(struct cordon_ctx *ctx, const char *execution_id,
+                                          const char *request_json, int stdin_fd, int stdout_fd,
+                                          int stderr_fd, int cancel_fd, char **ret_json,
+                                          struct cordon_error *err);
 
 /* metadata_json may be NULL. -> the checkpoint's manifest. */
 CORDON_EXTERN int cordon_checkpoint_json(struct cordon_ctx *ctx, const char *execution_id,

@@ -19,6 +19,7 @@ may be used from different threads at once. The module-level functions use
 one default Cordon per thread.
 """
 import base64
+import codecs
 import ctypes
 import json
 import os
@@ -39,7 +40,7 @@ __all__ = [
     "AbiMismatch", "AlreadyExists", "Busy", "Cancelled", "CheckpointInvalid", "CheckpointNotFound",
     "Denied", "InvalidInput", "IOFailure", "LimitExceeded", "NotFound", "OutOfMemory",
     "ProviderError", "ProviderUnavailable", "Timeout", "UnsafePath", "Unavailable", "Unsupported",
-    "Sandbox", "AsyncSandbox", "CommandResult", "CommandExitError",
+    "Sandbox", "AsyncSandbox", "CommandResult", "CommandExitError", "ExecStream", "LINE_MAX",
 ]
 
 _LIB = _lib.load()
@@ -181,6 +182,133 @@ class _Stdin:
             self._own = None
 
 
+LINE_MAX = 65536   # a longer line comes to on_stdout / on_stderr in pieces of this size
+
+
+class _Lines:
+    """One stream's bytes as lines: str (UTF-8, undecodable bytes as U+FFFD),
+    each with its newline, or bytes when raw; a line longer than LINE_MAX
+    bytes comes in pieces, so that output without newlines is bounded."""
+
+    def __init__(self, deliver, raw):
+        self._deliver, self._raw, self._buf = deliver, raw, b""
+        self._dec = None if raw else codecs.getincrementaldecoder("utf-8")("replace")
+
+    def _give(self, piece, final=False):
+        self._deliver(piece if self._raw else self._dec.decode(piece, final))
+
+    def feed(self, data):
+        self._buf += data
+        while True:
+            nl = self._buf.find(b"\n", 0, LINE_MAX)
+            if nl < 0 and len(self._buf) < LINE_MAX:
+                return
+            cut = nl + 1 if nl >= 0 else LINE_MAX
+            piece, self._buf = self._buf[:cut], self._buf[cut:]
+            self._give(piece)
+
+    def end(self):
+        rest, self._buf = self._buf, b""
+        if self._raw:
+            if rest:
+                self._deliver(rest)
+            return
+        text = self._dec.decode(rest, True)
+        if text:
+            self._deliver(text)
+
+
+def _pump(fds, sinks, errors):
+    """Read both pipes to their end, handing lines to the sinks; a sink
+    that raises gets nothing more (its error is re-raised by exec), the
+    pipe is read on so that the command is not held."""
+    import select
+    live = dict(zip(fds, sinks))
+    poller = select.poll()
+    for fd in live:
+        poller.register(fd, select.POLLIN)
+    while live:
+        for fd, _ in poller.poll():
+            if fd not in live:
+                continue
+            data = os.read(fd, 65536)
+            sink = live[fd]
+            try:
+                if sink is not None and not errors:
+                    sink.end() if not data else sink.feed(data)
+            except BaseException as e:  # noqa: B902 (handed back to the caller)
+                errors.append(e)
+            if not data:
+                poller.unregister(fd)
+                del live[fd]
+
+
+class ExecStream:
+    """Iterate over an exec's output as it comes: (stream, line) pairs,
+    stream "stdout" or "stderr", line as for on_stdout. The exec runs on a
+    thread of its own; at most `buffered` lines wait for the reader, then
+    the sandbox's output waits (backpressure). .result is the exec result
+    once the iteration ended. Stop early with close(): the exec is
+    cancelled and its result waited for."""
+
+    _END = object()
+
+    def __init__(self, cordon_, execution_id, command, buffered=256, **kwargs):
+        import queue
+        self._q = queue.Queue(maxsize=max(1, int(buffered)))
+        self._cancel_r, self._cancel_w = os.pipe()
+        self.result, self._error = None, None
+        if kwargs.get("cancel_fd") is not None:
+            raise InvalidInput("cancel_fd: use close() to stop an ExecStream", ErrorCode.CORDON_E_INVALID)
+        kwargs.update(on_stdout=lambda line: self._q.put(("stdout", line)),
+                      on_stderr=lambda line: self._q.put(("stderr", line)), cancel_fd=self._cancel_r)
+
+        def run():
+            try:
+                self.result = cordon_.exec(execution_id, command, **kwargs)
+            except BaseException as e:  # noqa: B902 (re-raised by the iteration)
+                self._error = e
+            finally:
+                self._q.put(self._END)
+        self._thread = threading.Thread(target=run, name="cordon-exec-stream", daemon=True)
+        self._thread.start()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._thread is None:
+            raise StopIteration
+        item = self._q.get()
+        if item is self._END:
+            self._finish()
+            if self._error is not None:
+                raise self._error
+            raise StopIteration
+        return item
+
+    def _finish(self):
+        self._thread.join()
+        self._thread = None
+        os.close(self._cancel_r)
+        os.close(self._cancel_w)
+
+    def close(self):
+        """Cancel the exec (when still running) and wait for its result."""
+        if self._thread is None:
+            return
+        os.write(self._cancel_w, b"x")
+        while self._q.get() is not self._END:
+            pass
+        self._finish()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class Cordon:
     """A libcordon host context (struct cordon_ctx): a state directory, the
     provider search path, the providers it loaded.
@@ -290,21 +418,57 @@ class Cordon:
         return self._call(_LIB.cordon_provision_json, _doc(req))
 
     def exec(self, execution_id, command, args=None, cwd=None, environment=None, timeout_ms=None,
-             stdin=None, cancel_fd=None):
+             stdin=None, cancel_fd=None, on_stdout=None, on_stderr=None, raw=False):
         """Run a command in an execution (cordon exec; json.md section 8).
         stdin: None, bytes, str, an fd or a file object; cancel_fd: an fd
         whose becoming readable cancels the exec (the command's process
         group is killed; the execution stays ready unless the result says
-        "execution_terminated"). Returns the exec result: its "status" says
-        how the command ended; Error only when the mechanism failed."""
+        "execution_terminated"). on_stdout, on_stderr: called, on a thread
+        of the binding's, with each line of that stream as it comes (str
+        with its newline; bytes when raw; a line over LINE_MAX bytes in
+        pieces), the streams kept apart (cordon_exec_stream_json). A slow
+        callback holds the sandbox's output, not the timeout; one that
+        raises gets no more lines and its exception is raised once the
+        command ended. Returns the exec result: its "status" says how the
+        command ended; Error only when the mechanism failed."""
         req = _put({"command": command}, args=list(args) if args is not None else None, cwd=cwd,
                    environment=environment, timeout_ms=timeout_ms)
+        cancel = -1 if cancel_fd is None else int(cancel_fd)
         fd = _Stdin(stdin)
         try:
-            return self._call(_LIB.cordon_exec_json, _c(execution_id), _doc(req), fd.fd,
-                              -1 if cancel_fd is None else int(cancel_fd))
+            if on_stdout is None and on_stderr is None:
+                return self._call(_LIB.cordon_exec_json, _c(execution_id), _doc(req), fd.fd, cancel)
+            return self._exec_streamed(execution_id, req, fd.fd, cancel, on_stdout, on_stderr, raw)
         finally:
             fd.close()
+
+    def _exec_streamed(self, execution_id, req, stdin_fd, cancel, on_stdout, on_stderr, raw):
+        pipes = [os.pipe() if cb is not None else (-1, -1) for cb in (on_stdout, on_stderr)]
+        sinks = [_Lines(cb, raw) if cb is not None else None for cb in (on_stdout, on_stderr)]
+        errors = []
+        reader = threading.Thread(target=_pump, name="cordon-exec-output",
+                                  args=([p[0] for p in pipes if p[0] >= 0],
+                                        [k for k in sinks if k is not None], errors), daemon=True)
+        reader.start()
+        try:
+            doc = self._call(_LIB.cordon_exec_stream_json, _c(execution_id), _doc(req), stdin_fd,
+                             pipes[0][1], pipes[1][1], cancel)
+        finally:
+            for p in pipes:
+                if p[1] >= 0:
+                    os.close(p[1])
+            reader.join()
+            for p in pipes:
+                if p[0] >= 0:
+                    os.close(p[0])
+        if errors:
+            raise errors[0]
+        return doc
+
+    def exec_stream(self, execution_id, command, buffered=256, **kwargs):
+        """exec as an iterator of (stream, line) pairs, as they come; the
+        result is the iterator's .result once it ended (ExecStream)."""
+        return ExecStream(self, execution_id, command, buffered=buffered, **kwargs)
 
     def checkpoint(self, execution_id, metadata=None):
         """Save an execution's /workspace; returns the manifest (section 9)."""

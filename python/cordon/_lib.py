@@ -115,6 +115,8 @@ def _declare(lib):
         "cordon_run_cancellable_json": [ctx_p, s, ctypes.c_int, out_p, err_p],
         "cordon_provision_json": [ctx_p, s, out_p, err_p],
         "cordon_exec_json": [ctx_p, s, s, ctypes.c_int, ctypes.c_int, out_p, err_p],
+        "cordon_exec_stream_json": [ctx_p, s, s, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                    out_p, err_p],
         "cordon_checkpoint_json": [ctx_p, s, s, out_p, err_p],
         "cordon_restore_json": [ctx_p, s, s, out_p, err_p],
         "cordon_terminate_json": [ctx_p, s, out_p, err_p],

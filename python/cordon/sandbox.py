@@ -99,12 +99,15 @@ class Commands:
     def __init__(self, sandbox):
         self._sbx = sandbox
 
-    def run(self, cmd, timeout=60, cwd=None, envs=None, stdin=None, cancel_fd=None):
+    def run(self, cmd, timeout=60, cwd=None, envs=None, stdin=None, cancel_fd=None, on_stdout=None,
+            on_stderr=None):
         """Run cmd (a shell string, or an argv list) and wait for it.
 
         timeout: seconds (None: up to the sandbox's own end); stdin: None,
         bytes, str, an fd or a file object; cancel_fd: an fd whose becoming
-        readable cancels the command. Returns a CommandResult when the
+        readable cancels the command; on_stdout, on_stderr: called with each
+        line of that stream (str, with its newline) as it comes, on a thread
+        of the binding's (Cordon.exec). Returns a CommandResult when the
         command exited 0; raises CommandExitError for another exit code,
         Timeout, Cancelled or LimitExceeded (output over max_output_bytes)
         for a command that did not exit, each with .command_result; Error
@@ -118,7 +121,7 @@ class Commands:
         doc = self._sbx._cordon().exec(
             self._sbx.sandbox_id, command, args=args, cwd=cwd, environment=envs,
             timeout_ms=None if timeout is None else max(1, int(timeout * 1000)), stdin=stdin,
-            cancel_fd=cancel_fd)
+            cancel_fd=cancel_fd, on_stdout=on_stdout, on_stderr=on_stderr)
         res = CommandResult(doc)
         if res.status == "exited" and res.exit_code == 0:
             return res

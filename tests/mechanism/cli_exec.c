@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -18,6 +19,7 @@
 #include <cordon/sdk/runner.h>
 
 #include "tests/common/proc.h"
+#include "tests/common/wait.h"
 #include "tests/mechanism/cli_exec.h"
 
 #define CLI_TIMEOUT_MS 300000u
@@ -27,49 +29,63 @@
 /* Executions provisioned and not yet terminated, for cli_exec_cleanup. */
 static char *live[LIVE_MAX];
 
+struct cli_cmd {
+    const char *argv[ARGS_MAX], *envp[7];
+    char docker_env[PATH_MAX + 32];
+};
+
+/* cordon's argv (under wrapper, a NULL-ended argv such as timeout(1), or
+ * alone) and the environment it runs with. */
+static void cli_cmd_build(const struct cli_exec *c, const char *const *wrapper, const char *const *args,
+                          struct cli_cmd *cmd)
+{
+    const char *docker_host = getenv("DOCKER_HOST");
+    size_t n = 0, k = 0;
+
+    for (size_t i = 0; wrapper != NULL && wrapper[i] != NULL; i++)
+        cmd->argv[n++] = wrapper[i];
+    cmd->argv[n++] = c->bin;
+    cmd->argv[n++] = "--config";
+    cmd->argv[n++] = c->config;
+    cmd->argv[n++] = "--state-dir";
+    cmd->argv[n++] = c->state_dir;
+    for (size_t i = 0; args[i] != NULL; i++) {
+        cr_assert_lt(n, ARGS_MAX - 1);
+        cmd->argv[n++] = args[i];
+    }
+    cmd->argv[n] = NULL;
+    for (size_t i = 0; i < 4; i++)
+        if (c->env[i][0] != '\0')
+            cmd->envp[k++] = c->env[i];
+    /* The Docker daemon the suite reaches (scripts/test-all.sh's own), not
+     * the default socket: the command has this environment alone. */
+    if (docker_host != NULL) {
+        snprintf(cmd->docker_env, sizeof(cmd->docker_env), "DOCKER_HOST=%s", docker_host);
+        cmd->envp[k++] = cmd->docker_env;
+    }
+    cmd->envp[k++] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+    cmd->envp[k] = NULL;
+}
+
 /* The command under wrapper (NULL-ended argv, e.g. timeout(1)), or alone. */
 static int run_under(const struct cli_exec *c, const char *const *wrapper, const char *const *args,
                      int stdin_fd, char **ret_out)
 {
-    const char *argv[ARGS_MAX], *envp[7], *docker_host = getenv("DOCKER_HOST");
-    char docker_env[PATH_MAX + 32];
+    struct cli_cmd cmd;
     struct cordon_runner_opts opts;
     struct cordon_exec_outcome o = { 0 };
     struct cordon_error e;
-    size_t n = 0, k = 0;
     int code;
 
-    for (size_t i = 0; wrapper != NULL && wrapper[i] != NULL; i++)
-        argv[n++] = wrapper[i];
-    argv[n++] = c->bin;
-    argv[n++] = "--config";
-    argv[n++] = c->config;
-    argv[n++] = "--state-dir";
-    argv[n++] = c->state_dir;
-    for (size_t i = 0; args[i] != NULL; i++) {
-        cr_assert_lt(n, ARGS_MAX - 1);
-        argv[n++] = args[i];
-    }
-    argv[n] = NULL;
-    for (size_t i = 0; i < 4; i++)
-        if (c->env[i][0] != '\0')
-            envp[k++] = c->env[i];
-    /* The Docker daemon the suite reaches (scripts/test-all.sh's own), not
-     * the default socket: the command has this environment alone. */
-    if (docker_host != NULL) {
-        snprintf(docker_env, sizeof(docker_env), "DOCKER_HOST=%s", docker_host);
-        envp[k++] = docker_env;
-    }
-    envp[k++] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
-    envp[k] = NULL;
+    cli_cmd_build(c, wrapper, args, &cmd);
     cordon_runner_opts_init(&opts);
-    opts.argv = argv;
-    opts.envp = envp;
+    opts.argv = cmd.argv;
+    opts.envp = cmd.envp;
     opts.stdin_fd = stdin_fd;
     opts.retention_bytes = 8u << 20;
     opts.timeout_ms = CLI_TIMEOUT_MS;
     cordon_error_init(&e);
-    cr_assert_eq(cordon_runner_run(&opts, &o, &e), 0, "%s: %s", argv[0], e.message);
+    cr_assert_eq(cordon_runner_run(&opts, &o, &e), 0, "%s: %s", cmd.argv[0], e.message);
     code = o.status == CORDON_RUN_EXITED ? o.exit_code : -1;
     if (ret_out != NULL) {
         *ret_out = strndup(o.out.data != NULL ? o.out.data : "", o.out.len);
@@ -608,5 +624,74 @@ void cli_exec_check_command_ends_execution(const struct cli_exec *c, const char 
             free(live[i]);
             live[i] = NULL;
         }
+    free(id);
+}
+
+/* Append what fd has now to buf (NUL-ended); true once buf holds want. */
+static bool pipe_has(int fd, char *buf, size_t size, const char *want)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    size_t len = strlen(buf);
+    ssize_t n;
+
+    if (poll(&pfd, 1, 0) == 1 && (n = read(fd, buf + len, size - 1 - len)) > 0)
+        buf[len + (size_t)n] = '\0';
+    return strstr(buf, want) != NULL;
+}
+
+static bool read_more(int fd, char *buf, size_t size)
+{
+    size_t len = strlen(buf);
+    ssize_t n = read(fd, buf + len, size - 1 - len);
+
+    if (n <= 0)
+        return false;
+    buf[len + (size_t)n] = '\0';
+    return true;
+}
+
+void cli_exec_check_output_streams(const struct cli_exec *c, const char *provider)
+{
+    char *id = cli_exec_provision(c, provider), out[256] = "", err[256] = "";
+    const char *args[] = { "exec", id, "--stdin", "-", "--", "sh", "-c",
+                           "echo first; echo e1 >&2; read x; echo second $x; echo e2 >&2", NULL };
+    struct cli_cmd cmd;
+    int in[2], po[2], pe[2], status;
+    pid_t pid;
+
+    cli_cmd_build(c, NULL, args, &cmd);
+    cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(po, O_CLOEXEC) == 0 && pipe2(pe, O_CLOEXEC) == 0);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (dup2(in[0], 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
+            _exit(127);
+        execve(cmd.argv[0], (char *const *)cmd.argv, (char *const *)cmd.envp);
+        _exit(127);
+    }
+    close(in[0]);
+    close(po[1]);
+    close(pe[1]);
+    /* The command waits for a line on stdin that is written only once its
+     * first lines were seen: cordon exec must pass them on as they come. */
+    cr_expect(TEST_WAIT_UNTIL(pipe_has(po[0], out, sizeof(out), "first\n"), 60000),
+              "%s: cordon exec printed no first line before the command ended: \"%s\"", provider, out);
+    cr_expect(TEST_WAIT_UNTIL(pipe_has(pe[0], err, sizeof(err), "e1\n"), 60000),
+              "%s: stderr's first line never came: \"%s\"", provider, err);
+    cr_expect_eq(waitpid(pid, &status, WNOHANG), 0, "%s: cordon exec ended before its stdin line", provider);
+    cr_expect_eq(write(in[1], "go\n", 3), 3);
+    close(in[1]);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    /* cordon exited: the rest is in the pipes, then their end. */
+    while (strlen(out) < sizeof(out) - 1 && read_more(po[0], out, sizeof(out)))
+        continue;
+    while (strlen(err) < sizeof(err) - 1 && read_more(pe[0], err, sizeof(err)))
+        continue;
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: cordon exec: status 0x%x", provider, status);
+    cr_expect_str_eq(out, "first\nsecond go\n", "%s: stdout", provider);
+    cr_expect_str_eq(err, "e1\ne2\n", "%s: stderr", provider);
+    close(po[0]);
+    close(pe[0]);
+    cli_exec_terminate(c, id);
     free(id);
 }

@@ -49,6 +49,9 @@ void cli_exec_check_exit_status(const struct cli_exec *c, const char *provider, 
 void cli_exec_check_rlimits(const struct cli_exec *c, const char *provider, const char *want_stack,
                             const char *want_nofile);
 
+/* Without --json, cordon exec passes each stream on as it comes, to its
+ * own fd: the first lines are out while the command still waits. */
+void cli_exec_check_output_streams(const struct cli_exec *c, const char *provider);
 /* Timeout (--timeout), cancel (timeout(1)'s SIGTERM to cordon exec) and
  * twice the output budget each end the command's whole process group
  * (gone when the answer comes) with its typed status and exit code, and

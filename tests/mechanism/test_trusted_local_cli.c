@@ -77,6 +77,11 @@ Test(trusted_local_cli, exec_stdin_terminal_is_not_handed_in)
     cli_exec_check_stdin_terminal(&cli, "trusted-local");
 }
 
+Test(trusted_local_cli, exec_output_streams_as_it_comes)
+{
+    cli_exec_check_output_streams(&cli, "trusted-local");
+}
+
 Test(trusted_local_cli, exec_exit_status_is_the_truth)
 {
     cli_exec_check_exit_status(&cli, "trusted-local", true);

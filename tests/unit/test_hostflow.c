@@ -1110,3 +1110,146 @@ Test(hostflow, gc_bounds_what_list_executions_returns)
     cr_expect_null(strstr(out, "../../etc"), "%s", out);
     free(out);
 }
+
+struct bg_stream {
+    struct cordon_ctx *ctx;
+    const char *request;
+    int in, out, err, r;
+    char *result;
+    volatile int done;
+};
+
+static void *stream_exec(void *arg)
+{
+    struct bg_stream *bg = arg;
+
+    bg->r = cordon_exec_stream_json(bg->ctx, "stream-1", bg->request, bg->in, bg->out, bg->err, -1, &bg->result,
+                                    NULL);
+    __atomic_store_n(&bg->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/* Append what fd has now (non-blocking) to buf; true when buf holds want. */
+static bool read_has(int fd, char *buf, size_t size, const char *want)
+{
+    size_t len = strlen(buf);
+    ssize_t n = read(fd, buf + len, size - 1 - len);
+
+    if (n > 0)
+        buf[len + (size_t)n] = '\0';
+    return strstr(buf, want) != NULL;
+}
+
+/* Each stream's bytes reach the caller's own fd while the command still
+ * runs: the command waits on stdin for a line the test writes only once it
+ * read the first line, so a call that forwarded at the end never gets it. */
+Test(hostflow, exec_stream_forwards_each_stream_as_it_comes_apart)
+{
+    struct env e;
+    struct bg_stream bg;
+    pthread_t t;
+    int in[2], out[2], err[2];
+    char got_out[256] = "", got_err[256] = "";
+    cJSON *p, *x;
+
+    env_open(&e);
+    p = provision_ok(&e, "{\"execution_id\":\"stream-1\"}");
+    cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC | O_NONBLOCK) == 0 &&
+              pipe2(err, O_CLOEXEC | O_NONBLOCK) == 0);
+    memset(&bg, 0, sizeof(bg));
+    bg.ctx = e.ctx;
+    bg.request = "{\"command\":\"sh\",\"args\":[\"-c\","
+                 "\"echo first; echo e1 >&2; read x; echo second $x; echo e2 >&2\"]}";
+    bg.in = in[0];
+    bg.out = out[1];
+    bg.err = err[1];
+    pthread_create(&t, NULL, stream_exec, &bg);
+    cr_assert(TEST_WAIT_UNTIL(read_has(out[0], got_out, sizeof(got_out), "first\n"), 20000),
+              "the first line never came before the command ended: \"%s\"", got_out);
+    cr_assert(TEST_WAIT_UNTIL(read_has(err[0], got_err, sizeof(got_err), "e1\n"), 20000),
+              "stderr's first line never came: \"%s\"", got_err);
+    cr_expect_eq(__atomic_load_n(&bg.done, __ATOMIC_SEQ_CST), 0, "the exec ended before its stdin line");
+    cr_assert_eq(write(in[1], "go\n", 3), 3);
+    close(in[1]);
+    pthread_join(t, NULL);
+    cr_assert_eq(bg.r, 0);
+    read_has(out[0], got_out, sizeof(got_out), "");
+    read_has(err[0], got_err, sizeof(got_err), "");
+    cr_expect_str_eq(got_out, "first\nsecond go\n");
+    cr_expect_str_eq(got_err, "e1\ne2\n");
+    x = cJSON_Parse(bg.result);
+    cr_expect_str_eq(str(x, "status"), "exited");
+    cr_expect_str_eq(str(x, "stdout"), "first\nsecond go\n", "the result keeps the streams as exec does");
+    cr_expect_str_eq(str(x, "stderr"), "e1\ne2\n");
+    free(bg.result);
+    cJSON_Delete(x);
+    close(in[0]);
+    close(out[0]);
+    close(out[1]);
+    close(err[0]);
+    close(err[1]);
+    cr_expect_eq(terminate(&e, "stream-1"), 0);
+    cJSON_Delete(p);
+    env_close(&e);
+}
+
+/* The budget counts what is forwarded: no byte past max_output_bytes
+ * reaches the fd, the command ends with output_limit, the execution stays.
+ * A sink nobody reads stops the reading, not the command's timeout; a
+ * sink that fails stops its forwarding, not the command. */
+Test(hostflow, exec_stream_keeps_the_budget_and_the_timeout)
+{
+    struct env e;
+    struct cordon_error cerr;
+    char path[700], *res = NULL;
+    int fd, blocked[2];
+    struct stat st;
+    cJSON *p, *x;
+
+    env_open(&e);
+    p = provision_ok(&e, "{\"execution_id\":\"stream-2\"}");
+    snprintf(path, sizeof(path), "%s/forwarded", e.dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    cr_assert_geq(fd, 0);
+    cordon_error_init(&cerr);
+    cr_assert_eq(cordon_exec_stream_json(e.ctx, "stream-2",
+                                         "{\"command\":\"head\",\"args\":[\"-c\",\"5000000\",\"/dev/zero\"]}",
+                                         -1, fd, fd, -1, &res, &cerr), 0, "%s", cerr.message);
+    x = cJSON_Parse(res);
+    cr_expect_str_eq(str(x, "status"), "output_limit");
+    cr_expect_eq(fstat(fd, &st), 0);
+    cr_expect_eq(st.st_size, 1048576, "forwarded %lld bytes past a 1 MiB budget", (long long)st.st_size);
+    cr_expect(ls_shows(&e, "stream-2", "phase", "ready"), "the execution went with the command");
+    cJSON_Delete(x);
+    free(res);
+    res = NULL;
+    close(fd);
+
+    cr_assert_eq(pipe2(blocked, O_CLOEXEC), 0);
+    cr_assert_eq(cordon_exec_stream_json(e.ctx, "stream-2",
+                                         "{\"command\":\"head\",\"args\":[\"-c\",\"5000000\",\"/dev/zero\"],"
+                                         "\"timeout_ms\":1000}",
+                                         -1, blocked[1], -1, -1, &res, &cerr), 0, "%s", cerr.message);
+    x = cJSON_Parse(res);
+    cr_expect_str_eq(str(x, "status"), "timeout", "a sink that takes nothing: %s", res);
+    cr_expect(ls_shows(&e, "stream-2", "phase", "ready"), "the execution went with the command");
+    cJSON_Delete(x);
+    free(res);
+    res = NULL;
+    close(blocked[0]);
+
+    /* A sink whose reader left: forwarding stops, the command runs to its end. */
+    signal(SIGPIPE, SIG_IGN);
+    cr_assert_eq(cordon_exec_stream_json(e.ctx, "stream-2",
+                                         "{\"command\":\"sh\",\"args\":[\"-c\",\"echo one; echo two\"]}",
+                                         -1, blocked[1], -1, -1, &res, &cerr), 0, "%s", cerr.message);
+    x = cJSON_Parse(res);
+    cr_expect_str_eq(str(x, "status"), "exited");
+    cr_expect_str_eq(str(x, "stdout"), "one\ntwo\n");
+    cJSON_Delete(x);
+    free(res);
+    close(blocked[1]);
+    cr_expect_eq(terminate(&e, "stream-2"), 0);
+    cJSON_Delete(p);
+    env_close(&e);
+}
