@@ -160,14 +160,31 @@ static int end_as(int status)
  * whose entered command runs in a session of its own, asks for SIGTERM
  * when the relay that started it dies (PR_SET_PDEATHSIG), which is how a
  * timeout, cancel or overflow reaches the command. The signals are blocked
- * before the fork and waited for, so none is lost between two looks. */
+ * before the fork and waited for, so none is lost between two looks. The
+ * wait also wakes every LEADER_LOOK_MS: SIGCHLD's default action is to be
+ * ignored, and a kernel may drop an ignored signal even while it is
+ * blocked (gVisor's Sentry did: the wrapper then waited for an exit that
+ * had already happened until the host's deadline). A handler of its own
+ * makes it a signal to deliver, and the look catches the rest. */
+#define LEADER_LOOK_MS 100
+
+static void on_child(int sig)
+{
+    (void)sig;
+}
+
 static int run_leader(char **argv)
 {
+    const struct timespec look = { 0, LEADER_LOOK_MS * 1000000L };
+    struct sigaction sa;
     sigset_t set, old;
     int status, e, sig;
     pid_t pid, w;
 
     prctl(PR_SET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_child;
+    sigaction(SIGCHLD, &sa, NULL);
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
     sigaddset(&set, SIGTERM);
@@ -180,6 +197,8 @@ static int run_leader(char **argv)
         return 126;
     }
     if (pid == 0) {
+        sa.sa_handler = SIG_DFL;
+        sigaction(SIGCHLD, &sa, NULL);
         sigprocmask(SIG_SETMASK, &old, NULL);
         setpgid(0, 0);
         execvp(argv[0], argv);
@@ -193,7 +212,7 @@ static int run_leader(char **argv)
         w = waitpid(pid, &status, WNOHANG);
         if (w != 0 && !(w < 0 && errno == EINTR))
             break;
-        sig = sigwaitinfo(&set, NULL);
+        sig = sigtimedwait(&set, NULL, &look);
         if (sig == SIGTERM || sig == SIGINT || sig == SIGHUP) {
             /* the leader by its pid too, should it have left the group */
             kill(-pid, SIGKILL);
