@@ -470,6 +470,7 @@ Test(hostflow, a_provider_that_ended_the_execution_is_reported_and_its_record_go
     snprintf(config, sizeof(config),
              "{\"provider_configs\":{\"synthetic\":{\"root\":\"%s\",\"end_execution_on_cancel\":true}}}",
              e.root);
+    test_rmtree(e.state);   /* the first context's state, made for nothing */
     free(e.state);
     e.ctx = test_ctx_open(config, &e.state);
     cr_assert_not_null(e.ctx);
